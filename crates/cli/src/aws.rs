@@ -1,0 +1,116 @@
+//! AWS wiring: the standard configuration chain, the account, the clients and a count of
+//! every request sent.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context;
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_smithy_runtime_api::box_error::BoxError;
+use aws_smithy_runtime_api::client::interceptors::Intercept;
+use aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextRef;
+use aws_smithy_runtime_api::client::orchestrator::Metadata;
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+use aws_smithy_types::config_bag::ConfigBag;
+use aws_smithy_types::error::display::DisplayErrorContext;
+use reconcile_core::{Account, Reconciler};
+
+/// Counts every HTTP request sent to AWS, retries included, by service and operation.
+#[derive(Debug, Clone, Default)]
+pub struct RequestCounter {
+    counts: Arc<Mutex<BTreeMap<String, u64>>>,
+}
+
+impl fmt::Display for RequestCounter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let counts = self.counts.lock().expect("never poisoned");
+        write!(f, "{} AWS requests", counts.values().sum::<u64>())?;
+        for (idx, (operation, count)) in counts.iter().enumerate() {
+            write!(
+                f,
+                "{}{operation} {count}",
+                if idx == 0 { ": " } else { ", " }
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl Intercept for RequestCounter {
+    fn name(&self) -> &'static str {
+        "RequestCounter"
+    }
+
+    fn read_before_transmit(
+        &self,
+        _context: &BeforeTransmitInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let operation = cfg.load::<Metadata>().map_or_else(
+            || "unknown".to_owned(),
+            |m| format!("{}:{}", m.service(), m.name()),
+        );
+        *self
+            .counts
+            .lock()
+            .expect("never poisoned")
+            .entry(operation)
+            .or_default() += 1;
+        Ok(())
+    }
+}
+
+pub struct Aws {
+    pub sdk: SdkConfig,
+    pub requests: RequestCounter,
+}
+
+impl Aws {
+    /// Loads the standard chain (credentials, endpoint, retries), with desired.toml's region.
+    pub async fn load(region: &str) -> Aws {
+        let sdk = aws_config::defaults(BehaviorVersion::latest())
+            .region(Region::new(region.to_owned()))
+            .load()
+            .await;
+        Aws {
+            sdk,
+            requests: RequestCounter::default(),
+        }
+    }
+
+    /// The account the credentials belong to.
+    pub async fn account(&self) -> anyhow::Result<Account> {
+        let config = aws_sdk_sts::config::Builder::from(&self.sdk)
+            .interceptor(self.requests.clone())
+            .build();
+        let identity = aws_sdk_sts::Client::from_conf(config)
+            .get_caller_identity()
+            .send()
+            .await
+            .map_err(|error| anyhow::anyhow!("{}", DisplayErrorContext(&error)))
+            .context(
+                "failed to learn the account from STS GetCallerIdentity (are AWS credentials set?)",
+            )?;
+        let id = identity
+            .account()
+            .context("STS GetCallerIdentity returned no account")?;
+        let region = self
+            .sdk
+            .region()
+            .map_or_else(String::new, |r| r.to_string());
+        Ok(Account::new(id, region))
+    }
+
+    /// One reconciler per resource crate, each with its own counted client.
+    pub fn reconcilers(&self, account: &Account) -> Vec<Box<dyn Reconciler>> {
+        let ecr_config = aws_sdk_ecr::config::Builder::from(&self.sdk)
+            .interceptor(self.requests.clone())
+            .build();
+        vec![Box::new(reconcile_ecr::EcrReconciler::new(
+            aws_sdk_ecr::Client::from_conf(ecr_config),
+            account.clone(),
+        ))]
+    }
+}

@@ -1,0 +1,33 @@
+//! The `reconcile` binary: a thin shell over the library crates.
+
+mod args;
+mod aws;
+mod commands;
+mod exit;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = args::Args::parse();
+    output::init_logging(args.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: failed to start the async runtime: {error}");
+            return ExitCode::from(exit::ERROR);
+        }
+    };
+    match runtime.block_on(commands::run(args)) {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(exit::ERROR)
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! Resource addresses: `<kind>.<name>`, the stable names tools and people use for a resource.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Every kind of resource `reconcile` manages.
+///
+/// The declaration order is the order resources are listed in a plan: roughly the order in
+/// which they depend on each other, so a plan reads top to bottom.
+/// The string forms are part of the plan format and must never change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ResourceKind {
+    IamRole,
+    IamRolePolicy,
+    S3Bucket,
+    S3BucketLifecycle,
+    EcrRepository,
+    EcrLifecyclePolicy,
+    CodebuildProject,
+    CodebuildWebhook,
+}
+
+impl ResourceKind {
+    pub const ALL: [ResourceKind; 8] = [
+        ResourceKind::IamRole,
+        ResourceKind::IamRolePolicy,
+        ResourceKind::S3Bucket,
+        ResourceKind::S3BucketLifecycle,
+        ResourceKind::EcrRepository,
+        ResourceKind::EcrLifecyclePolicy,
+        ResourceKind::CodebuildProject,
+        ResourceKind::CodebuildWebhook,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResourceKind::IamRole => "iam_role",
+            ResourceKind::IamRolePolicy => "iam_role_policy",
+            ResourceKind::S3Bucket => "s3_bucket",
+            ResourceKind::S3BucketLifecycle => "s3_bucket_lifecycle",
+            ResourceKind::EcrRepository => "ecr_repository",
+            ResourceKind::EcrLifecyclePolicy => "ecr_lifecycle_policy",
+            ResourceKind::CodebuildProject => "codebuild_project",
+            ResourceKind::CodebuildWebhook => "codebuild_webhook",
+        }
+    }
+}
+
+impl fmt::Display for ResourceKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ResourceKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ResourceKind::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == s)
+            .ok_or_else(|| format!("unknown resource kind `{s}`"))
+    }
+}
+
+/// `<kind>.<name>`, for example `ecr_lifecycle_policy.pytorch-cache`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Address {
+    pub kind: ResourceKind,
+    pub name: String,
+}
+
+impl Address {
+    pub fn new(kind: ResourceKind, name: impl Into<String>) -> Address {
+        Address {
+            kind,
+            name: name.into(),
+        }
+    }
+}
+
+impl fmt::Display for Address {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.kind, self.name)
+    }
+}
+
+impl FromStr for Address {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (kind, name) = s
+            .split_once('.')
+            .ok_or_else(|| format!("address `{s}` is not of the form <kind>.<name>"))?;
+        if name.is_empty() {
+            return Err(format!("address `{s}` has an empty name"));
+        }
+        Ok(Address {
+            kind: kind.parse()?,
+            name: name.to_owned(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_round_trip_through_their_string_form() {
+        for kind in ResourceKind::ALL {
+            let address = Address::new(kind, "pytorch-cache");
+            assert_eq!(address.to_string().parse::<Address>(), Ok(address));
+        }
+        assert!("ecr_repository".parse::<Address>().is_err());
+        assert!("nonsense.x".parse::<Address>().is_err());
+    }
+}

@@ -1,0 +1,418 @@
+//! The engine: makes a plan from every reconciler, and carries a plan out in dependency order
+//! with bounded concurrency.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use futures::future::join_all;
+
+use crate::address::{Address, ResourceKind};
+use crate::desired::Desired;
+use crate::plan::{Action, Change, DesiredResource, Plan};
+use crate::reconciler::{Account, Progress, ReconcileError, Reconciler};
+
+/// How many changes apply runs at once. AWS's control-plane APIs throttle well before this
+/// matters for one account, and the SDK retries throttling.
+pub const DEFAULT_CONCURRENCY: usize = 8;
+
+/// Runs `futures` with at most `limit` at once and returns their outputs in completion order.
+///
+/// Takes futures already made (a `Vec`), not a lazy iterator, so that callers inside
+/// `async_trait` methods do not hold a closure over borrows across an await.
+pub async fn bounded<F: Future>(limit: usize, futures: Vec<F>) -> Vec<F::Output> {
+    futures::stream::iter(futures)
+        .buffer_unordered(limit.max(1))
+        .collect()
+        .await
+}
+
+/// Every desired resource of every reconciler, keyed by address.
+pub fn desired_resources(
+    reconcilers: &[Box<dyn Reconciler>],
+    desired: &Desired,
+    account: &Account,
+) -> Result<BTreeMap<Address, DesiredResource>, Vec<ReconcileError>> {
+    let mut resources = BTreeMap::new();
+    let mut errors = Vec::new();
+    for reconciler in reconcilers {
+        match reconciler.desired(desired, account) {
+            Ok(list) => resources.extend(list.into_iter().map(|r| (r.address.clone(), r))),
+            Err(error) => errors.push(error),
+        }
+    }
+    if errors.is_empty() {
+        Ok(resources)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Observes every desired resource (all reconcilers at once) and diffs. Never writes.
+pub async fn plan(
+    reconcilers: &[Box<dyn Reconciler>],
+    desired: &Desired,
+    account: &Account,
+) -> Result<Plan, Vec<ReconcileError>> {
+    let resources = desired_resources(reconcilers, desired, account)?;
+    let observations = join_all(reconcilers.iter().map(|reconciler| {
+        let addresses: Vec<Address> = resources
+            .keys()
+            .filter(|a| reconciler.kinds().contains(&a.kind))
+            .cloned()
+            .collect();
+        async move { reconciler.observe(&addresses).await }
+    }))
+    .await;
+
+    let mut observed = BTreeMap::new();
+    let mut errors = Vec::new();
+    for result in observations {
+        match result {
+            Ok(map) => observed.extend(map),
+            Err(error) => errors.push(error),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    for address in resources.keys() {
+        if !observed.contains_key(address) {
+            errors.push(ReconcileError::new(
+                Some(address),
+                "observe",
+                "the reconciler returned no observation",
+            ));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+
+    let mut changes = Vec::new();
+    for (address, observation) in &observed {
+        let reconciler =
+            reconciler_for(reconcilers, address.kind).expect("observed by one of them");
+        if let Some(change) = reconciler.diff(address, resources.get(address), observation) {
+            changes.push(change);
+        }
+    }
+    Ok(Plan {
+        account: account.id.clone(),
+        region: account.region.clone(),
+        changes,
+        findings: Vec::new(),
+        observed,
+    })
+}
+
+fn reconciler_for(
+    reconcilers: &[Box<dyn Reconciler>],
+    kind: ResourceKind,
+) -> Option<&dyn Reconciler> {
+    reconcilers
+        .iter()
+        .find(|r| r.kinds().contains(&kind))
+        .map(|r| r.as_ref())
+}
+
+/// What happened to one change during apply.
+#[derive(Debug)]
+pub enum Outcome {
+    Applied,
+    Failed(ReconcileError),
+    /// Not attempted because a change it depends on failed or was skipped.
+    Skipped {
+        because: Address,
+    },
+}
+
+/// The result of one apply, one entry per change of the plan, in plan order.
+#[derive(Debug, Default)]
+pub struct ApplyReport {
+    pub results: Vec<(Address, Action, Outcome, Duration)>,
+}
+
+impl ApplyReport {
+    pub fn succeeded(&self) -> bool {
+        self.results
+            .iter()
+            .all(|(_, _, outcome, _)| matches!(outcome, Outcome::Applied))
+    }
+}
+
+/// Told about every change as apply starts and finishes it.
+pub trait ApplyEvents: Progress {
+    fn started(&self, change: &Change);
+    fn finished(&self, change: &Change, outcome: &Outcome, elapsed: Duration);
+}
+
+impl ApplyEvents for crate::reconciler::Silent {
+    fn started(&self, _: &Change) {}
+    fn finished(&self, _: &Change, _: &Outcome, _: Duration) {}
+}
+
+/// Why apply refused to start.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    #[error("the plan deletes {} resource(s) ({}); deleting needs --allow-delete", .0.len(), .0.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))]
+    DeleteNotAllowed(Vec<Address>),
+    #[error("no reconciler handles {0}")]
+    NoReconciler(Address),
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct ApplyOptions {
+    pub allow_delete: bool,
+    pub concurrency: usize,
+}
+
+/// Carries out every change of `plan` and nothing else.
+///
+/// A change runs once every change it depends on has succeeded; a change whose dependency failed
+/// is skipped, and independent changes go on. Checks that could refuse the whole apply run
+/// before the first call.
+pub async fn apply(
+    reconcilers: &[Box<dyn Reconciler>],
+    plan: &Plan,
+    options: ApplyOptions,
+    events: &dyn ApplyEvents,
+) -> Result<ApplyReport, Refusal> {
+    let deletes: Vec<Address> = plan
+        .changes
+        .iter()
+        .filter(|c| c.action == Action::Delete)
+        .map(|c| c.address.clone())
+        .collect();
+    if !deletes.is_empty() && !options.allow_delete {
+        return Err(Refusal::DeleteNotAllowed(deletes));
+    }
+    for change in &plan.changes {
+        if reconciler_for(reconcilers, change.address.kind).is_none() {
+            return Err(Refusal::NoReconciler(change.address.clone()));
+        }
+    }
+
+    let in_plan: BTreeSet<&Address> = plan.changes.iter().map(|c| &c.address).collect();
+    let mut outcomes: BTreeMap<Address, (Outcome, Duration)> = BTreeMap::new();
+    let mut pending: Vec<&Change> = plan.changes.iter().collect();
+
+    while !pending.is_empty() {
+        let mut ready = Vec::new();
+        let mut waiting = Vec::new();
+        for change in pending {
+            let mut blocked = false;
+            let mut broken = None;
+            for dependency in change.depends_on.iter().filter(|d| in_plan.contains(d)) {
+                match outcomes.get(dependency) {
+                    None => blocked = true,
+                    Some((Outcome::Applied, _)) => {}
+                    Some(_) => broken = Some(dependency.clone()),
+                }
+            }
+            if let Some(because) = broken {
+                let outcome = Outcome::Skipped { because };
+                events.finished(change, &outcome, Duration::ZERO);
+                outcomes.insert(change.address.clone(), (outcome, Duration::ZERO));
+            } else if blocked {
+                waiting.push(change);
+            } else {
+                ready.push(change);
+            }
+        }
+        if ready.is_empty() && !waiting.is_empty() {
+            // A dependency cycle inside the plan: report rather than hang.
+            for change in waiting {
+                let outcome = Outcome::Failed(ReconcileError::new(
+                    Some(&change.address),
+                    "schedule",
+                    "its dependencies form a cycle",
+                ));
+                events.finished(change, &outcome, Duration::ZERO);
+                outcomes.insert(change.address.clone(), (outcome, Duration::ZERO));
+            }
+            break;
+        }
+        let finished: Vec<(Address, Outcome, Duration)> = futures::stream::iter(ready)
+            .map(|change| async move {
+                let reconciler =
+                    reconciler_for(reconcilers, change.address.kind).expect("checked above");
+                events.started(change);
+                let start = Instant::now();
+                let outcome = match reconciler.apply(change, events).await {
+                    Ok(()) => Outcome::Applied,
+                    Err(error) => Outcome::Failed(error),
+                };
+                let elapsed = start.elapsed();
+                events.finished(change, &outcome, elapsed);
+                (change.address.clone(), outcome, elapsed)
+            })
+            .buffer_unordered(options.concurrency.max(1))
+            .collect()
+            .await;
+        for (address, outcome, elapsed) in finished {
+            outcomes.insert(address, (outcome, elapsed));
+        }
+        pending = waiting;
+    }
+
+    let mut report = ApplyReport::default();
+    for change in &plan.changes {
+        let (outcome, elapsed) = outcomes
+            .remove(&change.address)
+            .expect("every change has an outcome");
+        report
+            .results
+            .push((change.address.clone(), change.action, outcome, elapsed));
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reconciler::Silent;
+    use async_trait::async_trait;
+    use serde_json::Map;
+    use std::sync::{Arc, Mutex};
+
+    /// Records the order of applies and fails the addresses it is told to.
+    struct Fake {
+        fail: Vec<String>,
+        log: Arc<Mutex<Vec<String>>>,
+    }
+
+    #[async_trait]
+    impl Reconciler for Fake {
+        fn kinds(&self) -> &'static [ResourceKind] {
+            &[
+                ResourceKind::EcrRepository,
+                ResourceKind::EcrLifecyclePolicy,
+            ]
+        }
+        fn desired(
+            &self,
+            _: &Desired,
+            _: &Account,
+        ) -> Result<Vec<DesiredResource>, ReconcileError> {
+            Ok(vec![])
+        }
+        async fn observe(
+            &self,
+            _: &[Address],
+        ) -> Result<BTreeMap<Address, Observed>, ReconcileError> {
+            Ok(BTreeMap::new())
+        }
+        async fn apply(&self, change: &Change, _: &dyn Progress) -> Result<(), ReconcileError> {
+            self.log.lock().unwrap().push(change.address.to_string());
+            if self.fail.contains(&change.address.name) {
+                return Err(ReconcileError::new(Some(&change.address), "create", "boom"));
+            }
+            Ok(())
+        }
+    }
+
+    fn change(kind: ResourceKind, name: &str, action: Action, depends_on: &[Address]) -> Change {
+        Change {
+            address: Address::new(kind, name),
+            action,
+            before: None,
+            after: Some(Map::new()),
+            depends_on: depends_on.to_vec(),
+        }
+    }
+
+    fn plan_of(changes: Vec<Change>) -> Plan {
+        Plan {
+            account: "1".into(),
+            region: "us-east-1".into(),
+            changes,
+            findings: vec![],
+            observed: BTreeMap::new(),
+        }
+    }
+
+    fn run(
+        plan: &Plan,
+        fail: &[&str],
+        allow_delete: bool,
+    ) -> (Result<ApplyReport, Refusal>, Vec<String>) {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let fake = Fake {
+            fail: fail.iter().map(|s| s.to_string()).collect(),
+            log: Arc::clone(&log),
+        };
+        let reconcilers: Vec<Box<dyn Reconciler>> = vec![Box::new(fake)];
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let options = ApplyOptions {
+            allow_delete,
+            concurrency: 4,
+        };
+        let result = runtime.block_on(apply(&reconcilers, plan, options, &Silent));
+        let log = log.lock().unwrap().clone();
+        (result, log)
+    }
+
+    #[test]
+    fn dependents_wait_for_and_are_skipped_after_a_failed_dependency() {
+        let repo_a = Address::new(ResourceKind::EcrRepository, "a");
+        let repo_b = Address::new(ResourceKind::EcrRepository, "b");
+        let plan = plan_of(vec![
+            change(ResourceKind::EcrRepository, "a", Action::Create, &[]),
+            change(ResourceKind::EcrRepository, "b", Action::Create, &[]),
+            change(
+                ResourceKind::EcrLifecyclePolicy,
+                "a",
+                Action::Create,
+                &[repo_a],
+            ),
+            change(
+                ResourceKind::EcrLifecyclePolicy,
+                "b",
+                Action::Create,
+                &[repo_b.clone()],
+            ),
+        ]);
+        let (report, log) = run(&plan, &["b"], false);
+        // Both repositories go first, concurrently; a policy only after its repository.
+        assert_eq!(&log[2..], ["ecr_lifecycle_policy.a"]);
+        let report = report.unwrap();
+        let summary: Vec<String> = report
+            .results
+            .iter()
+            .map(|(address, _, outcome, _)| match outcome {
+                Outcome::Applied => format!("{address} applied"),
+                Outcome::Failed(_) => format!("{address} failed"),
+                Outcome::Skipped { because } => format!("{address} skipped because {because}"),
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                "ecr_repository.a applied",
+                "ecr_repository.b failed",
+                "ecr_lifecycle_policy.a applied",
+                "ecr_lifecycle_policy.b skipped because ecr_repository.b",
+            ]
+        );
+        assert!(!report.succeeded());
+    }
+
+    #[test]
+    fn deletes_are_refused_before_any_call_unless_allowed() {
+        let plan = plan_of(vec![
+            change(ResourceKind::EcrRepository, "a", Action::Create, &[]),
+            change(ResourceKind::EcrLifecyclePolicy, "old", Action::Delete, &[]),
+        ]);
+        let (result, log) = run(&plan, &[], false);
+        assert!(log.is_empty());
+        assert_eq!(
+            result.unwrap_err().to_string(),
+            "the plan deletes 1 resource(s) (ecr_lifecycle_policy.old); deleting needs --allow-delete"
+        );
+        let (result, _) = run(&plan, &[], true);
+        assert!(result.unwrap().succeeded());
+    }
+}

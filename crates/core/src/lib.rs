@@ -1,0 +1,18 @@
+//! The core of `reconcile`: what the account should hold, what a plan is, and how plans are
+//! made and carried out.
+//!
+//! This crate knows nothing of AWS, terminals, environment variables or exit codes. Resource
+//! crates implement [`Reconciler`]; the binary wires them to AWS clients and to the terminal.
+
+pub mod address;
+pub mod desired;
+pub mod engine;
+pub mod json;
+pub mod plan;
+pub mod reconciler;
+pub mod render;
+
+pub use address::{Address, ResourceKind};
+pub use desired::{Desired, DesiredError, DesiredErrors};
+pub use plan::{Action, Change, DesiredResource, Finding, Observed, Plan, Severity};
+pub use reconciler::{Account, Progress, ReconcileError, Reconciler};

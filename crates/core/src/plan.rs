@@ -1,0 +1,288 @@
+//! The plan model and the pure diff that produces it.
+//!
+//! Resources are compared in their canonical form: each resource crate turns both what
+//! `desired.toml` asks for and what AWS returned into the same canonical JSON (documents
+//! normalized, sets sorted, server defaults folded away), and the diff here is then plain
+//! equality, field by field. Semantic comparison lives in canonicalization, so the same form
+//! is what is compared, what is shown and what is fingerprinted.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use crate::address::Address;
+
+/// One resource as `desired.toml` wants it, in canonical form.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DesiredResource {
+    pub address: Address,
+    /// A JSON object of the fields `reconcile` manages. A field that is not here is not managed,
+    /// whatever AWS holds for it (like Terraform's optional and computed attributes).
+    pub attributes: Map<String, Value>,
+    /// Resources that must exist before this one is created or changed.
+    pub depends_on: Vec<Address>,
+}
+
+/// What AWS holds for one address. Absence is a value, not an error.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Observed {
+    Absent,
+    /// The canonical form of the live resource, with at least every managed field.
+    Present(Map<String, Value>),
+}
+
+impl Observed {
+    /// A fingerprint of exactly what was observed, to tell later whether it moved.
+    pub fn fingerprint(&self) -> String {
+        match self {
+            Observed::Absent => "absent".to_owned(),
+            Observed::Present(fields) => crate::json::fingerprint(&Value::Object(fields.clone())),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Action {
+    Create,
+    Update,
+    Delete,
+}
+
+impl Action {
+    /// The word used in the JSON plan's `change.actions`, as in `terraform show -json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Create => "create",
+            Action::Update => "update",
+            Action::Delete => "delete",
+        }
+    }
+}
+
+/// One change to one resource: everything apply needs, and nothing it must decide.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub address: Address,
+    pub action: Action,
+    /// The managed fields as observed; `None` for a create.
+    pub before: Option<Map<String, Value>>,
+    /// The managed fields as desired; `None` for a delete.
+    pub after: Option<Map<String, Value>>,
+    pub depends_on: Vec<Address>,
+}
+
+/// One field of a change.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldChange<'a> {
+    pub name: &'a str,
+    pub before: Option<&'a Value>,
+    pub after: Option<&'a Value>,
+}
+
+impl Change {
+    /// The fields that differ between before and after, in name order.
+    pub fn field_changes(&self) -> Vec<FieldChange<'_>> {
+        let before = self.before.as_ref();
+        let after = self.after.as_ref();
+        let mut names: Vec<&String> = before
+            .into_iter()
+            .chain(after)
+            .flat_map(|fields| fields.keys())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+            .into_iter()
+            .filter_map(|name| {
+                let (b, a) = (
+                    before.and_then(|f| f.get(name)),
+                    after.and_then(|f| f.get(name)),
+                );
+                (b != a).then_some(FieldChange {
+                    name,
+                    before: b,
+                    after: a,
+                })
+            })
+            .collect()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    Warning,
+    Error,
+}
+
+/// Something worth telling the reader of a plan that is not itself a change: data, so it can
+/// be rendered, counted and acted on (a later safety check refuses on errors).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    /// Stable and documented, such as `W001`; never reused for another meaning.
+    pub code: String,
+    pub severity: Severity,
+    pub address: Option<Address>,
+    pub message: String,
+}
+
+/// Everything `plan` learned and decided. Changes are sorted by address.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub account: String,
+    pub region: String,
+    pub changes: Vec<Change>,
+    pub findings: Vec<Finding>,
+    /// What was observed for every address the plan looked at, changed or not.
+    pub observed: BTreeMap<Address, Observed>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub create: usize,
+    pub update: usize,
+    pub delete: usize,
+}
+
+impl Plan {
+    pub fn summary(&self) -> Summary {
+        let mut summary = Summary::default();
+        for change in &self.changes {
+            match change.action {
+                Action::Create => summary.create += 1,
+                Action::Update => summary.update += 1,
+                Action::Delete => summary.delete += 1,
+            }
+        }
+        summary
+    }
+
+    pub fn has_changes(&self) -> bool {
+        !self.changes.is_empty()
+    }
+}
+
+/// Compares one desired resource (or its absence) with what was observed. Pure.
+///
+/// Only the fields the desired resource declares are compared; an undeclared resource that
+/// exists becomes a delete, which apply carries out only when deletes are allowed.
+pub fn diff(
+    address: &Address,
+    desired: Option<&DesiredResource>,
+    observed: &Observed,
+) -> Option<Change> {
+    match (desired, observed) {
+        (None, Observed::Absent) => None,
+        (None, Observed::Present(fields)) => Some(Change {
+            address: address.clone(),
+            action: Action::Delete,
+            before: Some(fields.clone()),
+            after: None,
+            depends_on: Vec::new(),
+        }),
+        (Some(desired), Observed::Absent) => Some(Change {
+            address: address.clone(),
+            action: Action::Create,
+            before: None,
+            after: Some(desired.attributes.clone()),
+            depends_on: desired.depends_on.clone(),
+        }),
+        (Some(desired), Observed::Present(fields)) => {
+            let managed: Map<String, Value> = desired
+                .attributes
+                .keys()
+                .filter_map(|key| fields.get(key).map(|value| (key.clone(), value.clone())))
+                .collect();
+            (managed != desired.attributes).then(|| Change {
+                address: address.clone(),
+                action: Action::Update,
+                before: Some(managed),
+                after: Some(desired.attributes.clone()),
+                depends_on: desired.depends_on.clone(),
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::address::ResourceKind;
+    use serde_json::json;
+
+    fn object(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            _ => panic!("not an object"),
+        }
+    }
+
+    fn check(desired: Option<Value>, observed: Option<Value>) -> Option<(Action, Vec<String>)> {
+        let address = Address::new(ResourceKind::EcrRepository, "pytorch");
+        let desired = desired.map(|attributes| DesiredResource {
+            address: address.clone(),
+            attributes: object(attributes),
+            depends_on: vec![],
+        });
+        let observed = observed.map_or(Observed::Absent, |v| Observed::Present(object(v)));
+        diff(&address, desired.as_ref(), &observed).map(|change| {
+            let fields = change
+                .field_changes()
+                .iter()
+                .map(|f| f.name.to_owned())
+                .collect();
+            (change.action, fields)
+        })
+    }
+
+    #[test]
+    fn absent_and_undesired_is_nothing() {
+        assert_eq!(check(None, None), None);
+    }
+
+    #[test]
+    fn desired_and_absent_is_a_create_of_every_field() {
+        assert_eq!(
+            check(Some(json!({"a": 1, "b": 2})), None),
+            Some((Action::Create, vec!["a".into(), "b".into()]))
+        );
+    }
+
+    #[test]
+    fn undesired_and_present_is_a_delete() {
+        assert_eq!(
+            check(None, Some(json!({"a": 1}))),
+            Some((Action::Delete, vec!["a".into()]))
+        );
+    }
+
+    #[test]
+    fn only_declared_fields_are_compared() {
+        assert_eq!(
+            check(
+                Some(json!({"a": 1})),
+                Some(json!({"a": 1, "server_owned": 7}))
+            ),
+            None
+        );
+        assert_eq!(
+            check(
+                Some(json!({"a": 1, "b": 2})),
+                Some(json!({"a": 1, "b": 3, "c": 4}))
+            ),
+            Some((Action::Update, vec!["b".into()]))
+        );
+        assert_eq!(
+            check(Some(json!({"a": 1, "b": 2})), Some(json!({"a": 1}))),
+            Some((Action::Update, vec!["b".into()]))
+        );
+    }
+
+    #[test]
+    fn fingerprints_tell_absent_from_present_and_see_changes() {
+        let a = Observed::Present(object(json!({"a": 1})));
+        let b = Observed::Present(object(json!({"a": 2})));
+        assert_ne!(a.fingerprint(), b.fingerprint());
+        assert_ne!(a.fingerprint(), Observed::Absent.fingerprint());
+        assert_eq!(a.fingerprint(), a.clone().fingerprint());
+    }
+}

@@ -1,0 +1,127 @@
+//! The contract between the engine and each resource crate.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use async_trait::async_trait;
+
+use crate::address::{Address, ResourceKind};
+use crate::desired::Desired;
+use crate::plan::{Change, DesiredResource, Observed};
+
+/// The account and region a run works in, learned once at the start of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Account {
+    pub id: String,
+    pub region: String,
+    /// `aws`, `aws-cn` or `aws-us-gov`, for building ARNs.
+    pub partition: String,
+}
+
+impl Account {
+    pub fn new(id: impl Into<String>, region: impl Into<String>) -> Account {
+        let region = region.into();
+        let partition = if region.starts_with("cn-") {
+            "aws-cn"
+        } else if region.starts_with("us-gov-") {
+            "aws-us-gov"
+        } else {
+            "aws"
+        };
+        Account {
+            id: id.into(),
+            region,
+            partition: partition.to_owned(),
+        }
+    }
+}
+
+/// Where a reconciler reports what it is doing during apply, such as waiting for IAM.
+pub trait Progress: Send + Sync {
+    fn note(&self, address: &Address, message: &str);
+}
+
+/// A `Progress` that drops every note.
+pub struct Silent;
+
+impl Progress for Silent {
+    fn note(&self, _address: &Address, _message: &str) {}
+}
+
+/// A failure of one step on one resource: what was being done, to what, and why.
+#[derive(Debug)]
+pub struct ReconcileError {
+    /// The resource, when the failure concerns one.
+    pub address: Option<Address>,
+    /// What was being done, phrased to follow "failed to", such as `read lifecycle policy`.
+    pub operation: String,
+    /// Why, as the service or the check said it.
+    pub reason: String,
+}
+
+impl ReconcileError {
+    pub fn new(
+        address: Option<&Address>,
+        operation: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> Self {
+        ReconcileError {
+            address: address.cloned(),
+            operation: operation.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl fmt::Display for ReconcileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.address {
+            Some(address) => write!(
+                f,
+                "{address}: failed to {}: {}",
+                self.operation, self.reason
+            ),
+            None => write!(f, "failed to {}: {}", self.operation, self.reason),
+        }
+    }
+}
+
+impl std::error::Error for ReconcileError {}
+
+/// One resource crate: the kinds it owns and the three steps for them.
+///
+/// - `desired` and `diff` are pure.
+/// - `observe` only reads. It is given every address of its kinds at once, so it can batch and
+///   share reads; it answers for each of them ([`Observed::Absent`] when there is nothing) and
+///   may add addresses it found inside the scope it manages but that are not desired, which
+///   then plan as deletes.
+/// - `apply` carries out one change and decides nothing new. It is idempotent: "already there
+///   and equal" and "already gone" are success, so a partial apply can simply be run again.
+#[async_trait]
+pub trait Reconciler: Send + Sync {
+    /// The kinds of resource this reconciler owns.
+    fn kinds(&self) -> &'static [ResourceKind];
+
+    /// The resources `desired` asks for, in canonical form.
+    fn desired(
+        &self,
+        desired: &Desired,
+        account: &Account,
+    ) -> Result<Vec<DesiredResource>, ReconcileError>;
+
+    async fn observe(
+        &self,
+        addresses: &[Address],
+    ) -> Result<BTreeMap<Address, Observed>, ReconcileError>;
+
+    fn diff(
+        &self,
+        address: &Address,
+        desired: Option<&DesiredResource>,
+        observed: &Observed,
+    ) -> Option<Change> {
+        crate::plan::diff(address, desired, observed)
+    }
+
+    async fn apply(&self, change: &Change, progress: &dyn Progress) -> Result<(), ReconcileError>;
+}

@@ -1,0 +1,551 @@
+//! The ECR reconciler: `ecr_repository.<name>` (tag mutability, scan on push, tags) and
+//! `ecr_lifecycle_policy.<name>` (the policy document, compared semantically).
+//!
+//! It creates missing repositories, corrects their settings and tags, and puts lifecycle
+//! policies. It never deletes a repository: `observe` only looks at declared names, so no
+//! delete of one can ever be planned.
+
+mod lifecycle;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use async_trait::async_trait;
+use aws_sdk_ecr as ecr;
+use aws_smithy_types::error::display::DisplayErrorContext;
+use reconcile_core::desired::Desired;
+use reconcile_core::plan::{Action, Change, DesiredResource, Observed};
+use reconcile_core::{Account, Address, Progress, ReconcileError, Reconciler, ResourceKind};
+use serde_json::{Map, Value, json};
+
+pub use lifecycle::{canonical_policy, canonical_policy_text};
+
+/// How many per-repository reads run at once during observe.
+const OBSERVE_CONCURRENCY: usize = 16;
+
+/// `DescribeRepositories` takes at most 100 names per call.
+const DESCRIBE_BATCH: usize = 100;
+
+pub struct EcrReconciler {
+    client: ecr::Client,
+    account: Account,
+}
+
+impl EcrReconciler {
+    pub fn new(client: ecr::Client, account: Account) -> EcrReconciler {
+        EcrReconciler { client, account }
+    }
+
+    fn repository_arn(&self, name: &str) -> String {
+        let Account {
+            id,
+            region,
+            partition,
+        } = &self.account;
+        format!("arn:{partition}:ecr:{region}:{id}:repository/{name}")
+    }
+}
+
+fn reason<E>(error: &E) -> String
+where
+    E: std::error::Error,
+{
+    DisplayErrorContext(error).to_string()
+}
+
+/// What one repository looks like in AWS, as far as this reconciler cares.
+struct LiveRepository {
+    arn: String,
+    image_tag_mutability: String,
+    scan_on_push: bool,
+    encryption_type: Option<String>,
+}
+
+#[async_trait]
+impl Reconciler for EcrReconciler {
+    fn kinds(&self) -> &'static [ResourceKind] {
+        &[
+            ResourceKind::EcrRepository,
+            ResourceKind::EcrLifecyclePolicy,
+        ]
+    }
+
+    fn desired(
+        &self,
+        desired: &Desired,
+        _account: &Account,
+    ) -> Result<Vec<DesiredResource>, ReconcileError> {
+        let mut resources = Vec::new();
+        for repository in &desired.ecr.repositories {
+            let repository_address = Address::new(ResourceKind::EcrRepository, &repository.name);
+            resources.push(DesiredResource {
+                address: repository_address.clone(),
+                attributes: object(json!({
+                    "image_tag_mutability": repository.image_tag_mutability.as_str(),
+                    "scan_on_push": repository.scan_on_push,
+                    "tags": repository.tags,
+                })),
+                depends_on: Vec::new(),
+            });
+            resources.push(DesiredResource {
+                address: Address::new(ResourceKind::EcrLifecyclePolicy, &repository.name),
+                attributes: object(json!({
+                    "policy": canonical_policy(&repository.lifecycle_policy.document),
+                })),
+                depends_on: vec![repository_address],
+            });
+        }
+        Ok(resources)
+    }
+
+    async fn observe(
+        &self,
+        addresses: &[Address],
+    ) -> Result<BTreeMap<Address, Observed>, ReconcileError> {
+        let names: BTreeSet<&str> = addresses.iter().map(|a| a.name.as_str()).collect();
+        let live = self.describe_repositories(&names).await?;
+
+        // One read per (address, repository that exists); a missing repository needs no more.
+        let reads: Vec<(&Address, &LiveRepository)> = addresses
+            .iter()
+            .filter_map(|address| live.get(&address.name).map(|repo| (address, repo)))
+            .collect();
+        // Collected first: a lazy iterator here would put a closure over borrows into the
+        // future, which the compiler cannot prove `Send` for every lifetime.
+        let reads: Vec<_> = reads
+            .into_iter()
+            .map(|(address, repo)| self.observe_one(address, repo))
+            .collect();
+        let observed = reconcile_core::engine::bounded(OBSERVE_CONCURRENCY, reads).await;
+
+        let mut result: BTreeMap<Address, Observed> = addresses
+            .iter()
+            .map(|address| (address.clone(), Observed::Absent))
+            .collect();
+        for entry in observed {
+            let (address, observed) = entry?;
+            result.insert(address, observed);
+        }
+        Ok(result)
+    }
+
+    async fn apply(&self, change: &Change, _progress: &dyn Progress) -> Result<(), ReconcileError> {
+        let address = &change.address;
+        match (address.kind, change.action) {
+            (ResourceKind::EcrRepository, Action::Create) => self.create_repository(change).await,
+            (ResourceKind::EcrRepository, Action::Update) => self.update_repository(change).await,
+            (ResourceKind::EcrRepository, Action::Delete) => Err(ReconcileError::new(
+                Some(address),
+                "delete repository",
+                "reconcile never deletes ECR repositories; delete it by hand if it must go",
+            )),
+            (_, Action::Create | Action::Update) => self.put_lifecycle_policy(change).await,
+            (_, Action::Delete) => self.delete_lifecycle_policy(address).await,
+        }
+    }
+}
+
+impl EcrReconciler {
+    /// Describes the named repositories in batches of 100; the ones that do not exist are
+    /// simply missing from the result.
+    async fn describe_repositories(
+        &self,
+        names: &BTreeSet<&str>,
+    ) -> Result<BTreeMap<String, LiveRepository>, ReconcileError> {
+        let mut live = BTreeMap::new();
+        let names: Vec<&str> = names.iter().copied().collect();
+        for batch in names.chunks(DESCRIBE_BATCH) {
+            let response = self
+                .client
+                .describe_repositories()
+                .set_repository_names(Some(batch.iter().map(|n| n.to_string()).collect()))
+                .send()
+                .await;
+            let repositories = match response {
+                Ok(output) => output.repositories.unwrap_or_default(),
+                // One missing name fails the whole call, and the error does not say which
+                // others exist: list the account's repositories instead and pick ours out.
+                Err(error)
+                    if error
+                        .as_service_error()
+                        .is_some_and(|e| e.is_repository_not_found_exception()) =>
+                {
+                    let wanted: BTreeSet<&str> = batch.iter().copied().collect();
+                    self.list_all_repositories()
+                        .await?
+                        .into_iter()
+                        .filter(|r| r.repository_name().is_some_and(|n| wanted.contains(n)))
+                        .collect()
+                }
+                Err(error) => {
+                    return Err(ReconcileError::new(
+                        None,
+                        "describe ECR repositories",
+                        reason(&error),
+                    ));
+                }
+            };
+            for repository in repositories {
+                let Some(name) = repository.repository_name() else {
+                    continue;
+                };
+                live.insert(
+                    name.to_owned(),
+                    LiveRepository {
+                        arn: repository
+                            .repository_arn()
+                            .map_or_else(|| self.repository_arn(name), str::to_owned),
+                        image_tag_mutability: repository
+                            .image_tag_mutability()
+                            .map_or("MUTABLE", |m| m.as_str())
+                            .to_owned(),
+                        scan_on_push: repository
+                            .image_scanning_configuration()
+                            .is_some_and(|c| c.scan_on_push()),
+                        encryption_type: repository
+                            .encryption_configuration()
+                            .map(|c| c.encryption_type().as_str().to_owned()),
+                    },
+                );
+            }
+        }
+        Ok(live)
+    }
+
+    async fn list_all_repositories(&self) -> Result<Vec<ecr::types::Repository>, ReconcileError> {
+        let mut pages = self.client.describe_repositories().into_paginator().send();
+        let mut repositories = Vec::new();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|error| {
+                ReconcileError::new(None, "list ECR repositories", reason(&error))
+            })?;
+            repositories.extend(page.repositories.unwrap_or_default());
+        }
+        Ok(repositories)
+    }
+
+    async fn observe_one(
+        &self,
+        address: &Address,
+        repository: &LiveRepository,
+    ) -> Result<(Address, Observed), ReconcileError> {
+        let observed = match address.kind {
+            ResourceKind::EcrRepository => self.observe_repository(address, repository).await?,
+            _ => self.observe_lifecycle_policy(address).await?,
+        };
+        Ok((address.clone(), observed))
+    }
+
+    async fn observe_repository(
+        &self,
+        address: &Address,
+        repository: &LiveRepository,
+    ) -> Result<Observed, ReconcileError> {
+        let tags = self.tags(address, &repository.arn).await?;
+        let mut fields = object(json!({
+            "arn": repository.arn,
+            "image_tag_mutability": repository.image_tag_mutability,
+            "scan_on_push": repository.scan_on_push,
+            "tags": tags,
+        }));
+        if let Some(encryption_type) = &repository.encryption_type {
+            fields.insert("encryption_type".to_owned(), json!(encryption_type));
+        }
+        Ok(Observed::Present(fields))
+    }
+
+    async fn tags(
+        &self,
+        address: &Address,
+        arn: &str,
+    ) -> Result<BTreeMap<String, String>, ReconcileError> {
+        let output = self
+            .client
+            .list_tags_for_resource()
+            .resource_arn(arn)
+            .send()
+            .await
+            .map_err(|error| {
+                ReconcileError::new(Some(address), "read repository tags", reason(&error))
+            })?;
+        Ok(output
+            .tags()
+            .iter()
+            // `aws:` tags belong to AWS and cannot be managed; never show them as drift.
+            .filter(|tag| !tag.key().starts_with("aws:"))
+            .map(|tag| (tag.key().to_owned(), tag.value().to_owned()))
+            .collect())
+    }
+
+    async fn observe_lifecycle_policy(
+        &self,
+        address: &Address,
+    ) -> Result<Observed, ReconcileError> {
+        let response = self
+            .client
+            .get_lifecycle_policy()
+            .repository_name(&address.name)
+            .send()
+            .await;
+        match response {
+            Ok(output) => {
+                let text = output.lifecycle_policy_text().unwrap_or_default();
+                Ok(Observed::Present(object(
+                    json!({ "policy": canonical_policy_text(text) }),
+                )))
+            }
+            Err(error)
+                if error.as_service_error().is_some_and(|e| {
+                    e.is_lifecycle_policy_not_found_exception()
+                        || e.is_repository_not_found_exception()
+                }) =>
+            {
+                Ok(Observed::Absent)
+            }
+            Err(error) => Err(ReconcileError::new(
+                Some(address),
+                "read lifecycle policy",
+                reason(&error),
+            )),
+        }
+    }
+
+    async fn create_repository(&self, change: &Change) -> Result<(), ReconcileError> {
+        let address = &change.address;
+        let after = after(change)?;
+        let mutability = string_field(after, "image_tag_mutability", address)?;
+        let scan_on_push = after
+            .get("scan_on_push")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let tags = tag_list(after.get("tags"));
+        let response = self
+            .client
+            .create_repository()
+            .repository_name(&address.name)
+            .image_tag_mutability(mutability.into())
+            .image_scanning_configuration(
+                ecr::types::ImageScanningConfiguration::builder()
+                    .scan_on_push(scan_on_push)
+                    .build(),
+            )
+            .set_tags((!tags.is_empty()).then_some(tags))
+            .send()
+            .await;
+        match response {
+            Ok(_) => Ok(()),
+            // Made since the plan was read (a nightly's --ensure-ecr, say): converge it instead.
+            Err(error)
+                if error
+                    .as_service_error()
+                    .is_some_and(|e| e.is_repository_already_exists_exception()) =>
+            {
+                let arn = self.repository_arn(&address.name);
+                let current = self.tags(address, &arn).await?;
+                self.converge_repository(address, after, None, &current)
+                    .await
+            }
+            Err(error) => Err(ReconcileError::new(
+                Some(address),
+                "create repository",
+                reason(&error),
+            )),
+        }
+    }
+
+    async fn update_repository(&self, change: &Change) -> Result<(), ReconcileError> {
+        let after = after(change)?;
+        let before = change.before.as_ref();
+        let empty = Map::new();
+        let current_tags: BTreeMap<String, String> = before
+            .and_then(|b| b.get("tags"))
+            .and_then(|t| serde_json::from_value(t.clone()).ok())
+            .unwrap_or_default();
+        self.converge_repository(
+            &change.address,
+            after,
+            Some(before.unwrap_or(&empty)),
+            &current_tags,
+        )
+        .await
+    }
+
+    /// Makes a repository's settings and tags match `after`, touching only what differs from
+    /// `before` (everything, when `before` is unknown).
+    async fn converge_repository(
+        &self,
+        address: &Address,
+        after: &Map<String, Value>,
+        before: Option<&Map<String, Value>>,
+        current_tags: &BTreeMap<String, String>,
+    ) -> Result<(), ReconcileError> {
+        let differs = |field: &str| before.is_none_or(|b| b.get(field) != after.get(field));
+        let name = &address.name;
+        if differs("image_tag_mutability") {
+            let mutability = string_field(after, "image_tag_mutability", address)?;
+            self.client
+                .put_image_tag_mutability()
+                .repository_name(name)
+                .image_tag_mutability(mutability.into())
+                .send()
+                .await
+                .map_err(|error| {
+                    ReconcileError::new(Some(address), "set image tag mutability", reason(&error))
+                })?;
+        }
+        if differs("scan_on_push") {
+            let scan_on_push = after
+                .get("scan_on_push")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            self.client
+                .put_image_scanning_configuration()
+                .repository_name(name)
+                .image_scanning_configuration(
+                    ecr::types::ImageScanningConfiguration::builder()
+                        .scan_on_push(scan_on_push)
+                        .build(),
+                )
+                .send()
+                .await
+                .map_err(|error| {
+                    ReconcileError::new(Some(address), "set scan on push", reason(&error))
+                })?;
+        }
+        let desired_tags: BTreeMap<String, String> = after
+            .get("tags")
+            .and_then(|t| serde_json::from_value(t.clone()).ok())
+            .unwrap_or_default();
+        let arn = self.repository_arn(name);
+        let stale: Vec<String> = current_tags
+            .keys()
+            .filter(|k| !desired_tags.contains_key(*k))
+            .cloned()
+            .collect();
+        if !stale.is_empty() {
+            self.client
+                .untag_resource()
+                .resource_arn(&arn)
+                .set_tag_keys(Some(stale))
+                .send()
+                .await
+                .map_err(|error| {
+                    ReconcileError::new(Some(address), "remove repository tags", reason(&error))
+                })?;
+        }
+        let missing: BTreeMap<&String, &String> = desired_tags
+            .iter()
+            .filter(|(k, v)| current_tags.get(*k) != Some(*v))
+            .collect();
+        if !missing.is_empty() {
+            let tags = missing
+                .into_iter()
+                .map(|(key, value)| ecr::types::Tag::builder().key(key).value(value).build())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|error| {
+                    ReconcileError::new(Some(address), "build repository tags", reason(&error))
+                })?;
+            self.client
+                .tag_resource()
+                .resource_arn(&arn)
+                .set_tags(Some(tags))
+                .send()
+                .await
+                .map_err(|error| {
+                    ReconcileError::new(Some(address), "set repository tags", reason(&error))
+                })?;
+        }
+        Ok(())
+    }
+
+    async fn put_lifecycle_policy(&self, change: &Change) -> Result<(), ReconcileError> {
+        let address = &change.address;
+        let policy = after(change)?.get("policy").ok_or_else(|| {
+            ReconcileError::new(
+                Some(address),
+                "put lifecycle policy",
+                "the change has no policy",
+            )
+        })?;
+        self.client
+            .put_lifecycle_policy()
+            .repository_name(&address.name)
+            .lifecycle_policy_text(reconcile_core::json::to_compact(policy))
+            .send()
+            .await
+            .map_err(|error| {
+                ReconcileError::new(Some(address), "put lifecycle policy", reason(&error))
+            })?;
+        Ok(())
+    }
+
+    async fn delete_lifecycle_policy(&self, address: &Address) -> Result<(), ReconcileError> {
+        match self
+            .client
+            .delete_lifecycle_policy()
+            .repository_name(&address.name)
+            .send()
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(error)
+                if error.as_service_error().is_some_and(|e| {
+                    e.is_lifecycle_policy_not_found_exception()
+                        || e.is_repository_not_found_exception()
+                }) =>
+            {
+                Ok(())
+            }
+            Err(error) => Err(ReconcileError::new(
+                Some(address),
+                "delete lifecycle policy",
+                reason(&error),
+            )),
+        }
+    }
+}
+
+fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => unreachable!("always built with json!({{...}})"),
+    }
+}
+
+fn after(change: &Change) -> Result<&Map<String, Value>, ReconcileError> {
+    change.after.as_ref().ok_or_else(|| {
+        ReconcileError::new(
+            Some(&change.address),
+            change.action.as_str(),
+            "the change has no desired fields",
+        )
+    })
+}
+
+fn string_field<'a>(
+    fields: &'a Map<String, Value>,
+    name: &str,
+    address: &Address,
+) -> Result<&'a str, ReconcileError> {
+    fields.get(name).and_then(Value::as_str).ok_or_else(|| {
+        ReconcileError::new(
+            Some(address),
+            "read the plan",
+            format!("field `{name}` is missing"),
+        )
+    })
+}
+
+fn tag_list(tags: Option<&Value>) -> Vec<ecr::types::Tag> {
+    let Some(Value::Object(tags)) = tags else {
+        return Vec::new();
+    };
+    tags.iter()
+        .filter_map(|(key, value)| {
+            ecr::types::Tag::builder()
+                .key(key)
+                .value(value.as_str()?)
+                .build()
+                .ok()
+        })
+        .collect()
+}

@@ -1,0 +1,145 @@
+//! The canonical form of an ECR lifecycle policy, in which two policies that mean the same are
+//! byte-for-byte equal.
+//!
+//! The policy is canonicalized as a JSON value rather than through a struct, so that a field
+//! this code does not know about still counts as a difference: the Terraform provider's typed
+//! comparison once missed `countNumber` and `tagPatternList` changes that way.
+
+use std::cmp::Ordering;
+
+use reconcile_core::json::sort_set;
+use serde_json::{Map, Value};
+
+/// Canonicalizes a lifecycle policy:
+/// - rules sorted by `rulePriority` (ECR reorders them itself);
+/// - `tagPrefixList` and `tagPatternList` compared as sets, and an empty list equal to none;
+/// - absent optional fields equal to their defaults: `storageClass` `standard`, empty `description`;
+/// - object keys sorted, whitespace gone (the serialization does that).
+pub fn canonical_policy(policy: &Value) -> Value {
+    let Value::Object(policy) = policy else {
+        return policy.clone();
+    };
+    let mut policy = policy.clone();
+    if let Some(Value::Array(rules)) = policy.get_mut("rules") {
+        for rule in rules.iter_mut() {
+            if let Value::Object(rule) = rule {
+                canonical_rule(rule);
+            }
+        }
+        rules
+            .sort_by(|a, b| compare_priority(a, b).then_with(|| a.to_string().cmp(&b.to_string())));
+    }
+    Value::Object(policy)
+}
+
+/// Parses the policy text ECR returns. Text that is not JSON is kept as a string, so it shows
+/// as a difference instead of failing the whole plan.
+pub fn canonical_policy_text(text: &str) -> Value {
+    match serde_json::from_str::<Value>(text) {
+        Ok(value) => canonical_policy(&value),
+        Err(_) => Value::String(text.to_owned()),
+    }
+}
+
+fn canonical_rule(rule: &mut Map<String, Value>) {
+    if rule
+        .get("description")
+        .is_some_and(|d| d.as_str() == Some(""))
+    {
+        rule.remove("description");
+    }
+    if let Some(Value::Object(selection)) = rule.get_mut("selection") {
+        for list in ["tagPrefixList", "tagPatternList"] {
+            match selection.get_mut(list) {
+                Some(Value::Array(items)) if items.is_empty() => {
+                    selection.remove(list);
+                }
+                Some(Value::Array(items)) => sort_set(items),
+                _ => {}
+            }
+        }
+        if selection.get("storageClass").and_then(Value::as_str) == Some("standard") {
+            selection.remove("storageClass");
+        }
+    }
+}
+
+fn compare_priority(a: &Value, b: &Value) -> Ordering {
+    let priority = |rule: &Value| {
+        rule.get("rulePriority")
+            .and_then(Value::as_i64)
+            .unwrap_or(i64::MAX)
+    };
+    priority(a).cmp(&priority(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn same(a: &str, b: &str) -> bool {
+        canonical_policy_text(a) == canonical_policy_text(b)
+    }
+
+    const KEEP_3: &str = r#"{"rules":[{"rulePriority":1,"selection":{"tagStatus":"untagged","countType":"imageCountMoreThan","countNumber":3},"action":{"type":"expire"}}]}"#;
+
+    #[test]
+    fn reformatted_and_reordered_policies_are_equal() {
+        let pretty = r#"
+        {
+          "rules": [
+            { "action": { "type": "expire" },
+              "selection": { "countNumber": 3, "countType": "imageCountMoreThan", "tagStatus": "untagged", "storageClass": "standard" },
+              "description": "",
+              "rulePriority": 1 }
+          ]
+        }"#;
+        assert!(same(KEEP_3, pretty));
+    }
+
+    #[test]
+    fn rules_are_ordered_by_priority_and_tag_lists_are_sets() {
+        let a = r#"{"rules":[
+            {"rulePriority":2,"selection":{"tagStatus":"untagged","countType":"imageCountMoreThan","countNumber":3},"action":{"type":"expire"}},
+            {"rulePriority":1,"selection":{"tagStatus":"tagged","tagPrefixList":["b","a"],"countType":"imageCountMoreThan","countNumber":9},"action":{"type":"expire"}}]}"#;
+        let b = r#"{"rules":[
+            {"rulePriority":1,"selection":{"tagStatus":"tagged","tagPrefixList":["a","b"],"countType":"imageCountMoreThan","countNumber":9},"action":{"type":"expire"}},
+            {"rulePriority":2,"selection":{"tagStatus":"untagged","countType":"imageCountMoreThan","countNumber":3},"action":{"type":"expire"}}]}"#;
+        assert!(same(a, b));
+        assert_eq!(
+            canonical_policy_text(a)["rules"][0]["rulePriority"],
+            json!(1)
+        );
+    }
+
+    #[test]
+    fn every_real_change_is_a_difference() {
+        let changed = [
+            KEEP_3.replace("\"countNumber\":3", "\"countNumber\":4"),
+            KEEP_3.replace("untagged", "any"),
+            KEEP_3.replace("imageCountMoreThan", "sinceImagePushed"),
+            KEEP_3.replace(
+                "\"countNumber\":3}",
+                "\"countNumber\":3,\"tagPatternList\":[\"x*\"]}",
+            ),
+            KEEP_3.replace(
+                "\"countNumber\":3}",
+                "\"countNumber\":3,\"storageClass\":\"archive\"}",
+            ),
+            KEEP_3.replace(
+                "{\"type\":\"expire\"}",
+                "{\"type\":\"expire\",\"someFutureField\":1}",
+            ),
+            KEEP_3.replace(
+                "\"rulePriority\":1",
+                "\"rulePriority\":1,\"description\":\"x\"",
+            ),
+            KEEP_3.replace("\"rulePriority\":1", "\"rulePriority\":2"),
+            "not json".to_owned(),
+        ];
+        for policy in changed {
+            assert!(!same(KEEP_3, &policy), "{policy}");
+        }
+    }
+}

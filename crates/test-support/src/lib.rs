@@ -1,0 +1,281 @@
+//! Test harness: the local AWS emulator (moto in server mode, started by `emulator/launcher.py`),
+//! one fresh AWS account per test, and the record of the requests each account made.
+//!
+//! One emulator serves every test in a process; tests never share an account, so they can run
+//! in parallel and need no reset. The emulator's Python environment is made by
+//! `scripts/emulator-venv.sh` (the README's test command runs it); a test that cannot find it
+//! fails, saying so, rather than being skipped.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_sdk_sts::config::Credentials;
+
+/// The region tests use unless they say otherwise.
+pub const REGION: &str = "us-east-1";
+
+/// The workspace root.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the workspace root exists")
+}
+
+/// The emulator's Python: `RECONCILE_EMULATOR_PYTHON`, or the project's own virtualenv.
+pub fn emulator_python() -> PathBuf {
+    match std::env::var_os("RECONCILE_EMULATOR_PYTHON") {
+        Some(python) => PathBuf::from(python),
+        None => workspace_root().join("target/emulator-venv/bin/python"),
+    }
+}
+
+/// A running emulator. It exits when this process does, because its stdin closes.
+pub struct Emulator {
+    endpoint: String,
+    address: String,
+    _child: Mutex<Child>,
+    _stdin: Mutex<ChildStdin>,
+}
+
+static EMULATOR: OnceLock<Emulator> = OnceLock::new();
+static NEXT_ACCOUNT: AtomicU64 = AtomicU64::new(0);
+
+/// The emulator of this test process, started on first use.
+pub fn emulator() -> &'static Emulator {
+    EMULATOR.get_or_init(Emulator::start)
+}
+
+impl Emulator {
+    fn start() -> Emulator {
+        let python = emulator_python();
+        assert!(
+            python.exists(),
+            "the AWS emulator is not installed at {}: run `scripts/emulator-venv.sh` \
+             (the README's test command does) or set RECONCILE_EMULATOR_PYTHON",
+            python.display()
+        );
+        let launcher = workspace_root().join("crates/test-support/emulator/launcher.py");
+        let mut child = Command::new(&python)
+            .arg(&launcher)
+            .args(["--host", "127.0.0.1", "--port", "0", "--exit-with-parent"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|error| {
+                panic!(
+                    "failed to start the emulator with {}: {error}",
+                    python.display()
+                )
+            });
+        let stdout = child.stdout.take().expect("piped");
+        let mut first_line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut first_line)
+            .expect("the emulator prints its address");
+        let endpoint = first_line
+            .trim()
+            .strip_prefix("listening ")
+            .unwrap_or_else(|| panic!("the emulator did not start: {first_line:?}"))
+            .to_owned();
+        let address = endpoint.trim_start_matches("http://").to_owned();
+        let stdin = child.stdin.take().expect("piped");
+        Emulator {
+            endpoint,
+            address,
+            _child: Mutex::new(child),
+            _stdin: Mutex::new(stdin),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`, for `AWS_ENDPOINT_URL`.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// A fresh, empty account: credentials from `sts:AssumeRole` into a new account id, which
+    /// the emulator keeps apart from every other account.
+    pub async fn new_account(&self) -> TestAccount {
+        let n = NEXT_ACCOUNT.fetch_add(1, Ordering::Relaxed);
+        let id = format!(
+            "{:012}",
+            100_000_000_000 + u64::from(std::process::id()) * 1000 + n
+        );
+        let bootstrap = self.sdk_config(
+            Credentials::new("testing", "testing", None, None, "test"),
+            REGION,
+        );
+        let assumed = aws_sdk_sts::Client::new(&bootstrap)
+            .assume_role()
+            .role_arn(format!("arn:aws:iam::{id}:role/reconcile-test"))
+            .role_session_name("reconcile-test")
+            .send()
+            .await
+            .expect("the emulator answers AssumeRole");
+        let credentials = assumed
+            .credentials()
+            .expect("AssumeRole returns credentials");
+        TestAccount {
+            id,
+            endpoint: self.endpoint.clone(),
+            access_key_id: credentials.access_key_id().to_owned(),
+            secret_access_key: credentials.secret_access_key().to_owned(),
+            session_token: credentials.session_token().to_owned(),
+        }
+    }
+
+    fn sdk_config(&self, credentials: Credentials, region: &str) -> SdkConfig {
+        SdkConfig::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .endpoint_url(&self.endpoint)
+            .region(Region::new(region.to_owned()))
+            .credentials_provider(aws_sdk_sts::config::SharedCredentialsProvider::new(
+                credentials,
+            ))
+            .build()
+    }
+
+    /// Every request the emulator has recorded.
+    fn recorded(&self) -> Vec<RecordedRequest> {
+        let mut stream = TcpStream::connect(&self.address).expect("the emulator is listening");
+        write!(
+            stream,
+            "GET /_reconcile/requests HTTP/1.0\r\nHost: {}\r\n\r\n",
+            self.address
+        )
+        .expect("write");
+        let mut response = String::new();
+        stream.read_to_string(&mut response).expect("read");
+        let body = response.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+        serde_json::from_str::<Vec<serde_json::Value>>(body)
+            .expect("the recorder answers JSON")
+            .into_iter()
+            .map(|entry| {
+                let field = |name: &str| entry[name].as_str().unwrap_or_default().to_owned();
+                RecordedRequest {
+                    access_key: field("access_key"),
+                    service: field("service"),
+                    action: field("action"),
+                    method: field("method"),
+                    path: field("path"),
+                }
+            })
+            .collect()
+    }
+}
+
+/// One request as the emulator saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedRequest {
+    pub access_key: String,
+    pub service: String,
+    /// The API action for JSON and query protocols (`PutLifecyclePolicy`); empty for S3's REST.
+    pub action: String,
+    pub method: String,
+    pub path: String,
+}
+
+impl RecordedRequest {
+    /// Whether the request can change anything.
+    pub fn is_write(&self) -> bool {
+        if self.action.is_empty() {
+            return !matches!(self.method.as_str(), "GET" | "HEAD");
+        }
+        !["Get", "List", "Describe", "BatchGet", "Head"]
+            .iter()
+            .any(|read| self.action.starts_with(read))
+    }
+}
+
+impl std::fmt::Display for RecordedRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.action.is_empty() {
+            write!(f, "{}:{} {}", self.service, self.method, self.path)
+        } else {
+            write!(f, "{}:{}", self.service, self.action)
+        }
+    }
+}
+
+/// One isolated account in the emulator.
+#[derive(Debug, Clone)]
+pub struct TestAccount {
+    pub id: String,
+    pub endpoint: String,
+    pub access_key_id: String,
+    pub secret_access_key: String,
+    pub session_token: String,
+}
+
+impl TestAccount {
+    /// The environment that points the standard AWS chain (and so the `reconcile` binary) at
+    /// this account, and at nothing on the developer's machine.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("AWS_ENDPOINT_URL", self.endpoint.clone()),
+            ("AWS_ACCESS_KEY_ID", self.access_key_id.clone()),
+            ("AWS_SECRET_ACCESS_KEY", self.secret_access_key.clone()),
+            ("AWS_SESSION_TOKEN", self.session_token.clone()),
+            ("AWS_REGION", "eu-north-1".to_owned()),
+            (
+                "AWS_CONFIG_FILE",
+                "/nonexistent/reconcile-test-config".to_owned(),
+            ),
+            (
+                "AWS_SHARED_CREDENTIALS_FILE",
+                "/nonexistent/reconcile-test-credentials".to_owned(),
+            ),
+            ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
+        ]
+    }
+
+    /// An SDK configuration for this account, for making changes out of band.
+    pub fn sdk_config(&self) -> SdkConfig {
+        let credentials = Credentials::new(
+            &self.access_key_id,
+            &self.secret_access_key,
+            Some(self.session_token.clone()),
+            None,
+            "test",
+        );
+        emulator().sdk_config(credentials, REGION)
+    }
+
+    /// Every request this account has made so far.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        emulator()
+            .recorded()
+            .into_iter()
+            .filter(|r| r.access_key == self.access_key_id)
+            .collect()
+    }
+
+    /// The requests this account has made so far that could change something.
+    pub fn writes(&self) -> Vec<RecordedRequest> {
+        self.requests()
+            .into_iter()
+            .filter(RecordedRequest::is_write)
+            .collect()
+    }
+
+    /// Loads the account as it stood on 2026-11-11, made by the old setup script from
+    /// `desired`: every repository, but `atom-wheel-cache` and `torchvision-wheel-cache` with no
+    /// lifecycle policy and `pytorch-cache` with the old 14-day `tagStatus any` rule.
+    pub fn seed_2026_11_11(&self, desired: &Path) {
+        let script = workspace_root().join("crates/test-support/emulator/seed.py");
+        let status = Command::new(emulator_python())
+            .arg(script)
+            .arg("--desired")
+            .arg(desired)
+            .envs(self.env())
+            .status()
+            .expect("the seed script runs");
+        assert!(status.success(), "seeding the 2026-11-11 account failed");
+    }
+}
