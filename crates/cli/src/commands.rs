@@ -48,7 +48,9 @@ pub async fn run(args: Args) -> anyhow::Result<u8> {
             let (_aws, plan, _) = make_plan(&desired).await?;
             match format {
                 Format::Text => print!("{}", render::text(&plan)),
-                Format::Json => println!("{}", serde_json::to_string_pretty(&render::json(&plan))?),
+                Format::Json => {
+                    println!("{}", reconcile_core::json::to_pretty(&render::json(&plan)))
+                }
             }
             Ok(if detailed_exitcode && plan.has_changes() {
                 exit::CHANGES

@@ -271,6 +271,7 @@ pub async fn apply(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::{DesiredResource, Observed};
     use crate::reconciler::Silent;
     use async_trait::async_trait;
     use serde_json::Map;

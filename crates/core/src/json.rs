@@ -1,10 +1,12 @@
 //! Helpers for canonical JSON: the form in which documents are compared, shown and fingerprinted.
 //!
-//! `serde_json::Map` here is a `BTreeMap` (the `preserve_order` feature is off on purpose), so
-//! object keys are always sorted; what remains for a canonical form is the order of arrays
-//! that AWS treats as sets, which each resource crate knows and sorts with [`sort_set`].
+//! Whether `serde_json::Map` keeps insertion order depends on a cargo feature that any crate in
+//! the build can turn on (the AWS SDK's HTTP client does), so nothing here relies on it: every
+//! text form is written with object keys sorted ([`sorted_keys`]). What remains for a canonical
+//! form is the order of arrays that AWS treats as sets, which each resource crate knows and
+//! sorts with [`sort_set`]. Map equality ignores key order in both feature modes.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Sorts an array that means a set and drops duplicates, so that order and repetition do not
 /// count as a difference.
@@ -13,14 +15,33 @@ pub fn sort_set(values: &mut Vec<Value>) {
     values.dedup();
 }
 
+/// The value with every object's keys in sorted order, whatever the map type keeps.
+pub fn sorted_keys(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k.clone(), sorted_keys(v)))
+                    .collect::<Map<_, _>>(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(sorted_keys).collect()),
+        scalar => scalar.clone(),
+    }
+}
+
 /// The compact canonical text of a value: sorted keys, no whitespace.
 pub fn to_compact(value: &Value) -> String {
-    serde_json::to_string(value).expect("a serde_json::Value always serializes")
+    serde_json::to_string(&sorted_keys(value)).expect("a serde_json::Value always serializes")
 }
 
 /// The pretty canonical text of a value, as shown in plans and diffs.
 pub fn to_pretty(value: &Value) -> String {
-    serde_json::to_string_pretty(value).expect("a serde_json::Value always serializes")
+    serde_json::to_string_pretty(&sorted_keys(value))
+        .expect("a serde_json::Value always serializes")
 }
 
 /// A short, stable fingerprint of a value's canonical form (64-bit FNV-1a, hex).
@@ -48,6 +69,16 @@ mod tests {
         sort_set(&mut a);
         sort_set(&mut b);
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn text_forms_sort_keys_at_every_depth() {
+        let value: Value =
+            serde_json::from_str(r#"{"b": {"z": 1, "a": [{"y": 1, "x": 2}]}, "a": 0}"#).unwrap();
+        assert_eq!(
+            to_compact(&value),
+            r#"{"a":0,"b":{"a":[{"x":2,"y":1}],"z":1}}"#
+        );
     }
 
     #[test]

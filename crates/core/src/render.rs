@@ -274,7 +274,7 @@ mod tests {
 
     #[test]
     fn json_of_a_mixed_plan() {
-        insta::assert_json_snapshot!(json(&mixed_plan()));
+        insta::assert_snapshot!(crate::json::to_pretty(&json(&mixed_plan())));
     }
 
     #[test]
@@ -291,7 +291,7 @@ mod tests {
 
         No changes. The account matches the desired state.
         ");
-        insta::assert_json_snapshot!(json(&plan), @r#"
+        insta::assert_snapshot!(crate::json::to_pretty(&json(&plan)), @r#"
         {
           "account": "123456789012",
           "findings": [],

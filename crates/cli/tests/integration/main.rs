@@ -1,1 +1,8 @@
-//! placeholder
+//! End-to-end tests of the `reconcile` binary against the local AWS emulator.
+//!
+//! One test binary for the whole workspace (build time matters more than file count). Each test
+//! gets its own emulator account, so tests run in parallel and never see each other's resources.
+
+mod ecr;
+mod input;
+mod support;

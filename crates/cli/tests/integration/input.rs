@@ -1,0 +1,94 @@
+//! Bad input and unsafe invocations stop before any AWS call, saying where and why.
+
+use reconcile_test_support::emulator;
+
+use crate::support::{desired_file, real_desired, reconcile, small_desired};
+
+#[tokio::test]
+async fn a_bad_desired_file_is_refused_with_file_line_and_key_before_any_aws_call() {
+    let account = emulator().new_account().await;
+    let text = small_desired(&["pytorch"]).replace("tags = { project", "tagz = { project");
+    let desired = desired_file(&text);
+    for command in [&["validate"][..], &["plan"], &["apply", "--auto-approve"]] {
+        let run = reconcile(&account, &desired.path, command);
+        assert_eq!(run.code, 1, "{command:?}");
+        let expected = format!(
+            "error: {}:5:1: `ecr.defaults.tagz`: unknown field `tagz`, expected one of `lifecycle_policy`, \
+             `image_tag_mutability`, `scan_on_push`, `tags`\n",
+            desired.path.display()
+        );
+        assert_eq!(run.stderr, expected, "{command:?}");
+        assert_eq!(run.stdout, "");
+    }
+    assert_eq!(account.requests(), [], "nothing was sent to AWS");
+}
+
+#[tokio::test]
+async fn every_problem_in_the_file_is_reported_at_once() {
+    let account = emulator().new_account().await;
+    let text =
+        small_desired(&["pytorch", "Bad_Name"]).replace("countNumber = 3", "countNumber = 0");
+    let run = reconcile(&account, &desired_file(&text).path, &["plan"]);
+    assert_eq!(run.code, 1);
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", run.stderr);
+    assert!(lines[0].ends_with("`ecr.lifecycle_policies.keep-3-untagged.rules[0]`: `selection.countNumber` must be 1 or more"));
+    assert!(
+        lines[1].contains(
+            "`ecr.repositories.Bad_Name`: repository name `Bad_Name` is not valid in ECR"
+        )
+    );
+    assert_eq!(account.requests(), []);
+}
+
+#[tokio::test]
+async fn validate_accepts_the_real_desired_file_without_aws() {
+    let account = emulator().new_account().await;
+    let run = reconcile(&account, &real_desired(), &["validate"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .ends_with("is valid: region us-east-1, 27 ECR repositories.\n"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(account.requests(), []);
+}
+
+#[tokio::test]
+async fn apply_without_a_terminal_needs_auto_approve() {
+    let account = emulator().new_account().await;
+    let run = reconcile(&account, &real_desired(), &["apply"]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr,
+        "error: apply is not running on a terminal, so it cannot ask for approval; pass --auto-approve\n"
+    );
+    assert_eq!(account.requests(), []);
+}
+
+#[tokio::test]
+async fn plan_reads_only_and_reads_each_thing_once() {
+    let account = emulator().new_account().await;
+    let desired = real_desired();
+    account.seed_2026_11_11(&desired);
+    let before = account.requests().len();
+    let plan = reconcile(&account, &desired, &["plan"]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    let requests = &account.requests()[before..];
+    assert!(requests.iter().all(|r| !r.is_write()), "{requests:?}");
+    let mut counts = std::collections::BTreeMap::new();
+    for request in requests {
+        *counts.entry(request.to_string()).or_insert(0) += 1;
+    }
+    // One batched describe for all 27 repositories, then one policy and one tag read each.
+    assert_eq!(
+        counts.into_iter().collect::<Vec<_>>(),
+        [
+            ("ecr:DescribeRepositories".to_owned(), 1),
+            ("ecr:GetLifecyclePolicy".to_owned(), 27),
+            ("ecr:ListTagsForResource".to_owned(), 27),
+            ("sts:GetCallerIdentity".to_owned(), 1),
+        ]
+    );
+}

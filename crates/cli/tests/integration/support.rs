@@ -1,0 +1,106 @@
+//! Running the binary against an emulator account, and making its output stable for snapshots.
+
+use std::path::{Path, PathBuf};
+
+use reconcile_test_support::TestAccount;
+
+/// What one run of `reconcile` did.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `reconcile --desired <desired> <args>` with the account's environment and no stdin.
+pub fn reconcile(account: &TestAccount, desired: &Path, args: &[&str]) -> Run {
+    let output = assert_cmd::Command::new(env!("CARGO_BIN_EXE_reconcile"))
+        .arg("--desired")
+        .arg(desired)
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(account.env())
+        .write_stdin("")
+        .output()
+        .expect("the binary runs");
+    Run {
+        code: output.status.code().expect("exited, not killed"),
+        stdout: String::from_utf8(output.stdout).expect("utf-8 stdout"),
+        stderr: String::from_utf8(output.stderr).expect("utf-8 stderr"),
+    }
+}
+
+/// A temporary directory holding one desired-state file.
+pub struct DesiredFile {
+    _dir: tempfile::TempDir,
+    pub path: PathBuf,
+}
+
+pub fn desired_file(text: &str) -> DesiredFile {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("desired.toml");
+    std::fs::write(&path, text).expect("write desired.toml");
+    DesiredFile { _dir: dir, path }
+}
+
+/// The repository's own desired.toml: the real account.
+pub fn real_desired() -> PathBuf {
+    reconcile_test_support::workspace_root().join("desired.toml")
+}
+
+/// A small desired state: these repositories with the keep-3-untagged policy.
+pub fn small_desired(repositories: &[&str]) -> String {
+    let mut text = String::from(
+        r#"region = "us-east-1"
+
+[ecr.defaults]
+lifecycle_policy = "keep-3-untagged"
+tags = { project = "rocm-bake" }
+
+[ecr.lifecycle_policies.keep-3-untagged]
+rules = [
+  { rulePriority = 1, selection = { tagStatus = "untagged", countType = "imageCountMoreThan", countNumber = 3 }, action = { type = "expire" } },
+]
+
+[ecr.repositories]
+"#,
+    );
+    for name in repositories {
+        text.push_str(&format!("{name} = {{}}\n"));
+    }
+    text
+}
+
+/// Replaces what differs between runs (the account id, elapsed times) with placeholders.
+pub fn redact(text: &str, account: &TestAccount) -> String {
+    text.replace(&account.id, "[ACCOUNT]")
+        .lines()
+        .map(|line| match line.rsplit_once(" after ") {
+            Some((head, tail))
+                if tail.ends_with('s') && tail[..tail.len() - 1].parse::<f64>().is_ok() =>
+            {
+                format!("{head} after [ELAPSED]")
+            }
+            _ => line.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The addresses and actions of a JSON plan, one `action address` string each.
+pub fn json_changes(plan_json: &str) -> Vec<String> {
+    let plan: serde_json::Value = serde_json::from_str(plan_json).expect("the JSON plan parses");
+    plan["resource_changes"]
+        .as_array()
+        .expect("resource_changes is an array")
+        .iter()
+        .map(|change| {
+            format!(
+                "{} {}",
+                change["change"]["actions"][0].as_str().unwrap(),
+                change["address"].as_str().unwrap()
+            )
+        })
+        .collect()
+}

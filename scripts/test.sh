@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The test command: installs what the tests need (the emulator's virtualenv) and runs every test.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+scripts/emulator-venv.sh
+cargo test --workspace --locked "$@"
