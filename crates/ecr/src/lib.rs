@@ -549,3 +549,142 @@ fn tag_list(tags: Option<&Value>) -> Vec<ecr::types::Tag> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    //! Error paths the emulator cannot produce, against a mocked client.
+
+    use super::*;
+    use aws_sdk_ecr::operation::delete_lifecycle_policy::DeleteLifecyclePolicyError;
+    use aws_sdk_ecr::operation::describe_repositories::DescribeRepositoriesOutput;
+    use aws_sdk_ecr::operation::get_lifecycle_policy::{
+        GetLifecyclePolicyError, GetLifecyclePolicyOutput,
+    };
+    use aws_sdk_ecr::operation::list_tags_for_resource::ListTagsForResourceOutput;
+    use aws_sdk_ecr::types::error::{LifecyclePolicyNotFoundException, ServerException};
+    use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
+    use reconcile_core::reconciler::Silent;
+
+    fn reconciler(rules: &[&Rule]) -> EcrReconciler {
+        let client = mock_client!(aws_sdk_ecr, RuleMode::MatchAny, rules);
+        EcrReconciler::new(client, Account::new("123456789012", "us-east-1"))
+    }
+
+    fn one_repository() -> Rule {
+        mock!(ecr::Client::describe_repositories).then_output(|| {
+            DescribeRepositoriesOutput::builder()
+                .repositories(
+                    ecr::types::Repository::builder()
+                        .repository_name("pytorch")
+                        .repository_arn("arn:aws:ecr:us-east-1:123456789012:repository/pytorch")
+                        .build(),
+                )
+                .build()
+        })
+    }
+
+    fn no_tags() -> Rule {
+        mock!(ecr::Client::list_tags_for_resource)
+            .then_output(|| ListTagsForResourceOutput::builder().build())
+    }
+
+    fn policy_address() -> Address {
+        Address::new(ResourceKind::EcrLifecyclePolicy, "pytorch")
+    }
+
+    #[tokio::test]
+    async fn an_observe_failure_names_the_resource_the_operation_and_the_cause() {
+        let describe = one_repository();
+        let tags = no_tags();
+        let policy = mock!(ecr::Client::get_lifecycle_policy).then_error(|| {
+            GetLifecyclePolicyError::ServerException(
+                ServerException::builder().message("the sky fell").build(),
+            )
+        });
+        let reconciler = reconciler(&[&describe, &tags, &policy]);
+        let addresses = [
+            Address::new(ResourceKind::EcrRepository, "pytorch"),
+            policy_address(),
+        ];
+        let error = reconciler.observe(&addresses).await.unwrap_err();
+        let message = error.to_string();
+        assert!(
+            message.starts_with("ecr_lifecycle_policy.pytorch: failed to read lifecycle policy: "),
+            "{message}"
+        );
+        assert!(message.contains("the sky fell"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn a_repository_without_a_policy_observes_as_absent() {
+        let describe = one_repository();
+        let policy = mock!(ecr::Client::get_lifecycle_policy).then_error(|| {
+            GetLifecyclePolicyError::LifecyclePolicyNotFoundException(
+                LifecyclePolicyNotFoundException::builder().build(),
+            )
+        });
+        let reconciler = reconciler(&[&describe, &policy]);
+        let observed = reconciler.observe(&[policy_address()]).await.unwrap();
+        assert_eq!(observed[&policy_address()], Observed::Absent);
+        assert_eq!(describe.num_calls(), 1);
+        assert_eq!(policy.num_calls(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_present_policy_observes_in_canonical_form() {
+        let describe = one_repository();
+        let policy = mock!(ecr::Client::get_lifecycle_policy).then_output(|| {
+            GetLifecyclePolicyOutput::builder()
+                .lifecycle_policy_text(r#"{ "rules": [ { "selection": {"countNumber": 3, "tagStatus": "untagged", "countType": "imageCountMoreThan"}, "rulePriority": 1, "action": {"type": "expire"} } ] }"#)
+                .build()
+        });
+        let reconciler = reconciler(&[&describe, &policy]);
+        let observed = reconciler.observe(&[policy_address()]).await.unwrap();
+        let Observed::Present(fields) = &observed[&policy_address()] else {
+            panic!("present")
+        };
+        assert_eq!(
+            reconcile_core::json::to_compact(&fields["policy"]),
+            r#"{"rules":[{"action":{"type":"expire"},"rulePriority":1,"selection":{"countNumber":3,"countType":"imageCountMoreThan","tagStatus":"untagged"}}]}"#
+        );
+    }
+
+    #[tokio::test]
+    async fn deleting_a_policy_that_is_already_gone_succeeds() {
+        let delete = mock!(ecr::Client::delete_lifecycle_policy).then_error(|| {
+            DeleteLifecyclePolicyError::LifecyclePolicyNotFoundException(
+                LifecyclePolicyNotFoundException::builder().build(),
+            )
+        });
+        let reconciler = reconciler(&[&delete]);
+        let change = Change {
+            address: policy_address(),
+            action: Action::Delete,
+            before: Some(Map::new()),
+            after: None,
+            depends_on: vec![],
+        };
+        reconciler.apply(&change, &Silent).await.unwrap();
+        assert_eq!(delete.num_calls(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_repository_delete_is_refused_without_any_call() {
+        let describe = one_repository();
+        let reconciler = reconciler(&[&describe]);
+        let change = Change {
+            address: Address::new(ResourceKind::EcrRepository, "pytorch"),
+            action: Action::Delete,
+            before: Some(Map::new()),
+            after: None,
+            depends_on: vec![],
+        };
+        let error = reconciler.apply(&change, &Silent).await.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "ecr_repository.pytorch: failed to delete repository: reconcile never deletes ECR repositories; \
+             delete it by hand if it must go"
+        );
+        assert_eq!(describe.num_calls(), 0);
+    }
+}

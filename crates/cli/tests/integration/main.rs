@@ -6,3 +6,4 @@
 mod ecr;
 mod input;
 mod support;
+mod tidy;
