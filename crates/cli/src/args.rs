@@ -11,12 +11,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[command(name = "reconcile", version)]
 pub struct Args {
     /// The desired-state file.
-    #[arg(
-        long,
-        global = true,
-        default_value = "desired.toml",
-        value_name = "PATH"
-    )]
+    #[arg(long, global = true, default_value = "desired.toml", value_name = "PATH")]
     pub desired: PathBuf,
 
     /// Log what is being done to stderr (-v: info, -vv: debug). RECONCILE_LOG overrides.

@@ -27,11 +27,7 @@ impl fmt::Display for RequestCounter {
         let counts = self.counts.lock().expect("never poisoned");
         write!(f, "{} AWS requests", counts.values().sum::<u64>())?;
         for (idx, (operation, count)) in counts.iter().enumerate() {
-            write!(
-                f,
-                "{}{operation} {count}",
-                if idx == 0 { ": " } else { ", " }
-            )?;
+            write!(f, "{}{operation} {count}", if idx == 0 { ": " } else { ", " })?;
         }
         Ok(())
     }
@@ -48,16 +44,9 @@ impl Intercept for RequestCounter {
         _runtime_components: &RuntimeComponents,
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        let operation = cfg.load::<Metadata>().map_or_else(
-            || "unknown".to_owned(),
-            |m| format!("{}:{}", m.service(), m.name()),
-        );
-        *self
-            .counts
-            .lock()
-            .expect("never poisoned")
-            .entry(operation)
-            .or_default() += 1;
+        let operation =
+            cfg.load::<Metadata>().map_or_else(|| "unknown".to_owned(), |m| format!("{}:{}", m.service(), m.name()));
+        *self.counts.lock().expect("never poisoned").entry(operation).or_default() += 1;
         Ok(())
     }
 }
@@ -70,47 +59,27 @@ pub struct Aws {
 impl Aws {
     /// Loads the standard chain (credentials, endpoint, retries), with desired.toml's region.
     pub async fn load(region: &str) -> Aws {
-        let sdk = aws_config::defaults(BehaviorVersion::latest())
-            .region(Region::new(region.to_owned()))
-            .load()
-            .await;
-        Aws {
-            sdk,
-            requests: RequestCounter::default(),
-        }
+        let sdk = aws_config::defaults(BehaviorVersion::latest()).region(Region::new(region.to_owned())).load().await;
+        Aws { sdk, requests: RequestCounter::default() }
     }
 
     /// The account the credentials belong to.
     pub async fn account(&self) -> anyhow::Result<Account> {
-        let config = aws_sdk_sts::config::Builder::from(&self.sdk)
-            .interceptor(self.requests.clone())
-            .build();
+        let config = aws_sdk_sts::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
         let identity = aws_sdk_sts::Client::from_conf(config)
             .get_caller_identity()
             .send()
             .await
             .map_err(|error| anyhow::anyhow!("{}", DisplayErrorContext(&error)))
-            .context(
-                "failed to learn the account from STS GetCallerIdentity (are AWS credentials set?)",
-            )?;
-        let id = identity
-            .account()
-            .context("STS GetCallerIdentity returned no account")?;
-        let region = self
-            .sdk
-            .region()
-            .map_or_else(String::new, |r| r.to_string());
+            .context("failed to learn the account from STS GetCallerIdentity (are AWS credentials set?)")?;
+        let id = identity.account().context("STS GetCallerIdentity returned no account")?;
+        let region = self.sdk.region().map_or_else(String::new, |r| r.to_string());
         Ok(Account::new(id, region))
     }
 
     /// One reconciler per resource crate, each with its own counted client.
     pub fn reconcilers(&self, account: &Account) -> Vec<Box<dyn Reconciler>> {
-        let ecr_config = aws_sdk_ecr::config::Builder::from(&self.sdk)
-            .interceptor(self.requests.clone())
-            .build();
-        vec![Box::new(reconcile_ecr::EcrReconciler::new(
-            aws_sdk_ecr::Client::from_conf(ecr_config),
-            account.clone(),
-        ))]
+        let ecr_config = aws_sdk_ecr::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
+        vec![Box::new(reconcile_ecr::EcrReconciler::new(aws_sdk_ecr::Client::from_conf(ecr_config), account.clone()))]
     }
 }

@@ -15,15 +15,10 @@ use crate::output::ApplyPrinter;
 
 pub async fn run(args: Args) -> anyhow::Result<u8> {
     // Unattended apply without --auto-approve is refused before anything else happens.
-    if let Command::Apply {
-        auto_approve: false,
-        ..
-    } = args.command
+    if let Command::Apply { auto_approve: false, .. } = args.command
         && !std::io::stdin().is_terminal()
     {
-        eprintln!(
-            "error: apply is not running on a terminal, so it cannot ask for approval; pass --auto-approve"
-        );
+        eprintln!("error: apply is not running on a terminal, so it cannot ask for approval; pass --auto-approve");
         return Ok(exit::ERROR);
     }
     // Bad input stops here, before any AWS call.
@@ -41,10 +36,7 @@ pub async fn run(args: Args) -> anyhow::Result<u8> {
             );
             Ok(exit::OK)
         }
-        Command::Plan {
-            format,
-            detailed_exitcode,
-        } => {
+        Command::Plan { format, detailed_exitcode } => {
             let (_aws, plan, _) = make_plan(&desired).await?;
             match format {
                 Format::Text => print!("{}", render::text(&plan)),
@@ -52,16 +44,9 @@ pub async fn run(args: Args) -> anyhow::Result<u8> {
                     println!("{}", reconcile_core::json::to_pretty(&render::json(&plan)))
                 }
             }
-            Ok(if detailed_exitcode && plan.has_changes() {
-                exit::CHANGES
-            } else {
-                exit::OK
-            })
+            Ok(if detailed_exitcode && plan.has_changes() { exit::CHANGES } else { exit::OK })
         }
-        Command::Apply {
-            auto_approve,
-            allow_delete,
-        } => {
+        Command::Apply { auto_approve, allow_delete } => {
             let (aws, plan, reconcilers) = make_plan(&desired).await?;
             apply(&aws, &plan, &reconcilers, auto_approve, allow_delete).await
         }
@@ -88,12 +73,10 @@ async fn make_plan(desired: &Desired) -> anyhow::Result<(Aws, Plan, Vec<Box<dyn 
     let aws = Aws::load(&desired.region).await;
     let account = aws.account().await?;
     let reconcilers = aws.reconcilers(&account);
-    let plan = engine::plan(&reconcilers, desired, &account)
-        .await
-        .map_err(|errors| {
-            let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
-            anyhow::anyhow!("planning failed:\n  {}", messages.join("\n  "))
-        })?;
+    let plan = engine::plan(&reconcilers, desired, &account).await.map_err(|errors| {
+        let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        anyhow::anyhow!("planning failed:\n  {}", messages.join("\n  "))
+    })?;
     tracing::info!("plan: {}", aws.requests);
     Ok((aws, plan, reconcilers))
 }
@@ -111,9 +94,7 @@ async fn apply(
     }
     let has_deletes = plan.changes.iter().any(|c| c.action == Action::Delete);
     if has_deletes && !allow_delete {
-        eprintln!(
-            "error: refusing to apply: the plan deletes resources; pass --allow-delete to allow it"
-        );
+        eprintln!("error: refusing to apply: the plan deletes resources; pass --allow-delete to allow it");
         return Ok(exit::REFUSED);
     }
     if !auto_approve && !confirm()? {
@@ -121,10 +102,7 @@ async fn apply(
         return Ok(exit::ERROR);
     }
     println!();
-    let options = ApplyOptions {
-        allow_delete,
-        concurrency: engine::DEFAULT_CONCURRENCY,
-    };
+    let options = ApplyOptions { allow_delete, concurrency: engine::DEFAULT_CONCURRENCY };
     let report = match engine::apply(reconcilers, plan, options, &ApplyPrinter).await {
         Ok(report) => report,
         Err(refusal) => {
@@ -149,10 +127,7 @@ async fn apply(
             Outcome::Applied => applied += 1,
             Outcome::Failed(error) => {
                 failed += 1;
-                eprintln!(
-                    "error: {address}: failed to {}: {}",
-                    error.operation, error.reason
-                );
+                eprintln!("error: {address}: failed to {}: {}", error.operation, error.reason);
             }
             Outcome::Skipped { .. } => skipped += 1,
         }
@@ -167,9 +142,6 @@ fn confirm() -> anyhow::Result<bool> {
     print!("\nDo you want to perform these actions? Only 'yes' will be accepted: ");
     std::io::stdout().flush()?;
     let mut answer = String::new();
-    std::io::stdin()
-        .lock()
-        .read_line(&mut answer)
-        .context("failed to read the answer")?;
+    std::io::stdin().lock().read_line(&mut answer).context("failed to read the answer")?;
     Ok(answer.trim() == "yes")
 }

@@ -9,8 +9,5 @@ pub const CHANGES: u8 = 2;
 /// Refused by a safety check before any write, such as a delete without `--allow-delete`.
 pub const REFUSED: u8 = 3;
 /// A saved plan no longer matches the account or desired.toml. Reserved for saved plans.
-#[expect(
-    dead_code,
-    reason = "reserved for saved plans, so the table is complete from the start"
-)]
+#[expect(dead_code, reason = "reserved for saved plans, so the table is complete from the start")]
 pub const STALE_PLAN: u8 = 4;

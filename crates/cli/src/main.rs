@@ -13,10 +13,7 @@ use clap::Parser;
 fn main() -> ExitCode {
     let args = args::Args::parse();
     output::init_logging(args.verbose);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("error: failed to start the async runtime: {error}");

@@ -14,13 +14,8 @@ pub fn init_logging(verbose: u8) {
         1 => "info",
         _ => "debug",
     };
-    let filter =
-        EnvFilter::try_from_env("RECONCILE_LOG").unwrap_or_else(|_| EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .init();
+    let filter = EnvFilter::try_from_env("RECONCILE_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
 }
 
 /// Prints one line per resource as apply starts and finishes it, Terraform-style.
@@ -29,16 +24,8 @@ pub struct ApplyPrinter;
 fn words(action: Action) -> (&'static str, &'static str, &'static str) {
     match action {
         Action::Create => ("Creating...", "Creation complete", "Creation failed"),
-        Action::Update => (
-            "Modifying...",
-            "Modifications complete",
-            "Modification failed",
-        ),
-        Action::Delete => (
-            "Destroying...",
-            "Destruction complete",
-            "Destruction failed",
-        ),
+        Action::Update => ("Modifying...", "Modifications complete", "Modification failed"),
+        Action::Delete => ("Destroying...", "Destruction complete", "Destruction failed"),
     }
 }
 
@@ -59,11 +46,7 @@ impl ApplyEvents for ApplyPrinter {
         match outcome {
             Outcome::Applied => println!("{address}: {done} after {:.1}s", elapsed.as_secs_f64()),
             Outcome::Failed(error) => {
-                println!(
-                    "{address}: {failed} after {:.1}s: {}",
-                    elapsed.as_secs_f64(),
-                    error_reason(error)
-                )
+                println!("{address}: {failed} after {:.1}s: {}", elapsed.as_secs_f64(), error_reason(error))
             }
             Outcome::Skipped { because } => {
                 println!("{address}: Skipped, because {because} did not apply")

@@ -72,10 +72,7 @@ pub struct Address {
 
 impl Address {
     pub fn new(kind: ResourceKind, name: impl Into<String>) -> Address {
-        Address {
-            kind,
-            name: name.into(),
-        }
+        Address { kind, name: name.into() }
     }
 }
 
@@ -89,16 +86,12 @@ impl FromStr for Address {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let (kind, name) = s
-            .split_once('.')
-            .ok_or_else(|| format!("address `{s}` is not of the form <kind>.<name>"))?;
+        let (kind, name) =
+            s.split_once('.').ok_or_else(|| format!("address `{s}` is not of the form <kind>.<name>"))?;
         if name.is_empty() {
             return Err(format!("address `{s}` has an empty name"));
         }
-        Ok(Address {
-            kind: kind.parse()?,
-            name: name.to_owned(),
-        })
+        Ok(Address { kind: kind.parse()?, name: name.to_owned() })
     }
 }
 

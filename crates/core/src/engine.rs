@@ -21,10 +21,7 @@ pub const DEFAULT_CONCURRENCY: usize = 8;
 /// Takes futures already made (a `Vec`), not a lazy iterator, so that callers inside
 /// `async_trait` methods do not hold a closure over borrows across an await.
 pub async fn bounded<F: Future>(limit: usize, futures: Vec<F>) -> Vec<F::Output> {
-    futures::stream::iter(futures)
-        .buffer_unordered(limit.max(1))
-        .collect()
-        .await
+    futures::stream::iter(futures).buffer_unordered(limit.max(1)).collect().await
 }
 
 /// Every desired resource of every reconciler, keyed by address.
@@ -41,11 +38,7 @@ pub fn desired_resources(
             Err(error) => errors.push(error),
         }
     }
-    if errors.is_empty() {
-        Ok(resources)
-    } else {
-        Err(errors)
-    }
+    if errors.is_empty() { Ok(resources) } else { Err(errors) }
 }
 
 /// Observes every desired resource (all reconcilers at once) and diffs. Never writes.
@@ -56,20 +49,21 @@ pub async fn plan(
 ) -> Result<Plan, Vec<ReconcileError>> {
     let resources = desired_resources(reconcilers, desired, account)?;
     let observations = join_all(reconcilers.iter().map(|reconciler| {
-        let addresses: Vec<Address> = resources
-            .keys()
-            .filter(|a| reconciler.kinds().contains(&a.kind))
-            .cloned()
-            .collect();
+        let addresses: Vec<Address> =
+            resources.keys().filter(|a| reconciler.kinds().contains(&a.kind)).cloned().collect();
         async move { reconciler.observe(&addresses).await }
     }))
     .await;
 
     let mut observed = BTreeMap::new();
+    let mut findings = Vec::new();
     let mut errors = Vec::new();
     for result in observations {
         match result {
-            Ok(map) => observed.extend(map),
+            Ok(observations) => {
+                observed.extend(observations.resources);
+                findings.extend(observations.findings);
+            }
             Err(error) => errors.push(error),
         }
     }
@@ -78,11 +72,7 @@ pub async fn plan(
     }
     for address in resources.keys() {
         if !observed.contains_key(address) {
-            errors.push(ReconcileError::new(
-                Some(address),
-                "observe",
-                "the reconciler returned no observation",
-            ));
+            errors.push(ReconcileError::new(Some(address), "observe", "the reconciler returned no observation"));
         }
     }
     if !errors.is_empty() {
@@ -91,29 +81,16 @@ pub async fn plan(
 
     let mut changes = Vec::new();
     for (address, observation) in &observed {
-        let reconciler =
-            reconciler_for(reconcilers, address.kind).expect("observed by one of them");
+        let reconciler = reconciler_for(reconcilers, address.kind).expect("observed by one of them");
         if let Some(change) = reconciler.diff(address, resources.get(address), observation) {
             changes.push(change);
         }
     }
-    Ok(Plan {
-        account: account.id.clone(),
-        region: account.region.clone(),
-        changes,
-        findings: Vec::new(),
-        observed,
-    })
+    Ok(Plan { account: account.id.clone(), region: account.region.clone(), changes, findings, observed })
 }
 
-fn reconciler_for(
-    reconcilers: &[Box<dyn Reconciler>],
-    kind: ResourceKind,
-) -> Option<&dyn Reconciler> {
-    reconcilers
-        .iter()
-        .find(|r| r.kinds().contains(&kind))
-        .map(|r| r.as_ref())
+fn reconciler_for(reconcilers: &[Box<dyn Reconciler>], kind: ResourceKind) -> Option<&dyn Reconciler> {
+    reconcilers.iter().find(|r| r.kinds().contains(&kind)).map(|r| r.as_ref())
 }
 
 /// What happened to one change during apply.
@@ -135,9 +112,7 @@ pub struct ApplyReport {
 
 impl ApplyReport {
     pub fn succeeded(&self) -> bool {
-        self.results
-            .iter()
-            .all(|(_, _, outcome, _)| matches!(outcome, Outcome::Applied))
+        self.results.iter().all(|(_, _, outcome, _)| matches!(outcome, Outcome::Applied))
     }
 }
 
@@ -178,12 +153,8 @@ pub async fn apply(
     options: ApplyOptions,
     events: &dyn ApplyEvents,
 ) -> Result<ApplyReport, Refusal> {
-    let deletes: Vec<Address> = plan
-        .changes
-        .iter()
-        .filter(|c| c.action == Action::Delete)
-        .map(|c| c.address.clone())
-        .collect();
+    let deletes: Vec<Address> =
+        plan.changes.iter().filter(|c| c.action == Action::Delete).map(|c| c.address.clone()).collect();
     if !deletes.is_empty() && !options.allow_delete {
         return Err(Refusal::DeleteNotAllowed(deletes));
     }
@@ -235,8 +206,7 @@ pub async fn apply(
         }
         let finished: Vec<(Address, Outcome, Duration)> = futures::stream::iter(ready)
             .map(|change| async move {
-                let reconciler =
-                    reconciler_for(reconcilers, change.address.kind).expect("checked above");
+                let reconciler = reconciler_for(reconcilers, change.address.kind).expect("checked above");
                 events.started(change);
                 let start = Instant::now();
                 let outcome = match reconciler.apply(change, events).await {
@@ -258,12 +228,8 @@ pub async fn apply(
 
     let mut report = ApplyReport::default();
     for change in &plan.changes {
-        let (outcome, elapsed) = outcomes
-            .remove(&change.address)
-            .expect("every change has an outcome");
-        report
-            .results
-            .push((change.address.clone(), change.action, outcome, elapsed));
+        let (outcome, elapsed) = outcomes.remove(&change.address).expect("every change has an outcome");
+        report.results.push((change.address.clone(), change.action, outcome, elapsed));
     }
     Ok(report)
 }
@@ -271,8 +237,8 @@ pub async fn apply(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{DesiredResource, Observed};
-    use crate::reconciler::Silent;
+    use crate::plan::DesiredResource;
+    use crate::reconciler::{Observations, Silent};
     use async_trait::async_trait;
     use serde_json::Map;
     use std::sync::{Arc, Mutex};
@@ -286,23 +252,13 @@ mod tests {
     #[async_trait]
     impl Reconciler for Fake {
         fn kinds(&self) -> &'static [ResourceKind] {
-            &[
-                ResourceKind::EcrRepository,
-                ResourceKind::EcrLifecyclePolicy,
-            ]
+            &[ResourceKind::EcrRepository, ResourceKind::EcrLifecyclePolicy]
         }
-        fn desired(
-            &self,
-            _: &Desired,
-            _: &Account,
-        ) -> Result<Vec<DesiredResource>, ReconcileError> {
+        fn desired(&self, _: &Desired, _: &Account) -> Result<Vec<DesiredResource>, ReconcileError> {
             Ok(vec![])
         }
-        async fn observe(
-            &self,
-            _: &[Address],
-        ) -> Result<BTreeMap<Address, Observed>, ReconcileError> {
-            Ok(BTreeMap::new())
+        async fn observe(&self, _: &[Address]) -> Result<Observations, ReconcileError> {
+            Ok(Observations::default())
         }
         async fn apply(&self, change: &Change, _: &dyn Progress) -> Result<(), ReconcileError> {
             self.log.lock().unwrap().push(change.address.to_string());
@@ -324,33 +280,15 @@ mod tests {
     }
 
     fn plan_of(changes: Vec<Change>) -> Plan {
-        Plan {
-            account: "1".into(),
-            region: "us-east-1".into(),
-            changes,
-            findings: vec![],
-            observed: BTreeMap::new(),
-        }
+        Plan { account: "1".into(), region: "us-east-1".into(), changes, findings: vec![], observed: BTreeMap::new() }
     }
 
-    fn run(
-        plan: &Plan,
-        fail: &[&str],
-        allow_delete: bool,
-    ) -> (Result<ApplyReport, Refusal>, Vec<String>) {
+    fn run(plan: &Plan, fail: &[&str], allow_delete: bool) -> (Result<ApplyReport, Refusal>, Vec<String>) {
         let log = Arc::new(Mutex::new(Vec::new()));
-        let fake = Fake {
-            fail: fail.iter().map(|s| s.to_string()).collect(),
-            log: Arc::clone(&log),
-        };
+        let fake = Fake { fail: fail.iter().map(|s| s.to_string()).collect(), log: Arc::clone(&log) };
         let reconcilers: Vec<Box<dyn Reconciler>> = vec![Box::new(fake)];
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let options = ApplyOptions {
-            allow_delete,
-            concurrency: 4,
-        };
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let options = ApplyOptions { allow_delete, concurrency: 4 };
         let result = runtime.block_on(apply(&reconcilers, plan, options, &Silent));
         let log = log.lock().unwrap().clone();
         (result, log)
@@ -363,18 +301,8 @@ mod tests {
         let plan = plan_of(vec![
             change(ResourceKind::EcrRepository, "a", Action::Create, &[]),
             change(ResourceKind::EcrRepository, "b", Action::Create, &[]),
-            change(
-                ResourceKind::EcrLifecyclePolicy,
-                "a",
-                Action::Create,
-                &[repo_a],
-            ),
-            change(
-                ResourceKind::EcrLifecyclePolicy,
-                "b",
-                Action::Create,
-                &[repo_b.clone()],
-            ),
+            change(ResourceKind::EcrLifecyclePolicy, "a", Action::Create, &[repo_a]),
+            change(ResourceKind::EcrLifecyclePolicy, "b", Action::Create, &[repo_b.clone()]),
         ]);
         let (report, log) = run(&plan, &["b"], false);
         // Both repositories go first, concurrently; a policy only after its repository.

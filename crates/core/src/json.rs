@@ -21,12 +21,7 @@ pub fn sorted_keys(value: &Value) -> Value {
         Value::Object(map) => {
             let mut entries: Vec<(&String, &Value)> = map.iter().collect();
             entries.sort_by(|a, b| a.0.cmp(b.0));
-            Value::Object(
-                entries
-                    .into_iter()
-                    .map(|(k, v)| (k.clone(), sorted_keys(v)))
-                    .collect::<Map<_, _>>(),
-            )
+            Value::Object(entries.into_iter().map(|(k, v)| (k.clone(), sorted_keys(v))).collect::<Map<_, _>>())
         }
         Value::Array(items) => Value::Array(items.iter().map(sorted_keys).collect()),
         scalar => scalar.clone(),
@@ -40,8 +35,7 @@ pub fn to_compact(value: &Value) -> String {
 
 /// The pretty canonical text of a value, as shown in plans and diffs.
 pub fn to_pretty(value: &Value) -> String {
-    serde_json::to_string_pretty(&sorted_keys(value))
-        .expect("a serde_json::Value always serializes")
+    serde_json::to_string_pretty(&sorted_keys(value)).expect("a serde_json::Value always serializes")
 }
 
 /// A short, stable fingerprint of a value's canonical form (64-bit FNV-1a, hex).
@@ -73,12 +67,8 @@ mod tests {
 
     #[test]
     fn text_forms_sort_keys_at_every_depth() {
-        let value: Value =
-            serde_json::from_str(r#"{"b": {"z": 1, "a": [{"y": 1, "x": 2}]}, "a": 0}"#).unwrap();
-        assert_eq!(
-            to_compact(&value),
-            r#"{"a":0,"b":{"a":[{"x":2,"y":1}],"z":1}}"#
-        );
+        let value: Value = serde_json::from_str(r#"{"b": {"z": 1, "a": [{"y": 1, "x": 2}]}, "a": 0}"#).unwrap();
+        assert_eq!(to_compact(&value), r#"{"a":0,"b":{"a":[{"x":2,"y":1}],"z":1}}"#);
     }
 
     #[test]

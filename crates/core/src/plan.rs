@@ -84,25 +84,14 @@ impl Change {
     pub fn field_changes(&self) -> Vec<FieldChange<'_>> {
         let before = self.before.as_ref();
         let after = self.after.as_ref();
-        let mut names: Vec<&String> = before
-            .into_iter()
-            .chain(after)
-            .flat_map(|fields| fields.keys())
-            .collect();
+        let mut names: Vec<&String> = before.into_iter().chain(after).flat_map(|fields| fields.keys()).collect();
         names.sort();
         names.dedup();
         names
             .into_iter()
             .filter_map(|name| {
-                let (b, a) = (
-                    before.and_then(|f| f.get(name)),
-                    after.and_then(|f| f.get(name)),
-                );
-                (b != a).then_some(FieldChange {
-                    name,
-                    before: b,
-                    after: a,
-                })
+                let (b, a) = (before.and_then(|f| f.get(name)), after.and_then(|f| f.get(name)));
+                (b != a).then_some(FieldChange { name, before: b, after: a })
             })
             .collect()
     }
@@ -165,11 +154,7 @@ impl Plan {
 ///
 /// Only the fields the desired resource declares are compared; an undeclared resource that
 /// exists becomes a delete, which apply carries out only when deletes are allowed.
-pub fn diff(
-    address: &Address,
-    desired: Option<&DesiredResource>,
-    observed: &Observed,
-) -> Option<Change> {
+pub fn diff(address: &Address, desired: Option<&DesiredResource>, observed: &Observed) -> Option<Change> {
     match (desired, observed) {
         (None, Observed::Absent) => None,
         (None, Observed::Present(fields)) => Some(Change {
@@ -225,11 +210,7 @@ mod tests {
         });
         let observed = observed.map_or(Observed::Absent, |v| Observed::Present(object(v)));
         diff(&address, desired.as_ref(), &observed).map(|change| {
-            let fields = change
-                .field_changes()
-                .iter()
-                .map(|f| f.name.to_owned())
-                .collect();
+            let fields = change.field_changes().iter().map(|f| f.name.to_owned()).collect();
             (change.action, fields)
         })
     }
@@ -241,34 +222,19 @@ mod tests {
 
     #[test]
     fn desired_and_absent_is_a_create_of_every_field() {
-        assert_eq!(
-            check(Some(json!({"a": 1, "b": 2})), None),
-            Some((Action::Create, vec!["a".into(), "b".into()]))
-        );
+        assert_eq!(check(Some(json!({"a": 1, "b": 2})), None), Some((Action::Create, vec!["a".into(), "b".into()])));
     }
 
     #[test]
     fn undesired_and_present_is_a_delete() {
-        assert_eq!(
-            check(None, Some(json!({"a": 1}))),
-            Some((Action::Delete, vec!["a".into()]))
-        );
+        assert_eq!(check(None, Some(json!({"a": 1}))), Some((Action::Delete, vec!["a".into()])));
     }
 
     #[test]
     fn only_declared_fields_are_compared() {
+        assert_eq!(check(Some(json!({"a": 1})), Some(json!({"a": 1, "server_owned": 7}))), None);
         assert_eq!(
-            check(
-                Some(json!({"a": 1})),
-                Some(json!({"a": 1, "server_owned": 7}))
-            ),
-            None
-        );
-        assert_eq!(
-            check(
-                Some(json!({"a": 1, "b": 2})),
-                Some(json!({"a": 1, "b": 3, "c": 4}))
-            ),
+            check(Some(json!({"a": 1, "b": 2})), Some(json!({"a": 1, "b": 3, "c": 4}))),
             Some((Action::Update, vec!["b".into()]))
         );
         assert_eq!(

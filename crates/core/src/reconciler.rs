@@ -7,7 +7,7 @@ use async_trait::async_trait;
 
 use crate::address::{Address, ResourceKind};
 use crate::desired::Desired;
-use crate::plan::{Change, DesiredResource, Observed};
+use crate::plan::{Change, DesiredResource, Finding, Observed};
 
 /// The account and region a run works in, learned once at the start of a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,11 +28,7 @@ impl Account {
         } else {
             "aws"
         };
-        Account {
-            id: id.into(),
-            region,
-            partition: partition.to_owned(),
-        }
+        Account { id: id.into(), region, partition: partition.to_owned() }
     }
 }
 
@@ -60,33 +56,36 @@ pub struct ReconcileError {
 }
 
 impl ReconcileError {
-    pub fn new(
-        address: Option<&Address>,
-        operation: impl Into<String>,
-        reason: impl Into<String>,
-    ) -> Self {
-        ReconcileError {
-            address: address.cloned(),
-            operation: operation.into(),
-            reason: reason.into(),
-        }
+    pub fn new(address: Option<&Address>, operation: impl Into<String>, reason: impl Into<String>) -> Self {
+        ReconcileError { address: address.cloned(), operation: operation.into(), reason: reason.into() }
     }
 }
 
 impl fmt::Display for ReconcileError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.address {
-            Some(address) => write!(
-                f,
-                "{address}: failed to {}: {}",
-                self.operation, self.reason
-            ),
+            Some(address) => write!(f, "{address}: failed to {}: {}", self.operation, self.reason),
             None => write!(f, "failed to {}: {}", self.operation, self.reason),
         }
     }
 }
 
 impl std::error::Error for ReconcileError {}
+
+/// What one reconciler's `observe` learned.
+#[derive(Debug, Default)]
+pub struct Observations {
+    /// One entry per requested address, plus any undeclared resource in the managed scope.
+    pub resources: BTreeMap<Address, Observed>,
+    /// Things worth reporting that are not changes, such as a managed policy attached to the role.
+    pub findings: Vec<Finding>,
+}
+
+impl From<BTreeMap<Address, Observed>> for Observations {
+    fn from(resources: BTreeMap<Address, Observed>) -> Self {
+        Observations { resources, findings: Vec::new() }
+    }
+}
 
 /// One resource crate: the kinds it owns and the three steps for them.
 ///
@@ -103,23 +102,11 @@ pub trait Reconciler: Send + Sync {
     fn kinds(&self) -> &'static [ResourceKind];
 
     /// The resources `desired` asks for, in canonical form.
-    fn desired(
-        &self,
-        desired: &Desired,
-        account: &Account,
-    ) -> Result<Vec<DesiredResource>, ReconcileError>;
+    fn desired(&self, desired: &Desired, account: &Account) -> Result<Vec<DesiredResource>, ReconcileError>;
 
-    async fn observe(
-        &self,
-        addresses: &[Address],
-    ) -> Result<BTreeMap<Address, Observed>, ReconcileError>;
+    async fn observe(&self, addresses: &[Address]) -> Result<Observations, ReconcileError>;
 
-    fn diff(
-        &self,
-        address: &Address,
-        desired: Option<&DesiredResource>,
-        observed: &Observed,
-    ) -> Option<Change> {
+    fn diff(&self, address: &Address, desired: Option<&DesiredResource>, observed: &Observed) -> Option<Change> {
         crate::plan::diff(address, desired, observed)
     }
 

@@ -43,10 +43,7 @@ pub fn summary_line(plan: &Plan) -> String {
         return "No changes.".to_owned();
     }
     let summary = plan.summary();
-    format!(
-        "Plan: {} to create, {} to update, {} to delete.",
-        summary.create, summary.update, summary.delete
-    )
+    format!("Plan: {} to create, {} to update, {} to delete.", summary.create, summary.update, summary.delete)
 }
 
 fn render_findings(out: &mut String, plan: &Plan) {
@@ -59,11 +56,7 @@ fn render_findings(out: &mut String, plan: &Plan) {
             Severity::Error => "Error",
         };
         match &finding.address {
-            Some(address) => writeln!(
-                out,
-                "{severity} [{}] {address}: {}",
-                finding.code, finding.message
-            ),
+            Some(address) => writeln!(out, "{severity} [{}] {address}: {}", finding.code, finding.message),
             None => writeln!(out, "{severity} [{}] {}", finding.code, finding.message),
         }
         .unwrap();
@@ -86,13 +79,9 @@ fn render_change(out: &mut String, change: &Change) {
         match (field.before, field.after) {
             (None, Some(after)) => write_value(out, '+', name, width, after),
             (Some(before), None) => write_value(out, '-', name, width, before),
-            (Some(before), Some(after)) if is_scalar(before) && is_scalar(after) => writeln!(
-                out,
-                "      ~ {name:width$} = {} -> {}",
-                to_pretty(before),
-                to_pretty(after)
-            )
-            .unwrap(),
+            (Some(before), Some(after)) if is_scalar(before) && is_scalar(after) => {
+                writeln!(out, "      ~ {name:width$} = {} -> {}", to_pretty(before), to_pretty(after)).unwrap()
+            }
             (Some(before), Some(after)) => {
                 writeln!(out, "      ~ {name}:").unwrap();
                 write_unified_diff(out, &to_pretty(before), &to_pretty(after));
@@ -110,12 +99,7 @@ fn is_scalar(value: &Value) -> bool {
 fn write_value(out: &mut String, sign: char, name: &str, width: usize, value: &Value) {
     let pretty = to_pretty(value);
     let mut lines = pretty.lines();
-    writeln!(
-        out,
-        "      {sign} {name:width$} = {}",
-        lines.next().unwrap_or_default()
-    )
-    .unwrap();
+    writeln!(out, "      {sign} {name:width$} = {}", lines.next().unwrap_or_default()).unwrap();
     let indent = " ".repeat(width + 11);
     for line in lines {
         writeln!(out, "{indent}{line}").unwrap();
@@ -192,20 +176,14 @@ mod tests {
     }
 
     fn policy(count_type: &str, tag_status: &str, count_number: u64, unit: Option<&str>) -> Value {
-        let mut selection =
-            json!({"tagStatus": tag_status, "countType": count_type, "countNumber": count_number});
+        let mut selection = json!({"tagStatus": tag_status, "countType": count_type, "countNumber": count_number});
         if let Some(unit) = unit {
             selection["countUnit"] = json!(unit);
         }
         json!({"rules": [{"rulePriority": 1, "selection": selection, "action": {"type": "expire"}}]})
     }
 
-    fn change(
-        kind: ResourceKind,
-        name: &str,
-        desired: Option<Value>,
-        observed: Option<Value>,
-    ) -> Change {
+    fn change(kind: ResourceKind, name: &str, desired: Option<Value>, observed: Option<Value>) -> Change {
         let address = Address::new(kind, name);
         let desired = desired.map(|attributes| DesiredResource {
             address: address.clone(),
@@ -219,24 +197,18 @@ mod tests {
     fn mixed_plan() -> Plan {
         let keep3 = policy("imageCountMoreThan", "untagged", 3, None);
         let old = policy("sinceImagePushed", "any", 14, Some("days"));
-        let repository = json!({"image_tag_mutability": "MUTABLE", "scan_on_push": false, "tags": {"project": "rocm-bake"}});
+        let repository =
+            json!({"image_tag_mutability": "MUTABLE", "scan_on_push": false, "tags": {"project": "rocm-bake"}});
         Plan {
             account: "123456789012".into(),
             region: "us-east-1".into(),
             changes: vec![
-                change(
-                    ResourceKind::EcrRepository,
-                    "vllm",
-                    Some(repository.clone()),
-                    None,
-                ),
+                change(ResourceKind::EcrRepository, "vllm", Some(repository.clone()), None),
                 change(
                     ResourceKind::EcrRepository,
                     "pytorch",
                     Some(repository),
-                    Some(
-                        json!({"image_tag_mutability": "IMMUTABLE", "scan_on_push": false, "tags": {}}),
-                    ),
+                    Some(json!({"image_tag_mutability": "IMMUTABLE", "scan_on_push": false, "tags": {}})),
                 ),
                 change(
                     ResourceKind::EcrLifecyclePolicy,
@@ -250,12 +222,7 @@ mod tests {
                     Some(json!({"policy": keep3})),
                     Some(json!({"policy": old.clone()})),
                 ),
-                change(
-                    ResourceKind::EcrLifecyclePolicy,
-                    "retired",
-                    None,
-                    Some(json!({"policy": old})),
-                ),
+                change(ResourceKind::EcrLifecyclePolicy, "retired", None, Some(json!({"policy": old}))),
             ],
             findings: vec![Finding {
                 code: "W000".into(),

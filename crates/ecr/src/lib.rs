@@ -14,6 +14,7 @@ use aws_sdk_ecr as ecr;
 use aws_smithy_types::error::display::DisplayErrorContext;
 use reconcile_core::desired::Desired;
 use reconcile_core::plan::{Action, Change, DesiredResource, Observed};
+use reconcile_core::reconciler::Observations;
 use reconcile_core::{Account, Address, Progress, ReconcileError, Reconciler, ResourceKind};
 use serde_json::{Map, Value, json};
 
@@ -36,11 +37,7 @@ impl EcrReconciler {
     }
 
     fn repository_arn(&self, name: &str) -> String {
-        let Account {
-            id,
-            region,
-            partition,
-        } = &self.account;
+        let Account { id, region, partition } = &self.account;
         format!("arn:{partition}:ecr:{region}:{id}:repository/{name}")
     }
 }
@@ -63,17 +60,10 @@ struct LiveRepository {
 #[async_trait]
 impl Reconciler for EcrReconciler {
     fn kinds(&self) -> &'static [ResourceKind] {
-        &[
-            ResourceKind::EcrRepository,
-            ResourceKind::EcrLifecyclePolicy,
-        ]
+        &[ResourceKind::EcrRepository, ResourceKind::EcrLifecyclePolicy]
     }
 
-    fn desired(
-        &self,
-        desired: &Desired,
-        _account: &Account,
-    ) -> Result<Vec<DesiredResource>, ReconcileError> {
+    fn desired(&self, desired: &Desired, _account: &Account) -> Result<Vec<DesiredResource>, ReconcileError> {
         let mut resources = Vec::new();
         for repository in &desired.ecr.repositories {
             let repository_address = Address::new(ResourceKind::EcrRepository, &repository.name);
@@ -97,35 +87,25 @@ impl Reconciler for EcrReconciler {
         Ok(resources)
     }
 
-    async fn observe(
-        &self,
-        addresses: &[Address],
-    ) -> Result<BTreeMap<Address, Observed>, ReconcileError> {
+    async fn observe(&self, addresses: &[Address]) -> Result<Observations, ReconcileError> {
         let names: BTreeSet<&str> = addresses.iter().map(|a| a.name.as_str()).collect();
         let live = self.describe_repositories(&names).await?;
 
         // One read per (address, repository that exists); a missing repository needs no more.
-        let reads: Vec<(&Address, &LiveRepository)> = addresses
-            .iter()
-            .filter_map(|address| live.get(&address.name).map(|repo| (address, repo)))
-            .collect();
+        let reads: Vec<(&Address, &LiveRepository)> =
+            addresses.iter().filter_map(|address| live.get(&address.name).map(|repo| (address, repo))).collect();
         // Collected first: a lazy iterator here would put a closure over borrows into the
         // future, which the compiler cannot prove `Send` for every lifetime.
-        let reads: Vec<_> = reads
-            .into_iter()
-            .map(|(address, repo)| self.observe_one(address, repo))
-            .collect();
+        let reads: Vec<_> = reads.into_iter().map(|(address, repo)| self.observe_one(address, repo)).collect();
         let observed = reconcile_core::engine::bounded(OBSERVE_CONCURRENCY, reads).await;
 
-        let mut result: BTreeMap<Address, Observed> = addresses
-            .iter()
-            .map(|address| (address.clone(), Observed::Absent))
-            .collect();
+        let mut result: BTreeMap<Address, Observed> =
+            addresses.iter().map(|address| (address.clone(), Observed::Absent)).collect();
         for entry in observed {
             let (address, observed) = entry?;
             result.insert(address, observed);
         }
-        Ok(result)
+        Ok(result.into())
     }
 
     async fn apply(&self, change: &Change, _progress: &dyn Progress) -> Result<(), ReconcileError> {
@@ -164,11 +144,7 @@ impl EcrReconciler {
                 Ok(output) => output.repositories.unwrap_or_default(),
                 // One missing name fails the whole call, and the error does not say which
                 // others exist: list the account's repositories instead and pick ours out.
-                Err(error)
-                    if error
-                        .as_service_error()
-                        .is_some_and(|e| e.is_repository_not_found_exception()) =>
-                {
+                Err(error) if error.as_service_error().is_some_and(|e| e.is_repository_not_found_exception()) => {
                     let wanted: BTreeSet<&str> = batch.iter().copied().collect();
                     self.list_all_repositories()
                         .await?
@@ -177,11 +153,7 @@ impl EcrReconciler {
                         .collect()
                 }
                 Err(error) => {
-                    return Err(ReconcileError::new(
-                        None,
-                        "describe ECR repositories",
-                        reason(&error),
-                    ));
+                    return Err(ReconcileError::new(None, "describe ECR repositories", reason(&error)));
                 }
             };
             for repository in repositories {
@@ -191,16 +163,12 @@ impl EcrReconciler {
                 live.insert(
                     name.to_owned(),
                     LiveRepository {
-                        arn: repository
-                            .repository_arn()
-                            .map_or_else(|| self.repository_arn(name), str::to_owned),
+                        arn: repository.repository_arn().map_or_else(|| self.repository_arn(name), str::to_owned),
                         image_tag_mutability: repository
                             .image_tag_mutability()
                             .map_or("MUTABLE", |m| m.as_str())
                             .to_owned(),
-                        scan_on_push: repository
-                            .image_scanning_configuration()
-                            .is_some_and(|c| c.scan_on_push()),
+                        scan_on_push: repository.image_scanning_configuration().is_some_and(|c| c.scan_on_push()),
                         encryption_type: repository
                             .encryption_configuration()
                             .map(|c| c.encryption_type().as_str().to_owned()),
@@ -215,9 +183,7 @@ impl EcrReconciler {
         let mut pages = self.client.describe_repositories().into_paginator().send();
         let mut repositories = Vec::new();
         while let Some(page) = pages.next().await {
-            let page = page.map_err(|error| {
-                ReconcileError::new(None, "list ECR repositories", reason(&error))
-            })?;
+            let page = page.map_err(|error| ReconcileError::new(None, "list ECR repositories", reason(&error)))?;
             repositories.extend(page.repositories.unwrap_or_default());
         }
         Ok(repositories)
@@ -253,20 +219,14 @@ impl EcrReconciler {
         Ok(Observed::Present(fields))
     }
 
-    async fn tags(
-        &self,
-        address: &Address,
-        arn: &str,
-    ) -> Result<BTreeMap<String, String>, ReconcileError> {
+    async fn tags(&self, address: &Address, arn: &str) -> Result<BTreeMap<String, String>, ReconcileError> {
         let output = self
             .client
             .list_tags_for_resource()
             .resource_arn(arn)
             .send()
             .await
-            .map_err(|error| {
-                ReconcileError::new(Some(address), "read repository tags", reason(&error))
-            })?;
+            .map_err(|error| ReconcileError::new(Some(address), "read repository tags", reason(&error)))?;
         Ok(output
             .tags()
             .iter()
@@ -276,36 +236,21 @@ impl EcrReconciler {
             .collect())
     }
 
-    async fn observe_lifecycle_policy(
-        &self,
-        address: &Address,
-    ) -> Result<Observed, ReconcileError> {
-        let response = self
-            .client
-            .get_lifecycle_policy()
-            .repository_name(&address.name)
-            .send()
-            .await;
+    async fn observe_lifecycle_policy(&self, address: &Address) -> Result<Observed, ReconcileError> {
+        let response = self.client.get_lifecycle_policy().repository_name(&address.name).send().await;
         match response {
             Ok(output) => {
                 let text = output.lifecycle_policy_text().unwrap_or_default();
-                Ok(Observed::Present(object(
-                    json!({ "policy": canonical_policy_text(text) }),
-                )))
+                Ok(Observed::Present(object(json!({ "policy": canonical_policy_text(text) }))))
             }
             Err(error)
                 if error.as_service_error().is_some_and(|e| {
-                    e.is_lifecycle_policy_not_found_exception()
-                        || e.is_repository_not_found_exception()
+                    e.is_lifecycle_policy_not_found_exception() || e.is_repository_not_found_exception()
                 }) =>
             {
                 Ok(Observed::Absent)
             }
-            Err(error) => Err(ReconcileError::new(
-                Some(address),
-                "read lifecycle policy",
-                reason(&error),
-            )),
+            Err(error) => Err(ReconcileError::new(Some(address), "read lifecycle policy", reason(&error))),
         }
     }
 
@@ -313,10 +258,7 @@ impl EcrReconciler {
         let address = &change.address;
         let after = after(change)?;
         let mutability = string_field(after, "image_tag_mutability", address)?;
-        let scan_on_push = after
-            .get("scan_on_push")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
+        let scan_on_push = after.get("scan_on_push").and_then(Value::as_bool).unwrap_or(false);
         let tags = tag_list(after.get("tags"));
         let response = self
             .client
@@ -324,9 +266,7 @@ impl EcrReconciler {
             .repository_name(&address.name)
             .image_tag_mutability(mutability.into())
             .image_scanning_configuration(
-                ecr::types::ImageScanningConfiguration::builder()
-                    .scan_on_push(scan_on_push)
-                    .build(),
+                ecr::types::ImageScanningConfiguration::builder().scan_on_push(scan_on_push).build(),
             )
             .set_tags((!tags.is_empty()).then_some(tags))
             .send()
@@ -334,21 +274,12 @@ impl EcrReconciler {
         match response {
             Ok(_) => Ok(()),
             // Made since the plan was read (a nightly's --ensure-ecr, say): converge it instead.
-            Err(error)
-                if error
-                    .as_service_error()
-                    .is_some_and(|e| e.is_repository_already_exists_exception()) =>
-            {
+            Err(error) if error.as_service_error().is_some_and(|e| e.is_repository_already_exists_exception()) => {
                 let arn = self.repository_arn(&address.name);
                 let current = self.tags(address, &arn).await?;
-                self.converge_repository(address, after, None, &current)
-                    .await
+                self.converge_repository(address, after, None, &current).await
             }
-            Err(error) => Err(ReconcileError::new(
-                Some(address),
-                "create repository",
-                reason(&error),
-            )),
+            Err(error) => Err(ReconcileError::new(Some(address), "create repository", reason(&error))),
         }
     }
 
@@ -356,17 +287,9 @@ impl EcrReconciler {
         let after = after(change)?;
         let before = change.before.as_ref();
         let empty = Map::new();
-        let current_tags: BTreeMap<String, String> = before
-            .and_then(|b| b.get("tags"))
-            .and_then(|t| serde_json::from_value(t.clone()).ok())
-            .unwrap_or_default();
-        self.converge_repository(
-            &change.address,
-            after,
-            Some(before.unwrap_or(&empty)),
-            &current_tags,
-        )
-        .await
+        let current_tags: BTreeMap<String, String> =
+            before.and_then(|b| b.get("tags")).and_then(|t| serde_json::from_value(t.clone()).ok()).unwrap_or_default();
+        self.converge_repository(&change.address, after, Some(before.unwrap_or(&empty)), &current_tags).await
     }
 
     /// Makes a repository's settings and tags match `after`, touching only what differs from
@@ -388,39 +311,24 @@ impl EcrReconciler {
                 .image_tag_mutability(mutability.into())
                 .send()
                 .await
-                .map_err(|error| {
-                    ReconcileError::new(Some(address), "set image tag mutability", reason(&error))
-                })?;
+                .map_err(|error| ReconcileError::new(Some(address), "set image tag mutability", reason(&error)))?;
         }
         if differs("scan_on_push") {
-            let scan_on_push = after
-                .get("scan_on_push")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
+            let scan_on_push = after.get("scan_on_push").and_then(Value::as_bool).unwrap_or(false);
             self.client
                 .put_image_scanning_configuration()
                 .repository_name(name)
                 .image_scanning_configuration(
-                    ecr::types::ImageScanningConfiguration::builder()
-                        .scan_on_push(scan_on_push)
-                        .build(),
+                    ecr::types::ImageScanningConfiguration::builder().scan_on_push(scan_on_push).build(),
                 )
                 .send()
                 .await
-                .map_err(|error| {
-                    ReconcileError::new(Some(address), "set scan on push", reason(&error))
-                })?;
+                .map_err(|error| ReconcileError::new(Some(address), "set scan on push", reason(&error)))?;
         }
-        let desired_tags: BTreeMap<String, String> = after
-            .get("tags")
-            .and_then(|t| serde_json::from_value(t.clone()).ok())
-            .unwrap_or_default();
+        let desired_tags: BTreeMap<String, String> =
+            after.get("tags").and_then(|t| serde_json::from_value(t.clone()).ok()).unwrap_or_default();
         let arn = self.repository_arn(name);
-        let stale: Vec<String> = current_tags
-            .keys()
-            .filter(|k| !desired_tags.contains_key(*k))
-            .cloned()
-            .collect();
+        let stale: Vec<String> = current_tags.keys().filter(|k| !desired_tags.contains_key(*k)).cloned().collect();
         if !stale.is_empty() {
             self.client
                 .untag_resource()
@@ -428,78 +336,53 @@ impl EcrReconciler {
                 .set_tag_keys(Some(stale))
                 .send()
                 .await
-                .map_err(|error| {
-                    ReconcileError::new(Some(address), "remove repository tags", reason(&error))
-                })?;
+                .map_err(|error| ReconcileError::new(Some(address), "remove repository tags", reason(&error)))?;
         }
-        let missing: BTreeMap<&String, &String> = desired_tags
-            .iter()
-            .filter(|(k, v)| current_tags.get(*k) != Some(*v))
-            .collect();
+        let missing: BTreeMap<&String, &String> =
+            desired_tags.iter().filter(|(k, v)| current_tags.get(*k) != Some(*v)).collect();
         if !missing.is_empty() {
             let tags = missing
                 .into_iter()
                 .map(|(key, value)| ecr::types::Tag::builder().key(key).value(value).build())
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|error| {
-                    ReconcileError::new(Some(address), "build repository tags", reason(&error))
-                })?;
+                .map_err(|error| ReconcileError::new(Some(address), "build repository tags", reason(&error)))?;
             self.client
                 .tag_resource()
                 .resource_arn(&arn)
                 .set_tags(Some(tags))
                 .send()
                 .await
-                .map_err(|error| {
-                    ReconcileError::new(Some(address), "set repository tags", reason(&error))
-                })?;
+                .map_err(|error| ReconcileError::new(Some(address), "set repository tags", reason(&error)))?;
         }
         Ok(())
     }
 
     async fn put_lifecycle_policy(&self, change: &Change) -> Result<(), ReconcileError> {
         let address = &change.address;
-        let policy = after(change)?.get("policy").ok_or_else(|| {
-            ReconcileError::new(
-                Some(address),
-                "put lifecycle policy",
-                "the change has no policy",
-            )
-        })?;
+        let policy = after(change)?
+            .get("policy")
+            .ok_or_else(|| ReconcileError::new(Some(address), "put lifecycle policy", "the change has no policy"))?;
         self.client
             .put_lifecycle_policy()
             .repository_name(&address.name)
             .lifecycle_policy_text(reconcile_core::json::to_compact(policy))
             .send()
             .await
-            .map_err(|error| {
-                ReconcileError::new(Some(address), "put lifecycle policy", reason(&error))
-            })?;
+            .map_err(|error| ReconcileError::new(Some(address), "put lifecycle policy", reason(&error)))?;
         Ok(())
     }
 
     async fn delete_lifecycle_policy(&self, address: &Address) -> Result<(), ReconcileError> {
-        match self
-            .client
-            .delete_lifecycle_policy()
-            .repository_name(&address.name)
-            .send()
-            .await
-        {
+        match self.client.delete_lifecycle_policy().repository_name(&address.name).send().await {
             Ok(_) => Ok(()),
             Err(error)
                 if error.as_service_error().is_some_and(|e| {
-                    e.is_lifecycle_policy_not_found_exception()
-                        || e.is_repository_not_found_exception()
+                    e.is_lifecycle_policy_not_found_exception() || e.is_repository_not_found_exception()
                 }) =>
             {
                 Ok(())
             }
-            Err(error) => Err(ReconcileError::new(
-                Some(address),
-                "delete lifecycle policy",
-                reason(&error),
-            )),
+            Err(error) => Err(ReconcileError::new(Some(address), "delete lifecycle policy", reason(&error))),
         }
     }
 }
@@ -513,26 +396,15 @@ fn object(value: Value) -> Map<String, Value> {
 
 fn after(change: &Change) -> Result<&Map<String, Value>, ReconcileError> {
     change.after.as_ref().ok_or_else(|| {
-        ReconcileError::new(
-            Some(&change.address),
-            change.action.as_str(),
-            "the change has no desired fields",
-        )
+        ReconcileError::new(Some(&change.address), change.action.as_str(), "the change has no desired fields")
     })
 }
 
-fn string_field<'a>(
-    fields: &'a Map<String, Value>,
-    name: &str,
-    address: &Address,
-) -> Result<&'a str, ReconcileError> {
-    fields.get(name).and_then(Value::as_str).ok_or_else(|| {
-        ReconcileError::new(
-            Some(address),
-            "read the plan",
-            format!("field `{name}` is missing"),
-        )
-    })
+fn string_field<'a>(fields: &'a Map<String, Value>, name: &str, address: &Address) -> Result<&'a str, ReconcileError> {
+    fields
+        .get(name)
+        .and_then(Value::as_str)
+        .ok_or_else(|| ReconcileError::new(Some(address), "read the plan", format!("field `{name}` is missing")))
 }
 
 fn tag_list(tags: Option<&Value>) -> Vec<ecr::types::Tag> {
@@ -540,13 +412,7 @@ fn tag_list(tags: Option<&Value>) -> Vec<ecr::types::Tag> {
         return Vec::new();
     };
     tags.iter()
-        .filter_map(|(key, value)| {
-            ecr::types::Tag::builder()
-                .key(key)
-                .value(value.as_str()?)
-                .build()
-                .ok()
-        })
+        .filter_map(|(key, value)| ecr::types::Tag::builder().key(key).value(value.as_str()?).build().ok())
         .collect()
 }
 
@@ -557,9 +423,7 @@ mod tests {
     use super::*;
     use aws_sdk_ecr::operation::delete_lifecycle_policy::DeleteLifecyclePolicyError;
     use aws_sdk_ecr::operation::describe_repositories::DescribeRepositoriesOutput;
-    use aws_sdk_ecr::operation::get_lifecycle_policy::{
-        GetLifecyclePolicyError, GetLifecyclePolicyOutput,
-    };
+    use aws_sdk_ecr::operation::get_lifecycle_policy::{GetLifecyclePolicyError, GetLifecyclePolicyOutput};
     use aws_sdk_ecr::operation::list_tags_for_resource::ListTagsForResourceOutput;
     use aws_sdk_ecr::types::error::{LifecyclePolicyNotFoundException, ServerException};
     use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
@@ -584,8 +448,7 @@ mod tests {
     }
 
     fn no_tags() -> Rule {
-        mock!(ecr::Client::list_tags_for_resource)
-            .then_output(|| ListTagsForResourceOutput::builder().build())
+        mock!(ecr::Client::list_tags_for_resource).then_output(|| ListTagsForResourceOutput::builder().build())
     }
 
     fn policy_address() -> Address {
@@ -597,21 +460,13 @@ mod tests {
         let describe = one_repository();
         let tags = no_tags();
         let policy = mock!(ecr::Client::get_lifecycle_policy).then_error(|| {
-            GetLifecyclePolicyError::ServerException(
-                ServerException::builder().message("the sky fell").build(),
-            )
+            GetLifecyclePolicyError::ServerException(ServerException::builder().message("the sky fell").build())
         });
         let reconciler = reconciler(&[&describe, &tags, &policy]);
-        let addresses = [
-            Address::new(ResourceKind::EcrRepository, "pytorch"),
-            policy_address(),
-        ];
+        let addresses = [Address::new(ResourceKind::EcrRepository, "pytorch"), policy_address()];
         let error = reconciler.observe(&addresses).await.unwrap_err();
         let message = error.to_string();
-        assert!(
-            message.starts_with("ecr_lifecycle_policy.pytorch: failed to read lifecycle policy: "),
-            "{message}"
-        );
+        assert!(message.starts_with("ecr_lifecycle_policy.pytorch: failed to read lifecycle policy: "), "{message}");
         assert!(message.contains("the sky fell"), "{message}");
     }
 
@@ -625,7 +480,7 @@ mod tests {
         });
         let reconciler = reconciler(&[&describe, &policy]);
         let observed = reconciler.observe(&[policy_address()]).await.unwrap();
-        assert_eq!(observed[&policy_address()], Observed::Absent);
+        assert_eq!(observed.resources[&policy_address()], Observed::Absent);
         assert_eq!(describe.num_calls(), 1);
         assert_eq!(policy.num_calls(), 1);
     }
@@ -640,9 +495,7 @@ mod tests {
         });
         let reconciler = reconciler(&[&describe, &policy]);
         let observed = reconciler.observe(&[policy_address()]).await.unwrap();
-        let Observed::Present(fields) = &observed[&policy_address()] else {
-            panic!("present")
-        };
+        let Observed::Present(fields) = &observed.resources[&policy_address()] else { panic!("present") };
         assert_eq!(
             reconcile_core::json::to_compact(&fields["policy"]),
             r#"{"rules":[{"action":{"type":"expire"},"rulePriority":1,"selection":{"countNumber":3,"countType":"imageCountMoreThan","tagStatus":"untagged"}}]}"#

@@ -26,8 +26,7 @@ pub fn canonical_policy(policy: &Value) -> Value {
                 canonical_rule(rule);
             }
         }
-        rules
-            .sort_by(|a, b| compare_priority(a, b).then_with(|| a.to_string().cmp(&b.to_string())));
+        rules.sort_by(|a, b| compare_priority(a, b).then_with(|| a.to_string().cmp(&b.to_string())));
     }
     Value::Object(policy)
 }
@@ -42,10 +41,7 @@ pub fn canonical_policy_text(text: &str) -> Value {
 }
 
 fn canonical_rule(rule: &mut Map<String, Value>) {
-    if rule
-        .get("description")
-        .is_some_and(|d| d.as_str() == Some(""))
-    {
+    if rule.get("description").is_some_and(|d| d.as_str() == Some("")) {
         rule.remove("description");
     }
     if let Some(Value::Object(selection)) = rule.get_mut("selection") {
@@ -65,11 +61,7 @@ fn canonical_rule(rule: &mut Map<String, Value>) {
 }
 
 fn compare_priority(a: &Value, b: &Value) -> Ordering {
-    let priority = |rule: &Value| {
-        rule.get("rulePriority")
-            .and_then(Value::as_i64)
-            .unwrap_or(i64::MAX)
-    };
+    let priority = |rule: &Value| rule.get("rulePriority").and_then(Value::as_i64).unwrap_or(i64::MAX);
     priority(a).cmp(&priority(b))
 }
 
@@ -107,10 +99,7 @@ mod tests {
             {"rulePriority":1,"selection":{"tagStatus":"tagged","tagPrefixList":["a","b"],"countType":"imageCountMoreThan","countNumber":9},"action":{"type":"expire"}},
             {"rulePriority":2,"selection":{"tagStatus":"untagged","countType":"imageCountMoreThan","countNumber":3},"action":{"type":"expire"}}]}"#;
         assert!(same(a, b));
-        assert_eq!(
-            canonical_policy_text(a)["rules"][0]["rulePriority"],
-            json!(1)
-        );
+        assert_eq!(canonical_policy_text(a)["rules"][0]["rulePriority"], json!(1));
     }
 
     #[test]
@@ -119,22 +108,10 @@ mod tests {
             KEEP_3.replace("\"countNumber\":3", "\"countNumber\":4"),
             KEEP_3.replace("untagged", "any"),
             KEEP_3.replace("imageCountMoreThan", "sinceImagePushed"),
-            KEEP_3.replace(
-                "\"countNumber\":3}",
-                "\"countNumber\":3,\"tagPatternList\":[\"x*\"]}",
-            ),
-            KEEP_3.replace(
-                "\"countNumber\":3}",
-                "\"countNumber\":3,\"storageClass\":\"archive\"}",
-            ),
-            KEEP_3.replace(
-                "{\"type\":\"expire\"}",
-                "{\"type\":\"expire\",\"someFutureField\":1}",
-            ),
-            KEEP_3.replace(
-                "\"rulePriority\":1",
-                "\"rulePriority\":1,\"description\":\"x\"",
-            ),
+            KEEP_3.replace("\"countNumber\":3}", "\"countNumber\":3,\"tagPatternList\":[\"x*\"]}"),
+            KEEP_3.replace("\"countNumber\":3}", "\"countNumber\":3,\"storageClass\":\"archive\"}"),
+            KEEP_3.replace("{\"type\":\"expire\"}", "{\"type\":\"expire\",\"someFutureField\":1}"),
+            KEEP_3.replace("\"rulePriority\":1", "\"rulePriority\":1,\"description\":\"x\""),
             KEEP_3.replace("\"rulePriority\":1", "\"rulePriority\":2"),
             "not json".to_owned(),
         ];

@@ -21,10 +21,7 @@ pub const REGION: &str = "us-east-1";
 
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("the workspace root exists")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("the workspace root exists")
 }
 
 /// The emulator's Python: `RECONCILE_EMULATOR_PYTHON`, or the project's own virtualenv.
@@ -68,17 +65,10 @@ impl Emulator {
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .unwrap_or_else(|error| {
-                panic!(
-                    "failed to start the emulator with {}: {error}",
-                    python.display()
-                )
-            });
+            .unwrap_or_else(|error| panic!("failed to start the emulator with {}: {error}", python.display()));
         let stdout = child.stdout.take().expect("piped");
         let mut first_line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut first_line)
-            .expect("the emulator prints its address");
+        BufReader::new(stdout).read_line(&mut first_line).expect("the emulator prints its address");
         let endpoint = first_line
             .trim()
             .strip_prefix("listening ")
@@ -86,12 +76,7 @@ impl Emulator {
             .to_owned();
         let address = endpoint.trim_start_matches("http://").to_owned();
         let stdin = child.stdin.take().expect("piped");
-        Emulator {
-            endpoint,
-            address,
-            _child: Mutex::new(child),
-            _stdin: Mutex::new(stdin),
-        }
+        Emulator { endpoint, address, _child: Mutex::new(child), _stdin: Mutex::new(stdin) }
     }
 
     /// `http://127.0.0.1:PORT`, for `AWS_ENDPOINT_URL`.
@@ -103,14 +88,8 @@ impl Emulator {
     /// the emulator keeps apart from every other account.
     pub async fn new_account(&self) -> TestAccount {
         let n = NEXT_ACCOUNT.fetch_add(1, Ordering::Relaxed);
-        let id = format!(
-            "{:012}",
-            100_000_000_000 + u64::from(std::process::id()) * 1000 + n
-        );
-        let bootstrap = self.sdk_config(
-            Credentials::new("testing", "testing", None, None, "test"),
-            REGION,
-        );
+        let id = format!("{:012}", 100_000_000_000 + u64::from(std::process::id()) * 1000 + n);
+        let bootstrap = self.sdk_config(Credentials::new("testing", "testing", None, None, "test"), REGION);
         let assumed = aws_sdk_sts::Client::new(&bootstrap)
             .assume_role()
             .role_arn(format!("arn:aws:iam::{id}:role/reconcile-test"))
@@ -118,9 +97,7 @@ impl Emulator {
             .send()
             .await
             .expect("the emulator answers AssumeRole");
-        let credentials = assumed
-            .credentials()
-            .expect("AssumeRole returns credentials");
+        let credentials = assumed.credentials().expect("AssumeRole returns credentials");
         TestAccount {
             id,
             endpoint: self.endpoint.clone(),
@@ -135,21 +112,14 @@ impl Emulator {
             .behavior_version(BehaviorVersion::latest())
             .endpoint_url(&self.endpoint)
             .region(Region::new(region.to_owned()))
-            .credentials_provider(aws_sdk_sts::config::SharedCredentialsProvider::new(
-                credentials,
-            ))
+            .credentials_provider(aws_sdk_sts::config::SharedCredentialsProvider::new(credentials))
             .build()
     }
 
     /// Every request the emulator has recorded.
     fn recorded(&self) -> Vec<RecordedRequest> {
         let mut stream = TcpStream::connect(&self.address).expect("the emulator is listening");
-        write!(
-            stream,
-            "GET /_reconcile/requests HTTP/1.0\r\nHost: {}\r\n\r\n",
-            self.address
-        )
-        .expect("write");
+        write!(stream, "GET /_reconcile/requests HTTP/1.0\r\nHost: {}\r\n\r\n", self.address).expect("write");
         let mut response = String::new();
         stream.read_to_string(&mut response).expect("read");
         let body = response.split_once("\r\n\r\n").map_or("", |(_, body)| body);
@@ -187,9 +157,7 @@ impl RecordedRequest {
         if self.action.is_empty() {
             return !matches!(self.method.as_str(), "GET" | "HEAD");
         }
-        !["Get", "List", "Describe", "BatchGet", "Head"]
-            .iter()
-            .any(|read| self.action.starts_with(read))
+        !["Get", "List", "Describe", "BatchGet", "Head"].iter().any(|read| self.action.starts_with(read))
     }
 }
 
@@ -223,14 +191,8 @@ impl TestAccount {
             ("AWS_SECRET_ACCESS_KEY", self.secret_access_key.clone()),
             ("AWS_SESSION_TOKEN", self.session_token.clone()),
             ("AWS_REGION", "eu-north-1".to_owned()),
-            (
-                "AWS_CONFIG_FILE",
-                "/nonexistent/reconcile-test-config".to_owned(),
-            ),
-            (
-                "AWS_SHARED_CREDENTIALS_FILE",
-                "/nonexistent/reconcile-test-credentials".to_owned(),
-            ),
+            ("AWS_CONFIG_FILE", "/nonexistent/reconcile-test-config".to_owned()),
+            ("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/reconcile-test-credentials".to_owned()),
             ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
         ]
     }
@@ -249,19 +211,12 @@ impl TestAccount {
 
     /// Every request this account has made so far.
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        emulator()
-            .recorded()
-            .into_iter()
-            .filter(|r| r.access_key == self.access_key_id)
-            .collect()
+        emulator().recorded().into_iter().filter(|r| r.access_key == self.access_key_id).collect()
     }
 
     /// The requests this account has made so far that could change something.
     pub fn writes(&self) -> Vec<RecordedRequest> {
-        self.requests()
-            .into_iter()
-            .filter(RecordedRequest::is_write)
-            .collect()
+        self.requests().into_iter().filter(RecordedRequest::is_write).collect()
     }
 
     /// Loads the account as it stood on 2026-11-11, made by the old setup script from

@@ -20,38 +20,16 @@ async fn an_empty_account_gets_27_repositories_and_a_second_apply_writes_nothing
 
     let first = reconcile(&account, &desired, &["apply", "--auto-approve"]);
     assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
-    assert!(
-        first
-            .stdout
-            .contains("Plan: 54 to create, 0 to update, 0 to delete."),
-        "{}",
-        first.stdout
-    );
-    assert!(
-        first
-            .stdout
-            .contains("Apply complete! Resources: 54 created, 0 updated, 0 deleted.")
-    );
+    assert!(first.stdout.contains("Plan: 54 to create, 0 to update, 0 to delete."), "{}", first.stdout);
+    assert!(first.stdout.contains("Apply complete! Resources: 54 created, 0 updated, 0 deleted."));
 
     let client = ecr::Client::new(&account.sdk_config());
-    let repositories = client
-        .describe_repositories()
-        .send()
-        .await
-        .unwrap()
-        .repositories
-        .unwrap_or_default();
+    let repositories = client.describe_repositories().send().await.unwrap().repositories.unwrap_or_default();
     assert_eq!(repositories.len(), 27);
     for repository in &repositories {
         let name = repository.repository_name().unwrap();
-        let policy = client
-            .get_lifecycle_policy()
-            .repository_name(name)
-            .send()
-            .await
-            .unwrap();
-        let policy: serde_json::Value =
-            serde_json::from_str(policy.lifecycle_policy_text().unwrap()).unwrap();
+        let policy = client.get_lifecycle_policy().repository_name(name).send().await.unwrap();
+        let policy: serde_json::Value = serde_json::from_str(policy.lifecycle_policy_text().unwrap()).unwrap();
         assert_eq!(policy["rules"].as_array().unwrap().len(), 1, "{name}");
         assert_eq!(
             policy["rules"][0]["selection"],
@@ -63,18 +41,11 @@ async fn an_empty_account_gets_27_repositories_and_a_second_apply_writes_nothing
     let writes_after_first_apply = account.writes();
     let plan = reconcile(&account, &desired, &["plan", "--detailed-exitcode"]);
     assert_eq!(plan.code, 0, "{}{}", plan.stdout, plan.stderr);
-    assert!(
-        plan.stdout
-            .ends_with("No changes. The account matches the desired state.\n")
-    );
+    assert!(plan.stdout.ends_with("No changes. The account matches the desired state.\n"));
 
     let second = reconcile(&account, &desired, &["apply", "--auto-approve"]);
     assert_eq!(second.code, 0, "{}{}", second.stdout, second.stderr);
-    assert_eq!(
-        account.writes(),
-        writes_after_first_apply,
-        "the second plan and apply must not write"
-    );
+    assert_eq!(account.writes(), writes_after_first_apply, "the second plan and apply must not write");
 }
 
 #[tokio::test]
@@ -104,14 +75,8 @@ async fn the_account_of_2026_11_11_is_planned_applied_and_converges() {
     progress.sort();
     let report = format!("{}\n\n{}", progress.join("\n"), summary.join("\n"));
     insta::assert_snapshot!("apply_2026_11_11", redact(&report, &account));
-    let writes: Vec<String> = account.writes()[before_apply..]
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-    assert_eq!(
-        writes, ["ecr:PutLifecyclePolicy"; 3],
-        "exactly the three policies are written"
-    );
+    let writes: Vec<String> = account.writes()[before_apply..].iter().map(ToString::to_string).collect();
+    assert_eq!(writes, ["ecr:PutLifecyclePolicy"; 3], "exactly the three policies are written");
 
     let again = reconcile(&account, &desired, &["plan", "--detailed-exitcode"]);
     assert_eq!(again.code, 0, "{}{}", again.stdout, again.stderr);
@@ -121,24 +86,11 @@ async fn the_account_of_2026_11_11_is_planned_applied_and_converges() {
 #[tokio::test]
 async fn out_of_band_policy_drift_is_planned_as_exactly_those_changes_and_fixed() {
     let account = emulator().new_account().await;
-    let desired = desired_file(&small_desired(&[
-        "pytorch",
-        "pytorch-cache",
-        "vllm",
-        "vllm-cache",
-    ]));
-    assert_eq!(
-        reconcile(&account, &desired.path, &["apply", "--auto-approve"]).code,
-        0
-    );
+    let desired = desired_file(&small_desired(&["pytorch", "pytorch-cache", "vllm", "vllm-cache"]));
+    assert_eq!(reconcile(&account, &desired.path, &["apply", "--auto-approve"]).code, 0);
 
     let client = ecr::Client::new(&account.sdk_config());
-    client
-        .delete_lifecycle_policy()
-        .repository_name("vllm-cache")
-        .send()
-        .await
-        .unwrap();
+    client.delete_lifecycle_policy().repository_name("vllm-cache").send().await.unwrap();
     client
         .put_lifecycle_policy()
         .repository_name("pytorch-cache")
@@ -147,40 +99,20 @@ async fn out_of_band_policy_drift_is_planned_as_exactly_those_changes_and_fixed(
         .await
         .unwrap();
 
-    let plan = reconcile(
-        &account,
-        &desired.path,
-        &["plan", "--detailed-exitcode", "--format", "json"],
-    );
+    let plan = reconcile(&account, &desired.path, &["plan", "--detailed-exitcode", "--format", "json"]);
     assert_eq!(plan.code, 2, "{}", plan.stderr);
     assert_eq!(
         json_changes(&plan.stdout),
-        [
-            "update ecr_lifecycle_policy.pytorch-cache",
-            "create ecr_lifecycle_policy.vllm-cache"
-        ]
+        ["update ecr_lifecycle_policy.pytorch-cache", "create ecr_lifecycle_policy.vllm-cache"]
     );
 
     let before_apply = account.writes().len();
     let apply = reconcile(&account, &desired.path, &["apply", "--auto-approve"]);
     assert_eq!(apply.code, 0, "{}", apply.stderr);
-    assert!(
-        apply
-            .stdout
-            .contains("Apply complete! Resources: 1 created, 1 updated, 0 deleted.")
-    );
-    let writes: Vec<String> = account.writes()[before_apply..]
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-    assert_eq!(
-        writes, ["ecr:PutLifecyclePolicy"; 2],
-        "nothing else changes"
-    );
-    assert_eq!(
-        reconcile(&account, &desired.path, &["plan", "--detailed-exitcode"]).code,
-        0
-    );
+    assert!(apply.stdout.contains("Apply complete! Resources: 1 created, 1 updated, 0 deleted."));
+    let writes: Vec<String> = account.writes()[before_apply..].iter().map(ToString::to_string).collect();
+    assert_eq!(writes, ["ecr:PutLifecyclePolicy"; 2], "nothing else changes");
+    assert_eq!(reconcile(&account, &desired.path, &["plan", "--detailed-exitcode"]).code, 0);
 }
 
 #[tokio::test]
@@ -198,12 +130,7 @@ pytorch = { lifecycle_policy = "two-rules" }
 "#,
     );
     let client = ecr::Client::new(&account.sdk_config());
-    client
-        .create_repository()
-        .repository_name("pytorch")
-        .send()
-        .await
-        .unwrap();
+    client.create_repository().repository_name("pytorch").send().await.unwrap();
     // Rules in reverse priority order, keys reordered, tag prefixes reordered, pretty-printed.
     // (An explicit default `storageClass` is covered by the unit tests: moto's schema lacks it.)
     let reformatted = r#"
@@ -227,66 +154,30 @@ pytorch = { lifecycle_policy = "two-rules" }
             }
         ]
     }"#;
-    client
-        .put_lifecycle_policy()
-        .repository_name("pytorch")
-        .lifecycle_policy_text(reformatted)
-        .send()
-        .await
-        .unwrap();
+    client.put_lifecycle_policy().repository_name("pytorch").lifecycle_policy_text(reformatted).send().await.unwrap();
 
-    let plan = reconcile(
-        &account,
-        &desired.path,
-        &["plan", "--detailed-exitcode", "--format", "json"],
-    );
+    let plan = reconcile(&account, &desired.path, &["plan", "--detailed-exitcode", "--format", "json"]);
     assert_eq!(plan.code, 0, "{}{}", plan.stdout, plan.stderr);
     assert!(json_changes(&plan.stdout).is_empty());
 
     // The same document with one real change is drift.
     let changed = reformatted.replace("\"countNumber\": 10", "\"countNumber\": 11");
-    client
-        .put_lifecycle_policy()
-        .repository_name("pytorch")
-        .lifecycle_policy_text(changed)
-        .send()
-        .await
-        .unwrap();
+    client.put_lifecycle_policy().repository_name("pytorch").lifecycle_policy_text(changed).send().await.unwrap();
     let plan = reconcile(&account, &desired.path, &["plan", "--detailed-exitcode"]);
     assert_eq!(plan.code, 2, "{}", plan.stderr);
-    assert!(
-        plan.stdout.contains("-        \"countNumber\": 11,"),
-        "{}",
-        plan.stdout
-    );
-    assert!(
-        plan.stdout.contains("+        \"countNumber\": 10,"),
-        "{}",
-        plan.stdout
-    );
+    assert!(plan.stdout.contains("-        \"countNumber\": 11,"), "{}", plan.stdout);
+    assert!(plan.stdout.contains("+        \"countNumber\": 10,"), "{}", plan.stdout);
 }
 
 #[tokio::test]
 async fn repository_settings_and_tags_drift_is_corrected_and_aws_tags_are_left_alone() {
     let account = emulator().new_account().await;
     let desired = desired_file(&small_desired(&["triton-wheel"]));
-    assert_eq!(
-        reconcile(&account, &desired.path, &["apply", "--auto-approve"]).code,
-        0
-    );
+    assert_eq!(reconcile(&account, &desired.path, &["apply", "--auto-approve"]).code, 0);
 
     let client = ecr::Client::new(&account.sdk_config());
-    let arn = format!(
-        "arn:aws:ecr:us-east-1:{}:repository/triton-wheel",
-        account.id
-    );
-    let tag = |key: &str, value: &str| {
-        ecr::types::Tag::builder()
-            .key(key)
-            .value(value)
-            .build()
-            .unwrap()
-    };
+    let arn = format!("arn:aws:ecr:us-east-1:{}:repository/triton-wheel", account.id);
+    let tag = |key: &str, value: &str| ecr::types::Tag::builder().key(key).value(value).build().unwrap();
     client
         .tag_resource()
         .resource_arn(&arn)
@@ -307,104 +198,45 @@ async fn repository_settings_and_tags_drift_is_corrected_and_aws_tags_are_left_a
     assert_eq!(plan.code, 2, "{}", plan.stderr);
     insta::assert_snapshot!("plan_repository_drift", redact(&plan.stdout, &account));
 
-    assert_eq!(
-        reconcile(&account, &desired.path, &["apply", "--auto-approve"]).code,
-        0
-    );
-    let tags = client
-        .list_tags_for_resource()
-        .resource_arn(&arn)
-        .send()
-        .await
-        .unwrap();
+    assert_eq!(reconcile(&account, &desired.path, &["apply", "--auto-approve"]).code, 0);
+    let tags = client.list_tags_for_resource().resource_arn(&arn).send().await.unwrap();
     let tags: Vec<(&str, &str)> = tags.tags().iter().map(|t| (t.key(), t.value())).collect();
     assert_eq!(tags, [("project", "rocm-bake")]);
-    assert_eq!(
-        reconcile(&account, &desired.path, &["plan", "--detailed-exitcode"]).code,
-        0
-    );
+    assert_eq!(reconcile(&account, &desired.path, &["plan", "--detailed-exitcode"]).code, 0);
 }
 
 #[tokio::test]
 async fn adding_a_repository_plans_only_its_repository_and_policy() {
     let account = emulator().new_account().await;
     let before = desired_file(&small_desired(&["pytorch", "pytorch-cache"]));
-    assert_eq!(
-        reconcile(&account, &before.path, &["apply", "--auto-approve"]).code,
-        0
-    );
+    assert_eq!(reconcile(&account, &before.path, &["apply", "--auto-approve"]).code, 0);
 
-    let after = desired_file(&small_desired(&[
-        "pytorch",
-        "pytorch-cache",
-        "sglang-cache",
-    ]));
-    let plan = reconcile(
-        &account,
-        &after.path,
-        &["plan", "--detailed-exitcode", "--format", "json"],
-    );
+    let after = desired_file(&small_desired(&["pytorch", "pytorch-cache", "sglang-cache"]));
+    let plan = reconcile(&account, &after.path, &["plan", "--detailed-exitcode", "--format", "json"]);
     assert_eq!(plan.code, 2, "{}", plan.stderr);
     assert_eq!(
         json_changes(&plan.stdout),
-        [
-            "create ecr_repository.sglang-cache",
-            "create ecr_lifecycle_policy.sglang-cache"
-        ]
+        ["create ecr_repository.sglang-cache", "create ecr_lifecycle_policy.sglang-cache"]
     );
 }
 
 #[tokio::test]
 async fn a_repository_made_between_plan_and_apply_is_adopted_not_an_error() {
     let account = emulator().new_account().await;
-    let desired =
-        Desired::parse(Path::new("desired.toml"), &small_desired(&["vllm-wheel"])).unwrap();
+    let desired = Desired::parse(Path::new("desired.toml"), &small_desired(&["vllm-wheel"])).unwrap();
     let client = ecr::Client::new(&account.sdk_config());
-    let reconcilers: Vec<Box<dyn Reconciler>> = vec![Box::new(EcrReconciler::new(
-        client.clone(),
-        Account::new(&account.id, "us-east-1"),
-    ))];
-    let plan = engine::plan(
-        &reconcilers,
-        &desired,
-        &Account::new(&account.id, "us-east-1"),
-    )
-    .await
-    .unwrap();
+    let reconcilers: Vec<Box<dyn Reconciler>> =
+        vec![Box::new(EcrReconciler::new(client.clone(), Account::new(&account.id, "us-east-1")))];
+    let plan = engine::plan(&reconcilers, &desired, &Account::new(&account.id, "us-east-1")).await.unwrap();
     assert_eq!(plan.summary().create, 2);
 
     // A nightly's --ensure-ecr makes the repository, with a stray tag, after the plan was read.
-    let stray = ecr::types::Tag::builder()
-        .key("made-by")
-        .value("nightly")
-        .build()
-        .unwrap();
-    client
-        .create_repository()
-        .repository_name("vllm-wheel")
-        .tags(stray)
-        .send()
-        .await
-        .unwrap();
+    let stray = ecr::types::Tag::builder().key("made-by").value("nightly").build().unwrap();
+    client.create_repository().repository_name("vllm-wheel").tags(stray).send().await.unwrap();
 
-    let options = ApplyOptions {
-        allow_delete: false,
-        concurrency: 4,
-    };
-    let report = engine::apply(&reconcilers, &plan, options, &Silent)
-        .await
-        .unwrap();
+    let options = ApplyOptions { allow_delete: false, concurrency: 4 };
+    let report = engine::apply(&reconcilers, &plan, options, &Silent).await.unwrap();
     assert!(report.succeeded(), "{report:?}");
-    let again = engine::plan(
-        &reconcilers,
-        &desired,
-        &Account::new(&account.id, "us-east-1"),
-    )
-    .await
-    .unwrap();
-    assert_eq!(
-        again.changes,
-        [],
-        "the adopted repository converged to the desired tags"
-    );
+    let again = engine::plan(&reconcilers, &desired, &Account::new(&account.id, "us-east-1")).await.unwrap();
+    assert_eq!(again.changes, [], "the adopted repository converged to the desired tags");
 }

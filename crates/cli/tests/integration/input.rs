@@ -26,18 +26,16 @@ async fn a_bad_desired_file_is_refused_with_file_line_and_key_before_any_aws_cal
 #[tokio::test]
 async fn every_problem_in_the_file_is_reported_at_once() {
     let account = emulator().new_account().await;
-    let text =
-        small_desired(&["pytorch", "Bad_Name"]).replace("countNumber = 3", "countNumber = 0");
+    let text = small_desired(&["pytorch", "Bad_Name"]).replace("countNumber = 3", "countNumber = 0");
     let run = reconcile(&account, &desired_file(&text).path, &["plan"]);
     assert_eq!(run.code, 1);
     let lines: Vec<&str> = run.stderr.lines().collect();
     assert_eq!(lines.len(), 2, "{}", run.stderr);
-    assert!(lines[0].ends_with("`ecr.lifecycle_policies.keep-3-untagged.rules[0]`: `selection.countNumber` must be 1 or more"));
     assert!(
-        lines[1].contains(
-            "`ecr.repositories.Bad_Name`: repository name `Bad_Name` is not valid in ECR"
-        )
+        lines[0]
+            .ends_with("`ecr.lifecycle_policies.keep-3-untagged.rules[0]`: `selection.countNumber` must be 1 or more")
     );
+    assert!(lines[1].contains("`ecr.repositories.Bad_Name`: repository name `Bad_Name` is not valid in ECR"));
     assert_eq!(account.requests(), []);
 }
 
@@ -46,12 +44,7 @@ async fn validate_accepts_the_real_desired_file_without_aws() {
     let account = emulator().new_account().await;
     let run = reconcile(&account, &real_desired(), &["validate"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
-        run.stdout
-            .ends_with("is valid: region us-east-1, 27 ECR repositories.\n"),
-        "{}",
-        run.stdout
-    );
+    assert!(run.stdout.ends_with("is valid: region us-east-1, 27 ECR repositories.\n"), "{}", run.stdout);
     assert_eq!(account.requests(), []);
 }
 

@@ -77,9 +77,7 @@ pub fn redact(text: &str, account: &TestAccount) -> String {
     text.replace(&account.id, "[ACCOUNT]")
         .lines()
         .map(|line| match line.rsplit_once(" after ") {
-            Some((head, tail))
-                if tail.ends_with('s') && tail[..tail.len() - 1].parse::<f64>().is_ok() =>
-            {
+            Some((head, tail)) if tail.ends_with('s') && tail[..tail.len() - 1].parse::<f64>().is_ok() => {
                 format!("{head} after [ELAPSED]")
             }
             _ => line.to_owned(),
@@ -96,11 +94,7 @@ pub fn json_changes(plan_json: &str) -> Vec<String> {
         .expect("resource_changes is an array")
         .iter()
         .map(|change| {
-            format!(
-                "{} {}",
-                change["change"]["actions"][0].as_str().unwrap(),
-                change["address"].as_str().unwrap()
-            )
+            format!("{} {}", change["change"]["actions"][0].as_str().unwrap(), change["address"].as_str().unwrap())
         })
         .collect()
 }

@@ -22,14 +22,9 @@ fn every_rust_file_starts_with_a_module_doc() {
     let mut files = Vec::new();
     files_under(&workspace_root().join("crates"), "rs", &mut files);
     assert!(files.len() > 10);
-    let undocumented: Vec<_> = files
-        .iter()
-        .filter(|path| !std::fs::read_to_string(path).unwrap().starts_with("//!"))
-        .collect();
-    assert!(
-        undocumented.is_empty(),
-        "files without a `//!` module doc: {undocumented:?}"
-    );
+    let undocumented: Vec<_> =
+        files.iter().filter(|path| !std::fs::read_to_string(path).unwrap().starts_with("//!")).collect();
+    assert!(undocumented.is_empty(), "files without a `//!` module doc: {undocumented:?}");
 }
 
 #[tokio::test]

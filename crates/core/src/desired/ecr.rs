@@ -1,0 +1,336 @@
+//! The `[ecr]` section: repositories, their settings and tags, and named lifecycle policies.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use super::{DesiredError, Locator, check_tag};
+
+/// The ECR section: repositories, each with its lifecycle policy.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Ecr {
+    /// Sorted by name.
+    pub repositories: Vec<EcrRepository>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct EcrRepository {
+    pub name: String,
+    pub image_tag_mutability: TagMutability,
+    pub scan_on_push: bool,
+    pub tags: BTreeMap<String, String>,
+    pub lifecycle_policy: LifecyclePolicy,
+}
+
+/// A named ECR lifecycle policy, already converted to the JSON document ECR takes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LifecyclePolicy {
+    /// The key under `[ecr.lifecycle_policies]`.
+    pub name: String,
+    pub document: serde_json::Value,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum TagMutability {
+    #[serde(rename = "MUTABLE")]
+    Mutable,
+    #[serde(rename = "IMMUTABLE")]
+    Immutable,
+}
+
+impl TagMutability {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TagMutability::Mutable => "MUTABLE",
+            TagMutability::Immutable => "IMMUTABLE",
+        }
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawEcr {
+    #[serde(default)]
+    defaults: RawRepository,
+    #[serde(default)]
+    lifecycle_policies: BTreeMap<String, RawLifecyclePolicy>,
+    #[serde(default)]
+    repositories: BTreeMap<String, Spanned<RawRepository>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRepository {
+    lifecycle_policy: Option<Spanned<String>>,
+    image_tag_mutability: Option<TagMutability>,
+    scan_on_push: Option<bool>,
+    #[serde(default)]
+    tags: BTreeMap<String, Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLifecyclePolicy {
+    rules: Vec<Spanned<RawLifecycleRule>>,
+}
+
+// ECR's own JSON names, so the file reads like the AWS documentation.
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawLifecycleRule {
+    rule_priority: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<String>,
+    selection: RawSelection,
+    action: RawRuleAction,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawSelection {
+    tag_status: TagStatus,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    tag_prefix_list: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    tag_pattern_list: Vec<String>,
+    count_type: CountType,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    count_unit: Option<CountUnit>,
+    count_number: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    storage_class: Option<StorageClass>,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawRuleAction {
+    #[serde(rename = "type")]
+    kind: ActionType,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target_storage_class: Option<StorageClass>,
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum TagStatus {
+    Tagged,
+    Untagged,
+    Any,
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+enum CountType {
+    ImageCountMoreThan,
+    SinceImagePushed,
+    SinceImagePulled,
+    SinceImageTransitioned,
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum CountUnit {
+    Days,
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum StorageClass {
+    Standard,
+    Archive,
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum ActionType {
+    Expire,
+    Transition,
+}
+
+/// Checks the `[ecr]` section and converts it to the model.
+pub(super) fn convert(locate: &Locator<'_>, raw: &RawEcr, errors: &mut Vec<DesiredError>) -> Ecr {
+    let mut policies = BTreeMap::new();
+    for (name, policy) in &raw.lifecycle_policies {
+        let key_path = format!("ecr.lifecycle_policies.{name}");
+        if let Some(document) = lifecycle_document(locate, &key_path, policy, errors) {
+            policies.insert(name.clone(), document);
+        }
+    }
+
+    let defaults = &raw.defaults;
+    let mut repositories = Vec::new();
+    for (name, repository) in &raw.repositories {
+        let key_path = format!("ecr.repositories.{name}");
+        if let Err(why) = check_repository_name(name) {
+            errors.push(locate.error(Some(repository.span()), &key_path, why));
+        }
+        let repository_ref = repository.get_ref();
+        let policy_ref =
+            repository_ref.lifecycle_policy.as_ref().map(|p| (p, format!("{key_path}.lifecycle_policy"))).or_else(
+                || defaults.lifecycle_policy.as_ref().map(|p| (p, "ecr.defaults.lifecycle_policy".to_owned())),
+            );
+        let lifecycle_policy = match policy_ref {
+            None => {
+                errors.push(locate.error(
+                    Some(repository.span()),
+                    &key_path,
+                    "repository has no lifecycle policy: set `lifecycle_policy` here or in `[ecr.defaults]` \
+                     (without one, untagged images accumulate without bound)",
+                ));
+                None
+            }
+            Some((policy_name, policy_key)) => match policies.get(policy_name.get_ref()) {
+                Some(document) => Some(LifecyclePolicy {
+                    name: policy_name.get_ref().clone(),
+                    document: serde_json::Value::clone(document),
+                }),
+                None => {
+                    // A policy that failed its own checks was reported there already.
+                    if !raw.lifecycle_policies.contains_key(policy_name.get_ref()) {
+                        errors.push(locate.error(
+                            Some(policy_name.span()),
+                            &policy_key,
+                            format!(
+                                "no lifecycle policy named `{}` in `[ecr.lifecycle_policies]`",
+                                policy_name.get_ref()
+                            ),
+                        ));
+                    }
+                    None
+                }
+            },
+        };
+
+        let mut tags = BTreeMap::new();
+        for (section, section_tags) in [("ecr.defaults", &defaults.tags), (key_path.as_str(), &repository_ref.tags)] {
+            for (key, value) in section_tags {
+                match check_tag(key, value.get_ref()) {
+                    Ok(()) => {
+                        tags.insert(key.clone(), value.get_ref().clone());
+                    }
+                    Err(why) => errors.push(locate.error(Some(value.span()), &format!("{section}.tags.{key}"), why)),
+                }
+            }
+        }
+        if tags.len() > 50 {
+            errors.push(locate.error(
+                Some(repository.span()),
+                &key_path,
+                format!("{} tags, more than the 50 ECR allows on a repository", tags.len()),
+            ));
+        }
+
+        if let Some(lifecycle_policy) = lifecycle_policy {
+            repositories.push(EcrRepository {
+                name: name.clone(),
+                image_tag_mutability: repository_ref
+                    .image_tag_mutability
+                    .or(defaults.image_tag_mutability)
+                    .unwrap_or(TagMutability::Mutable),
+                scan_on_push: repository_ref.scan_on_push.or(defaults.scan_on_push).unwrap_or(false),
+                tags,
+                lifecycle_policy,
+            });
+        }
+    }
+
+    Ecr { repositories }
+}
+
+/// Checks a lifecycle policy against the rules ECR enforces and converts it to ECR's JSON.
+fn lifecycle_document(
+    locate: &Locator<'_>,
+    key_path: &str,
+    policy: &RawLifecyclePolicy,
+    errors: &mut Vec<DesiredError>,
+) -> Option<serde_json::Value> {
+    let n_errors = errors.len();
+    if policy.rules.is_empty() {
+        errors.push(locate.error(None, &format!("{key_path}.rules"), "a lifecycle policy needs at least one rule"));
+    }
+    let mut priorities = BTreeSet::new();
+    let max_priority = policy.rules.iter().map(|r| r.get_ref().rule_priority).max().unwrap_or(0);
+    for (rule_idx, rule) in policy.rules.iter().enumerate() {
+        let span = Some(rule.span());
+        let rule_path = format!("{key_path}.rules[{rule_idx}]");
+        let rule = rule.get_ref();
+        let selection = &rule.selection;
+        let mut problems = Vec::new();
+        if rule.rule_priority == 0 {
+            problems.push("`rulePriority` must be 1 or more".to_owned());
+        }
+        if !priorities.insert(rule.rule_priority) {
+            problems.push(format!("`rulePriority` {} is used by another rule", rule.rule_priority));
+        }
+        if selection.count_number == 0 {
+            problems.push("`selection.countNumber` must be 1 or more".to_owned());
+        }
+        let has_tag_lists = !selection.tag_prefix_list.is_empty() || !selection.tag_pattern_list.is_empty();
+        match selection.tag_status {
+            TagStatus::Tagged if !has_tag_lists => {
+                problems.push("a `tagged` selection needs `tagPrefixList` or `tagPatternList`".to_owned())
+            }
+            TagStatus::Tagged if !selection.tag_prefix_list.is_empty() && !selection.tag_pattern_list.is_empty() => {
+                problems.push("use `tagPrefixList` or `tagPatternList`, not both".to_owned())
+            }
+            TagStatus::Untagged | TagStatus::Any if has_tag_lists => problems.push(format!(
+                "a `{}` selection takes no `tagPrefixList` or `tagPatternList`",
+                if selection.tag_status == TagStatus::Any { "any" } else { "untagged" }
+            )),
+            TagStatus::Any if rule.rule_priority != max_priority => problems.push(
+                "a rule with `tagStatus = \"any\"` must have the highest `rulePriority` of the policy".to_owned(),
+            ),
+            _ => {}
+        }
+        match (selection.count_type, selection.count_unit) {
+            (CountType::ImageCountMoreThan, Some(_)) => {
+                problems.push("`imageCountMoreThan` takes no `countUnit`".to_owned())
+            }
+            (CountType::ImageCountMoreThan, None) | (_, Some(CountUnit::Days)) => {}
+            (_, None) => problems.push("an age-based `countType` needs `countUnit = \"days\"`".to_owned()),
+        }
+        match (rule.action.kind, rule.action.target_storage_class) {
+            (ActionType::Transition, None) => {
+                problems.push("a `transition` action needs `targetStorageClass`".to_owned())
+            }
+            (ActionType::Expire, Some(_)) => {
+                problems.push("an `expire` action takes no `targetStorageClass`".to_owned())
+            }
+            _ => {}
+        }
+        for problem in problems {
+            errors.push(locate.error(span.clone(), &rule_path, problem));
+        }
+    }
+    if errors.len() > n_errors {
+        return None;
+    }
+    let rules: Vec<serde_json::Value> = policy
+        .rules
+        .iter()
+        .map(|rule| serde_json::to_value(rule.get_ref()).expect("lifecycle rules always serialize"))
+        .collect();
+    Some(serde_json::json!({ "rules": rules }))
+}
+
+/// ECR's repository name rule: lowercase path components of `[a-z0-9]` runs joined by single
+/// `.`, `_` or `-`, separated by `/`, 2 to 256 characters.
+fn check_repository_name(name: &str) -> Result<(), String> {
+    let valid_component = |component: &str| {
+        !component.is_empty()
+            && component
+                .split(['.', '_', '-'])
+                .all(|run| !run.is_empty() && run.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()))
+    };
+    if !(2..=256).contains(&name.len()) {
+        return Err(format!("repository name `{name}` must be 2 to 256 characters long"));
+    }
+    if !name.split('/').all(valid_component) {
+        return Err(format!(
+            "repository name `{name}` is not valid in ECR: lowercase letters and digits, \
+             separated by single `.`, `_`, `-` or `/`"
+        ));
+    }
+    Ok(())
+}

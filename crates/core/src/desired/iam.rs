@@ -1,0 +1,131 @@
+//! The `[iam]` section: the service role and what its derived inline policy is called.
+//!
+//! The policy's content is not declared here: the IAM reconciler derives it from the rest of
+//! the desired state (the repositories, the buckets, the projects that use the role), so that
+//! declaring a repository extends the role in the same plan.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::{DesiredError, Locator, check_tag};
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Iam {
+    /// Sorted by key.
+    pub roles: Vec<Role>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Role {
+    /// The key under `[iam.roles]`; the address name, and how other sections refer to the role.
+    pub key: String,
+    pub name: String,
+    pub description: String,
+    /// Services allowed to assume the role, such as `codebuild.amazonaws.com`.
+    pub trusted_services: Vec<String>,
+    /// Seconds, 3600 to 43200.
+    pub max_session_duration: u32,
+    pub tags: BTreeMap<String, String>,
+    /// The name of the derived inline policy.
+    pub policy_name: String,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawIam {
+    #[serde(default)]
+    roles: BTreeMap<String, Spanned<RawRole>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRole {
+    name: Spanned<String>,
+    description: Option<Spanned<String>>,
+    trusted_services: Spanned<Vec<String>>,
+    max_session_duration: Option<Spanned<u32>>,
+    #[serde(default)]
+    tags: BTreeMap<String, Spanned<String>>,
+    policy_name: Option<Spanned<String>>,
+}
+
+/// Checks the `[iam]` section and converts it to the model.
+pub(super) fn convert(locate: &Locator<'_>, raw: &RawIam, errors: &mut Vec<DesiredError>) -> Iam {
+    let mut roles = Vec::new();
+    for (key, role) in &raw.roles {
+        let key_path = format!("iam.roles.{key}");
+        let raw_role = role.get_ref();
+        if let Err(why) = check_iam_name(raw_role.name.get_ref(), 64) {
+            errors.push(locate.error(Some(raw_role.name.span()), &format!("{key_path}.name"), why));
+        }
+        let policy_name =
+            raw_role.policy_name.as_ref().map_or_else(|| raw_role.name.get_ref().clone(), |p| p.get_ref().clone());
+        if let Some(raw_policy_name) = &raw_role.policy_name
+            && let Err(why) = check_iam_name(raw_policy_name.get_ref(), 128)
+        {
+            errors.push(locate.error(Some(raw_policy_name.span()), &format!("{key_path}.policy_name"), why));
+        }
+        if let Some(description) = &raw_role.description
+            && description.get_ref().chars().count() > 1000
+        {
+            errors.push(locate.error(
+                Some(description.span()),
+                &format!("{key_path}.description"),
+                "a role description is at most 1000 characters",
+            ));
+        }
+        let services = raw_role.trusted_services.get_ref();
+        if services.is_empty() || services.iter().any(|s| !s.ends_with(".amazonaws.com")) {
+            errors.push(locate.error(
+                Some(raw_role.trusted_services.span()),
+                &format!("{key_path}.trusted_services"),
+                "list the AWS service principals that assume the role, such as `codebuild.amazonaws.com`",
+            ));
+        }
+        let max_session_duration = raw_role.max_session_duration.as_ref().map_or(3600, |d| *d.get_ref());
+        if let Some(duration) = &raw_role.max_session_duration
+            && !(3600..=43200).contains(duration.get_ref())
+        {
+            errors.push(locate.error(
+                Some(duration.span()),
+                &format!("{key_path}.max_session_duration"),
+                "must be 3600 to 43200 seconds (1 to 12 hours)",
+            ));
+        }
+        let mut tags = BTreeMap::new();
+        for (tag_key, value) in &raw_role.tags {
+            match check_tag(tag_key, value.get_ref()) {
+                Ok(()) => {
+                    tags.insert(tag_key.clone(), value.get_ref().clone());
+                }
+                Err(why) => errors.push(locate.error(Some(value.span()), &format!("{key_path}.tags.{tag_key}"), why)),
+            }
+        }
+        let mut trusted_services = services.clone();
+        trusted_services.sort();
+        trusted_services.dedup();
+        roles.push(Role {
+            key: key.clone(),
+            name: raw_role.name.get_ref().clone(),
+            description: raw_role.description.as_ref().map_or_else(String::new, |d| d.get_ref().clone()),
+            trusted_services,
+            max_session_duration,
+            tags,
+            policy_name,
+        });
+    }
+    Iam { roles }
+}
+
+/// IAM's rule for role and policy names: letters, digits and `+=,.@_-`.
+fn check_iam_name(name: &str, max: usize) -> Result<(), String> {
+    if name.is_empty() || name.len() > max {
+        return Err(format!("`{name}` must be 1 to {max} characters long"));
+    }
+    if !name.chars().all(|c| c.is_ascii_alphanumeric() || "+=,.@_-".contains(c)) {
+        return Err(format!("`{name}` may only use letters, digits and `+=,.@_-`"));
+    }
+    Ok(())
+}

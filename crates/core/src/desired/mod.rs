@@ -1,0 +1,364 @@
+//! `desired.toml`: what the account must hold.
+//!
+//! The file's serde schema (the `Raw*` types) is a boundary: it is parsed, checked and then
+//! converted into the model types ([`Desired`] and friends), which the rest of the program
+//! uses and which never carry serde's quirks. Every error names the file, the line and column,
+//! and the key path, and parsing never touches the network.
+//!
+//! One submodule per section of the file; this module holds what they share.
+
+mod ecr;
+mod iam;
+mod s3;
+
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+pub use ecr::{Ecr, EcrRepository, LifecyclePolicy, TagMutability};
+pub use iam::{Iam, Role};
+pub use s3::{Bucket, S3, S3LifecycleRule};
+
+/// The whole desired state of the account, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Desired {
+    /// The file it was read from, for messages.
+    pub path: PathBuf,
+    /// The region every resource lives in. It wins over the environment's region.
+    pub region: String,
+    pub ecr: Ecr,
+    pub s3: S3,
+    pub iam: Iam,
+}
+
+/// A string that may use `${account_id}` and `${region}`, filled in once the account is known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template(String);
+
+/// The variables a [`Template`] may use.
+pub const TEMPLATE_VARIABLES: [&str; 2] = ["account_id", "region"];
+
+impl Template {
+    /// Checks that every `${...}` names a known variable.
+    pub fn parse(text: &str) -> Result<Template, String> {
+        let mut rest = text;
+        while let Some(start) = rest.find("${") {
+            let after = &rest[start + 2..];
+            let end = after.find('}').ok_or_else(|| format!("`${{` without a closing `}}` in `{text}`"))?;
+            let variable = &after[..end];
+            if !TEMPLATE_VARIABLES.contains(&variable) {
+                return Err(format!(
+                    "unknown template variable `${{{variable}}}` in `{text}`; known: {}",
+                    TEMPLATE_VARIABLES.map(|v| format!("`${{{v}}}`")).join(", ")
+                ));
+            }
+            rest = &after[end + 1..];
+        }
+        Ok(Template(text.to_owned()))
+    }
+
+    fn literal(text: &str) -> Template {
+        Template(text.to_owned())
+    }
+
+    /// The text with the variables filled in.
+    pub fn render(&self, account_id: &str, region: &str) -> String {
+        self.0.replace("${account_id}", account_id).replace("${region}", region)
+    }
+
+    /// The text as a real account would fill it in, for checks that need the final form.
+    fn example(&self) -> String {
+        self.render("123456789012", "us-east-1")
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// One problem in a desired-state file, located as precisely as the file allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DesiredError {
+    pub file: PathBuf,
+    /// 1-based; 0 when the problem has no place in the file (an unreadable file).
+    pub line: usize,
+    /// 1-based, counted in characters.
+    pub column: usize,
+    /// Dotted key path such as `ecr.repositories.pytorch.lifecycle_policy`; empty for the root.
+    pub key_path: String,
+    pub message: String,
+}
+
+impl fmt::Display for DesiredError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if self.line > 0 {
+            write!(f, ":{}:{}", self.line, self.column)?;
+        }
+        if !self.key_path.is_empty() {
+            write!(f, ": `{}`", self.key_path)?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// Every problem found in a desired-state file; never empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DesiredErrors(pub Vec<DesiredError>);
+
+impl fmt::Display for DesiredErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (idx, error) in self.0.iter().enumerate() {
+            if idx > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{error}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for DesiredErrors {}
+
+impl Desired {
+    /// Parses and validates the text of a desired-state file. `path` is only used in messages.
+    pub fn parse(path: &Path, text: &str) -> Result<Desired, DesiredErrors> {
+        let locate = Locator { path, text };
+        let raw = parse_raw(text).map_err(|error| DesiredErrors(vec![locate.toml_error(error)]))?;
+        let mut errors = Vec::new();
+        let desired = convert(&locate, raw, &mut errors);
+        if errors.is_empty() {
+            Ok(desired)
+        } else {
+            errors.sort_by(|a, b| (a.line, a.column).cmp(&(b.line, b.column)));
+            Err(DesiredErrors(errors))
+        }
+    }
+}
+
+fn parse_raw(text: &str) -> Result<RawDesired, (Option<Range<usize>>, String, String)> {
+    let deserializer =
+        toml::Deserializer::parse(text).map_err(|e| (e.span(), String::new(), e.message().to_owned()))?;
+    serde_path_to_error::deserialize(deserializer).map_err(|error| {
+        // `Spanned` shows up in serde's path as a private field; the user never wrote it.
+        let key_path = error
+            .path()
+            .iter()
+            .map(ToString::to_string)
+            .filter(|segment| !segment.starts_with("$__serde_spanned"))
+            .collect::<Vec<_>>()
+            .join(".")
+            .replace(".[", "[");
+        let inner = error.into_inner();
+        (inner.span(), key_path, inner.message().to_owned())
+    })
+}
+
+// The file's schema. Field names are the file's keys; `deny_unknown_fields` everywhere, because
+// a misspelt key silently ignored is a resource silently left unmanaged.
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDesired {
+    region: Spanned<String>,
+    #[serde(default)]
+    ecr: ecr::RawEcr,
+    #[serde(default)]
+    s3: s3::RawS3,
+    #[serde(default)]
+    iam: iam::RawIam,
+}
+
+/// Turns byte spans into file, line and column.
+pub(super) struct Locator<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Locator<'_> {
+    pub(super) fn error(&self, span: Option<Range<usize>>, key_path: &str, message: impl Into<String>) -> DesiredError {
+        let (line, column) = match span {
+            Some(span) => line_column(self.text, span.start),
+            None => (1, 1),
+        };
+        DesiredError {
+            file: self.path.to_owned(),
+            line,
+            column,
+            key_path: key_path.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    fn toml_error(&self, (span, key_path, message): (Option<Range<usize>>, String, String)) -> DesiredError {
+        // toml's messages can span lines; the location is ours to print, so keep one line.
+        let message = message.trim().replace('\n', " ");
+        self.error(span, &key_path, message)
+    }
+}
+
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |idx| idx + 1);
+    (line, text[line_start..offset].chars().count() + 1)
+}
+
+fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>) -> Desired {
+    if !is_region(raw.region.get_ref()) {
+        errors.push(locate.error(
+            Some(raw.region.span()),
+            "region",
+            format!("`{}` is not an AWS region name such as `us-east-1`", raw.region.get_ref()),
+        ));
+    }
+
+    let ecr = ecr::convert(locate, &raw.ecr, errors);
+    let s3 = s3::convert(locate, &raw.s3, errors);
+    let iam = iam::convert(locate, &raw.iam, errors);
+    Desired { path: locate.path.to_owned(), region: raw.region.into_inner(), ecr, s3, iam }
+}
+
+fn is_region(region: &str) -> bool {
+    let parts: Vec<&str> = region.split('-').collect();
+    parts.len() >= 3
+        && parts.iter().all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()))
+        && parts.last().is_some_and(|p| p.chars().all(|c| c.is_ascii_digit()))
+}
+
+pub(super) fn check_tag(key: &str, value: &str) -> Result<(), String> {
+    if key.is_empty() || key.chars().count() > 128 {
+        return Err("a tag key must be 1 to 128 characters long".to_owned());
+    }
+    if key.starts_with("aws:") {
+        return Err("tag keys starting with `aws:` are reserved for AWS".to_owned());
+    }
+    if value.chars().count() > 256 {
+        return Err("a tag value must be at most 256 characters long".to_owned());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const POLICY: &str = r#"
+[ecr.lifecycle_policies.keep-3-untagged]
+rules = [
+  { rulePriority = 1, selection = { tagStatus = "untagged", countType = "imageCountMoreThan", countNumber = 3 }, action = { type = "expire" } },
+]
+"#;
+
+    fn parse(text: &str) -> Result<Desired, DesiredErrors> {
+        Desired::parse(Path::new("desired.toml"), text)
+    }
+
+    fn errors(text: &str) -> String {
+        parse(text).expect_err("the file should be refused").to_string()
+    }
+
+    #[test]
+    fn a_minimal_file_parses_with_defaults_filled_in() {
+        let text = format!(
+            "region = \"us-east-1\"\n[ecr.defaults]\nlifecycle_policy = \"keep-3-untagged\"\ntags = {{ project = \"rocm\" }}\n{POLICY}\n[ecr.repositories]\npytorch = {{}}\npytorch-cache = {{ tags = {{ kind = \"cache\" }} }}\n"
+        );
+        let desired = parse(&text).unwrap();
+        assert_eq!(desired.region, "us-east-1");
+        let names: Vec<&str> = desired.ecr.repositories.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["pytorch", "pytorch-cache"]);
+        let cache = &desired.ecr.repositories[1];
+        assert_eq!(cache.image_tag_mutability, TagMutability::Mutable);
+        assert!(!cache.scan_on_push);
+        assert_eq!(cache.tags.len(), 2);
+        assert_eq!(cache.lifecycle_policy.name, "keep-3-untagged");
+        assert_eq!(
+            cache.lifecycle_policy.document,
+            serde_json::json!({"rules": [{"rulePriority": 1, "selection": {"tagStatus": "untagged", "countType": "imageCountMoreThan", "countNumber": 3}, "action": {"type": "expire"}}]})
+        );
+    }
+
+    #[test]
+    fn unknown_keys_are_errors_with_line_column_and_key_path() {
+        let text = "region = \"us-east-1\"\n[ecr.repositories.pytorch]\nlifecycle_polcy = \"x\"\n";
+        assert_eq!(
+            errors(text),
+            "desired.toml:3:1: `ecr.repositories.pytorch.lifecycle_polcy`: unknown field `lifecycle_polcy`, expected one of \
+             `lifecycle_policy`, `image_tag_mutability`, `scan_on_push`, `tags`"
+        );
+    }
+
+    #[test]
+    fn wrong_types_and_bad_enum_values_name_their_key() {
+        let text = "region = \"us-east-1\"\n[ecr.repositories.pytorch]\nimage_tag_mutability = \"SOMETIMES\"\n";
+        let message = errors(text);
+        assert!(
+            message.starts_with(
+                "desired.toml:3:24: `ecr.repositories.pytorch.image_tag_mutability`: unknown variant `SOMETIMES`"
+            ),
+            "{message}"
+        );
+        let message = errors("region = 5\n");
+        assert!(
+            message.starts_with("desired.toml:1:10: `region`: invalid type: integer `5`, expected a string"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn syntax_errors_are_located() {
+        assert!(errors("region = \"us-east-1\n").starts_with("desired.toml:1:"));
+    }
+
+    #[test]
+    fn a_repository_without_a_lifecycle_policy_is_refused() {
+        let text = "region = \"us-east-1\"\n[ecr.repositories]\natom-wheel-cache = {}\n";
+        assert_eq!(
+            errors(text),
+            "desired.toml:3:20: `ecr.repositories.atom-wheel-cache`: repository has no lifecycle policy: set \
+             `lifecycle_policy` here or in `[ecr.defaults]` (without one, untagged images accumulate without bound)"
+        );
+    }
+
+    #[test]
+    fn semantic_errors_are_all_reported_and_located() {
+        let text = format!(
+            "region = \"mars\"\n{POLICY}\n[ecr.repositories]\nPyTorch = {{ lifecycle_policy = \"keep-3-untagged\" }}\nvllm = {{ lifecycle_policy = \"nope\", tags = {{ \"aws:x\" = \"y\" }} }}\n"
+        );
+        insta::assert_snapshot!(errors(&text), @r"
+        desired.toml:1:10: `region`: `mars` is not an AWS region name such as `us-east-1`
+        desired.toml:9:11: `ecr.repositories.PyTorch`: repository name `PyTorch` is not valid in ECR: lowercase letters and digits, separated by single `.`, `_`, `-` or `/`
+        desired.toml:10:29: `ecr.repositories.vllm.lifecycle_policy`: no lifecycle policy named `nope` in `[ecr.lifecycle_policies]`
+        desired.toml:10:56: `ecr.repositories.vllm.tags.aws:x`: tag keys starting with `aws:` are reserved for AWS
+        ");
+    }
+
+    #[test]
+    fn lifecycle_rules_are_checked_like_ecr_checks_them() {
+        let text = r#"
+region = "us-east-1"
+[ecr.lifecycle_policies.bad]
+rules = [
+  { rulePriority = 1, selection = { tagStatus = "any", countType = "sinceImagePushed", countNumber = 14 }, action = { type = "expire" } },
+  { rulePriority = 1, selection = { tagStatus = "tagged", countType = "imageCountMoreThan", countNumber = 0 }, action = { type = "transition" } },
+]
+"#;
+        insta::assert_snapshot!(errors(text), @r#"
+        desired.toml:5:3: `ecr.lifecycle_policies.bad.rules[0]`: an age-based `countType` needs `countUnit = "days"`
+        desired.toml:6:3: `ecr.lifecycle_policies.bad.rules[1]`: `rulePriority` 1 is used by another rule
+        desired.toml:6:3: `ecr.lifecycle_policies.bad.rules[1]`: `selection.countNumber` must be 1 or more
+        desired.toml:6:3: `ecr.lifecycle_policies.bad.rules[1]`: a `tagged` selection needs `tagPrefixList` or `tagPatternList`
+        desired.toml:6:3: `ecr.lifecycle_policies.bad.rules[1]`: a `transition` action needs `targetStorageClass`
+        "#);
+    }
+
+    #[test]
+    fn line_column_counts_characters() {
+        assert_eq!(line_column("ab\ncdé f", 8), (2, 5));
+        assert_eq!(line_column("x", 0), (1, 1));
+    }
+}
