@@ -77,9 +77,20 @@ impl Aws {
         Ok(Account::new(id, region))
     }
 
-    /// One reconciler per resource crate, each with its own counted client.
+    /// One reconciler per resource crate, each with its own counted client. Building them
+    /// makes no request.
     pub fn reconcilers(&self, account: &Account) -> Vec<Box<dyn Reconciler>> {
-        let ecr_config = aws_sdk_ecr::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
-        vec![Box::new(reconcile_ecr::EcrReconciler::new(aws_sdk_ecr::Client::from_conf(ecr_config), account.clone()))]
+        let ecr = aws_sdk_ecr::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
+        // An endpoint override (an emulator) cannot serve virtual-hosted bucket names.
+        let s3 = aws_sdk_s3::config::Builder::from(&self.sdk)
+            .interceptor(self.requests.clone())
+            .force_path_style(self.sdk.endpoint_url().is_some())
+            .build();
+        let iam = aws_sdk_iam::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
+        vec![
+            Box::new(reconcile_iam::IamReconciler::new(aws_sdk_iam::Client::from_conf(iam), account.clone())),
+            Box::new(reconcile_s3::S3Reconciler::new(aws_sdk_s3::Client::from_conf(s3), account.clone())),
+            Box::new(reconcile_ecr::EcrReconciler::new(aws_sdk_ecr::Client::from_conf(ecr), account.clone())),
+        ]
     }
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::Context;
 use reconcile_core::engine::{self, ApplyOptions, Outcome};
 use reconcile_core::plan::Action;
-use reconcile_core::{Desired, Plan, Reconciler, render};
+use reconcile_core::{Account, Desired, Plan, Reconciler, render};
 
 use crate::args::{Args, Command, Format};
 use crate::aws::Aws;
@@ -26,18 +26,30 @@ pub async fn run(args: Args) -> anyhow::Result<u8> {
         Ok(desired) => desired,
         Err(code) => return Ok(code),
     };
+    let aws = Aws::load(&desired.region).await;
+    // What is derived from desired.toml (such as the IAM policy and its size) is checked before
+    // any AWS call too, with a stand-in account id: ids are always 12 digits, so sizes hold.
+    let stand_in = Account::new("000000000000", &desired.region);
+    if let Err(errors) = engine::desired_resources(&aws.reconcilers(&stand_in), &desired, &stand_in) {
+        for error in errors {
+            eprintln!("error: {}: {error}", args.desired.display());
+        }
+        return Ok(exit::ERROR);
+    }
     match args.command {
         Command::Validate => {
             println!(
-                "{} is valid: region {}, {} ECR repositories.",
+                "{} is valid: region {}, {} ECR repositories, {} S3 buckets, {} IAM roles.",
                 args.desired.display(),
                 desired.region,
-                desired.ecr.repositories.len()
+                desired.ecr.repositories.len(),
+                desired.s3.buckets.len(),
+                desired.iam.roles.len(),
             );
             Ok(exit::OK)
         }
         Command::Plan { format, detailed_exitcode } => {
-            let (_aws, plan, _) = make_plan(&desired).await?;
+            let (_aws, plan, _) = make_plan(aws, &desired).await?;
             match format {
                 Format::Text => print!("{}", render::text(&plan)),
                 Format::Json => {
@@ -47,7 +59,7 @@ pub async fn run(args: Args) -> anyhow::Result<u8> {
             Ok(if detailed_exitcode && plan.has_changes() { exit::CHANGES } else { exit::OK })
         }
         Command::Apply { auto_approve, allow_delete } => {
-            let (aws, plan, reconcilers) = make_plan(&desired).await?;
+            let (aws, plan, reconcilers) = make_plan(aws, &desired).await?;
             apply(&aws, &plan, &reconcilers, auto_approve, allow_delete).await
         }
     }
@@ -69,8 +81,7 @@ fn load_desired(path: &Path) -> Result<Desired, u8> {
     })
 }
 
-async fn make_plan(desired: &Desired) -> anyhow::Result<(Aws, Plan, Vec<Box<dyn Reconciler>>)> {
-    let aws = Aws::load(&desired.region).await;
+async fn make_plan(aws: Aws, desired: &Desired) -> anyhow::Result<(Aws, Plan, Vec<Box<dyn Reconciler>>)> {
     let account = aws.account().await?;
     let reconcilers = aws.reconcilers(&account);
     let plan = engine::plan(&reconcilers, desired, &account).await.map_err(|errors| {

@@ -49,9 +49,9 @@ pub async fn plan(
 ) -> Result<Plan, Vec<ReconcileError>> {
     let resources = desired_resources(reconcilers, desired, account)?;
     let observations = join_all(reconcilers.iter().map(|reconciler| {
-        let addresses: Vec<Address> =
-            resources.keys().filter(|a| reconciler.kinds().contains(&a.kind)).cloned().collect();
-        async move { reconciler.observe(&addresses).await }
+        let wanted: Vec<&DesiredResource> =
+            resources.values().filter(|r| reconciler.kinds().contains(&r.address.kind)).collect();
+        async move { reconciler.observe(&wanted).await }
     }))
     .await;
 
@@ -257,7 +257,7 @@ mod tests {
         fn desired(&self, _: &Desired, _: &Account) -> Result<Vec<DesiredResource>, ReconcileError> {
             Ok(vec![])
         }
-        async fn observe(&self, _: &[Address]) -> Result<Observations, ReconcileError> {
+        async fn observe(&self, _: &[&DesiredResource]) -> Result<Observations, ReconcileError> {
             Ok(Observations::default())
         }
         async fn apply(&self, change: &Change, _: &dyn Progress) -> Result<(), ReconcileError> {

@@ -6,6 +6,8 @@
 //! form is the order of arrays that AWS treats as sets, which each resource crate knows and
 //! sorts with [`sort_set`]. Map equality ignores key order in both feature modes.
 
+use std::collections::BTreeMap;
+
 use serde_json::{Map, Value};
 
 /// Sorts an array that means a set and drops duplicates, so that order and repetition do not
@@ -13,6 +15,33 @@ use serde_json::{Map, Value};
 pub fn sort_set(values: &mut Vec<Value>) {
     values.sort_by_key(to_compact);
     values.dedup();
+}
+
+/// The fields of a JSON object built with `json!({...})`.
+///
+/// # Panics
+/// When `value` is not an object, which is a bug in the caller.
+pub fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        other => panic!("expected a JSON object, got {other}"),
+    }
+}
+
+/// A JSON object of strings (tags) as a map; anything else is empty.
+pub fn string_map(value: Option<&Value>) -> BTreeMap<String, String> {
+    let Some(Value::Object(map)) = value else { return BTreeMap::new() };
+    map.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned()))).collect()
+}
+
+/// What to do to tags to go from `current` to `desired`: keys to remove, and pairs to set.
+pub fn tag_changes(
+    current: &BTreeMap<String, String>,
+    desired: &BTreeMap<String, String>,
+) -> (Vec<String>, BTreeMap<String, String>) {
+    let remove = current.keys().filter(|k| !desired.contains_key(*k)).cloned().collect();
+    let set = desired.iter().filter(|(k, v)| current.get(*k) != Some(*v)).map(|(k, v)| (k.clone(), v.clone())).collect();
+    (remove, set)
 }
 
 /// The value with every object's keys in sorted order, whatever the map type keeps.
@@ -63,6 +92,14 @@ mod tests {
         sort_set(&mut a);
         sort_set(&mut b);
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn tag_changes_remove_stale_keys_and_set_changed_values() {
+        let map = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let (remove, set) = tag_changes(&map(&[("a", "1"), ("b", "2"), ("c", "3")]), &map(&[("a", "1"), ("b", "9"), ("d", "4")]));
+        assert_eq!(remove, ["c"]);
+        assert_eq!(set, map(&[("b", "9"), ("d", "4")]));
     }
 
     #[test]

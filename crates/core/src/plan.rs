@@ -80,6 +80,20 @@ pub struct FieldChange<'a> {
 }
 
 impl Change {
+    /// The desired fields, which every create and update has.
+    pub fn after_fields(&self) -> Result<&Map<String, Value>, crate::ReconcileError> {
+        self.after.as_ref().ok_or_else(|| {
+            crate::ReconcileError::new(Some(&self.address), self.action.as_str(), "the change has no desired fields")
+        })
+    }
+
+    /// One desired string field.
+    pub fn after_str(&self, name: &str) -> Result<&str, crate::ReconcileError> {
+        self.after_fields()?.get(name).and_then(Value::as_str).ok_or_else(|| {
+            crate::ReconcileError::new(Some(&self.address), self.action.as_str(), format!("the change has no `{name}`"))
+        })
+    }
+
     /// The fields that differ between before and after, in name order.
     pub fn field_changes(&self) -> Vec<FieldChange<'_>> {
         let before = self.before.as_ref();

@@ -72,6 +72,28 @@ impl fmt::Display for ReconcileError {
 
 impl std::error::Error for ReconcileError {}
 
+impl ReconcileError {
+    /// For `map_err`: `operation` on `address` failed because of `error`, whose whole chain of
+    /// causes becomes the reason (an SDK error's own message is only "service error").
+    pub fn of<'a, E: std::error::Error>(address: &'a Address, operation: &'a str) -> impl FnOnce(E) -> Self + 'a {
+        move |error| ReconcileError::new(Some(address), operation, error_chain(&error))
+    }
+}
+
+/// An error and its causes, `: `-separated, each message once.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut messages: Vec<String> = Vec::new();
+    let mut next = Some(error);
+    while let Some(error) = next {
+        let message = error.to_string();
+        if !messages.iter().any(|m| m.contains(&message)) {
+            messages.push(message);
+        }
+        next = error.source();
+    }
+    messages.join(": ")
+}
+
 /// What one reconciler's `observe` learned.
 #[derive(Debug, Default)]
 pub struct Observations {
@@ -90,10 +112,10 @@ impl From<BTreeMap<Address, Observed>> for Observations {
 /// One resource crate: the kinds it owns and the three steps for them.
 ///
 /// - `desired` and `diff` are pure.
-/// - `observe` only reads. It is given every address of its kinds at once, so it can batch and
-///   share reads; it answers for each of them ([`Observed::Absent`] when there is nothing) and
-///   may add addresses it found inside the scope it manages but that are not desired, which
-///   then plan as deletes.
+/// - `observe` only reads. It is given every desired resource of its kinds at once, so it can
+///   batch and share reads, and so it knows the names to look for; it answers for each of them
+///   ([`Observed::Absent`] when there is nothing) and may add addresses it found inside the scope
+///   it manages but that are not desired, which then plan as deletes.
 /// - `apply` carries out one change and decides nothing new. It is idempotent: "already there
 ///   and equal" and "already gone" are success, so a partial apply can simply be run again.
 #[async_trait]
@@ -104,7 +126,7 @@ pub trait Reconciler: Send + Sync {
     /// The resources `desired` asks for, in canonical form.
     fn desired(&self, desired: &Desired, account: &Account) -> Result<Vec<DesiredResource>, ReconcileError>;
 
-    async fn observe(&self, addresses: &[Address]) -> Result<Observations, ReconcileError>;
+    async fn observe(&self, desired: &[&DesiredResource]) -> Result<Observations, ReconcileError>;
 
     fn diff(&self, address: &Address, desired: Option<&DesiredResource>, observed: &Observed) -> Option<Change> {
         crate::plan::diff(address, desired, observed)

@@ -11,11 +11,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
 use aws_sdk_ecr as ecr;
-use aws_smithy_types::error::display::DisplayErrorContext;
 use reconcile_core::desired::Desired;
 use reconcile_core::plan::{Action, Change, DesiredResource, Observed};
-use reconcile_core::reconciler::Observations;
+use reconcile_core::reconciler::{Observations, error_chain};
 use reconcile_core::{Account, Address, Progress, ReconcileError, Reconciler, ResourceKind};
+use reconcile_core::json::{object, string_map, tag_changes};
 use serde_json::{Map, Value, json};
 
 pub use lifecycle::{canonical_policy, canonical_policy_text};
@@ -42,12 +42,6 @@ impl EcrReconciler {
     }
 }
 
-fn reason<E>(error: &E) -> String
-where
-    E: std::error::Error,
-{
-    DisplayErrorContext(error).to_string()
-}
 
 /// What one repository looks like in AWS, as far as this reconciler cares.
 struct LiveRepository {
@@ -87,20 +81,22 @@ impl Reconciler for EcrReconciler {
         Ok(resources)
     }
 
-    async fn observe(&self, addresses: &[Address]) -> Result<Observations, ReconcileError> {
+    async fn observe(&self, desired: &[&DesiredResource]) -> Result<Observations, ReconcileError> {
+        let addresses: Vec<&Address> = desired.iter().map(|r| &r.address).collect();
         let names: BTreeSet<&str> = addresses.iter().map(|a| a.name.as_str()).collect();
         let live = self.describe_repositories(&names).await?;
 
         // One read per (address, repository that exists); a missing repository needs no more.
-        let reads: Vec<(&Address, &LiveRepository)> =
-            addresses.iter().filter_map(|address| live.get(&address.name).map(|repo| (address, repo))).collect();
         // Collected first: a lazy iterator here would put a closure over borrows into the
         // future, which the compiler cannot prove `Send` for every lifetime.
-        let reads: Vec<_> = reads.into_iter().map(|(address, repo)| self.observe_one(address, repo)).collect();
+        let reads: Vec<_> = addresses
+            .iter()
+            .filter_map(|address| live.get(&address.name).map(|repo| self.observe_one(address, repo)))
+            .collect();
         let observed = reconcile_core::engine::bounded(OBSERVE_CONCURRENCY, reads).await;
 
         let mut result: BTreeMap<Address, Observed> =
-            addresses.iter().map(|address| (address.clone(), Observed::Absent)).collect();
+            addresses.iter().map(|address| ((*address).clone(), Observed::Absent)).collect();
         for entry in observed {
             let (address, observed) = entry?;
             result.insert(address, observed);
@@ -153,7 +149,7 @@ impl EcrReconciler {
                         .collect()
                 }
                 Err(error) => {
-                    return Err(ReconcileError::new(None, "describe ECR repositories", reason(&error)));
+                    return Err(ReconcileError::new(None, "describe ECR repositories", error_chain(&error)));
                 }
             };
             for repository in repositories {
@@ -183,7 +179,7 @@ impl EcrReconciler {
         let mut pages = self.client.describe_repositories().into_paginator().send();
         let mut repositories = Vec::new();
         while let Some(page) = pages.next().await {
-            let page = page.map_err(|error| ReconcileError::new(None, "list ECR repositories", reason(&error)))?;
+            let page = page.map_err(|error| ReconcileError::new(None, "list ECR repositories", error_chain(&error)))?;
             repositories.extend(page.repositories.unwrap_or_default());
         }
         Ok(repositories)
@@ -226,7 +222,7 @@ impl EcrReconciler {
             .resource_arn(arn)
             .send()
             .await
-            .map_err(|error| ReconcileError::new(Some(address), "read repository tags", reason(&error)))?;
+            .map_err(ReconcileError::of(address, "read repository tags"))?;
         Ok(output
             .tags()
             .iter()
@@ -250,21 +246,20 @@ impl EcrReconciler {
             {
                 Ok(Observed::Absent)
             }
-            Err(error) => Err(ReconcileError::new(Some(address), "read lifecycle policy", reason(&error))),
+            Err(error) => Err(ReconcileError::of(address, "read lifecycle policy")(error)),
         }
     }
 
     async fn create_repository(&self, change: &Change) -> Result<(), ReconcileError> {
         let address = &change.address;
-        let after = after(change)?;
-        let mutability = string_field(after, "image_tag_mutability", address)?;
+        let after = change.after_fields()?;
         let scan_on_push = after.get("scan_on_push").and_then(Value::as_bool).unwrap_or(false);
-        let tags = tag_list(after.get("tags"));
+        let tags = tag_list(&string_map(after.get("tags")));
         let response = self
             .client
             .create_repository()
             .repository_name(&address.name)
-            .image_tag_mutability(mutability.into())
+            .image_tag_mutability(change.after_str("image_tag_mutability")?.into())
             .image_scanning_configuration(
                 ecr::types::ImageScanningConfiguration::builder().scan_on_push(scan_on_push).build(),
             )
@@ -275,43 +270,39 @@ impl EcrReconciler {
             Ok(_) => Ok(()),
             // Made since the plan was read (a nightly's --ensure-ecr, say): converge it instead.
             Err(error) if error.as_service_error().is_some_and(|e| e.is_repository_already_exists_exception()) => {
-                let arn = self.repository_arn(&address.name);
-                let current = self.tags(address, &arn).await?;
-                self.converge_repository(address, after, None, &current).await
+                let current_tags = self.tags(address, &self.repository_arn(&address.name)).await?;
+                self.converge_repository(change, None, &current_tags).await
             }
-            Err(error) => Err(ReconcileError::new(Some(address), "create repository", reason(&error))),
+            Err(error) => Err(ReconcileError::of(address, "create repository")(error)),
         }
     }
 
     async fn update_repository(&self, change: &Change) -> Result<(), ReconcileError> {
-        let after = after(change)?;
         let before = change.before.as_ref();
-        let empty = Map::new();
-        let current_tags: BTreeMap<String, String> =
-            before.and_then(|b| b.get("tags")).and_then(|t| serde_json::from_value(t.clone()).ok()).unwrap_or_default();
-        self.converge_repository(&change.address, after, Some(before.unwrap_or(&empty)), &current_tags).await
+        let current_tags = string_map(before.and_then(|b| b.get("tags")));
+        self.converge_repository(change, before, &current_tags).await
     }
 
-    /// Makes a repository's settings and tags match `after`, touching only what differs from
-    /// `before` (everything, when `before` is unknown).
+    /// Makes a repository's settings and tags match the change's desired fields, touching only
+    /// what differs from `before` (everything, when `before` is unknown).
     async fn converge_repository(
         &self,
-        address: &Address,
-        after: &Map<String, Value>,
+        change: &Change,
         before: Option<&Map<String, Value>>,
         current_tags: &BTreeMap<String, String>,
     ) -> Result<(), ReconcileError> {
+        let address = &change.address;
+        let after = change.after_fields()?;
         let differs = |field: &str| before.is_none_or(|b| b.get(field) != after.get(field));
         let name = &address.name;
         if differs("image_tag_mutability") {
-            let mutability = string_field(after, "image_tag_mutability", address)?;
             self.client
                 .put_image_tag_mutability()
                 .repository_name(name)
-                .image_tag_mutability(mutability.into())
+                .image_tag_mutability(change.after_str("image_tag_mutability")?.into())
                 .send()
                 .await
-                .map_err(|error| ReconcileError::new(Some(address), "set image tag mutability", reason(&error)))?;
+                .map_err(ReconcileError::of(address, "set image tag mutability"))?;
         }
         if differs("scan_on_push") {
             let scan_on_push = after.get("scan_on_push").and_then(Value::as_bool).unwrap_or(false);
@@ -323,43 +314,35 @@ impl EcrReconciler {
                 )
                 .send()
                 .await
-                .map_err(|error| ReconcileError::new(Some(address), "set scan on push", reason(&error)))?;
+                .map_err(ReconcileError::of(address, "set scan on push"))?;
         }
-        let desired_tags: BTreeMap<String, String> =
-            after.get("tags").and_then(|t| serde_json::from_value(t.clone()).ok()).unwrap_or_default();
         let arn = self.repository_arn(name);
-        let stale: Vec<String> = current_tags.keys().filter(|k| !desired_tags.contains_key(*k)).cloned().collect();
-        if !stale.is_empty() {
+        let (remove, set) = tag_changes(current_tags, &string_map(after.get("tags")));
+        if !remove.is_empty() {
             self.client
                 .untag_resource()
                 .resource_arn(&arn)
-                .set_tag_keys(Some(stale))
+                .set_tag_keys(Some(remove))
                 .send()
                 .await
-                .map_err(|error| ReconcileError::new(Some(address), "remove repository tags", reason(&error)))?;
+                .map_err(ReconcileError::of(address, "remove repository tags"))?;
         }
-        let missing: BTreeMap<&String, &String> =
-            desired_tags.iter().filter(|(k, v)| current_tags.get(*k) != Some(*v)).collect();
-        if !missing.is_empty() {
-            let tags = missing
-                .into_iter()
-                .map(|(key, value)| ecr::types::Tag::builder().key(key).value(value).build())
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|error| ReconcileError::new(Some(address), "build repository tags", reason(&error)))?;
+        if !set.is_empty() {
             self.client
                 .tag_resource()
                 .resource_arn(&arn)
-                .set_tags(Some(tags))
+                .set_tags(Some(tag_list(&set)))
                 .send()
                 .await
-                .map_err(|error| ReconcileError::new(Some(address), "set repository tags", reason(&error)))?;
+                .map_err(ReconcileError::of(address, "set repository tags"))?;
         }
         Ok(())
     }
 
     async fn put_lifecycle_policy(&self, change: &Change) -> Result<(), ReconcileError> {
         let address = &change.address;
-        let policy = after(change)?
+        let policy = change
+            .after_fields()?
             .get("policy")
             .ok_or_else(|| ReconcileError::new(Some(address), "put lifecycle policy", "the change has no policy"))?;
         self.client
@@ -368,7 +351,7 @@ impl EcrReconciler {
             .lifecycle_policy_text(reconcile_core::json::to_compact(policy))
             .send()
             .await
-            .map_err(|error| ReconcileError::new(Some(address), "put lifecycle policy", reason(&error)))?;
+            .map_err(ReconcileError::of(address, "put lifecycle policy"))?;
         Ok(())
     }
 
@@ -382,38 +365,13 @@ impl EcrReconciler {
             {
                 Ok(())
             }
-            Err(error) => Err(ReconcileError::new(Some(address), "delete lifecycle policy", reason(&error))),
+            Err(error) => Err(ReconcileError::of(address, "delete lifecycle policy")(error)),
         }
     }
 }
 
-fn object(value: Value) -> Map<String, Value> {
-    match value {
-        Value::Object(map) => map,
-        _ => unreachable!("always built with json!({{...}})"),
-    }
-}
-
-fn after(change: &Change) -> Result<&Map<String, Value>, ReconcileError> {
-    change.after.as_ref().ok_or_else(|| {
-        ReconcileError::new(Some(&change.address), change.action.as_str(), "the change has no desired fields")
-    })
-}
-
-fn string_field<'a>(fields: &'a Map<String, Value>, name: &str, address: &Address) -> Result<&'a str, ReconcileError> {
-    fields
-        .get(name)
-        .and_then(Value::as_str)
-        .ok_or_else(|| ReconcileError::new(Some(address), "read the plan", format!("field `{name}` is missing")))
-}
-
-fn tag_list(tags: Option<&Value>) -> Vec<ecr::types::Tag> {
-    let Some(Value::Object(tags)) = tags else {
-        return Vec::new();
-    };
-    tags.iter()
-        .filter_map(|(key, value)| ecr::types::Tag::builder().key(key).value(value.as_str()?).build().ok())
-        .collect()
+fn tag_list(tags: &BTreeMap<String, String>) -> Vec<ecr::types::Tag> {
+    tags.iter().filter_map(|(key, value)| ecr::types::Tag::builder().key(key).value(value).build().ok()).collect()
 }
 
 #[cfg(test)]
@@ -455,6 +413,19 @@ mod tests {
         Address::new(ResourceKind::EcrLifecyclePolicy, "pytorch")
     }
 
+    /// What `observe` is given: the desired resources (only their addresses matter to ECR).
+    fn wanted(addresses: &[Address]) -> Vec<DesiredResource> {
+        addresses
+            .iter()
+            .map(|address| DesiredResource { address: address.clone(), attributes: Map::new(), depends_on: vec![] })
+            .collect()
+    }
+
+    async fn observe(reconciler: &EcrReconciler, addresses: &[Address]) -> Result<Observations, ReconcileError> {
+        let wanted = wanted(addresses);
+        reconciler.observe(&wanted.iter().collect::<Vec<_>>()).await
+    }
+
     #[tokio::test]
     async fn an_observe_failure_names_the_resource_the_operation_and_the_cause() {
         let describe = one_repository();
@@ -464,7 +435,7 @@ mod tests {
         });
         let reconciler = reconciler(&[&describe, &tags, &policy]);
         let addresses = [Address::new(ResourceKind::EcrRepository, "pytorch"), policy_address()];
-        let error = reconciler.observe(&addresses).await.unwrap_err();
+        let error = observe(&reconciler, &addresses).await.unwrap_err();
         let message = error.to_string();
         assert!(message.starts_with("ecr_lifecycle_policy.pytorch: failed to read lifecycle policy: "), "{message}");
         assert!(message.contains("the sky fell"), "{message}");
@@ -479,7 +450,7 @@ mod tests {
             )
         });
         let reconciler = reconciler(&[&describe, &policy]);
-        let observed = reconciler.observe(&[policy_address()]).await.unwrap();
+        let observed = observe(&reconciler, &[policy_address()]).await.unwrap();
         assert_eq!(observed.resources[&policy_address()], Observed::Absent);
         assert_eq!(describe.num_calls(), 1);
         assert_eq!(policy.num_calls(), 1);
@@ -494,7 +465,7 @@ mod tests {
                 .build()
         });
         let reconciler = reconciler(&[&describe, &policy]);
-        let observed = reconciler.observe(&[policy_address()]).await.unwrap();
+        let observed = observe(&reconciler, &[policy_address()]).await.unwrap();
         let Observed::Present(fields) = &observed.resources[&policy_address()] else { panic!("present") };
         assert_eq!(
             reconcile_core::json::to_compact(&fields["policy"]),

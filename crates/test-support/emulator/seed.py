@@ -2,11 +2,15 @@
 
 That is what `.builders/codebuild-setup.sh` had made by then: every repository in desired.toml,
 tagged as declared, each with its lifecycle policy written the way the script wrote it (pretty
-printed, keys in its own order), except that
+printed, keys in its own order); the sccache bucket with its 30-day expiry (written with a
+`Filter: {Prefix: ""}`) and the protections real S3 gives a new bucket; and the service role with
+its trust and inline policy, pretty printed, statements in the script's order. Except that
 - `atom-wheel-cache` and `torchvision-wheel-cache` were added to the bake file after the script
-  last ran and have no lifecycle policy at all (347 GB between them), and
+  last ran: they have no lifecycle policy at all (347 GB between them), and the role's policy
+  does not name them;
 - `pytorch-cache` still has the old age-based rule, `tagStatus any, sinceImagePushed 14 days`,
-  which also expires the live nightly tag.
+  which also expires the live nightly tag;
+- the role lacks `ecr:CreateRepository`, which the nightly's `--ensure-ecr` needs.
 
 Credentials and endpoint come from the standard AWS environment (AWS_ENDPOINT_URL, ...); the
 region from desired.toml.
@@ -19,6 +23,7 @@ import tomllib
 import boto3
 
 NO_POLICY = {"atom-wheel-cache", "torchvision-wheel-cache"}
+ADDED_AFTER_THE_SCRIPT_RAN = NO_POLICY
 OLD_POLICY = {"pytorch-cache"}
 
 OLD_14_DAY_RULE = {
@@ -73,6 +78,81 @@ def main():
             continue
         policy = OLD_14_DAY_RULE if name in OLD_POLICY else policies[repository.get("lifecycle_policy", defaults.get("lifecycle_policy"))]
         ecr.put_lifecycle_policy(repositoryName=name, lifecyclePolicyText=script_style(policy))
+
+    account = boto3.client("sts", region_name=desired["region"]).get_caller_identity()["Account"]
+    region = desired["region"]
+    for bucket in desired.get("s3", {}).get("buckets", {}).values():
+        seed_bucket(bucket, account, region)
+    repositories = sorted(set(section.get("repositories", {})) - ADDED_AFTER_THE_SCRIPT_RAN)
+    buckets = [b["name"].replace("${account_id}", account).replace("${region}", region) for b in desired.get("s3", {}).get("buckets", {}).values()]
+    for role in desired.get("iam", {}).get("roles", {}).values():
+        seed_role(role, account, region, repositories, buckets)
+
+
+def seed_bucket(bucket, account, region):
+    s3 = boto3.client("s3", region_name=region)
+    name = bucket["name"].replace("${account_id}", account).replace("${region}", region)
+    if region == "us-east-1":
+        s3.create_bucket(Bucket=name)
+    else:
+        s3.create_bucket(Bucket=name, CreateBucketConfiguration={"LocationConstraint": region})
+    # What real S3 turns on for every new bucket.
+    s3.put_public_access_block(
+        Bucket=name,
+        PublicAccessBlockConfiguration={k: True for k in ("BlockPublicAcls", "IgnorePublicAcls", "BlockPublicPolicy", "RestrictPublicBuckets")},
+    )
+    s3.put_bucket_encryption(
+        Bucket=name,
+        ServerSideEncryptionConfiguration={"Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]},
+    )
+    if bucket.get("tags"):
+        s3.put_bucket_tagging(Bucket=name, Tagging={"TagSet": [{"Key": k, "Value": v} for k, v in bucket["tags"].items()]})
+    rules = [
+        {
+            "ID": rule["id"],
+            "Status": rule.get("status", "Enabled"),
+            "Filter": {"Prefix": rule.get("prefix", "")},
+            "Expiration": {"Days": rule["expiration_days"]},
+        }
+        for rule in bucket.get("lifecycle_rules", [])
+    ]
+    if rules:
+        s3.put_bucket_lifecycle_configuration(Bucket=name, LifecycleConfiguration={"Rules": rules})
+
+
+def seed_role(role, account, region, repositories, buckets):
+    iam = boto3.client("iam", region_name=region)
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"Service": role["trusted_services"][0]}, "Action": "sts:AssumeRole"}],
+    }
+    iam.create_role(
+        RoleName=role["name"],
+        AssumeRolePolicyDocument=json.dumps(trust, indent=2),
+        Description=role.get("description", ""),
+        Tags=[{"Key": k, "Value": v} for k, v in role.get("tags", {}).items()],
+    )
+    arn = lambda name: f"arn:aws:ecr:{region}:{account}:repository/{name}"
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Sid": "CacheBucket", "Effect": "Allow", "Action": ["s3:ListBucket", "s3:GetBucketLocation"], "Resource": [f"arn:aws:s3:::{b}" for b in buckets]},
+            {"Sid": "CacheObjects", "Effect": "Allow", "Action": ["s3:PutObject", "s3:GetObject", "s3:DeleteObject"], "Resource": [f"arn:aws:s3:::{b}/*" for b in buckets]},
+            {
+                "Sid": "EcrPushPull",
+                "Effect": "Allow",
+                # No ecr:CreateRepository: the script predates --ensure-ecr.
+                "Action": [
+                    "ecr:PutImage", "ecr:InitiateLayerUpload", "ecr:UploadLayerPart", "ecr:CompleteLayerUpload",
+                    "ecr:BatchGetImage", "ecr:BatchCheckLayerAvailability", "ecr:GetDownloadUrlForLayer",
+                    "ecr:DescribeImages", "ecr:DescribeRepositories", "ecr:ListImages",
+                ],
+                "Resource": [arn(name) for name in repositories],
+            },
+            {"Sid": "EcrLogin", "Effect": "Allow", "Action": "ecr:GetAuthorizationToken", "Resource": "*"},
+        ],
+    }
+    iam.put_role_policy(RoleName=role["name"], PolicyName=role.get("policy_name", role["name"]), PolicyDocument=json.dumps(policy, indent=2))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,201 @@
+//! S3 lifecycle rules in canonical form, in which two rules that mean the same are equal.
+//!
+//! A rule's filter may come back absent, as `{}`, as `{Prefix: ""}` or as the legacy rule-level
+//! `Prefix`; all of them mean "the whole bucket" or "this prefix" and become `"prefix"`. Fields
+//! this reconciler does not declare (transitions, tag filters, ...) are kept, so a rule that
+//! does more than desired.toml says is drift rather than invisible.
+
+use aws_sdk_s3 as s3;
+use reconcile_core::desired::S3LifecycleRule;
+use reconcile_core::json::{object, to_compact};
+use serde_json::{Map, Value, json};
+
+/// The canonical form of a rule from desired.toml.
+pub fn desired_rule(rule: &S3LifecycleRule) -> Value {
+    let mut fields = object(json!({
+        "id": rule.id,
+        "status": if rule.enabled { "Enabled" } else { "Disabled" },
+        "prefix": rule.prefix,
+        "expiration_days": rule.expiration_days,
+    }));
+    if let Some(days) = rule.abort_incomplete_multipart_upload_days {
+        fields.insert("abort_incomplete_multipart_upload_days".to_owned(), json!(days));
+    }
+    Value::Object(fields)
+}
+
+/// The canonical form of a rule as S3 returns it.
+pub fn observed_rule(rule: &s3::types::LifecycleRule) -> Value {
+    let mut fields = Map::new();
+    fields.insert("id".to_owned(), json!(rule.id().unwrap_or_default()));
+    fields.insert("status".to_owned(), json!(rule.status().as_str()));
+
+    let filter = rule.filter();
+    let mut prefix = filter.and_then(|f| f.prefix()).or(legacy_prefix(rule)).unwrap_or_default().to_owned();
+    if let Some(filter) = filter {
+        let mut other = Map::new();
+        if let Some(tag) = filter.tag() {
+            other.insert("tag".to_owned(), json!({ "key": tag.key(), "value": tag.value() }));
+        }
+        if let Some(size) = filter.object_size_greater_than() {
+            other.insert("object_size_greater_than".to_owned(), json!(size));
+        }
+        if let Some(size) = filter.object_size_less_than() {
+            other.insert("object_size_less_than".to_owned(), json!(size));
+        }
+        if let Some(and) = filter.and() {
+            if let Some(and_prefix) = and.prefix() {
+                prefix = and_prefix.to_owned();
+            }
+            let tags: Vec<Value> = and.tags().iter().map(|t| json!({ "key": t.key(), "value": t.value() })).collect();
+            if !tags.is_empty() {
+                other.insert("tags".to_owned(), Value::Array(tags));
+            }
+            if let Some(size) = and.object_size_greater_than() {
+                other.insert("object_size_greater_than".to_owned(), json!(size));
+            }
+            if let Some(size) = and.object_size_less_than() {
+                other.insert("object_size_less_than".to_owned(), json!(size));
+            }
+        }
+        if !other.is_empty() {
+            fields.insert("filter".to_owned(), Value::Object(other));
+        }
+    }
+    fields.insert("prefix".to_owned(), json!(prefix));
+
+    if let Some(expiration) = rule.expiration() {
+        // S3 answers `Days: 0` and `ExpiredObjectDeleteMarker: false` for "not set".
+        if let Some(days) = expiration.days().filter(|d| *d > 0) {
+            fields.insert("expiration_days".to_owned(), json!(days));
+        }
+        if let Some(date) = expiration.date() {
+            fields.insert("expiration_date".to_owned(), json!(date.to_string()));
+        }
+        if expiration.expired_object_delete_marker() == Some(true) {
+            fields.insert("expired_object_delete_marker".to_owned(), json!(true));
+        }
+    }
+    if let Some(days) = rule.abort_incomplete_multipart_upload().and_then(|a| a.days_after_initiation()) {
+        fields.insert("abort_incomplete_multipart_upload_days".to_owned(), json!(days));
+    }
+    let transitions: Vec<Value> = rule
+        .transitions()
+        .iter()
+        .map(|t| {
+            json!({
+                "days": t.days(),
+                "date": t.date().map(ToString::to_string),
+                "storage_class": t.storage_class().map(|c| c.as_str()),
+            })
+        })
+        .collect();
+    if !transitions.is_empty() {
+        fields.insert("transitions".to_owned(), Value::Array(transitions));
+    }
+    let noncurrent: Vec<Value> = rule
+        .noncurrent_version_transitions()
+        .iter()
+        .map(|t| json!({ "days": t.noncurrent_days(), "storage_class": t.storage_class().map(|c| c.as_str()) }))
+        .collect();
+    if !noncurrent.is_empty() {
+        fields.insert("noncurrent_version_transitions".to_owned(), Value::Array(noncurrent));
+    }
+    if let Some(expiration) = rule.noncurrent_version_expiration() {
+        fields.insert(
+            "noncurrent_version_expiration".to_owned(),
+            json!({ "days": expiration.noncurrent_days(), "newer_versions": expiration.newer_noncurrent_versions() }),
+        );
+    }
+    Value::Object(fields)
+}
+
+/// The rule-level `Prefix` that rules written before filters existed still carry.
+#[expect(deprecated, reason = "old configurations still come back with it, and it means the same as a filter prefix")]
+fn legacy_prefix(rule: &s3::types::LifecycleRule) -> Option<&str> {
+    rule.prefix()
+}
+
+/// Rules are a set: order them by id (and by content, for duplicate ids).
+pub fn sort_rules(rules: &mut [Value]) {
+    rules.sort_by_key(|rule| (rule.get("id").and_then(Value::as_str).unwrap_or_default().to_owned(), to_compact(rule)));
+}
+
+/// The SDK rule to send for a canonical desired rule. Always with its ID (S3 invents one
+/// otherwise, which is drift forever) and with an explicit filter.
+pub fn sdk_rule(rule: &Value) -> Result<s3::types::LifecycleRule, String> {
+    let text = |key: &str| rule.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let number = |key: &str| rule.get(key).and_then(Value::as_i64).and_then(|n| i32::try_from(n).ok());
+    let mut builder = s3::types::LifecycleRule::builder()
+        .id(text("id"))
+        .status(text("status").as_str().into())
+        .filter(s3::types::LifecycleRuleFilter::builder().prefix(text("prefix")).build());
+    if let Some(days) = number("expiration_days") {
+        builder = builder.expiration(s3::types::LifecycleExpiration::builder().days(days).build());
+    }
+    if let Some(days) = number("abort_incomplete_multipart_upload_days") {
+        builder = builder.abort_incomplete_multipart_upload(
+            s3::types::AbortIncompleteMultipartUpload::builder().days_after_initiation(days).build(),
+        );
+    }
+    builder.build().map_err(|error| error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[expect(deprecated, reason = "the legacy rule-level prefix must still be read correctly")]
+    fn expire_30(filter: Option<s3::types::LifecycleRuleFilter>, legacy_prefix: Option<&str>) -> s3::types::LifecycleRule {
+        s3::types::LifecycleRule::builder()
+            .id("expire-after-30-days")
+            .status(s3::types::ExpirationStatus::Enabled)
+            .set_filter(filter)
+            .set_prefix(legacy_prefix.map(str::to_owned))
+            .expiration(s3::types::LifecycleExpiration::builder().days(30).expired_object_delete_marker(false).build())
+            .build()
+            .unwrap()
+    }
+
+    fn desired() -> Value {
+        desired_rule(&S3LifecycleRule {
+            id: "expire-after-30-days".into(),
+            enabled: true,
+            prefix: String::new(),
+            expiration_days: 30,
+            abort_incomplete_multipart_upload_days: None,
+        })
+    }
+
+    #[test]
+    fn every_way_of_saying_the_whole_bucket_is_equal() {
+        let empty_filter = s3::types::LifecycleRuleFilter::builder().build();
+        let empty_prefix = s3::types::LifecycleRuleFilter::builder().prefix("").build();
+        for rule in [
+            expire_30(None, None),
+            expire_30(Some(empty_filter), None),
+            expire_30(Some(empty_prefix), None),
+            expire_30(None, Some("")),
+        ] {
+            assert_eq!(observed_rule(&rule), desired(), "{rule:?}");
+        }
+    }
+
+    #[test]
+    fn what_desired_toml_does_not_say_is_a_difference() {
+        let tagged = s3::types::LifecycleRuleFilter::builder()
+            .tag(s3::types::Tag::builder().key("k").value("v").build().unwrap())
+            .build();
+        assert_ne!(observed_rule(&expire_30(Some(tagged), None)), desired());
+        let other_prefix = s3::types::LifecycleRuleFilter::builder().prefix("logs/").build();
+        assert_ne!(observed_rule(&expire_30(Some(other_prefix), None)), desired());
+        let mut fourteen = expire_30(None, None);
+        fourteen.expiration = Some(s3::types::LifecycleExpiration::builder().days(14).build());
+        assert_ne!(observed_rule(&fourteen), desired());
+    }
+
+    #[test]
+    fn the_rule_sent_round_trips_to_the_same_canonical_form() {
+        assert_eq!(observed_rule(&sdk_rule(&desired()).unwrap()), desired());
+    }
+}
