@@ -40,7 +40,8 @@ pub fn tag_changes(
     desired: &BTreeMap<String, String>,
 ) -> (Vec<String>, BTreeMap<String, String>) {
     let remove = current.keys().filter(|k| !desired.contains_key(*k)).cloned().collect();
-    let set = desired.iter().filter(|(k, v)| current.get(*k) != Some(*v)).map(|(k, v)| (k.clone(), v.clone())).collect();
+    let set =
+        desired.iter().filter(|(k, v)| current.get(*k) != Some(*v)).map(|(k, v)| (k.clone(), v.clone())).collect();
     (remove, set)
 }
 
@@ -97,7 +98,8 @@ mod tests {
     #[test]
     fn tag_changes_remove_stale_keys_and_set_changed_values() {
         let map = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        let (remove, set) = tag_changes(&map(&[("a", "1"), ("b", "2"), ("c", "3")]), &map(&[("a", "1"), ("b", "9"), ("d", "4")]));
+        let (remove, set) =
+            tag_changes(&map(&[("a", "1"), ("b", "2"), ("c", "3")]), &map(&[("a", "1"), ("b", "9"), ("d", "4")]));
         assert_eq!(remove, ["c"]);
         assert_eq!(set, map(&[("b", "9"), ("d", "4")]));
     }

@@ -12,10 +12,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use async_trait::async_trait;
 use aws_sdk_ecr as ecr;
 use reconcile_core::desired::Desired;
+use reconcile_core::json::{object, string_map, tag_changes};
 use reconcile_core::plan::{Action, Change, DesiredResource, Observed};
 use reconcile_core::reconciler::{Observations, error_chain};
 use reconcile_core::{Account, Address, Progress, ReconcileError, Reconciler, ResourceKind};
-use reconcile_core::json::{object, string_map, tag_changes};
 use serde_json::{Map, Value, json};
 
 pub use lifecycle::{canonical_policy, canonical_policy_text};
@@ -41,7 +41,6 @@ impl EcrReconciler {
         format!("arn:{partition}:ecr:{region}:{id}:repository/{name}")
     }
 }
-
 
 /// What one repository looks like in AWS, as far as this reconciler cares.
 struct LiveRepository {

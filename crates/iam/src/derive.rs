@@ -202,7 +202,10 @@ mod tests {
     fn two_thousand_unrelated_repositories_are_a_clear_error() {
         let names: Vec<String> = (0..2000).map(|i| format!("r{i:04}x")).collect();
         let error = derive(&names).unwrap_err();
-        assert!(error.starts_with("the derived inline policy `rocm-bake-codebuild` of role `rocm-bake-codebuild` would be"), "{error}");
+        assert!(
+            error.starts_with("the derived inline policy `rocm-bake-codebuild` of role `rocm-bake-codebuild` would be"),
+            "{error}"
+        );
         assert!(error.contains("over IAM's limit of 10240"), "{error}");
     }
 }

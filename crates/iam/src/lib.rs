@@ -101,7 +101,8 @@ impl Reconciler for IamReconciler {
                 _ => entry.1 = Some(resource),
             }
         }
-        let reads: Vec<_> = roles.into_iter().map(|(key, (role, policy))| self.observe_role(key, role, policy)).collect();
+        let reads: Vec<_> =
+            roles.into_iter().map(|(key, (role, policy))| self.observe_role(key, role, policy)).collect();
         let mut observations = Observations::default();
         for result in reconcile_core::engine::bounded(4, reads).await {
             let role = result?;
@@ -158,9 +159,9 @@ impl IamReconciler {
         };
 
         if role.is_some() {
-            let trust = live.assume_role_policy_document().map_or(Value::Null, |text| {
-                policy::canonical_text(text, &self.account.partition)
-            });
+            let trust = live
+                .assume_role_policy_document()
+                .map_or(Value::Null, |text| policy::canonical_text(text, &self.account.partition));
             let tags: BTreeMap<&str, &str> = live.tags().iter().map(|t| (t.key(), t.value())).collect();
             observations.resources.insert(
                 role_address.clone(),
@@ -264,7 +265,13 @@ impl IamReconciler {
         match response {
             Ok(_) => Ok(()),
             Err(error) if error.as_service_error().is_some_and(|e| e.is_entity_already_exists_exception()) => {
-                let live = self.client.get_role().role_name(name).send().await.map_err(ReconcileError::of(address, "read role"))?;
+                let live = self
+                    .client
+                    .get_role()
+                    .role_name(name)
+                    .send()
+                    .await
+                    .map_err(ReconcileError::of(address, "read role"))?;
                 let current_tags =
                     live.role().map(|r| r.tags().iter().map(|t| (t.key().to_owned(), t.value().to_owned())).collect());
                 self.converge_role(change, None, &current_tags.unwrap_or_default()).await

@@ -155,17 +155,21 @@ mod tests {
         let reordered: Value = serde_json::from_str(reordered).unwrap();
         let mut full = canonical(&serde_json::from_str(POLICY).unwrap(), "aws");
         let second = json!({"Sid":"Push","Effect":"ALLOW","Resource":["arn:aws:ecr:us-east-1:123456789012:repository/b","arn:aws:ecr:us-east-1:123456789012:repository/a"],"Action":["ecr:BatchGetImage","ecr:PutImage","ecr:PutImage"]});
-        let expected = canonical(
-            &json!({"Version": "2012-10-17", "Statement": [second, reordered["Statement"].clone()]}),
-            "aws",
-        );
+        let expected =
+            canonical(&json!({"Version": "2012-10-17", "Statement": [second, reordered["Statement"].clone()]}), "aws");
         assert_eq!(full, expected);
         full["Version"] = json!("2008-10-17");
         assert_ne!(full, expected, "Version compares exactly");
 
         let encoded: String = POLICY
             .bytes()
-            .map(|b| if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") })
+            .map(|b| {
+                if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
             .collect();
         assert!(same(&encoded, POLICY));
     }

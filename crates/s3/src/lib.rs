@@ -35,7 +35,6 @@ impl S3Reconciler {
     }
 }
 
-
 fn block_public_access(on: bool) -> Value {
     json!({
         "block_public_acls": on,
@@ -86,19 +85,19 @@ impl Reconciler for S3Reconciler {
     }
 
     async fn observe(&self, desired: &[&DesiredResource]) -> Result<Observations, ReconcileError> {
-        // Both kinds carry the bucket's name: `name` on the bucket, `bucket` on its lifecycle.
-        let reads: Vec<_> = desired
-            .iter()
-            .map(|resource| {
-                let fields = &resource.attributes;
-                let name = fields.get("name").or_else(|| fields.get("bucket")).and_then(Value::as_str);
-                self.observe_one(&resource.address, name.unwrap_or_default().to_owned())
-            })
-            .collect();
+        // Group both kinds by bucket: one HeadBucket serves both. Each carries the bucket's name,
+        // `name` on the bucket and `bucket` on its lifecycle.
+        let mut buckets: BTreeMap<&str, Vec<&Address>> = BTreeMap::new();
+        for resource in desired {
+            let fields = &resource.attributes;
+            let name = fields.get("name").or_else(|| fields.get("bucket")).and_then(Value::as_str).unwrap_or_default();
+            buckets.entry(name).or_default().push(&resource.address);
+        }
+        let reads: Vec<_> =
+            buckets.into_iter().map(|(name, addresses)| self.observe_bucket_and_lifecycle(name, addresses)).collect();
         let mut observations = Observations::default();
         for result in reconcile_core::engine::bounded(8, reads).await {
-            let (address, observed) = result?;
-            observations.resources.insert(address, observed);
+            observations.resources.extend(result?);
         }
         Ok(observations)
     }
@@ -120,13 +119,22 @@ impl Reconciler for S3Reconciler {
 }
 
 impl S3Reconciler {
-    async fn observe_one(&self, address: &Address, name: String) -> Result<(Address, Observed), ReconcileError> {
-        let observed = match self.head(address, &name).await? {
-            Head::Missing => Observed::Absent,
-            Head::Ours if address.kind == ResourceKind::S3Bucket => self.observe_bucket(address, &name).await?,
-            Head::Ours => self.observe_lifecycle(address, &name).await?,
-        };
-        Ok((address.clone(), observed))
+    async fn observe_bucket_and_lifecycle(
+        &self,
+        name: &str,
+        addresses: Vec<&Address>,
+    ) -> Result<BTreeMap<Address, Observed>, ReconcileError> {
+        let mut observed = BTreeMap::new();
+        let head = self.head(addresses[0], name).await?;
+        for address in addresses {
+            let state = match head {
+                Head::Missing => Observed::Absent,
+                Head::Ours if address.kind == ResourceKind::S3Bucket => self.observe_bucket(address, name).await?,
+                Head::Ours => self.observe_lifecycle(address, name).await?,
+            };
+            observed.insert(address.clone(), state);
+        }
+        Ok(observed)
     }
 
     async fn head(&self, address: &Address, name: &str) -> Result<Head, ReconcileError> {
@@ -141,16 +149,14 @@ impl S3Reconciler {
             },
             // HeadBucket has no error body: a missing bucket is a bare 404.
             Err(error) if error.as_service_error().is_some_and(|e| e.is_not_found()) => Ok(Head::Missing),
-            Err(error) if error.raw_response().is_some_and(|r| r.status().as_u16() == 403) => {
-                Err(ReconcileError::new(
-                    Some(address),
-                    "find bucket",
-                    format!(
-                        "bucket name `{name}` exists but this account may not read it: another account owns it, \
+            Err(error) if error.raw_response().is_some_and(|r| r.status().as_u16() == 403) => Err(ReconcileError::new(
+                Some(address),
+                "find bucket",
+                format!(
+                    "bucket name `{name}` exists but this account may not read it: another account owns it, \
                          or the credentials lack s3:ListBucket"
-                    ),
-                ))
-            }
+                ),
+            )),
             Err(error) => Err(ReconcileError::of(address, "find bucket")(error)),
         }
     }
@@ -161,7 +167,8 @@ impl S3Reconciler {
             Err(error) if error.code() == Some("NoSuchTagSet") => BTreeMap::new(),
             Err(error) => return Err(ReconcileError::of(address, "read bucket tags")(error)),
         };
-        let tags: BTreeMap<String, String> = tags.into_iter().filter(|(k, _): &(String, String)| !k.starts_with("aws:")).collect();
+        let tags: BTreeMap<String, String> =
+            tags.into_iter().filter(|(k, _): &(String, String)| !k.starts_with("aws:")).collect();
 
         let block = match self.client.get_public_access_block().bucket(name).send().await {
             Ok(output) => {
@@ -245,7 +252,11 @@ impl S3Reconciler {
 
     /// Makes the bucket's settings and tags match the change, touching only what differs from
     /// `before` (everything, when `before` is unknown).
-    async fn converge_bucket(&self, change: &Change, before: Option<&Map<String, Value>>) -> Result<(), ReconcileError> {
+    async fn converge_bucket(
+        &self,
+        change: &Change,
+        before: Option<&Map<String, Value>>,
+    ) -> Result<(), ReconcileError> {
         let address = &change.address;
         let after = change.after_fields()?;
         let name = change.after_str("name")?;
@@ -274,7 +285,11 @@ impl S3Reconciler {
                 .build()
                 .map_err(ReconcileError::of(address, "build the encryption configuration"))?;
             let config = s3::types::ServerSideEncryptionConfiguration::builder()
-                .rules(s3::types::ServerSideEncryptionRule::builder().apply_server_side_encryption_by_default(by_default).build())
+                .rules(
+                    s3::types::ServerSideEncryptionRule::builder()
+                        .apply_server_side_encryption_by_default(by_default)
+                        .build(),
+                )
                 .build()
                 .map_err(ReconcileError::of(address, "build the encryption configuration"))?;
             self.client

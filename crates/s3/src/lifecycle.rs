@@ -146,7 +146,10 @@ mod tests {
     use super::*;
 
     #[expect(deprecated, reason = "the legacy rule-level prefix must still be read correctly")]
-    fn expire_30(filter: Option<s3::types::LifecycleRuleFilter>, legacy_prefix: Option<&str>) -> s3::types::LifecycleRule {
+    fn expire_30(
+        filter: Option<s3::types::LifecycleRuleFilter>,
+        legacy_prefix: Option<&str>,
+    ) -> s3::types::LifecycleRule {
         s3::types::LifecycleRule::builder()
             .id("expire-after-30-days")
             .status(s3::types::ExpirationStatus::Enabled)

@@ -9,79 +9,9 @@ use reconcile_core::{Account, Desired, Reconciler};
 use reconcile_ecr::EcrReconciler;
 use reconcile_test_support::emulator;
 
-use crate::support::{desired_file, json_changes, real_desired, reconcile, redact, small_desired};
+use crate::support::{desired_file, json_changes, reconcile, redact, small_desired};
 
 const OLD_14_DAY_POLICY: &str = r#"{"rules":[{"rulePriority":1,"description":"Expire images older than 14 days","selection":{"tagStatus":"any","countType":"sinceImagePushed","countUnit":"days","countNumber":14},"action":{"type":"expire"}}]}"#;
-
-#[tokio::test]
-async fn an_empty_account_gets_27_repositories_and_a_second_apply_writes_nothing() {
-    let account = emulator().new_account().await;
-    let desired = real_desired();
-
-    let first = reconcile(&account, &desired, &["apply", "--auto-approve"]);
-    assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
-    assert!(first.stdout.contains("Plan: 54 to create, 0 to update, 0 to delete."), "{}", first.stdout);
-    assert!(first.stdout.contains("Apply complete! Resources: 54 created, 0 updated, 0 deleted."));
-
-    let client = ecr::Client::new(&account.sdk_config());
-    let repositories = client.describe_repositories().send().await.unwrap().repositories.unwrap_or_default();
-    assert_eq!(repositories.len(), 27);
-    for repository in &repositories {
-        let name = repository.repository_name().unwrap();
-        let policy = client.get_lifecycle_policy().repository_name(name).send().await.unwrap();
-        let policy: serde_json::Value = serde_json::from_str(policy.lifecycle_policy_text().unwrap()).unwrap();
-        assert_eq!(policy["rules"].as_array().unwrap().len(), 1, "{name}");
-        assert_eq!(
-            policy["rules"][0]["selection"],
-            serde_json::json!({"tagStatus": "untagged", "countType": "imageCountMoreThan", "countNumber": 3}),
-            "{name}"
-        );
-    }
-
-    let writes_after_first_apply = account.writes();
-    let plan = reconcile(&account, &desired, &["plan", "--detailed-exitcode"]);
-    assert_eq!(plan.code, 0, "{}{}", plan.stdout, plan.stderr);
-    assert!(plan.stdout.ends_with("No changes. The account matches the desired state.\n"));
-
-    let second = reconcile(&account, &desired, &["apply", "--auto-approve"]);
-    assert_eq!(second.code, 0, "{}{}", second.stdout, second.stderr);
-    assert_eq!(account.writes(), writes_after_first_apply, "the second plan and apply must not write");
-}
-
-#[tokio::test]
-async fn the_account_of_2026_11_11_is_planned_applied_and_converges() {
-    let account = emulator().new_account().await;
-    let desired = real_desired();
-    account.seed_2026_11_11(&desired);
-
-    let plan = reconcile(&account, &desired, &["plan", "--detailed-exitcode"]);
-    assert_eq!(plan.code, 2, "{}", plan.stderr);
-    insta::assert_snapshot!("plan_2026_11_11_text", redact(&plan.stdout, &account));
-
-    let json = reconcile(&account, &desired, &["plan", "--format", "json"]);
-    assert_eq!(json.code, 0, "{}", json.stderr);
-    insta::assert_snapshot!("plan_2026_11_11_json", redact(&json.stdout, &account));
-
-    let before_apply = account.writes().len();
-    let apply = reconcile(&account, &desired, &["apply", "--auto-approve"]);
-    assert_eq!(apply.code, 0, "{}", apply.stderr);
-    // Changes run concurrently, so their progress lines come in any order: sort them.
-    let (mut progress, summary): (Vec<&str>, Vec<&str>) = apply
-        .stdout
-        .lines()
-        .skip_while(|line| !line.ends_with("..."))
-        .filter(|line| !line.is_empty())
-        .partition(|line| !line.starts_with("Apply "));
-    progress.sort();
-    let report = format!("{}\n\n{}", progress.join("\n"), summary.join("\n"));
-    insta::assert_snapshot!("apply_2026_11_11", redact(&report, &account));
-    let writes: Vec<String> = account.writes()[before_apply..].iter().map(ToString::to_string).collect();
-    assert_eq!(writes, ["ecr:PutLifecyclePolicy"; 3], "exactly the three policies are written");
-
-    let again = reconcile(&account, &desired, &["plan", "--detailed-exitcode"]);
-    assert_eq!(again.code, 0, "{}{}", again.stdout, again.stderr);
-    assert!(again.stdout.contains("No changes."));
-}
 
 #[tokio::test]
 async fn out_of_band_policy_drift_is_planned_as_exactly_those_changes_and_fixed() {

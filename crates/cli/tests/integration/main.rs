@@ -3,7 +3,9 @@
 //! One test binary for the whole workspace (build time matters more than file count). Each test
 //! gets its own emulator account, so tests run in parallel and never see each other's resources.
 
+mod account;
 mod ecr;
 mod input;
+mod s3_iam;
 mod support;
 mod tidy;

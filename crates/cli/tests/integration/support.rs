@@ -98,3 +98,23 @@ pub fn json_changes(plan_json: &str) -> Vec<String> {
         })
         .collect()
 }
+
+/// The sccache bucket and the service role, as the real desired.toml declares them.
+pub const BUCKET_AND_ROLE: &str = r#"
+[s3.buckets.sccache]
+name = "rocm-bake-sccache-${account_id}"
+tags = { project = "rocm-bake" }
+lifecycle_rules = [{ id = "expire-after-30-days", expiration_days = 30 }]
+
+[iam.roles.codebuild]
+name = "rocm-bake-codebuild"
+description = "Service role of the rocm-bake CodeBuild runner"
+trusted_services = ["codebuild.amazonaws.com"]
+policy_name = "rocm-bake-nightly"
+tags = { project = "rocm-bake" }
+"#;
+
+/// A small desired state with the bucket and the role.
+pub fn small_account(repositories: &[&str]) -> String {
+    format!("{}{BUCKET_AND_ROLE}", small_desired(repositories))
+}
