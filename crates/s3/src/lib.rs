@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use aws_sdk_s3 as s3;
 use aws_sdk_s3::error::ProvideErrorMetadata;
 use reconcile_core::desired::Desired;
-use reconcile_core::json::{object, string_map, tag_changes};
+use reconcile_core::json::{object, string_map};
 use reconcile_core::plan::{Action, Change, DesiredResource, Observed};
 use reconcile_core::reconciler::Observations;
 use reconcile_core::{Account, Address, Progress, ReconcileError, Reconciler, ResourceKind};
@@ -301,11 +301,7 @@ impl S3Reconciler {
                 .map_err(ReconcileError::of(address, "set default encryption"))?;
         }
         let desired_tags = string_map(after.get("tags"));
-        let current_tags = match before {
-            Some(before) => string_map(before.get("tags")),
-            None => BTreeMap::from([(String::new(), String::new())]), // Unknown: always write.
-        };
-        if tag_changes(&current_tags, &desired_tags) != (Vec::new(), BTreeMap::new()) {
+        if differs("tags") {
             // S3 tagging replaces the whole set.
             if desired_tags.is_empty() {
                 self.client
@@ -367,5 +363,98 @@ impl S3Reconciler {
             Err(error) if matches!(error.code(), Some("NoSuchLifecycleConfiguration" | "NoSuchBucket")) => Ok(()),
             Err(error) => Err(ReconcileError::of(address, "delete lifecycle configuration")(error)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Error paths the emulator cannot produce, against a mocked client.
+
+    use super::*;
+    use aws_sdk_s3::operation::create_bucket::CreateBucketError;
+    use aws_sdk_s3::operation::head_bucket::HeadBucketError;
+    use aws_sdk_s3::types::error::{BucketAlreadyExists, NotFound};
+    use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
+    use aws_smithy_types::body::SdkBody;
+    use reconcile_core::reconciler::Silent;
+
+    fn reconciler(rules: &[&Rule]) -> S3Reconciler {
+        let client = mock_client!(aws_sdk_s3, RuleMode::MatchAny, rules);
+        S3Reconciler::new(client, Account::new("123456789012", "eu-west-1"))
+    }
+
+    fn create_change() -> Change {
+        Change {
+            address: Address::new(ResourceKind::S3Bucket, "sccache"),
+            action: Action::Create,
+            before: None,
+            after: Some(object(json!({
+                "name": "rocm-bake-sccache-123456789012",
+                "block_public_access": block_public_access(true),
+                "encryption": SSE_S3,
+                "tags": {},
+            }))),
+            depends_on: vec![],
+        }
+    }
+
+    fn missing() -> Rule {
+        mock!(s3::Client::head_bucket).then_error(|| HeadBucketError::NotFound(NotFound::builder().build()))
+    }
+
+    #[tokio::test]
+    async fn a_name_owned_by_another_account_is_a_clear_error() {
+        let head = missing();
+        let create = mock!(s3::Client::create_bucket)
+            .then_error(|| CreateBucketError::BucketAlreadyExists(BucketAlreadyExists::builder().build()));
+        let error = reconciler(&[&head, &create]).apply(&create_change(), &Silent).await.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "s3_bucket.sccache: failed to create bucket: the name `rocm-bake-sccache-123456789012` is taken by another \
+             AWS account; bucket names are global"
+        );
+    }
+
+    #[tokio::test]
+    async fn outside_us_east_1_the_bucket_is_created_with_its_location_constraint() {
+        let head = missing();
+        let create = mock!(s3::Client::create_bucket)
+            .match_requests(|request| {
+                request.create_bucket_configuration().and_then(|c| c.location_constraint()).map(|l| l.as_str())
+                    == Some("eu-west-1")
+            })
+            .then_output(|| s3::operation::create_bucket::CreateBucketOutput::builder().build());
+        let block = mock!(s3::Client::put_public_access_block)
+            .then_output(|| s3::operation::put_public_access_block::PutPublicAccessBlockOutput::builder().build());
+        let encryption = mock!(s3::Client::put_bucket_encryption)
+            .then_output(|| s3::operation::put_bucket_encryption::PutBucketEncryptionOutput::builder().build());
+        let untag = mock!(s3::Client::delete_bucket_tagging)
+            .then_output(|| s3::operation::delete_bucket_tagging::DeleteBucketTaggingOutput::builder().build());
+        reconciler(&[&head, &create, &block, &encryption, &untag]).apply(&create_change(), &Silent).await.unwrap();
+        assert_eq!(create.num_calls(), 1);
+        assert_eq!((block.num_calls(), encryption.num_calls()), (1, 1));
+    }
+
+    #[tokio::test]
+    async fn a_bucket_this_account_may_not_read_is_reported_as_such() {
+        let head = mock!(s3::Client::head_bucket).then_http_response(|| {
+            aws_smithy_runtime_api::http::Response::new(
+                aws_smithy_runtime_api::http::StatusCode::try_from(403).unwrap(),
+                SdkBody::empty(),
+            )
+        });
+        let desired = DesiredResource {
+            address: Address::new(ResourceKind::S3Bucket, "sccache"),
+            attributes: object(json!({ "name": "someone-elses-bucket" })),
+            depends_on: vec![],
+        };
+        let error = reconciler(&[&head]).observe(&[&desired]).await.unwrap_err();
+        assert!(
+            error.to_string().starts_with(
+                "s3_bucket.sccache: failed to find bucket: bucket name `someone-elses-bucket` exists but this account \
+                 may not read it"
+            ),
+            "{error}"
+        );
     }
 }

@@ -306,3 +306,22 @@ async fn the_derived_policy_passes_parliament() {
         .collect();
     assert_eq!(issues, [("CREDENTIALS_EXPOSURE", "ecr:getauthorizationtoken")], "{findings:#?}");
 }
+
+#[tokio::test]
+async fn a_bucket_outside_us_east_1_is_created_in_its_region_and_converges() {
+    let account = emulator().new_account().await;
+    let text = small_account(&["pytorch"]).replace("region = \"us-east-1\"", "region = \"eu-west-1\"");
+    let desired = desired_file(&text);
+    let apply = reconcile(&account, &desired.path, &["apply", "--auto-approve"]);
+    assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
+    let config = aws_config::SdkConfig::builder()
+        .behavior_version(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new("eu-west-1"))
+        .endpoint_url(account.endpoint.clone())
+        .credentials_provider(account.sdk_config().credentials_provider().unwrap())
+        .build();
+    let s3 = s3::Client::from_conf(s3::config::Builder::from(&config).force_path_style(true).build());
+    let location = s3.get_bucket_location().bucket(bucket_name(&account)).send().await.unwrap();
+    assert_eq!(location.location_constraint().map(|c| c.as_str()), Some("eu-west-1"));
+    assert_eq!(reconcile(&account, &desired.path, &["plan", "--detailed-exitcode"]).code, 0);
+}
