@@ -87,10 +87,15 @@ impl Aws {
             .force_path_style(self.sdk.endpoint_url().is_some())
             .build();
         let iam = aws_sdk_iam::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
+        let codebuild = aws_sdk_codebuild::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
         vec![
             Box::new(reconcile_iam::IamReconciler::new(aws_sdk_iam::Client::from_conf(iam), account.clone())),
             Box::new(reconcile_s3::S3Reconciler::new(aws_sdk_s3::Client::from_conf(s3), account.clone())),
             Box::new(reconcile_ecr::EcrReconciler::new(aws_sdk_ecr::Client::from_conf(ecr), account.clone())),
+            Box::new(reconcile_codebuild::CodebuildReconciler::new(
+                aws_sdk_codebuild::Client::from_conf(codebuild),
+                reconcile_codebuild::IamWait::default(),
+            )),
         ]
     }
 }

@@ -5,7 +5,6 @@ use std::path::Path;
 
 use anyhow::Context;
 use reconcile_core::engine::{self, ApplyOptions, Outcome};
-use reconcile_core::plan::Action;
 use reconcile_core::{Account, Desired, Plan, Reconciler, render};
 
 use crate::args::{Args, Command, Format};
@@ -38,13 +37,17 @@ pub async fn run(args: Args) -> anyhow::Result<u8> {
     }
     match args.command {
         Command::Validate => {
+            for warning in &desired.warnings {
+                eprintln!("warning: [{}] {}", warning.code, warning.location);
+            }
             println!(
-                "{} is valid: region {}, {} ECR repositories, {} S3 buckets, {} IAM roles.",
+                "{} is valid: region {}, {} ECR repositories, {} S3 buckets, {} IAM roles, {} CodeBuild projects.",
                 args.desired.display(),
                 desired.region,
                 desired.ecr.repositories.len(),
                 desired.s3.buckets.len(),
                 desired.iam.roles.len(),
+                desired.codebuild.projects.len(),
             );
             Ok(exit::OK)
         }
@@ -103,9 +106,9 @@ async fn apply(
     if !plan.has_changes() {
         return Ok(exit::OK);
     }
-    let has_deletes = plan.changes.iter().any(|c| c.action == Action::Delete);
+    let has_deletes = plan.changes.iter().any(|c| c.action.is_destructive());
     if has_deletes && !allow_delete {
-        eprintln!("error: refusing to apply: the plan deletes resources; pass --allow-delete to allow it");
+        eprintln!("error: refusing to apply: the plan deletes or replaces resources; pass --allow-delete to allow it");
         return Ok(exit::REFUSED);
     }
     if !auto_approve && !confirm()? {

@@ -25,6 +25,7 @@ fn words(action: Action) -> (&'static str, &'static str, &'static str) {
     match action {
         Action::Create => ("Creating...", "Creation complete", "Creation failed"),
         Action::Update => ("Modifying...", "Modifications complete", "Modification failed"),
+        Action::Replace => ("Replacing...", "Replacement complete", "Replacement failed"),
         Action::Delete => ("Destroying...", "Destruction complete", "Destruction failed"),
     }
 }

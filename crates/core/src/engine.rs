@@ -9,7 +9,7 @@ use futures::future::join_all;
 
 use crate::address::{Address, ResourceKind};
 use crate::desired::Desired;
-use crate::plan::{Action, Change, DesiredResource, Plan};
+use crate::plan::{Action, Change, DesiredResource, Finding, Plan, Severity};
 use crate::reconciler::{Account, Progress, ReconcileError, Reconciler};
 
 /// How many changes apply runs at once. AWS's control-plane APIs throttle well before this
@@ -56,7 +56,16 @@ pub async fn plan(
     .await;
 
     let mut observed = BTreeMap::new();
-    let mut findings = Vec::new();
+    let mut findings: Vec<Finding> = desired
+        .warnings
+        .iter()
+        .map(|warning| Finding {
+            code: warning.code.to_owned(),
+            severity: Severity::Warning,
+            address: warning.address.clone(),
+            message: warning.location.to_string(),
+        })
+        .collect();
     let mut errors = Vec::new();
     for result in observations {
         match result {
@@ -130,7 +139,7 @@ impl ApplyEvents for crate::reconciler::Silent {
 /// Why apply refused to start.
 #[derive(Debug, thiserror::Error)]
 pub enum Refusal {
-    #[error("the plan deletes {} resource(s) ({}); deleting needs --allow-delete", .0.len(), .0.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))]
+    #[error("the plan deletes or replaces {} resource(s) ({}); that needs --allow-delete", .0.len(), .0.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))]
     DeleteNotAllowed(Vec<Address>),
     #[error("no reconciler handles {0}")]
     NoReconciler(Address),
@@ -154,7 +163,7 @@ pub async fn apply(
     events: &dyn ApplyEvents,
 ) -> Result<ApplyReport, Refusal> {
     let deletes: Vec<Address> =
-        plan.changes.iter().filter(|c| c.action == Action::Delete).map(|c| c.address.clone()).collect();
+        plan.changes.iter().filter(|c| c.action.is_destructive()).map(|c| c.address.clone()).collect();
     if !deletes.is_empty() && !options.allow_delete {
         return Err(Refusal::DeleteNotAllowed(deletes));
     }
@@ -339,7 +348,7 @@ mod tests {
         assert!(log.is_empty());
         assert_eq!(
             result.unwrap_err().to_string(),
-            "the plan deletes 1 resource(s) (ecr_lifecycle_policy.old); deleting needs --allow-delete"
+            "the plan deletes or replaces 1 resource(s) (ecr_lifecycle_policy.old); that needs --allow-delete"
         );
         let (result, _) = run(&plan, &[], true);
         assert!(result.unwrap().succeeded());

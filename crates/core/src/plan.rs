@@ -45,17 +45,36 @@ impl Observed {
 pub enum Action {
     Create,
     Update,
+    /// Delete, then create: a field that cannot be changed in place differs.
+    Replace,
     Delete,
 }
 
 impl Action {
-    /// The word used in the JSON plan's `change.actions`, as in `terraform show -json`.
+    /// A word for messages.
     pub fn as_str(self) -> &'static str {
         match self {
             Action::Create => "create",
             Action::Update => "update",
+            Action::Replace => "replace",
             Action::Delete => "delete",
         }
+    }
+
+    /// The JSON plan's `change.actions`, as in `terraform show -json`: a replacement is
+    /// `["delete", "create"]`, so a consumer that looks for "delete" sees every destructive change.
+    pub fn json_actions(self) -> &'static [&'static str] {
+        match self {
+            Action::Create => &["create"],
+            Action::Update => &["update"],
+            Action::Replace => &["delete", "create"],
+            Action::Delete => &["delete"],
+        }
+    }
+
+    /// Whether carrying it out destroys something, and so needs `--allow-delete`.
+    pub fn is_destructive(self) -> bool {
+        matches!(self, Action::Replace | Action::Delete)
     }
 }
 
@@ -153,6 +172,11 @@ impl Plan {
             match change.action {
                 Action::Create => summary.create += 1,
                 Action::Update => summary.update += 1,
+                // Counted as Terraform counts a replacement: one destroyed, one added.
+                Action::Replace => {
+                    summary.create += 1;
+                    summary.delete += 1;
+                }
                 Action::Delete => summary.delete += 1,
             }
         }

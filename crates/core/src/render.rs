@@ -66,9 +66,10 @@ fn render_findings(out: &mut String, plan: &Plan) {
 
 fn render_change(out: &mut String, change: &Change) {
     let (sign, what) = match change.action {
-        Action::Create => ('+', "will be created"),
-        Action::Update => ('~', "will be updated in place"),
-        Action::Delete => ('-', "will be deleted"),
+        Action::Create => ("+", "will be created"),
+        Action::Update => ("~", "will be updated in place"),
+        Action::Replace => ("-/+", "must be replaced"),
+        Action::Delete => ("-", "will be deleted"),
     };
     writeln!(out, "  # {} {what}", change.address).unwrap();
     writeln!(out, "  {sign} {} {{", change.address).unwrap();
@@ -130,7 +131,7 @@ pub fn json(plan: &Plan) -> Value {
                 "type": change.address.kind.as_str(),
                 "name": change.address.name,
                 "change": {
-                    "actions": [change.action.as_str()],
+                    "actions": change.action.json_actions(),
                     "before": change.before,
                     "after": change.after,
                 },

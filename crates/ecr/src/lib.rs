@@ -115,6 +115,10 @@ impl Reconciler for EcrReconciler {
             )),
             (_, Action::Create | Action::Update) => self.put_lifecycle_policy(change).await,
             (_, Action::Delete) => self.delete_lifecycle_policy(address).await,
+            // This reconciler's diff never plans one: everything it manages changes in place.
+            (_, Action::Replace) => {
+                Err(ReconcileError::new(Some(address), "replace", "this kind of resource is never replaced"))
+            }
         }
     }
 }

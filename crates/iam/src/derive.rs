@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use reconcile_core::Account;
-use reconcile_core::desired::{Desired, Role};
+use reconcile_core::desired::{Desired, Role, log_group};
 use reconcile_core::json::to_compact;
 use serde_json::{Value, json};
 
@@ -102,7 +102,7 @@ fn build(desired: &Desired, account: &Account, repository_arns: &[String], proje
         let groups: Vec<String> = projects
             .iter()
             .flat_map(|project| {
-                let group = format!("arn:{partition}:logs:{region}:{id}:log-group:/aws/codebuild/{project}");
+                let group = format!("arn:{partition}:logs:{region}:{id}:log-group:{}", log_group(project));
                 [group.clone(), format!("{group}:*")]
             })
             .collect();

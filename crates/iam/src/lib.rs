@@ -50,8 +50,8 @@ pub fn trust_policy(services: &[String]) -> Value {
 }
 
 /// The projects that run as the role with this key, whose log groups the role may write.
-fn projects_using(_desired: &Desired, _role_key: &str) -> Vec<String> {
-    Vec::new()
+fn projects_using(desired: &Desired, role_key: &str) -> Vec<String> {
+    desired.codebuild.projects.iter().filter(|p| p.service_role == role_key).map(|p| p.name.clone()).collect()
 }
 
 #[async_trait]
@@ -127,6 +127,10 @@ impl Reconciler for IamReconciler {
             )),
             (_, Action::Create | Action::Update) => self.put_role_policy(change).await,
             (_, Action::Delete) => self.delete_role_policy(change).await,
+            // This reconciler's diff never plans one: everything it manages changes in place.
+            (_, Action::Replace) => {
+                Err(ReconcileError::new(Some(address), "replace", "this kind of resource is never replaced"))
+            }
         }
     }
 }

@@ -114,6 +114,10 @@ impl Reconciler for S3Reconciler {
             )),
             (_, Action::Create | Action::Update) => self.put_lifecycle(change).await,
             (_, Action::Delete) => self.delete_lifecycle(change).await,
+            // This reconciler's diff never plans one: everything it manages changes in place.
+            (_, Action::Replace) => {
+                Err(ReconcileError::new(Some(address), "replace", "this kind of resource is never replaced"))
+            }
         }
     }
 }

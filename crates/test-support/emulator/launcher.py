@@ -7,7 +7,11 @@ Beyond plain `python -m moto.server` it:
   `GET /_reconcile/requests` and cleared by `POST /_reconcile/requests/reset`, so tests can count
   the calls one test account made, even with many tests sharing one server;
 - exits when its standard input closes (`--exit-with-parent`), so a test process that dies
-  never leaves a server behind.
+  never leaves a server behind;
+- adds to CodeBuild what moto 5.2.5 lacks (see `patch_codebuild`), and a switch that makes
+  `CreateProject` fail with IAM's propagation error for the next N calls of one account:
+  `POST /_reconcile/codebuild/fail-create-project?account=ID&count=N` (or `--fail-create-project N`
+  for every account).
 
 Patches to moto's own behaviour must be applied in this process before the first request,
 which is why the harness starts this script rather than `python -m moto.server`.
@@ -22,6 +26,11 @@ import threading
 from urllib.parse import parse_qs
 
 RECORDS_PATH = "/_reconcile/requests"
+FAIL_CREATE_PROJECT_PATH = "/_reconcile/codebuild/fail-create-project"
+
+# Account id (or "*") -> how many more CreateProject calls fail as if the role had not propagated.
+FAIL_CREATE_PROJECT = {}
+FAIL_LOCK = threading.Lock()
 
 
 class RequestRecorder:
@@ -42,6 +51,12 @@ class RequestRecorder:
         if path == RECORDS_PATH + "/reset":
             with self.lock:
                 self.records.clear()
+            start_response("204 No Content", [])
+            return [b""]
+        if path == FAIL_CREATE_PROJECT_PATH:
+            query = parse_qs(environ.get("QUERY_STRING", ""))
+            with FAIL_LOCK:
+                FAIL_CREATE_PROJECT[query["account"][0]] = int(query["count"][0])
             start_response("204 No Content", [])
             return [b""]
         if not path.startswith("/moto-api"):
@@ -75,12 +90,165 @@ class RequestRecorder:
             self.records.append(entry)
 
 
+def patch_codebuild():
+    """What moto 5.2.5's CodeBuild lacks or gets wrong, added the way moto dispatches.
+
+    `CodeBuildResponse` finds a handler by the snake_case of the `X-Amz-Target` action among the
+    plain functions of the class, so functions assigned onto it (before the first request) are
+    served. moto's own validation is kept wherever it exists.
+    """
+    import secrets
+
+    from moto.codebuild import models, responses
+    from moto.codebuild.exceptions import (
+        InvalidInputException,
+        ResourceAlreadyExistsException,
+        ResourceNotFoundException,
+    )
+    from moto.core.responses import ActionResult, EmptyResult
+    from moto.core.utils import unix_time
+
+    # moto knows only SMALL to 2XLARGE; the nightly runs on XLARGE. Validate the rest as moto does.
+    validate_environment = responses._validate_required_params_environment
+
+    def widened_validate_environment(environment):
+        if environment.get("computeType") == "BUILD_GENERAL1_XLARGE":
+            environment = dict(environment, computeType="BUILD_GENERAL1_LARGE")
+        validate_environment(environment)
+
+    responses._validate_required_params_environment = widened_validate_environment
+
+    # AWS answers 60 and 480 for undeclared timeouts; moto answers 0.
+    create_project_backend = models.CodeBuildBackend.create_project
+
+    def create_project_with_default_timeouts(self, *args, **kwargs):
+        metadata = create_project_backend(self, *args, **kwargs)
+        metadata["timeoutInMinutes"] = metadata.get("timeoutInMinutes") or 60
+        metadata["queuedTimeoutInMinutes"] = metadata.get("queuedTimeoutInMinutes") or 480
+        return metadata
+
+    models.CodeBuildBackend.create_project = create_project_with_default_timeouts
+
+    # The IAM propagation error, on request (see the module doc).
+    create_project_response = responses.CodeBuildResponse.create_project
+
+    def create_project(self):
+        with FAIL_LOCK:
+            for key in (self.current_account, "*"):
+                if FAIL_CREATE_PROJECT.get(key, 0) > 0:
+                    FAIL_CREATE_PROJECT[key] -= 1
+                    raise InvalidInputException(
+                        f"CodeBuild is not authorized to perform: sts:AssumeRole on {self._get_param('serviceRole')}"
+                    )
+        return create_project_response(self)
+
+    def project(self, name):
+        project = self.codebuild_backend.codebuild_projects.get(name)
+        if project is None:
+            raise ResourceNotFoundException(f"Project not found: {name}")
+        return project
+
+    def update_project(self):
+        name = self._get_param("name")
+        found = project(self, name)
+        if self._get_param("source") is not None:
+            responses._validate_required_params_source(self._get_param("source"))
+        if self._get_param("artifacts") is not None:
+            responses._validate_required_params_artifacts(self._get_param("artifacts"))
+        if self._get_param("environment") is not None:
+            responses._validate_required_params_environment(self._get_param("environment"))
+        if self._get_param("serviceRole") is not None:
+            responses._validate_required_params_service_role(self.current_account, self.region, self._get_param("serviceRole"))
+            found.service_role = self._get_param("serviceRole")
+        metadata = found.project_metadata
+        # A patch: what is sent replaces what was there, what is not sent stays; tags replace the set.
+        for key in (
+            "description", "source", "artifacts", "environment", "serviceRole", "timeoutInMinutes",
+            "queuedTimeoutInMinutes", "logsConfig", "cache", "tags", "sourceVersion", "vpcConfig",
+        ):
+            value = self._get_param(key)
+            if value is not None:
+                metadata[key] = value
+        if self._get_param("tags") is not None:
+            found.tags = self._get_param("tags")
+        metadata["lastModifiedDate"] = unix_time()
+        return ActionResult({"project": metadata})
+
+    def check_filter_groups(filter_groups):
+        allowed = {
+            "EVENT", "BASE_REF", "HEAD_REF", "ACTOR_ACCOUNT_ID", "FILE_PATH", "COMMIT_MESSAGE", "WORKFLOW_NAME",
+            "TAG_NAME", "RELEASE_NAME", "REPOSITORY_NAME", "ORGANIZATION_NAME",
+        }
+        for group in filter_groups or []:
+            if not any(f.get("type") == "EVENT" for f in group):
+                raise InvalidInputException("Each filter group must contain a filter of type EVENT")
+            for webhook_filter in group:
+                if webhook_filter.get("type") not in allowed:
+                    raise InvalidInputException(f"Invalid filter type: {webhook_filter.get('type')}")
+                if not webhook_filter.get("pattern"):
+                    raise InvalidInputException("Filter pattern is required")
+
+    def create_webhook(self):
+        name = self._get_param("projectName")
+        metadata = project(self, name).project_metadata
+        if metadata.get("webhook"):
+            raise ResourceAlreadyExistsException(f"Webhook for project {name} already exists")
+        check_filter_groups(self._get_param("filterGroups"))
+        if self._get_param("branchFilter") and self._get_param("filterGroups"):
+            raise InvalidInputException("You cannot use branchFilter and filterGroups at the same time")
+        webhook = {
+            "url": f"https://api.github.com/repos/example/{name}/hooks/{secrets.randbelow(10**8)}",
+            "payloadUrl": f"https://codebuild.{self.region}.amazonaws.com/webhooks?t={secrets.token_hex(16)}",
+            "branchFilter": self._get_param("branchFilter"),
+            "filterGroups": self._get_param("filterGroups"),
+            "buildType": self._get_param("buildType") or "BUILD",
+            "manualCreation": bool(self._get_param("manualCreation")),
+            "scopeConfiguration": self._get_param("scopeConfiguration"),
+            "pullRequestBuildPolicy": self._get_param("pullRequestBuildPolicy"),
+            "lastModifiedSecret": unix_time(),
+            "status": "ACTIVE",
+        }
+        metadata["webhook"] = {k: v for k, v in webhook.items() if v is not None}
+        # Only CreateWebhook ever shows the secret.
+        return ActionResult({"webhook": dict(metadata["webhook"], secret=secrets.token_hex(20))})
+
+    def update_webhook(self):
+        name = self._get_param("projectName")
+        webhook = project(self, name).project_metadata.get("webhook")
+        if not webhook:
+            raise ResourceNotFoundException(f"Webhook for project {name} not found")
+        check_filter_groups(self._get_param("filterGroups"))
+        for key in ("branchFilter", "filterGroups", "buildType", "pullRequestBuildPolicy"):
+            if self._get_param(key) is not None:
+                webhook[key] = self._get_param(key)
+        if self._get_param("rotateSecret"):
+            webhook["lastModifiedSecret"] = unix_time()
+        return ActionResult({"webhook": webhook})
+
+    def delete_webhook(self):
+        name = self._get_param("projectName")
+        metadata = project(self, name).project_metadata
+        if not metadata.pop("webhook", None):
+            raise ResourceNotFoundException(f"Webhook for project {name} not found")
+        return EmptyResult()
+
+    responses.CodeBuildResponse.create_project = create_project
+    responses.CodeBuildResponse.update_project = update_project
+    responses.CodeBuildResponse.create_webhook = create_webhook
+    responses.CodeBuildResponse.update_webhook = update_webhook
+    responses.CodeBuildResponse.delete_webhook = delete_webhook
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--exit-with-parent", action="store_true", help="exit when stdin closes")
+    parser.add_argument("--fail-create-project", type=int, default=0, metavar="N",
+                        help="fail the next N CodeBuild CreateProject calls (any account) as IAM propagation does")
     args = parser.parse_args()
+    FAIL_CREATE_PROJECT["*"] = args.fail_create_project
+    patch_codebuild()
 
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
     from werkzeug.serving import make_server

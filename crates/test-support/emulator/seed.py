@@ -11,6 +11,8 @@ its trust and inline policy, pretty printed, statements in the script's order. E
 - `pytorch-cache` still has the old age-based rule, `tagStatus any, sinceImagePushed 14 days`,
   which also expires the live nightly tag;
 - the role lacks `ecr:CreateRepository`, which the nightly's `--ensure-ecr` needs.
+The runner project and its webhook are as declared, the webhook's filters written in another
+order and its EVENT pattern with a stray space (the console's way).
 
 Credentials and endpoint come from the standard AWS environment (AWS_ENDPOINT_URL, ...); the
 region from desired.toml.
@@ -85,8 +87,49 @@ def main():
         seed_bucket(bucket, account, region)
     repositories = sorted(set(section.get("repositories", {})) - ADDED_AFTER_THE_SCRIPT_RAN)
     buckets = [b["name"].replace("${account_id}", account).replace("${region}", region) for b in desired.get("s3", {}).get("buckets", {}).values()]
-    for role in desired.get("iam", {}).get("roles", {}).values():
-        seed_role(role, account, region, repositories, buckets)
+    roles = desired.get("iam", {}).get("roles", {})
+    projects = desired.get("codebuild", {}).get("projects", {}).values()
+    for key, role in roles.items():
+        log_groups = [f"/aws/codebuild/{p['name']}" for p in projects if p["service_role"] == key]
+        seed_role(role, account, region, repositories, buckets, log_groups)
+    for project in desired.get("codebuild", {}).get("projects", {}).values():
+        seed_project(project, account, region, roles)
+
+
+def seed_project(project, account, region, roles):
+    codebuild = boto3.client("codebuild", region_name=region)
+    arguments = {
+        "name": project["name"],
+        "description": project.get("description", ""),
+        "source": {"type": "GITHUB", "location": project["source_location"]},
+        "artifacts": {"type": "NO_ARTIFACTS"},
+        "environment": {
+            "type": project.get("environment_type", "LINUX_CONTAINER"),
+            "computeType": project.get("compute_type", "BUILD_GENERAL1_XLARGE"),
+            "image": project.get("image", "aws/codebuild/amazonlinux-x86_64-standard:5.0"),
+            "privilegedMode": True,
+            "imagePullCredentialsType": "CODEBUILD",
+        },
+        "serviceRole": f"arn:aws:iam::{account}:role/{roles[project['service_role']]['name']}",
+        "timeoutInMinutes": project["build_timeout_hours"] * 60,
+        "logsConfig": {"cloudWatchLogs": {"status": "ENABLED", "groupName": f"/aws/codebuild/{project['name']}"}},
+        "tags": [{"key": k, "value": v} for k, v in project.get("tags", {}).items()],
+    }
+    if "queued_timeout_minutes" in project:
+        arguments["queuedTimeoutInMinutes"] = project["queued_timeout_minutes"]
+    codebuild.create_project(**arguments)
+    webhook = project.get("webhook")
+    if webhook:
+        groups = []
+        for group in reversed(webhook["filter_groups"]):
+            filters = []
+            for webhook_filter in reversed(group):
+                pattern = webhook_filter["pattern"]
+                if webhook_filter["type"] == "EVENT":
+                    pattern = " " + pattern
+                filters.append({"type": webhook_filter["type"], "pattern": pattern})
+            groups.append(filters)
+        codebuild.create_webhook(projectName=project["name"], filterGroups=groups, buildType=webhook.get("build_type", "BUILD"))
 
 
 def seed_bucket(bucket, account, region):
@@ -120,7 +163,7 @@ def seed_bucket(bucket, account, region):
         s3.put_bucket_lifecycle_configuration(Bucket=name, LifecycleConfiguration={"Rules": rules})
 
 
-def seed_role(role, account, region, repositories, buckets):
+def seed_role(role, account, region, repositories, buckets, log_groups):
     iam = boto3.client("iam", region_name=region)
     trust = {
         "Version": "2012-10-17",
@@ -152,6 +195,14 @@ def seed_role(role, account, region, repositories, buckets):
             {"Sid": "EcrLogin", "Effect": "Allow", "Action": "ecr:GetAuthorizationToken", "Resource": "*"},
         ],
     }
+    if log_groups:
+        group_arn = lambda group: f"arn:aws:logs:{region}:{account}:log-group:{group}"
+        policy["Statement"].insert(0, {
+            "Sid": "BuildLogs",
+            "Effect": "Allow",
+            "Action": ["logs:CreateLogStream", "logs:PutLogEvents", "logs:CreateLogGroup"],
+            "Resource": [arn for group in log_groups for arn in (group_arn(group) + ":*", group_arn(group))],
+        })
     iam.put_role_policy(RoleName=role["name"], PolicyName=role.get("policy_name", role["name"]), PolicyDocument=json.dumps(policy, indent=2))
 
 

@@ -7,6 +7,7 @@
 //!
 //! One submodule per section of the file; this module holds what they share.
 
+mod codebuild;
 mod ecr;
 mod iam;
 mod s3;
@@ -18,6 +19,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
+pub use codebuild::{
+    Codebuild, NOT_A_RUNNER, ONLY_EVENT_FILTER, Project, Webhook, WebhookFilter, WebhookScope, log_group,
+};
 pub use ecr::{Ecr, EcrRepository, LifecyclePolicy, TagMutability};
 pub use iam::{Iam, Role};
 pub use s3::{Bucket, S3, S3LifecycleRule};
@@ -32,6 +36,18 @@ pub struct Desired {
     pub ecr: Ecr,
     pub s3: S3,
     pub iam: Iam,
+    pub codebuild: Codebuild,
+    /// What is allowed but probably wrong; it does not stop a plan, and plans show it.
+    pub warnings: Vec<DesiredWarning>,
+}
+
+/// A warning about the desired state, with a stable code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DesiredWarning {
+    pub code: &'static str,
+    /// The resource it concerns, if one.
+    pub address: Option<crate::Address>,
+    pub location: DesiredError,
 }
 
 /// A string that may use `${account_id}` and `${region}`, filled in once the account is known.
@@ -170,6 +186,8 @@ struct RawDesired {
     s3: s3::RawS3,
     #[serde(default)]
     iam: iam::RawIam,
+    #[serde(default)]
+    codebuild: codebuild::RawCodebuild,
 }
 
 /// Turns byte spans into file, line and column.
@@ -220,7 +238,10 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
     let ecr = ecr::convert(locate, &raw.ecr, errors);
     let s3 = s3::convert(locate, &raw.s3, errors);
     let iam = iam::convert(locate, &raw.iam, errors);
-    Desired { path: locate.path.to_owned(), region: raw.region.into_inner(), ecr, s3, iam }
+    let role_keys: Vec<&str> = iam.roles.iter().map(|r| r.key.as_str()).collect();
+    let mut warnings = Vec::new();
+    let codebuild = codebuild::convert(locate, &raw.codebuild, &role_keys, errors, &mut warnings);
+    Desired { path: locate.path.to_owned(), region: raw.region.into_inner(), ecr, s3, iam, codebuild, warnings }
 }
 
 fn is_region(region: &str) -> bool {

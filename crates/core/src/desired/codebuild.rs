@@ -1,0 +1,425 @@
+//! The `[codebuild]` section: the runner project and its webhook.
+//!
+//! What would make the nightly fail hours later is refused here instead: Lambda compute (no
+//! Docker builds, no privileged mode, nothing over 15 minutes), privileged mode off (BuildKit
+//! needs a daemon), timeouts CodeBuild does not accept, a role that is not declared.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::{DesiredError, DesiredWarning, Locator, check_tag};
+use crate::address::{Address, ResourceKind};
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Codebuild {
+    /// Sorted by key.
+    pub projects: Vec<Project>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Project {
+    /// The key under `[codebuild.projects]`; the address name.
+    pub key: String,
+    pub name: String,
+    pub description: String,
+    /// `https://github.com/OWNER/REPO`.
+    pub source_location: String,
+    /// `LINUX_CONTAINER` or `ARM_CONTAINER`: EC2 compute.
+    pub environment_type: String,
+    pub compute_type: String,
+    pub image: String,
+    pub privileged_mode: bool,
+    /// The key of the role under `[iam.roles]`.
+    pub service_role: String,
+    pub build_timeout_minutes: u32,
+    pub queued_timeout_minutes: Option<u32>,
+    pub tags: BTreeMap<String, String>,
+    pub webhook: Option<Webhook>,
+}
+
+impl Project {
+    /// The CloudWatch Logs group the project writes to, and the role is scoped to.
+    pub fn log_group(&self) -> String {
+        log_group(&self.name)
+    }
+}
+
+/// The CloudWatch Logs group of the project with this name: CodeBuild's own convention.
+pub fn log_group(project_name: &str) -> String {
+    format!("/aws/codebuild/{project_name}")
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Webhook {
+    pub build_type: String,
+    /// A build starts when every filter of any one group passes.
+    pub filter_groups: Vec<Vec<WebhookFilter>>,
+    pub manual_creation: bool,
+    pub scope: Option<WebhookScope>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebhookFilter {
+    pub kind: String,
+    pub pattern: String,
+    pub exclude_matched_pattern: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebhookScope {
+    pub name: String,
+    pub scope: String,
+    pub domain: Option<String>,
+}
+
+/// The default image per environment type: the CodeBuild standard images.
+fn default_image(environment_type: &str) -> &'static str {
+    match environment_type {
+        "ARM_CONTAINER" => "aws/codebuild/amazonlinux-aarch64-standard:3.0",
+        _ => "aws/codebuild/amazonlinux-x86_64-standard:5.0",
+    }
+}
+
+const EC2_ENVIRONMENT_TYPES: [&str; 2] = ["LINUX_CONTAINER", "ARM_CONTAINER"];
+const EC2_COMPUTE_TYPES: [&str; 5] = [
+    "BUILD_GENERAL1_SMALL",
+    "BUILD_GENERAL1_MEDIUM",
+    "BUILD_GENERAL1_LARGE",
+    "BUILD_GENERAL1_XLARGE",
+    "BUILD_GENERAL1_2XLARGE",
+];
+const LAMBDA_REFUSAL: &str = "Lambda compute cannot run the nightly: it allows no Docker builds, no privileged mode, \
+                              no caching and nothing over 15 minutes; use EC2 compute (LINUX_CONTAINER or \
+                              ARM_CONTAINER with a BUILD_GENERAL1_* compute type)";
+const FILTER_TYPES: [&str; 11] = [
+    "EVENT",
+    "ACTOR_ACCOUNT_ID",
+    "HEAD_REF",
+    "BASE_REF",
+    "FILE_PATH",
+    "COMMIT_MESSAGE",
+    "TAG_NAME",
+    "RELEASE_NAME",
+    "REPOSITORY_NAME",
+    "ORGANIZATION_NAME",
+    "WORKFLOW_NAME",
+];
+const EVENTS: [&str; 9] = [
+    "PUSH",
+    "PULL_REQUEST_CREATED",
+    "PULL_REQUEST_UPDATED",
+    "PULL_REQUEST_CLOSED",
+    "PULL_REQUEST_REOPENED",
+    "PULL_REQUEST_MERGED",
+    "RELEASED",
+    "PRERELEASED",
+    "WORKFLOW_JOB_QUEUED",
+];
+
+/// Warning code: a webhook filter group has nothing but its EVENT filter. Stable; never reused.
+pub const ONLY_EVENT_FILTER: &str = "W201";
+/// Warning code: no filter group takes `WORKFLOW_JOB_QUEUED`, so the project is no runner.
+pub const NOT_A_RUNNER: &str = "W202";
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCodebuild {
+    #[serde(default)]
+    projects: BTreeMap<String, Spanned<RawProject>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProject {
+    name: Spanned<String>,
+    #[serde(default)]
+    description: String,
+    source_location: Spanned<String>,
+    #[serde(default = "linux_container")]
+    environment_type: Spanned<String>,
+    compute_type: Option<Spanned<String>>,
+    image: Option<String>,
+    #[serde(default = "privileged")]
+    privileged_mode: Spanned<bool>,
+    service_role: Spanned<String>,
+    build_timeout_hours: Spanned<u32>,
+    queued_timeout_minutes: Option<Spanned<u32>>,
+    #[serde(default)]
+    tags: BTreeMap<String, Spanned<String>>,
+    webhook: Option<Spanned<RawWebhook>>,
+}
+
+fn linux_container() -> Spanned<String> {
+    Spanned::new(0..0, "LINUX_CONTAINER".to_owned())
+}
+
+fn privileged() -> Spanned<bool> {
+    Spanned::new(0..0, true)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWebhook {
+    #[serde(default = "build")]
+    build_type: String,
+    filter_groups: Vec<Spanned<Vec<RawFilter>>>,
+    #[serde(default)]
+    manual_creation: bool,
+    scope: Option<RawScope>,
+}
+
+fn build() -> String {
+    "BUILD".to_owned()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFilter {
+    #[serde(rename = "type")]
+    kind: String,
+    pattern: String,
+    #[serde(default)]
+    exclude_matched_pattern: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScope {
+    name: String,
+    scope: String,
+    domain: Option<String>,
+}
+
+/// Checks the `[codebuild]` section and converts it to the model.
+pub(super) fn convert(
+    locate: &Locator<'_>,
+    raw: &RawCodebuild,
+    role_keys: &[&str],
+    errors: &mut Vec<DesiredError>,
+    warnings: &mut Vec<DesiredWarning>,
+) -> Codebuild {
+    let mut projects = Vec::new();
+    for (key, project) in &raw.projects {
+        let key_path = format!("codebuild.projects.{key}");
+        let raw_project = project.get_ref();
+        let mut error = |span: Option<std::ops::Range<usize>>, field: &str, message: String| {
+            let span = span.filter(|s| !s.is_empty()).or_else(|| Some(project.span()));
+            errors.push(locate.error(span, &format!("{key_path}.{field}"), message));
+        };
+
+        let name = raw_project.name.get_ref();
+        let valid_name = name.len() >= 2
+            && name.len() <= 255
+            && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !valid_name {
+            error(
+                Some(raw_project.name.span()),
+                "name",
+                format!(
+                    "`{name}` is not a CodeBuild project name: 2 to 255 letters, digits, `-` and `_`, starting with a letter or digit"
+                ),
+            );
+        }
+        if !raw_project.source_location.get_ref().starts_with("https://github.com/") {
+            error(
+                Some(raw_project.source_location.span()),
+                "source_location",
+                "a runner project's source is its GitHub repository, `https://github.com/OWNER/REPO`".to_owned(),
+            );
+        }
+        let environment_type = raw_project.environment_type.get_ref();
+        if environment_type.contains("LAMBDA") {
+            error(Some(raw_project.environment_type.span()), "environment_type", LAMBDA_REFUSAL.to_owned());
+        } else if !EC2_ENVIRONMENT_TYPES.contains(&environment_type.as_str()) {
+            error(
+                Some(raw_project.environment_type.span()),
+                "environment_type",
+                format!("`{environment_type}` is not supported: use LINUX_CONTAINER or ARM_CONTAINER"),
+            );
+        }
+        let compute_type =
+            raw_project.compute_type.as_ref().map_or("BUILD_GENERAL1_XLARGE", |c| c.get_ref().as_str()).to_owned();
+        if compute_type.starts_with("BUILD_LAMBDA") {
+            error(raw_project.compute_type.as_ref().map(Spanned::span), "compute_type", LAMBDA_REFUSAL.to_owned());
+        } else if !EC2_COMPUTE_TYPES.contains(&compute_type.as_str()) {
+            error(
+                raw_project.compute_type.as_ref().map(Spanned::span),
+                "compute_type",
+                format!("`{compute_type}` is not an EC2 compute type: use one of {}", EC2_COMPUTE_TYPES.join(", ")),
+            );
+        }
+        if !raw_project.privileged_mode.get_ref() {
+            error(
+                Some(raw_project.privileged_mode.span()),
+                "privileged_mode",
+                "privileged mode must be on: BuildKit needs a Docker daemon, and CodeBuild runs one only in \
+                 privileged mode"
+                    .to_owned(),
+            );
+        }
+        let build_timeout_minutes = raw_project.build_timeout_hours.get_ref().saturating_mul(60);
+        if !(5..=2160).contains(&build_timeout_minutes) {
+            error(
+                Some(raw_project.build_timeout_hours.span()),
+                "build_timeout_hours",
+                format!(
+                    "{} hours is outside what CodeBuild allows, 5 to 2160 minutes (1 to 36 whole hours here)",
+                    raw_project.build_timeout_hours.get_ref()
+                ),
+            );
+        }
+        if let Some(queued) = &raw_project.queued_timeout_minutes
+            && !(5..=480).contains(queued.get_ref())
+        {
+            error(Some(queued.span()), "queued_timeout_minutes", "must be 5 to 480 minutes".to_owned());
+        }
+        let service_role = raw_project.service_role.get_ref();
+        if !role_keys.contains(&service_role.as_str()) {
+            error(
+                Some(raw_project.service_role.span()),
+                "service_role",
+                format!("no role `{service_role}` under `[iam.roles]`: name the key of the role the project runs as"),
+            );
+        }
+        let mut tags = BTreeMap::new();
+        for (tag_key, value) in &raw_project.tags {
+            match check_tag(tag_key, value.get_ref()) {
+                Ok(()) => {
+                    tags.insert(tag_key.clone(), value.get_ref().clone());
+                }
+                Err(why) => error(Some(value.span()), &format!("tags.{tag_key}"), why),
+            }
+        }
+        let webhook = raw_project
+            .webhook
+            .as_ref()
+            .map(|webhook| convert_webhook(locate, &format!("{key_path}.webhook"), key, webhook, errors, warnings));
+        projects.push(Project {
+            key: key.clone(),
+            name: name.clone(),
+            description: raw_project.description.clone(),
+            source_location: raw_project.source_location.get_ref().clone(),
+            environment_type: environment_type.clone(),
+            image: raw_project.image.clone().unwrap_or_else(|| default_image(environment_type).to_owned()),
+            compute_type,
+            privileged_mode: *raw_project.privileged_mode.get_ref(),
+            service_role: service_role.clone(),
+            build_timeout_minutes,
+            queued_timeout_minutes: raw_project.queued_timeout_minutes.as_ref().map(|q| *q.get_ref()),
+            tags,
+            webhook,
+        });
+    }
+    Codebuild { projects }
+}
+
+fn convert_webhook(
+    locate: &Locator<'_>,
+    key_path: &str,
+    project_key: &str,
+    webhook: &Spanned<RawWebhook>,
+    errors: &mut Vec<DesiredError>,
+    warnings: &mut Vec<DesiredWarning>,
+) -> Webhook {
+    let raw = webhook.get_ref();
+    let address = Address::new(ResourceKind::CodebuildWebhook, project_key);
+    if !["BUILD", "BUILD_BATCH", "RUNNER_BUILDKITE_BUILD"].contains(&raw.build_type.as_str()) {
+        errors.push(locate.error(
+            Some(webhook.span()),
+            &format!("{key_path}.build_type"),
+            format!("`{}` is not a webhook build type: BUILD, BUILD_BATCH or RUNNER_BUILDKITE_BUILD", raw.build_type),
+        ));
+    }
+    if raw.filter_groups.is_empty() {
+        errors.push(locate.error(
+            Some(webhook.span()),
+            &format!("{key_path}.filter_groups"),
+            "a runner's webhook needs a filter group with `EVENT` = `WORKFLOW_JOB_QUEUED`",
+        ));
+    }
+    let mut runner = false;
+    let mut filter_groups = Vec::new();
+    for (group_idx, group) in raw.filter_groups.iter().enumerate() {
+        let group_path = format!("{key_path}.filter_groups[{group_idx}]");
+        let mut n_events = 0;
+        for webhook_filter in group.get_ref() {
+            if !FILTER_TYPES.contains(&webhook_filter.kind.as_str()) {
+                errors.push(locate.error(
+                    Some(group.span()),
+                    &group_path,
+                    format!("`{}` is not a webhook filter type: {}", webhook_filter.kind, FILTER_TYPES.join(", ")),
+                ));
+            }
+            if webhook_filter.kind == "EVENT" {
+                n_events += 1;
+                for event in webhook_filter.pattern.split(',').map(str::trim) {
+                    if !EVENTS.contains(&event) {
+                        errors.push(locate.error(
+                            Some(group.span()),
+                            &group_path,
+                            format!("`{event}` is not a webhook event: {}", EVENTS.join(", ")),
+                        ));
+                    }
+                    runner |= event == "WORKFLOW_JOB_QUEUED" && !webhook_filter.exclude_matched_pattern;
+                }
+            }
+            if webhook_filter.pattern.trim().is_empty() {
+                errors.push(locate.error(Some(group.span()), &group_path, "a filter needs a pattern"));
+            }
+        }
+        if n_events != 1 {
+            errors.push(locate.error(
+                Some(group.span()),
+                &group_path,
+                format!("a filter group needs exactly one `EVENT` filter, not {n_events}"),
+            ));
+        } else if group.get_ref().len() == 1 {
+            warnings.push(DesiredWarning {
+                code: ONLY_EVENT_FILTER,
+                address: Some(address.clone()),
+                location: locate.error(
+                    Some(group.span()),
+                    &group_path,
+                    "this filter group has only its EVENT filter, so a pull request from any fork can start a \
+                     build on the runner, under its IAM role; add filters a fork cannot edit, such as \
+                     REPOSITORY_NAME or ACTOR_ACCOUNT_ID",
+                ),
+            });
+        }
+        filter_groups.push(
+            group
+                .get_ref()
+                .iter()
+                .map(|f| WebhookFilter {
+                    kind: f.kind.clone(),
+                    pattern: f.pattern.clone(),
+                    exclude_matched_pattern: f.exclude_matched_pattern,
+                })
+                .collect(),
+        );
+    }
+    if !runner && !raw.filter_groups.is_empty() {
+        warnings.push(DesiredWarning {
+            code: NOT_A_RUNNER,
+            address: Some(address),
+            location: locate.error(
+                Some(webhook.span()),
+                &format!("{key_path}.filter_groups"),
+                "no filter group takes `WORKFLOW_JOB_QUEUED`, so GitHub Actions jobs will never reach this runner",
+            ),
+        });
+    }
+    Webhook {
+        build_type: raw.build_type.clone(),
+        filter_groups,
+        manual_creation: raw.manual_creation,
+        scope: raw.scope.as_ref().map(|s| WebhookScope {
+            name: s.name.clone(),
+            scope: s.scope.clone(),
+            domain: s.domain.clone(),
+        }),
+    }
+}
