@@ -8,7 +8,7 @@
 
 use aws_sdk_codebuild as codebuild;
 use reconcile_core::desired::{Project, Webhook};
-use reconcile_core::json::{object, sort_set};
+use reconcile_core::json::object;
 use serde_json::{Map, Value, json};
 
 /// The desired project's fields.
@@ -130,17 +130,24 @@ fn filter(kind: &str, pattern: &str, exclude_matched_pattern: bool) -> Value {
 }
 
 /// Groups are a set (any one passing starts a build), and so are the filters of a group (all
-/// must pass).
+/// must pass). They are ordered the way a reader scans them, EVENT first and then by type and
+/// pattern, so that a diff of two sets lines up the groups that differ least.
 fn canonical_groups(groups: Vec<Vec<Value>>) -> Value {
-    let mut groups: Vec<Value> = groups
+    fn filter_key(filter: &Value) -> (bool, String, String, bool) {
+        let text = |key: &str| filter[key].as_str().unwrap_or_default().to_owned();
+        (text("type") != "EVENT", text("type"), text("pattern"), filter["exclude_matched_pattern"] == true)
+    }
+    let mut groups: Vec<Vec<Value>> = groups
         .into_iter()
         .map(|mut group| {
-            sort_set(&mut group);
-            Value::Array(group)
+            group.sort_by_key(filter_key);
+            group.dedup();
+            group
         })
         .collect();
-    sort_set(&mut groups);
-    Value::Array(groups)
+    groups.sort_by_key(|group| group.iter().map(filter_key).collect::<Vec<_>>());
+    groups.dedup();
+    Value::Array(groups.into_iter().map(Value::Array).collect())
 }
 
 #[cfg(test)]

@@ -116,14 +116,20 @@ impl Emulator {
             .build()
     }
 
-    /// Every request the emulator has recorded.
-    fn recorded(&self) -> Vec<RecordedRequest> {
+    /// Sends one request to the launcher's own endpoints and returns the response body.
+    fn control(&self, method: &str, path: &str) -> String {
         let mut stream = TcpStream::connect(&self.address).expect("the emulator is listening");
-        write!(stream, "GET /_reconcile/requests HTTP/1.0\r\nHost: {}\r\n\r\n", self.address).expect("write");
+        write!(stream, "{method} {path} HTTP/1.0\r\nHost: {}\r\nContent-Length: 0\r\n\r\n", self.address)
+            .expect("write");
         let mut response = String::new();
         stream.read_to_string(&mut response).expect("read");
-        let body = response.split_once("\r\n\r\n").map_or("", |(_, body)| body);
-        serde_json::from_str::<Vec<serde_json::Value>>(body)
+        response.split_once("\r\n\r\n").map_or_else(String::new, |(_, body)| body.to_owned())
+    }
+
+    /// Every request the emulator has recorded.
+    fn recorded(&self) -> Vec<RecordedRequest> {
+        let body = self.control("GET", "/_reconcile/requests");
+        serde_json::from_str::<Vec<serde_json::Value>>(&body)
             .expect("the recorder answers JSON")
             .into_iter()
             .map(|entry| {
@@ -191,8 +197,8 @@ impl TestAccount {
             ("AWS_SECRET_ACCESS_KEY", self.secret_access_key.clone()),
             ("AWS_SESSION_TOKEN", self.session_token.clone()),
             ("AWS_REGION", "eu-north-1".to_owned()),
-            ("AWS_CONFIG_FILE", "/nonexistent/reconcile-test-config".to_owned()),
-            ("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/reconcile-test-credentials".to_owned()),
+            ("AWS_CONFIG_FILE", "/dev/null".to_owned()),
+            ("AWS_SHARED_CREDENTIALS_FILE", "/dev/null".to_owned()),
             ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
         ]
     }
@@ -217,6 +223,13 @@ impl TestAccount {
     /// The requests this account has made so far that could change something.
     pub fn writes(&self) -> Vec<RecordedRequest> {
         self.requests().into_iter().filter(RecordedRequest::is_write).collect()
+    }
+
+    /// Makes this account's next `count` CodeBuild `CreateProject` calls fail as they do while a
+    /// new role has not propagated through IAM.
+    pub fn fail_create_project(&self, count: u32) {
+        emulator()
+            .control("POST", &format!("/_reconcile/codebuild/fail-create-project?account={}&count={count}", self.id));
     }
 
     /// Loads the account as it stood on 2026-11-11, made by the old setup script from

@@ -15,9 +15,10 @@ async fn an_empty_account_is_built_and_a_second_apply_writes_nothing() {
 
     let first = reconcile(&account, &desired, &["apply", "--auto-approve"]);
     assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
-    // 27 repositories and their policies, the bucket and its lifecycle, the role and its policy.
-    assert!(first.stdout.contains("Plan: 58 to create, 0 to update, 0 to delete."), "{}", first.stdout);
-    assert!(first.stdout.contains("Apply complete! Resources: 58 created, 0 updated, 0 deleted."));
+    // 27 repositories and their policies, the bucket and its lifecycle, the role and its policy,
+    // the runner project and its webhook.
+    assert!(first.stdout.contains("Plan: 60 to create, 0 to update, 0 to delete."), "{}", first.stdout);
+    assert!(first.stdout.contains("Apply complete! Resources: 60 created, 0 updated, 0 deleted."));
 
     let config = account.sdk_config();
     let client = ecr::Client::new(&config);
@@ -108,10 +109,12 @@ async fn plan_reads_only_and_reads_each_thing_once() {
     }
     let bucket = format!("/rocm-bake-sccache-{}/", account.id);
     // One batched describe for all 27 repositories, then one policy and one tag read each; one
-    // HeadBucket for the bucket and its lifecycle; one GetRole for the role and its policy.
+    // HeadBucket for the bucket and its lifecycle; one GetRole for the role and its policy; one
+    // BatchGetProjects for the project and its webhook.
     assert_eq!(
         counts.into_iter().collect::<Vec<_>>(),
         [
+            ("codebuild:BatchGetProjects".to_owned(), 1),
             ("ecr:DescribeRepositories".to_owned(), 1),
             ("ecr:GetLifecyclePolicy".to_owned(), 27),
             ("ecr:ListTagsForResource".to_owned(), 27),

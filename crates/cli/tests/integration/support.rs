@@ -118,3 +118,25 @@ tags = { project = "rocm-bake" }
 pub fn small_account(repositories: &[&str]) -> String {
     format!("{}{BUCKET_AND_ROLE}", small_desired(repositories))
 }
+
+/// The runner project and its webhook, as the real desired.toml declares them.
+pub const RUNNER: &str = r#"
+[codebuild.projects.runner]
+name = "rocm-bake"
+description = "Ephemeral GitHub Actions runner for the ROCm nightly image builds"
+source_location = "https://github.com/ROCm/rocm-bake"
+service_role = "codebuild"
+build_timeout_hours = 4
+tags = { project = "rocm-bake" }
+
+[codebuild.projects.runner.webhook]
+filter_groups = [
+  [{ type = "EVENT", pattern = "WORKFLOW_JOB_QUEUED" }, { type = "REPOSITORY_NAME", pattern = "^rocm-bake$" }],
+  [{ type = "EVENT", pattern = "WORKFLOW_JOB_QUEUED" }, { type = "ACTOR_ACCOUNT_ID", pattern = "1234567" }],
+]
+"#;
+
+/// A small desired state with the bucket, the role and the runner.
+pub fn small_account_with_runner(repositories: &[&str]) -> String {
+    format!("{}{RUNNER}", small_account(repositories))
+}
