@@ -7,12 +7,19 @@ use clap::{Parser, Subcommand, ValueEnum};
 /// Plan and apply the ROCm nightly's AWS account (CodeBuild runner, ECR, S3 cache, IAM role)
 /// from a desired-state file. AWS credentials, region and endpoint come from the standard
 /// AWS configuration chain (AWS_PROFILE, AWS_ENDPOINT_URL, ...); desired.toml's region wins.
+///
+/// Exit codes: 0 success or no changes, 1 error, 2 changes present (plan --detailed-exitcode,
+/// drift), 3 refused by a safety check, 4 stale saved plan.
 #[derive(Debug, Parser)]
 #[command(name = "reconcile", version)]
 pub struct Args {
     /// The desired-state file.
     #[arg(long, global = true, default_value = "desired.toml", value_name = "PATH")]
     pub desired: PathBuf,
+
+    /// When to colour text output; NO_COLOR in the environment means never.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
 
     /// Log what is being done to stderr (-v: info, -vv: debug). RECONCILE_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
@@ -33,20 +40,65 @@ pub enum Command {
         /// Exit 0 when there are no changes, 1 on error, 2 when there are changes.
         #[arg(long)]
         detailed_exitcode: bool,
+        /// Also save the plan for `apply <file>`, with fingerprints of what it was made against.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
     },
-    /// Make the account match desired.toml.
+    /// Make the account match desired.toml, or carry out a saved plan.
     Apply {
-        /// Apply without asking. Required when not run from a terminal.
+        /// A plan saved by `plan --out`: apply exactly its changes, if nothing moved since.
+        #[arg(value_name = "PLAN_FILE")]
+        plan_file: Option<PathBuf>,
+        /// Apply without asking. Required when not run from a terminal (a saved plan was approved
+        /// when it was reviewed, so it needs no approval).
         #[arg(long)]
         auto_approve: bool,
-        /// Allow the plan's deletes to be carried out; without it, a plan with deletes is refused.
+        /// Allow the plan's deletes and replacements; without it, such a plan is refused (exit 3).
         #[arg(long)]
         allow_delete: bool,
+        /// The format of the closing report; with json or markdown, progress goes to stderr.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
     },
+    /// The scheduled drift check: the plan, plus what the account holds that desired.toml does
+    /// not declare. Exit 0 in sync, 2 drift, 1 error.
+    Drift {
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Print the `gh variable set` lines that wire the GitHub repository to the account.
+    Outputs {
+        #[arg(long, value_enum, default_value_t = OutputsFormat::Text)]
+        format: OutputsFormat,
+    },
+    /// Print the JSON Schema of desired.toml, for editors.
+    Schema,
+    /// Print a shell completion script.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff).
+    Man,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     Text,
     Json,
+    /// For a pull-request comment; also written to $GITHUB_STEP_SUMMARY when that is set.
+    Markdown,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputsFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
 }

@@ -4,25 +4,44 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
 use anyhow::Context;
-use reconcile_core::engine::{self, ApplyOptions, Outcome};
-use reconcile_core::{Account, Desired, Plan, Reconciler, render};
+use clap::CommandFactory;
+use reconcile_core::engine::{self, ApplyOptions};
+use reconcile_core::markdown::{GITHUB_COMMENT_LIMIT, markdown};
+use reconcile_core::{Account, Desired, Plan, Reconciler, json, render, report, saved};
 
-use crate::args::{Args, Command, Format};
+use crate::args::{Args, ColorChoice, Command, Format, OutputsFormat};
 use crate::aws::Aws;
 use crate::exit;
-use crate::output::ApplyPrinter;
+use crate::output::{ApplyPrinter, Output};
 
 pub async fn run(args: Args) -> anyhow::Result<u8> {
-    // Unattended apply without --auto-approve is refused before anything else happens.
-    if let Command::Apply { auto_approve: false, .. } = args.command
-        && !std::io::stdin().is_terminal()
-    {
-        eprintln!("error: apply is not running on a terminal, so it cannot ask for approval; pass --auto-approve");
-        return Ok(exit::ERROR);
+    let output = Output::new(color(args.color));
+    // Commands that need no desired.toml.
+    match &args.command {
+        Command::Schema => {
+            println!("{}", json::to_pretty(&reconcile_core::desired::schema()));
+            return Ok(exit::OK);
+        }
+        Command::Completions { shell } => {
+            clap_complete::generate(*shell, &mut Args::command(), "reconcile", &mut std::io::stdout());
+            return Ok(exit::OK);
+        }
+        Command::Man => {
+            clap_mangen::Man::new(Args::command()).render(&mut std::io::stdout())?;
+            return Ok(exit::OK);
+        }
+        // Unattended apply without --auto-approve is refused before anything else happens; a
+        // saved plan was approved when it was reviewed.
+        Command::Apply { auto_approve: false, plan_file: None, .. } if !std::io::stdin().is_terminal() => {
+            eprintln!("error: apply is not running on a terminal, so it cannot ask for approval; pass --auto-approve");
+            return Ok(exit::ERROR);
+        }
+        _ => {}
     }
+
     // Bad input stops here, before any AWS call.
-    let desired = match load_desired(&args.desired) {
-        Ok(desired) => desired,
+    let (desired, desired_text) = match load_desired(&args.desired) {
+        Ok(loaded) => loaded,
         Err(code) => return Ok(code),
     };
     let aws = Aws::load(&desired.region).await;
@@ -35,6 +54,7 @@ pub async fn run(args: Args) -> anyhow::Result<u8> {
         }
         return Ok(exit::ERROR);
     }
+
     match args.command {
         Command::Validate => {
             for warning in &desired.warnings {
@@ -51,24 +71,54 @@ pub async fn run(args: Args) -> anyhow::Result<u8> {
             );
             Ok(exit::OK)
         }
-        Command::Plan { format, detailed_exitcode } => {
+        Command::Plan { format, detailed_exitcode, out } => {
             let (_aws, plan, _) = make_plan(aws, &desired).await?;
-            match format {
-                Format::Text => print!("{}", render::text(&plan)),
-                Format::Json => {
-                    println!("{}", reconcile_core::json::to_pretty(&render::json(&plan)))
-                }
+            print_plan(&output, &plan, format)?;
+            if let Some(path) = out {
+                let saved = json::to_pretty(&saved::to_json(&plan, &desired_text));
+                std::fs::write(&path, saved + "\n")
+                    .with_context(|| format!("failed to write the plan to {}", path.display()))?;
+                eprintln!(
+                    "Saved the plan to {}: `reconcile apply {}` carries out exactly it.",
+                    path.display(),
+                    path.display()
+                );
             }
             Ok(if detailed_exitcode && plan.has_changes() { exit::CHANGES } else { exit::OK })
         }
-        Command::Apply { auto_approve, allow_delete } => {
+        Command::Apply { plan_file: Some(path), allow_delete, format, .. } => {
+            apply_saved(&output, aws, &desired, &desired_text, &path, allow_delete, format).await
+        }
+        Command::Apply { plan_file: None, auto_approve, allow_delete, format } => {
             let (aws, plan, reconcilers) = make_plan(aws, &desired).await?;
-            apply(&aws, &plan, &reconcilers, auto_approve, allow_delete).await
+            apply(&output, &aws, &plan, &reconcilers, Approval { auto_approve, allow_delete }, format).await
+        }
+        Command::Drift { format } => {
+            let (aws, mut plan, reconcilers) = make_plan(aws, &desired).await?;
+            let account = Account::new(&plan.account, &plan.region);
+            let unmanaged = engine::survey(&reconcilers, &desired, &account).await.map_err(errors)?;
+            let drifted = plan.has_changes() || !unmanaged.is_empty();
+            plan.findings.extend(unmanaged);
+            tracing::info!("drift: {}", aws.requests);
+            print_plan(&output, &plan, format)?;
+            Ok(if drifted { exit::CHANGES } else { exit::OK })
+        }
+        Command::Outputs { format } => outputs(aws, &desired, format).await,
+        Command::Schema | Command::Completions { .. } | Command::Man => unreachable!("handled above"),
+    }
+}
+
+fn color(choice: ColorChoice) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
         }
     }
 }
 
-fn load_desired(path: &Path) -> Result<Desired, u8> {
+fn load_desired(path: &Path) -> Result<(Desired, String), u8> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(error) => {
@@ -76,48 +126,92 @@ fn load_desired(path: &Path) -> Result<Desired, u8> {
             return Err(exit::ERROR);
         }
     };
-    Desired::parse(path, &text).map_err(|errors| {
-        for error in &errors.0 {
-            eprintln!("error: {error}");
+    match Desired::parse(path, &text) {
+        Ok(desired) => Ok((desired, text)),
+        Err(errors) => {
+            for error in &errors.0 {
+                eprintln!("error: {error}");
+            }
+            Err(exit::ERROR)
         }
-        exit::ERROR
-    })
+    }
+}
+
+fn errors(errors: Vec<reconcile_core::ReconcileError>) -> anyhow::Error {
+    let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    anyhow::anyhow!("{}", messages.join("\n  "))
 }
 
 async fn make_plan(aws: Aws, desired: &Desired) -> anyhow::Result<(Aws, Plan, Vec<Box<dyn Reconciler>>)> {
     let account = aws.account().await?;
     let reconcilers = aws.reconcilers(&account);
-    let plan = engine::plan(&reconcilers, desired, &account).await.map_err(|errors| {
-        let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
-        anyhow::anyhow!("planning failed:\n  {}", messages.join("\n  "))
-    })?;
+    let plan = engine::plan(&reconcilers, desired, &account).await.map_err(errors).context("planning failed")?;
     tracing::info!("plan: {}", aws.requests);
     Ok((aws, plan, reconcilers))
 }
 
+fn print_plan(output: &Output, plan: &Plan, format: Format) -> anyhow::Result<()> {
+    match format {
+        Format::Text => print!("{}", output.paint(&render::text(plan))),
+        Format::Json => println!("{}", json::to_pretty(&render::json(plan))),
+        Format::Markdown => {
+            let comment = markdown(plan, GITHUB_COMMENT_LIMIT);
+            print!("{comment}");
+            step_summary(&comment)?;
+        }
+    }
+    Ok(())
+}
+
+/// Appends Markdown to the GitHub Actions job summary, when running in one.
+fn step_summary(markdown: &str) -> anyhow::Result<()> {
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else { return Ok(()) };
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .with_context(|| format!("failed to open $GITHUB_STEP_SUMMARY ({})", Path::new(&path).display()))?;
+    writeln!(file, "{markdown}").context("failed to write $GITHUB_STEP_SUMMARY")?;
+    Ok(())
+}
+
+#[derive(Clone, Copy)]
+struct Approval {
+    auto_approve: bool,
+    allow_delete: bool,
+}
+
 async fn apply(
+    output: &Output,
     aws: &Aws,
     plan: &Plan,
     reconcilers: &[Box<dyn Reconciler>],
-    auto_approve: bool,
-    allow_delete: bool,
+    approval: Approval,
+    format: Format,
 ) -> anyhow::Result<u8> {
-    print!("{}", render::text(plan));
+    // With a machine-readable report, stdout carries only the report.
+    let progress_to_stderr = format != Format::Text;
+    let plan_text = output.paint(&render::text(plan));
+    if progress_to_stderr {
+        eprint!("{plan_text}")
+    } else {
+        print!("{plan_text}")
+    }
     if !plan.has_changes() {
         return Ok(exit::OK);
     }
-    let has_deletes = plan.changes.iter().any(|c| c.action.is_destructive());
-    if has_deletes && !allow_delete {
+    if plan.changes.iter().any(|c| c.action.is_destructive()) && !approval.allow_delete {
         eprintln!("error: refusing to apply: the plan deletes or replaces resources; pass --allow-delete to allow it");
         return Ok(exit::REFUSED);
     }
-    if !auto_approve && !confirm()? {
-        println!("\nApply cancelled.");
+    if !approval.auto_approve && !confirm()? {
+        eprintln!("\nApply cancelled.");
         return Ok(exit::ERROR);
     }
-    println!();
-    let options = ApplyOptions { allow_delete, concurrency: engine::DEFAULT_CONCURRENCY };
-    let report = match engine::apply(reconcilers, plan, options, &ApplyPrinter).await {
+    let printer = ApplyPrinter { to_stderr: progress_to_stderr };
+    printer.line("");
+    let options = ApplyOptions { allow_delete: approval.allow_delete, concurrency: engine::DEFAULT_CONCURRENCY };
+    let report = match engine::apply(reconcilers, plan, options, &printer).await {
         Ok(report) => report,
         Err(refusal) => {
             eprintln!("error: refusing to apply: {refusal}");
@@ -125,31 +219,60 @@ async fn apply(
         }
     };
     tracing::info!("plan and apply: {}", aws.requests);
-
-    println!();
-    if report.succeeded() {
-        let summary = plan.summary();
-        println!(
-            "Apply complete! Resources: {} created, {} updated, {} deleted.",
-            summary.create, summary.update, summary.delete
-        );
-        return Ok(exit::OK);
-    }
-    let (mut applied, mut failed, mut skipped) = (0, 0, 0);
-    for (address, _, outcome, _) in &report.results {
-        match outcome {
-            Outcome::Applied => applied += 1,
-            Outcome::Failed(error) => {
-                failed += 1;
-                eprintln!("error: {address}: failed to {}: {}", error.operation, error.reason);
-            }
-            Outcome::Skipped { .. } => skipped += 1,
+    printer.line("");
+    match format {
+        Format::Text => print!("{}", report::text(plan, &report)),
+        Format::Json => println!("{}", json::to_pretty(&report::json(plan, &report))),
+        Format::Markdown => {
+            let comment = report::markdown(plan, &report);
+            print!("{comment}");
+            step_summary(&comment)?;
         }
     }
-    println!(
-        "Apply failed: {applied} applied, {failed} failed, {skipped} skipped. Run apply again once the cause is fixed."
-    );
-    Ok(exit::ERROR)
+    Ok(if report.succeeded() { exit::OK } else { exit::ERROR })
+}
+
+/// Carries out a saved plan, after checking that neither desired.toml nor any resource it
+/// touches has moved since it was made.
+async fn apply_saved(
+    output: &Output,
+    aws: Aws,
+    desired: &Desired,
+    desired_text: &str,
+    path: &Path,
+    allow_delete: bool,
+    format: Format,
+) -> anyhow::Result<u8> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("failed to read the plan {}", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not a JSON plan", path.display()))?;
+    let saved = saved::from_json(&value).map_err(|why| anyhow::anyhow!("{}: {why}", path.display()))?;
+    let account = aws.account().await?;
+    if saved.plan.account != account.id || saved.plan.region != account.region {
+        eprintln!(
+            "error: {} was made for account {} in {}, but these credentials are for account {} in {}",
+            path.display(),
+            saved.plan.account,
+            saved.plan.region,
+            account.id,
+            account.region
+        );
+        return Ok(exit::STALE_PLAN);
+    }
+    let reconcilers = aws.reconcilers(&account);
+    let addresses: Vec<_> = saved.observed_fingerprints.keys().cloned().collect();
+    let now = engine::observe_again(&reconcilers, desired, &account, &addresses).await.map_err(errors)?;
+    let reasons = saved::staleness(&saved, desired_text, &now);
+    if !reasons.is_empty() {
+        eprintln!("error: the saved plan {} is stale, so nothing was changed:", path.display());
+        for reason in reasons {
+            eprintln!("  - {reason}");
+        }
+        eprintln!("Make a new plan and review it again.");
+        return Ok(exit::STALE_PLAN);
+    }
+    // Approved when it was reviewed: no prompt.
+    apply(output, &aws, &saved.plan, &reconcilers, Approval { auto_approve: true, allow_delete }, format).await
 }
 
 fn confirm() -> anyhow::Result<bool> {
@@ -158,4 +281,38 @@ fn confirm() -> anyhow::Result<bool> {
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer).context("failed to read the answer")?;
     Ok(answer.trim() == "yes")
+}
+
+/// The repository variables that wire the nightly's GitHub repository to this account, in the
+/// runbook's order: `NIGHTLY_ENABLED` last, because setting it turns the nightly on.
+async fn outputs(aws: Aws, desired: &Desired, format: OutputsFormat) -> anyhow::Result<u8> {
+    let project = desired
+        .codebuild
+        .projects
+        .first()
+        .context("desired.toml declares no CodeBuild project, so there is no CODEBUILD_PROJECT to print")?;
+    let account = aws.account().await?;
+    let domain = if account.partition == "aws-cn" { "amazonaws.com.cn" } else { "amazonaws.com" };
+    let mut variables = vec![
+        ("CODEBUILD_PROJECT", project.name.clone()),
+        ("ECR_REGISTRY", format!("{}.dkr.ecr.{}.{domain}", account.id, account.region)),
+        ("AWS_REGION", account.region.clone()),
+    ];
+    if let Some(arches) = &desired.nightly.arches {
+        variables.push(("NIGHTLY_ARCHES", arches.clone()));
+    }
+    variables.push(("NIGHTLY_ENABLED", "true".to_owned()));
+    match format {
+        OutputsFormat::Text => {
+            for (name, value) in &variables {
+                println!("gh variable set {name:<17} --body {value}");
+            }
+        }
+        OutputsFormat::Json => {
+            let list: Vec<serde_json::Value> =
+                variables.iter().map(|(name, value)| serde_json::json!({ "name": name, "value": value })).collect();
+            println!("{}", json::to_pretty(&serde_json::Value::Array(list)));
+        }
+    }
+    Ok(exit::OK)
 }

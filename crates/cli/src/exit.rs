@@ -4,10 +4,9 @@
 pub const OK: u8 = 0;
 /// An error: bad input, an AWS failure, a failed apply.
 pub const ERROR: u8 = 1;
-/// `plan --detailed-exitcode`: the plan has changes.
+/// `plan --detailed-exitcode` or `drift`: the account differs from desired.toml.
 pub const CHANGES: u8 = 2;
 /// Refused by a safety check before any write, such as a delete without `--allow-delete`.
 pub const REFUSED: u8 = 3;
-/// A saved plan no longer matches the account or desired.toml. Reserved for saved plans.
-#[expect(dead_code, reason = "reserved for saved plans, so the table is complete from the start")]
+/// A saved plan no longer matches the account or desired.toml; nothing was changed.
 pub const STALE_PLAN: u8 = 4;

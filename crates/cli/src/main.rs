@@ -22,6 +22,14 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(commands::run(args)) {
         Ok(code) => ExitCode::from(code),
+        // A reader that went away (`reconcile plan | head`) is not an error.
+        Err(error)
+            if error.chain().any(|cause| {
+                cause.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitCode::from(exit::OK)
+        }
         Err(error) => {
             eprintln!("error: {error:#}");
             ExitCode::from(exit::ERROR)

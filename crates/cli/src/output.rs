@@ -1,4 +1,4 @@
-//! What the binary writes while it works: logs to stderr, apply progress to stdout.
+//! What the binary writes while it works: logs to stderr, colour on terminals, apply progress.
 
 use std::time::Duration;
 
@@ -18,8 +18,69 @@ pub fn init_logging(verbose: u8) {
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
 }
 
-/// Prints one line per resource as apply starts and finishes it, Terraform-style.
-pub struct ApplyPrinter;
+/// Whether text output is coloured.
+pub struct Output {
+    color: bool,
+}
+
+const RED: &str = "\x1b[31m";
+const GREEN: &str = "\x1b[32m";
+const YELLOW: &str = "\x1b[33m";
+const CYAN: &str = "\x1b[36m";
+const BOLD: &str = "\x1b[1m";
+const RESET: &str = "\x1b[0m";
+
+impl Output {
+    pub fn new(color: bool) -> Output {
+        Output { color }
+    }
+
+    /// Colours a rendered plan the way Terraform's is: by what each line's sign means.
+    pub fn paint(&self, text: &str) -> String {
+        if !self.color {
+            return text.to_owned();
+        }
+        let mut painted = String::with_capacity(text.len() * 11 / 10);
+        for line in text.split_inclusive('\n') {
+            let trimmed = line.trim_start();
+            let style = if trimmed.starts_with("-/+") || trimmed.starts_with("Error") {
+                Some(RED)
+            } else if trimmed.starts_with('+') {
+                Some(GREEN)
+            } else if trimmed.starts_with('-') {
+                Some(RED)
+            } else if trimmed.starts_with('~') || trimmed.starts_with("Warning") {
+                Some(YELLOW)
+            } else if trimmed.starts_with("@@") {
+                Some(CYAN)
+            } else if trimmed.starts_with("Plan:") || trimmed.starts_with("No changes") {
+                Some(BOLD)
+            } else {
+                None
+            };
+            match style {
+                Some(style) => {
+                    let (content, newline) = line.strip_suffix('\n').map_or((line, ""), |c| (c, "\n"));
+                    painted.push_str(&format!("{style}{content}{RESET}{newline}"));
+                }
+                None => painted.push_str(line),
+            }
+        }
+        painted
+    }
+}
+
+/// Prints one line per resource as apply starts and finishes it, Terraform-style, with elapsed
+/// time; to stderr when stdout carries a machine-readable report.
+pub struct ApplyPrinter {
+    pub to_stderr: bool,
+}
+
+impl ApplyPrinter {
+    pub fn line(&self, text: &str) {
+        if self.to_stderr { eprintln!("{text}") } else { println!("{text}") }
+    }
+}
 
 fn words(action: Action) -> (&'static str, &'static str, &'static str) {
     match action {
@@ -32,30 +93,25 @@ fn words(action: Action) -> (&'static str, &'static str, &'static str) {
 
 impl Progress for ApplyPrinter {
     fn note(&self, address: &Address, message: &str) {
-        println!("{address}: {message}");
+        self.line(&format!("{address}: {message}"));
     }
 }
 
 impl ApplyEvents for ApplyPrinter {
     fn started(&self, change: &Change) {
-        println!("{}: {}", change.address, words(change.action).0);
+        self.line(&format!("{}: {}", change.address, words(change.action).0));
     }
 
     fn finished(&self, change: &Change, outcome: &Outcome, elapsed: Duration) {
         let (_, done, failed) = words(change.action);
         let address = &change.address;
-        match outcome {
-            Outcome::Applied => println!("{address}: {done} after {:.1}s", elapsed.as_secs_f64()),
+        let seconds = elapsed.as_secs_f64();
+        self.line(&match outcome {
+            Outcome::Applied => format!("{address}: {done} after {seconds:.1}s"),
             Outcome::Failed(error) => {
-                println!("{address}: {failed} after {:.1}s: {}", elapsed.as_secs_f64(), error_reason(error))
+                format!("{address}: {failed} after {seconds:.1}s: failed to {}: {}", error.operation, error.reason)
             }
-            Outcome::Skipped { because } => {
-                println!("{address}: Skipped, because {because} did not apply")
-            }
-        }
+            Outcome::Skipped { because } => format!("{address}: Skipped, because {because} did not apply"),
+        });
     }
-}
-
-fn error_reason(error: &reconcile_core::ReconcileError) -> String {
-    format!("failed to {}: {}", error.operation, error.reason)
 }

@@ -9,8 +9,8 @@ use futures::future::join_all;
 
 use crate::address::{Address, ResourceKind};
 use crate::desired::Desired;
-use crate::plan::{Action, Change, DesiredResource, Finding, Plan, Severity};
-use crate::reconciler::{Account, Progress, ReconcileError, Reconciler};
+use crate::plan::{Action, Change, DesiredResource, Finding, Observed, Plan, Severity};
+use crate::reconciler::{Account, Observations, Progress, ReconcileError, Reconciler};
 
 /// How many changes apply runs at once. AWS's control-plane APIs throttle well before this
 /// matters for one account, and the SDK retries throttling.
@@ -48,14 +48,7 @@ pub async fn plan(
     account: &Account,
 ) -> Result<Plan, Vec<ReconcileError>> {
     let resources = desired_resources(reconcilers, desired, account)?;
-    let observations = join_all(reconcilers.iter().map(|reconciler| {
-        let wanted: Vec<&DesiredResource> =
-            resources.values().filter(|r| reconciler.kinds().contains(&r.address.kind)).collect();
-        async move { reconciler.observe(&wanted).await }
-    }))
-    .await;
-
-    let mut observed = BTreeMap::new();
+    let observations = observe(reconcilers, &resources.values().collect::<Vec<_>>()).await?;
     let mut findings: Vec<Finding> = desired
         .warnings
         .iter()
@@ -66,27 +59,8 @@ pub async fn plan(
             message: warning.location.to_string(),
         })
         .collect();
-    let mut errors = Vec::new();
-    for result in observations {
-        match result {
-            Ok(observations) => {
-                observed.extend(observations.resources);
-                findings.extend(observations.findings);
-            }
-            Err(error) => errors.push(error),
-        }
-    }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    for address in resources.keys() {
-        if !observed.contains_key(address) {
-            errors.push(ReconcileError::new(Some(address), "observe", "the reconciler returned no observation"));
-        }
-    }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
+    findings.extend(observations.findings);
+    let observed = observations.resources;
 
     let mut changes = Vec::new();
     for (address, observation) in &observed {
@@ -96,6 +70,89 @@ pub async fn plan(
         }
     }
     Ok(Plan { account: account.id.clone(), region: account.region.clone(), changes, findings, observed })
+}
+
+/// Observes exactly `addresses` again, for checking a saved plan: through the desired resources
+/// they belong to (an undeclared `kind.name/extra` is found through its `kind.name`). An address
+/// that is no longer there is absent. Never writes.
+pub async fn observe_again(
+    reconcilers: &[Box<dyn Reconciler>],
+    desired: &Desired,
+    account: &Account,
+    addresses: &[Address],
+) -> Result<BTreeMap<Address, Observed>, Vec<ReconcileError>> {
+    let resources = desired_resources(reconcilers, desired, account)?;
+    let wanted: Vec<&DesiredResource> = resources
+        .values()
+        .filter(|r| {
+            addresses.iter().any(|a| {
+                a.kind == r.address.kind
+                    && (a.name == r.address.name
+                        || a.name.strip_prefix(&r.address.name).is_some_and(|rest| rest.starts_with('/')))
+            })
+        })
+        .collect();
+    let mut observed = observe(reconcilers, &wanted).await?.resources;
+    Ok(addresses.iter().map(|a| (a.clone(), observed.remove(a).unwrap_or(Observed::Absent))).collect())
+}
+
+/// Every reconciler observes its share of `wanted`, all at once.
+async fn observe(
+    reconcilers: &[Box<dyn Reconciler>],
+    wanted: &[&DesiredResource],
+) -> Result<Observations, Vec<ReconcileError>> {
+    let results = join_all(reconcilers.iter().map(|reconciler| {
+        let share: Vec<&DesiredResource> =
+            wanted.iter().copied().filter(|r| reconciler.kinds().contains(&r.address.kind)).collect();
+        async move { if share.is_empty() { Ok(Observations::default()) } else { reconciler.observe(&share).await } }
+    }))
+    .await;
+    let mut all = Observations::default();
+    let mut errors = Vec::new();
+    for result in results {
+        match result {
+            Ok(observations) => {
+                all.resources.extend(observations.resources);
+                all.findings.extend(observations.findings);
+            }
+            Err(error) => errors.push(error),
+        }
+    }
+    for resource in wanted {
+        if errors.is_empty() && !all.resources.contains_key(&resource.address) {
+            errors.push(ReconcileError::new(
+                Some(&resource.address),
+                "observe",
+                "the reconciler returned no observation",
+            ));
+        }
+    }
+    if errors.is_empty() { Ok(all) } else { Err(errors) }
+}
+
+/// What the account holds that desired.toml does not declare, from every reconciler that can
+/// tell. Read only.
+pub async fn survey(
+    reconcilers: &[Box<dyn Reconciler>],
+    desired: &Desired,
+    account: &Account,
+) -> Result<Vec<Finding>, Vec<ReconcileError>> {
+    let resources = desired_resources(reconcilers, desired, account)?;
+    let results = join_all(reconcilers.iter().map(|reconciler| {
+        let share: Vec<&DesiredResource> =
+            resources.values().filter(|r| reconciler.kinds().contains(&r.address.kind)).collect();
+        async move { reconciler.survey(&share).await }
+    }))
+    .await;
+    let mut findings = Vec::new();
+    let mut errors = Vec::new();
+    for result in results {
+        match result {
+            Ok(found) => findings.extend(found),
+            Err(error) => errors.push(error),
+        }
+    }
+    if errors.is_empty() { Ok(findings) } else { Err(errors) }
 }
 
 fn reconciler_for(reconcilers: &[Box<dyn Reconciler>], kind: ResourceKind) -> Option<&dyn Reconciler> {
@@ -247,7 +304,7 @@ pub async fn apply(
 mod tests {
     use super::*;
     use crate::plan::DesiredResource;
-    use crate::reconciler::{Observations, Silent};
+    use crate::reconciler::Silent;
     use async_trait::async_trait;
     use serde_json::Map;
     use std::sync::{Arc, Mutex};

@@ -73,8 +73,13 @@ pub fn to_pretty(value: &Value) -> String {
 /// It only needs to notice change between a plan and its apply, not to resist an adversary,
 /// so a dependency-free hash is enough.
 pub fn fingerprint(value: &Value) -> String {
+    fingerprint_text(&to_compact(value))
+}
+
+/// The same fingerprint of a text, such as a desired-state file.
+pub fn fingerprint_text(text: &str) -> String {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in to_compact(value).bytes() {
+    for byte in text.bytes() {
         hash ^= u64::from(byte);
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }

@@ -8,9 +8,15 @@ pub mod address;
 pub mod desired;
 pub mod engine;
 pub mod json;
+pub mod markdown;
 pub mod plan;
 pub mod reconciler;
+pub mod saved;
+
 pub mod render;
+pub mod report;
+#[cfg(test)]
+mod snapshots_tests;
 
 pub use address::{Address, ResourceKind};
 pub use desired::{Desired, DesiredError, DesiredErrors};

@@ -133,4 +133,10 @@ pub trait Reconciler: Send + Sync {
     }
 
     async fn apply(&self, change: &Change, progress: &dyn Progress) -> Result<(), ReconcileError>;
+
+    /// For the drift check: what the account holds of this reconciler's kinds that desired.toml
+    /// does not declare, as findings. Read only. Most kinds have nothing to say.
+    async fn survey(&self, _desired: &[&DesiredResource]) -> Result<Vec<Finding>, ReconcileError> {
+        Ok(Vec::new())
+    }
 }

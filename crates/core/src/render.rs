@@ -51,10 +51,7 @@ fn render_findings(out: &mut String, plan: &Plan) {
         return;
     }
     for finding in &plan.findings {
-        let severity = match finding.severity {
-            Severity::Warning => "Warning",
-            Severity::Error => "Error",
-        };
+        let severity = severity_word(finding.severity);
         match &finding.address {
             Some(address) => writeln!(out, "{severity} [{}] {address}: {}", finding.code, finding.message),
             None => writeln!(out, "{severity} [{}] {}", finding.code, finding.message),
@@ -65,12 +62,7 @@ fn render_findings(out: &mut String, plan: &Plan) {
 }
 
 fn render_change(out: &mut String, change: &Change) {
-    let (sign, what) = match change.action {
-        Action::Create => ("+", "will be created"),
-        Action::Update => ("~", "will be updated in place"),
-        Action::Replace => ("-/+", "must be replaced"),
-        Action::Delete => ("-", "will be deleted"),
-    };
+    let (sign, what) = action_words(change.action);
     writeln!(out, "  # {} {what}", change.address).unwrap();
     writeln!(out, "  {sign} {} {{", change.address).unwrap();
     let fields = change.field_changes();
@@ -107,15 +99,35 @@ fn write_value(out: &mut String, sign: char, name: &str, width: usize, value: &V
     }
 }
 
-/// A unified diff of two documents' canonical pretty JSON.
+/// A unified diff of two documents' canonical pretty JSON, indented under its field.
 fn write_unified_diff(out: &mut String, before: &str, after: &str) {
+    for line in unified_diff(before, after).lines() {
+        writeln!(out, "          {line}").unwrap();
+    }
+}
+
+/// The hunks of a unified diff of two texts, three lines of context each.
+pub(crate) fn unified_diff(before: &str, after: &str) -> String {
     let before = format!("{before}\n");
     let after = format!("{after}\n");
     let diff = TextDiff::from_lines(&before, &after);
-    for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
-        for line in hunk.to_string().lines() {
-            writeln!(out, "          {line}").unwrap();
-        }
+    diff.unified_diff().context_radius(3).iter_hunks().map(|hunk| hunk.to_string()).collect()
+}
+
+/// The words a plan uses for an action: its sign and what will happen.
+pub(crate) fn action_words(action: Action) -> (&'static str, &'static str) {
+    match action {
+        Action::Create => ("+", "will be created"),
+        Action::Update => ("~", "will be updated in place"),
+        Action::Replace => ("-/+", "must be replaced"),
+        Action::Delete => ("-", "will be deleted"),
+    }
+}
+
+pub(crate) fn severity_word(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Warning => "Warning",
+        Severity::Error => "Error",
     }
 }
 
@@ -135,6 +147,7 @@ pub fn json(plan: &Plan) -> Value {
                     "before": change.before,
                     "after": change.after,
                 },
+                "depends_on": change.depends_on.iter().map(ToString::to_string).collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -158,120 +171,4 @@ pub fn json(plan: &Plan) -> Value {
         "findings": findings,
         "summary": { "create": summary.create, "update": summary.update, "delete": summary.delete },
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::DesiredResource;
-    use crate::address::{Address, ResourceKind};
-    use crate::plan::{Finding, Observed, diff};
-    use serde_json::Map;
-    use std::collections::BTreeMap;
-
-    fn object(value: Value) -> Map<String, Value> {
-        match value {
-            Value::Object(map) => map,
-            _ => panic!("not an object"),
-        }
-    }
-
-    fn policy(count_type: &str, tag_status: &str, count_number: u64, unit: Option<&str>) -> Value {
-        let mut selection = json!({"tagStatus": tag_status, "countType": count_type, "countNumber": count_number});
-        if let Some(unit) = unit {
-            selection["countUnit"] = json!(unit);
-        }
-        json!({"rules": [{"rulePriority": 1, "selection": selection, "action": {"type": "expire"}}]})
-    }
-
-    fn change(kind: ResourceKind, name: &str, desired: Option<Value>, observed: Option<Value>) -> Change {
-        let address = Address::new(kind, name);
-        let desired = desired.map(|attributes| DesiredResource {
-            address: address.clone(),
-            attributes: object(attributes),
-            depends_on: vec![],
-        });
-        let observed = observed.map_or(Observed::Absent, |v| Observed::Present(object(v)));
-        diff(&address, desired.as_ref(), &observed).expect("a change")
-    }
-
-    fn mixed_plan() -> Plan {
-        let keep3 = policy("imageCountMoreThan", "untagged", 3, None);
-        let old = policy("sinceImagePushed", "any", 14, Some("days"));
-        let repository =
-            json!({"image_tag_mutability": "MUTABLE", "scan_on_push": false, "tags": {"project": "rocm-bake"}});
-        Plan {
-            account: "123456789012".into(),
-            region: "us-east-1".into(),
-            changes: vec![
-                change(ResourceKind::EcrRepository, "vllm", Some(repository.clone()), None),
-                change(
-                    ResourceKind::EcrRepository,
-                    "pytorch",
-                    Some(repository),
-                    Some(json!({"image_tag_mutability": "IMMUTABLE", "scan_on_push": false, "tags": {}})),
-                ),
-                change(
-                    ResourceKind::EcrLifecyclePolicy,
-                    "atom-wheel-cache",
-                    Some(json!({"policy": keep3.clone()})),
-                    None,
-                ),
-                change(
-                    ResourceKind::EcrLifecyclePolicy,
-                    "pytorch-cache",
-                    Some(json!({"policy": keep3})),
-                    Some(json!({"policy": old.clone()})),
-                ),
-                change(ResourceKind::EcrLifecyclePolicy, "retired", None, Some(json!({"policy": old}))),
-            ],
-            findings: vec![Finding {
-                code: "W000".into(),
-                severity: Severity::Warning,
-                address: Some(Address::new(ResourceKind::EcrRepository, "vllm")),
-                message: "an example finding".into(),
-            }],
-            observed: BTreeMap::new(),
-        }
-    }
-
-    #[test]
-    fn text_of_a_mixed_plan() {
-        insta::assert_snapshot!(text(&mixed_plan()));
-    }
-
-    #[test]
-    fn json_of_a_mixed_plan() {
-        insta::assert_snapshot!(crate::json::to_pretty(&json(&mixed_plan())));
-    }
-
-    #[test]
-    fn no_changes_says_so() {
-        let plan = Plan {
-            account: "123456789012".into(),
-            region: "eu-west-1".into(),
-            changes: vec![],
-            findings: vec![],
-            observed: BTreeMap::new(),
-        };
-        insta::assert_snapshot!(text(&plan), @r"
-        Account 123456789012, region eu-west-1.
-
-        No changes. The account matches the desired state.
-        ");
-        insta::assert_snapshot!(crate::json::to_pretty(&json(&plan)), @r#"
-        {
-          "account": "123456789012",
-          "findings": [],
-          "format_version": "1.0",
-          "region": "eu-west-1",
-          "resource_changes": [],
-          "summary": {
-            "create": 0,
-            "delete": 0,
-            "update": 0
-          }
-        }
-        "#);
-    }
 }

@@ -13,12 +13,18 @@ use async_trait::async_trait;
 use aws_sdk_ecr as ecr;
 use reconcile_core::desired::Desired;
 use reconcile_core::json::{object, string_map, tag_changes};
-use reconcile_core::plan::{Action, Change, DesiredResource, Observed};
+use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Observed, Severity};
 use reconcile_core::reconciler::{Observations, error_chain};
 use reconcile_core::{Account, Address, Progress, ReconcileError, Reconciler, ResourceKind};
 use serde_json::{Map, Value, json};
 
 pub use lifecycle::{canonical_policy, canonical_policy_text};
+
+/// Finding code: a repository desired.toml does not declare. Stable; never reused.
+pub const UNDECLARED_REPOSITORY: &str = "D101";
+/// Finding code: a repository desired.toml does not declare, with no lifecycle policy at all,
+/// so untagged images accumulate without bound. Stable; never reused.
+pub const UNDECLARED_REPOSITORY_WITHOUT_POLICY: &str = "D102";
 
 /// How many per-repository reads run at once during observe.
 const OBSERVE_CONCURRENCY: usize = 16;
@@ -101,6 +107,51 @@ impl Reconciler for EcrReconciler {
             result.insert(address, observed);
         }
         Ok(result.into())
+    }
+
+    /// Every repository in the account that desired.toml does not declare; loudly those without
+    /// a lifecycle policy (two such cache repositories once held 347 GB before anyone noticed).
+    async fn survey(&self, desired: &[&DesiredResource]) -> Result<Vec<Finding>, ReconcileError> {
+        let declared: BTreeSet<&str> = desired.iter().map(|r| r.address.name.as_str()).collect();
+        let undeclared: Vec<String> = self
+            .list_all_repositories()
+            .await?
+            .iter()
+            .filter_map(|r| r.repository_name())
+            .filter(|name| !declared.contains(name))
+            .map(str::to_owned)
+            .collect();
+        let reads: Vec<_> = undeclared
+            .iter()
+            .map(|name| async move {
+                let address = Address::new(ResourceKind::EcrLifecyclePolicy, name);
+                (name, self.observe_lifecycle_policy(&address).await)
+            })
+            .collect();
+        let mut findings = Vec::new();
+        for (name, policy) in reconcile_core::engine::bounded(OBSERVE_CONCURRENCY, reads).await {
+            let address = Address::new(ResourceKind::EcrRepository, name);
+            let finding = match policy? {
+                Observed::Absent => Finding {
+                    code: UNDECLARED_REPOSITORY_WITHOUT_POLICY.to_owned(),
+                    severity: Severity::Error,
+                    address: Some(address),
+                    message: format!(
+                        "repository `{name}` is not in desired.toml and has NO lifecycle policy: its untagged \
+                         images accumulate without bound; declare it, or delete it"
+                    ),
+                },
+                Observed::Present(_) => Finding {
+                    code: UNDECLARED_REPOSITORY.to_owned(),
+                    severity: Severity::Warning,
+                    address: Some(address),
+                    message: format!("repository `{name}` is not in desired.toml; declare it, or delete it"),
+                },
+            };
+            findings.push(finding);
+        }
+        findings.sort_by(|a, b| (b.severity, &a.address).cmp(&(a.severity, &b.address)));
+        Ok(findings)
     }
 
     async fn apply(&self, change: &Change, _progress: &dyn Progress) -> Result<(), ReconcileError> {

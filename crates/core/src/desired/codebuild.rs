@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -123,31 +124,42 @@ pub const ONLY_EVENT_FILTER: &str = "W201";
 /// Warning code: no filter group takes `WORKFLOW_JOB_QUEUED`, so the project is no runner.
 pub const NOT_A_RUNNER: &str = "W202";
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawCodebuild {
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, RawProject>")]
     projects: BTreeMap<String, Spanned<RawProject>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawProject {
+    #[schemars(with = "String")]
     name: Spanned<String>,
     #[serde(default)]
     description: String,
+    #[schemars(with = "String")]
     source_location: Spanned<String>,
     #[serde(default = "linux_container")]
+    #[schemars(with = "String")]
     environment_type: Spanned<String>,
+    #[schemars(with = "Option<String>")]
     compute_type: Option<Spanned<String>>,
     image: Option<String>,
     #[serde(default = "privileged")]
+    #[schemars(with = "bool")]
     privileged_mode: Spanned<bool>,
+    #[schemars(with = "String")]
     service_role: Spanned<String>,
+    #[schemars(with = "u32")]
     build_timeout_hours: Spanned<u32>,
+    #[schemars(with = "Option<u32>")]
     queued_timeout_minutes: Option<Spanned<u32>>,
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, String>")]
     tags: BTreeMap<String, Spanned<String>>,
+    #[schemars(with = "Option<RawWebhook>")]
     webhook: Option<Spanned<RawWebhook>>,
 }
 
@@ -159,11 +171,12 @@ fn privileged() -> Spanned<bool> {
     Spanned::new(0..0, true)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawWebhook {
     #[serde(default = "build")]
     build_type: String,
+    #[schemars(with = "Vec<Vec<RawFilter>>")]
     filter_groups: Vec<Spanned<Vec<RawFilter>>>,
     #[serde(default)]
     manual_creation: bool,
@@ -174,7 +187,7 @@ fn build() -> String {
     "BUILD".to_owned()
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawFilter {
     #[serde(rename = "type")]
@@ -184,7 +197,7 @@ struct RawFilter {
     exclude_matched_pattern: bool,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawScope {
     name: String,

@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
@@ -31,7 +32,7 @@ pub struct LifecyclePolicy {
     pub document: serde_json::Value,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 pub enum TagMutability {
     #[serde(rename = "MUTABLE")]
     Mutable,
@@ -48,7 +49,7 @@ impl TagMutability {
     }
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawEcr {
     #[serde(default)]
@@ -56,27 +57,31 @@ pub(super) struct RawEcr {
     #[serde(default)]
     lifecycle_policies: BTreeMap<String, RawLifecyclePolicy>,
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, RawRepository>")]
     repositories: BTreeMap<String, Spanned<RawRepository>>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawRepository {
+    #[schemars(with = "Option<String>")]
     lifecycle_policy: Option<Spanned<String>>,
     image_tag_mutability: Option<TagMutability>,
     scan_on_push: Option<bool>,
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, String>")]
     tags: BTreeMap<String, Spanned<String>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawLifecyclePolicy {
+    #[schemars(with = "Vec<RawLifecycleRule>")]
     rules: Vec<Spanned<RawLifecycleRule>>,
 }
 
 // ECR's own JSON names, so the file reads like the AWS documentation.
-#[derive(Deserialize, Serialize)]
+#[derive(Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawLifecycleRule {
     rule_priority: u32,
@@ -86,7 +91,7 @@ struct RawLifecycleRule {
     action: RawRuleAction,
 }
 
-#[derive(Deserialize, Serialize)]
+#[derive(Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawSelection {
     tag_status: TagStatus,
@@ -102,7 +107,7 @@ struct RawSelection {
     storage_class: Option<StorageClass>,
 }
 
-#[derive(Deserialize, Serialize)]
+#[derive(Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawRuleAction {
     #[serde(rename = "type")]
@@ -111,7 +116,7 @@ struct RawRuleAction {
     target_storage_class: Option<StorageClass>,
 }
 
-#[derive(Deserialize, Serialize, Clone, Copy, PartialEq, Eq)]
+#[derive(Deserialize, Serialize, Clone, Copy, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 enum TagStatus {
     Tagged,
@@ -119,7 +124,7 @@ enum TagStatus {
     Any,
 }
 
-#[derive(Deserialize, Serialize, Clone, Copy, PartialEq, Eq)]
+#[derive(Deserialize, Serialize, Clone, Copy, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 enum CountType {
     ImageCountMoreThan,
@@ -128,20 +133,20 @@ enum CountType {
     SinceImageTransitioned,
 }
 
-#[derive(Deserialize, Serialize, Clone, Copy, PartialEq, Eq)]
+#[derive(Deserialize, Serialize, Clone, Copy, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 enum CountUnit {
     Days,
 }
 
-#[derive(Deserialize, Serialize, Clone, Copy, PartialEq, Eq)]
+#[derive(Deserialize, Serialize, Clone, Copy, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 enum StorageClass {
     Standard,
     Archive,
 }
 
-#[derive(Deserialize, Serialize, Clone, Copy, PartialEq, Eq)]
+#[derive(Deserialize, Serialize, Clone, Copy, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 enum ActionType {
     Expire,

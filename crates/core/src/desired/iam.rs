@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -32,22 +33,29 @@ pub struct Role {
     pub policy_name: String,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawIam {
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, RawRole>")]
     roles: BTreeMap<String, Spanned<RawRole>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawRole {
+    #[schemars(with = "String")]
     name: Spanned<String>,
+    #[schemars(with = "Option<String>")]
     description: Option<Spanned<String>>,
+    #[schemars(with = "Vec<String>")]
     trusted_services: Spanned<Vec<String>>,
+    #[schemars(with = "Option<u32>")]
     max_session_duration: Option<Spanned<u32>>,
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, String>")]
     tags: BTreeMap<String, Spanned<String>>,
+    #[schemars(with = "Option<String>")]
     policy_name: Option<Spanned<String>>,
 }
 

@@ -16,6 +16,7 @@ use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -37,8 +38,23 @@ pub struct Desired {
     pub s3: S3,
     pub iam: Iam,
     pub codebuild: Codebuild,
+    pub nightly: Nightly,
     /// What is allowed but probably wrong; it does not stop a plan, and plans show it.
     pub warnings: Vec<DesiredWarning>,
+}
+
+/// The `[nightly]` section: settings of the nightly workflow that `reconcile outputs` prints as
+/// repository variables.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Nightly {
+    /// `NIGHTLY_ARCHES`, such as `gfx1201`: narrows the nightly's matrix when set.
+    pub arches: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+struct RawNightly {
+    arches: Option<String>,
 }
 
 /// A warning about the desired state, with a stable code.
@@ -139,6 +155,16 @@ impl fmt::Display for DesiredErrors {
 
 impl std::error::Error for DesiredErrors {}
 
+/// The JSON Schema of desired.toml, derived from the types the parser uses, so editors can
+/// complete and check the file and the schema cannot drift from what `validate` accepts.
+pub fn schema() -> serde_json::Value {
+    let mut schema = serde_json::to_value(schemars::schema_for!(RawDesired)).expect("a schema serializes");
+    schema["title"] = serde_json::json!("reconcile desired.toml");
+    schema["description"] =
+        serde_json::json!("What the ROCm nightly's AWS account must hold. See docs/desired.md for every key.");
+    schema
+}
+
 impl Desired {
     /// Parses and validates the text of a desired-state file. `path` is only used in messages.
     pub fn parse(path: &Path, text: &str) -> Result<Desired, DesiredErrors> {
@@ -176,9 +202,10 @@ fn parse_raw(text: &str) -> Result<RawDesired, (Option<Range<usize>>, String, St
 // The file's schema. Field names are the file's keys; `deny_unknown_fields` everywhere, because
 // a misspelt key silently ignored is a resource silently left unmanaged.
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawDesired {
+    #[schemars(with = "String")]
     region: Spanned<String>,
     #[serde(default)]
     ecr: ecr::RawEcr,
@@ -188,6 +215,8 @@ struct RawDesired {
     iam: iam::RawIam,
     #[serde(default)]
     codebuild: codebuild::RawCodebuild,
+    #[serde(default)]
+    nightly: RawNightly,
 }
 
 /// Turns byte spans into file, line and column.
@@ -241,7 +270,17 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
     let role_keys: Vec<&str> = iam.roles.iter().map(|r| r.key.as_str()).collect();
     let mut warnings = Vec::new();
     let codebuild = codebuild::convert(locate, &raw.codebuild, &role_keys, errors, &mut warnings);
-    Desired { path: locate.path.to_owned(), region: raw.region.into_inner(), ecr, s3, iam, codebuild, warnings }
+    let nightly = Nightly { arches: raw.nightly.arches };
+    Desired {
+        path: locate.path.to_owned(),
+        region: raw.region.into_inner(),
+        ecr,
+        s3,
+        iam,
+        codebuild,
+        nightly,
+        warnings,
+    }
 }
 
 fn is_region(region: &str) -> bool {

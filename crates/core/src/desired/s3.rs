@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -38,22 +39,27 @@ pub struct S3LifecycleRule {
     pub abort_incomplete_multipart_upload_days: Option<u32>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawS3 {
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, RawBucket>")]
     buckets: BTreeMap<String, Spanned<RawBucket>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawBucket {
+    #[schemars(with = "String")]
     name: Spanned<String>,
     #[serde(default = "yes")]
     block_public_access: bool,
+    #[schemars(with = "Option<String>")]
     encryption: Option<Spanned<String>>,
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, String>")]
     tags: BTreeMap<String, Spanned<String>>,
+    #[schemars(with = "Option<Vec<RawS3LifecycleRule>>")]
     lifecycle_rules: Option<Spanned<Vec<Spanned<RawS3LifecycleRule>>>>,
 }
 
@@ -61,7 +67,7 @@ fn yes() -> bool {
     true
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawS3LifecycleRule {
     id: String,
@@ -73,7 +79,7 @@ struct RawS3LifecycleRule {
     abort_incomplete_multipart_upload_days: Option<u32>,
 }
 
-#[derive(Deserialize, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Deserialize, Default, Clone, Copy, PartialEq, Eq, JsonSchema)]
 enum RuleStatus {
     #[default]
     Enabled,

@@ -1,0 +1,121 @@
+//! What an apply did, for people and for a PR comment: applied, failed and skipped resources.
+
+use std::fmt::Write;
+
+use serde_json::{Value, json};
+
+use crate::engine::{ApplyReport, Outcome};
+use crate::plan::Plan;
+use crate::render::FORMAT_VERSION;
+
+/// The closing lines of an apply, in text.
+pub fn text(plan: &Plan, report: &ApplyReport) -> String {
+    let mut out = String::new();
+    if report.succeeded() {
+        let summary = plan.summary();
+        writeln!(
+            out,
+            "Apply complete! Resources: {} created, {} updated, {} deleted.",
+            summary.create, summary.update, summary.delete
+        )
+        .unwrap();
+        return out;
+    }
+    let (applied, failed, skipped) = counts(report);
+    for (address, _, outcome, _) in &report.results {
+        match outcome {
+            Outcome::Failed(error) => {
+                writeln!(out, "Failed: {address}: failed to {}: {}", error.operation, error.reason)
+            }
+            Outcome::Skipped { because } => writeln!(out, "Skipped: {address}, because {because} did not apply"),
+            Outcome::Applied => Ok(()),
+        }
+        .unwrap();
+    }
+    writeln!(
+        out,
+        "Apply failed: {applied} applied, {failed} failed, {skipped} skipped. Fix the cause and run apply again: \
+         what was applied stays applied, and apply picks up where this one stopped."
+    )
+    .unwrap();
+    out
+}
+
+fn counts(report: &ApplyReport) -> (usize, usize, usize) {
+    let mut counts = (0, 0, 0);
+    for (_, _, outcome, _) in &report.results {
+        match outcome {
+            Outcome::Applied => counts.0 += 1,
+            Outcome::Failed(_) => counts.1 += 1,
+            Outcome::Skipped { .. } => counts.2 += 1,
+        }
+    }
+    counts
+}
+
+/// The report as JSON.
+pub fn json(plan: &Plan, report: &ApplyReport) -> Value {
+    let (applied, failed, skipped) = counts(report);
+    let results: Vec<Value> = report
+        .results
+        .iter()
+        .map(|(address, action, outcome, elapsed)| {
+            let mut entry = json!({
+                "address": address.to_string(),
+                "actions": action.json_actions(),
+                "elapsed_seconds": (elapsed.as_secs_f64() * 10.0).round() / 10.0,
+            });
+            match outcome {
+                Outcome::Applied => entry["outcome"] = json!("applied"),
+                Outcome::Failed(error) => {
+                    entry["outcome"] = json!("failed");
+                    entry["error"] = json!(format!("failed to {}: {}", error.operation, error.reason));
+                }
+                Outcome::Skipped { because } => {
+                    entry["outcome"] = json!("skipped");
+                    entry["because"] = json!(because.to_string());
+                }
+            }
+            entry
+        })
+        .collect();
+    json!({
+        "format_version": FORMAT_VERSION,
+        "account": plan.account,
+        "region": plan.region,
+        "succeeded": report.succeeded(),
+        "results": results,
+        "summary": { "applied": applied, "failed": failed, "skipped": skipped },
+    })
+}
+
+/// The report as Markdown, for posting a (partial) apply back to the pull request.
+pub fn markdown(plan: &Plan, report: &ApplyReport) -> String {
+    let (applied, failed, skipped) = counts(report);
+    let mut out = format!("### reconcile apply to account `{}`, region `{}`\n\n", plan.account, plan.region);
+    if report.succeeded() {
+        writeln!(out, "**Apply complete: {applied} resources changed.**").unwrap();
+    } else {
+        writeln!(out, "**Apply failed: {applied} applied, {failed} failed, {skipped} skipped.**").unwrap();
+    }
+    for (title, wanted) in [("Failed", "failed"), ("Skipped", "skipped"), ("Applied", "applied")] {
+        let lines: Vec<String> = report
+            .results
+            .iter()
+            .filter_map(|(address, _, outcome, _)| match (outcome, wanted) {
+                (Outcome::Failed(error), "failed") => {
+                    Some(format!("- `{address}`: failed to {}: {}", error.operation, error.reason.replace('\n', " ")))
+                }
+                (Outcome::Skipped { because }, "skipped") => {
+                    Some(format!("- `{address}`, because `{because}` did not apply"))
+                }
+                (Outcome::Applied, "applied") => Some(format!("- `{address}`")),
+                _ => None,
+            })
+            .collect();
+        if !lines.is_empty() {
+            write!(out, "\n**{title}**\n\n{}\n", lines.join("\n")).unwrap();
+        }
+    }
+    out
+}

@@ -1,0 +1,170 @@
+//! Saved plans: `plan --out` writes the JSON plan together with what `apply` needs to know that
+//! the plan still holds, and `apply <file>` reads it back.
+//!
+//! There is no state file to carry a serial, so the observed values are the state: the saved
+//! plan holds a fingerprint of what was observed for every resource it touches, and one of
+//! desired.toml. Apply re-observes exactly those resources and refuses if anything moved. The
+//! file holds nothing secret: observation never reads secrets (a webhook's secret, for one).
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use crate::address::Address;
+use crate::json::fingerprint_text;
+use crate::plan::{Action, Change, Observed, Plan};
+use crate::render;
+
+/// A plan read back from a file, with what it was made against.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SavedPlan {
+    pub plan: Plan,
+    pub desired_fingerprint: String,
+    /// For every address the plan changes: the fingerprint of what was observed there.
+    pub observed_fingerprints: BTreeMap<Address, String>,
+}
+
+/// The saved form of `plan`, made from `desired_text`.
+pub fn to_json(plan: &Plan, desired_text: &str) -> Value {
+    let mut value = render::json(plan);
+    let fingerprints: Map<String, Value> = plan
+        .changes
+        .iter()
+        .map(|change| {
+            let observed = plan.observed.get(&change.address).unwrap_or(&Observed::Absent);
+            (change.address.to_string(), json!(observed.fingerprint()))
+        })
+        .collect();
+    value["desired_fingerprint"] = json!(fingerprint_text(desired_text));
+    value["observed_fingerprints"] = Value::Object(fingerprints);
+    value
+}
+
+/// Reads a saved plan back.
+pub fn from_json(value: &Value) -> Result<SavedPlan, String> {
+    let version = value["format_version"].as_str().ok_or("not a reconcile plan: no `format_version`")?;
+    if version.split('.').next() != render::FORMAT_VERSION.split('.').next() {
+        return Err(format!(
+            "plan format {version} is not supported (this reconcile writes {})",
+            render::FORMAT_VERSION
+        ));
+    }
+    let text = |key: &str| value[key].as_str().map(str::to_owned).ok_or(format!("the plan has no `{key}`"));
+    let desired_fingerprint =
+        text("desired_fingerprint").map_err(|_| "the plan was not saved with `plan --out`".to_owned())?;
+    let mut changes = Vec::new();
+    for entry in value["resource_changes"].as_array().ok_or("the plan has no `resource_changes`")? {
+        let address: Address = entry["address"].as_str().unwrap_or_default().parse()?;
+        let actions: Vec<&str> =
+            entry["change"]["actions"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        let action = match actions.as_slice() {
+            ["create"] => Action::Create,
+            ["update"] => Action::Update,
+            ["delete", "create"] => Action::Replace,
+            ["delete"] => Action::Delete,
+            other => return Err(format!("{address}: unknown actions {other:?}")),
+        };
+        let fields = |side: &str| match &entry["change"][side] {
+            Value::Object(map) => Ok(Some(map.clone())),
+            Value::Null => Ok(None),
+            _ => Err(format!("{address}: `change.{side}` is not an object")),
+        };
+        let depends_on = entry["depends_on"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|d| d.as_str().unwrap_or_default().parse())
+            .collect::<Result<Vec<Address>, String>>()?;
+        let (before, after) = (fields("before")?, fields("after")?);
+        changes.push(Change { address, action, before, after, depends_on });
+    }
+    let mut observed_fingerprints = BTreeMap::new();
+    for (address, fingerprint) in
+        value["observed_fingerprints"].as_object().ok_or("the plan has no `observed_fingerprints`")?
+    {
+        observed_fingerprints.insert(address.parse()?, fingerprint.as_str().unwrap_or_default().to_owned());
+    }
+    Ok(SavedPlan {
+        plan: Plan {
+            account: text("account")?,
+            region: text("region")?,
+            changes,
+            findings: Vec::new(),
+            observed: BTreeMap::new(),
+        },
+        desired_fingerprint,
+        observed_fingerprints,
+    })
+}
+
+/// Why a saved plan no longer holds; empty when it does.
+pub fn staleness(saved: &SavedPlan, desired_text: &str, now: &BTreeMap<Address, Observed>) -> Vec<String> {
+    let mut reasons = Vec::new();
+    if fingerprint_text(desired_text) != saved.desired_fingerprint {
+        reasons.push("desired.toml has changed since the plan was made".to_owned());
+    }
+    for (address, fingerprint) in &saved.observed_fingerprints {
+        let current = now.get(address).unwrap_or(&Observed::Absent).fingerprint();
+        if &current != fingerprint {
+            reasons.push(format!("{address} has changed since the plan was made"));
+        }
+    }
+    reasons
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::address::ResourceKind;
+    use crate::json::object;
+
+    fn plan() -> Plan {
+        let address = Address::new(ResourceKind::EcrLifecyclePolicy, "pytorch-cache");
+        let observed = Observed::Present(object(json!({"policy": {"rules": []}})));
+        Plan {
+            account: "123456789012".into(),
+            region: "us-east-1".into(),
+            changes: vec![Change {
+                address: address.clone(),
+                action: Action::Update,
+                before: Some(object(json!({"policy": {"rules": []}}))),
+                after: Some(object(json!({"policy": {"rules": [1]}}))),
+                depends_on: vec![Address::new(ResourceKind::EcrRepository, "pytorch-cache")],
+            }],
+            findings: vec![],
+            observed: BTreeMap::from([(address, observed)]),
+        }
+    }
+
+    #[test]
+    fn a_saved_plan_reads_back_to_the_same_changes() {
+        let plan = plan();
+        let saved = from_json(&to_json(&plan, "region = \"us-east-1\"")).unwrap();
+        assert_eq!(saved.plan.changes, plan.changes);
+        assert!(staleness(&saved, "region = \"us-east-1\"", &plan.observed).is_empty());
+    }
+
+    #[test]
+    fn a_moved_resource_or_an_edited_desired_file_makes_it_stale() {
+        let plan = plan();
+        let saved = from_json(&to_json(&plan, "a")).unwrap();
+        let mut now = plan.observed.clone();
+        now.insert(plan.changes[0].address.clone(), Observed::Absent);
+        assert_eq!(
+            staleness(&saved, "b", &now),
+            [
+                "desired.toml has changed since the plan was made",
+                "ecr_lifecycle_policy.pytorch-cache has changed since the plan was made"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_plan_without_fingerprints_or_of_another_major_version_is_refused() {
+        let plan = plan();
+        assert!(from_json(&render::json(&plan)).unwrap_err().contains("not saved with `plan --out`"));
+        let mut future = to_json(&plan, "");
+        future["format_version"] = json!("2.0");
+        assert!(from_json(&future).unwrap_err().contains("plan format 2.0 is not supported"));
+    }
+}

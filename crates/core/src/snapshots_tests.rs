@@ -1,0 +1,197 @@
+//! Snapshots of every rendering (text, JSON, Markdown) of the plans a reviewer meets: no
+//! changes, creates only, a mixed plan, a delete, a policy diff, and a 2,000-resource plan.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use crate::address::{Address, ResourceKind};
+use crate::json::{object, to_pretty};
+use crate::markdown::{GITHUB_COMMENT_LIMIT, markdown};
+use crate::plan::{Change, DesiredResource, Finding, Observed, Plan, Severity, diff};
+use crate::render::{json, text};
+
+fn change(kind: ResourceKind, name: &str, desired: Option<Value>, observed: Option<Value>) -> Change {
+    let address = Address::new(kind, name);
+    let desired = desired.map(|attributes| DesiredResource {
+        address: address.clone(),
+        attributes: object(attributes),
+        depends_on: vec![],
+    });
+    let observed = observed.map_or(Observed::Absent, |v| Observed::Present(object(v)));
+    diff(&address, desired.as_ref(), &observed).expect("a change")
+}
+
+fn policy(count_type: &str, tag_status: &str, count_number: u64, unit: Option<&str>) -> Value {
+    let mut selection = json!({"tagStatus": tag_status, "countType": count_type, "countNumber": count_number});
+    if let Some(unit) = unit {
+        selection["countUnit"] = json!(unit);
+    }
+    json!({"rules": [{"rulePriority": 1, "selection": selection, "action": {"type": "expire"}}]})
+}
+
+fn repository() -> Value {
+    json!({"image_tag_mutability": "MUTABLE", "scan_on_push": false, "tags": {"project": "rocm-bake"}})
+}
+
+fn plan(mut changes: Vec<Change>, findings: Vec<Finding>) -> Plan {
+    changes.sort_by(|a, b| a.address.cmp(&b.address));
+    Plan { account: "123456789012".into(), region: "us-east-1".into(), changes, findings, observed: BTreeMap::new() }
+}
+
+fn no_changes() -> Plan {
+    plan(vec![], vec![])
+}
+
+fn creates_only() -> Plan {
+    let keep3 = policy("imageCountMoreThan", "untagged", 3, None);
+    plan(
+        vec![
+            change(ResourceKind::EcrRepository, "vllm", Some(repository()), None),
+            change(ResourceKind::EcrLifecyclePolicy, "vllm", Some(json!({"policy": keep3})), None),
+        ],
+        vec![],
+    )
+}
+
+fn policy_diff() -> Plan {
+    let keep3 = policy("imageCountMoreThan", "untagged", 3, None);
+    let old = policy("sinceImagePushed", "any", 14, Some("days"));
+    plan(
+        vec![change(
+            ResourceKind::EcrLifecyclePolicy,
+            "pytorch-cache",
+            Some(json!({"policy": keep3})),
+            Some(json!({"policy": old})),
+        )],
+        vec![],
+    )
+}
+
+fn a_delete() -> Plan {
+    let wide =
+        json!({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": ["s3:*"], "Resource": ["*"]}]});
+    plan(
+        vec![change(
+            ResourceKind::IamRolePolicy,
+            "codebuild/legacy",
+            None,
+            Some(json!({"role": "rocm-bake-codebuild", "policy_name": "legacy", "document": wide})),
+        )],
+        vec![Finding {
+            code: "W101".into(),
+            severity: Severity::Warning,
+            address: Some(Address::new(ResourceKind::IamRole, "codebuild")),
+            message:
+                "managed policy arn:aws:iam::123456789012:policy/hand-made is attached to role `rocm-bake-codebuild`"
+                    .into(),
+        }],
+    )
+}
+
+fn mixed() -> Plan {
+    let mut changes = creates_only().changes;
+    changes.extend(policy_diff().changes);
+    changes.extend(a_delete().changes);
+    changes.push(change(
+        ResourceKind::EcrRepository,
+        "pytorch",
+        Some(repository()),
+        Some(json!({"image_tag_mutability": "IMMUTABLE", "scan_on_push": false, "tags": {}})),
+    ));
+    let mut webhook = change(
+        ResourceKind::CodebuildWebhook,
+        "runner",
+        Some(json!({"manual_creation": false, "build_type": "BUILD"})),
+        Some(json!({"manual_creation": true, "build_type": "BUILD"})),
+    );
+    webhook.action = crate::plan::Action::Replace;
+    changes.push(webhook);
+    plan(changes, a_delete().findings)
+}
+
+fn two_thousand() -> Plan {
+    let keep3 = policy("imageCountMoreThan", "untagged", 3, None);
+    let changes = (0..1000)
+        .flat_map(|i| {
+            let name = format!("target{i:04}");
+            [
+                change(ResourceKind::EcrRepository, &name, Some(repository()), None),
+                change(ResourceKind::EcrLifecyclePolicy, &name, Some(json!({"policy": keep3.clone()})), None),
+            ]
+        })
+        .collect();
+    plan(changes, vec![])
+}
+
+/// Snapshots all three renderings of a plan.
+fn check(name: &str, plan: &Plan) {
+    insta::assert_snapshot!(format!("{name}_text"), text(plan));
+    insta::assert_snapshot!(format!("{name}_json"), to_pretty(&json(plan)));
+    insta::assert_snapshot!(format!("{name}_markdown"), markdown(plan, GITHUB_COMMENT_LIMIT));
+}
+
+#[test]
+fn no_changes_renders() {
+    check("no_changes", &no_changes());
+}
+
+#[test]
+fn creates_only_renders() {
+    check("creates_only", &creates_only());
+}
+
+#[test]
+fn a_mixed_plan_renders_with_destructive_changes_first_in_markdown() {
+    check("mixed", &mixed());
+}
+
+#[test]
+fn a_delete_renders() {
+    check("a_delete", &a_delete());
+}
+
+#[test]
+fn a_policy_diff_renders_as_a_unified_diff() {
+    check("policy_diff", &policy_diff());
+}
+
+/// The whole text and JSON of 2,000 changes would be megabytes of snapshot; their beginning,
+/// end and size are what can go wrong. The Markdown is snapshotted whole: it is what is bounded.
+#[test]
+fn a_2000_resource_plan_stays_under_githubs_limit_and_says_what_it_left_out() {
+    let plan = two_thousand();
+    assert_eq!(plan.changes.len(), 2000);
+    let text = text(&plan);
+    let lines: Vec<&str> = text.lines().collect();
+    insta::assert_snapshot!(
+        "two_thousand_text",
+        format!(
+            "{} lines; first 25 and last 3:\n{}\n...\n{}",
+            lines.len(),
+            lines[..25].join("\n"),
+            lines[lines.len() - 3..].join("\n")
+        )
+    );
+    let json_text = to_pretty(&json(&plan));
+    let json_lines: Vec<&str> = json_text.lines().collect();
+    insta::assert_snapshot!(
+        "two_thousand_json",
+        format!("{} lines; last 8:\n{}", json_lines.len(), json_lines[json_lines.len() - 8..].join("\n"))
+    );
+    let comment = markdown(&plan, GITHUB_COMMENT_LIMIT);
+    assert!(comment.chars().count() <= GITHUB_COMMENT_LIMIT, "{}", comment.chars().count());
+    assert!(comment.trim_end().ends_with("for the whole plan._"), "{}", &comment[comment.len() - 300..]);
+    assert_eq!(comment.matches("<details>").count(), comment.matches("</details>").count(), "no block is cut");
+    insta::assert_snapshot!("two_thousand_markdown", comment);
+}
+
+#[test]
+fn markdown_budget_puts_the_summary_and_destructive_changes_before_details() {
+    // A budget so small only the head fits: it must still say what it left out.
+    let comment = markdown(&mixed(), 1000);
+    assert!(comment.contains("**Plan: 3 to create, 2 to update, 2 to delete**"), "{comment}");
+    assert!(comment.contains("- `-/+` `codebuild_webhook.runner` must be replaced"), "{comment}");
+    assert!(comment.contains("_Left out to stay under GitHub's comment limit: "), "{comment}");
+    assert!(comment.len() <= 1000);
+}
