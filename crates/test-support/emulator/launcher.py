@@ -11,7 +11,7 @@ Beyond plain `python -m moto.server` it:
 - adds to CodeBuild what moto 5.2.5 lacks (see `patch_codebuild`), and a switch that makes
   `CreateProject` fail with IAM's propagation error for the next N calls of one account:
   `POST /_reconcile/codebuild/fail-create-project?account=ID&count=N` (or `--fail-create-project N`
-  for every account).
+  for every account); `&reason=TEXT` fails them with an input error instead, which no retry fixes.
 
 Patches to moto's own behaviour must be applied in this process before the first request,
 which is why the harness starts this script rather than `python -m moto.server`.
@@ -28,7 +28,8 @@ from urllib.parse import parse_qs
 RECORDS_PATH = "/_reconcile/requests"
 FAIL_CREATE_PROJECT_PATH = "/_reconcile/codebuild/fail-create-project"
 
-# Account id (or "*") -> how many more CreateProject calls fail as if the role had not propagated.
+# Account id (or "*") -> [how many more CreateProject calls fail, and how: "iam" as if the role
+# had not propagated, anything else as an input error that no retry fixes].
 FAIL_CREATE_PROJECT = {}
 FAIL_LOCK = threading.Lock()
 
@@ -56,7 +57,7 @@ class RequestRecorder:
         if path == FAIL_CREATE_PROJECT_PATH:
             query = parse_qs(environ.get("QUERY_STRING", ""))
             with FAIL_LOCK:
-                FAIL_CREATE_PROJECT[query["account"][0]] = int(query["count"][0])
+                FAIL_CREATE_PROJECT[query["account"][0]] = [int(query["count"][0]), query.get("reason", ["iam"])[0]]
             start_response("204 No Content", [])
             return [b""]
         if not path.startswith("/moto-api"):
@@ -135,11 +136,14 @@ def patch_codebuild():
     def create_project(self):
         with FAIL_LOCK:
             for key in (self.current_account, "*"):
-                if FAIL_CREATE_PROJECT.get(key, 0) > 0:
-                    FAIL_CREATE_PROJECT[key] -= 1
-                    raise InvalidInputException(
-                        f"CodeBuild is not authorized to perform: sts:AssumeRole on {self._get_param('serviceRole')}"
-                    )
+                remaining, reason = FAIL_CREATE_PROJECT.get(key, [0, "iam"])
+                if remaining > 0:
+                    FAIL_CREATE_PROJECT[key] = [remaining - 1, reason]
+                    if reason == "iam":
+                        raise InvalidInputException(
+                            f"CodeBuild is not authorized to perform: sts:AssumeRole on {self._get_param('serviceRole')}"
+                        )
+                    raise InvalidInputException(f"Invalid project environment: {reason}")
         return create_project_response(self)
 
     def project(self, name):
@@ -247,7 +251,7 @@ def main():
     parser.add_argument("--fail-create-project", type=int, default=0, metavar="N",
                         help="fail the next N CodeBuild CreateProject calls (any account) as IAM propagation does")
     args = parser.parse_args()
-    FAIL_CREATE_PROJECT["*"] = args.fail_create_project
+    FAIL_CREATE_PROJECT["*"] = [args.fail_create_project, "iam"]
     patch_codebuild()
 
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app

@@ -232,6 +232,15 @@ impl TestAccount {
             .control("POST", &format!("/_reconcile/codebuild/fail-create-project?account={}&count={count}", self.id));
     }
 
+    /// Makes this account's next `count` `CreateProject` calls fail with an input error that no
+    /// retry fixes (`reason` must be URL-safe).
+    pub fn reject_create_project(&self, count: u32, reason: &str) {
+        emulator().control(
+            "POST",
+            &format!("/_reconcile/codebuild/fail-create-project?account={}&count={count}&reason={reason}", self.id),
+        );
+    }
+
     /// Loads the account as it stood on 2026-11-11, made by the old setup script from
     /// `desired`: every repository, but `atom-wheel-cache` and `torchvision-wheel-cache` with no
     /// lifecycle policy and `pytorch-cache` with the old 14-day `tagStatus any` rule.

@@ -7,6 +7,7 @@ mod account;
 mod codebuild;
 mod ecr;
 mod input;
+mod review;
 mod s3_iam;
 mod support;
 mod tidy;

@@ -14,6 +14,11 @@ pub struct Run {
 
 /// Runs `reconcile --desired <desired> <args>` with the account's environment and no stdin.
 pub fn reconcile(account: &TestAccount, desired: &Path, args: &[&str]) -> Run {
+    reconcile_with(account, desired, args, &[])
+}
+
+/// The same, with more environment variables.
+pub fn reconcile_with(account: &TestAccount, desired: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     let output = assert_cmd::Command::new(env!("CARGO_BIN_EXE_reconcile"))
         .arg("--desired")
         .arg(desired)
@@ -21,6 +26,7 @@ pub fn reconcile(account: &TestAccount, desired: &Path, args: &[&str]) -> Run {
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .envs(account.env())
+        .envs(env.iter().copied())
         .write_stdin("")
         .output()
         .expect("the binary runs");

@@ -38,3 +38,49 @@ async fn every_example_desired_file_validates() {
         assert_eq!(run.code, 0, "{}: {}", file.display(), run.stderr);
     }
 }
+
+/// The example workflows parse as YAML, have triggers and jobs, and only call `reconcile`
+/// subcommands and flags that exist. (actionlint is not installable from the package
+/// registries here: its PyPI package downloads the binary at install time.)
+#[test]
+fn example_workflows_parse_and_call_real_commands() {
+    let mut files = Vec::new();
+    files_under(&workspace_root().join("examples/github-workflows"), "yml", &mut files);
+    assert_eq!(files.len(), 3);
+    let script = r#"
+import json, sys, yaml
+workflow = yaml.safe_load(open(sys.argv[1]))
+# YAML 1.1 reads the key `on` as true.
+triggers = workflow.get("on", workflow.get(True))
+assert triggers, "no triggers"
+assert workflow["jobs"], "no jobs"
+runs = [step["run"] for job in workflow["jobs"].values() for step in job["steps"] if "run" in step]
+print(json.dumps(runs))
+"#;
+    for file in files {
+        let output = std::process::Command::new(reconcile_test_support::emulator_python())
+            .args(["-c", script])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}: {}", file.display(), String::from_utf8_lossy(&output.stderr));
+        let runs: Vec<String> = serde_json::from_slice(&output.stdout).unwrap();
+        let calls: Vec<&str> =
+            runs.iter().flat_map(|run| run.lines()).filter_map(|line| line.trim().strip_prefix("reconcile ")).collect();
+        assert!(!calls.is_empty(), "{}", file.display());
+        for call in calls {
+            let words: Vec<&str> =
+                call.split_whitespace().take_while(|w| !w.starts_with('>') && !w.starts_with('$')).collect();
+            let help = std::process::Command::new(env!("CARGO_BIN_EXE_reconcile"))
+                .arg(words[0])
+                .arg("--help")
+                .output()
+                .unwrap();
+            assert!(help.status.success(), "{}: `reconcile {}` is not a command", file.display(), words[0]);
+            let help = String::from_utf8(help.stdout).unwrap();
+            for flag in words.iter().filter(|w| w.starts_with("--")) {
+                assert!(help.contains(flag), "{}: `reconcile {}` has no {flag}", file.display(), words[0]);
+            }
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! What reviewers and schedules see: saved plans and their staleness, the drift check, the
+//! repository variables, apply reports (partial ones included), Markdown, colour, and the
+//! generated completions, man page and schema.
+
+use std::process::Command;
+
+use aws_sdk_ecr as ecr;
+use reconcile_test_support::{emulator, emulator_python, workspace_root};
+use serde_json::Value;
+
+use crate::support::{
+    desired_file, real_desired, reconcile, reconcile_with, small_account, small_account_with_runner, small_desired,
+};
+
+const OLD_14_DAY_POLICY: &str = r#"{"rules":[{"rulePriority":1,"selection":{"tagStatus":"any","countType":"sinceImagePushed","countUnit":"days","countNumber":14},"action":{"type":"expire"}}]}"#;
+
+#[tokio::test]
+async fn a_saved_plan_is_refused_when_a_touched_resource_moved_and_applied_when_only_others_did() {
+    let account = emulator().new_account().await;
+    let desired = desired_file(&small_desired(&["pytorch", "pytorch-cache", "vllm"]));
+    assert_eq!(reconcile(&account, &desired.path, &["apply", "--auto-approve"]).code, 0);
+    let client = ecr::Client::new(&account.sdk_config());
+    client.delete_lifecycle_policy().repository_name("pytorch-cache").send().await.unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("plan.json");
+    let saved_arg = saved.to_str().unwrap();
+    let plan = reconcile(&account, &desired.path, &["plan", "--out", saved_arg]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    assert_eq!(file["resource_changes"].as_array().unwrap().len(), 1);
+    assert!(file["observed_fingerprints"]["ecr_lifecycle_policy.pytorch-cache"].is_string());
+
+    // The touched resource moves: someone puts the old policy back. Apply refuses, writes nothing.
+    client
+        .put_lifecycle_policy()
+        .repository_name("pytorch-cache")
+        .lifecycle_policy_text(OLD_14_DAY_POLICY)
+        .send()
+        .await
+        .unwrap();
+    let writes = account.writes().len();
+    let stale = reconcile(&account, &desired.path, &["apply", saved_arg]);
+    assert_eq!(stale.code, 4, "{}{}", stale.stdout, stale.stderr);
+    assert_eq!(
+        stale.stderr,
+        format!(
+            "error: the saved plan {saved_arg} is stale, so nothing was changed:\n  - \
+             ecr_lifecycle_policy.pytorch-cache has changed since the plan was made\nMake a new plan and review it again.\n"
+        )
+    );
+    assert_eq!(account.writes().len(), writes);
+
+    // A fresh plan; then an untouched resource moves (vllm's tags): the plan still holds.
+    client.delete_lifecycle_policy().repository_name("pytorch-cache").send().await.unwrap();
+    assert_eq!(reconcile(&account, &desired.path, &["plan", "--out", saved_arg]).code, 0);
+    let tag = ecr::types::Tag::builder().key("owner").value("someone").build().unwrap();
+    let vllm = format!("arn:aws:ecr:us-east-1:{}:repository/vllm", account.id);
+    client.tag_resource().resource_arn(&vllm).tags(tag).send().await.unwrap();
+    let writes = account.writes().len();
+    let applied = reconcile(&account, &desired.path, &["apply", saved_arg]);
+    assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
+    let new_writes: Vec<String> = account.writes()[writes..].iter().map(ToString::to_string).collect();
+    assert_eq!(new_writes, ["ecr:PutLifecyclePolicy"], "exactly the saved change, and nothing more");
+    // The vllm tag drift was not in the saved plan, so it is still there for the next plan.
+    let plan = reconcile(&account, &desired.path, &["plan", "--format", "json"]);
+    assert_eq!(crate::support::json_changes(&plan.stdout), ["update ecr_repository.vllm"]);
+}
+
+#[tokio::test]
+async fn a_saved_plan_is_refused_when_desired_toml_changed() {
+    let account = emulator().new_account().await;
+    let desired = desired_file(&small_desired(&["pytorch"]));
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("plan.json");
+    assert_eq!(reconcile(&account, &desired.path, &["plan", "--out", saved.to_str().unwrap()]).code, 0);
+    std::fs::write(&desired.path, small_desired(&["pytorch", "vllm"])).unwrap();
+    let run = reconcile(&account, &desired.path, &["apply", saved.to_str().unwrap()]);
+    assert_eq!(run.code, 4);
+    assert!(run.stderr.contains("  - desired.toml has changed since the plan was made\n"), "{}", run.stderr);
+    assert_eq!(account.writes(), []);
+}
+
+#[tokio::test]
+async fn drift_names_an_undeclared_repository_without_a_lifecycle_policy() {
+    let account = emulator().new_account().await;
+    let desired = desired_file(&small_desired(&["pytorch"]));
+    assert_eq!(reconcile(&account, &desired.path, &["apply", "--auto-approve"]).code, 0);
+    assert_eq!(reconcile(&account, &desired.path, &["drift"]).code, 0, "in sync");
+
+    let client = ecr::Client::new(&account.sdk_config());
+    client.create_repository().repository_name("atom-wheel-cache").send().await.unwrap();
+    client.create_repository().repository_name("scratch").send().await.unwrap();
+    client
+        .put_lifecycle_policy()
+        .repository_name("scratch")
+        .lifecycle_policy_text(OLD_14_DAY_POLICY)
+        .send()
+        .await
+        .unwrap();
+
+    let drift = reconcile(&account, &desired.path, &["drift"]);
+    assert_eq!(drift.code, 2, "{}{}", drift.stdout, drift.stderr);
+    assert!(
+        drift.stdout.contains(
+            "Error [D102] ecr_repository.atom-wheel-cache: repository `atom-wheel-cache` is not in desired.toml and has \
+             NO lifecycle policy"
+        ),
+        "{}",
+        drift.stdout
+    );
+    assert!(
+        drift.stdout.contains("Warning [D101] ecr_repository.scratch: repository `scratch` is not in desired.toml")
+    );
+    let json = reconcile(&account, &desired.path, &["drift", "--format", "json"]);
+    assert_eq!(json.code, 2);
+    let json: Value = serde_json::from_str(&json.stdout).unwrap();
+    let codes: Vec<&str> = json["findings"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();
+    assert_eq!(codes, ["D102", "D101"]);
+    let markdown = reconcile(&account, &desired.path, &["drift", "--format", "markdown"]);
+    assert!(markdown.stdout.contains("- Error `D102` `ecr_repository.atom-wheel-cache`: "), "{}", markdown.stdout);
+    // A plan does not survey: it is the drift check's job.
+    assert_eq!(reconcile(&account, &desired.path, &["plan", "--detailed-exitcode"]).code, 0);
+}
+
+#[tokio::test]
+async fn outputs_prints_the_runbooks_five_lines_with_nightly_enabled_last() {
+    let account = emulator().new_account().await;
+    let run = reconcile(&account, &real_desired(), &["outputs"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let id = &account.id;
+    assert_eq!(
+        run.stdout,
+        format!(
+            "gh variable set CODEBUILD_PROJECT --body rocm-bake\n\
+             gh variable set ECR_REGISTRY      --body {id}.dkr.ecr.us-east-1.amazonaws.com\n\
+             gh variable set AWS_REGION        --body us-east-1\n\
+             gh variable set NIGHTLY_ARCHES    --body gfx1201\n\
+             gh variable set NIGHTLY_ENABLED   --body true\n"
+        )
+    );
+    let json = reconcile(&account, &real_desired(), &["outputs", "--format", "json"]);
+    let json: Value = serde_json::from_str(&json.stdout).unwrap();
+    let names: Vec<&str> = json.as_array().unwrap().iter().map(|v| v["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["CODEBUILD_PROJECT", "ECR_REGISTRY", "AWS_REGION", "NIGHTLY_ARCHES", "NIGHTLY_ENABLED"]);
+}
+
+#[tokio::test]
+async fn a_partial_apply_skips_dependents_goes_on_with_the_rest_and_reports_it() {
+    let account = emulator().new_account().await;
+    let desired = desired_file(&small_account_with_runner(&["pytorch"]));
+    account.reject_create_project(1, "the-image-does-not-exist");
+    let apply = reconcile(&account, &desired.path, &["apply", "--auto-approve", "--format", "json"]);
+    assert_eq!(apply.code, 1, "{}{}", apply.stdout, apply.stderr);
+    let report: Value = serde_json::from_str(&apply.stdout).expect("stdout is only the report");
+    let outcome =
+        |address: &str| report["results"].as_array().unwrap().iter().find(|r| r["address"] == address).unwrap().clone();
+    assert_eq!(outcome("codebuild_project.runner")["outcome"], "failed");
+    assert!(
+        outcome("codebuild_project.runner")["error"].as_str().unwrap().contains("Invalid project environment"),
+        "{report:#}"
+    );
+    assert_eq!(outcome("codebuild_webhook.runner")["outcome"], "skipped");
+    assert_eq!(outcome("codebuild_webhook.runner")["because"], "codebuild_project.runner");
+    assert_eq!(outcome("ecr_repository.pytorch")["outcome"], "applied");
+    assert_eq!(report["summary"], serde_json::json!({"applied": 6, "failed": 1, "skipped": 1}));
+    // Progress went to stderr, one line as each resource starts and finishes.
+    assert!(apply.stderr.contains("codebuild_project.runner: Creation failed after"), "{}", apply.stderr);
+    assert!(apply.stderr.contains("codebuild_webhook.runner: Skipped, because codebuild_project.runner did not apply"));
+
+    // The next apply picks up what is left, and says so in Markdown for the PR.
+    let summary = tempfile::NamedTempFile::new().unwrap();
+    let again = reconcile_with(
+        &account,
+        &desired.path,
+        &["apply", "--auto-approve", "--format", "markdown"],
+        &[("GITHUB_STEP_SUMMARY", summary.path().to_str().unwrap())],
+    );
+    assert_eq!(again.code, 0, "{}{}", again.stdout, again.stderr);
+    assert!(again.stdout.contains("**Apply complete: 2 resources changed.**"), "{}", again.stdout);
+    assert!(again.stdout.contains("- `codebuild_project.runner`\n- `codebuild_webhook.runner`"), "{}", again.stdout);
+    assert_eq!(std::fs::read_to_string(summary.path()).unwrap(), format!("{}\n", again.stdout));
+}
+
+#[tokio::test]
+async fn plan_markdown_goes_to_stdout_and_the_step_summary() {
+    let account = emulator().new_account().await;
+    let desired = desired_file(&small_account(&["pytorch"]));
+    let summary = tempfile::NamedTempFile::new().unwrap();
+    let run = reconcile_with(
+        &account,
+        &desired.path,
+        &["plan", "--format", "markdown"],
+        &[("GITHUB_STEP_SUMMARY", summary.path().to_str().unwrap())],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("**Plan: 6 to create, 0 to update, 0 to delete**"), "{}", run.stdout);
+    assert!(run.stdout.contains("<details><summary><code>+ iam_role.codebuild</code> will be created</summary>"));
+    assert_eq!(std::fs::read_to_string(summary.path()).unwrap(), format!("{}\n", run.stdout));
+}
+
+#[tokio::test]
+async fn colour_follows_the_flag_and_no_color() {
+    let account = emulator().new_account().await;
+    let desired = desired_file(&small_desired(&["pytorch"]));
+    let always = reconcile(&account, &desired.path, &["plan", "--color", "always"]);
+    assert!(always.stdout.contains("\x1b[32m  + ecr_repository.pytorch {\x1b[0m"), "{:?}", always.stdout);
+    // Not a terminal here, so `auto` means no colour; NO_COLOR and `never` mean none anywhere.
+    for (args, env) in
+        [(&["plan"][..], &[][..]), (&["plan", "--color", "never"], &[]), (&["plan"], &[("NO_COLOR", "1")])]
+    {
+        let run = reconcile_with(&account, &desired.path, args, env);
+        assert!(!run.stdout.contains('\x1b'), "{args:?} {env:?}");
+    }
+}
+
+#[tokio::test]
+async fn completions_man_page_and_schema_are_generated() {
+    let account = emulator().new_account().await;
+    let desired = real_desired();
+    for shell in ["bash", "zsh", "fish"] {
+        let run = reconcile(&account, &desired, &["completions", shell]);
+        assert_eq!(run.code, 0);
+        assert!(run.stdout.contains("reconcile"), "{shell}");
+    }
+    let man = reconcile(&account, &desired, &["man"]);
+    assert!(man.stdout.starts_with(".ie \\n(.g .ds Aq"), "{}", &man.stdout[..100]);
+    assert!(man.stdout.contains("drift"));
+
+    // The schema accepts the real desired.toml and every example, and rejects an unknown key.
+    let schema = reconcile(&account, &desired, &["schema"]);
+    let dir = tempfile::tempdir().unwrap();
+    let schema_path = dir.path().join("schema.json");
+    std::fs::write(&schema_path, &schema.stdout).unwrap();
+    let check = |toml: &std::path::Path| {
+        Command::new(emulator_python())
+            .args([
+                "-c",
+                "import json, sys, tomllib, jsonschema\n\
+                 jsonschema.validate(tomllib.load(open(sys.argv[2], 'rb')), json.load(open(sys.argv[1])))",
+            ])
+            .arg(&schema_path)
+            .arg(toml)
+            .output()
+            .unwrap()
+    };
+    assert!(check(&desired).status.success(), "{}", String::from_utf8_lossy(&check(&desired).stderr));
+    let example = workspace_root().join("examples/minimal.desired.toml");
+    assert!(check(&example).status.success());
+    let typo =
+        desired_file(&small_desired(&["pytorch"]).replace("[ecr.defaults]", "[ecr.defaults]\nlifecycle_polcy = \"x\""));
+    let rejected = check(&typo.path);
+    assert!(!rejected.status.success());
+    assert!(String::from_utf8_lossy(&rejected.stderr).contains("lifecycle_polcy"));
+    assert_eq!(account.requests(), []);
+}
+
+#[tokio::test]
+async fn a_saved_plan_holds_no_secret() {
+    let account = emulator().new_account().await;
+    let desired = desired_file(&small_account_with_runner(&["pytorch"]));
+    assert_eq!(reconcile(&account, &desired.path, &["apply", "--auto-approve"]).code, 0);
+    // Change the webhook so the saved plan touches it.
+    let manual = desired_file(&std::fs::read_to_string(&desired.path).unwrap().replace("1234567", "7654321"));
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("plan.json");
+    let plan = reconcile(&account, &manual.path, &["plan", "--out", saved.to_str().unwrap()]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    let text = std::fs::read_to_string(&saved).unwrap();
+    assert!(text.contains("codebuild_webhook.runner"));
+    assert!(!text.to_lowercase().contains("secret"), "{text}");
+}
