@@ -22,6 +22,24 @@ use serde_json::{Map, Value};
 
 pub use canonical::{desired_project, desired_webhook, observed_project, observed_webhook};
 
+/// Sets every managed project field on a `CreateProject` or `UpdateProject` request: their
+/// builders are different types with the same setters.
+macro_rules! with_project_fields {
+    ($request:expr, $fields:expr) => {
+        $request
+            .name(str_field($fields, "name"))
+            .description(str_field($fields, "description"))
+            .source(source($fields))
+            .artifacts(artifacts())
+            .environment(environment($fields))
+            .service_role(str_field($fields, "service_role"))
+            .set_timeout_in_minutes(int_field($fields, "timeout_in_minutes"))
+            .set_queued_timeout_in_minutes(int_field($fields, "queued_timeout_in_minutes"))
+            .logs_config(logs($fields))
+            .set_tags(Some(tags($fields)))
+    };
+}
+
 /// How long to wait for a new or changed role to become usable by CodeBuild.
 #[derive(Debug, Clone, Copy)]
 pub struct IamWait {
@@ -159,11 +177,7 @@ impl Reconciler for CodebuildReconciler {
         match (address.kind, change.action) {
             (ResourceKind::CodebuildProject, Action::Create) => self.create_project(change, progress).await,
             (ResourceKind::CodebuildProject, Action::Update) => self.update_project(change, progress).await,
-            (ResourceKind::CodebuildProject, _) => Err(ReconcileError::new(
-                Some(address),
-                "delete project",
-                "reconcile never deletes or replaces CodeBuild projects; delete it by hand if it must go",
-            )),
+            (ResourceKind::CodebuildProject, _) => Err(ReconcileError::never(address, "delete or replace project")),
             (_, Action::Create) => self.create_webhook(change).await,
             (_, Action::Update) => self.update_webhook(change).await,
             (_, Action::Replace) => {
@@ -218,19 +232,7 @@ impl CodebuildReconciler {
         let address = &change.address;
         let fields = change.after_fields()?;
         let request = || {
-            let builder = self
-                .client
-                .create_project()
-                .name(str_field(fields, "name"))
-                .description(str_field(fields, "description"))
-                .source(source(fields))
-                .artifacts(artifacts())
-                .environment(environment(fields))
-                .service_role(str_field(fields, "service_role"))
-                .set_timeout_in_minutes(int_field(fields, "timeout_in_minutes"))
-                .set_queued_timeout_in_minutes(int_field(fields, "queued_timeout_in_minutes"))
-                .logs_config(logs(fields))
-                .set_tags(Some(tags(fields)));
+            let builder = with_project_fields!(self.client.create_project(), fields);
             async move { builder.send().await }
         };
         match self.waiting_for_iam(address, progress, request).await {
@@ -249,19 +251,7 @@ impl CodebuildReconciler {
         let address = &change.address;
         let fields = change.after_fields()?;
         let request = || {
-            let builder = self
-                .client
-                .update_project()
-                .name(str_field(fields, "name"))
-                .description(str_field(fields, "description"))
-                .source(source(fields))
-                .artifacts(artifacts())
-                .environment(environment(fields))
-                .service_role(str_field(fields, "service_role"))
-                .set_timeout_in_minutes(int_field(fields, "timeout_in_minutes"))
-                .set_queued_timeout_in_minutes(int_field(fields, "queued_timeout_in_minutes"))
-                .logs_config(logs(fields))
-                .set_tags(Some(tags(fields)));
+            let builder = with_project_fields!(self.client.update_project(), fields);
             async move { builder.send().await }
         };
         self.waiting_for_iam(address, progress, request)

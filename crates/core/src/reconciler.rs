@@ -73,6 +73,16 @@ impl fmt::Display for ReconcileError {
 impl std::error::Error for ReconcileError {}
 
 impl ReconcileError {
+    /// A change a reconciler never carries out, such as deleting a repository: the plan holds
+    /// one only if something other than its own diff made it.
+    pub fn never(address: &Address, what: &str) -> Self {
+        ReconcileError::new(
+            Some(address),
+            what,
+            format!("reconcile never does this to `{}` resources; do it by hand if it must be done", address.kind),
+        )
+    }
+
     /// For `map_err`: `operation` on `address` failed because of `error`, whose whole chain of
     /// causes becomes the reason (an SDK error's own message is only "service error").
     pub fn of<'a, E: std::error::Error>(address: &'a Address, operation: &'a str) -> impl FnOnce(E) -> Self + 'a {

@@ -159,17 +159,11 @@ impl Reconciler for EcrReconciler {
         match (address.kind, change.action) {
             (ResourceKind::EcrRepository, Action::Create) => self.create_repository(change).await,
             (ResourceKind::EcrRepository, Action::Update) => self.update_repository(change).await,
-            (ResourceKind::EcrRepository, Action::Delete) => Err(ReconcileError::new(
-                Some(address),
-                "delete repository",
-                "reconcile never deletes ECR repositories; delete it by hand if it must go",
-            )),
+            (ResourceKind::EcrRepository, Action::Delete) => Err(ReconcileError::never(address, "delete repository")),
             (_, Action::Create | Action::Update) => self.put_lifecycle_policy(change).await,
             (_, Action::Delete) => self.delete_lifecycle_policy(address).await,
             // This reconciler's diff never plans one: everything it manages changes in place.
-            (_, Action::Replace) => {
-                Err(ReconcileError::new(Some(address), "replace", "this kind of resource is never replaced"))
-            }
+            (_, Action::Replace) => Err(ReconcileError::never(address, "replace")),
         }
     }
 }
@@ -560,8 +554,8 @@ mod tests {
         let error = reconciler.apply(&change, &Silent).await.unwrap_err();
         assert_eq!(
             error.to_string(),
-            "ecr_repository.pytorch: failed to delete repository: reconcile never deletes ECR repositories; \
-             delete it by hand if it must go"
+            "ecr_repository.pytorch: failed to delete repository: reconcile never does this to `ecr_repository` \
+             resources; do it by hand if it must be done"
         );
         assert_eq!(describe.num_calls(), 0);
     }

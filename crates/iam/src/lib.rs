@@ -120,17 +120,11 @@ impl Reconciler for IamReconciler {
                 let current_tags = string_map(change.before.as_ref().and_then(|b| b.get("tags")));
                 self.converge_role(change, change.before.as_ref(), &current_tags).await
             }
-            (ResourceKind::IamRole, Action::Delete) => Err(ReconcileError::new(
-                Some(address),
-                "delete role",
-                "reconcile never deletes IAM roles; delete it by hand if it must go",
-            )),
+            (ResourceKind::IamRole, Action::Delete) => Err(ReconcileError::never(address, "delete role")),
             (_, Action::Create | Action::Update) => self.put_role_policy(change).await,
             (_, Action::Delete) => self.delete_role_policy(change).await,
             // This reconciler's diff never plans one: everything it manages changes in place.
-            (_, Action::Replace) => {
-                Err(ReconcileError::new(Some(address), "replace", "this kind of resource is never replaced"))
-            }
+            (_, Action::Replace) => Err(ReconcileError::never(address, "replace")),
         }
     }
 }

@@ -107,17 +107,11 @@ impl Reconciler for S3Reconciler {
         match (address.kind, change.action) {
             (ResourceKind::S3Bucket, Action::Create) => self.create_bucket(change).await,
             (ResourceKind::S3Bucket, Action::Update) => self.converge_bucket(change, change.before.as_ref()).await,
-            (ResourceKind::S3Bucket, Action::Delete) => Err(ReconcileError::new(
-                Some(address),
-                "delete bucket",
-                "reconcile never deletes S3 buckets; empty and delete it by hand if it must go",
-            )),
+            (ResourceKind::S3Bucket, Action::Delete) => Err(ReconcileError::never(address, "delete bucket")),
             (_, Action::Create | Action::Update) => self.put_lifecycle(change).await,
             (_, Action::Delete) => self.delete_lifecycle(change).await,
             // This reconciler's diff never plans one: everything it manages changes in place.
-            (_, Action::Replace) => {
-                Err(ReconcileError::new(Some(address), "replace", "this kind of resource is never replaced"))
-            }
+            (_, Action::Replace) => Err(ReconcileError::never(address, "replace")),
         }
     }
 }
