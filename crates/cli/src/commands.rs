@@ -198,6 +198,8 @@ async fn apply(
         print!("{plan_text}")
     }
     if !plan.has_changes() {
+        // A machine-readable report is still a report: one of nothing done.
+        print_report(plan, &engine::ApplyReport::default(), format)?;
         return Ok(exit::OK);
     }
     if plan.changes.iter().any(|c| c.action.is_destructive()) && !approval.allow_delete {
@@ -220,16 +222,23 @@ async fn apply(
     };
     tracing::info!("plan and apply: {}", aws.requests);
     printer.line("");
+    print_report(plan, &report, format)?;
+    Ok(if report.succeeded() { exit::OK } else { exit::ERROR })
+}
+
+fn print_report(plan: &Plan, report: &engine::ApplyReport, format: Format) -> anyhow::Result<()> {
     match format {
-        Format::Text => print!("{}", report::text(plan, &report)),
-        Format::Json => println!("{}", json::to_pretty(&report::json(plan, &report))),
+        // The text plan already says when there was nothing to do.
+        Format::Text if report.results.is_empty() => {}
+        Format::Text => print!("{}", report::text(plan, report)),
+        Format::Json => println!("{}", json::to_pretty(&report::json(plan, report))),
         Format::Markdown => {
-            let comment = report::markdown(plan, &report);
+            let comment = report::markdown(plan, report);
             print!("{comment}");
             step_summary(&comment)?;
         }
     }
-    Ok(if report.succeeded() { exit::OK } else { exit::ERROR })
+    Ok(())
 }
 
 /// Carries out a saved plan, after checking that neither desired.toml nor any resource it

@@ -180,6 +180,12 @@ async fn a_partial_apply_skips_dependents_goes_on_with_the_rest_and_reports_it()
     assert!(again.stdout.contains("**Apply complete: 2 resources changed.**"), "{}", again.stdout);
     assert!(again.stdout.contains("- `codebuild_project.runner`\n- `codebuild_webhook.runner`"), "{}", again.stdout);
     assert_eq!(std::fs::read_to_string(summary.path()).unwrap(), format!("{}\n", again.stdout));
+
+    // Nothing left to do is still a report.
+    let nothing = reconcile(&account, &desired.path, &["apply", "--auto-approve", "--format", "json"]);
+    let nothing: Value = serde_json::from_str(&nothing.stdout).unwrap();
+    assert_eq!(nothing["succeeded"], true);
+    assert_eq!(nothing["results"], serde_json::json!([]));
 }
 
 #[tokio::test]
