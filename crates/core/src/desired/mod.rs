@@ -105,10 +105,6 @@ impl Template {
     fn example(&self) -> String {
         self.render("123456789012", "us-east-1")
     }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
 }
 
 /// One problem in a desired-state file, located as precisely as the file allows.
