@@ -368,7 +368,7 @@ mod tests {
             change(ResourceKind::EcrRepository, "a", Action::Create, &[]),
             change(ResourceKind::EcrRepository, "b", Action::Create, &[]),
             change(ResourceKind::EcrLifecyclePolicy, "a", Action::Create, &[repo_a]),
-            change(ResourceKind::EcrLifecyclePolicy, "b", Action::Create, &[repo_b.clone()]),
+            change(ResourceKind::EcrLifecyclePolicy, "b", Action::Create, std::slice::from_ref(&repo_b)),
         ]);
         let (report, log) = run(&plan, &["b"], false);
         // Both repositories go first, concurrently; a policy only after its repository.

@@ -107,6 +107,11 @@ async fn plan_reads_only_and_reads_each_thing_once() {
     for request in requests {
         *counts.entry(request.to_string()).or_insert(0) += 1;
     }
+    // The binary counts the same requests itself, by operation, and says so with -v.
+    let verbose = reconcile(&account, &desired, &["plan", "-v"]);
+    assert!(verbose.stderr.contains(&format!("plan: {} AWS requests: ", requests.len())), "{}", verbose.stderr);
+    assert!(verbose.stderr.contains("ECR:GetLifecyclePolicy 27"), "{}", verbose.stderr);
+
     let bucket = format!("/rocm-bake-sccache-{}/", account.id);
     // One batched describe for all 27 repositories, then one policy and one tag read each; one
     // HeadBucket for the bucket and its lifecycle; one GetRole for the role and its policy; one

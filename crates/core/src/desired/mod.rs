@@ -171,7 +171,7 @@ impl Desired {
         if errors.is_empty() {
             Ok(desired)
         } else {
-            errors.sort_by(|a, b| (a.line, a.column).cmp(&(b.line, b.column)));
+            errors.sort_by_key(|error| (error.line, error.column));
             Err(DesiredErrors(errors))
         }
     }
