@@ -12,14 +12,14 @@ use reconcile_core::{Account, Desired, Plan, Reconciler, json, render, report, s
 use crate::args::{Args, ColorChoice, Command, Format, OutputsFormat};
 use crate::aws::Aws;
 use crate::exit;
-use crate::output::{ApplyPrinter, Output};
+use crate::output::{ApplyPrinter, Output, out};
 
 pub async fn run(args: Args) -> anyhow::Result<u8> {
     let output = Output::new(color(args.color));
     // Commands that need no desired.toml.
     match &args.command {
         Command::Schema => {
-            println!("{}", json::to_pretty(&reconcile_core::desired::schema()));
+            out(&format!("{}\n", json::to_pretty(&reconcile_core::desired::schema())))?;
             return Ok(exit::OK);
         }
         Command::Completions { shell } => {
@@ -60,15 +60,15 @@ pub async fn run(args: Args) -> anyhow::Result<u8> {
             for warning in &desired.warnings {
                 eprintln!("warning: [{}] {}", warning.code, warning.location);
             }
-            println!(
-                "{} is valid: region {}, {} ECR repositories, {} S3 buckets, {} IAM roles, {} CodeBuild projects.",
+            out(&format!(
+                "{} is valid: region {}, {} ECR repositories, {} S3 buckets, {} IAM roles, {} CodeBuild projects.\n",
                 args.desired.display(),
                 desired.region,
                 desired.ecr.repositories.len(),
                 desired.s3.buckets.len(),
                 desired.iam.roles.len(),
                 desired.codebuild.projects.len(),
-            );
+            ))?;
             Ok(exit::OK)
         }
         Command::Plan { format, detailed_exitcode, out } => {
@@ -152,11 +152,11 @@ async fn make_plan(aws: Aws, desired: &Desired) -> anyhow::Result<(Aws, Plan, Ve
 
 fn print_plan(output: &Output, plan: &Plan, format: Format) -> anyhow::Result<()> {
     match format {
-        Format::Text => print!("{}", output.paint(&render::text(plan))),
-        Format::Json => println!("{}", json::to_pretty(&render::json(plan))),
+        Format::Text => out(&output.paint(&render::text(plan)))?,
+        Format::Json => out(&format!("{}\n", json::to_pretty(&render::json(plan))))?,
         Format::Markdown => {
             let comment = markdown(plan, GITHUB_COMMENT_LIMIT);
-            print!("{comment}");
+            out(&comment)?;
             step_summary(&comment)?;
         }
     }
@@ -230,11 +230,11 @@ fn print_report(plan: &Plan, report: &engine::ApplyReport, format: Format) -> an
     match format {
         // The text plan already says when there was nothing to do.
         Format::Text if report.results.is_empty() => {}
-        Format::Text => print!("{}", report::text(plan, report)),
-        Format::Json => println!("{}", json::to_pretty(&report::json(plan, report))),
+        Format::Text => out(&report::text(plan, report))?,
+        Format::Json => out(&format!("{}\n", json::to_pretty(&report::json(plan, report))))?,
         Format::Markdown => {
             let comment = report::markdown(plan, report);
-            print!("{comment}");
+            out(&comment)?;
             step_summary(&comment)?;
         }
     }
@@ -285,8 +285,7 @@ async fn apply_saved(
 }
 
 fn confirm() -> anyhow::Result<bool> {
-    print!("\nDo you want to perform these actions? Only 'yes' will be accepted: ");
-    std::io::stdout().flush()?;
+    out("\nDo you want to perform these actions? Only 'yes' will be accepted: ")?;
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer).context("failed to read the answer")?;
     Ok(answer.trim() == "yes")
@@ -314,13 +313,13 @@ async fn outputs(aws: Aws, desired: &Desired, format: OutputsFormat) -> anyhow::
     match format {
         OutputsFormat::Text => {
             for (name, value) in &variables {
-                println!("gh variable set {name:<17} --body {value}");
+                out(&format!("gh variable set {name:<17} --body {value}\n"))?;
             }
         }
         OutputsFormat::Json => {
             let list: Vec<serde_json::Value> =
                 variables.iter().map(|(name, value)| serde_json::json!({ "name": name, "value": value })).collect();
-            println!("{}", json::to_pretty(&serde_json::Value::Array(list)));
+            out(&format!("{}\n", json::to_pretty(&serde_json::Value::Array(list))))?;
         }
     }
     Ok(exit::OK)

@@ -1,5 +1,6 @@
 //! What the binary writes while it works: logs to stderr, colour on terminals, apply progress.
 
+use std::io::Write;
 use std::time::Duration;
 
 use reconcile_core::engine::{ApplyEvents, Outcome};
@@ -16,6 +17,14 @@ pub fn init_logging(verbose: u8) {
     };
     let filter = EnvFilter::try_from_env("RECONCILE_LOG").unwrap_or_else(|_| EnvFilter::new(default));
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
+}
+
+/// Writes to stdout, flushed, returning the error rather than panicking as `print!` does, so a
+/// reader that went away (`reconcile plan | head`) ends the run quietly (see `main`).
+pub fn out(text: &str) -> std::io::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    stdout.flush()
 }
 
 /// Whether text output is coloured.
@@ -77,8 +86,13 @@ pub struct ApplyPrinter {
 }
 
 impl ApplyPrinter {
+    /// Progress is best effort: a closed stdout must not stop an apply halfway.
     pub fn line(&self, text: &str) {
-        if self.to_stderr { eprintln!("{text}") } else { println!("{text}") }
+        if self.to_stderr {
+            eprintln!("{text}");
+        } else {
+            let _ = out(&format!("{text}\n"));
+        }
     }
 }
 
