@@ -276,3 +276,24 @@ async fn a_saved_plan_holds_no_secret() {
     assert!(text.contains("codebuild_webhook.runner"));
     assert!(!text.to_lowercase().contains("secret"), "{text}");
 }
+
+#[tokio::test]
+async fn a_reader_that_goes_away_ends_the_run_quietly() {
+    let account = emulator().new_account().await;
+    // `reconcile plan | head -0`: the pipe is closed before the plan is written.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_reconcile"))
+        .arg("--desired")
+        .arg(real_desired())
+        .arg("plan")
+        .env_clear()
+        .envs(account.env())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
