@@ -94,7 +94,7 @@ impl Aws {
             Box::new(reconcile_ecr::EcrReconciler::new(aws_sdk_ecr::Client::from_conf(ecr), account.clone())),
             Box::new(reconcile_codebuild::CodebuildReconciler::new(
                 aws_sdk_codebuild::Client::from_conf(codebuild),
-                reconcile_codebuild::IamWait::default(),
+                reconcile_codebuild::IAM_PROPAGATION,
             )),
         ]
     }

@@ -17,6 +17,7 @@ use reconcile_core::desired::Desired;
 use reconcile_core::json::string_map;
 use reconcile_core::plan::{Action, Change, DesiredResource, Observed};
 use reconcile_core::reconciler::Observations;
+use reconcile_core::retry::{Backoff, retry};
 use reconcile_core::{Account, Address, Progress, ReconcileError, Reconciler, ResourceKind};
 use serde_json::{Map, Value};
 
@@ -40,32 +41,21 @@ macro_rules! with_project_fields {
     };
 }
 
-/// How long to wait for a new or changed role to become usable by CodeBuild.
-#[derive(Debug, Clone, Copy)]
-pub struct IamWait {
-    pub first_delay: Duration,
-    pub max_delay: Duration,
-    pub give_up_after: Duration,
-}
-
-impl Default for IamWait {
-    /// Up to 3 minutes: the Terraform provider's 2 are known not to be enough.
-    fn default() -> Self {
-        IamWait {
-            first_delay: Duration::from_secs(1),
-            max_delay: Duration::from_secs(20),
-            give_up_after: Duration::from_secs(180),
-        }
-    }
-}
+/// How long to wait for a new or changed role to become usable by CodeBuild: up to 3 minutes,
+/// because the Terraform provider's 2 are known not to be enough.
+pub const IAM_PROPAGATION: Backoff = Backoff {
+    first_delay: Duration::from_secs(1),
+    max_delay: Duration::from_secs(20),
+    give_up_after: Duration::from_secs(180),
+};
 
 pub struct CodebuildReconciler {
     client: codebuild::Client,
-    iam_wait: IamWait,
+    iam_wait: Backoff,
 }
 
 impl CodebuildReconciler {
-    pub fn new(client: codebuild::Client, iam_wait: IamWait) -> CodebuildReconciler {
+    pub fn new(client: codebuild::Client, iam_wait: Backoff) -> CodebuildReconciler {
         CodebuildReconciler { client, iam_wait }
     }
 }
@@ -194,38 +184,28 @@ impl Reconciler for CodebuildReconciler {
 
 impl CodebuildReconciler {
     /// Runs `call` until CodeBuild stops answering that it cannot assume the role yet, saying
-    /// so on `progress`, for at most `iam_wait.give_up_after`.
-    async fn waiting_for_iam<T, E, F, Fut>(
-        &self,
-        address: &Address,
-        progress: &dyn Progress,
-        mut call: F,
-    ) -> Result<T, E>
+    /// so on `progress`, for as long as `iam_wait` allows.
+    async fn waiting_for_iam<T, E, F, Fut>(&self, address: &Address, progress: &dyn Progress, call: F) -> Result<T, E>
     where
         E: ProvideErrorMetadata,
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let mut delay = self.iam_wait.first_delay;
-        let mut waited = Duration::ZERO;
-        loop {
-            match call().await {
-                Err(error) if is_iam_propagation(&error) && waited + delay <= self.iam_wait.give_up_after => {
-                    progress.note(
-                        address,
-                        &format!(
-                            "waiting for IAM: CodeBuild cannot assume the service role yet (a new or changed role \
-                             takes a while to propagate); retrying in {}s",
-                            delay.as_secs_f64()
-                        ),
-                    );
-                    tokio::time::sleep(delay).await;
-                    waited += delay;
-                    delay = (delay * 2).min(self.iam_wait.max_delay);
-                }
-                result => return result,
+        let transient = |error: &E, delay: Duration| {
+            let waiting = is_iam_propagation(error);
+            if waiting {
+                progress.note(
+                    address,
+                    &format!(
+                        "waiting for IAM: CodeBuild cannot assume the service role yet (a new or changed role \
+                         takes a while to propagate); retrying in {}s",
+                        delay.as_secs_f64()
+                    ),
+                );
             }
-        }
+            waiting
+        };
+        retry(self.iam_wait, call, transient, tokio::time::sleep).await
     }
 
     async fn create_project(&self, change: &Change, progress: &dyn Progress) -> Result<(), ReconcileError> {

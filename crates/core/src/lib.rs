@@ -11,6 +11,7 @@ pub mod json;
 pub mod markdown;
 pub mod plan;
 pub mod reconciler;
+pub mod retry;
 pub mod saved;
 
 pub mod render;

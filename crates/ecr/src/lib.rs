@@ -11,10 +11,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
 use aws_sdk_ecr as ecr;
+use aws_sdk_ecr::error::SdkError;
+use aws_sdk_ecr::operation::put_lifecycle_policy::PutLifecyclePolicyError;
 use reconcile_core::desired::Desired;
 use reconcile_core::json::{object, string_map, tag_changes};
 use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Observed, Severity};
 use reconcile_core::reconciler::{Observations, error_chain};
+use reconcile_core::retry::{Backoff, retry};
 use reconcile_core::{Account, Address, Progress, ReconcileError, Reconciler, ResourceKind};
 use serde_json::{Map, Value, json};
 
@@ -393,11 +396,14 @@ impl EcrReconciler {
             .after_fields()?
             .get("policy")
             .ok_or_else(|| ReconcileError::new(Some(address), "put lifecycle policy", "the change has no policy"))?;
-        self.client
-            .put_lifecycle_policy()
-            .repository_name(&address.name)
-            .lifecycle_policy_text(reconcile_core::json::to_compact(policy))
-            .send()
+        let text = reconcile_core::json::to_compact(policy);
+        // Right after the repository is created, ECR may not show it everywhere yet.
+        let request =
+            || self.client.put_lifecycle_policy().repository_name(&address.name).lifecycle_policy_text(&text).send();
+        let not_yet = |error: &SdkError<PutLifecyclePolicyError, _>, _| {
+            error.as_service_error().is_some_and(|e| e.is_repository_not_found_exception())
+        };
+        retry(Backoff::AFTER_CREATE, request, not_yet, tokio::time::sleep)
             .await
             .map_err(ReconcileError::of(address, "put lifecycle policy"))?;
         Ok(())
@@ -558,5 +564,26 @@ mod tests {
              resources; do it by hand if it must be done"
         );
         assert_eq!(describe.num_calls(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_policy_put_right_after_creation_waits_for_the_repository_to_show() {
+        use aws_sdk_ecr::types::error::RepositoryNotFoundException;
+        let put = mock!(ecr::Client::put_lifecycle_policy)
+            .sequence()
+            .error(|| {
+                PutLifecyclePolicyError::RepositoryNotFoundException(RepositoryNotFoundException::builder().build())
+            })
+            .output(|| aws_sdk_ecr::operation::put_lifecycle_policy::PutLifecyclePolicyOutput::builder().build())
+            .build();
+        let change = Change {
+            address: policy_address(),
+            action: Action::Create,
+            before: None,
+            after: Some(object(json!({ "policy": {"rules": []} }))),
+            depends_on: vec![],
+        };
+        reconciler(&[&put]).apply(&change, &Silent).await.unwrap();
+        assert_eq!(put.num_calls(), 2);
     }
 }

@@ -13,10 +13,13 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use aws_sdk_iam as iam;
+use aws_sdk_iam::error::SdkError;
+use aws_sdk_iam::operation::put_role_policy::PutRolePolicyError;
 use reconcile_core::desired::Desired;
 use reconcile_core::json::{object, string_map, tag_changes, to_compact};
 use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Observed, Severity};
 use reconcile_core::reconciler::Observations;
+use reconcile_core::retry::{Backoff, retry};
 use reconcile_core::{Account, Address, Progress, ReconcileError, Reconciler, ResourceKind};
 use serde_json::{Map, Value, json};
 
@@ -335,12 +338,14 @@ impl IamReconciler {
     async fn put_role_policy(&self, change: &Change) -> Result<(), ReconcileError> {
         let address = &change.address;
         let document = change.after_fields()?.get("document").map(to_compact).unwrap_or_default();
-        self.client
-            .put_role_policy()
-            .role_name(change.after_str("role")?)
-            .policy_name(change.after_str("policy_name")?)
-            .policy_document(document)
-            .send()
+        let (role, name) = (change.after_str("role")?, change.after_str("policy_name")?);
+        // Right after the role is created, IAM may not show it everywhere yet.
+        let request =
+            || self.client.put_role_policy().role_name(role).policy_name(name).policy_document(&document).send();
+        let not_yet = |error: &SdkError<PutRolePolicyError, _>, _| {
+            error.as_service_error().is_some_and(|e| e.is_no_such_entity_exception())
+        };
+        retry(Backoff::AFTER_CREATE, request, not_yet, tokio::time::sleep)
             .await
             .map_err(ReconcileError::of(address, "put inline policy"))?;
         Ok(())
@@ -364,4 +369,60 @@ fn max_session_duration(fields: &Map<String, Value>) -> Option<i32> {
 
 fn tag_list(tags: &BTreeMap<String, String>) -> Vec<iam::types::Tag> {
     tags.iter().filter_map(|(key, value)| iam::types::Tag::builder().key(key).value(value).build().ok()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    //! Error paths the emulator cannot produce, against a mocked client.
+
+    use super::*;
+    use aws_sdk_iam::operation::get_role::GetRoleError;
+    use aws_sdk_iam::types::error::NoSuchEntityException;
+    use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
+    use reconcile_core::reconciler::Silent;
+
+    fn reconciler(rules: &[&Rule]) -> IamReconciler {
+        let client = mock_client!(aws_sdk_iam, RuleMode::MatchAny, rules);
+        IamReconciler::new(client, Account::new("123456789012", "us-east-1"))
+    }
+
+    #[tokio::test]
+    async fn a_missing_role_is_absent_with_its_policy_and_nothing_more_is_read() {
+        let get_role = mock!(iam::Client::get_role)
+            .then_error(|| GetRoleError::NoSuchEntityException(NoSuchEntityException::builder().build()));
+        let list = mock!(iam::Client::list_role_policies)
+            .then_output(|| iam::operation::list_role_policies::ListRolePoliciesOutput::builder().build().unwrap());
+        let role = DesiredResource {
+            address: Address::new(ResourceKind::IamRole, "codebuild"),
+            attributes: object(json!({ "name": "rocm-bake-codebuild" })),
+            depends_on: vec![],
+        };
+        let policy = DesiredResource {
+            address: Address::new(ResourceKind::IamRolePolicy, "codebuild"),
+            attributes: object(json!({ "role": "rocm-bake-codebuild", "policy_name": "p" })),
+            depends_on: vec![],
+        };
+        let observed = reconciler(&[&get_role, &list]).observe(&[&role, &policy]).await.unwrap();
+        assert_eq!(observed.resources[&role.address], Observed::Absent);
+        assert_eq!(observed.resources[&policy.address], Observed::Absent);
+        assert_eq!((get_role.num_calls(), list.num_calls()), (1, 0));
+    }
+
+    #[tokio::test]
+    async fn a_policy_put_right_after_the_role_is_created_waits_for_the_role_to_show() {
+        let put = mock!(iam::Client::put_role_policy)
+            .sequence()
+            .error(|| PutRolePolicyError::NoSuchEntityException(NoSuchEntityException::builder().build()))
+            .output(|| iam::operation::put_role_policy::PutRolePolicyOutput::builder().build())
+            .build();
+        let change = Change {
+            address: Address::new(ResourceKind::IamRolePolicy, "codebuild"),
+            action: Action::Create,
+            before: None,
+            after: Some(object(json!({ "role": "rocm-bake-codebuild", "policy_name": "p", "document": {} }))),
+            depends_on: vec![],
+        };
+        reconciler(&[&put]).apply(&change, &Silent).await.unwrap();
+        assert_eq!(put.num_calls(), 2);
+    }
 }

@@ -16,6 +16,7 @@ use reconcile_core::desired::Desired;
 use reconcile_core::json::{object, string_map};
 use reconcile_core::plan::{Action, Change, DesiredResource, Observed};
 use reconcile_core::reconciler::Observations;
+use reconcile_core::retry::{Backoff, retry};
 use reconcile_core::{Account, Address, Progress, ReconcileError, Reconciler, ResourceKind};
 use serde_json::{Map, Value, json};
 
@@ -343,11 +344,15 @@ impl S3Reconciler {
             .set_rules(Some(rules))
             .build()
             .map_err(ReconcileError::of(address, "build lifecycle rules"))?;
-        self.client
-            .put_bucket_lifecycle_configuration()
-            .bucket(name)
-            .lifecycle_configuration(configuration)
-            .send()
+        // Right after the bucket is created, S3 may not show it everywhere yet.
+        let request = || {
+            self.client
+                .put_bucket_lifecycle_configuration()
+                .bucket(name)
+                .lifecycle_configuration(configuration.clone())
+                .send()
+        };
+        retry(Backoff::AFTER_CREATE, request, |error, _| error.code() == Some("NoSuchBucket"), tokio::time::sleep)
             .await
             .map_err(ReconcileError::of(address, "put lifecycle configuration"))?;
         Ok(())
@@ -454,5 +459,30 @@ mod tests {
             ),
             "{error}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_lifecycle_put_right_after_creation_waits_for_the_bucket_to_show() {
+        let body = "<Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message></Error>";
+        let put = mock!(s3::Client::put_bucket_lifecycle_configuration)
+            .sequence()
+            .http_status(404, Some(body.to_owned()))
+            .output(|| {
+                s3::operation::put_bucket_lifecycle_configuration::PutBucketLifecycleConfigurationOutput::builder()
+                    .build()
+            })
+            .build();
+        let change = Change {
+            address: Address::new(ResourceKind::S3BucketLifecycle, "sccache"),
+            action: Action::Create,
+            before: None,
+            after: Some(object(json!({
+                "bucket": "rocm-bake-sccache-123456789012",
+                "rules": [{"id": "expire-after-30-days", "status": "Enabled", "prefix": "", "expiration_days": 30}],
+            }))),
+            depends_on: vec![],
+        };
+        reconciler(&[&put]).apply(&change, &Silent).await.unwrap();
+        assert_eq!(put.num_calls(), 2);
     }
 }
