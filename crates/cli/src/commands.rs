@@ -210,10 +210,20 @@ async fn apply(
         eprintln!("\nApply cancelled.");
         return Ok(exit::ERROR);
     }
-    let printer = ApplyPrinter { to_stderr: progress_to_stderr };
+    let printer = ApplyPrinter::new(progress_to_stderr, true);
     printer.line("");
     let options = ApplyOptions { allow_delete: approval.allow_delete, concurrency: engine::DEFAULT_CONCURRENCY };
-    let report = match engine::apply(reconcilers, plan, options, &printer).await {
+    let applying = engine::apply(reconcilers, plan, options, &printer);
+    tokio::pin!(applying);
+    let mut ticks = tokio::time::interval(std::time::Duration::from_millis(120));
+    let result = loop {
+        tokio::select! {
+            result = &mut applying => break result,
+            _ = ticks.tick() => printer.tick(),
+        }
+    };
+    printer.finish();
+    let report = match result {
         Ok(report) => report,
         Err(refusal) => {
             eprintln!("error: refusing to apply: {refusal}");

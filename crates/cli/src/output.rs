@@ -1,6 +1,8 @@
 //! What the binary writes while it works: logs to stderr, colour on terminals, apply progress.
 
-use std::io::Write;
+use std::collections::BTreeSet;
+use std::io::{IsTerminal, Write};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use reconcile_core::engine::{ApplyEvents, Outcome};
@@ -80,18 +82,89 @@ impl Output {
 }
 
 /// Prints one line per resource as apply starts and finishes it, Terraform-style, with elapsed
-/// time; to stderr when stdout carries a machine-readable report.
+/// time; to stderr when stdout carries a machine-readable report. On a terminal, a spinner line
+/// under them shows what is still in flight.
 pub struct ApplyPrinter {
-    pub to_stderr: bool,
+    to_stderr: bool,
+    /// `Some` when a spinner is drawn: the resources in flight, and whether the line is shown.
+    spinner: Option<Mutex<Spinner>>,
 }
 
+#[derive(Default)]
+struct Spinner {
+    in_flight: BTreeSet<String>,
+    frame: usize,
+    shown: bool,
+}
+
+const SPINNER_FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+/// Clears the current terminal line.
+const CLEAR_LINE: &str = "\r\x1b[2K";
+
 impl ApplyPrinter {
+    /// `spinner` asks for a spinner; it is drawn only when stdout is a terminal that carries
+    /// the progress.
+    pub fn new(to_stderr: bool, spinner: bool) -> ApplyPrinter {
+        let spinner =
+            (spinner && !to_stderr && std::io::stdout().is_terminal()).then(|| Mutex::new(Spinner::default()));
+        ApplyPrinter { to_stderr, spinner }
+    }
+
     /// Progress is best effort: a closed stdout must not stop an apply halfway.
     pub fn line(&self, text: &str) {
         if self.to_stderr {
             eprintln!("{text}");
-        } else {
-            let _ = out(&format!("{text}\n"));
+            return;
+        }
+        match &self.spinner {
+            Some(spinner) => {
+                let mut spinner = spinner.lock().expect("never poisoned");
+                let clear = if spinner.shown { CLEAR_LINE } else { "" };
+                spinner.shown = false;
+                let _ = out(&format!("{clear}{text}\n"));
+            }
+            None => {
+                let _ = out(&format!("{text}\n"));
+            }
+        }
+    }
+
+    /// Redraws the spinner line; call it every tick while apply runs.
+    pub fn tick(&self) {
+        let Some(spinner) = &self.spinner else { return };
+        let mut spinner = spinner.lock().expect("never poisoned");
+        if spinner.in_flight.is_empty() {
+            return;
+        }
+        spinner.frame = (spinner.frame + 1) % SPINNER_FRAMES.len();
+        let first = spinner.in_flight.iter().next().cloned().unwrap_or_default();
+        let others = match spinner.in_flight.len() {
+            1 => String::new(),
+            n => format!(" and {} more", n - 1),
+        };
+        let _ = out(&format!("{CLEAR_LINE}{} applying {first}{others}", SPINNER_FRAMES[spinner.frame]));
+        spinner.shown = true;
+    }
+
+    /// Clears the spinner line when apply is done.
+    pub fn finish(&self) {
+        if let Some(spinner) = &self.spinner {
+            let mut spinner = spinner.lock().expect("never poisoned");
+            if spinner.shown {
+                let _ = out(CLEAR_LINE);
+                spinner.shown = false;
+            }
+        }
+    }
+
+    fn track(&self, address: &Address, running: bool) {
+        if let Some(spinner) = &self.spinner {
+            let mut spinner = spinner.lock().expect("never poisoned");
+            if running {
+                spinner.in_flight.insert(address.to_string());
+            } else {
+                spinner.in_flight.remove(&address.to_string());
+            }
         }
     }
 }
@@ -114,9 +187,11 @@ impl Progress for ApplyPrinter {
 impl ApplyEvents for ApplyPrinter {
     fn started(&self, change: &Change) {
         self.line(&format!("{}: {}", change.address, words(change.action).0));
+        self.track(&change.address, true);
     }
 
     fn finished(&self, change: &Change, outcome: &Outcome, elapsed: Duration) {
+        self.track(&change.address, false);
         let (_, done, failed) = words(change.action);
         let address = &change.address;
         let seconds = elapsed.as_secs_f64();

@@ -166,7 +166,19 @@ async fn apply_waits_for_iam_when_codebuild_cannot_assume_the_new_role_yet() {
     assert!(apply.stdout.contains("codebuild_project.runner: Creation complete after"));
     let creates = account.requests().iter().filter(|r| r.to_string() == "codebuild:CreateProject").count();
     assert_eq!(creates, 4);
+    assert!(!apply.stdout.contains('\x1b'), "no spinner when stdout is not a terminal");
     assert_eq!(reconcile(&account, &desired.path, &["plan", "--detailed-exitcode"]).code, 0);
+}
+
+#[tokio::test]
+async fn on_a_terminal_a_spinner_shows_what_is_still_in_flight() {
+    let account = emulator().new_account().await;
+    let desired = desired_file(&small_account_with_runner(&["pytorch"]));
+    account.fail_create_project(2);
+    let (code, screen) = crate::support::apply_on_a_terminal(&account, &desired.path, "--auto-approve", "");
+    assert_eq!(code, 0, "{screen}");
+    assert!(screen.contains(" applying codebuild_project.runner"), "{screen}");
+    assert!(screen.contains("\r\x1b[2Kcodebuild_project.runner: Creation complete after"), "{screen}");
 }
 
 #[tokio::test]

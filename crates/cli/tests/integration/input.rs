@@ -2,7 +2,7 @@
 
 use reconcile_test_support::emulator;
 
-use crate::support::{desired_file, real_desired, reconcile, small_desired};
+use crate::support::{apply_on_a_terminal, desired_file, real_desired, reconcile, small_desired};
 
 #[tokio::test]
 async fn a_bad_desired_file_is_refused_with_file_line_and_key_before_any_aws_call() {
@@ -66,40 +66,18 @@ async fn apply_without_a_terminal_needs_auto_approve() {
     assert_eq!(account.requests(), []);
 }
 
-/// Runs `reconcile apply` on a terminal (a pseudo-terminal from `script`, util-linux), typing
-/// `answer` at the prompt.
-fn apply_on_a_terminal(
-    account: &reconcile_test_support::TestAccount,
-    desired: &std::path::Path,
-    answer: &str,
-) -> (i32, String) {
-    use std::io::Write;
-    let command = format!("{} --desired {} apply", env!("CARGO_BIN_EXE_reconcile"), desired.display());
-    let mut child = std::process::Command::new("script")
-        .args(["--quiet", "--return", "--command", &command, "/dev/null"])
-        .envs(account.env())
-        .env("NO_COLOR", "1")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("script (util-linux) runs");
-    child.stdin.take().unwrap().write_all(format!("{answer}\n").as_bytes()).unwrap();
-    let output = child.wait_with_output().unwrap();
-    (output.status.code().unwrap(), String::from_utf8_lossy(&output.stdout).into_owned())
-}
-
 #[tokio::test]
 async fn apply_on_a_terminal_asks_and_only_yes_applies() {
     let account = emulator().new_account().await;
     let desired = desired_file(&small_desired(&["pytorch"]));
 
-    let (code, screen) = apply_on_a_terminal(&account, &desired.path, "no");
+    let (code, screen) = apply_on_a_terminal(&account, &desired.path, "", "no");
     assert_eq!(code, 1, "{screen}");
     assert!(screen.contains("Do you want to perform these actions? Only 'yes' will be accepted:"), "{screen}");
     assert!(screen.contains("Apply cancelled."), "{screen}");
     assert_eq!(account.writes(), [], "nothing applied without yes");
 
-    let (code, screen) = apply_on_a_terminal(&account, &desired.path, "yes");
+    let (code, screen) = apply_on_a_terminal(&account, &desired.path, "", "yes");
     assert_eq!(code, 0, "{screen}");
     assert!(screen.contains("Apply complete! Resources: 2 created, 0 updated, 0 deleted."), "{screen}");
 }

@@ -146,3 +146,21 @@ filter_groups = [
 pub fn small_account_with_runner(repositories: &[&str]) -> String {
     format!("{}{RUNNER}", small_account(repositories))
 }
+
+/// Runs `reconcile apply <args>` on a terminal (a pseudo-terminal from `script`, util-linux),
+/// typing `answer` at the prompt. Returns the exit code and everything the terminal showed.
+pub fn apply_on_a_terminal(account: &TestAccount, desired: &Path, args: &str, answer: &str) -> (i32, String) {
+    use std::io::Write;
+    let command = format!("{} --desired {} apply {args}", env!("CARGO_BIN_EXE_reconcile"), desired.display());
+    let mut child = std::process::Command::new("script")
+        .args(["--quiet", "--return", "--command", &command, "/dev/null"])
+        .envs(account.env())
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("script (util-linux) runs");
+    child.stdin.take().unwrap().write_all(format!("{answer}\n").as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    (output.status.code().unwrap(), String::from_utf8_lossy(&output.stdout).into_owned())
+}
