@@ -9,9 +9,7 @@ use reconcile_core::{Account, Desired, Reconciler};
 use reconcile_ecr::EcrReconciler;
 use reconcile_test_support::emulator;
 
-use crate::support::{desired_file, json_changes, reconcile, redact, small_desired};
-
-const OLD_14_DAY_POLICY: &str = r#"{"rules":[{"rulePriority":1,"description":"Expire images older than 14 days","selection":{"tagStatus":"any","countType":"sinceImagePushed","countUnit":"days","countNumber":14},"action":{"type":"expire"}}]}"#;
+use crate::support::{OLD_14_DAY_POLICY, desired_file, json_changes, reconcile, redact, small_desired};
 
 #[tokio::test]
 async fn out_of_band_policy_drift_is_planned_as_exactly_those_changes_and_fixed() {

@@ -9,10 +9,9 @@ use reconcile_test_support::{emulator, emulator_python, workspace_root};
 use serde_json::Value;
 
 use crate::support::{
-    desired_file, real_desired, reconcile, reconcile_with, small_account, small_account_with_runner, small_desired,
+    OLD_14_DAY_POLICY, desired_file, real_desired, reconcile, reconcile_with, small_account, small_account_with_runner,
+    small_desired,
 };
-
-const OLD_14_DAY_POLICY: &str = r#"{"rules":[{"rulePriority":1,"selection":{"tagStatus":"any","countType":"sinceImagePushed","countUnit":"days","countNumber":14},"action":{"type":"expire"}}]}"#;
 
 #[tokio::test]
 async fn a_saved_plan_is_refused_when_a_touched_resource_moved_and_applied_when_only_others_did() {

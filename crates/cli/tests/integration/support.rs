@@ -12,6 +12,9 @@ pub struct Run {
     pub stderr: String,
 }
 
+/// The age-based rule the nightly's repositories used to carry, which also expired the live tag.
+pub const OLD_14_DAY_POLICY: &str = r#"{"rules":[{"rulePriority":1,"description":"Expire images older than 14 days","selection":{"tagStatus":"any","countType":"sinceImagePushed","countUnit":"days","countNumber":14},"action":{"type":"expire"}}]}"#;
+
 /// Runs `reconcile --desired <desired> <args>` with the account's environment and no stdin.
 pub fn reconcile(account: &TestAccount, desired: &Path, args: &[&str]) -> Run {
     reconcile_with(account, desired, args, &[])
