@@ -73,11 +73,14 @@ pub async fn run(args: Args) -> anyhow::Result<u8> {
         }
         Command::Plan { format, detailed_exitcode, out } => {
             let (_aws, plan, _) = make_plan(aws, &desired).await?;
-            print_plan(&output, &plan, format)?;
-            if let Some(path) = out {
+            // Saved before it is printed, so a reader that goes away cannot lose it.
+            if let Some(path) = &out {
                 let saved = json::to_pretty(&saved::to_json(&plan, &desired_text));
-                std::fs::write(&path, saved + "\n")
+                std::fs::write(path, saved + "\n")
                     .with_context(|| format!("failed to write the plan to {}", path.display()))?;
+            }
+            print_plan(&output, &plan, format)?;
+            if let Some(path) = &out {
                 eprintln!(
                     "Saved the plan to {}: `reconcile apply {}` carries out exactly it.",
                     path.display(),
