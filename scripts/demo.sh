@@ -12,7 +12,7 @@ python="$root/target/emulator-venv/bin/python"
 workdir="$(mktemp -d)"
 mkfifo "$workdir/stdin"
 # The emulator exits when its stdin closes; the trap also stops it by PID.
-"$python" crates/test-support/emulator/launcher.py --host 127.0.0.1 --port 0 --exit-with-parent \
+"$python" tests/emulator/launcher.py --host 127.0.0.1 --port 0 --exit-with-parent \
   < "$workdir/stdin" > "$workdir/emulator.out" 2>"$workdir/emulator.err" &
 emulator_pid=$!
 exec 3> "$workdir/stdin"
@@ -30,7 +30,7 @@ export AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_EC2_M
 unset AWS_PROFILE AWS_SESSION_TOKEN
 
 echo "==> emulator at $endpoint, loaded with the account as it stood on 2026-11-11"
-"$python" crates/test-support/emulator/seed.py --desired desired.toml
+"$python" tests/emulator/seed.py --desired desired.toml
 echo
 echo "==> reconcile plan"
 "$reconcile" plan

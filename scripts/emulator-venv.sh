@@ -3,7 +3,7 @@
 # target/emulator-venv, or leaves it alone when it already matches requirements.txt.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-requirements="$root/crates/test-support/emulator/requirements.txt"
+requirements="$root/tests/emulator/requirements.txt"
 venv="$root/target/emulator-venv"
 stamp="$venv/.requirements.sha256"
 want="$(sha256sum "$requirements" | cut -d' ' -f1)"

@@ -372,3 +372,43 @@ fn scope(fields: &Map<String, Value>) -> Option<codebuild::types::ScopeConfigura
         .build()
         .ok()
 }
+
+#[cfg(test)]
+mod tests {
+    //! Paths the emulator cannot produce, against a mocked client.
+
+    use super::*;
+    use aws_sdk_codebuild::operation::create_webhook::CreateWebhookError;
+    use aws_sdk_codebuild::types::error::ResourceAlreadyExistsException;
+    use aws_smithy_mocks::{RuleMode, mock, mock_client};
+    use reconcile_core::json::object;
+    use reconcile_core::reconciler::Silent;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn a_webhook_that_already_exists_is_updated_instead() {
+        let create = mock!(codebuild::Client::create_webhook).then_error(|| {
+            CreateWebhookError::ResourceAlreadyExistsException(ResourceAlreadyExistsException::builder().build())
+        });
+        let update = mock!(codebuild::Client::update_webhook)
+            .match_requests(|request| request.filter_groups().len() == 1)
+            .then_output(|| codebuild::operation::update_webhook::UpdateWebhookOutput::builder().build());
+        let client = mock_client!(aws_sdk_codebuild, RuleMode::MatchAny, [&create, &update]);
+        let reconciler = CodebuildReconciler::new(client, IAM_PROPAGATION);
+        let change = Change {
+            address: Address::new(ResourceKind::CodebuildWebhook, "runner"),
+            action: Action::Create,
+            before: None,
+            after: Some(object(json!({
+                "project": "rocm-bake",
+                "build_type": "BUILD",
+                "filter_groups": [[{"type": "EVENT", "pattern": "WORKFLOW_JOB_QUEUED", "exclude_matched_pattern": false}]],
+                "manual_creation": false,
+                "scope_configuration": null,
+            }))),
+            depends_on: vec![],
+        };
+        reconciler.apply(&change, &Silent).await.unwrap();
+        assert_eq!((create.num_calls(), update.num_calls()), (1, 1));
+    }
+}

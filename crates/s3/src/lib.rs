@@ -485,4 +485,20 @@ mod tests {
         reconciler(&[&put]).apply(&change, &Silent).await.unwrap();
         assert_eq!(put.num_calls(), 2);
     }
+
+    #[tokio::test]
+    async fn a_bucket_already_owned_by_this_account_is_adopted() {
+        use aws_sdk_s3::types::error::BucketAlreadyOwnedByYou;
+        let head = missing();
+        let create = mock!(s3::Client::create_bucket)
+            .then_error(|| CreateBucketError::BucketAlreadyOwnedByYou(BucketAlreadyOwnedByYou::builder().build()));
+        let block = mock!(s3::Client::put_public_access_block)
+            .then_output(|| s3::operation::put_public_access_block::PutPublicAccessBlockOutput::builder().build());
+        let encryption = mock!(s3::Client::put_bucket_encryption)
+            .then_output(|| s3::operation::put_bucket_encryption::PutBucketEncryptionOutput::builder().build());
+        let untag = mock!(s3::Client::delete_bucket_tagging)
+            .then_output(|| s3::operation::delete_bucket_tagging::DeleteBucketTaggingOutput::builder().build());
+        reconciler(&[&head, &create, &block, &encryption, &untag]).apply(&create_change(), &Silent).await.unwrap();
+        assert_eq!((block.num_calls(), encryption.num_calls(), untag.num_calls()), (1, 1, 1), "converged, not failed");
+    }
 }

@@ -1,4 +1,4 @@
-//! Test harness: the local AWS emulator (moto in server mode, started by `emulator/launcher.py`),
+//! Test harness: the local AWS emulator (moto in server mode, started by `tests/emulator/launcher.py`),
 //! one fresh AWS account per test, and the record of the requests each account made.
 //!
 //! One emulator serves every test in a process; tests never share an account, so they can run
@@ -57,7 +57,7 @@ impl Emulator {
              (the README's test command does) or set RECONCILE_EMULATOR_PYTHON",
             python.display()
         );
-        let launcher = workspace_root().join("crates/test-support/emulator/launcher.py");
+        let launcher = workspace_root().join("tests/emulator/launcher.py");
         let mut child = Command::new(&python)
             .arg(&launcher)
             .args(["--host", "127.0.0.1", "--port", "0", "--exit-with-parent"])
@@ -245,7 +245,7 @@ impl TestAccount {
     /// `desired`: every repository, but `atom-wheel-cache` and `torchvision-wheel-cache` with no
     /// lifecycle policy and `pytorch-cache` with the old 14-day `tagStatus any` rule.
     pub fn seed_2026_11_11(&self, desired: &Path) {
-        let script = workspace_root().join("crates/test-support/emulator/seed.py");
+        let script = workspace_root().join("tests/emulator/seed.py");
         let status = Command::new(emulator_python())
             .arg(script)
             .arg("--desired")

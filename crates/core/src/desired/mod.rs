@@ -413,6 +413,18 @@ rules = [
     }
 
     #[test]
+    fn an_unknown_template_variable_is_an_error_and_known_ones_are_filled_in() {
+        let text = "region = \"us-east-1\"\n[s3.buckets.sccache]\nname = \"rocm-bake-sccache-${acount_id}\"\n";
+        assert_eq!(
+            errors(text),
+            "desired.toml:3:8: `s3.buckets.sccache.name`: unknown template variable `${acount_id}` in \
+             `rocm-bake-sccache-${acount_id}`; known: `${account_id}`, `${region}`"
+        );
+        let desired = parse(&text.replace("acount_id", "account_id")).unwrap();
+        assert_eq!(desired.s3.buckets[0].name.render("123456789012", "us-east-1"), "rocm-bake-sccache-123456789012");
+    }
+
+    #[test]
     fn line_column_counts_characters() {
         assert_eq!(line_column("ab\ncdé f", 8), (2, 5));
         assert_eq!(line_column("x", 0), (1, 1));
