@@ -401,6 +401,19 @@ mod tests {
         }
     }
 
+    /// The writes that bring a bucket's settings to `create_change()`: Block Public Access,
+    /// encryption, and removing tags (it declares none).
+    fn settings_writes() -> [Rule; 3] {
+        [
+            mock!(s3::Client::put_public_access_block)
+                .then_output(|| s3::operation::put_public_access_block::PutPublicAccessBlockOutput::builder().build()),
+            mock!(s3::Client::put_bucket_encryption)
+                .then_output(|| s3::operation::put_bucket_encryption::PutBucketEncryptionOutput::builder().build()),
+            mock!(s3::Client::delete_bucket_tagging)
+                .then_output(|| s3::operation::delete_bucket_tagging::DeleteBucketTaggingOutput::builder().build()),
+        ]
+    }
+
     fn missing() -> Rule {
         mock!(s3::Client::head_bucket).then_error(|| HeadBucketError::NotFound(NotFound::builder().build()))
     }
@@ -427,12 +440,7 @@ mod tests {
                     == Some("eu-west-1")
             })
             .then_output(|| s3::operation::create_bucket::CreateBucketOutput::builder().build());
-        let block = mock!(s3::Client::put_public_access_block)
-            .then_output(|| s3::operation::put_public_access_block::PutPublicAccessBlockOutput::builder().build());
-        let encryption = mock!(s3::Client::put_bucket_encryption)
-            .then_output(|| s3::operation::put_bucket_encryption::PutBucketEncryptionOutput::builder().build());
-        let untag = mock!(s3::Client::delete_bucket_tagging)
-            .then_output(|| s3::operation::delete_bucket_tagging::DeleteBucketTaggingOutput::builder().build());
+        let [block, encryption, untag] = settings_writes();
         reconciler(&[&head, &create, &block, &encryption, &untag]).apply(&create_change(), &Silent).await.unwrap();
         assert_eq!(create.num_calls(), 1);
         assert_eq!((block.num_calls(), encryption.num_calls()), (1, 1));
@@ -492,12 +500,7 @@ mod tests {
         let head = missing();
         let create = mock!(s3::Client::create_bucket)
             .then_error(|| CreateBucketError::BucketAlreadyOwnedByYou(BucketAlreadyOwnedByYou::builder().build()));
-        let block = mock!(s3::Client::put_public_access_block)
-            .then_output(|| s3::operation::put_public_access_block::PutPublicAccessBlockOutput::builder().build());
-        let encryption = mock!(s3::Client::put_bucket_encryption)
-            .then_output(|| s3::operation::put_bucket_encryption::PutBucketEncryptionOutput::builder().build());
-        let untag = mock!(s3::Client::delete_bucket_tagging)
-            .then_output(|| s3::operation::delete_bucket_tagging::DeleteBucketTaggingOutput::builder().build());
+        let [block, encryption, untag] = settings_writes();
         reconciler(&[&head, &create, &block, &encryption, &untag]).apply(&create_change(), &Silent).await.unwrap();
         assert_eq!((block.num_calls(), encryption.num_calls(), untag.num_calls()), (1, 1, 1), "converged, not failed");
     }

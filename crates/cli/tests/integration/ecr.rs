@@ -9,7 +9,9 @@ use reconcile_core::{Account, Desired, Reconciler};
 use reconcile_ecr::EcrReconciler;
 use reconcile_test_support::emulator;
 
-use crate::support::{OLD_14_DAY_POLICY, desired_file, json_changes, reconcile, redact, small_desired};
+use crate::support::{
+    OLD_14_DAY_POLICY, desired_file, json_changes, put_lifecycle_policy, reconcile, redact, small_desired,
+};
 
 #[tokio::test]
 async fn out_of_band_policy_drift_is_planned_as_exactly_those_changes_and_fixed() {
@@ -19,13 +21,7 @@ async fn out_of_band_policy_drift_is_planned_as_exactly_those_changes_and_fixed(
 
     let client = ecr::Client::new(&account.sdk_config());
     client.delete_lifecycle_policy().repository_name("vllm-cache").send().await.unwrap();
-    client
-        .put_lifecycle_policy()
-        .repository_name("pytorch-cache")
-        .lifecycle_policy_text(OLD_14_DAY_POLICY)
-        .send()
-        .await
-        .unwrap();
+    put_lifecycle_policy(&client, "pytorch-cache", OLD_14_DAY_POLICY).await;
 
     let plan = reconcile(&account, &desired.path, &["plan", "--detailed-exitcode", "--format", "json"]);
     assert_eq!(plan.code, 2, "{}", plan.stderr);
@@ -82,7 +78,7 @@ pytorch = { lifecycle_policy = "two-rules" }
             }
         ]
     }"#;
-    client.put_lifecycle_policy().repository_name("pytorch").lifecycle_policy_text(reformatted).send().await.unwrap();
+    put_lifecycle_policy(&client, "pytorch", reformatted).await;
 
     let plan = reconcile(&account, &desired.path, &["plan", "--detailed-exitcode", "--format", "json"]);
     assert_eq!(plan.code, 0, "{}{}", plan.stdout, plan.stderr);
@@ -90,7 +86,7 @@ pytorch = { lifecycle_policy = "two-rules" }
 
     // The same document with one real change is drift.
     let changed = reformatted.replace("\"countNumber\": 10", "\"countNumber\": 11");
-    client.put_lifecycle_policy().repository_name("pytorch").lifecycle_policy_text(changed).send().await.unwrap();
+    put_lifecycle_policy(&client, "pytorch", &changed).await;
     let plan = reconcile(&account, &desired.path, &["plan", "--detailed-exitcode"]);
     assert_eq!(plan.code, 2, "{}", plan.stderr);
     assert!(plan.stdout.contains("-        \"countNumber\": 11,"), "{}", plan.stdout);

@@ -9,8 +9,8 @@ use reconcile_test_support::{emulator, emulator_python, workspace_root};
 use serde_json::Value;
 
 use crate::support::{
-    OLD_14_DAY_POLICY, desired_file, real_desired, reconcile, reconcile_with, small_account, small_account_with_runner,
-    small_desired,
+    OLD_14_DAY_POLICY, desired_file, put_lifecycle_policy, real_desired, reconcile, reconcile_with, small_account,
+    small_account_with_runner, small_desired,
 };
 
 #[tokio::test]
@@ -31,13 +31,7 @@ async fn a_saved_plan_is_refused_when_a_touched_resource_moved_and_applied_when_
     assert!(file["observed_fingerprints"]["ecr_lifecycle_policy.pytorch-cache"].is_string());
 
     // The touched resource moves: someone puts the old policy back. Apply refuses, writes nothing.
-    client
-        .put_lifecycle_policy()
-        .repository_name("pytorch-cache")
-        .lifecycle_policy_text(OLD_14_DAY_POLICY)
-        .send()
-        .await
-        .unwrap();
+    put_lifecycle_policy(&client, "pytorch-cache", OLD_14_DAY_POLICY).await;
     let writes = account.writes().len();
     let stale = reconcile(&account, &desired.path, &["apply", saved_arg]);
     assert_eq!(stale.code, 4, "{}{}", stale.stdout, stale.stderr);
@@ -90,13 +84,7 @@ async fn drift_names_an_undeclared_repository_without_a_lifecycle_policy() {
     let client = ecr::Client::new(&account.sdk_config());
     client.create_repository().repository_name("atom-wheel-cache").send().await.unwrap();
     client.create_repository().repository_name("scratch").send().await.unwrap();
-    client
-        .put_lifecycle_policy()
-        .repository_name("scratch")
-        .lifecycle_policy_text(OLD_14_DAY_POLICY)
-        .send()
-        .await
-        .unwrap();
+    put_lifecycle_policy(&client, "scratch", OLD_14_DAY_POLICY).await;
 
     let drift = reconcile(&account, &desired.path, &["drift"]);
     assert_eq!(drift.code, 2, "{}{}", drift.stdout, drift.stderr);

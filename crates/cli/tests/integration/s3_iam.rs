@@ -10,7 +10,7 @@ use reconcile_core::{Account, Desired};
 use reconcile_test_support::{TestAccount, emulator, emulator_python};
 use serde_json::{Value, json};
 
-use crate::support::{desired_file, json_changes, real_desired, reconcile, small_account};
+use crate::support::{desired_file, json_changes, put_lifecycle_policy, real_desired, reconcile, small_account};
 
 const KEEP_3: &str = r#"{"rules":[{"rulePriority":1,"selection":{"tagStatus":"untagged","countType":"imageCountMoreThan","countNumber":3},"action":{"type":"expire"}}]}"#;
 
@@ -61,7 +61,7 @@ async fn a_bucket_and_role_made_by_the_old_script_are_adopted_without_drift() {
     for name in ["pytorch", "pytorch-cache"] {
         let tag = ecr::types::Tag::builder().key("project").value("rocm-bake").build().unwrap();
         ecr.create_repository().repository_name(name).tags(tag).send().await.unwrap();
-        ecr.put_lifecycle_policy().repository_name(name).lifecycle_policy_text(KEEP_3).send().await.unwrap();
+        put_lifecycle_policy(&ecr, name, KEEP_3).await;
     }
     // The bucket: the protections real S3 gives a new bucket, and `Filter: {Prefix: ""}`.
     let s3 = s3_client(&account);

@@ -167,3 +167,8 @@ pub fn apply_on_a_terminal(account: &TestAccount, desired: &Path, args: &str, an
     let output = child.wait_with_output().unwrap();
     (output.status.code().unwrap(), String::from_utf8_lossy(&output.stdout).into_owned())
 }
+
+/// Puts a lifecycle policy out of band, as someone at the console would.
+pub async fn put_lifecycle_policy(client: &aws_sdk_ecr::Client, repository: &str, text: &str) {
+    client.put_lifecycle_policy().repository_name(repository).lifecycle_policy_text(text).send().await.unwrap();
+}
