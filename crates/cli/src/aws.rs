@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use anyhow::Context;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::interceptors::Intercept;
@@ -13,8 +12,7 @@ use aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterce
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
-use aws_smithy_types::error::display::DisplayErrorContext;
-use reconcile_core::{Account, Reconciler};
+use reconcile_core::{Account, ReconcileError, Reconciler};
 
 /// Counts every HTTP request sent to AWS, retries included, by service and operation.
 #[derive(Debug, Clone, Default)]
@@ -54,25 +52,32 @@ impl Intercept for RequestCounter {
 pub struct Aws {
     pub sdk: SdkConfig,
     pub requests: RequestCounter,
+    /// Where requests go, for messages: the overridden endpoint, or AWS in the region.
+    pub endpoint: String,
 }
 
 impl Aws {
     /// Loads the standard chain (credentials, endpoint, retries), with desired.toml's region.
+    /// Only commands that talk to AWS call it: `validate` never reads the AWS configuration.
     pub async fn load(region: &str) -> Aws {
         let sdk = aws_config::defaults(BehaviorVersion::latest()).region(Region::new(region.to_owned())).load().await;
-        Aws { sdk, requests: RequestCounter::default() }
+        let endpoint = match sdk.endpoint_url() {
+            Some(url) => format!("the AWS endpoint {url}"),
+            None => format!("AWS in {region}"),
+        };
+        Aws { sdk, requests: RequestCounter::default(), endpoint }
     }
 
     /// The account the credentials belong to.
-    pub async fn account(&self) -> anyhow::Result<Account> {
+    pub async fn account(&self) -> Result<Account, ReconcileError> {
+        const OPERATION: &str = "learn the account from STS GetCallerIdentity";
         let config = aws_sdk_sts::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
         let identity = aws_sdk_sts::Client::from_conf(config)
             .get_caller_identity()
             .send()
             .await
-            .map_err(|error| anyhow::anyhow!("{}", DisplayErrorContext(&error)))
-            .context("failed to learn the account from STS GetCallerIdentity (are AWS credentials set?)")?;
-        let id = identity.account().context("STS GetCallerIdentity returned no account")?;
+            .map_err(reconcile_aws::failed(None, OPERATION))?;
+        let id = identity.account().ok_or_else(|| ReconcileError::new(None, OPERATION, "STS returned no account"))?;
         let region = self.sdk.region().map_or_else(String::new, |r| r.to_string());
         Ok(Account::new(id, region))
     }

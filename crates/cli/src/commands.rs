@@ -5,17 +5,18 @@ use std::path::Path;
 
 use anyhow::Context;
 use clap::CommandFactory;
-use reconcile_core::engine::{self, ApplyOptions};
+use reconcile_core::engine::{self, ApplyOptions, DesiredResources};
 use reconcile_core::markdown::{GITHUB_COMMENT_LIMIT, markdown};
-use reconcile_core::{Account, Desired, Plan, Reconciler, json, render, report, saved};
+use reconcile_core::{Account, Desired, DesiredResource, Plan, ReconcileError, Reconciler, json, render, report, saved};
 
-use crate::args::{Args, ColorChoice, Command, Format, OutputsFormat};
+use crate::args::{Args, Command, Format, OutputsFormat};
 use crate::aws::Aws;
+use crate::error::CliError;
 use crate::exit;
-use crate::output::{ApplyPrinter, Output, out};
+use crate::output::{ApplyPrinter, Output, color_on, out};
 
-pub async fn run(args: Args) -> anyhow::Result<u8> {
-    let output = Output::new(color(args.color));
+pub async fn run(args: Args) -> Result<u8, CliError> {
+    let output = Output::new(color_on(args.color, std::io::stdout().is_terminal()));
     // Commands that need no desired.toml.
     match &args.command {
         Command::Schema => {
@@ -27,52 +28,47 @@ pub async fn run(args: Args) -> anyhow::Result<u8> {
             return Ok(exit::OK);
         }
         Command::Man => {
-            clap_mangen::Man::new(Args::command()).render(&mut std::io::stdout())?;
+            man_pages()?;
             return Ok(exit::OK);
         }
         // Unattended apply without --auto-approve is refused before anything else happens; a
         // saved plan was approved when it was reviewed.
         Command::Apply { auto_approve: false, plan_file: None, .. } if !std::io::stdin().is_terminal() => {
-            eprintln!("error: apply is not running on a terminal, so it cannot ask for approval; pass --auto-approve");
-            return Ok(exit::ERROR);
+            return Err(CliError::Other(anyhow::anyhow!(
+                "apply is not running on a terminal, so it cannot ask for approval; pass --auto-approve"
+            )));
         }
         _ => {}
     }
 
-    // Bad input stops here, before any AWS call.
-    let (desired, desired_text) = match load_desired(&args.desired) {
-        Ok(loaded) => loaded,
-        Err(code) => return Ok(code),
-    };
-    let aws = Aws::load(&desired.region).await;
-    // What is derived from desired.toml (such as the IAM policy and its size) is checked before
-    // any AWS call too, with a stand-in account id: ids are always 12 digits, so sizes hold.
+    // Bad input stops here, before any AWS call, and before even the AWS configuration is read.
+    let (desired, desired_text) = load_desired(&args.desired)?;
+    // What is derived from desired.toml (such as the IAM policy and its size) is checked with a
+    // stand-in account id: ids are always 12 digits, so sizes hold.
     let stand_in = Account::new("000000000000", &desired.region);
-    if let Err(errors) = engine::desired_resources(&aws.reconcilers(&stand_in), &desired, &stand_in) {
-        for error in errors {
-            eprintln!("error: {}: {error}", args.desired.display());
+    desired_resources(&desired, &stand_in).map_err(|errors| {
+        CliError::Input(errors.iter().map(|error| format!("{}: {error}", args.desired.display())).collect())
+    })?;
+    if let Command::Validate = args.command {
+        for warning in &desired.warnings {
+            eprintln!("warning: [{}] {}", warning.code, warning.location);
         }
-        return Ok(exit::ERROR);
+        out(&format!(
+            "{} is valid: region {}, {} ECR repositories, {} S3 buckets, {} IAM roles, {} CodeBuild projects.\n",
+            args.desired.display(),
+            desired.region,
+            desired.ecr.repositories.len(),
+            desired.s3.buckets.len(),
+            desired.iam.roles.len(),
+            desired.codebuild.projects.len(),
+        ))?;
+        return Ok(exit::OK);
     }
 
+    let aws = Aws::load(&desired.region).await;
     match args.command {
-        Command::Validate => {
-            for warning in &desired.warnings {
-                eprintln!("warning: [{}] {}", warning.code, warning.location);
-            }
-            out(&format!(
-                "{} is valid: region {}, {} ECR repositories, {} S3 buckets, {} IAM roles, {} CodeBuild projects.\n",
-                args.desired.display(),
-                desired.region,
-                desired.ecr.repositories.len(),
-                desired.s3.buckets.len(),
-                desired.iam.roles.len(),
-                desired.codebuild.projects.len(),
-            ))?;
-            Ok(exit::OK)
-        }
         Command::Plan { format, detailed_exitcode, out } => {
-            let (_aws, plan, _) = make_plan(aws, &desired).await?;
+            let (plan, _) = make_plan(&aws, &desired).await?;
             // Saved before it is printed, so a reader that goes away cannot lose it.
             if let Some(path) = &out {
                 let saved = json::to_pretty(&saved::to_json(&plan, &desired_text));
@@ -90,70 +86,79 @@ pub async fn run(args: Args) -> anyhow::Result<u8> {
             Ok(if detailed_exitcode && plan.has_changes() { exit::CHANGES } else { exit::OK })
         }
         Command::Apply { plan_file: Some(path), allow_delete, format, .. } => {
-            apply_saved(&output, aws, &desired, &desired_text, &path, allow_delete, format).await
+            apply_saved(&output, &aws, &desired, &desired_text, &path, allow_delete, format).await
         }
         Command::Apply { plan_file: None, auto_approve, allow_delete, format } => {
-            let (aws, plan, reconcilers) = make_plan(aws, &desired).await?;
+            let (plan, reconcilers) = make_plan(&aws, &desired).await?;
             apply(&output, &aws, &plan, &reconcilers, Approval { auto_approve, allow_delete }, format).await
         }
         Command::Drift { format } => {
-            let (aws, mut plan, reconcilers) = make_plan(aws, &desired).await?;
+            let (mut plan, reconcilers) = make_plan(&aws, &desired).await?;
             let account = Account::new(&plan.account, &plan.region);
-            let unmanaged = engine::survey(&reconcilers, &desired, &account).await.map_err(errors)?;
+            let resources = desired_resources(&desired, &account).map_err(CliError::aws(&aws.endpoint))?;
+            let unmanaged = engine::survey(&reconcilers, &resources).await.map_err(CliError::aws(&aws.endpoint))?;
             let drifted = plan.has_changes() || !unmanaged.is_empty();
             plan.findings.extend(unmanaged);
             tracing::info!("drift: {}", aws.requests);
             print_plan(&output, &plan, format)?;
             Ok(if drifted { exit::CHANGES } else { exit::OK })
         }
-        Command::Outputs { format } => outputs(aws, &desired, format).await,
-        Command::Schema | Command::Completions { .. } | Command::Man => unreachable!("handled above"),
-    }
-}
-
-fn color(choice: ColorChoice) -> bool {
-    match choice {
-        ColorChoice::Always => true,
-        ColorChoice::Never => false,
-        ColorChoice::Auto => {
-            std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        Command::Outputs { format } => outputs(&aws, &desired, format).await,
+        Command::Validate | Command::Schema | Command::Completions { .. } | Command::Man => {
+            unreachable!("handled above")
         }
     }
 }
 
-fn load_desired(path: &Path) -> Result<(Desired, String), u8> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(error) => {
-            eprintln!("error: failed to read {}: {error}", path.display());
-            return Err(exit::ERROR);
+/// Every desired resource of every resource crate, keyed by address. Pure: no AWS.
+fn desired_resources(desired: &Desired, account: &Account) -> Result<DesiredResources, Vec<ReconcileError>> {
+    let crates: [DesiredFn; 4] =
+        [reconcile_iam::desired, reconcile_s3::desired, reconcile_ecr::desired, reconcile_codebuild::desired];
+    let mut resources = DesiredResources::new();
+    let mut errors = Vec::new();
+    for desired_of in crates {
+        match desired_of(desired, account) {
+            Ok(list) => resources.extend(list.into_iter().map(|r| (r.address.clone(), r))),
+            Err(error) => errors.push(error),
         }
-    };
+    }
+    if errors.is_empty() { Ok(resources) } else { Err(errors) }
+}
+
+type DesiredFn = fn(&Desired, &Account) -> Result<Vec<DesiredResource>, ReconcileError>;
+
+/// The man page of `reconcile` and of each subcommand, one after another.
+fn man_pages() -> Result<(), CliError> {
+    let command = Args::command();
+    let mut stdout = std::io::stdout().lock();
+    clap_mangen::Man::new(command.clone()).render(&mut stdout)?;
+    for sub in command.get_subcommands() {
+        let name = format!("reconcile-{}", sub.get_name());
+        let sub = sub.clone().name(name.clone()).bin_name(name);
+        clap_mangen::Man::new(sub).render(&mut stdout)?;
+    }
+    Ok(())
+}
+
+fn load_desired(path: &Path) -> Result<(Desired, String), CliError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| CliError::Input(vec![format!("failed to read {}: {error}", path.display())]))?;
     match Desired::parse(path, &text) {
         Ok(desired) => Ok((desired, text)),
-        Err(errors) => {
-            for error in &errors.0 {
-                eprintln!("error: {error}");
-            }
-            Err(exit::ERROR)
-        }
+        Err(errors) => Err(CliError::Input(errors.0.iter().map(ToString::to_string).collect())),
     }
 }
 
-fn errors(errors: Vec<reconcile_core::ReconcileError>) -> anyhow::Error {
-    let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
-    anyhow::anyhow!("{}", messages.join("\n  "))
-}
-
-async fn make_plan(aws: Aws, desired: &Desired) -> anyhow::Result<(Aws, Plan, Vec<Box<dyn Reconciler>>)> {
-    let account = aws.account().await?;
+async fn make_plan(aws: &Aws, desired: &Desired) -> Result<(Plan, Vec<Box<dyn Reconciler>>), CliError> {
+    let account = aws.account().await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
+    let resources = desired_resources(desired, &account).map_err(CliError::aws(&aws.endpoint))?;
     let reconcilers = aws.reconcilers(&account);
-    let plan = engine::plan(&reconcilers, desired, &account).await.map_err(errors).context("planning failed")?;
+    let plan = engine::plan(&reconcilers, desired, &resources, &account).await.map_err(CliError::aws(&aws.endpoint))?;
     tracing::info!("plan: {}", aws.requests);
-    Ok((aws, plan, reconcilers))
+    Ok((plan, reconcilers))
 }
 
-fn print_plan(output: &Output, plan: &Plan, format: Format) -> anyhow::Result<()> {
+fn print_plan(output: &Output, plan: &Plan, format: Format) -> Result<(), CliError> {
     match format {
         Format::Text => out(&output.paint(&render::text(plan)))?,
         Format::Json => out(&format!("{}\n", json::to_pretty(&render::json(plan))))?,
@@ -167,7 +172,7 @@ fn print_plan(output: &Output, plan: &Plan, format: Format) -> anyhow::Result<()
 }
 
 /// Appends Markdown to the GitHub Actions job summary, when running in one.
-fn step_summary(markdown: &str) -> anyhow::Result<()> {
+fn step_summary(markdown: &str) -> Result<(), CliError> {
     let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else { return Ok(()) };
     let mut file = std::fs::OpenOptions::new()
         .create(true)
@@ -191,7 +196,7 @@ async fn apply(
     reconcilers: &[Box<dyn Reconciler>],
     approval: Approval,
     format: Format,
-) -> anyhow::Result<u8> {
+) -> Result<u8, CliError> {
     // With a machine-readable report, stdout carries only the report.
     let progress_to_stderr = format != Format::Text;
     let plan_text = output.paint(&render::text(plan));
@@ -206,12 +211,12 @@ async fn apply(
         return Ok(exit::OK);
     }
     if plan.changes.iter().any(|c| c.action.is_destructive()) && !approval.allow_delete {
-        eprintln!("error: refusing to apply: the plan deletes or replaces resources; pass --allow-delete to allow it");
-        return Ok(exit::REFUSED);
+        return Err(CliError::Refused(
+            "the plan deletes or replaces resources; pass --allow-delete to allow it".to_owned(),
+        ));
     }
     if !approval.auto_approve && !confirm()? {
-        eprintln!("\nApply cancelled.");
-        return Ok(exit::ERROR);
+        return Err(CliError::Cancelled);
     }
     let printer = ApplyPrinter::new(progress_to_stderr, true);
     printer.line("");
@@ -226,20 +231,14 @@ async fn apply(
         }
     };
     printer.finish();
-    let report = match result {
-        Ok(report) => report,
-        Err(refusal) => {
-            eprintln!("error: refusing to apply: {refusal}");
-            return Ok(exit::REFUSED);
-        }
-    };
+    let report = result.map_err(|refusal| CliError::Refused(refusal.to_string()))?;
     tracing::info!("plan and apply: {}", aws.requests);
     printer.line("");
     print_report(plan, &report, format)?;
-    Ok(if report.succeeded() { exit::OK } else { exit::ERROR })
+    if report.succeeded() { Ok(exit::OK) } else { Err(CliError::ApplyFailed) }
 }
 
-fn print_report(plan: &Plan, report: &engine::ApplyReport, format: Format) -> anyhow::Result<()> {
+fn print_report(plan: &Plan, report: &engine::ApplyReport, format: Format) -> Result<(), CliError> {
     match format {
         // The text plan already says when there was nothing to do.
         Format::Text if report.results.is_empty() => {}
@@ -258,46 +257,41 @@ fn print_report(plan: &Plan, report: &engine::ApplyReport, format: Format) -> an
 /// touches has moved since it was made.
 async fn apply_saved(
     output: &Output,
-    aws: Aws,
+    aws: &Aws,
     desired: &Desired,
     desired_text: &str,
     path: &Path,
     allow_delete: bool,
     format: Format,
-) -> anyhow::Result<u8> {
+) -> Result<u8, CliError> {
     let text = std::fs::read_to_string(path).with_context(|| format!("failed to read the plan {}", path.display()))?;
     let value: serde_json::Value =
         serde_json::from_str(&text).with_context(|| format!("{} is not a JSON plan", path.display()))?;
     let saved = saved::from_json(&value).map_err(|why| anyhow::anyhow!("{}: {why}", path.display()))?;
-    let account = aws.account().await?;
+    let account = aws.account().await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
     if saved.plan.account != account.id || saved.plan.region != account.region {
-        eprintln!(
-            "error: {} was made for account {} in {}, but these credentials are for account {} in {}",
-            path.display(),
-            saved.plan.account,
-            saved.plan.region,
-            account.id,
-            account.region
-        );
-        return Ok(exit::STALE_PLAN);
+        return Err(CliError::Stale {
+            path: path.to_owned(),
+            reasons: vec![format!(
+                "it was made for account {} in {}, but these credentials are for account {} in {}",
+                saved.plan.account, saved.plan.region, account.id, account.region
+            )],
+        });
     }
     let reconcilers = aws.reconcilers(&account);
+    let resources = desired_resources(desired, &account).map_err(CliError::aws(&aws.endpoint))?;
     let addresses: Vec<_> = saved.observed_fingerprints.keys().cloned().collect();
-    let now = engine::observe_again(&reconcilers, desired, &account, &addresses).await.map_err(errors)?;
+    let now =
+        engine::observe_again(&reconcilers, &resources, &addresses).await.map_err(CliError::aws(&aws.endpoint))?;
     let reasons = saved::staleness(&saved, desired_text, &now);
     if !reasons.is_empty() {
-        eprintln!("error: the saved plan {} is stale, so nothing was changed:", path.display());
-        for reason in reasons {
-            eprintln!("  - {reason}");
-        }
-        eprintln!("Make a new plan and review it again.");
-        return Ok(exit::STALE_PLAN);
+        return Err(CliError::Stale { path: path.to_owned(), reasons });
     }
     // Approved when it was reviewed: no prompt.
-    apply(output, &aws, &saved.plan, &reconcilers, Approval { auto_approve: true, allow_delete }, format).await
+    apply(output, aws, &saved.plan, &reconcilers, Approval { auto_approve: true, allow_delete }, format).await
 }
 
-fn confirm() -> anyhow::Result<bool> {
+fn confirm() -> Result<bool, CliError> {
     out("\nDo you want to perform these actions? Only 'yes' will be accepted: ")?;
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer).context("failed to read the answer")?;
@@ -306,13 +300,13 @@ fn confirm() -> anyhow::Result<bool> {
 
 /// The repository variables that wire the nightly's GitHub repository to this account, in the
 /// runbook's order: `NIGHTLY_ENABLED` last, because setting it turns the nightly on.
-async fn outputs(aws: Aws, desired: &Desired, format: OutputsFormat) -> anyhow::Result<u8> {
+async fn outputs(aws: &Aws, desired: &Desired, format: OutputsFormat) -> Result<u8, CliError> {
     let project = desired
         .codebuild
         .projects
         .first()
         .context("desired.toml declares no CodeBuild project, so there is no CODEBUILD_PROJECT to print")?;
-    let account = aws.account().await?;
+    let account = aws.account().await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
     let domain = if account.partition == "aws-cn" { "amazonaws.com.cn" } else { "amazonaws.com" };
     let mut variables = vec![
         ("CODEBUILD_PROJECT", project.name.clone()),

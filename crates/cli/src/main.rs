@@ -3,6 +3,7 @@
 mod args;
 mod aws;
 mod commands;
+mod error;
 mod exit;
 mod output;
 
@@ -12,7 +13,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let args = args::Args::parse();
-    output::init_logging(args.verbose);
+    output::init_logging(args.verbose, args.color);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -23,16 +24,13 @@ fn main() -> ExitCode {
     match runtime.block_on(commands::run(args)) {
         Ok(code) => ExitCode::from(code),
         // A reader that went away (`reconcile plan | head`) is not an error.
-        Err(error)
-            if error.chain().any(|cause| {
-                cause.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
-            }) =>
-        {
-            ExitCode::from(exit::OK)
-        }
+        Err(error) if error.is_broken_pipe() => ExitCode::from(exit::OK),
+        // The one place errors are printed.
         Err(error) => {
-            eprintln!("error: {error:#}");
-            ExitCode::from(exit::ERROR)
+            for line in error.render() {
+                eprintln!("{line}");
+            }
+            ExitCode::from(error.exit_code())
         }
     }
 }

@@ -10,15 +10,32 @@ use reconcile_core::plan::{Action, Change};
 use reconcile_core::{Address, Progress};
 use tracing_subscriber::EnvFilter;
 
+use crate::args::ColorChoice;
+
 /// Logs go to stderr, so stdout stays the plan (or its JSON) alone.
-pub fn init_logging(verbose: u8) {
+/// Logs are coloured by the same rule as the rest, judged on stderr, where they go.
+pub fn init_logging(verbose: u8, color: ColorChoice) {
     let default = match verbose {
         0 => "warn",
         1 => "info",
         _ => "debug",
     };
     let filter = EnvFilter::try_from_env("RECONCILE_LOG").unwrap_or_else(|_| EnvFilter::new(default));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(color_on(color, std::io::stderr().is_terminal()))
+        .with_target(false)
+        .init();
+}
+
+/// Whether to colour a stream: `always`, or `auto` on a terminal without `NO_COLOR` set.
+pub fn color_on(choice: ColorChoice, terminal: bool) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+    }
 }
 
 /// Writes to stdout, flushed, returning the error rather than panicking as `print!` does, so a
@@ -197,6 +214,7 @@ impl ApplyEvents for ApplyPrinter {
         let seconds = elapsed.as_secs_f64();
         self.line(&match outcome {
             Outcome::Applied => format!("{address}: {done} after {seconds:.1}s"),
+            Outcome::Adopted => format!("{address}: Adopted after {seconds:.1}s: it already existed, so it was brought to the desired state"),
             Outcome::Failed(error) => {
                 format!("{address}: {failed} after {seconds:.1}s: failed to {}: {}", error.operation, error.reason)
             }

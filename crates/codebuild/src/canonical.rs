@@ -1,4 +1,5 @@
-//! The project and webhook in canonical form.
+//! The project and webhook as typed specs in canonical form, and the one place they meet the
+//! canonical map: what desired.toml asks for, what observe saw, and what apply reads back.
 //!
 //! Only what desired.toml declares is compared (see `reconcile_core::plan::diff`), so the
 //! fields AWS fills in on its own (badge, cache `NO_CACHE`, `encryptionKey`, the
@@ -6,69 +7,147 @@
 //! A webhook's server-owned fields (`url`, `payloadUrl`, `secret`, `status`,
 //! `lastModifiedSecret`) are never read at all, so the secret cannot reach a plan.
 
+use std::collections::BTreeMap;
+
 use aws_sdk_codebuild as codebuild;
 use reconcile_core::desired::{Project, Webhook};
-use reconcile_core::json::object;
-use serde_json::{Map, Value, json};
+use reconcile_core::spec::attributes;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// `codebuild_project.<key>`: every project field reconcile sets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ProjectSpec {
+    pub name: String,
+    pub description: String,
+    pub source_type: String,
+    pub source_location: String,
+    pub artifacts_type: String,
+    pub environment_type: String,
+    pub compute_type: String,
+    pub image: String,
+    pub privileged_mode: bool,
+    pub image_pull_credentials_type: String,
+    pub service_role: String,
+    pub timeout_in_minutes: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_timeout_in_minutes: Option<i32>,
+    pub cloudwatch_logs: LogsSpec,
+    pub tags: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct LogsSpec {
+    pub status: String,
+    pub group_name: Option<String>,
+}
+
+/// A live project, as CodeBuild answers it: any field may be missing.
+#[derive(Debug, Serialize)]
+struct ProjectState<'a> {
+    name: Option<&'a str>,
+    arn: Option<&'a str>,
+    description: &'a str,
+    source_type: Option<&'a str>,
+    source_location: Option<&'a str>,
+    artifacts_type: Option<&'a str>,
+    environment_type: Option<&'a str>,
+    compute_type: Option<&'a str>,
+    image: Option<&'a str>,
+    privileged_mode: bool,
+    image_pull_credentials_type: &'a str,
+    service_role: Option<&'a str>,
+    timeout_in_minutes: Option<i32>,
+    queued_timeout_in_minutes: Option<i32>,
+    cloudwatch_logs: LogsState<'a>,
+    tags: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Serialize)]
+struct LogsState<'a> {
+    status: &'a str,
+    group_name: Option<&'a str>,
+}
+
+/// `codebuild_webhook.<key>`: the webhook's filters and settings, as desired and as observed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct WebhookSpec {
+    pub project: String,
+    pub build_type: String,
+    pub filter_groups: Vec<Vec<Filter>>,
+    pub manual_creation: bool,
+    pub scope_configuration: Option<ScopeSpec>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Filter {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub pattern: String,
+    pub exclude_matched_pattern: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ScopeSpec {
+    pub name: String,
+    pub scope: String,
+    pub domain: Option<String>,
+}
 
 /// The desired project's fields.
 pub fn desired_project(project: &Project, role_arn: &str) -> Map<String, Value> {
-    let mut fields = object(json!({
-        "name": project.name,
-        "description": project.description,
-        "source_type": "GITHUB",
-        "source_location": project.source_location,
-        "artifacts_type": "NO_ARTIFACTS",
-        "environment_type": project.environment_type,
-        "compute_type": project.compute_type,
-        "image": project.image,
-        "privileged_mode": project.privileged_mode,
-        "image_pull_credentials_type": "CODEBUILD",
-        "service_role": role_arn,
-        "timeout_in_minutes": project.build_timeout_minutes,
-        "cloudwatch_logs": { "status": "ENABLED", "group_name": project.log_group() },
-        "tags": project.tags,
-    }));
-    if let Some(queued) = project.queued_timeout_minutes {
-        fields.insert("queued_timeout_in_minutes".to_owned(), json!(queued));
-    }
-    fields
+    attributes(&ProjectSpec {
+        name: project.name.clone(),
+        description: project.description.clone(),
+        source_type: "GITHUB".to_owned(),
+        source_location: project.source_location.clone(),
+        artifacts_type: "NO_ARTIFACTS".to_owned(),
+        environment_type: project.environment_type.clone(),
+        compute_type: project.compute_type.clone(),
+        image: project.image.clone(),
+        privileged_mode: project.privileged_mode,
+        image_pull_credentials_type: "CODEBUILD".to_owned(),
+        service_role: role_arn.to_owned(),
+        timeout_in_minutes: minutes(project.build_timeout_minutes),
+        queued_timeout_in_minutes: project.queued_timeout_minutes.map(minutes),
+        cloudwatch_logs: LogsSpec { status: "ENABLED".to_owned(), group_name: Some(project.log_group()) },
+        tags: project.tags.clone(),
+    })
+}
+
+/// Validation bounds timeouts to hours; saturating keeps an absurd value absurd, not wrapped.
+fn minutes(value: u32) -> i32 {
+    i32::try_from(value).unwrap_or(i32::MAX)
 }
 
 /// The live project's fields, named as in [`desired_project`].
 pub fn observed_project(project: &codebuild::types::Project) -> Map<String, Value> {
     let environment = project.environment();
     let logs = project.logs_config().and_then(|l| l.cloud_watch_logs());
-    let tags: Map<String, Value> = project
-        .tags()
-        .iter()
-        .filter_map(|t| Some((t.key()?.to_owned(), json!(t.value().unwrap_or_default()))))
-        .filter(|(k, _)| !k.starts_with("aws:"))
-        .collect();
-    object(json!({
-        "name": project.name(),
-        "arn": project.arn(),
-        "description": project.description().unwrap_or_default(),
-        "source_type": project.source().map(|s| s.r#type().as_str()),
-        "source_location": project.source().and_then(|s| s.location()),
-        "artifacts_type": project.artifacts().map(|a| a.r#type().as_str()),
-        "environment_type": environment.map(|e| e.r#type().as_str()),
-        "compute_type": environment.map(|e| e.compute_type().as_str()),
-        "image": environment.map(|e| e.image()),
-        "privileged_mode": environment.and_then(|e| e.privileged_mode()).unwrap_or(false),
-        "image_pull_credentials_type": environment
+    attributes(&ProjectState {
+        name: project.name(),
+        arn: project.arn(),
+        description: project.description().unwrap_or_default(),
+        source_type: project.source().map(|s| s.r#type().as_str()),
+        source_location: project.source().and_then(|s| s.location()),
+        artifacts_type: project.artifacts().map(|a| a.r#type().as_str()),
+        environment_type: environment.map(|e| e.r#type().as_str()),
+        compute_type: environment.map(|e| e.compute_type().as_str()),
+        image: environment.map(|e| e.image()),
+        privileged_mode: environment.and_then(|e| e.privileged_mode()).unwrap_or(false),
+        image_pull_credentials_type: environment
             .and_then(|e| e.image_pull_credentials_type())
             .map_or("CODEBUILD", |t| t.as_str()),
-        "service_role": project.service_role(),
-        "timeout_in_minutes": project.timeout_in_minutes(),
-        "queued_timeout_in_minutes": project.queued_timeout_in_minutes(),
+        service_role: project.service_role(),
+        timeout_in_minutes: project.timeout_in_minutes(),
+        queued_timeout_in_minutes: project.queued_timeout_in_minutes(),
         // Logs are on unless turned off, and have no group until one is set.
-        "cloudwatch_logs": {
-            "status": logs.map_or("ENABLED", |l| l.status().as_str()),
-            "group_name": logs.and_then(|l| l.group_name()),
+        cloudwatch_logs: LogsState {
+            status: logs.map_or("ENABLED", |l| l.status().as_str()),
+            group_name: logs.and_then(|l| l.group_name()),
         },
-        "tags": tags,
-    }))
+        tags: reconcile_aws::visible_tags(project.tags().iter().filter_map(|t| Some((t.key()?, t.value().unwrap_or_default())))),
+    })
 }
 
 /// The desired webhook's fields.
@@ -76,19 +155,19 @@ pub fn desired_webhook(project_name: &str, webhook: &Webhook) -> Map<String, Val
     let groups = webhook
         .filter_groups
         .iter()
-        .map(|group| group.iter().map(|f| filter(&f.kind, &f.pattern, f.exclude_matched_pattern)).collect::<Vec<_>>())
+        .map(|group| group.iter().map(|f| filter(&f.kind, &f.pattern, f.exclude_matched_pattern)).collect())
         .collect();
-    object(json!({
-        "project": project_name,
-        "build_type": webhook.build_type,
-        "filter_groups": canonical_groups(groups),
-        "manual_creation": webhook.manual_creation,
-        "scope_configuration": webhook.scope.as_ref().map(|s| json!({
-            "name": s.name,
-            "scope": s.scope,
-            "domain": s.domain,
-        })),
-    }))
+    attributes(&WebhookSpec {
+        project: project_name.to_owned(),
+        build_type: webhook.build_type.clone(),
+        filter_groups: canonical_groups(groups),
+        manual_creation: webhook.manual_creation,
+        scope_configuration: webhook.scope.as_ref().map(|s| ScopeSpec {
+            name: s.name.clone(),
+            scope: s.scope.clone(),
+            domain: s.domain.clone(),
+        }),
+    })
 }
 
 /// The live webhook's fields, named as in [`desired_webhook`].
@@ -100,24 +179,24 @@ pub fn observed_webhook(project_name: &str, webhook: &codebuild::types::Webhook)
             group
                 .iter()
                 .map(|f| filter(f.r#type().as_str(), f.pattern(), f.exclude_matched_pattern().unwrap_or(false)))
-                .collect::<Vec<_>>()
+                .collect()
         })
         .collect();
-    object(json!({
-        "project": project_name,
-        "build_type": webhook.build_type().map_or("BUILD", |t| t.as_str()),
-        "filter_groups": canonical_groups(groups),
-        "manual_creation": webhook.manual_creation().unwrap_or(false),
-        "scope_configuration": webhook.scope_configuration().map(|s| json!({
-            "name": s.name(),
-            "scope": s.scope().as_str(),
-            "domain": s.domain(),
-        })),
-    }))
+    attributes(&WebhookSpec {
+        project: project_name.to_owned(),
+        build_type: webhook.build_type().map_or("BUILD", |t| t.as_str()).to_owned(),
+        filter_groups: canonical_groups(groups),
+        manual_creation: webhook.manual_creation().unwrap_or(false),
+        scope_configuration: webhook.scope_configuration().map(|s| ScopeSpec {
+            name: s.name().to_owned(),
+            scope: s.scope().as_str().to_owned(),
+            domain: s.domain().map(str::to_owned),
+        }),
+    })
 }
 
 /// One filter; an EVENT pattern is a comma-separated set of event names.
-fn filter(kind: &str, pattern: &str, exclude_matched_pattern: bool) -> Value {
+fn filter(kind: &str, pattern: &str, exclude_matched_pattern: bool) -> Filter {
     let pattern = if kind == "EVENT" {
         let mut events: Vec<&str> = pattern.split(',').map(str::trim).filter(|e| !e.is_empty()).collect();
         events.sort_unstable();
@@ -126,18 +205,17 @@ fn filter(kind: &str, pattern: &str, exclude_matched_pattern: bool) -> Value {
     } else {
         pattern.to_owned()
     };
-    json!({ "type": kind, "pattern": pattern, "exclude_matched_pattern": exclude_matched_pattern })
+    Filter { kind: kind.to_owned(), pattern, exclude_matched_pattern }
 }
 
 /// Groups are a set (any one passing starts a build), and so are the filters of a group (all
 /// must pass). They are ordered the way a reader scans them, EVENT first and then by type and
 /// pattern, so that a diff of two sets lines up the groups that differ least.
-fn canonical_groups(groups: Vec<Vec<Value>>) -> Value {
-    fn filter_key(filter: &Value) -> (bool, String, String, bool) {
-        let text = |key: &str| filter[key].as_str().unwrap_or_default().to_owned();
-        (text("type") != "EVENT", text("type"), text("pattern"), filter["exclude_matched_pattern"] == true)
+fn canonical_groups(groups: Vec<Vec<Filter>>) -> Vec<Vec<Filter>> {
+    fn filter_key(filter: &Filter) -> (bool, String, String, bool) {
+        (filter.kind != "EVENT", filter.kind.clone(), filter.pattern.clone(), filter.exclude_matched_pattern)
     }
-    let mut groups: Vec<Vec<Value>> = groups
+    let mut groups: Vec<Vec<Filter>> = groups
         .into_iter()
         .map(|mut group| {
             group.sort_by_key(filter_key);
@@ -147,7 +225,7 @@ fn canonical_groups(groups: Vec<Vec<Value>>) -> Value {
         .collect();
     groups.sort_by_key(|group| group.iter().map(filter_key).collect::<Vec<_>>());
     groups.dedup();
-    Value::Array(groups.into_iter().map(Value::Array).collect())
+    groups
 }
 
 #[cfg(test)]

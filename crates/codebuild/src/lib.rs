@@ -13,31 +13,31 @@ use std::time::Duration;
 use async_trait::async_trait;
 use aws_sdk_codebuild as codebuild;
 use aws_sdk_codebuild::error::ProvideErrorMetadata;
+use reconcile_aws::{BATCH_SIZE, failed, gone_if, has_code};
 use reconcile_core::desired::Desired;
-use reconcile_core::json::string_map;
 use reconcile_core::plan::{Action, Change, DesiredResource, Observed};
 use reconcile_core::reconciler::Observations;
-use reconcile_core::retry::{Backoff, retry};
-use reconcile_core::{Account, Address, Progress, ReconcileError, Reconciler, ResourceKind};
-use serde_json::{Map, Value};
+use reconcile_core::retry::Backoff;
+use reconcile_core::{Account, Address, Applied, Progress, ReconcileError, Reconciler, ResourceKind};
 
 pub use canonical::{desired_project, desired_webhook, observed_project, observed_webhook};
+use canonical::{ProjectSpec, WebhookSpec};
 
 /// Sets every managed project field on a `CreateProject` or `UpdateProject` request: their
 /// builders are different types with the same setters.
 macro_rules! with_project_fields {
-    ($request:expr, $fields:expr) => {
+    ($request:expr, $spec:expr) => {
         $request
-            .name(str_field($fields, "name"))
-            .description(str_field($fields, "description"))
-            .source(source($fields))
-            .artifacts(artifacts())
-            .environment(environment($fields))
-            .service_role(str_field($fields, "service_role"))
-            .set_timeout_in_minutes(int_field($fields, "timeout_in_minutes"))
-            .set_queued_timeout_in_minutes(int_field($fields, "queued_timeout_in_minutes"))
-            .logs_config(logs($fields))
-            .set_tags(Some(tags($fields)))
+            .name(&$spec.name)
+            .description(&$spec.description)
+            .source(source($spec))
+            .artifacts(artifacts($spec))
+            .environment(environment($spec))
+            .service_role(&$spec.service_role)
+            .timeout_in_minutes($spec.timeout_in_minutes)
+            .set_queued_timeout_in_minutes($spec.queued_timeout_in_minutes)
+            .logs_config(logs($spec))
+            .set_tags(Some(tags($spec)))
     };
 }
 
@@ -48,6 +48,10 @@ pub const IAM_PROPAGATION: Backoff = Backoff {
     max_delay: Duration::from_secs(20),
     give_up_after: Duration::from_secs(180),
 };
+
+/// CodeBuild's answers for "there is no such webhook" and "it already exists".
+const NOT_FOUND: &str = "ResourceNotFoundException";
+const ALREADY_EXISTS: &str = "ResourceAlreadyExistsException";
 
 pub struct CodebuildReconciler {
     client: codebuild::Client,
@@ -69,64 +73,58 @@ fn is_iam_propagation<E: ProvideErrorMetadata>(error: &E) -> bool {
 /// Fields `UpdateWebhook` cannot change: a difference in them replaces the webhook.
 const WEBHOOK_REPLACE_FIELDS: [&str; 2] = ["manual_creation", "scope_configuration"];
 
+/// The project and its webhook desired.toml asks for. Pure: no client, no AWS.
+pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResource>, ReconcileError> {
+    let mut resources = Vec::new();
+    for project in &desired.codebuild.projects {
+        let project_address = Address::new(ResourceKind::CodebuildProject, &project.key);
+        let role = desired.iam.roles.iter().find(|r| r.key == project.service_role).ok_or_else(|| {
+            ReconcileError::new(
+                Some(&project_address),
+                "find the service role",
+                format!("no role `{}` under [iam.roles]", project.service_role),
+            )
+        })?;
+        let role_arn = reconcile_aws::arn(account, "iam", false, &format!("role/{}", role.name));
+        // The role must be usable, and allow what the build does, before the project runs as it.
+        let role_addresses =
+            [Address::new(ResourceKind::IamRole, &role.key), Address::new(ResourceKind::IamRolePolicy, &role.key)];
+        resources.push(
+            DesiredResource::new(project_address.clone(), &project.name, desired_project(project, &role_arn))
+                .depending_on(role_addresses),
+        );
+        if let Some(webhook) = &project.webhook {
+            let address = Address::new(ResourceKind::CodebuildWebhook, &project.key);
+            resources.push(
+                DesiredResource::new(address, &project.name, desired_webhook(&project.name, webhook))
+                    .under(&project_address),
+            );
+        }
+    }
+    Ok(resources)
+}
+
 #[async_trait]
 impl Reconciler for CodebuildReconciler {
     fn kinds(&self) -> &'static [ResourceKind] {
         &[ResourceKind::CodebuildProject, ResourceKind::CodebuildWebhook]
     }
 
-    fn desired(&self, desired: &Desired, account: &Account) -> Result<Vec<DesiredResource>, ReconcileError> {
-        let mut resources = Vec::new();
-        for project in &desired.codebuild.projects {
-            let project_address = Address::new(ResourceKind::CodebuildProject, &project.key);
-            let role = desired.iam.roles.iter().find(|r| r.key == project.service_role).ok_or_else(|| {
-                ReconcileError::new(
-                    Some(&project_address),
-                    "find the service role",
-                    format!("no role `{}` under [iam.roles]", project.service_role),
-                )
-            })?;
-            let role_arn = format!("arn:{}:iam::{}:role/{}", account.partition, account.id, role.name);
-            resources.push(DesiredResource {
-                address: project_address.clone(),
-                attributes: desired_project(project, &role_arn),
-                // The role must be usable, and allow what the build does, before the project runs as it.
-                depends_on: vec![
-                    Address::new(ResourceKind::IamRole, &role.key),
-                    Address::new(ResourceKind::IamRolePolicy, &role.key),
-                ],
-            });
-            if let Some(webhook) = &project.webhook {
-                resources.push(DesiredResource {
-                    address: Address::new(ResourceKind::CodebuildWebhook, &project.key),
-                    attributes: desired_webhook(&project.name, webhook),
-                    depends_on: vec![project_address],
-                });
-            }
-        }
-        Ok(resources)
-    }
-
     async fn observe(&self, desired: &[&DesiredResource]) -> Result<Observations, ReconcileError> {
         let mut observations = Observations::default();
-        let project_name = |resource: &DesiredResource| {
-            let fields = &resource.attributes;
-            fields.get("name").or_else(|| fields.get("project")).and_then(Value::as_str).unwrap_or_default().to_owned()
-        };
-        let mut names: Vec<String> = desired.iter().map(|r| project_name(r)).collect();
+        let mut names: Vec<String> = desired.iter().map(|r| r.remote_name.clone()).collect();
         names.sort();
         names.dedup();
         let mut live = std::collections::BTreeMap::new();
-        // BatchGetProjects takes 100 names and leaves out the ones that do not exist.
-        for batch in names.chunks(100) {
-            let output =
-                self.client.batch_get_projects().set_names(Some(batch.to_vec())).send().await.map_err(|error| {
-                    ReconcileError::new(
-                        None,
-                        "read CodeBuild projects",
-                        reconcile_core::reconciler::error_chain(&error),
-                    )
-                })?;
+        // BatchGetProjects leaves out the names that do not exist.
+        for batch in names.chunks(BATCH_SIZE) {
+            let output = self
+                .client
+                .batch_get_projects()
+                .set_names(Some(batch.to_vec()))
+                .send()
+                .await
+                .map_err(failed(None, "read CodeBuild projects"))?;
             for project in output.projects() {
                 if let Some(name) = project.name() {
                     live.insert(name.to_owned(), project.clone());
@@ -134,14 +132,14 @@ impl Reconciler for CodebuildReconciler {
             }
         }
         for resource in desired {
-            let name = project_name(resource);
-            let observed = match (live.get(&name), resource.address.kind) {
+            let name = &resource.remote_name;
+            let observed = match (live.get(name), resource.address.kind) {
                 (None, _) => Observed::Absent,
                 (Some(project), ResourceKind::CodebuildProject) => Observed::Present(observed_project(project)),
                 (Some(project), _) => match project.webhook() {
                     // A project that never had one answers without a webhook, or with an empty one.
                     Some(webhook) if webhook.url().is_some() || !webhook.filter_groups().is_empty() => {
-                        Observed::Present(observed_webhook(&name, webhook))
+                        Observed::Present(observed_webhook(name, webhook))
                     }
                     _ => Observed::Absent,
                 },
@@ -162,22 +160,44 @@ impl Reconciler for CodebuildReconciler {
         Some(change)
     }
 
-    async fn apply(&self, change: &Change, progress: &dyn Progress) -> Result<(), ReconcileError> {
+    async fn apply(&self, change: &Change, progress: &dyn Progress) -> Result<Applied, ReconcileError> {
         let address = &change.address;
         match (address.kind, change.action) {
             (ResourceKind::CodebuildProject, Action::Create) => self.create_project(change, progress).await,
-            (ResourceKind::CodebuildProject, Action::Update) => self.update_project(change, progress).await,
-            (ResourceKind::CodebuildProject, _) => Err(ReconcileError::never(address, "delete or replace project")),
-            (_, Action::Create) => self.create_webhook(change).await,
-            (_, Action::Update) => self.update_webhook(change).await,
-            (_, Action::Replace) => {
-                self.delete_webhook(address, change.after_str("project")?).await?;
-                self.create_webhook(change).await
+            (ResourceKind::CodebuildProject, Action::Update) => {
+                self.update_project(change, progress).await?;
+                Ok(Applied::Done)
             }
-            (_, Action::Delete) => {
-                let project = change.before.as_ref().and_then(|b| b.get("project")).and_then(Value::as_str);
-                self.delete_webhook(address, project.unwrap_or_default()).await
+            (ResourceKind::CodebuildProject, Action::Delete | Action::Replace) => {
+                Err(ReconcileError::never(address, "delete or replace project"))
             }
+            (ResourceKind::CodebuildWebhook, Action::Create) => self.create_webhook(change).await,
+            (ResourceKind::CodebuildWebhook, Action::Update) => {
+                self.update_webhook(change).await?;
+                Ok(Applied::Done)
+            }
+            (ResourceKind::CodebuildWebhook, Action::Replace) => {
+                let after: WebhookSpec = reconcile_core::spec::after(change)?;
+                self.delete_webhook(address, &after.project).await?;
+                self.create_webhook(change).await?;
+                Ok(Applied::Done)
+            }
+            (ResourceKind::CodebuildWebhook, Action::Delete) => {
+                let before = reconcile_core::spec::before::<WebhookSpec>(change)?.ok_or_else(|| {
+                    ReconcileError::new(Some(address), "delete webhook", "the change has no observed fields")
+                })?;
+                self.delete_webhook(address, &before.project).await?;
+                Ok(Applied::Done)
+            }
+            (
+                ResourceKind::IamRole
+                | ResourceKind::IamRolePolicy
+                | ResourceKind::S3Bucket
+                | ResourceKind::S3BucketLifecycle
+                | ResourceKind::EcrRepository
+                | ResourceKind::EcrLifecyclePolicy,
+                _,
+            ) => Err(ReconcileError::foreign(address)),
         }
     }
 }
@@ -205,23 +225,24 @@ impl CodebuildReconciler {
             }
             waiting
         };
-        retry(self.iam_wait, call, transient, tokio::time::sleep).await
+        reconcile_aws::waiting(self.iam_wait, call, transient).await
     }
 
-    async fn create_project(&self, change: &Change, progress: &dyn Progress) -> Result<(), ReconcileError> {
+    async fn create_project(&self, change: &Change, progress: &dyn Progress) -> Result<Applied, ReconcileError> {
         let address = &change.address;
-        let fields = change.after_fields()?;
+        let spec: ProjectSpec = reconcile_core::spec::after(change)?;
         let request = || {
-            let builder = with_project_fields!(self.client.create_project(), fields);
+            let builder = with_project_fields!(self.client.create_project(), &spec);
             async move { builder.send().await }
         };
         match self.waiting_for_iam(address, progress, request).await {
-            Ok(_) => Ok(()),
+            Ok(_) => Ok(Applied::Done),
             // Made since the plan was read: bring it to the desired state instead.
-            Err(error) if error.as_service_error().is_some_and(|e| e.is_resource_already_exists_exception()) => {
-                self.update_project(change, progress).await
+            Err(error) if has_code(&error, &[ALREADY_EXISTS]) => {
+                self.update_project(change, progress).await?;
+                Ok(Applied::Adopted)
             }
-            Err(error) => Err(ReconcileError::of(address, "create project")(error)),
+            Err(error) => Err(failed(Some(address), "create project")(error)),
         }
     }
 
@@ -229,132 +250,112 @@ impl CodebuildReconciler {
     /// set, so they are always sent in full).
     async fn update_project(&self, change: &Change, progress: &dyn Progress) -> Result<(), ReconcileError> {
         let address = &change.address;
-        let fields = change.after_fields()?;
+        let spec: ProjectSpec = reconcile_core::spec::after(change)?;
         let request = || {
-            let builder = with_project_fields!(self.client.update_project(), fields);
+            let builder = with_project_fields!(self.client.update_project(), &spec);
             async move { builder.send().await }
         };
-        self.waiting_for_iam(address, progress, request)
-            .await
-            .map_err(ReconcileError::of(address, "update project"))?;
+        self.waiting_for_iam(address, progress, request).await.map_err(failed(Some(address), "update project"))?;
         Ok(())
     }
 
-    async fn create_webhook(&self, change: &Change) -> Result<(), ReconcileError> {
+    async fn create_webhook(&self, change: &Change) -> Result<Applied, ReconcileError> {
         let address = &change.address;
-        let fields = change.after_fields()?;
+        let spec: WebhookSpec = reconcile_core::spec::after(change)?;
         let response = self
             .client
             .create_webhook()
-            .project_name(str_field(fields, "project"))
-            .set_build_type(fields.get("build_type").and_then(Value::as_str).map(Into::into))
-            .set_filter_groups(Some(filter_groups(fields)))
-            .manual_creation(fields.get("manual_creation").and_then(Value::as_bool).unwrap_or(false))
-            .set_scope_configuration(scope(fields))
+            .project_name(&spec.project)
+            .build_type(spec.build_type.as_str().into())
+            .set_filter_groups(Some(filter_groups(&spec)))
+            .manual_creation(spec.manual_creation)
+            .set_scope_configuration(scope(address, &spec)?)
             .send()
             .await;
         // The response holds the webhook's secret: it is dropped here, never printed or kept.
         match response {
-            Ok(_) => Ok(()),
-            Err(error) if error.as_service_error().is_some_and(|e| e.is_resource_already_exists_exception()) => {
-                self.update_webhook(change).await
+            Ok(_) => Ok(Applied::Done),
+            Err(error) if has_code(&error, &[ALREADY_EXISTS]) => {
+                self.update_webhook(change).await?;
+                Ok(Applied::Adopted)
             }
-            Err(error) => Err(ReconcileError::of(address, "create webhook")(error)),
+            Err(error) => Err(failed(Some(address), "create webhook")(error)),
         }
     }
 
     async fn update_webhook(&self, change: &Change) -> Result<(), ReconcileError> {
         let address = &change.address;
-        let fields = change.after_fields()?;
+        let spec: WebhookSpec = reconcile_core::spec::after(change)?;
         self.client
             .update_webhook()
-            .project_name(str_field(fields, "project"))
-            .set_build_type(fields.get("build_type").and_then(Value::as_str).map(Into::into))
-            .set_filter_groups(Some(filter_groups(fields)))
+            .project_name(&spec.project)
+            .build_type(spec.build_type.as_str().into())
+            .set_filter_groups(Some(filter_groups(&spec)))
             .send()
             .await
-            .map_err(ReconcileError::of(address, "update webhook"))?;
+            .map_err(failed(Some(address), "update webhook"))?;
         Ok(())
     }
 
     async fn delete_webhook(&self, address: &Address, project: &str) -> Result<(), ReconcileError> {
-        match self.client.delete_webhook().project_name(project).send().await {
-            Ok(_) => Ok(()),
-            Err(error) if error.as_service_error().is_some_and(|e| e.is_resource_not_found_exception()) => Ok(()),
-            Err(error) => Err(ReconcileError::of(address, "delete webhook")(error)),
-        }
+        let response = self.client.delete_webhook().project_name(project).send().await;
+        gone_if(response, &[NOT_FOUND]).map_err(failed(Some(address), "delete webhook"))
     }
 }
 
-fn str_field<'a>(fields: &'a Map<String, Value>, name: &str) -> &'a str {
-    fields.get(name).and_then(Value::as_str).unwrap_or_default()
-}
-
-fn int_field(fields: &Map<String, Value>, name: &str) -> Option<i32> {
-    fields.get(name).and_then(Value::as_i64).and_then(|n| i32::try_from(n).ok())
-}
-
-fn source(fields: &Map<String, Value>) -> codebuild::types::ProjectSource {
+fn source(spec: &ProjectSpec) -> codebuild::types::ProjectSource {
     codebuild::types::ProjectSource::builder()
-        .r#type(str_field(fields, "source_type").into())
-        .location(str_field(fields, "source_location"))
+        .r#type(spec.source_type.as_str().into())
+        .location(&spec.source_location)
         .build()
         .expect("type is set")
 }
 
-fn artifacts() -> codebuild::types::ProjectArtifacts {
+fn artifacts(spec: &ProjectSpec) -> codebuild::types::ProjectArtifacts {
     codebuild::types::ProjectArtifacts::builder()
-        .r#type(codebuild::types::ArtifactsType::NoArtifacts)
+        .r#type(spec.artifacts_type.as_str().into())
         .build()
         .expect("type is set")
 }
 
-fn environment(fields: &Map<String, Value>) -> codebuild::types::ProjectEnvironment {
+fn environment(spec: &ProjectSpec) -> codebuild::types::ProjectEnvironment {
     codebuild::types::ProjectEnvironment::builder()
-        .r#type(str_field(fields, "environment_type").into())
-        .compute_type(str_field(fields, "compute_type").into())
-        .image(str_field(fields, "image"))
-        .privileged_mode(fields.get("privileged_mode").and_then(Value::as_bool).unwrap_or(false))
-        .image_pull_credentials_type(str_field(fields, "image_pull_credentials_type").into())
+        .r#type(spec.environment_type.as_str().into())
+        .compute_type(spec.compute_type.as_str().into())
+        .image(&spec.image)
+        .privileged_mode(spec.privileged_mode)
+        .image_pull_credentials_type(spec.image_pull_credentials_type.as_str().into())
         .build()
         .expect("type, compute type and image are set")
 }
 
-fn logs(fields: &Map<String, Value>) -> codebuild::types::LogsConfig {
-    let cloudwatch = fields.get("cloudwatch_logs");
-    let group = cloudwatch.and_then(|c| c.get("group_name")).and_then(Value::as_str);
+fn logs(spec: &ProjectSpec) -> codebuild::types::LogsConfig {
     codebuild::types::LogsConfig::builder()
         .cloud_watch_logs(
             codebuild::types::CloudWatchLogsConfig::builder()
-                .status(codebuild::types::LogsConfigStatusType::Enabled)
-                .set_group_name(group.map(str::to_owned))
+                .status(spec.cloudwatch_logs.status.as_str().into())
+                .set_group_name(spec.cloudwatch_logs.group_name.clone())
                 .build()
                 .expect("status is set"),
         )
         .build()
 }
 
-fn tags(fields: &Map<String, Value>) -> Vec<codebuild::types::Tag> {
-    string_map(fields.get("tags"))
-        .into_iter()
-        .map(|(key, value)| codebuild::types::Tag::builder().key(key).value(value).build())
-        .collect()
+fn tags(spec: &ProjectSpec) -> Vec<codebuild::types::Tag> {
+    spec.tags.iter().map(|(key, value)| codebuild::types::Tag::builder().key(key).value(value).build()).collect()
 }
 
-fn filter_groups(fields: &Map<String, Value>) -> Vec<Vec<codebuild::types::WebhookFilter>> {
-    let groups = fields.get("filter_groups").and_then(Value::as_array).cloned().unwrap_or_default();
-    groups
+fn filter_groups(spec: &WebhookSpec) -> Vec<Vec<codebuild::types::WebhookFilter>> {
+    spec.filter_groups
         .iter()
         .map(|group| {
             group
-                .as_array()
-                .into_iter()
-                .flatten()
+                .iter()
                 .map(|filter| {
                     codebuild::types::WebhookFilter::builder()
-                        .r#type(filter["type"].as_str().unwrap_or_default().into())
-                        .pattern(filter["pattern"].as_str().unwrap_or_default())
-                        .exclude_matched_pattern(filter["exclude_matched_pattern"].as_bool().unwrap_or(false))
+                        .r#type(filter.kind.as_str().into())
+                        .pattern(&filter.pattern)
+                        .exclude_matched_pattern(filter.exclude_matched_pattern)
                         .build()
                         .expect("type and pattern are set")
                 })
@@ -363,14 +364,15 @@ fn filter_groups(fields: &Map<String, Value>) -> Vec<Vec<codebuild::types::Webho
         .collect()
 }
 
-fn scope(fields: &Map<String, Value>) -> Option<codebuild::types::ScopeConfiguration> {
-    let scope = fields.get("scope_configuration").filter(|s| !s.is_null())?;
+fn scope(address: &Address, spec: &WebhookSpec) -> Result<Option<codebuild::types::ScopeConfiguration>, ReconcileError> {
+    let Some(scope) = &spec.scope_configuration else { return Ok(None) };
     codebuild::types::ScopeConfiguration::builder()
-        .name(scope["name"].as_str().unwrap_or_default())
-        .scope(scope["scope"].as_str().unwrap_or_default().into())
-        .set_domain(scope["domain"].as_str().map(str::to_owned))
+        .name(&scope.name)
+        .scope(scope.scope.as_str().into())
+        .set_domain(scope.domain.clone())
         .build()
-        .ok()
+        .map(Some)
+        .map_err(ReconcileError::of(address, "build the webhook's scope configuration"))
 }
 
 #[cfg(test)]
@@ -381,6 +383,7 @@ mod tests {
     use aws_sdk_codebuild::operation::create_webhook::CreateWebhookError;
     use aws_sdk_codebuild::types::error::ResourceAlreadyExistsException;
     use aws_smithy_mocks::{RuleMode, mock, mock_client};
+    use aws_smithy_types::error::ErrorMetadata;
     use reconcile_core::json::object;
     use reconcile_core::reconciler::Silent;
     use serde_json::json;
@@ -388,7 +391,9 @@ mod tests {
     #[tokio::test]
     async fn a_webhook_that_already_exists_is_updated_instead() {
         let create = mock!(codebuild::Client::create_webhook).then_error(|| {
-            CreateWebhookError::ResourceAlreadyExistsException(ResourceAlreadyExistsException::builder().build())
+            CreateWebhookError::ResourceAlreadyExistsException(
+                ResourceAlreadyExistsException::builder().meta(ErrorMetadata::builder().code(ALREADY_EXISTS).build()).build(),
+            )
         });
         let update = mock!(codebuild::Client::update_webhook)
             .match_requests(|request| request.filter_groups().len() == 1)
@@ -408,7 +413,41 @@ mod tests {
             }))),
             depends_on: vec![],
         };
-        reconciler.apply(&change, &Silent).await.unwrap();
+        assert_eq!(reconciler.apply(&change, &Silent).await.unwrap(), Applied::Adopted);
         assert_eq!((create.num_calls(), update.num_calls()), (1, 1));
+    }
+
+    #[tokio::test]
+    async fn a_change_missing_a_field_fails_naming_it_and_calls_nothing() {
+        let create = mock!(codebuild::Client::create_project)
+            .then_output(|| codebuild::operation::create_project::CreateProjectOutput::builder().build());
+        let webhook = mock!(codebuild::Client::create_webhook)
+            .then_output(|| codebuild::operation::create_webhook::CreateWebhookOutput::builder().build());
+        let client = mock_client!(aws_sdk_codebuild, RuleMode::MatchAny, [&create, &webhook]);
+        let reconciler = CodebuildReconciler::new(client, IAM_PROPAGATION);
+        let project = Change {
+            address: Address::new(ResourceKind::CodebuildProject, "runner"),
+            action: Action::Create,
+            before: None,
+            // No service role: CodeBuild must never be sent an empty one.
+            after: Some(object(json!({ "name": "rocm-bake", "description": "" }))),
+            depends_on: vec![],
+        };
+        let error = reconciler.apply(&project, &Silent).await.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "codebuild_project.runner: failed to read the change's desired fields: missing field `source_type`"
+        );
+        let hook = Change {
+            address: Address::new(ResourceKind::CodebuildWebhook, "runner"),
+            after: Some(object(json!({ "project": "rocm-bake", "build_type": "BUILD", "manual_creation": false }))),
+            ..project
+        };
+        let error = reconciler.apply(&hook, &Silent).await.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "codebuild_webhook.runner: failed to read the change's desired fields: missing field `filter_groups`"
+        );
+        assert_eq!((create.num_calls(), webhook.num_calls()), (0, 0));
     }
 }

@@ -63,22 +63,57 @@ impl FromStr for ResourceKind {
     }
 }
 
-/// `<kind>.<name>`, for example `ecr_lifecycle_policy.pytorch-cache`.
+impl ResourceKind {
+    /// Whether resources of this kind can have members that desired.toml does not name, found
+    /// inside a declared one: the inline policies of a role, beside the one it declares.
+    pub fn has_members(self) -> bool {
+        match self {
+            ResourceKind::IamRolePolicy => true,
+            ResourceKind::IamRole
+            | ResourceKind::S3Bucket
+            | ResourceKind::S3BucketLifecycle
+            | ResourceKind::EcrRepository
+            | ResourceKind::EcrLifecyclePolicy
+            | ResourceKind::CodebuildProject
+            | ResourceKind::CodebuildWebhook => false,
+        }
+    }
+}
+
+/// `<kind>.<name>`, for example `ecr_lifecycle_policy.pytorch-cache`; an undeclared member found
+/// inside a declared resource is `<kind>.<name>/<member>`, such as
+/// `iam_role_policy.codebuild/legacy-admin`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Address {
     pub kind: ResourceKind,
     pub name: String,
+    /// The member's own name, for an undeclared member of the declared resource `kind.name`.
+    pub member: Option<String>,
 }
 
 impl Address {
     pub fn new(kind: ResourceKind, name: impl Into<String>) -> Address {
-        Address { kind, name: name.into() }
+        Address { kind, name: name.into(), member: None }
+    }
+
+    /// The undeclared `member` found inside the declared resource `kind.name`.
+    pub fn member(kind: ResourceKind, name: impl Into<String>, member: impl Into<String>) -> Address {
+        Address { kind, name: name.into(), member: Some(member.into()) }
+    }
+
+    /// The declared resource this address is, or is a member of.
+    pub fn declared(&self) -> Address {
+        Address::new(self.kind, &self.name)
     }
 }
 
 impl fmt::Display for Address {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.kind, self.name)
+        write!(f, "{}.{}", self.kind, self.name)?;
+        match &self.member {
+            Some(member) => write!(f, "/{member}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -91,7 +126,14 @@ impl FromStr for Address {
         if name.is_empty() {
             return Err(format!("address `{s}` has an empty name"));
         }
-        Ok(Address { kind: kind.parse()?, name: name.to_owned() })
+        let kind: ResourceKind = kind.parse()?;
+        // Only kinds with members split on `/`: a repository name may contain one.
+        match name.split_once('/') {
+            Some((name, member)) if kind.has_members() && !name.is_empty() && !member.is_empty() => {
+                Ok(Address::member(kind, name, member))
+            }
+            _ => Ok(Address::new(kind, name)),
+        }
     }
 }
 
@@ -105,6 +147,11 @@ mod tests {
             let address = Address::new(kind, "pytorch-cache");
             assert_eq!(address.to_string().parse::<Address>(), Ok(address));
         }
+        let member = Address::member(ResourceKind::IamRolePolicy, "codebuild", "legacy");
+        assert_eq!(member.to_string().parse::<Address>(), Ok(member.clone()));
+        assert_eq!(member.declared(), Address::new(ResourceKind::IamRolePolicy, "codebuild"));
+        // A repository name may hold a `/`: it is part of the name, not a member.
+        assert_eq!("ecr_repository.team/app".parse::<Address>(), Ok(Address::new(ResourceKind::EcrRepository, "team/app")));
         assert!("ecr_repository".parse::<Address>().is_err());
         assert!("nonsense.x".parse::<Address>().is_err());
     }

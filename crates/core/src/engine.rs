@@ -10,7 +10,7 @@ use futures::future::join_all;
 use crate::address::{Address, ResourceKind};
 use crate::desired::Desired;
 use crate::plan::{Action, Change, DesiredResource, Finding, Observed, Plan, Severity};
-use crate::reconciler::{Account, Observations, Progress, ReconcileError, Reconciler};
+use crate::reconciler::{Account, Applied, Observations, Progress, ReconcileError, Reconciler};
 
 /// How many changes apply runs at once. AWS's control-plane APIs throttle well before this
 /// matters for one account, and the SDK retries throttling.
@@ -24,30 +24,17 @@ pub async fn bounded<F: Future>(limit: usize, futures: Vec<F>) -> Vec<F::Output>
     futures::stream::iter(futures).buffer_unordered(limit.max(1)).collect().await
 }
 
-/// Every desired resource of every reconciler, keyed by address.
-pub fn desired_resources(
-    reconcilers: &[Box<dyn Reconciler>],
-    desired: &Desired,
-    account: &Account,
-) -> Result<BTreeMap<Address, DesiredResource>, Vec<ReconcileError>> {
-    let mut resources = BTreeMap::new();
-    let mut errors = Vec::new();
-    for reconciler in reconcilers {
-        match reconciler.desired(desired, account) {
-            Ok(list) => resources.extend(list.into_iter().map(|r| (r.address.clone(), r))),
-            Err(error) => errors.push(error),
-        }
-    }
-    if errors.is_empty() { Ok(resources) } else { Err(errors) }
-}
+/// Every desired resource, keyed by address, as the resource crates' `desired` functions
+/// computed them: planning what desired.toml asks for needs no reconciler and no AWS.
+pub type DesiredResources = BTreeMap<Address, DesiredResource>;
 
 /// Observes every desired resource (all reconcilers at once) and diffs. Never writes.
 pub async fn plan(
     reconcilers: &[Box<dyn Reconciler>],
     desired: &Desired,
+    resources: &DesiredResources,
     account: &Account,
 ) -> Result<Plan, Vec<ReconcileError>> {
-    let resources = desired_resources(reconcilers, desired, account)?;
     let observations = observe(reconcilers, &resources.values().collect::<Vec<_>>()).await?;
     let mut findings: Vec<Finding> = desired
         .warnings
@@ -73,25 +60,15 @@ pub async fn plan(
 }
 
 /// Observes exactly `addresses` again, for checking a saved plan: through the desired resources
-/// they belong to (an undeclared `kind.name/extra` is found through its `kind.name`). An address
-/// that is no longer there is absent. Never writes.
+/// they belong to (an undeclared member is found through the resource it is a member of). An
+/// address that is no longer there is absent. Never writes.
 pub async fn observe_again(
     reconcilers: &[Box<dyn Reconciler>],
-    desired: &Desired,
-    account: &Account,
+    resources: &DesiredResources,
     addresses: &[Address],
 ) -> Result<BTreeMap<Address, Observed>, Vec<ReconcileError>> {
-    let resources = desired_resources(reconcilers, desired, account)?;
-    let wanted: Vec<&DesiredResource> = resources
-        .values()
-        .filter(|r| {
-            addresses.iter().any(|a| {
-                a.kind == r.address.kind
-                    && (a.name == r.address.name
-                        || a.name.strip_prefix(&r.address.name).is_some_and(|rest| rest.starts_with('/')))
-            })
-        })
-        .collect();
+    let declared: BTreeSet<Address> = addresses.iter().map(Address::declared).collect();
+    let wanted: Vec<&DesiredResource> = resources.values().filter(|r| declared.contains(&r.address)).collect();
     let mut observed = observe(reconcilers, &wanted).await?.resources;
     Ok(addresses.iter().map(|a| (a.clone(), observed.remove(a).unwrap_or(Observed::Absent))).collect())
 }
@@ -134,10 +111,8 @@ async fn observe(
 /// tell. Read only.
 pub async fn survey(
     reconcilers: &[Box<dyn Reconciler>],
-    desired: &Desired,
-    account: &Account,
+    resources: &DesiredResources,
 ) -> Result<Vec<Finding>, Vec<ReconcileError>> {
-    let resources = desired_resources(reconcilers, desired, account)?;
     let results = join_all(reconcilers.iter().map(|reconciler| {
         let share: Vec<&DesiredResource> =
             resources.values().filter(|r| reconciler.kinds().contains(&r.address.kind)).collect();
@@ -163,6 +138,8 @@ fn reconciler_for(reconcilers: &[Box<dyn Reconciler>], kind: ResourceKind) -> Op
 #[derive(Debug)]
 pub enum Outcome {
     Applied,
+    /// A create that found the resource already made, and converged it instead.
+    Adopted,
     Failed(ReconcileError),
     /// Not attempted because a change it depends on failed or was skipped.
     Skipped {
@@ -178,7 +155,7 @@ pub struct ApplyReport {
 
 impl ApplyReport {
     pub fn succeeded(&self) -> bool {
-        self.results.iter().all(|(_, _, outcome, _)| matches!(outcome, Outcome::Applied))
+        self.results.iter().all(|(_, _, outcome, _)| matches!(outcome, Outcome::Applied | Outcome::Adopted))
     }
 }
 
@@ -243,7 +220,7 @@ pub async fn apply(
             for dependency in change.depends_on.iter().filter(|d| in_plan.contains(d)) {
                 match outcomes.get(dependency) {
                     None => blocked = true,
-                    Some((Outcome::Applied, _)) => {}
+                    Some((Outcome::Applied | Outcome::Adopted, _)) => {}
                     Some(_) => broken = Some(dependency.clone()),
                 }
             }
@@ -276,7 +253,8 @@ pub async fn apply(
                 events.started(change);
                 let start = Instant::now();
                 let outcome = match reconciler.apply(change, events).await {
-                    Ok(()) => Outcome::Applied,
+                    Ok(Applied::Done) => Outcome::Applied,
+                    Ok(Applied::Adopted) => Outcome::Adopted,
                     Err(error) => Outcome::Failed(error),
                 };
                 let elapsed = start.elapsed();
@@ -320,18 +298,15 @@ mod tests {
         fn kinds(&self) -> &'static [ResourceKind] {
             &[ResourceKind::EcrRepository, ResourceKind::EcrLifecyclePolicy]
         }
-        fn desired(&self, _: &Desired, _: &Account) -> Result<Vec<DesiredResource>, ReconcileError> {
-            Ok(vec![])
-        }
         async fn observe(&self, _: &[&DesiredResource]) -> Result<Observations, ReconcileError> {
             Ok(Observations::default())
         }
-        async fn apply(&self, change: &Change, _: &dyn Progress) -> Result<(), ReconcileError> {
+        async fn apply(&self, change: &Change, _: &dyn Progress) -> Result<Applied, ReconcileError> {
             self.log.lock().unwrap().push(change.address.to_string());
             if self.fail.contains(&change.address.name) {
                 return Err(ReconcileError::new(Some(&change.address), "create", "boom"));
             }
-            Ok(())
+            Ok(if change.address.name == "adopted" { Applied::Adopted } else { Applied::Done })
         }
     }
 
@@ -367,18 +342,20 @@ mod tests {
         let plan = plan_of(vec![
             change(ResourceKind::EcrRepository, "a", Action::Create, &[]),
             change(ResourceKind::EcrRepository, "b", Action::Create, &[]),
+            change(ResourceKind::EcrRepository, "adopted", Action::Create, &[]),
             change(ResourceKind::EcrLifecyclePolicy, "a", Action::Create, &[repo_a]),
             change(ResourceKind::EcrLifecyclePolicy, "b", Action::Create, std::slice::from_ref(&repo_b)),
         ]);
         let (report, log) = run(&plan, &["b"], false);
         // Both repositories go first, concurrently; a policy only after its repository.
-        assert_eq!(&log[2..], ["ecr_lifecycle_policy.a"]);
+        assert_eq!(&log[3..], ["ecr_lifecycle_policy.a"]);
         let report = report.unwrap();
         let summary: Vec<String> = report
             .results
             .iter()
             .map(|(address, _, outcome, _)| match outcome {
                 Outcome::Applied => format!("{address} applied"),
+                Outcome::Adopted => format!("{address} adopted"),
                 Outcome::Failed(_) => format!("{address} failed"),
                 Outcome::Skipped { because } => format!("{address} skipped because {because}"),
             })
@@ -388,6 +365,7 @@ mod tests {
             [
                 "ecr_repository.a applied",
                 "ecr_repository.b failed",
+                "ecr_repository.adopted adopted",
                 "ecr_lifecycle_policy.a applied",
                 "ecr_lifecycle_policy.b skipped because ecr_repository.b",
             ]

@@ -13,6 +13,7 @@ pub mod plan;
 pub mod reconciler;
 pub mod retry;
 pub mod saved;
+pub mod spec;
 
 pub mod render;
 pub mod report;
@@ -22,4 +23,4 @@ mod snapshots_tests;
 pub use address::{Address, ResourceKind};
 pub use desired::{Desired, DesiredError, DesiredErrors};
 pub use plan::{Action, Change, DesiredResource, Finding, Observed, Plan, Severity};
-pub use reconciler::{Account, Progress, ReconcileError, Reconciler};
+pub use reconciler::{Account, Applied, ErrorKind, Progress, ReconcileError, Reconciler};

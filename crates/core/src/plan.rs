@@ -16,11 +16,34 @@ use crate::address::Address;
 #[derive(Debug, Clone, PartialEq)]
 pub struct DesiredResource {
     pub address: Address,
+    /// The name AWS knows it by, or knows the resource it belongs to by: the repository, the
+    /// bucket (after template expansion), the role or the project.
+    pub remote_name: String,
+    /// The resource this one belongs to (a lifecycle policy's repository, say), if any.
+    pub parent: Option<Address>,
     /// A JSON object of the fields `reconcile` manages. A field that is not here is not managed,
     /// whatever AWS holds for it (like Terraform's optional and computed attributes).
     pub attributes: Map<String, Value>,
     /// Resources that must exist before this one is created or changed.
     pub depends_on: Vec<Address>,
+}
+
+impl DesiredResource {
+    pub fn new(address: Address, remote_name: impl Into<String>, attributes: Map<String, Value>) -> DesiredResource {
+        DesiredResource { address, remote_name: remote_name.into(), parent: None, attributes, depends_on: Vec::new() }
+    }
+
+    /// Belongs to `parent`, and so depends on it.
+    pub fn under(mut self, parent: &Address) -> DesiredResource {
+        self.parent = Some(parent.clone());
+        self.depends_on.push(parent.clone());
+        self
+    }
+
+    pub fn depending_on(mut self, addresses: impl IntoIterator<Item = Address>) -> DesiredResource {
+        self.depends_on.extend(addresses);
+        self
+    }
 }
 
 /// What AWS holds for one address. Absence is a value, not an error.
@@ -99,20 +122,6 @@ pub struct FieldChange<'a> {
 }
 
 impl Change {
-    /// The desired fields, which every create and update has.
-    pub fn after_fields(&self) -> Result<&Map<String, Value>, crate::ReconcileError> {
-        self.after.as_ref().ok_or_else(|| {
-            crate::ReconcileError::new(Some(&self.address), self.action.as_str(), "the change has no desired fields")
-        })
-    }
-
-    /// One desired string field.
-    pub fn after_str(&self, name: &str) -> Result<&str, crate::ReconcileError> {
-        self.after_fields()?.get(name).and_then(Value::as_str).ok_or_else(|| {
-            crate::ReconcileError::new(Some(&self.address), self.action.as_str(), format!("the change has no `{name}`"))
-        })
-    }
-
     /// The fields that differ between before and after, in name order.
     pub fn field_changes(&self) -> Vec<FieldChange<'_>> {
         let before = self.before.as_ref();
@@ -241,11 +250,7 @@ mod tests {
 
     fn check(desired: Option<Value>, observed: Option<Value>) -> Option<(Action, Vec<String>)> {
         let address = Address::new(ResourceKind::EcrRepository, "pytorch");
-        let desired = desired.map(|attributes| DesiredResource {
-            address: address.clone(),
-            attributes: object(attributes),
-            depends_on: vec![],
-        });
+        let desired = desired.map(|attributes| DesiredResource::new(address.clone(), "pytorch", object(attributes)));
         let observed = observed.map_or(Observed::Absent, |v| Observed::Present(object(v)));
         diff(&address, desired.as_ref(), &observed).map(|change| {
             let fields = change.field_changes().iter().map(|f| f.name.to_owned()).collect();

@@ -6,7 +6,6 @@ use std::fmt;
 use async_trait::async_trait;
 
 use crate::address::{Address, ResourceKind};
-use crate::desired::Desired;
 use crate::plan::{Change, DesiredResource, Finding, Observed};
 
 /// The account and region a run works in, learned once at the start of a run.
@@ -44,6 +43,27 @@ impl Progress for Silent {
     fn note(&self, _address: &Address, _message: &str) {}
 }
 
+/// What kind of failure a [`ReconcileError`] is, so the binary can say what to do about it
+/// without reading messages. The resource crates' AWS plumbing decides it from the service's
+/// typed error; everything else is [`ErrorKind::Other`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The credentials are valid but lack a permission.
+    AccessDenied,
+    /// No credentials could be found, or they are expired or invalid.
+    Unauthenticated,
+    /// The endpoint could not be reached: refused, unresolvable, reset.
+    Unreachable,
+    /// The endpoint did not answer in time.
+    Timeout,
+    /// The service kept throttling after every retry.
+    Throttled,
+    /// The change itself is malformed: a field apply needs is missing or of the wrong type.
+    InvalidChange,
+    /// Anything else: the service's own answer, or a check of ours.
+    Other,
+}
+
 /// A failure of one step on one resource: what was being done, to what, and why.
 #[derive(Debug)]
 pub struct ReconcileError {
@@ -53,11 +73,31 @@ pub struct ReconcileError {
     pub operation: String,
     /// Why, as the service or the check said it.
     pub reason: String,
+    pub kind: ErrorKind,
+    /// The typed cause (an SDK error, say), for whoever needs more than `reason`.
+    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
 }
 
 impl ReconcileError {
     pub fn new(address: Option<&Address>, operation: impl Into<String>, reason: impl Into<String>) -> Self {
-        ReconcileError { address: address.cloned(), operation: operation.into(), reason: reason.into() }
+        ReconcileError {
+            address: address.cloned(),
+            operation: operation.into(),
+            reason: reason.into(),
+            kind: ErrorKind::Other,
+            source: None,
+        }
+    }
+
+    pub fn with_kind(mut self, kind: ErrorKind) -> Self {
+        self.kind = kind;
+        self
+    }
+
+    /// Keeps `source` as the typed cause; `reason` stays what it was.
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Box::new(source));
+        self
     }
 }
 
@@ -70,7 +110,11 @@ impl fmt::Display for ReconcileError {
     }
 }
 
-impl std::error::Error for ReconcileError {}
+impl std::error::Error for ReconcileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_deref().map(|source| source as &(dyn std::error::Error + 'static))
+    }
+}
 
 impl ReconcileError {
     /// A change a reconciler never carries out, such as deleting a repository: the plan holds
@@ -83,8 +127,16 @@ impl ReconcileError {
         )
     }
 
-    /// For `map_err`: `operation` on `address` failed because of `error`, whose whole chain of
-    /// causes becomes the reason (an SDK error's own message is only "service error").
+    /// A change of a kind this reconciler does not own: the engine routes by kind, so only a
+    /// plan put together by something else can hold one.
+    pub fn foreign(address: &Address) -> Self {
+        ReconcileError::new(Some(address), "apply", format!("this reconciler does not handle `{}` resources", address.kind))
+            .with_kind(ErrorKind::InvalidChange)
+    }
+
+    /// For `map_err` on errors that are not AWS's (those go through the resource crates' AWS
+    /// plumbing, which also classifies them): `operation` on `address` failed because of
+    /// `error`, whose whole chain of causes becomes the reason.
     pub fn of<'a, E: std::error::Error>(address: &'a Address, operation: &'a str) -> impl FnOnce(E) -> Self + 'a {
         move |error| ReconcileError::new(Some(address), operation, error_chain(&error))
     }
@@ -104,6 +156,16 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
     messages.join(": ")
 }
 
+/// What carrying out one change came to, when it succeeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// Done as planned.
+    Done,
+    /// A create found the resource already there (made between plan and apply, by someone
+    /// else) and brought it to the desired state instead: the one decision apply makes itself.
+    Adopted,
+}
+
 /// What one reconciler's `observe` learned.
 #[derive(Debug, Default)]
 pub struct Observations {
@@ -121,20 +183,21 @@ impl From<BTreeMap<Address, Observed>> for Observations {
 
 /// One resource crate: the kinds it owns and the three steps for them.
 ///
-/// - `desired` and `diff` are pure.
+/// What each resource crate wants is computed without a reconciler (its free `desired`
+/// function), so planning what desired.toml asks for needs no client and no AWS configuration.
+///
+/// - `diff` is pure.
 /// - `observe` only reads. It is given every desired resource of its kinds at once, so it can
 ///   batch and share reads, and so it knows the names to look for; it answers for each of them
 ///   ([`Observed::Absent`] when there is nothing) and may add addresses it found inside the scope
 ///   it manages but that are not desired, which then plan as deletes.
-/// - `apply` carries out one change and decides nothing new. It is idempotent: "already there
-///   and equal" and "already gone" are success, so a partial apply can simply be run again.
+/// - `apply` carries out one change. It is idempotent: "already there and equal" and "already
+///   gone" are success, so a partial apply can simply be run again. The one thing it decides is
+///   to adopt a resource a create finds already made ([`Applied::Adopted`]), which it reports.
 #[async_trait]
 pub trait Reconciler: Send + Sync {
     /// The kinds of resource this reconciler owns.
     fn kinds(&self) -> &'static [ResourceKind];
-
-    /// The resources `desired` asks for, in canonical form.
-    fn desired(&self, desired: &Desired, account: &Account) -> Result<Vec<DesiredResource>, ReconcileError>;
 
     async fn observe(&self, desired: &[&DesiredResource]) -> Result<Observations, ReconcileError>;
 
@@ -142,7 +205,7 @@ pub trait Reconciler: Send + Sync {
         crate::plan::diff(address, desired, observed)
     }
 
-    async fn apply(&self, change: &Change, progress: &dyn Progress) -> Result<(), ReconcileError>;
+    async fn apply(&self, change: &Change, progress: &dyn Progress) -> Result<Applied, ReconcileError>;
 
     /// For the drift check: what the account holds of this reconciler's kinds that desired.toml
     /// does not declare, as findings. Read only. Most kinds have nothing to say.

@@ -11,6 +11,12 @@ use crate::render::FORMAT_VERSION;
 /// The closing lines of an apply, in text.
 pub fn text(plan: &Plan, report: &ApplyReport) -> String {
     let mut out = String::new();
+    for (address, _, outcome, _) in &report.results {
+        if let Outcome::Adopted = outcome {
+            writeln!(out, "Adopted: {address} already existed (made since the plan was read) and was brought to the desired state")
+                .unwrap();
+        }
+    }
     if report.succeeded() {
         let summary = plan.summary();
         writeln!(
@@ -28,7 +34,7 @@ pub fn text(plan: &Plan, report: &ApplyReport) -> String {
                 writeln!(out, "Failed: {address}: failed to {}: {}", error.operation, error.reason)
             }
             Outcome::Skipped { because } => writeln!(out, "Skipped: {address}, because {because} did not apply"),
-            Outcome::Applied => Ok(()),
+            Outcome::Applied | Outcome::Adopted => Ok(()),
         }
         .unwrap();
     }
@@ -45,7 +51,7 @@ fn counts(report: &ApplyReport) -> (usize, usize, usize) {
     let mut counts = (0, 0, 0);
     for (_, _, outcome, _) in &report.results {
         match outcome {
-            Outcome::Applied => counts.0 += 1,
+            Outcome::Applied | Outcome::Adopted => counts.0 += 1,
             Outcome::Failed(_) => counts.1 += 1,
             Outcome::Skipped { .. } => counts.2 += 1,
         }
@@ -67,6 +73,7 @@ pub fn json(plan: &Plan, report: &ApplyReport) -> Value {
             });
             match outcome {
                 Outcome::Applied => entry["outcome"] = json!("applied"),
+                Outcome::Adopted => entry["outcome"] = json!("adopted"),
                 Outcome::Failed(error) => {
                     entry["outcome"] = json!("failed");
                     entry["error"] = json!(format!("failed to {}: {}", error.operation, error.reason));
@@ -98,7 +105,8 @@ pub fn markdown(plan: &Plan, report: &ApplyReport) -> String {
     } else {
         writeln!(out, "**Apply failed: {applied} applied, {failed} failed, {skipped} skipped.**").unwrap();
     }
-    for (title, wanted) in [("Failed", "failed"), ("Skipped", "skipped"), ("Applied", "applied")] {
+    let sections = [("Failed", "failed"), ("Skipped", "skipped"), ("Adopted", "adopted"), ("Applied", "applied")];
+    for (title, wanted) in sections {
         let lines: Vec<String> = report
             .results
             .iter()
@@ -108,6 +116,9 @@ pub fn markdown(plan: &Plan, report: &ApplyReport) -> String {
                 }
                 (Outcome::Skipped { because }, "skipped") => {
                     Some(format!("- `{address}`, because `{because}` did not apply"))
+                }
+                (Outcome::Adopted, "adopted") => {
+                    Some(format!("- `{address}`: already existed, brought to the desired state"))
                 }
                 (Outcome::Applied, "applied") => Some(format!("- `{address}`")),
                 _ => None,

@@ -13,11 +13,7 @@ use crate::render::{json, text};
 
 fn change(kind: ResourceKind, name: &str, desired: Option<Value>, observed: Option<Value>) -> Change {
     let address = Address::new(kind, name);
-    let desired = desired.map(|attributes| DesiredResource {
-        address: address.clone(),
-        attributes: object(attributes),
-        depends_on: vec![],
-    });
+    let desired = desired.map(|attributes| DesiredResource::new(address.clone(), name, object(attributes)));
     let observed = observed.map_or(Observed::Absent, |v| Observed::Present(object(v)));
     diff(&address, desired.as_ref(), &observed).expect("a change")
 }

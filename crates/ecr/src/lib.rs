@@ -6,22 +6,21 @@
 //! delete of one can ever be planned.
 
 mod lifecycle;
+mod spec;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
 use aws_sdk_ecr as ecr;
-use aws_sdk_ecr::error::SdkError;
-use aws_sdk_ecr::operation::put_lifecycle_policy::PutLifecyclePolicyError;
-use reconcile_core::desired::Desired;
-use reconcile_core::json::{object, string_map, tag_changes};
+use reconcile_aws::{BATCH_SIZE, OBSERVE_CONCURRENCY, absent_if, after_create, failed, gone_if, has_code, visible_tags};
+use reconcile_core::json::tag_changes;
 use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Observed, Severity};
-use reconcile_core::reconciler::{Observations, error_chain};
-use reconcile_core::retry::{Backoff, retry};
-use reconcile_core::{Account, Address, Progress, ReconcileError, Reconciler, ResourceKind};
-use serde_json::{Map, Value, json};
+use reconcile_core::reconciler::Observations;
+use reconcile_core::{Account, Address, Applied, Progress, ReconcileError, Reconciler, ResourceKind};
 
 pub use lifecycle::{canonical_policy, canonical_policy_text};
+pub use spec::desired;
+use spec::{LifecyclePolicySpec, RepositorySpec, RepositoryState};
 
 /// Finding code: a repository desired.toml does not declare. Stable; never reused.
 pub const UNDECLARED_REPOSITORY: &str = "D101";
@@ -29,11 +28,9 @@ pub const UNDECLARED_REPOSITORY: &str = "D101";
 /// so untagged images accumulate without bound. Stable; never reused.
 pub const UNDECLARED_REPOSITORY_WITHOUT_POLICY: &str = "D102";
 
-/// How many per-repository reads run at once during observe.
-const OBSERVE_CONCURRENCY: usize = 16;
-
-/// `DescribeRepositories` takes at most 100 names per call.
-const DESCRIBE_BATCH: usize = 100;
+/// ECR's answers for "there is no such repository" and "it has no lifecycle policy".
+const REPOSITORY_NOT_FOUND: &str = "RepositoryNotFoundException";
+const NO_POLICY: [&str; 2] = ["LifecyclePolicyNotFoundException", REPOSITORY_NOT_FOUND];
 
 pub struct EcrReconciler {
     client: ecr::Client,
@@ -46,8 +43,7 @@ impl EcrReconciler {
     }
 
     fn repository_arn(&self, name: &str) -> String {
-        let Account { id, region, partition } = &self.account;
-        format!("arn:{partition}:ecr:{region}:{id}:repository/{name}")
+        reconcile_aws::arn(&self.account, "ecr", true, &format!("repository/{name}"))
     }
 }
 
@@ -65,46 +61,21 @@ impl Reconciler for EcrReconciler {
         &[ResourceKind::EcrRepository, ResourceKind::EcrLifecyclePolicy]
     }
 
-    fn desired(&self, desired: &Desired, _account: &Account) -> Result<Vec<DesiredResource>, ReconcileError> {
-        let mut resources = Vec::new();
-        for repository in &desired.ecr.repositories {
-            let repository_address = Address::new(ResourceKind::EcrRepository, &repository.name);
-            resources.push(DesiredResource {
-                address: repository_address.clone(),
-                attributes: object(json!({
-                    "image_tag_mutability": repository.image_tag_mutability.as_str(),
-                    "scan_on_push": repository.scan_on_push,
-                    "tags": repository.tags,
-                })),
-                depends_on: Vec::new(),
-            });
-            resources.push(DesiredResource {
-                address: Address::new(ResourceKind::EcrLifecyclePolicy, &repository.name),
-                attributes: object(json!({
-                    "policy": canonical_policy(&repository.lifecycle_policy.document),
-                })),
-                depends_on: vec![repository_address],
-            });
-        }
-        Ok(resources)
-    }
-
     async fn observe(&self, desired: &[&DesiredResource]) -> Result<Observations, ReconcileError> {
-        let addresses: Vec<&Address> = desired.iter().map(|r| &r.address).collect();
-        let names: BTreeSet<&str> = addresses.iter().map(|a| a.name.as_str()).collect();
+        let names: BTreeSet<&str> = desired.iter().map(|r| r.remote_name.as_str()).collect();
         let live = self.describe_repositories(&names).await?;
 
-        // One read per (address, repository that exists); a missing repository needs no more.
+        // One read per (resource, repository that exists); a missing repository needs no more.
         // Collected first: a lazy iterator here would put a closure over borrows into the
         // future, which the compiler cannot prove `Send` for every lifetime.
-        let reads: Vec<_> = addresses
+        let reads: Vec<_> = desired
             .iter()
-            .filter_map(|address| live.get(&address.name).map(|repo| self.observe_one(address, repo)))
+            .filter_map(|resource| live.get(&resource.remote_name).map(|repo| self.observe_one(resource, repo)))
             .collect();
         let observed = reconcile_core::engine::bounded(OBSERVE_CONCURRENCY, reads).await;
 
         let mut result: BTreeMap<Address, Observed> =
-            addresses.iter().map(|address| ((*address).clone(), Observed::Absent)).collect();
+            desired.iter().map(|resource| (resource.address.clone(), Observed::Absent)).collect();
         for entry in observed {
             let (address, observed) = entry?;
             result.insert(address, observed);
@@ -115,7 +86,7 @@ impl Reconciler for EcrReconciler {
     /// Every repository in the account that desired.toml does not declare; loudly those without
     /// a lifecycle policy (two such cache repositories once held 347 GB before anyone noticed).
     async fn survey(&self, desired: &[&DesiredResource]) -> Result<Vec<Finding>, ReconcileError> {
-        let declared: BTreeSet<&str> = desired.iter().map(|r| r.address.name.as_str()).collect();
+        let declared: BTreeSet<&str> = desired.iter().map(|r| r.remote_name.as_str()).collect();
         let undeclared: Vec<String> = self
             .list_all_repositories()
             .await?
@@ -128,7 +99,7 @@ impl Reconciler for EcrReconciler {
             .iter()
             .map(|name| async move {
                 let address = Address::new(ResourceKind::EcrLifecyclePolicy, name);
-                (name, self.observe_lifecycle_policy(&address).await)
+                (name, self.observe_lifecycle_policy(&address, name).await)
             })
             .collect();
         let mut findings = Vec::new();
@@ -157,41 +128,57 @@ impl Reconciler for EcrReconciler {
         Ok(findings)
     }
 
-    async fn apply(&self, change: &Change, _progress: &dyn Progress) -> Result<(), ReconcileError> {
+    async fn apply(&self, change: &Change, _progress: &dyn Progress) -> Result<Applied, ReconcileError> {
         let address = &change.address;
         match (address.kind, change.action) {
             (ResourceKind::EcrRepository, Action::Create) => self.create_repository(change).await,
-            (ResourceKind::EcrRepository, Action::Update) => self.update_repository(change).await,
-            (ResourceKind::EcrRepository, Action::Delete) => Err(ReconcileError::never(address, "delete repository")),
-            (_, Action::Create | Action::Update) => self.put_lifecycle_policy(change).await,
-            (_, Action::Delete) => self.delete_lifecycle_policy(address).await,
-            // This reconciler's diff never plans one: everything it manages changes in place.
-            (_, Action::Replace) => Err(ReconcileError::never(address, "replace")),
+            (ResourceKind::EcrRepository, Action::Update) => {
+                let before = reconcile_core::spec::before::<RepositorySpec>(change)?;
+                let current_tags = before.as_ref().map(|b| b.tags.clone()).unwrap_or_default();
+                self.converge_repository(change, before.as_ref(), &current_tags).await?;
+                Ok(Applied::Done)
+            }
+            (ResourceKind::EcrRepository, Action::Delete | Action::Replace) => {
+                Err(ReconcileError::never(address, "delete repository"))
+            }
+            (ResourceKind::EcrLifecyclePolicy, Action::Create | Action::Update) => self.put_lifecycle_policy(change).await,
+            (ResourceKind::EcrLifecyclePolicy, Action::Delete) => self.delete_lifecycle_policy(address).await,
+            // This reconciler's diff never plans one: a policy changes in place.
+            (ResourceKind::EcrLifecyclePolicy, Action::Replace) => Err(ReconcileError::never(address, "replace")),
+            (
+                ResourceKind::IamRole
+                | ResourceKind::IamRolePolicy
+                | ResourceKind::S3Bucket
+                | ResourceKind::S3BucketLifecycle
+                | ResourceKind::CodebuildProject
+                | ResourceKind::CodebuildWebhook,
+                _,
+            ) => Err(ReconcileError::foreign(address)),
         }
     }
 }
 
 impl EcrReconciler {
-    /// Describes the named repositories in batches of 100; the ones that do not exist are
-    /// simply missing from the result.
+    /// Describes the named repositories in batches; the ones that do not exist are simply
+    /// missing from the result.
     async fn describe_repositories(
         &self,
         names: &BTreeSet<&str>,
     ) -> Result<BTreeMap<String, LiveRepository>, ReconcileError> {
         let mut live = BTreeMap::new();
         let names: Vec<&str> = names.iter().copied().collect();
-        for batch in names.chunks(DESCRIBE_BATCH) {
+        for batch in names.chunks(BATCH_SIZE) {
             let response = self
                 .client
                 .describe_repositories()
                 .set_repository_names(Some(batch.iter().map(|n| n.to_string()).collect()))
                 .send()
                 .await;
-            let repositories = match response {
-                Ok(output) => output.repositories.unwrap_or_default(),
+            let repositories = match absent_if(response, &[REPOSITORY_NOT_FOUND]) {
+                Ok(Some(output)) => output.repositories.unwrap_or_default(),
                 // One missing name fails the whole call, and the error does not say which
                 // others exist: list the account's repositories instead and pick ours out.
-                Err(error) if error.as_service_error().is_some_and(|e| e.is_repository_not_found_exception()) => {
+                Ok(None) => {
                     let wanted: BTreeSet<&str> = batch.iter().copied().collect();
                     self.list_all_repositories()
                         .await?
@@ -199,9 +186,7 @@ impl EcrReconciler {
                         .filter(|r| r.repository_name().is_some_and(|n| wanted.contains(n)))
                         .collect()
                 }
-                Err(error) => {
-                    return Err(ReconcileError::new(None, "describe ECR repositories", error_chain(&error)));
-                }
+                Err(error) => return Err(failed(None, "describe ECR repositories")(error)),
             };
             for repository in repositories {
                 let Some(name) = repository.repository_name() else {
@@ -230,7 +215,7 @@ impl EcrReconciler {
         let mut pages = self.client.describe_repositories().into_paginator().send();
         let mut repositories = Vec::new();
         while let Some(page) = pages.next().await {
-            let page = page.map_err(|error| ReconcileError::new(None, "list ECR repositories", error_chain(&error)))?;
+            let page = page.map_err(failed(None, "list ECR repositories"))?;
             repositories.extend(page.repositories.unwrap_or_default());
         }
         Ok(repositories)
@@ -238,32 +223,27 @@ impl EcrReconciler {
 
     async fn observe_one(
         &self,
-        address: &Address,
+        resource: &DesiredResource,
         repository: &LiveRepository,
     ) -> Result<(Address, Observed), ReconcileError> {
+        let address = &resource.address;
+        let name = &resource.remote_name;
         let observed = match address.kind {
-            ResourceKind::EcrRepository => self.observe_repository(address, repository).await?,
-            _ => self.observe_lifecycle_policy(address).await?,
+            ResourceKind::EcrLifecyclePolicy => self.observe_lifecycle_policy(address, name).await?,
+            _ => {
+                let tags = self.tags(address, &repository.arn).await?;
+                Observed::Present(reconcile_core::spec::attributes(&RepositoryState {
+                    arn: repository.arn.clone(),
+                    encryption_type: repository.encryption_type.clone(),
+                    spec: RepositorySpec {
+                        image_tag_mutability: repository.image_tag_mutability.clone(),
+                        scan_on_push: repository.scan_on_push,
+                        tags,
+                    },
+                }))
+            }
         };
         Ok((address.clone(), observed))
-    }
-
-    async fn observe_repository(
-        &self,
-        address: &Address,
-        repository: &LiveRepository,
-    ) -> Result<Observed, ReconcileError> {
-        let tags = self.tags(address, &repository.arn).await?;
-        let mut fields = object(json!({
-            "arn": repository.arn,
-            "image_tag_mutability": repository.image_tag_mutability,
-            "scan_on_push": repository.scan_on_push,
-            "tags": tags,
-        }));
-        if let Some(encryption_type) = &repository.encryption_type {
-            fields.insert("encryption_type".to_owned(), json!(encryption_type));
-        }
-        Ok(Observed::Present(fields))
     }
 
     async fn tags(&self, address: &Address, arn: &str) -> Result<BTreeMap<String, String>, ReconcileError> {
@@ -273,65 +253,47 @@ impl EcrReconciler {
             .resource_arn(arn)
             .send()
             .await
-            .map_err(ReconcileError::of(address, "read repository tags"))?;
-        Ok(output
-            .tags()
-            .iter()
-            // `aws:` tags belong to AWS and cannot be managed; never show them as drift.
-            .filter(|tag| !tag.key().starts_with("aws:"))
-            .map(|tag| (tag.key().to_owned(), tag.value().to_owned()))
-            .collect())
+            .map_err(failed(Some(address), "read repository tags"))?;
+        Ok(visible_tags(output.tags().iter().map(|tag| (tag.key(), tag.value()))))
     }
 
-    async fn observe_lifecycle_policy(&self, address: &Address) -> Result<Observed, ReconcileError> {
-        let response = self.client.get_lifecycle_policy().repository_name(&address.name).send().await;
-        match response {
-            Ok(output) => {
+    async fn observe_lifecycle_policy(&self, address: &Address, name: &str) -> Result<Observed, ReconcileError> {
+        let response = self.client.get_lifecycle_policy().repository_name(name).send().await;
+        match absent_if(response, &NO_POLICY).map_err(failed(Some(address), "read lifecycle policy"))? {
+            Some(output) => {
                 let text = output.lifecycle_policy_text().unwrap_or_default();
-                Ok(Observed::Present(object(json!({ "policy": canonical_policy_text(text) }))))
+                let spec = LifecyclePolicySpec { policy: canonical_policy_text(text) };
+                Ok(Observed::Present(reconcile_core::spec::attributes(&spec)))
             }
-            Err(error)
-                if error.as_service_error().is_some_and(|e| {
-                    e.is_lifecycle_policy_not_found_exception() || e.is_repository_not_found_exception()
-                }) =>
-            {
-                Ok(Observed::Absent)
-            }
-            Err(error) => Err(ReconcileError::of(address, "read lifecycle policy")(error)),
+            None => Ok(Observed::Absent),
         }
     }
 
-    async fn create_repository(&self, change: &Change) -> Result<(), ReconcileError> {
+    async fn create_repository(&self, change: &Change) -> Result<Applied, ReconcileError> {
         let address = &change.address;
-        let after = change.after_fields()?;
-        let scan_on_push = after.get("scan_on_push").and_then(Value::as_bool).unwrap_or(false);
-        let tags = tag_list(&string_map(after.get("tags")));
+        let after: RepositorySpec = reconcile_core::spec::after(change)?;
+        let tags = tag_list(&after.tags);
         let response = self
             .client
             .create_repository()
             .repository_name(&address.name)
-            .image_tag_mutability(change.after_str("image_tag_mutability")?.into())
+            .image_tag_mutability(after.image_tag_mutability.as_str().into())
             .image_scanning_configuration(
-                ecr::types::ImageScanningConfiguration::builder().scan_on_push(scan_on_push).build(),
+                ecr::types::ImageScanningConfiguration::builder().scan_on_push(after.scan_on_push).build(),
             )
             .set_tags((!tags.is_empty()).then_some(tags))
             .send()
             .await;
         match response {
-            Ok(_) => Ok(()),
+            Ok(_) => Ok(Applied::Done),
             // Made since the plan was read (a nightly's --ensure-ecr, say): converge it instead.
-            Err(error) if error.as_service_error().is_some_and(|e| e.is_repository_already_exists_exception()) => {
+            Err(error) if has_code(&error, &["RepositoryAlreadyExistsException"]) => {
                 let current_tags = self.tags(address, &self.repository_arn(&address.name)).await?;
-                self.converge_repository(change, None, &current_tags).await
+                self.converge_repository(change, None, &current_tags).await?;
+                Ok(Applied::Adopted)
             }
-            Err(error) => Err(ReconcileError::of(address, "create repository")(error)),
+            Err(error) => Err(failed(Some(address), "create repository")(error)),
         }
-    }
-
-    async fn update_repository(&self, change: &Change) -> Result<(), ReconcileError> {
-        let before = change.before.as_ref();
-        let current_tags = string_map(before.and_then(|b| b.get("tags")));
-        self.converge_repository(change, before, &current_tags).await
     }
 
     /// Makes a repository's settings and tags match the change's desired fields, touching only
@@ -339,36 +301,34 @@ impl EcrReconciler {
     async fn converge_repository(
         &self,
         change: &Change,
-        before: Option<&Map<String, Value>>,
+        before: Option<&RepositorySpec>,
         current_tags: &BTreeMap<String, String>,
     ) -> Result<(), ReconcileError> {
         let address = &change.address;
-        let after = change.after_fields()?;
-        let differs = |field: &str| before.is_none_or(|b| b.get(field) != after.get(field));
+        let after: RepositorySpec = reconcile_core::spec::after(change)?;
         let name = &address.name;
-        if differs("image_tag_mutability") {
+        if before.is_none_or(|b| b.image_tag_mutability != after.image_tag_mutability) {
             self.client
                 .put_image_tag_mutability()
                 .repository_name(name)
-                .image_tag_mutability(change.after_str("image_tag_mutability")?.into())
+                .image_tag_mutability(after.image_tag_mutability.as_str().into())
                 .send()
                 .await
-                .map_err(ReconcileError::of(address, "set image tag mutability"))?;
+                .map_err(failed(Some(address), "set image tag mutability"))?;
         }
-        if differs("scan_on_push") {
-            let scan_on_push = after.get("scan_on_push").and_then(Value::as_bool).unwrap_or(false);
+        if before.is_none_or(|b| b.scan_on_push != after.scan_on_push) {
             self.client
                 .put_image_scanning_configuration()
                 .repository_name(name)
                 .image_scanning_configuration(
-                    ecr::types::ImageScanningConfiguration::builder().scan_on_push(scan_on_push).build(),
+                    ecr::types::ImageScanningConfiguration::builder().scan_on_push(after.scan_on_push).build(),
                 )
                 .send()
                 .await
-                .map_err(ReconcileError::of(address, "set scan on push"))?;
+                .map_err(failed(Some(address), "set scan on push"))?;
         }
         let arn = self.repository_arn(name);
-        let (remove, set) = tag_changes(current_tags, &string_map(after.get("tags")));
+        let (remove, set) = tag_changes(current_tags, &after.tags);
         if !remove.is_empty() {
             self.client
                 .untag_resource()
@@ -376,7 +336,7 @@ impl EcrReconciler {
                 .set_tag_keys(Some(remove))
                 .send()
                 .await
-                .map_err(ReconcileError::of(address, "remove repository tags"))?;
+                .map_err(failed(Some(address), "remove repository tags"))?;
         }
         if !set.is_empty() {
             self.client
@@ -385,47 +345,36 @@ impl EcrReconciler {
                 .set_tags(Some(tag_list(&set)))
                 .send()
                 .await
-                .map_err(ReconcileError::of(address, "set repository tags"))?;
+                .map_err(failed(Some(address), "set repository tags"))?;
         }
         Ok(())
     }
 
-    async fn put_lifecycle_policy(&self, change: &Change) -> Result<(), ReconcileError> {
+    async fn put_lifecycle_policy(&self, change: &Change) -> Result<Applied, ReconcileError> {
         let address = &change.address;
-        let policy = change
-            .after_fields()?
-            .get("policy")
-            .ok_or_else(|| ReconcileError::new(Some(address), "put lifecycle policy", "the change has no policy"))?;
-        let text = reconcile_core::json::to_compact(policy);
+        let after: LifecyclePolicySpec = reconcile_core::spec::after(change)?;
+        let text = reconcile_core::json::to_compact(&after.policy);
         // Right after the repository is created, ECR may not show it everywhere yet.
         let request =
             || self.client.put_lifecycle_policy().repository_name(&address.name).lifecycle_policy_text(&text).send();
-        let not_yet = |error: &SdkError<PutLifecyclePolicyError, _>, _| {
-            error.as_service_error().is_some_and(|e| e.is_repository_not_found_exception())
-        };
-        retry(Backoff::AFTER_CREATE, request, not_yet, tokio::time::sleep)
-            .await
-            .map_err(ReconcileError::of(address, "put lifecycle policy"))?;
-        Ok(())
+        after_create(request, &[REPOSITORY_NOT_FOUND]).await.map_err(failed(Some(address), "put lifecycle policy"))?;
+        Ok(Applied::Done)
     }
 
-    async fn delete_lifecycle_policy(&self, address: &Address) -> Result<(), ReconcileError> {
-        match self.client.delete_lifecycle_policy().repository_name(&address.name).send().await {
-            Ok(_) => Ok(()),
-            Err(error)
-                if error.as_service_error().is_some_and(|e| {
-                    e.is_lifecycle_policy_not_found_exception() || e.is_repository_not_found_exception()
-                }) =>
-            {
-                Ok(())
-            }
-            Err(error) => Err(ReconcileError::of(address, "delete lifecycle policy")(error)),
-        }
+    async fn delete_lifecycle_policy(&self, address: &Address) -> Result<Applied, ReconcileError> {
+        let response = self.client.delete_lifecycle_policy().repository_name(&address.name).send().await;
+        gone_if(response, &NO_POLICY).map_err(failed(Some(address), "delete lifecycle policy"))?;
+        Ok(Applied::Done)
     }
 }
 
+/// ECR's tag type. A tag's key and value are both required by the builder, and both are set
+/// here, so a build error cannot happen; were it to, it is an error, never a dropped tag.
 fn tag_list(tags: &BTreeMap<String, String>) -> Vec<ecr::types::Tag> {
-    tags.iter().filter_map(|(key, value)| ecr::types::Tag::builder().key(key).value(value).build().ok()).collect()
+    tags.iter()
+        .map(|(key, value)| ecr::types::Tag::builder().key(key).value(value).build())
+        .collect::<Result<_, _>>()
+        .expect("key and value are set")
 }
 
 #[cfg(test)]
@@ -438,8 +387,21 @@ mod tests {
     use aws_sdk_ecr::operation::get_lifecycle_policy::{GetLifecyclePolicyError, GetLifecyclePolicyOutput};
     use aws_sdk_ecr::operation::list_tags_for_resource::ListTagsForResourceOutput;
     use aws_sdk_ecr::types::error::{LifecyclePolicyNotFoundException, ServerException};
+    use aws_sdk_ecr::operation::put_lifecycle_policy::PutLifecyclePolicyError;
     use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
+    use aws_smithy_types::error::ErrorMetadata;
+    use reconcile_core::json::object;
     use reconcile_core::reconciler::Silent;
+    use serde_json::{Map, json};
+
+    /// What a real ECR error carries: its code.
+    fn code(code: &str) -> ErrorMetadata {
+        ErrorMetadata::builder().code(code).build()
+    }
+
+    fn no_policy() -> LifecyclePolicyNotFoundException {
+        LifecyclePolicyNotFoundException::builder().meta(code("LifecyclePolicyNotFoundException")).build()
+    }
 
     fn reconciler(rules: &[&Rule]) -> EcrReconciler {
         let client = mock_client!(aws_sdk_ecr, RuleMode::MatchAny, rules);
@@ -471,7 +433,7 @@ mod tests {
     fn wanted(addresses: &[Address]) -> Vec<DesiredResource> {
         addresses
             .iter()
-            .map(|address| DesiredResource { address: address.clone(), attributes: Map::new(), depends_on: vec![] })
+            .map(|address| DesiredResource::new(address.clone(), &address.name, Map::new()))
             .collect()
     }
 
@@ -499,9 +461,7 @@ mod tests {
     async fn a_repository_without_a_policy_observes_as_absent() {
         let describe = one_repository();
         let policy = mock!(ecr::Client::get_lifecycle_policy).then_error(|| {
-            GetLifecyclePolicyError::LifecyclePolicyNotFoundException(
-                LifecyclePolicyNotFoundException::builder().build(),
-            )
+            GetLifecyclePolicyError::LifecyclePolicyNotFoundException(no_policy())
         });
         let reconciler = reconciler(&[&describe, &policy]);
         let observed = observe(&reconciler, &[policy_address()]).await.unwrap();
@@ -530,9 +490,7 @@ mod tests {
     #[tokio::test]
     async fn deleting_a_policy_that_is_already_gone_succeeds() {
         let delete = mock!(ecr::Client::delete_lifecycle_policy).then_error(|| {
-            DeleteLifecyclePolicyError::LifecyclePolicyNotFoundException(
-                LifecyclePolicyNotFoundException::builder().build(),
-            )
+            DeleteLifecyclePolicyError::LifecyclePolicyNotFoundException(no_policy())
         });
         let reconciler = reconciler(&[&delete]);
         let change = Change {
@@ -572,7 +530,9 @@ mod tests {
         let put = mock!(ecr::Client::put_lifecycle_policy)
             .sequence()
             .error(|| {
-                PutLifecyclePolicyError::RepositoryNotFoundException(RepositoryNotFoundException::builder().build())
+                PutLifecyclePolicyError::RepositoryNotFoundException(
+                    RepositoryNotFoundException::builder().meta(code(REPOSITORY_NOT_FOUND)).build(),
+                )
             })
             .output(|| aws_sdk_ecr::operation::put_lifecycle_policy::PutLifecyclePolicyOutput::builder().build())
             .build();
@@ -585,5 +545,33 @@ mod tests {
         };
         reconciler(&[&put]).apply(&change, &Silent).await.unwrap();
         assert_eq!(put.num_calls(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_change_missing_a_field_fails_naming_it_and_calls_nothing() {
+        let create = mock!(ecr::Client::create_repository)
+            .then_output(|| ecr::operation::create_repository::CreateRepositoryOutput::builder().build());
+        let put = mock!(ecr::Client::put_lifecycle_policy)
+            .then_output(|| aws_sdk_ecr::operation::put_lifecycle_policy::PutLifecyclePolicyOutput::builder().build());
+        let reconciler = reconciler(&[&create, &put]);
+        let repository = Change {
+            address: Address::new(ResourceKind::EcrRepository, "pytorch"),
+            action: Action::Create,
+            before: None,
+            after: Some(object(json!({ "scan_on_push": true, "tags": {} }))),
+            depends_on: vec![],
+        };
+        let error = reconciler.apply(&repository, &Silent).await.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "ecr_repository.pytorch: failed to read the change's desired fields: missing field `image_tag_mutability`"
+        );
+        let policy = Change { address: policy_address(), after: Some(Map::new()), ..repository };
+        let error = reconciler.apply(&policy, &Silent).await.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "ecr_lifecycle_policy.pytorch: failed to read the change's desired fields: missing field `policy`"
+        );
+        assert_eq!((create.num_calls(), put.num_calls()), (0, 0));
     }
 }

@@ -6,24 +6,21 @@
 //! is never deleted.
 
 mod lifecycle;
+mod spec;
 
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use aws_sdk_s3 as s3;
-use aws_sdk_s3::error::ProvideErrorMetadata;
-use reconcile_core::desired::Desired;
-use reconcile_core::json::{object, string_map};
+use reconcile_aws::{OBSERVE_CONCURRENCY, absent_if, after_create, failed, gone_if, has_code, visible_tags};
 use reconcile_core::plan::{Action, Change, DesiredResource, Observed};
 use reconcile_core::reconciler::Observations;
-use reconcile_core::retry::{Backoff, retry};
-use reconcile_core::{Account, Address, Progress, ReconcileError, Reconciler, ResourceKind};
-use serde_json::{Map, Value, json};
+use reconcile_core::spec::attributes;
+use reconcile_core::{Account, Address, Applied, Progress, ReconcileError, Reconciler, ResourceKind};
 
 pub use lifecycle::{desired_rule, observed_rule};
-
-/// The one default encryption the reconciler sets: SSE-S3.
-const SSE_S3: &str = "AES256";
+pub use spec::desired;
+use spec::{BlockPublicAccess, BucketLifecycleSpec, BucketSpec, SSE_S3};
 
 pub struct S3Reconciler {
     client: s3::Client,
@@ -34,15 +31,6 @@ impl S3Reconciler {
     pub fn new(client: s3::Client, account: Account) -> S3Reconciler {
         S3Reconciler { client, account }
     }
-}
-
-fn block_public_access(on: bool) -> Value {
-    json!({
-        "block_public_acls": on,
-        "block_public_policy": on,
-        "ignore_public_acls": on,
-        "restrict_public_buckets": on,
-    })
 }
 
 /// Whether a bucket of that name answers, and where.
@@ -57,62 +45,46 @@ impl Reconciler for S3Reconciler {
         &[ResourceKind::S3Bucket, ResourceKind::S3BucketLifecycle]
     }
 
-    fn desired(&self, desired: &Desired, account: &Account) -> Result<Vec<DesiredResource>, ReconcileError> {
-        let mut resources = Vec::new();
-        for bucket in &desired.s3.buckets {
-            let name = bucket.name.render(&account.id, &account.region);
-            let bucket_address = Address::new(ResourceKind::S3Bucket, &bucket.key);
-            resources.push(DesiredResource {
-                address: bucket_address.clone(),
-                attributes: object(json!({
-                    "name": name,
-                    "block_public_access": block_public_access(bucket.block_public_access),
-                    "encryption": SSE_S3,
-                    "tags": bucket.tags,
-                })),
-                depends_on: Vec::new(),
-            });
-            if let Some(rules) = &bucket.lifecycle_rules {
-                let mut rules: Vec<Value> = rules.iter().map(desired_rule).collect();
-                lifecycle::sort_rules(&mut rules);
-                resources.push(DesiredResource {
-                    address: Address::new(ResourceKind::S3BucketLifecycle, &bucket.key),
-                    attributes: object(json!({ "bucket": name, "rules": rules })),
-                    depends_on: vec![bucket_address],
-                });
-            }
-        }
-        Ok(resources)
-    }
-
     async fn observe(&self, desired: &[&DesiredResource]) -> Result<Observations, ReconcileError> {
-        // Group both kinds by bucket: one HeadBucket serves both. Each carries the bucket's name,
-        // `name` on the bucket and `bucket` on its lifecycle.
+        // Group both kinds by bucket: one HeadBucket serves both.
         let mut buckets: BTreeMap<&str, Vec<&Address>> = BTreeMap::new();
         for resource in desired {
-            let fields = &resource.attributes;
-            let name = fields.get("name").or_else(|| fields.get("bucket")).and_then(Value::as_str).unwrap_or_default();
-            buckets.entry(name).or_default().push(&resource.address);
+            buckets.entry(resource.remote_name.as_str()).or_default().push(&resource.address);
         }
         let reads: Vec<_> =
             buckets.into_iter().map(|(name, addresses)| self.observe_bucket_and_lifecycle(name, addresses)).collect();
         let mut observations = Observations::default();
-        for result in reconcile_core::engine::bounded(8, reads).await {
+        for result in reconcile_core::engine::bounded(OBSERVE_CONCURRENCY, reads).await {
             observations.resources.extend(result?);
         }
         Ok(observations)
     }
 
-    async fn apply(&self, change: &Change, _progress: &dyn Progress) -> Result<(), ReconcileError> {
+    async fn apply(&self, change: &Change, _progress: &dyn Progress) -> Result<Applied, ReconcileError> {
         let address = &change.address;
         match (address.kind, change.action) {
             (ResourceKind::S3Bucket, Action::Create) => self.create_bucket(change).await,
-            (ResourceKind::S3Bucket, Action::Update) => self.converge_bucket(change, change.before.as_ref()).await,
-            (ResourceKind::S3Bucket, Action::Delete) => Err(ReconcileError::never(address, "delete bucket")),
-            (_, Action::Create | Action::Update) => self.put_lifecycle(change).await,
-            (_, Action::Delete) => self.delete_lifecycle(change).await,
-            // This reconciler's diff never plans one: everything it manages changes in place.
-            (_, Action::Replace) => Err(ReconcileError::never(address, "replace")),
+            (ResourceKind::S3Bucket, Action::Update) => {
+                let before = reconcile_core::spec::before::<BucketSpec>(change)?;
+                self.converge_bucket(change, before.as_ref()).await?;
+                Ok(Applied::Done)
+            }
+            (ResourceKind::S3Bucket, Action::Delete | Action::Replace) => {
+                Err(ReconcileError::never(address, "delete bucket"))
+            }
+            (ResourceKind::S3BucketLifecycle, Action::Create | Action::Update) => self.put_lifecycle(change).await,
+            (ResourceKind::S3BucketLifecycle, Action::Delete) => self.delete_lifecycle(change).await,
+            // This reconciler's diff never plans one: a lifecycle configuration changes in place.
+            (ResourceKind::S3BucketLifecycle, Action::Replace) => Err(ReconcileError::never(address, "replace")),
+            (
+                ResourceKind::IamRole
+                | ResourceKind::IamRolePolicy
+                | ResourceKind::EcrRepository
+                | ResourceKind::EcrLifecyclePolicy
+                | ResourceKind::CodebuildProject
+                | ResourceKind::CodebuildWebhook,
+                _,
+            ) => Err(ReconcileError::foreign(address)),
         }
     }
 }
@@ -137,8 +109,10 @@ impl S3Reconciler {
     }
 
     async fn head(&self, address: &Address, name: &str) -> Result<Head, ReconcileError> {
-        match self.client.head_bucket().bucket(name).send().await {
-            Ok(output) => match output.bucket_region() {
+        // HeadBucket has no error body: a missing bucket is a bare 404, a foreign one a bare 403.
+        match absent_if(self.client.head_bucket().bucket(name).send().await, &["NotFound"]) {
+            Ok(None) => Ok(Head::Missing),
+            Ok(Some(output)) => match output.bucket_region() {
                 Some(region) if region != self.account.region => Err(ReconcileError::new(
                     Some(address),
                     "find bucket",
@@ -146,8 +120,6 @@ impl S3Reconciler {
                 )),
                 _ => Ok(Head::Ours),
             },
-            // HeadBucket has no error body: a missing bucket is a bare 404.
-            Err(error) if error.as_service_error().is_some_and(|e| e.is_not_found()) => Ok(Head::Missing),
             Err(error) if error.raw_response().is_some_and(|r| r.status().as_u16() == 403) => Err(ReconcileError::new(
                 Some(address),
                 "find bucket",
@@ -155,75 +127,67 @@ impl S3Reconciler {
                     "bucket name `{name}` exists but this account may not read it: another account owns it, \
                          or the credentials lack s3:ListBucket"
                 ),
-            )),
-            Err(error) => Err(ReconcileError::of(address, "find bucket")(error)),
+            )
+            .with_kind(reconcile_core::ErrorKind::AccessDenied)),
+            Err(error) => Err(failed(Some(address), "find bucket")(error)),
         }
     }
 
     async fn observe_bucket(&self, address: &Address, name: &str) -> Result<Observed, ReconcileError> {
-        let tags = match self.client.get_bucket_tagging().bucket(name).send().await {
-            Ok(output) => output.tag_set().iter().map(|t| (t.key().to_owned(), t.value().to_owned())).collect(),
-            Err(error) if error.code() == Some("NoSuchTagSet") => BTreeMap::new(),
-            Err(error) => return Err(ReconcileError::of(address, "read bucket tags")(error)),
-        };
-        let tags: BTreeMap<String, String> =
-            tags.into_iter().filter(|(k, _): &(String, String)| !k.starts_with("aws:")).collect();
+        let tagging = self.client.get_bucket_tagging().bucket(name).send().await;
+        let tags = absent_if(tagging, &["NoSuchTagSet"])
+            .map_err(failed(Some(address), "read bucket tags"))?
+            .map(|output| visible_tags(output.tag_set().iter().map(|t| (t.key(), t.value()))))
+            .unwrap_or_default();
 
-        let block = match self.client.get_public_access_block().bucket(name).send().await {
-            Ok(output) => {
-                let config = output.public_access_block_configuration();
-                let flag = |f: fn(&s3::types::PublicAccessBlockConfiguration) -> Option<bool>| {
-                    config.and_then(f).unwrap_or(false)
-                };
-                json!({
-                    "block_public_acls": flag(|c| c.block_public_acls()),
-                    "block_public_policy": flag(|c| c.block_public_policy()),
-                    "ignore_public_acls": flag(|c| c.ignore_public_acls()),
-                    "restrict_public_buckets": flag(|c| c.restrict_public_buckets()),
-                })
-            }
-            // Real AWS turns it on for new buckets; the emulator and old buckets may have none.
-            Err(error) if error.code() == Some("NoSuchPublicAccessBlockConfiguration") => block_public_access(false),
-            Err(error) => return Err(ReconcileError::of(address, "read Block Public Access")(error)),
-        };
+        let block = self.client.get_public_access_block().bucket(name).send().await;
+        // Real AWS turns it on for new buckets; the emulator and old buckets may have none,
+        // and an absent setting is off.
+        let block_public_access = absent_if(block, &["NoSuchPublicAccessBlockConfiguration"])
+            .map_err(failed(Some(address), "read Block Public Access"))?
+            .and_then(|output| output.public_access_block_configuration().cloned())
+            .map_or(BlockPublicAccess::all(false), |config| BlockPublicAccess {
+                block_public_acls: config.block_public_acls().unwrap_or(false),
+                block_public_policy: config.block_public_policy().unwrap_or(false),
+                ignore_public_acls: config.ignore_public_acls().unwrap_or(false),
+                restrict_public_buckets: config.restrict_public_buckets().unwrap_or(false),
+            });
 
-        let encryption = match self.client.get_bucket_encryption().bucket(name).send().await {
-            Ok(output) => output
-                .server_side_encryption_configuration()
-                .and_then(|c| c.rules().first())
-                .and_then(|r| r.apply_server_side_encryption_by_default())
-                .map_or_else(|| "none".to_owned(), |d| d.sse_algorithm().as_str().to_owned()),
-            Err(error) if error.code() == Some("ServerSideEncryptionConfigurationNotFoundError") => "none".to_owned(),
-            Err(error) => return Err(ReconcileError::of(address, "read default encryption")(error)),
-        };
+        let encryption = self.client.get_bucket_encryption().bucket(name).send().await;
+        let encryption = absent_if(encryption, &["ServerSideEncryptionConfigurationNotFoundError"])
+            .map_err(failed(Some(address), "read default encryption"))?
+            .and_then(|output| {
+                let rule = output.server_side_encryption_configuration()?.rules().first()?;
+                Some(rule.apply_server_side_encryption_by_default()?.sse_algorithm().as_str().to_owned())
+            })
+            .unwrap_or_else(|| "none".to_owned());
 
-        Ok(Observed::Present(object(json!({
-            "name": name,
-            "block_public_access": block,
-            "encryption": encryption,
-            "tags": tags,
-        }))))
+        let spec = BucketSpec { name: name.to_owned(), block_public_access, encryption, tags };
+        Ok(Observed::Present(attributes(&spec)))
     }
 
     async fn observe_lifecycle(&self, address: &Address, name: &str) -> Result<Observed, ReconcileError> {
-        match self.client.get_bucket_lifecycle_configuration().bucket(name).send().await {
-            Ok(output) if output.rules().is_empty() => Ok(Observed::Absent),
-            Ok(output) => {
-                let mut rules: Vec<Value> = output.rules().iter().map(observed_rule).collect();
+        let response = self.client.get_bucket_lifecycle_configuration().bucket(name).send().await;
+        match absent_if(response, &["NoSuchLifecycleConfiguration"])
+            .map_err(failed(Some(address), "read lifecycle configuration"))?
+        {
+            Some(output) if !output.rules().is_empty() => {
+                let mut rules: Vec<_> = output.rules().iter().map(observed_rule).collect();
                 lifecycle::sort_rules(&mut rules);
-                Ok(Observed::Present(object(json!({ "bucket": name, "rules": rules }))))
+                Ok(Observed::Present(attributes(&BucketLifecycleSpec { bucket: name.to_owned(), rules })))
             }
-            Err(error) if error.code() == Some("NoSuchLifecycleConfiguration") => Ok(Observed::Absent),
-            Err(error) => Err(ReconcileError::of(address, "read lifecycle configuration")(error)),
+            _ => Ok(Observed::Absent),
         }
     }
 
-    async fn create_bucket(&self, change: &Change) -> Result<(), ReconcileError> {
+    async fn create_bucket(&self, change: &Change) -> Result<Applied, ReconcileError> {
         let address = &change.address;
-        let name = change.after_str("name")?;
+        let after: BucketSpec = reconcile_core::spec::after(change)?;
+        let name = after.name.as_str();
         // Made since the plan was read: adopt it, never "create" it again (see the module doc).
         if let Head::Ours = self.head(address, name).await? {
-            return self.converge_bucket(change, None).await;
+            self.converge_bucket(change, None).await?;
+            return Ok(Applied::Adopted);
         }
         let mut request = self.client.create_bucket().bucket(name);
         // us-east-1 refuses an explicit LocationConstraint; every other region requires one.
@@ -234,41 +198,36 @@ impl S3Reconciler {
                     .build(),
             );
         }
-        match request.send().await {
-            Ok(_) => {}
-            Err(error) if error.as_service_error().is_some_and(|e| e.is_bucket_already_owned_by_you()) => {}
-            Err(error) if error.as_service_error().is_some_and(|e| e.is_bucket_already_exists()) => {
+        let applied = match request.send().await {
+            Ok(_) => Applied::Done,
+            Err(error) if has_code(&error, &["BucketAlreadyOwnedByYou"]) => Applied::Adopted,
+            Err(error) if has_code(&error, &["BucketAlreadyExists"]) => {
                 return Err(ReconcileError::new(
                     Some(address),
                     "create bucket",
                     format!("the name `{name}` is taken by another AWS account; bucket names are global"),
                 ));
             }
-            Err(error) => return Err(ReconcileError::of(address, "create bucket")(error)),
-        }
-        self.converge_bucket(change, None).await
+            Err(error) => return Err(failed(Some(address), "create bucket")(error)),
+        };
+        self.converge_bucket(change, None).await?;
+        Ok(applied)
     }
 
     /// Makes the bucket's settings and tags match the change, touching only what differs from
     /// `before` (everything, when `before` is unknown).
-    async fn converge_bucket(
-        &self,
-        change: &Change,
-        before: Option<&Map<String, Value>>,
-    ) -> Result<(), ReconcileError> {
+    async fn converge_bucket(&self, change: &Change, before: Option<&BucketSpec>) -> Result<(), ReconcileError> {
         let address = &change.address;
-        let after = change.after_fields()?;
-        let name = change.after_str("name")?;
-        let differs = |field: &str| before.is_none_or(|b| b.get(field) != after.get(field));
+        let after: BucketSpec = reconcile_core::spec::after(change)?;
+        let name = after.name.as_str();
 
-        if differs("block_public_access") {
-            let flags = after.get("block_public_access");
-            let flag = |key: &str| flags.and_then(|f| f.get(key)).and_then(Value::as_bool).unwrap_or(true);
+        if before.is_none_or(|b| b.block_public_access != after.block_public_access) {
+            let flags = after.block_public_access;
             let config = s3::types::PublicAccessBlockConfiguration::builder()
-                .block_public_acls(flag("block_public_acls"))
-                .block_public_policy(flag("block_public_policy"))
-                .ignore_public_acls(flag("ignore_public_acls"))
-                .restrict_public_buckets(flag("restrict_public_buckets"))
+                .block_public_acls(flags.block_public_acls)
+                .block_public_policy(flags.block_public_policy)
+                .ignore_public_acls(flags.ignore_public_acls)
+                .restrict_public_buckets(flags.restrict_public_buckets)
                 .build();
             self.client
                 .put_public_access_block()
@@ -276,9 +235,16 @@ impl S3Reconciler {
                 .public_access_block_configuration(config)
                 .send()
                 .await
-                .map_err(ReconcileError::of(address, "set Block Public Access"))?;
+                .map_err(failed(Some(address), "set Block Public Access"))?;
         }
-        if differs("encryption") {
+        if before.is_none_or(|b| b.encryption != after.encryption) {
+            if after.encryption != SSE_S3 {
+                return Err(ReconcileError::new(
+                    Some(address),
+                    "set default encryption",
+                    format!("reconcile sets only {SSE_S3} (SSE-S3), not `{}`", after.encryption),
+                ));
+            }
             let by_default = s3::types::ServerSideEncryptionByDefault::builder()
                 .sse_algorithm(s3::types::ServerSideEncryption::Aes256)
                 .build()
@@ -297,20 +263,20 @@ impl S3Reconciler {
                 .server_side_encryption_configuration(config)
                 .send()
                 .await
-                .map_err(ReconcileError::of(address, "set default encryption"))?;
+                .map_err(failed(Some(address), "set default encryption"))?;
         }
-        let desired_tags = string_map(after.get("tags"));
-        if differs("tags") {
+        if before.is_none_or(|b| b.tags != after.tags) {
             // S3 tagging replaces the whole set.
-            if desired_tags.is_empty() {
+            if after.tags.is_empty() {
                 self.client
                     .delete_bucket_tagging()
                     .bucket(name)
                     .send()
                     .await
-                    .map_err(ReconcileError::of(address, "remove bucket tags"))?;
+                    .map_err(failed(Some(address), "remove bucket tags"))?;
             } else {
-                let tag_set = desired_tags
+                let tag_set = after
+                    .tags
                     .iter()
                     .map(|(k, v)| s3::types::Tag::builder().key(k).value(v).build())
                     .collect::<Result<Vec<_>, _>>()
@@ -325,17 +291,17 @@ impl S3Reconciler {
                     .tagging(tagging)
                     .send()
                     .await
-                    .map_err(ReconcileError::of(address, "set bucket tags"))?;
+                    .map_err(failed(Some(address), "set bucket tags"))?;
             }
         }
         Ok(())
     }
 
-    async fn put_lifecycle(&self, change: &Change) -> Result<(), ReconcileError> {
+    async fn put_lifecycle(&self, change: &Change) -> Result<Applied, ReconcileError> {
         let address = &change.address;
-        let name = change.after_str("bucket")?;
-        let rules = change.after_fields()?.get("rules").and_then(Value::as_array).cloned().unwrap_or_default();
-        let rules = rules
+        let after: BucketLifecycleSpec = reconcile_core::spec::after(change)?;
+        let rules = after
+            .rules
             .iter()
             .map(lifecycle::sdk_rule)
             .collect::<Result<Vec<_>, _>>()
@@ -348,24 +314,23 @@ impl S3Reconciler {
         let request = || {
             self.client
                 .put_bucket_lifecycle_configuration()
-                .bucket(name)
+                .bucket(&after.bucket)
                 .lifecycle_configuration(configuration.clone())
                 .send()
         };
-        retry(Backoff::AFTER_CREATE, request, |error, _| error.code() == Some("NoSuchBucket"), tokio::time::sleep)
-            .await
-            .map_err(ReconcileError::of(address, "put lifecycle configuration"))?;
-        Ok(())
+        after_create(request, &["NoSuchBucket"]).await.map_err(failed(Some(address), "put lifecycle configuration"))?;
+        Ok(Applied::Done)
     }
 
-    async fn delete_lifecycle(&self, change: &Change) -> Result<(), ReconcileError> {
+    async fn delete_lifecycle(&self, change: &Change) -> Result<Applied, ReconcileError> {
         let address = &change.address;
-        let name = change.before.as_ref().and_then(|b| b.get("bucket")).and_then(Value::as_str).unwrap_or_default();
-        match self.client.delete_bucket_lifecycle().bucket(name).send().await {
-            Ok(_) => Ok(()),
-            Err(error) if matches!(error.code(), Some("NoSuchLifecycleConfiguration" | "NoSuchBucket")) => Ok(()),
-            Err(error) => Err(ReconcileError::of(address, "delete lifecycle configuration")(error)),
-        }
+        let before = reconcile_core::spec::before::<BucketLifecycleSpec>(change)?.ok_or_else(|| {
+            ReconcileError::new(Some(address), "delete lifecycle configuration", "the change has no observed fields")
+        })?;
+        let response = self.client.delete_bucket_lifecycle().bucket(&before.bucket).send().await;
+        gone_if(response, &["NoSuchLifecycleConfiguration", "NoSuchBucket"])
+            .map_err(failed(Some(address), "delete lifecycle configuration"))?;
+        Ok(Applied::Done)
     }
 }
 
@@ -379,7 +344,15 @@ mod tests {
     use aws_sdk_s3::types::error::{BucketAlreadyExists, NotFound};
     use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
     use aws_smithy_types::body::SdkBody;
+    use aws_smithy_types::error::ErrorMetadata;
+    use reconcile_core::json::object;
     use reconcile_core::reconciler::Silent;
+    use serde_json::{Map, json};
+
+    /// What a real S3 error carries: its code.
+    fn code(code: &str) -> ErrorMetadata {
+        ErrorMetadata::builder().code(code).build()
+    }
 
     fn reconciler(rules: &[&Rule]) -> S3Reconciler {
         let client = mock_client!(aws_sdk_s3, RuleMode::MatchAny, rules);
@@ -393,7 +366,7 @@ mod tests {
             before: None,
             after: Some(object(json!({
                 "name": "rocm-bake-sccache-123456789012",
-                "block_public_access": block_public_access(true),
+                "block_public_access": BlockPublicAccess::all(true),
                 "encryption": SSE_S3,
                 "tags": {},
             }))),
@@ -415,14 +388,15 @@ mod tests {
     }
 
     fn missing() -> Rule {
-        mock!(s3::Client::head_bucket).then_error(|| HeadBucketError::NotFound(NotFound::builder().build()))
+        mock!(s3::Client::head_bucket)
+            .then_error(|| HeadBucketError::NotFound(NotFound::builder().meta(code("NotFound")).build()))
     }
 
     #[tokio::test]
     async fn a_name_owned_by_another_account_is_a_clear_error() {
         let head = missing();
         let create = mock!(s3::Client::create_bucket)
-            .then_error(|| CreateBucketError::BucketAlreadyExists(BucketAlreadyExists::builder().build()));
+            .then_error(|| CreateBucketError::BucketAlreadyExists(BucketAlreadyExists::builder().meta(code("BucketAlreadyExists")).build()));
         let error = reconciler(&[&head, &create]).apply(&create_change(), &Silent).await.unwrap_err();
         assert_eq!(
             error.to_string(),
@@ -454,11 +428,7 @@ mod tests {
                 SdkBody::empty(),
             )
         });
-        let desired = DesiredResource {
-            address: Address::new(ResourceKind::S3Bucket, "sccache"),
-            attributes: object(json!({ "name": "someone-elses-bucket" })),
-            depends_on: vec![],
-        };
+        let desired = DesiredResource::new(Address::new(ResourceKind::S3Bucket, "sccache"), "someone-elses-bucket", Map::new());
         let error = reconciler(&[&head]).observe(&[&desired]).await.unwrap_err();
         assert!(
             error.to_string().starts_with(
@@ -499,9 +469,38 @@ mod tests {
         use aws_sdk_s3::types::error::BucketAlreadyOwnedByYou;
         let head = missing();
         let create = mock!(s3::Client::create_bucket)
-            .then_error(|| CreateBucketError::BucketAlreadyOwnedByYou(BucketAlreadyOwnedByYou::builder().build()));
+            .then_error(|| CreateBucketError::BucketAlreadyOwnedByYou(
+                BucketAlreadyOwnedByYou::builder().meta(code("BucketAlreadyOwnedByYou")).build(),
+            ));
         let [block, encryption, untag] = settings_writes();
-        reconciler(&[&head, &create, &block, &encryption, &untag]).apply(&create_change(), &Silent).await.unwrap();
+        let applied =
+            reconciler(&[&head, &create, &block, &encryption, &untag]).apply(&create_change(), &Silent).await.unwrap();
+        assert_eq!(applied, Applied::Adopted);
         assert_eq!((block.num_calls(), encryption.num_calls(), untag.num_calls()), (1, 1, 1), "converged, not failed");
+    }
+
+    #[tokio::test]
+    async fn a_change_missing_a_field_fails_naming_it_and_calls_nothing() {
+        let head = missing();
+        let [block, encryption, untag] = settings_writes();
+        let reconciler = reconciler(&[&head, &block, &encryption, &untag]);
+        let mut change = create_change();
+        change.after.as_mut().unwrap().remove("block_public_access");
+        let error = reconciler.apply(&change, &Silent).await.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "s3_bucket.sccache: failed to read the change's desired fields: missing field `block_public_access`"
+        );
+        let lifecycle = Change {
+            address: Address::new(ResourceKind::S3BucketLifecycle, "sccache"),
+            after: Some(object(json!({ "rules": [] }))),
+            ..create_change()
+        };
+        let error = reconciler.apply(&lifecycle, &Silent).await.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "s3_bucket_lifecycle.sccache: failed to read the change's desired fields: missing field `bucket`"
+        );
+        assert_eq!((head.num_calls(), block.num_calls(), encryption.num_calls()), (0, 0, 0));
     }
 }

@@ -151,7 +151,13 @@ async fn a_repository_made_between_plan_and_apply_is_adopted_not_an_error() {
     let client = ecr::Client::new(&account.sdk_config());
     let reconcilers: Vec<Box<dyn Reconciler>> =
         vec![Box::new(EcrReconciler::new(client.clone(), Account::new(&account.id, "us-east-1")))];
-    let plan = engine::plan(&reconcilers, &desired, &Account::new(&account.id, "us-east-1")).await.unwrap();
+    let account_id = Account::new(&account.id, "us-east-1");
+    let resources: engine::DesiredResources = reconcile_ecr::desired(&desired, &account_id)
+        .unwrap()
+        .into_iter()
+        .map(|resource| (resource.address.clone(), resource))
+        .collect();
+    let plan = engine::plan(&reconcilers, &desired, &resources, &account_id).await.unwrap();
     assert_eq!(plan.summary().create, 2);
 
     // A nightly's --ensure-ecr makes the repository, with a stray tag, after the plan was read.
@@ -161,6 +167,9 @@ async fn a_repository_made_between_plan_and_apply_is_adopted_not_an_error() {
     let options = ApplyOptions { allow_delete: false, concurrency: 4 };
     let report = engine::apply(&reconcilers, &plan, options, &Silent).await.unwrap();
     assert!(report.succeeded(), "{report:?}");
-    let again = engine::plan(&reconcilers, &desired, &Account::new(&account.id, "us-east-1")).await.unwrap();
+    let outcomes: Vec<String> =
+        report.results.iter().map(|(address, _, outcome, _)| format!("{address} {outcome:?}")).collect();
+    assert_eq!(outcomes, ["ecr_repository.vllm-wheel Adopted", "ecr_lifecycle_policy.vllm-wheel Applied"]);
+    let again = engine::plan(&reconcilers, &desired, &resources, &account_id).await.unwrap();
     assert_eq!(again.changes, [], "the adopted repository converged to the desired tags");
 }

@@ -1,0 +1,153 @@
+//! The binary's one error type: every way a command can fail, with its exit code and the
+//! lines it prints. `main` prints it, once, in one place.
+//!
+//! AWS failures are rendered by kind, so the reader gets one line that says what failed, on
+//! which resource, and what to do: no credentials, an unreachable endpoint, access denied (the
+//! caller, the action and the resource), throttling. Never an SDK `Debug` dump.
+
+use std::path::PathBuf;
+
+use reconcile_core::{ErrorKind, ReconcileError};
+
+use crate::exit;
+
+#[derive(Debug)]
+pub enum CliError {
+    /// desired.toml could not be read or holds problems: one line each, with file and line.
+    Input(Vec<String>),
+    /// AWS, or a reconciler's check, failed: one line each.
+    Aws {
+        errors: Vec<ReconcileError>,
+        /// Where requests went: the overridden endpoint, or AWS in the region.
+        endpoint: String,
+    },
+    /// Refused by a safety check before any write.
+    Refused(String),
+    /// A saved plan that no longer matches what it was made against.
+    Stale { path: PathBuf, reasons: Vec<String> },
+    /// An apply that ran and did not fully succeed: its report already said what failed.
+    ApplyFailed,
+    /// The person at the prompt did not say yes.
+    Cancelled,
+    /// Anything else: a file that cannot be read or written, a closed stdout.
+    Other(anyhow::Error),
+}
+
+impl From<anyhow::Error> for CliError {
+    fn from(error: anyhow::Error) -> Self {
+        CliError::Other(error)
+    }
+}
+
+impl From<std::io::Error> for CliError {
+    fn from(error: std::io::Error) -> Self {
+        CliError::Other(error.into())
+    }
+}
+
+impl CliError {
+    pub fn aws(endpoint: &str) -> impl FnOnce(Vec<ReconcileError>) -> CliError + '_ {
+        move |errors| CliError::Aws { errors, endpoint: endpoint.to_owned() }
+    }
+
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Input(_) | CliError::Aws { .. } | CliError::ApplyFailed | CliError::Cancelled => exit::ERROR,
+            CliError::Other(_) => exit::ERROR,
+            CliError::Refused(_) => exit::REFUSED,
+            CliError::Stale { .. } => exit::STALE_PLAN,
+        }
+    }
+
+    /// Whether it is only a reader that went away (`reconcile plan | head`): not an error.
+    pub fn is_broken_pipe(&self) -> bool {
+        let CliError::Other(error) = self else { return false };
+        error.chain().any(|cause| {
+            cause.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+        })
+    }
+
+    /// What to print to stderr, one line per entry.
+    pub fn render(&self) -> Vec<String> {
+        match self {
+            CliError::Input(lines) => lines.iter().map(|line| format!("error: {line}")).collect(),
+            CliError::Aws { errors, endpoint } => errors.iter().map(|error| render_aws(error, endpoint)).collect(),
+            CliError::Refused(why) => vec![format!("error: refusing to apply: {why}")],
+            CliError::Stale { path, reasons } => {
+                let mut lines = vec![format!("error: the saved plan {} is stale, so nothing was changed:", path.display())];
+                lines.extend(reasons.iter().map(|reason| format!("  - {reason}")));
+                lines.push("Make a new plan and review it again.".to_owned());
+                lines
+            }
+            CliError::ApplyFailed => Vec::new(),
+            CliError::Cancelled => vec![String::new(), "Apply cancelled.".to_owned()],
+            CliError::Other(error) => vec![format!("error: {error:#}")],
+        }
+    }
+}
+
+/// One AWS failure as one line, by what kind of failure it is.
+fn render_aws(error: &ReconcileError, endpoint: &str) -> String {
+    let on = error.address.as_ref().map_or_else(String::new, |address| format!("{address}: "));
+    let operation = &error.operation;
+    match error.kind {
+        ErrorKind::Unauthenticated => format!(
+            "error: {on}failed to {operation}: no valid AWS credentials ({}); set AWS_PROFILE, or \
+             AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or renew the session (`aws sso login`)",
+            innermost(error)
+        ),
+        ErrorKind::Unreachable => format!(
+            "error: {on}failed to {operation}: cannot reach {endpoint} ({}); check AWS_ENDPOINT_URL, the region \
+             and the network",
+            innermost(error)
+        ),
+        ErrorKind::Timeout => format!(
+            "error: {on}failed to {operation}: {endpoint} did not answer in time; check AWS_ENDPOINT_URL, the region \
+             and the network"
+        ),
+        ErrorKind::Throttled => format!(
+            "error: {on}failed to {operation}: AWS kept throttling the requests after every retry; run it again \
+             later, when fewer other clients are calling the same API"
+        ),
+        ErrorKind::AccessDenied => match AccessDenied::parse(&error.reason) {
+            Some(denied) => format!(
+                "error: {on}failed to {operation}: access denied: {} may not {} on {}; grant it `{}` in its IAM policy",
+                denied.caller, denied.action, denied.resource, denied.action
+            ),
+            None => format!(
+                "error: {on}failed to {operation}: access denied ({}); the credentials lack the permission it needs",
+                error.reason
+            ),
+        },
+        ErrorKind::InvalidChange | ErrorKind::Other => format!("error: {error}"),
+    }
+}
+
+/// The deepest cause's words: `Connection refused (os error 111)`, not the wrappers around it.
+fn innermost(error: &ReconcileError) -> String {
+    let mut last: Option<&(dyn std::error::Error + 'static)> = None;
+    let mut next = error.source.as_deref().map(|source| source as &(dyn std::error::Error + 'static));
+    while let Some(cause) = next {
+        last = Some(cause);
+        next = cause.source();
+    }
+    last.map_or_else(|| error.reason.clone(), ToString::to_string)
+}
+
+/// What AWS says when a caller lacks a permission:
+/// `User: <caller> is not authorized to perform: <action> on resource: <resource>[ because ...]`.
+struct AccessDenied<'a> {
+    caller: &'a str,
+    action: &'a str,
+    resource: &'a str,
+}
+
+impl<'a> AccessDenied<'a> {
+    fn parse(message: &'a str) -> Option<AccessDenied<'a>> {
+        let rest = message.strip_prefix("User: ")?;
+        let (caller, rest) = rest.split_once(" is not authorized to perform: ")?;
+        let (action, rest) = rest.split_once(" on resource: ")?;
+        let resource = rest.split(" because ").next()?.trim_end_matches('.');
+        Some(AccessDenied { caller, action, resource })
+    }
+}

@@ -1,0 +1,57 @@
+//! The ECR resources as typed specs, and the one place they meet the canonical map: what
+//! desired.toml asks for, what observe saw, and what apply reads back from a change.
+
+use std::collections::BTreeMap;
+
+use reconcile_core::desired::Desired;
+use reconcile_core::plan::DesiredResource;
+use reconcile_core::spec::attributes;
+use reconcile_core::{Account, Address, ReconcileError, ResourceKind};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::lifecycle::canonical_policy;
+
+/// `ecr_repository.<name>`: the settings and tags reconcile manages.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct RepositorySpec {
+    pub image_tag_mutability: String,
+    pub scan_on_push: bool,
+    pub tags: BTreeMap<String, String>,
+}
+
+/// A live repository: its spec, and what AWS tells besides, shown but never compared.
+#[derive(Debug, Serialize)]
+pub(crate) struct RepositoryState {
+    pub arn: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub encryption_type: Option<String>,
+    #[serde(flatten)]
+    pub spec: RepositorySpec,
+}
+
+/// `ecr_lifecycle_policy.<name>`: the policy document in canonical form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct LifecyclePolicySpec {
+    pub policy: Value,
+}
+
+/// The repositories and lifecycle policies desired.toml asks for. Pure: no client, no AWS.
+pub fn desired(desired: &Desired, _account: &Account) -> Result<Vec<DesiredResource>, ReconcileError> {
+    let mut resources = Vec::new();
+    for repository in &desired.ecr.repositories {
+        let repository_address = Address::new(ResourceKind::EcrRepository, &repository.name);
+        let spec = RepositorySpec {
+            image_tag_mutability: repository.image_tag_mutability.as_str().to_owned(),
+            scan_on_push: repository.scan_on_push,
+            tags: repository.tags.clone(),
+        };
+        resources.push(DesiredResource::new(repository_address.clone(), &repository.name, attributes(&spec)));
+        let policy = LifecyclePolicySpec { policy: canonical_policy(&repository.lifecycle_policy.document) };
+        let policy_address = Address::new(ResourceKind::EcrLifecyclePolicy, &repository.name);
+        resources.push(
+            DesiredResource::new(policy_address, &repository.name, attributes(&policy)).under(&repository_address),
+        );
+    }
+    Ok(resources)
+}

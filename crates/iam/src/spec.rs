@@ -1,0 +1,88 @@
+//! The IAM resources as typed specs, and the one place they meet the canonical map: what
+//! desired.toml asks for, what observe saw, and what apply reads back from a change.
+
+use std::collections::BTreeMap;
+
+use reconcile_core::desired::Desired;
+use reconcile_core::plan::DesiredResource;
+use reconcile_core::spec::attributes;
+use reconcile_core::{Account, Address, ReconcileError, ResourceKind};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::derive::inline_policy;
+use crate::policy::canonical;
+
+/// `iam_role.<key>`: the role's settings and tags that reconcile manages.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct RoleSpec {
+    pub name: String,
+    /// The trust policy, in canonical form.
+    pub assume_role_policy: Value,
+    pub description: String,
+    pub max_session_duration: i32,
+    pub tags: BTreeMap<String, String>,
+}
+
+/// A live role: its spec, and what IAM tells besides, shown but never compared.
+#[derive(Debug, Serialize)]
+pub(crate) struct RoleState {
+    pub arn: String,
+    pub path: String,
+    #[serde(flatten)]
+    pub spec: RoleSpec,
+}
+
+/// `iam_role_policy.<key>`: one inline policy of the role, in canonical form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct RolePolicySpec {
+    pub role: String,
+    pub policy_name: String,
+    pub document: Value,
+}
+
+/// The trust policy for a role that the given services assume.
+pub fn trust_policy(services: &[String]) -> Value {
+    json!({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Effect": "Allow",
+            "Principal": { "Service": services },
+            "Action": "sts:AssumeRole",
+        }],
+    })
+}
+
+/// The projects that run as the role with this key, whose log groups the role may write.
+fn projects_using(desired: &Desired, role_key: &str) -> Vec<String> {
+    desired.codebuild.projects.iter().filter(|p| p.service_role == role_key).map(|p| p.name.clone()).collect()
+}
+
+/// The roles and their derived inline policies desired.toml asks for. Pure: no client, no AWS.
+pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResource>, ReconcileError> {
+    let mut resources = Vec::new();
+    for role in &desired.iam.roles {
+        let role_address = Address::new(ResourceKind::IamRole, &role.key);
+        let max_session_duration = i32::try_from(role.max_session_duration).map_err(|_| {
+            ReconcileError::new(Some(&role_address), "read max_session_duration", "it is larger than IAM allows")
+        })?;
+        let spec = RoleSpec {
+            name: role.name.clone(),
+            assume_role_policy: canonical(&trust_policy(&role.trusted_services), &account.partition),
+            description: role.description.clone(),
+            max_session_duration,
+            tags: role.tags.clone(),
+        };
+        resources.push(DesiredResource::new(role_address.clone(), &role.name, attributes(&spec)));
+        let policy_address = Address::new(ResourceKind::IamRolePolicy, &role.key);
+        let document = inline_policy(desired, role, account, &projects_using(desired, &role.key))
+            .map_err(|why| ReconcileError::new(Some(&policy_address), "derive the inline policy", why))?;
+        let spec = RolePolicySpec {
+            role: role.name.clone(),
+            policy_name: role.policy_name.clone(),
+            document: canonical(&document, &account.partition),
+        };
+        resources.push(DesiredResource::new(policy_address, &role.name, attributes(&spec)).under(&role_address));
+    }
+    Ok(resources)
+}

@@ -1,0 +1,77 @@
+//! The S3 resources as typed specs, and the one place they meet the canonical map: what
+//! desired.toml asks for, what observe saw, and what apply reads back from a change.
+
+use std::collections::BTreeMap;
+
+use reconcile_core::desired::Desired;
+use reconcile_core::plan::DesiredResource;
+use reconcile_core::spec::attributes;
+use reconcile_core::{Account, Address, ReconcileError, ResourceKind};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::lifecycle::{self, desired_rule};
+
+/// The one default encryption the reconciler sets: SSE-S3.
+pub(crate) const SSE_S3: &str = "AES256";
+
+/// `s3_bucket.<key>`: the settings and tags reconcile manages.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct BucketSpec {
+    pub name: String,
+    pub block_public_access: BlockPublicAccess,
+    /// The default encryption algorithm, or `none`.
+    pub encryption: String,
+    pub tags: BTreeMap<String, String>,
+}
+
+/// The four Block Public Access settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct BlockPublicAccess {
+    pub block_public_acls: bool,
+    pub block_public_policy: bool,
+    pub ignore_public_acls: bool,
+    pub restrict_public_buckets: bool,
+}
+
+impl BlockPublicAccess {
+    pub fn all(on: bool) -> BlockPublicAccess {
+        BlockPublicAccess {
+            block_public_acls: on,
+            block_public_policy: on,
+            ignore_public_acls: on,
+            restrict_public_buckets: on,
+        }
+    }
+}
+
+/// `s3_bucket_lifecycle.<key>`: the bucket's lifecycle rules, in canonical form and order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct BucketLifecycleSpec {
+    pub bucket: String,
+    pub rules: Vec<Value>,
+}
+
+/// The buckets and lifecycle configurations desired.toml asks for. Pure: no client, no AWS.
+pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResource>, ReconcileError> {
+    let mut resources = Vec::new();
+    for bucket in &desired.s3.buckets {
+        let name = bucket.name.render(&account.id, &account.region);
+        let bucket_address = Address::new(ResourceKind::S3Bucket, &bucket.key);
+        let spec = BucketSpec {
+            name: name.clone(),
+            block_public_access: BlockPublicAccess::all(bucket.block_public_access),
+            encryption: SSE_S3.to_owned(),
+            tags: bucket.tags.clone(),
+        };
+        resources.push(DesiredResource::new(bucket_address.clone(), &name, attributes(&spec)));
+        if let Some(rules) = &bucket.lifecycle_rules {
+            let mut rules: Vec<Value> = rules.iter().map(desired_rule).collect();
+            lifecycle::sort_rules(&mut rules);
+            let spec = BucketLifecycleSpec { bucket: name.clone(), rules };
+            let address = Address::new(ResourceKind::S3BucketLifecycle, &bucket.key);
+            resources.push(DesiredResource::new(address, &name, attributes(&spec)).under(&bucket_address));
+        }
+    }
+    Ok(resources)
+}
