@@ -11,7 +11,10 @@ Beyond plain `python -m moto.server` it:
 - adds to CodeBuild what moto 5.2.5 lacks (see `patch_codebuild`), and a switch that makes
   `CreateProject` fail with IAM's propagation error for the next N calls of one account:
   `POST /_reconcile/codebuild/fail-create-project?account=ID&count=N` (or `--fail-create-project N`
-  for every account); `&reason=TEXT` fails them with an input error instead, which no retry fixes.
+  for every account); `&reason=TEXT` fails them with an input error instead, which no retry fixes;
+- answers AccessDenied, as IAM does, to every call of one action by one access key:
+  `POST /_reconcile/deny?access_key=KEY&action=GetRole&service=iam&caller=ARN&resource=TEXT`
+  (query protocol services only: moto's own authorization answers JSON services in XML).
 
 Patches to moto's own behaviour must be applied in this process before the first request,
 which is why the harness starts this script rather than `python -m moto.server`.
@@ -32,6 +35,10 @@ FAIL_CREATE_PROJECT_PATH = "/_reconcile/codebuild/fail-create-project"
 # had not propagated, anything else as an input error that no retry fixes].
 FAIL_CREATE_PROJECT = {}
 FAIL_LOCK = threading.Lock()
+
+DENY_PATH = "/_reconcile/deny"
+# (access key, action) -> the AccessDenied message to answer with.
+DENY = {}
 
 
 class RequestRecorder:
@@ -60,8 +67,29 @@ class RequestRecorder:
                 FAIL_CREATE_PROJECT[query["account"][0]] = [int(query["count"][0]), query.get("reason", ["iam"])[0]]
             start_response("204 No Content", [])
             return [b""]
+        if path == DENY_PATH:
+            query = {k: v[0] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
+            action = f"{query['service']}:{query['action']}"
+            message = (
+                f"User: {query['caller']} is not authorized to perform: {action} on resource: "
+                f"{query['resource']} because no identity-based policy allows the {action} action"
+            )
+            with FAIL_LOCK:
+                DENY[(query["access_key"], query["action"])] = message
+            start_response("204 No Content", [])
+            return [b""]
         if not path.startswith("/moto-api"):
-            self.record(environ, path)
+            entry = self.record(environ, path)
+            with FAIL_LOCK:
+                denied = DENY.get((entry["access_key"], entry["action"]))
+            if denied is not None:
+                body = (
+                    '<ErrorResponse xmlns="https://iam.amazonaws.com/doc/2010-05-08/"><Error><Type>Sender</Type>'
+                    f"<Code>AccessDenied</Code><Message>{denied}</Message></Error>"
+                    "<RequestId>denied-by-the-test-launcher</RequestId></ErrorResponse>"
+                ).encode()
+                start_response("403 Forbidden", [("Content-Type", "text/xml"), ("Content-Length", str(len(body)))])
+                return [body]
         return self.app(environ, start_response)
 
     def record(self, environ, path):
@@ -89,6 +117,7 @@ class RequestRecorder:
         }
         with self.lock:
             self.records.append(entry)
+        return entry
 
 
 def patch_codebuild():

@@ -41,8 +41,14 @@ const UNAUTHENTICATED: [&str; 9] = [
 ];
 
 /// The error codes with which AWS says to slow down.
-const THROTTLED: [&str; 6] =
-    ["Throttling", "ThrottlingException", "ThrottledException", "TooManyRequestsException", "SlowDown", "RequestLimitExceeded"];
+const THROTTLED: [&str; 6] = [
+    "Throttling",
+    "ThrottlingException",
+    "ThrottledException",
+    "TooManyRequestsException",
+    "SlowDown",
+    "RequestLimitExceeded",
+];
 
 /// The error's code, or `NotFound` for a bare 404 (S3's `HeadBucket` answers with no body).
 fn code<E: ProvideErrorMetadata>(error: &SdkError<E, Response>) -> Option<&str> {
@@ -115,7 +121,10 @@ fn caused_by_credentials(error: &(dyn Error + 'static)) -> bool {
 /// For `map_err`: `operation` on `address` (or on the service as a whole) failed with the SDK
 /// error; the error is classified, its whole chain of causes becomes the reason, and it stays
 /// the typed source.
-pub fn failed<'a, E>(address: Option<&'a Address>, operation: &'a str) -> impl FnOnce(SdkError<E, Response>) -> ReconcileError + 'a
+pub fn failed<'a, E>(
+    address: Option<&'a Address>,
+    operation: &'a str,
+) -> impl FnOnce(SdkError<E, Response>) -> ReconcileError + 'a
 where
     E: ProvideErrorMetadata + Error + Send + Sync + 'static,
 {
@@ -227,7 +236,8 @@ mod tests {
     #[test]
     fn a_failure_keeps_its_kind_its_words_and_its_typed_source() {
         let address = Address::new(reconcile_core::ResourceKind::IamRole, "codebuild");
-        let message = "User: arn:aws:sts::1:assumed-role/ci/x is not authorized to perform: iam:GetRole on resource: role r";
+        let message =
+            "User: arn:aws:sts::1:assumed-role/ci/x is not authorized to perform: iam:GetRole on resource: role r";
         let error = failed(Some(&address), "read role")(service_error(403, Some("AccessDenied"), message));
         assert_eq!(error.kind, ErrorKind::AccessDenied);
         assert_eq!(error.to_string(), format!("iam_role.codebuild: failed to read role: {message}"));

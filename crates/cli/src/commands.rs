@@ -7,7 +7,9 @@ use anyhow::Context;
 use clap::CommandFactory;
 use reconcile_core::engine::{self, ApplyOptions, DesiredResources};
 use reconcile_core::markdown::{GITHUB_COMMENT_LIMIT, markdown};
-use reconcile_core::{Account, Desired, DesiredResource, Plan, ReconcileError, Reconciler, json, render, report, saved};
+use reconcile_core::{
+    Account, Desired, DesiredResource, Plan, ReconcileError, Reconciler, json, render, report, saved,
+};
 
 use crate::args::{Args, Command, Format, OutputsFormat};
 use crate::aws::Aws;

@@ -74,7 +74,8 @@ impl CliError {
             CliError::Aws { errors, endpoint } => errors.iter().map(|error| render_aws(error, endpoint)).collect(),
             CliError::Refused(why) => vec![format!("error: refusing to apply: {why}")],
             CliError::Stale { path, reasons } => {
-                let mut lines = vec![format!("error: the saved plan {} is stale, so nothing was changed:", path.display())];
+                let mut lines =
+                    vec![format!("error: the saved plan {} is stale, so nothing was changed:", path.display())];
                 lines.extend(reasons.iter().map(|reason| format!("  - {reason}")));
                 lines.push("Make a new plan and review it again.".to_owned());
                 lines
@@ -123,7 +124,8 @@ fn render_aws(error: &ReconcileError, endpoint: &str) -> String {
     }
 }
 
-/// The deepest cause's words: `Connection refused (os error 111)`, not the wrappers around it.
+/// The deepest cause's words, `Connection refused (os error 111)`, not the wrappers around it;
+/// its first line only (the credential chain lists every provider it tried, one a line).
 fn innermost(error: &ReconcileError) -> String {
     let mut last: Option<&(dyn std::error::Error + 'static)> = None;
     let mut next = error.source.as_deref().map(|source| source as &(dyn std::error::Error + 'static));
@@ -131,7 +133,9 @@ fn innermost(error: &ReconcileError) -> String {
         last = Some(cause);
         next = cause.source();
     }
-    last.map_or_else(|| error.reason.clone(), ToString::to_string)
+    let words = last.map_or_else(|| error.reason.clone(), ToString::to_string);
+    let first = words.lines().next().unwrap_or_default();
+    first.trim_end_matches("Attempted:").trim_end().trim_end_matches('.').to_owned()
 }
 
 /// What AWS says when a caller lacks a permission:

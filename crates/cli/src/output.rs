@@ -214,7 +214,9 @@ impl ApplyEvents for ApplyPrinter {
         let seconds = elapsed.as_secs_f64();
         self.line(&match outcome {
             Outcome::Applied => format!("{address}: {done} after {seconds:.1}s"),
-            Outcome::Adopted => format!("{address}: Adopted after {seconds:.1}s: it already existed, so it was brought to the desired state"),
+            Outcome::Adopted => format!(
+                "{address}: Adopted after {seconds:.1}s: it already existed, so it was brought to the desired state"
+            ),
             Outcome::Failed(error) => {
                 format!("{address}: {failed} after {seconds:.1}s: failed to {}: {}", error.operation, error.reason)
             }

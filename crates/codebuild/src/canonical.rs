@@ -146,7 +146,9 @@ pub fn observed_project(project: &codebuild::types::Project) -> Map<String, Valu
             status: logs.map_or("ENABLED", |l| l.status().as_str()),
             group_name: logs.and_then(|l| l.group_name()),
         },
-        tags: reconcile_aws::visible_tags(project.tags().iter().filter_map(|t| Some((t.key()?, t.value().unwrap_or_default())))),
+        tags: reconcile_aws::visible_tags(
+            project.tags().iter().filter_map(|t| Some((t.key()?, t.value().unwrap_or_default()))),
+        ),
     })
 }
 

@@ -20,8 +20,8 @@ use reconcile_core::reconciler::Observations;
 use reconcile_core::retry::Backoff;
 use reconcile_core::{Account, Address, Applied, Progress, ReconcileError, Reconciler, ResourceKind};
 
-pub use canonical::{desired_project, desired_webhook, observed_project, observed_webhook};
 use canonical::{ProjectSpec, WebhookSpec};
+pub use canonical::{desired_project, desired_webhook, observed_project, observed_webhook};
 
 /// Sets every managed project field on a `CreateProject` or `UpdateProject` request: their
 /// builders are different types with the same setters.
@@ -364,7 +364,10 @@ fn filter_groups(spec: &WebhookSpec) -> Vec<Vec<codebuild::types::WebhookFilter>
         .collect()
 }
 
-fn scope(address: &Address, spec: &WebhookSpec) -> Result<Option<codebuild::types::ScopeConfiguration>, ReconcileError> {
+fn scope(
+    address: &Address,
+    spec: &WebhookSpec,
+) -> Result<Option<codebuild::types::ScopeConfiguration>, ReconcileError> {
     let Some(scope) = &spec.scope_configuration else { return Ok(None) };
     codebuild::types::ScopeConfiguration::builder()
         .name(&scope.name)
@@ -392,7 +395,9 @@ mod tests {
     async fn a_webhook_that_already_exists_is_updated_instead() {
         let create = mock!(codebuild::Client::create_webhook).then_error(|| {
             CreateWebhookError::ResourceAlreadyExistsException(
-                ResourceAlreadyExistsException::builder().meta(ErrorMetadata::builder().code(ALREADY_EXISTS).build()).build(),
+                ResourceAlreadyExistsException::builder()
+                    .meta(ErrorMetadata::builder().code(ALREADY_EXISTS).build())
+                    .build(),
             )
         });
         let update = mock!(codebuild::Client::update_webhook)

@@ -151,7 +151,10 @@ mod tests {
         assert_eq!(member.to_string().parse::<Address>(), Ok(member.clone()));
         assert_eq!(member.declared(), Address::new(ResourceKind::IamRolePolicy, "codebuild"));
         // A repository name may hold a `/`: it is part of the name, not a member.
-        assert_eq!("ecr_repository.team/app".parse::<Address>(), Ok(Address::new(ResourceKind::EcrRepository, "team/app")));
+        assert_eq!(
+            "ecr_repository.team/app".parse::<Address>(),
+            Ok(Address::new(ResourceKind::EcrRepository, "team/app"))
+        );
         assert!("ecr_repository".parse::<Address>().is_err());
         assert!("nonsense.x".parse::<Address>().is_err());
     }

@@ -130,8 +130,12 @@ impl ReconcileError {
     /// A change of a kind this reconciler does not own: the engine routes by kind, so only a
     /// plan put together by something else can hold one.
     pub fn foreign(address: &Address) -> Self {
-        ReconcileError::new(Some(address), "apply", format!("this reconciler does not handle `{}` resources", address.kind))
-            .with_kind(ErrorKind::InvalidChange)
+        ReconcileError::new(
+            Some(address),
+            "apply",
+            format!("this reconciler does not handle `{}` resources", address.kind),
+        )
+        .with_kind(ErrorKind::InvalidChange)
     }
 
     /// For `map_err` on errors that are not AWS's (those go through the resource crates' AWS

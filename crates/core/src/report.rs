@@ -13,8 +13,11 @@ pub fn text(plan: &Plan, report: &ApplyReport) -> String {
     let mut out = String::new();
     for (address, _, outcome, _) in &report.results {
         if let Outcome::Adopted = outcome {
-            writeln!(out, "Adopted: {address} already existed (made since the plan was read) and was brought to the desired state")
-                .unwrap();
+            writeln!(
+                out,
+                "Adopted: {address} already existed (made since the plan was read) and was brought to the desired state"
+            )
+            .unwrap();
         }
     }
     if report.succeeded() {

@@ -12,7 +12,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
 use aws_sdk_ecr as ecr;
-use reconcile_aws::{BATCH_SIZE, OBSERVE_CONCURRENCY, absent_if, after_create, failed, gone_if, has_code, visible_tags};
+use reconcile_aws::{
+    BATCH_SIZE, OBSERVE_CONCURRENCY, absent_if, after_create, failed, gone_if, has_code, visible_tags,
+};
 use reconcile_core::json::tag_changes;
 use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Observed, Severity};
 use reconcile_core::reconciler::Observations;
@@ -141,7 +143,9 @@ impl Reconciler for EcrReconciler {
             (ResourceKind::EcrRepository, Action::Delete | Action::Replace) => {
                 Err(ReconcileError::never(address, "delete repository"))
             }
-            (ResourceKind::EcrLifecyclePolicy, Action::Create | Action::Update) => self.put_lifecycle_policy(change).await,
+            (ResourceKind::EcrLifecyclePolicy, Action::Create | Action::Update) => {
+                self.put_lifecycle_policy(change).await
+            }
             (ResourceKind::EcrLifecyclePolicy, Action::Delete) => self.delete_lifecycle_policy(address).await,
             // This reconciler's diff never plans one: a policy changes in place.
             (ResourceKind::EcrLifecyclePolicy, Action::Replace) => Err(ReconcileError::never(address, "replace")),
@@ -386,8 +390,8 @@ mod tests {
     use aws_sdk_ecr::operation::describe_repositories::DescribeRepositoriesOutput;
     use aws_sdk_ecr::operation::get_lifecycle_policy::{GetLifecyclePolicyError, GetLifecyclePolicyOutput};
     use aws_sdk_ecr::operation::list_tags_for_resource::ListTagsForResourceOutput;
-    use aws_sdk_ecr::types::error::{LifecyclePolicyNotFoundException, ServerException};
     use aws_sdk_ecr::operation::put_lifecycle_policy::PutLifecyclePolicyError;
+    use aws_sdk_ecr::types::error::{LifecyclePolicyNotFoundException, ServerException};
     use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
     use aws_smithy_types::error::ErrorMetadata;
     use reconcile_core::json::object;
@@ -431,10 +435,7 @@ mod tests {
 
     /// What `observe` is given: the desired resources (only their addresses matter to ECR).
     fn wanted(addresses: &[Address]) -> Vec<DesiredResource> {
-        addresses
-            .iter()
-            .map(|address| DesiredResource::new(address.clone(), &address.name, Map::new()))
-            .collect()
+        addresses.iter().map(|address| DesiredResource::new(address.clone(), &address.name, Map::new())).collect()
     }
 
     async fn observe(reconciler: &EcrReconciler, addresses: &[Address]) -> Result<Observations, ReconcileError> {
@@ -460,9 +461,8 @@ mod tests {
     #[tokio::test]
     async fn a_repository_without_a_policy_observes_as_absent() {
         let describe = one_repository();
-        let policy = mock!(ecr::Client::get_lifecycle_policy).then_error(|| {
-            GetLifecyclePolicyError::LifecyclePolicyNotFoundException(no_policy())
-        });
+        let policy = mock!(ecr::Client::get_lifecycle_policy)
+            .then_error(|| GetLifecyclePolicyError::LifecyclePolicyNotFoundException(no_policy()));
         let reconciler = reconciler(&[&describe, &policy]);
         let observed = observe(&reconciler, &[policy_address()]).await.unwrap();
         assert_eq!(observed.resources[&policy_address()], Observed::Absent);
@@ -489,9 +489,8 @@ mod tests {
 
     #[tokio::test]
     async fn deleting_a_policy_that_is_already_gone_succeeds() {
-        let delete = mock!(ecr::Client::delete_lifecycle_policy).then_error(|| {
-            DeleteLifecyclePolicyError::LifecyclePolicyNotFoundException(no_policy())
-        });
+        let delete = mock!(ecr::Client::delete_lifecycle_policy)
+            .then_error(|| DeleteLifecyclePolicyError::LifecyclePolicyNotFoundException(no_policy()));
         let reconciler = reconciler(&[&delete]);
         let change = Change {
             address: policy_address(),

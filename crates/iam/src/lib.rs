@@ -24,8 +24,8 @@ use serde_json::Value;
 
 pub use derive::{INLINE_POLICY_LIMIT, inline_policy};
 pub use policy::{canonical, canonical_text, percent_decode};
-pub use spec::{desired, trust_policy};
 use spec::{RolePolicySpec, RoleSpec, RoleState};
+pub use spec::{desired, trust_policy};
 
 /// Finding code: a managed policy is attached to a managed role. Stable; never reused.
 pub const ATTACHED_MANAGED_POLICY: &str = "W101";
@@ -177,7 +177,8 @@ impl IamReconciler {
         policy_name: &str,
     ) -> Result<Observed, ReconcileError> {
         let response = self.client.get_role_policy().role_name(role_name).policy_name(policy_name).send().await;
-        let Some(output) = absent_if(response, &[NO_SUCH_ENTITY]).map_err(failed(Some(address), "read inline policy"))?
+        let Some(output) =
+            absent_if(response, &[NO_SUCH_ENTITY]).map_err(failed(Some(address), "read inline policy"))?
         else {
             return Ok(Observed::Absent);
         };
@@ -263,7 +264,8 @@ impl IamReconciler {
                 .await
                 .map_err(failed(Some(address), "update trust policy"))?;
         }
-        if before.is_none_or(|b| b.description != after.description || b.max_session_duration != after.max_session_duration)
+        if before
+            .is_none_or(|b| b.description != after.description || b.max_session_duration != after.max_session_duration)
         {
             self.client
                 .update_role()
@@ -340,8 +342,8 @@ mod tests {
 
     use super::*;
     use aws_sdk_iam::operation::get_role::GetRoleError;
-    use aws_sdk_iam::types::error::NoSuchEntityException;
     use aws_sdk_iam::operation::put_role_policy::PutRolePolicyError;
+    use aws_sdk_iam::types::error::NoSuchEntityException;
     use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
     use aws_smithy_types::error::ErrorMetadata;
     use reconcile_core::json::object;
@@ -359,11 +361,12 @@ mod tests {
 
     #[tokio::test]
     async fn a_missing_role_is_absent_with_its_policy_and_nothing_more_is_read() {
-        let get_role = mock!(iam::Client::get_role)
-            .then_error(|| GetRoleError::NoSuchEntityException(no_such_entity()));
+        let get_role =
+            mock!(iam::Client::get_role).then_error(|| GetRoleError::NoSuchEntityException(no_such_entity()));
         let list = mock!(iam::Client::list_role_policies)
             .then_output(|| iam::operation::list_role_policies::ListRolePoliciesOutput::builder().build().unwrap());
-        let role = DesiredResource::new(Address::new(ResourceKind::IamRole, "codebuild"), "rocm-bake-codebuild", Map::new());
+        let role =
+            DesiredResource::new(Address::new(ResourceKind::IamRole, "codebuild"), "rocm-bake-codebuild", Map::new());
         let policy = DesiredResource::new(
             Address::new(ResourceKind::IamRolePolicy, "codebuild"),
             "rocm-bake-codebuild",

@@ -395,8 +395,11 @@ mod tests {
     #[tokio::test]
     async fn a_name_owned_by_another_account_is_a_clear_error() {
         let head = missing();
-        let create = mock!(s3::Client::create_bucket)
-            .then_error(|| CreateBucketError::BucketAlreadyExists(BucketAlreadyExists::builder().meta(code("BucketAlreadyExists")).build()));
+        let create = mock!(s3::Client::create_bucket).then_error(|| {
+            CreateBucketError::BucketAlreadyExists(
+                BucketAlreadyExists::builder().meta(code("BucketAlreadyExists")).build(),
+            )
+        });
         let error = reconciler(&[&head, &create]).apply(&create_change(), &Silent).await.unwrap_err();
         assert_eq!(
             error.to_string(),
@@ -428,7 +431,8 @@ mod tests {
                 SdkBody::empty(),
             )
         });
-        let desired = DesiredResource::new(Address::new(ResourceKind::S3Bucket, "sccache"), "someone-elses-bucket", Map::new());
+        let desired =
+            DesiredResource::new(Address::new(ResourceKind::S3Bucket, "sccache"), "someone-elses-bucket", Map::new());
         let error = reconciler(&[&head]).observe(&[&desired]).await.unwrap_err();
         assert!(
             error.to_string().starts_with(
@@ -468,10 +472,11 @@ mod tests {
     async fn a_bucket_already_owned_by_this_account_is_adopted() {
         use aws_sdk_s3::types::error::BucketAlreadyOwnedByYou;
         let head = missing();
-        let create = mock!(s3::Client::create_bucket)
-            .then_error(|| CreateBucketError::BucketAlreadyOwnedByYou(
+        let create = mock!(s3::Client::create_bucket).then_error(|| {
+            CreateBucketError::BucketAlreadyOwnedByYou(
                 BucketAlreadyOwnedByYou::builder().meta(code("BucketAlreadyOwnedByYou")).build(),
-            ));
+            )
+        });
         let [block, encryption, untag] = settings_writes();
         let applied =
             reconciler(&[&head, &create, &block, &encryption, &untag]).apply(&create_change(), &Silent).await.unwrap();

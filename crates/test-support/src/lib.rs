@@ -232,6 +232,20 @@ impl TestAccount {
             .control("POST", &format!("/_reconcile/codebuild/fail-create-project?account={}&count={count}", self.id));
     }
 
+    /// Makes every `action` call of this account's credentials answer AccessDenied, as IAM does
+    /// when a policy lacks `service:action` (query-protocol services: IAM, STS). `resource` is
+    /// the text IAM names the resource by, URL-safe.
+    pub fn deny(&self, service: &str, action: &str, resource: &str) {
+        let caller = format!("arn:aws:sts::{}:assumed-role/reconcile-ci/session", self.id);
+        emulator().control(
+            "POST",
+            &format!(
+                "/_reconcile/deny?access_key={}&service={service}&action={action}&caller={caller}&resource={resource}",
+                self.access_key_id
+            ),
+        );
+    }
+
     /// Makes this account's next `count` `CreateProject` calls fail with an input error that no
     /// retry fixes (`reason` must be URL-safe).
     pub fn reject_create_project(&self, count: u32, reason: &str) {

@@ -6,6 +6,7 @@
 mod account;
 mod codebuild;
 mod ecr;
+mod errors;
 mod input;
 mod review;
 mod s3_iam;

@@ -1,0 +1,109 @@
+//! What a user reads when AWS cannot be used, and what needs no AWS at all: each failure is one
+//! line that says what failed and what to do, with exit 1; `validate` never reaches for AWS.
+
+use std::net::TcpListener;
+use std::path::Path;
+
+use reconcile_test_support::{TestAccount, emulator};
+
+use crate::support::{Run, desired_file, real_desired, small_account};
+
+/// Runs `reconcile --desired <desired> <args>` with exactly `env` (and `PATH`).
+fn reconcile_in(env: &[(&str, String)], desired: &Path, args: &[&str]) -> Run {
+    let output = assert_cmd::Command::new(env!("CARGO_BIN_EXE_reconcile"))
+        .arg("--desired")
+        .arg(desired)
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .write_stdin("")
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .expect("the binary runs");
+    Run {
+        code: output.status.code().expect("exited, not killed"),
+        stdout: String::from_utf8(output.stdout).expect("utf-8 stdout"),
+        stderr: String::from_utf8(output.stderr).expect("utf-8 stderr"),
+    }
+}
+
+/// The account's environment without its credentials, and with a HOME that holds no AWS
+/// configuration: a machine where nobody has set AWS up.
+fn without_credentials(account: &TestAccount, home: &Path) -> Vec<(&'static str, String)> {
+    let mut env: Vec<(&'static str, String)> = account
+        .env()
+        .into_iter()
+        .filter(|(name, _)| {
+            !name.starts_with("AWS_ACCESS") && !name.starts_with("AWS_SECRET") && *name != "AWS_SESSION_TOKEN"
+        })
+        .collect();
+    env.push(("HOME", home.display().to_string()));
+    env
+}
+
+/// A port on loopback that nothing listens on.
+fn closed_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+#[tokio::test]
+async fn validate_needs_no_credentials_no_configuration_and_no_network() {
+    // Something listening where the endpoint points, to prove nothing ever connects to it.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let metadata = TcpListener::bind("127.0.0.1:0").unwrap();
+    metadata.set_nonblocking(true).unwrap();
+    let env = [
+        ("AWS_ENDPOINT_URL", format!("http://{}", listener.local_addr().unwrap())),
+        // Where the SDK would look for instance credentials, were it to look.
+        ("AWS_EC2_METADATA_SERVICE_ENDPOINT", format!("http://{}", metadata.local_addr().unwrap())),
+    ];
+    // No HOME, no AWS_* credentials or region: nothing to load, and nothing is loaded.
+    let run = reconcile_in(&env, &real_desired(), &["validate"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("is valid: region us-east-1, 27 ECR repositories"), "{}", run.stdout);
+    assert!(listener.accept().is_err(), "validate connected to the AWS endpoint");
+    assert!(metadata.accept().is_err(), "validate asked the instance metadata service");
+
+    // And with the endpoint at a closed port, the same.
+    let closed = [("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{}", closed_port()))];
+    let run = reconcile_in(&closed, &real_desired(), &["validate"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
+#[tokio::test]
+async fn missing_credentials_are_one_line_with_the_fix() {
+    let account = emulator().new_account().await;
+    let home = tempfile::tempdir().unwrap();
+    let desired = desired_file(&small_account(&["pytorch"]));
+    let run = reconcile_in(&without_credentials(&account, home.path()), &desired.path, &["plan"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.stdout, "");
+    insta::assert_snapshot!("missing_credentials", run.stderr);
+}
+
+#[tokio::test]
+async fn an_endpoint_that_refuses_connections_is_one_line_naming_it() {
+    let account = emulator().new_account().await;
+    let port = closed_port();
+    let mut env = account.env();
+    env.retain(|(name, _)| *name != "AWS_ENDPOINT_URL");
+    env.push(("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{port}")));
+    let desired = desired_file(&small_account(&["pytorch"]));
+    let run = reconcile_in(&env, &desired.path, &["plan"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.stdout, "");
+    insta::assert_snapshot!("endpoint_refuses_connections", run.stderr.replace(&port.to_string(), "[PORT]"));
+}
+
+#[tokio::test]
+async fn access_denied_on_one_read_names_the_caller_the_action_and_the_resource() {
+    let account = emulator().new_account().await;
+    account.deny("iam", "GetRole", "role%20rocm-bake-codebuild");
+    let desired = desired_file(&small_account(&["pytorch"]));
+    let run = reconcile_in(&account.env(), &desired.path, &["plan"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.stdout, "");
+    insta::assert_snapshot!("access_denied", run.stderr.replace(&account.id, "[ACCOUNT]"));
+}
