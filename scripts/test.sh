@@ -5,3 +5,5 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 scripts/emulator-venv.sh
 cargo test --workspace --locked "$@"
+# The workspace's lints (Cargo.toml, [workspace.lints]) are part of the bar, not advice.
+cargo clippy --workspace --all-targets --locked -- -D warnings

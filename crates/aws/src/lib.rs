@@ -62,6 +62,7 @@ pub fn has_code<E: ProvideErrorMetadata>(error: &SdkError<E, Response>, codes: &
 
 /// `Ok(None)` where the service answered with one of `codes`, which mean "there is none":
 /// absence is a value, not an error. Every other failure stays one.
+#[expect(clippy::result_large_err, reason = "the SDK's own error, handed back as the SDK returns it")]
 pub fn absent_if<T, E: ProvideErrorMetadata>(
     result: Result<T, SdkError<E, Response>>,
     codes: &[&str],
@@ -75,6 +76,7 @@ pub fn absent_if<T, E: ProvideErrorMetadata>(
 
 /// `Ok(())` where the service answered with one of `codes`: for deletes, where "already gone"
 /// is success.
+#[expect(clippy::result_large_err, reason = "the SDK's own error, handed back as the SDK returns it")]
 pub fn gone_if<T, E: ProvideErrorMetadata>(
     result: Result<T, SdkError<E, Response>>,
     codes: &[&str],

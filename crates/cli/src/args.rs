@@ -78,7 +78,7 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff).
+    /// Print the man pages (roff): reconcile's, then each subcommand's.
     Man,
 }
 

@@ -131,7 +131,9 @@ type DesiredFn = fn(&Desired, &Account) -> Result<Vec<DesiredResource>, Reconcil
 
 /// The man page of `reconcile` and of each subcommand, one after another.
 fn man_pages() -> Result<(), CliError> {
-    let command = Args::command();
+    let mut command = Args::command();
+    // Built, so each subcommand carries the global flags it accepts.
+    command.build();
     let mut stdout = std::io::stdout().lock();
     clap_mangen::Man::new(command.clone()).render(&mut stdout)?;
     for sub in command.get_subcommands() {
@@ -162,7 +164,7 @@ async fn make_plan(aws: &Aws, desired: &Desired) -> Result<(Plan, Vec<Box<dyn Re
 
 fn print_plan(output: &Output, plan: &Plan, format: Format) -> Result<(), CliError> {
     match format {
-        Format::Text => out(&output.paint(&render::text(plan)))?,
+        Format::Text => out(&output.paint(&render::styled_text(plan)))?,
         Format::Json => out(&format!("{}\n", json::to_pretty(&render::json(plan))))?,
         Format::Markdown => {
             let comment = markdown(plan, GITHUB_COMMENT_LIMIT);
@@ -201,11 +203,11 @@ async fn apply(
 ) -> Result<u8, CliError> {
     // With a machine-readable report, stdout carries only the report.
     let progress_to_stderr = format != Format::Text;
-    let plan_text = output.paint(&render::text(plan));
+    let plan_text = output.paint(&render::styled_text(plan));
     if progress_to_stderr {
-        eprint!("{plan_text}")
+        eprint!("{plan_text}");
     } else {
-        print!("{plan_text}")
+        print!("{plan_text}");
     }
     if !plan.has_changes() {
         // A machine-readable report is still a report: one of nothing done.

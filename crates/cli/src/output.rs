@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use reconcile_core::engine::{ApplyEvents, Outcome};
 use reconcile_core::plan::{Action, Change};
+use reconcile_core::render::Styled;
 use reconcile_core::{Address, Progress};
 use tracing_subscriber::EnvFilter;
 
@@ -51,47 +52,22 @@ pub struct Output {
     color: bool,
 }
 
-const RED: &str = "\x1b[31m";
-const GREEN: &str = "\x1b[32m";
-const YELLOW: &str = "\x1b[33m";
-const CYAN: &str = "\x1b[36m";
-const BOLD: &str = "\x1b[1m";
-const RESET: &str = "\x1b[0m";
-
 impl Output {
     pub fn new(color: bool) -> Output {
         Output { color }
     }
 
-    /// Colours a rendered plan the way Terraform's is: by what each line's sign means.
-    pub fn paint(&self, text: &str) -> String {
+    /// The styled text, with its styles shown as ANSI escapes when colour is on.
+    pub fn paint(&self, text: &Styled) -> String {
         if !self.color {
-            return text.to_owned();
+            return text.plain();
         }
-        let mut painted = String::with_capacity(text.len() * 11 / 10);
-        for line in text.split_inclusive('\n') {
-            let trimmed = line.trim_start();
-            let style = if trimmed.starts_with("-/+") || trimmed.starts_with("Error") {
-                Some(RED)
-            } else if trimmed.starts_with('+') {
-                Some(GREEN)
-            } else if trimmed.starts_with('-') {
-                Some(RED)
-            } else if trimmed.starts_with('~') || trimmed.starts_with("Warning") {
-                Some(YELLOW)
-            } else if trimmed.starts_with("@@") {
-                Some(CYAN)
-            } else if trimmed.starts_with("Plan:") || trimmed.starts_with("No changes") {
-                Some(BOLD)
+        let mut painted = String::new();
+        for (style, span) in text.spans() {
+            if style.is_plain() {
+                painted.push_str(span);
             } else {
-                None
-            };
-            match style {
-                Some(style) => {
-                    let (content, newline) = line.strip_suffix('\n').map_or((line, ""), |c| (c, "\n"));
-                    painted.push_str(&format!("{style}{content}{RESET}{newline}"));
-                }
-                None => painted.push_str(line),
+                painted.push_str(&format!("{}{span}{}", style.render(), style.render_reset()));
             }
         }
         painted

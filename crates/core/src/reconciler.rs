@@ -67,8 +67,9 @@ pub enum ErrorKind {
 /// A failure of one step on one resource: what was being done, to what, and why.
 #[derive(Debug)]
 pub struct ReconcileError {
-    /// The resource, when the failure concerns one.
-    pub address: Option<Address>,
+    /// The resource, when the failure concerns one (boxed: errors travel in `Result`s, and
+    /// should stay small).
+    pub address: Option<Box<Address>>,
     /// What was being done, phrased to follow "failed to", such as `read lifecycle policy`.
     pub operation: String,
     /// Why, as the service or the check said it.
@@ -81,7 +82,7 @@ pub struct ReconcileError {
 impl ReconcileError {
     pub fn new(address: Option<&Address>, operation: impl Into<String>, reason: impl Into<String>) -> Self {
         ReconcileError {
-            address: address.cloned(),
+            address: address.map(|address| Box::new(address.clone())),
             operation: operation.into(),
             reason: reason.into(),
             kind: ErrorKind::Other,

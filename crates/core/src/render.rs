@@ -5,8 +5,7 @@
 //! snapshot-tested and diffed between runs. Colour is not decided here; the binary owns the
 //! terminal.
 
-use std::fmt::Write;
-
+use anstyle::Style;
 use serde_json::{Value, json};
 use similar::TextDiff;
 
@@ -16,24 +15,70 @@ use crate::plan::{Action, Change, Plan, Severity};
 /// The version of the JSON plan format. Consumers should reject an unknown major version.
 pub const FORMAT_VERSION: &str = "1.0";
 
+/// Text made of styled spans: what a plan means to a reader decides its colour here, once,
+/// and the binary only decides whether to show the colour (the terminal is its business).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Styled {
+    spans: Vec<(Style, String)>,
+}
+
+impl Styled {
+    /// One line whose content (not its newline) has `style`.
+    fn line(&mut self, style: Style, text: impl std::fmt::Display) {
+        self.spans.push((style, text.to_string()));
+        self.spans.push((Style::new(), "\n".to_owned()));
+    }
+
+    fn blank(&mut self) {
+        self.spans.push((Style::new(), "\n".to_owned()));
+    }
+
+    /// The text without any style.
+    pub fn plain(&self) -> String {
+        self.spans.iter().map(|(_, text)| text.as_str()).collect()
+    }
+
+    /// The spans, in order, each with its style.
+    pub fn spans(&self) -> &[(Style, String)] {
+        &self.spans
+    }
+}
+
+/// What each part of a plan looks like on a colour terminal, as Terraform's does.
+pub mod style {
+    use anstyle::{AnsiColor, Style};
+
+    pub const CREATE: Style = AnsiColor::Green.on_default();
+    pub const DESTROY: Style = AnsiColor::Red.on_default();
+    pub const UPDATE: Style = AnsiColor::Yellow.on_default();
+    pub const HUNK: Style = AnsiColor::Cyan.on_default();
+    pub const SUMMARY: Style = Style::new().bold();
+    pub const PLAIN: Style = Style::new();
+}
+
 /// The plan as text, ending with the summary line.
 pub fn text(plan: &Plan) -> String {
-    let mut out = String::new();
-    writeln!(out, "Account {}, region {}.", plan.account, plan.region).unwrap();
-    writeln!(out).unwrap();
+    styled_text(plan).plain()
+}
+
+/// The plan as styled text: [`text`], with what each line means marked.
+pub fn styled_text(plan: &Plan) -> Styled {
+    let mut out = Styled::default();
+    out.line(style::PLAIN, format_args!("Account {}, region {}.", plan.account, plan.region));
+    out.blank();
     if plan.changes.is_empty() {
         render_findings(&mut out, plan);
-        writeln!(out, "No changes. The account matches the desired state.").unwrap();
+        out.line(style::SUMMARY, "No changes. The account matches the desired state.");
         return out;
     }
-    writeln!(out, "reconcile will perform the following actions:").unwrap();
+    out.line(style::PLAIN, "reconcile will perform the following actions:");
     for change in &plan.changes {
-        writeln!(out).unwrap();
+        out.blank();
         render_change(&mut out, change);
     }
-    writeln!(out).unwrap();
+    out.blank();
     render_findings(&mut out, plan);
-    writeln!(out, "{}", summary_line(plan)).unwrap();
+    out.line(style::SUMMARY, summary_line(plan));
     out
 }
 
@@ -46,25 +91,40 @@ pub fn summary_line(plan: &Plan) -> String {
     format!("Plan: {} to create, {} to update, {} to delete.", summary.create, summary.update, summary.delete)
 }
 
-fn render_findings(out: &mut String, plan: &Plan) {
+fn render_findings(out: &mut Styled, plan: &Plan) {
     if plan.findings.is_empty() {
         return;
     }
     for finding in &plan.findings {
         let severity = severity_word(finding.severity);
+        let style = match finding.severity {
+            Severity::Warning => style::UPDATE,
+            Severity::Error => style::DESTROY,
+        };
         match &finding.address {
-            Some(address) => writeln!(out, "{severity} [{}] {address}: {}", finding.code, finding.message),
-            None => writeln!(out, "{severity} [{}] {}", finding.code, finding.message),
+            Some(address) => {
+                out.line(style, format_args!("{severity} [{}] {address}: {}", finding.code, finding.message));
+            }
+            None => out.line(style, format_args!("{severity} [{}] {}", finding.code, finding.message)),
         }
-        .unwrap();
     }
-    writeln!(out).unwrap();
+    out.blank();
 }
 
-fn render_change(out: &mut String, change: &Change) {
+/// The style of a line that shows `sign`.
+fn sign_style(sign: &str) -> Style {
+    match sign {
+        "+" => style::CREATE,
+        "-" | "-/+" => style::DESTROY,
+        "~" => style::UPDATE,
+        _ => style::PLAIN,
+    }
+}
+
+fn render_change(out: &mut Styled, change: &Change) {
     let (sign, what) = action_words(change.action);
-    writeln!(out, "  # {} {what}", change.address).unwrap();
-    writeln!(out, "  {sign} {} {{", change.address).unwrap();
+    out.line(style::PLAIN, format_args!("  # {} {what}", change.address));
+    out.line(sign_style(sign), format_args!("  {sign} {} {{", change.address));
     let fields = change.field_changes();
     let width = fields.iter().map(|f| f.name.len()).max().unwrap_or(0);
     for field in fields {
@@ -72,37 +132,45 @@ fn render_change(out: &mut String, change: &Change) {
         match (field.before, field.after) {
             (None, Some(after)) => write_value(out, '+', name, width, after),
             (Some(before), None) => write_value(out, '-', name, width, before),
-            (Some(before), Some(after)) if is_scalar(before) && is_scalar(after) => {
-                writeln!(out, "      ~ {name:width$} = {} -> {}", to_pretty(before), to_pretty(after)).unwrap()
-            }
+            (Some(before), Some(after)) if is_scalar(before) && is_scalar(after) => out.line(
+                style::UPDATE,
+                format_args!("      ~ {name:width$} = {} -> {}", to_pretty(before), to_pretty(after)),
+            ),
             (Some(before), Some(after)) => {
-                writeln!(out, "      ~ {name}:").unwrap();
+                out.line(style::UPDATE, format_args!("      ~ {name}:"));
                 write_unified_diff(out, &to_pretty(before), &to_pretty(after));
             }
             (None, None) => unreachable!("a field change has a side"),
         }
     }
-    writeln!(out, "    }}").unwrap();
+    out.line(style::PLAIN, "    }");
 }
 
 fn is_scalar(value: &Value) -> bool {
     !matches!(value, Value::Object(_) | Value::Array(_))
 }
 
-fn write_value(out: &mut String, sign: char, name: &str, width: usize, value: &Value) {
+fn write_value(out: &mut Styled, sign: char, name: &str, width: usize, value: &Value) {
     let pretty = to_pretty(value);
     let mut lines = pretty.lines();
-    writeln!(out, "      {sign} {name:width$} = {}", lines.next().unwrap_or_default()).unwrap();
+    let first = lines.next().unwrap_or_default();
+    out.line(sign_style(&sign.to_string()), format_args!("      {sign} {name:width$} = {first}"));
     let indent = " ".repeat(width + 11);
     for line in lines {
-        writeln!(out, "{indent}{line}").unwrap();
+        out.line(style::PLAIN, format_args!("{indent}{line}"));
     }
 }
 
 /// A unified diff of two documents' canonical pretty JSON, indented under its field.
-fn write_unified_diff(out: &mut String, before: &str, after: &str) {
+fn write_unified_diff(out: &mut Styled, before: &str, after: &str) {
     for line in unified_diff(before, after).lines() {
-        writeln!(out, "          {line}").unwrap();
+        let style = match line.chars().next() {
+            Some('+') => style::CREATE,
+            Some('-') => style::DESTROY,
+            Some('@') if line.starts_with("@@") => style::HUNK,
+            _ => style::PLAIN,
+        };
+        out.line(style, format_args!("          {line}"));
     }
 }
 

@@ -133,3 +133,40 @@ pub fn markdown(plan: &Plan, report: &ApplyReport) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::address::{Address, ResourceKind};
+    use crate::plan::{Action, Change};
+
+    #[test]
+    fn an_adopted_resource_is_reported_as_adopted_in_every_format() {
+        let address = Address::new(ResourceKind::EcrRepository, "vllm-wheel");
+        let change =
+            Change { address: address.clone(), action: Action::Create, before: None, after: None, depends_on: vec![] };
+        let plan = Plan {
+            account: "123456789012".into(),
+            region: "us-east-1".into(),
+            changes: vec![change],
+            findings: vec![],
+            observed: BTreeMap::new(),
+        };
+        let report = ApplyReport { results: vec![(address, Action::Create, Outcome::Adopted, Duration::ZERO)] };
+        assert!(report.succeeded());
+        assert_eq!(
+            text(&plan, &report),
+            "Adopted: ecr_repository.vllm-wheel already existed (made since the plan was read) and was brought to \
+             the desired state\nApply complete! Resources: 1 created, 0 updated, 0 deleted.\n"
+        );
+        assert_eq!(json(&plan, &report)["results"][0]["outcome"], "adopted");
+        assert!(
+            markdown(&plan, &report).contains(
+                "**Adopted**\n\n- `ecr_repository.vllm-wheel`: already existed, brought to the desired state"
+            )
+        );
+    }
+}

@@ -205,6 +205,95 @@ async fn colour_follows_the_flag_and_no_color() {
         let run = reconcile_with(&account, &desired.path, args, env);
         assert!(!run.stdout.contains('\x1b'), "{args:?} {env:?}");
     }
+    // On a terminal, `auto` colours, unless NO_COLOR is set (to anything but empty).
+    let plan = format!("{} --desired {} plan", env!("CARGO_BIN_EXE_reconcile"), desired.path.display());
+    let coloured = on_a_terminal(&account, &plan, &[]);
+    assert!(coloured.contains("\x1b[32m  + ecr_repository.pytorch {\x1b[0m"), "{coloured:?}");
+    assert!(coloured.contains("\x1b[1mPlan: 2 to create, 0 to update, 0 to delete.\x1b[0m"), "{coloured:?}");
+    let plain = on_a_terminal(&account, &plan, &[("NO_COLOR", "1")]);
+    assert!(plain.contains("  + ecr_repository.pytorch {"), "{plain:?}");
+    assert!(!plain.contains('\x1b'), "{plain:?}");
+}
+
+/// Runs `command` on a pseudo-terminal (`script`, util-linux) and returns what the terminal showed.
+fn on_a_terminal(account: &reconcile_test_support::TestAccount, command: &str, env: &[(&str, &str)]) -> String {
+    let output = Command::new("script")
+        .args(["--quiet", "--return", "--command", command, "/dev/null"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(account.env())
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("script (util-linux) runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stdout));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Every subcommand of `reconcile` and its long flags, as its own `--help` lists them.
+fn subcommands_and_flags() -> Vec<(String, Vec<String>)> {
+    let help = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_reconcile")).args(args).arg("--help").output().unwrap();
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let top = help(&[]);
+    let commands: Vec<String> = top
+        .split("Commands:\n")
+        .nth(1)
+        .expect("a Commands section")
+        .lines()
+        .take_while(|line| !line.is_empty())
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_owned)
+        .collect();
+    assert!(commands.len() >= 8, "{commands:?}");
+    commands
+        .into_iter()
+        .map(|command| {
+            let flags = help(&[&command])
+                .split_whitespace()
+                .filter_map(|word| word.strip_prefix("--"))
+                .map(|flag| flag.trim_end_matches(|c: char| !c.is_ascii_alphanumeric()))
+                .filter(|flag| !flag.is_empty() && *flag != "help")
+                .map(|flag| format!("--{flag}"))
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            (command, flags)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn completions_and_man_pages_cover_every_subcommand_and_flag() {
+    let account = emulator().new_account().await;
+    let desired = real_desired();
+    let all = subcommands_and_flags();
+    assert!(all.iter().any(|(command, flags)| command == "plan" && flags.contains(&"--detailed-exitcode".to_owned())));
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let completions = reconcile(&account, &desired, &["completions", shell]).stdout;
+        for (command, flags) in &all {
+            assert!(completions.contains(command.as_str()), "{shell}: no `{command}`");
+            for flag in flags {
+                let written = if shell == "fish" { format!("-l {}", &flag[2..]) } else { flag.clone() };
+                assert!(completions.contains(&written), "{shell}: no `{command} {flag}`");
+            }
+        }
+    }
+    let man = reconcile(&account, &desired, &["man"]).stdout;
+    for (command, flags) in &all {
+        let page = man
+            .split(".TH ")
+            .find(|page| {
+                page.starts_with(&format!("reconcile\\-{command} "))
+                    || page.starts_with(&format!("reconcile-{command} "))
+            })
+            .unwrap_or_else(|| panic!("no man page for `reconcile {command}`"));
+        for flag in flags {
+            assert!(page.contains(&flag.replace('-', "\\-")), "man page of `{command}` has no {flag}");
+        }
+    }
 }
 
 #[tokio::test]

@@ -1,4 +1,5 @@
-//! Checks on the repository itself: module docs, and that shipped examples stay valid.
+//! Checks on the repository itself: module docs, no ignored or panicking tests, and that shipped
+//! examples stay valid.
 
 use std::path::{Path, PathBuf};
 
@@ -25,6 +26,26 @@ fn every_rust_file_starts_with_a_module_doc() {
     let undocumented: Vec<_> =
         files.iter().filter(|path| !std::fs::read_to_string(path).unwrap().starts_with("//!")).collect();
     assert!(undocumented.is_empty(), "files without a `//!` module doc: {undocumented:?}");
+}
+
+/// Tests that cannot fail, or that are not run, prove nothing: no ignored tests, no tests that
+/// pass by panicking, and no dead code kept alive by silencing the compiler. (The patterns are
+/// split so that this file does not match itself.)
+#[test]
+fn no_test_is_ignored_or_passes_by_panicking_and_no_dead_code_is_silenced() {
+    let banned = [["#[ig", "nore"].concat(), ["#[should", "_panic"].concat(), ["allow(dead", "_code)"].concat()];
+    let mut files = Vec::new();
+    files_under(&workspace_root().join("crates"), "rs", &mut files);
+    let mut found = Vec::new();
+    for path in &files {
+        let text = std::fs::read_to_string(path).unwrap();
+        for (idx, line) in text.lines().enumerate() {
+            for pattern in banned.iter().filter(|pattern| line.contains(pattern.as_str())) {
+                found.push(format!("{}:{}: {pattern}", path.display(), idx + 1));
+            }
+        }
+    }
+    assert!(found.is_empty(), "banned in this workspace:\n{}", found.join("\n"));
 }
 
 #[tokio::test]

@@ -274,10 +274,10 @@ fn lifecycle_document(
         let has_tag_lists = !selection.tag_prefix_list.is_empty() || !selection.tag_pattern_list.is_empty();
         match selection.tag_status {
             TagStatus::Tagged if !has_tag_lists => {
-                problems.push("a `tagged` selection needs `tagPrefixList` or `tagPatternList`".to_owned())
+                problems.push("a `tagged` selection needs `tagPrefixList` or `tagPatternList`".to_owned());
             }
             TagStatus::Tagged if !selection.tag_prefix_list.is_empty() && !selection.tag_pattern_list.is_empty() => {
-                problems.push("use `tagPrefixList` or `tagPatternList`, not both".to_owned())
+                problems.push("use `tagPrefixList` or `tagPatternList`, not both".to_owned());
             }
             TagStatus::Untagged | TagStatus::Any if has_tag_lists => problems.push(format!(
                 "a `{}` selection takes no `tagPrefixList` or `tagPatternList`",
@@ -290,17 +290,17 @@ fn lifecycle_document(
         }
         match (selection.count_type, selection.count_unit) {
             (CountType::ImageCountMoreThan, Some(_)) => {
-                problems.push("`imageCountMoreThan` takes no `countUnit`".to_owned())
+                problems.push("`imageCountMoreThan` takes no `countUnit`".to_owned());
             }
             (CountType::ImageCountMoreThan, None) | (_, Some(CountUnit::Days)) => {}
             (_, None) => problems.push("an age-based `countType` needs `countUnit = \"days\"`".to_owned()),
         }
         match (rule.action.kind, rule.action.target_storage_class) {
             (ActionType::Transition, None) => {
-                problems.push("a `transition` action needs `targetStorageClass`".to_owned())
+                problems.push("a `transition` action needs `targetStorageClass`".to_owned());
             }
             (ActionType::Expire, Some(_)) => {
-                problems.push("an `expire` action takes no `targetStorageClass`".to_owned())
+                problems.push("an `expire` action takes no `targetStorageClass`".to_owned());
             }
             _ => {}
         }
