@@ -3,7 +3,8 @@
 //!
 //! Each resource crate declares its desired and observed fields as serde structs; the diff,
 //! the renderers and the fingerprints see only the canonical map those structs serialize to
-//! (serde_json's maps are sorted, so field order in a struct never shows). Apply reads a
+//! (maps compare regardless of key order, and every text form sorts its keys, so field order
+//! in a struct never shows). Apply reads a
 //! change back into the typed spec, and a field that is missing or of the wrong type is an
 //! error naming the address and the field: never a default sent to AWS.
 
