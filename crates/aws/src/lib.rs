@@ -176,10 +176,15 @@ where
 }
 
 /// An ARN in the account's partition: `arn:<partition>:<service>:<region>:<account>:<resource>`,
-/// with no region for global services (IAM).
-pub fn arn(account: &Account, service: &str, regional: bool, resource: &str) -> String {
-    let region = if regional { account.region.as_str() } else { "" };
-    format!("arn:{}:{service}:{region}:{}:{resource}", account.partition, account.id)
+/// with no region for IAM (global), and neither region nor account for S3 (bucket names are
+/// global).
+pub fn arn(account: &Account, service: &str, resource: &str) -> String {
+    let (region, id) = match service {
+        "iam" => ("", account.id.as_str()),
+        "s3" => ("", ""),
+        _ => (account.region.as_str(), account.id.as_str()),
+    };
+    format!("arn:{}:{service}:{region}:{id}:{resource}", account.partition)
 }
 
 #[cfg(test)]
@@ -255,7 +260,8 @@ mod tests {
     #[test]
     fn arns_are_built_in_the_account_partition() {
         let account = Account::new("123456789012", "cn-north-1");
-        assert_eq!(arn(&account, "ecr", true, "repository/a"), "arn:aws-cn:ecr:cn-north-1:123456789012:repository/a");
-        assert_eq!(arn(&account, "iam", false, "role/r"), "arn:aws-cn:iam::123456789012:role/r");
+        assert_eq!(arn(&account, "ecr", "repository/a"), "arn:aws-cn:ecr:cn-north-1:123456789012:repository/a");
+        assert_eq!(arn(&account, "iam", "role/r"), "arn:aws-cn:iam::123456789012:role/r");
+        assert_eq!(arn(&account, "s3", "bucket"), "arn:aws-cn:s3:::bucket");
     }
 }

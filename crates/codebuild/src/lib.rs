@@ -85,7 +85,7 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
                 format!("no role `{}` under [iam.roles]", project.service_role),
             )
         })?;
-        let role_arn = reconcile_aws::arn(account, "iam", false, &format!("role/{}", role.name));
+        let role_arn = reconcile_aws::arn(account, "iam", &format!("role/{}", role.name));
         // The role must be usable, and allow what the build does, before the project runs as it.
         let role_addresses =
             [Address::new(ResourceKind::IamRole, &role.key), Address::new(ResourceKind::IamRolePolicy, &role.key)];

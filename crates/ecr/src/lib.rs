@@ -45,7 +45,7 @@ impl EcrReconciler {
     }
 
     fn repository_arn(&self, name: &str) -> String {
-        reconcile_aws::arn(&self.account, "ecr", true, &format!("repository/{name}"))
+        reconcile_aws::arn(&self.account, "ecr", &format!("repository/{name}"))
     }
 }
 

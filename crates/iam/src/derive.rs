@@ -31,8 +31,7 @@ const ECR_ACTIONS: [&str; 11] = [
 
 /// The derived inline policy of `role`, or why it cannot be one.
 pub fn inline_policy(desired: &Desired, role: &Role, account: &Account, projects: &[String]) -> Result<Value, String> {
-    let Account { id, region, partition } = account;
-    let repository_arn = |pattern: &str| format!("arn:{partition}:ecr:{region}:{id}:repository/{pattern}");
+    let repository_arn = |pattern: &str| reconcile_aws::arn(account, "ecr", &format!("repository/{pattern}"));
     let names: Vec<&str> = desired.ecr.repositories.iter().map(|r| r.name.as_str()).collect();
 
     let mut patterns: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
@@ -66,7 +65,6 @@ pub fn size(policy: &Value) -> usize {
 }
 
 fn build(desired: &Desired, account: &Account, repository_arns: &[String], projects: &[String]) -> Value {
-    let Account { id, region, partition } = account;
     let mut statements = vec![json!({
         "Sid": "EcrLogin",
         "Effect": "Allow",
@@ -82,8 +80,12 @@ fn build(desired: &Desired, account: &Account, repository_arns: &[String], proje
             "Resource": repository_arns,
         }));
     }
-    let buckets: Vec<String> =
-        desired.s3.buckets.iter().map(|b| format!("arn:{partition}:s3:::{}", b.name.render(id, region))).collect();
+    let buckets: Vec<String> = desired
+        .s3
+        .buckets
+        .iter()
+        .map(|b| reconcile_aws::arn(account, "s3", &b.name.render(&account.id, &account.region)))
+        .collect();
     if !buckets.is_empty() {
         statements.push(json!({
             "Sid": "CacheObjects",
@@ -102,7 +104,7 @@ fn build(desired: &Desired, account: &Account, repository_arns: &[String], proje
         let groups: Vec<String> = projects
             .iter()
             .flat_map(|project| {
-                let group = format!("arn:{partition}:logs:{region}:{id}:log-group:{}", log_group(project));
+                let group = reconcile_aws::arn(account, "logs", &format!("log-group:{}", log_group(project)));
                 [group.clone(), format!("{group}:*")]
             })
             .collect();
