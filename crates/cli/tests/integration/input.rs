@@ -81,3 +81,23 @@ async fn apply_on_a_terminal_asks_and_only_yes_applies() {
     assert_eq!(code, 0, "{screen}");
     assert!(screen.contains("Apply complete! Resources: 2 created, 0 updated, 0 deleted."), "{screen}");
 }
+
+#[tokio::test]
+async fn one_role_name_under_two_keys_is_refused_by_validate_plan_and_apply() {
+    let account = emulator().new_account().await;
+    let twice = crate::support::small_account(&["pytorch"]).replace("[iam.roles.codebuild]", "[iam.roles.builder]")
+        + "\n[iam.roles.codebuild]\nname = \"rocm-bake-codebuild\"\ntrusted_services = [\"codebuild.amazonaws.com\"]\n";
+    let desired = desired_file(&twice);
+    for command in [&["validate"][..], &["plan"], &["apply", "--auto-approve", "--allow-delete"]] {
+        let run = reconcile(&account, &desired.path, command);
+        assert_eq!(run.code, 1, "{command:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains(
+                "`iam.roles.codebuild.name`: role name `rocm-bake-codebuild` is also declared by `iam.roles.builder`"
+            ),
+            "{}",
+            run.stderr
+        );
+    }
+    assert_eq!(account.requests(), [], "nothing was sent to AWS");
+}

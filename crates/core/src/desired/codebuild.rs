@@ -75,6 +75,40 @@ pub struct WebhookScope {
     pub domain: Option<String>,
 }
 
+/// `https://github.com/OWNER/REPO`, optionally ending in `.git`: what a runner project's source
+/// must be (GitHub's rules for owner and repository names).
+fn is_github_repository_url(url: &str) -> bool {
+    let Some(path) = url.strip_prefix("https://github.com/") else { return false };
+    let path = path.strip_suffix(".git").unwrap_or(path);
+    let Some((owner, repository)) = path.split_once('/') else { return false };
+    let owner_ok = !owner.is_empty()
+        && owner.len() <= 39
+        && owner.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        && !owner.starts_with('-');
+    let repository_ok = !repository.is_empty()
+        && repository.len() <= 100
+        && repository.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && repository != "."
+        && repository != "..";
+    owner_ok && repository_ok
+}
+
+/// Whether a webhook filter's pattern is a regular expression CodeBuild (Java's syntax) takes.
+/// Parsed for its syntax only; look-around and back-references, which Java has and this parser
+/// does not, are accepted.
+fn check_pattern(pattern: &str) -> Result<(), String> {
+    use regex_syntax::ast::ErrorKind;
+    match regex_syntax::ast::parse::Parser::new().parse(pattern) {
+        Ok(_) => Ok(()),
+        Err(error)
+            if matches!(error.kind(), ErrorKind::UnsupportedLookAround | ErrorKind::UnsupportedBackreference) =>
+        {
+            Ok(())
+        }
+        Err(error) => Err(error.kind().to_string()),
+    }
+}
+
 /// The default image per environment type: the CodeBuild standard images.
 fn default_image(environment_type: &str) -> &'static str {
     match environment_type {
@@ -236,7 +270,13 @@ pub(super) fn convert(
                 ),
             );
         }
-        if !raw_project.source_location.get_ref().starts_with("https://github.com/") {
+        if raw_project.description.chars().count() > 255 {
+            error(None, "description", "CodeBuild takes a description of at most 255 characters".to_owned());
+        }
+        if raw_project.image.as_ref().is_some_and(|image| image.trim().is_empty()) {
+            error(None, "image", "the image must name a container image; leave it out for the standard one".to_owned());
+        }
+        if !is_github_repository_url(raw_project.source_location.get_ref()) {
             error(
                 Some(raw_project.source_location.span()),
                 "source_location",
@@ -326,6 +366,12 @@ pub(super) fn convert(
             webhook,
         });
     }
+    let names = raw
+        .projects
+        .iter()
+        .map(|(key, project)| (key.as_str(), project.get_ref().name.get_ref().clone(), project.get_ref().name.span()))
+        .collect();
+    super::check_unique_names(locate, "codebuild.projects", "project name", names, errors);
     Codebuild { projects }
 }
 
@@ -381,6 +427,17 @@ fn convert_webhook(
             }
             if webhook_filter.pattern.trim().is_empty() {
                 errors.push(locate.error(Some(group.span()), &group_path, "a filter needs a pattern"));
+            } else if webhook_filter.kind != "EVENT"
+                && let Err(why) = check_pattern(&webhook_filter.pattern)
+            {
+                errors.push(locate.error(
+                    Some(group.span()),
+                    &group_path,
+                    format!(
+                        "the {} pattern `{}` is not a valid regular expression: {why}",
+                        webhook_filter.kind, webhook_filter.pattern
+                    ),
+                ));
             }
         }
         if n_events != 1 {

@@ -124,6 +124,12 @@ pub(super) fn convert(locate: &Locator<'_>, raw: &RawIam, errors: &mut Vec<Desir
             policy_name,
         });
     }
+    let names = raw
+        .roles
+        .iter()
+        .map(|(key, role)| (key.as_str(), role.get_ref().name.get_ref().clone(), role.get_ref().name.span()))
+        .collect();
+    super::check_unique_names(locate, "iam.roles", "role name", names, errors);
     Iam { roles }
 }
 

@@ -102,7 +102,7 @@ impl Template {
     }
 
     /// The text as a real account would fill it in, for checks that need the final form.
-    fn example(&self) -> String {
+    pub(super) fn example(&self) -> String {
         self.render("123456789012", "us-east-1")
     }
 }
@@ -279,11 +279,55 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
     }
 }
 
+/// AWS region names are `<area>-<direction>-<number>` (`us-gov-west-1` has a two-part area).
+/// Checked by form against AWS's areas and directions rather than by a list of today's regions,
+/// so a misspelling (`us-est-1`) is caught and a region opened next year is not refused.
 fn is_region(region: &str) -> bool {
-    let parts: Vec<&str> = region.split('-').collect();
-    parts.len() >= 3
-        && parts.iter().all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()))
-        && parts.last().is_some_and(|p| p.chars().all(|c| c.is_ascii_digit()))
+    const AREAS: [&str; 12] = ["us", "us-gov", "us-iso", "us-isob", "af", "ap", "ca", "cn", "eu", "il", "me", "mx"];
+    const MORE_AREAS: [&str; 2] = ["sa", "eusc"];
+    const DIRECTIONS: [&str; 9] =
+        ["east", "west", "north", "south", "central", "northeast", "northwest", "southeast", "southwest"];
+    let Some((rest, number)) = region.rsplit_once('-') else { return false };
+    let Some((area, direction)) = rest.rsplit_once('-') else { return false };
+    !number.is_empty()
+        && number.len() <= 2
+        && number.chars().all(|c| c.is_ascii_digit())
+        && DIRECTIONS.contains(&direction)
+        && (AREAS.contains(&area) || MORE_AREAS.contains(&area))
+}
+
+/// One AWS name declared under two keys is refused: the two would fight over one resource,
+/// plans flipping between them forever (and with two roles, one's apply would delete the other's
+/// inline policy). `names` are (key, name as AWS will see it, where the name is written), under
+/// `section` (such as `iam.roles`); the error names both keys and both lines.
+pub(super) fn check_unique_names(
+    locate: &Locator<'_>,
+    section: &str,
+    what: &str,
+    mut names: Vec<(&str, String, Range<usize>)>,
+    errors: &mut Vec<DesiredError>,
+) {
+    // In the order they are written, so the later one is the one reported.
+    names.sort_by_key(|(_, _, span)| span.start);
+    let mut first: std::collections::HashMap<&str, (&str, Range<usize>)> = std::collections::HashMap::new();
+    for (key, name, span) in &names {
+        match first.get(name.as_str()) {
+            Some((first_key, first_span)) => {
+                let (line, _) = line_column(locate.text, first_span.start);
+                errors.push(locate.error(
+                    Some(span.clone()),
+                    &format!("{section}.{key}.name"),
+                    format!(
+                        "{what} `{name}` is also declared by `{section}.{first_key}` (line {line}); one AWS name \
+                         can be declared only once"
+                    ),
+                ));
+            }
+            None => {
+                first.insert(name.as_str(), (*key, span.clone()));
+            }
+        }
+    }
 }
 
 pub(super) fn check_tag(key: &str, value: &str) -> Result<(), String> {
@@ -295,6 +339,14 @@ pub(super) fn check_tag(key: &str, value: &str) -> Result<(), String> {
     }
     if value.chars().count() > 256 {
         return Err("a tag value must be at most 256 characters long".to_owned());
+    }
+    // The character set IAM, ECR, S3 and CodeBuild all accept in tags.
+    let allowed = |c: char| c.is_alphanumeric() || c == ' ' || "_.:/=+-@".contains(c);
+    if let Some(c) = key.chars().chain(value.chars()).find(|c| !allowed(*c)) {
+        return Err(format!(
+            "tags may hold only letters, digits, spaces and `_ . : / = + - @`, not `{}`",
+            c.escape_default()
+        ));
     }
     Ok(())
 }
@@ -422,6 +474,88 @@ rules = [
         );
         let desired = parse(&text.replace("acount_id", "account_id")).unwrap();
         assert_eq!(desired.s3.buckets[0].name.render("123456789012", "us-east-1"), "rocm-bake-sccache-123456789012");
+    }
+
+    #[test]
+    fn what_aws_would_refuse_is_refused_before_it() {
+        let text = r#"
+region = "us-est-1"
+[s3.buckets.a]
+name = "192.168.1.1"
+[s3.buckets.b]
+name = "xn--cache"
+[s3.buckets.c]
+name = "cache-s3alias"
+[s3.buckets.d]
+name = "ok-bucket"
+tags = { team = "rocm;rm" }
+"#;
+        insta::assert_snapshot!(errors(text), @r"
+        desired.toml:2:10: `region`: `us-est-1` is not an AWS region name such as `us-east-1`
+        desired.toml:4:8: `s3.buckets.a.name`: bucket name `192.168.1.1` is formatted as an IP address, which S3 does not allow
+        desired.toml:6:8: `s3.buckets.b.name`: bucket name `xn--cache` starts with `xn--`, which S3 reserves
+        desired.toml:8:8: `s3.buckets.c.name`: bucket name `cache-s3alias` ends with `-s3alias`, which S3 reserves
+        desired.toml:11:17: `s3.buckets.d.tags.team`: tags may hold only letters, digits, spaces and `_ . : / = + - @`, not `;`
+        ");
+        for region in ["us-east-1", "us-gov-west-1", "ap-southeast-7", "eusc-de-east-1x"] {
+            let text = format!("region = \"{region}\"\n");
+            assert_eq!(parse(&text).is_ok(), region != "eusc-de-east-1x", "{region}");
+        }
+    }
+
+    #[test]
+    fn a_project_aws_would_refuse_is_refused_before_it() {
+        let text = format!(
+            r#"
+region = "us-east-1"
+[iam.roles.codebuild]
+name = "rocm-bake-codebuild"
+trusted_services = ["codebuild.amazonaws.com"]
+[codebuild.projects.runner]
+name = "rocm-bake"
+description = "{}"
+image = " "
+source_location = "https://github.com/ROCm"
+service_role = "codebuild"
+build_timeout_hours = 4
+[codebuild.projects.runner.webhook]
+filter_groups = [[{{ type = "EVENT", pattern = "WORKFLOW_JOB_QUEUED" }}, {{ type = "HEAD_REF", pattern = "^refs/heads/(main" }}]]
+[codebuild.projects.other]
+name = "rocm-bake"
+source_location = "https://github.com/ROCm/rocm-bake.git"
+service_role = "codebuild"
+build_timeout_hours = 4
+"#,
+            "d".repeat(256)
+        );
+        insta::assert_snapshot!(errors(&text), @r"
+        desired.toml:6:1: `codebuild.projects.runner.description`: CodeBuild takes a description of at most 255 characters
+        desired.toml:6:1: `codebuild.projects.runner.image`: the image must name a container image; leave it out for the standard one
+        desired.toml:10:19: `codebuild.projects.runner.source_location`: a runner project's source is its GitHub repository, `https://github.com/OWNER/REPO`
+        desired.toml:14:18: `codebuild.projects.runner.webhook.filter_groups[0]`: the HEAD_REF pattern `^refs/heads/(main` is not a valid regular expression: unclosed group
+        desired.toml:16:8: `codebuild.projects.other.name`: project name `rocm-bake` is also declared by `codebuild.projects.runner` (line 7); one AWS name can be declared only once
+        ");
+    }
+
+    #[test]
+    fn one_aws_name_under_two_keys_is_refused_naming_both() {
+        let text = r#"
+region = "us-east-1"
+[iam.roles.builder]
+name = "rocm-bake-codebuild"
+trusted_services = ["codebuild.amazonaws.com"]
+[iam.roles.codebuild]
+name = "rocm-bake-codebuild"
+trusted_services = ["codebuild.amazonaws.com"]
+[s3.buckets.one]
+name = "cache-${account_id}"
+[s3.buckets.two]
+name = "cache-${account_id}"
+"#;
+        insta::assert_snapshot!(errors(text), @r"
+        desired.toml:7:8: `iam.roles.codebuild.name`: role name `rocm-bake-codebuild` is also declared by `iam.roles.builder` (line 4); one AWS name can be declared only once
+        desired.toml:12:8: `s3.buckets.two.name`: bucket name `cache-123456789012` is also declared by `s3.buckets.one` (line 10); one AWS name can be declared only once
+        ");
     }
 
     #[test]

@@ -172,6 +172,14 @@ pub(super) fn convert(locate: &Locator<'_>, raw: &RawS3, errors: &mut Vec<Desire
             lifecycle_rules,
         });
     }
+    // Compared as AWS will see them: after the templates are filled in.
+    let names = raw
+        .buckets
+        .iter()
+        .zip(&buckets)
+        .map(|((key, raw_bucket), bucket)| (key.as_str(), bucket.name.example(), raw_bucket.get_ref().name.span()))
+        .collect();
+    super::check_unique_names(locate, "s3.buckets", "bucket name", names, errors);
     S3 { buckets }
 }
 
@@ -187,6 +195,19 @@ fn check_bucket_name(name: &str) -> Result<(), String> {
             "bucket name `{name}` is not valid in S3: lowercase letters, digits, `-` and `.`, \
              starting and ending with a letter or digit"
         ));
+    }
+    // S3's bucket naming rules reserve these forms (S3 User Guide, "General purpose bucket
+    // naming rules").
+    if name.split('.').count() == 4 && name.split('.').all(|part| part.parse::<u8>().is_ok()) {
+        return Err(format!("bucket name `{name}` is formatted as an IP address, which S3 does not allow"));
+    }
+    let reserved_prefixes = ["xn--", "sthree-", "amzn-s3-demo-"];
+    let reserved_suffixes = ["-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"];
+    if let Some(prefix) = reserved_prefixes.iter().find(|prefix| name.starts_with(*prefix)) {
+        return Err(format!("bucket name `{name}` starts with `{prefix}`, which S3 reserves"));
+    }
+    if let Some(suffix) = reserved_suffixes.iter().find(|suffix| name.ends_with(*suffix)) {
+        return Err(format!("bucket name `{name}` ends with `{suffix}`, which S3 reserves"));
     }
     Ok(())
 }
