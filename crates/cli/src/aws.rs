@@ -5,6 +5,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
+use std::time::Duration;
+
+use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::interceptors::Intercept;
@@ -13,6 +16,20 @@ use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
 use reconcile_core::{Account, ReconcileError, Reconciler};
+
+/// How long one request may take. Without them, an endpoint that accepts the connection and
+/// never answers hangs a run for ever (and burns a CI job): connecting gets 3 s, each attempt
+/// 10 s (AWS's control-plane reads answer in well under one), and a whole operation, retries
+/// included, 25 s. Waits for eventual consistency are separate operations, so they are not cut
+/// short by this.
+fn timeouts() -> TimeoutConfig {
+    TimeoutConfig::builder()
+        .connect_timeout(Duration::from_secs(3))
+        .read_timeout(Duration::from_secs(10))
+        .operation_attempt_timeout(Duration::from_secs(10))
+        .operation_timeout(Duration::from_secs(25))
+        .build()
+}
 
 /// Counts every HTTP request sent to AWS, retries included, by service and operation.
 #[derive(Debug, Clone, Default)]
@@ -60,7 +77,11 @@ impl Aws {
     /// Loads the standard chain (credentials, endpoint, retries), with desired.toml's region.
     /// Only commands that talk to AWS call it: `validate` never reads the AWS configuration.
     pub async fn load(region: &str) -> Aws {
-        let sdk = aws_config::defaults(BehaviorVersion::latest()).region(Region::new(region.to_owned())).load().await;
+        let sdk = aws_config::defaults(BehaviorVersion::latest())
+            .region(Region::new(region.to_owned()))
+            .timeout_config(timeouts())
+            .load()
+            .await;
         let endpoint = match sdk.endpoint_url() {
             Some(url) => format!("the AWS endpoint {url}"),
             None => format!("AWS in {region}"),

@@ -107,3 +107,32 @@ async fn access_denied_on_one_read_names_the_caller_the_action_and_the_resource(
     assert_eq!(run.stdout, "");
     insta::assert_snapshot!("access_denied", run.stderr.replace(&account.id, "[ACCOUNT]"));
 }
+
+#[tokio::test]
+async fn an_endpoint_that_never_answers_fails_within_a_minute_naming_it() {
+    let account = emulator().new_account().await;
+    // Accepts every connection and never answers, for at most 90 seconds.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+        let mut held = Vec::new();
+        while std::time::Instant::now() < deadline {
+            if let Ok((stream, _)) = listener.accept() {
+                held.push(stream);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    });
+    let mut env = account.env();
+    env.retain(|(name, _)| *name != "AWS_ENDPOINT_URL");
+    env.push(("AWS_ENDPOINT_URL", format!("http://{address}")));
+    let desired = desired_file(&small_account(&["pytorch"]));
+    let start = std::time::Instant::now();
+    let run = reconcile_in(&env, &desired.path, &["plan"]);
+    let elapsed = start.elapsed();
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(elapsed < std::time::Duration::from_secs(60), "took {elapsed:?}");
+    insta::assert_snapshot!("endpoint_never_answers", run.stderr.replace(&address.port().to_string(), "[PORT]"));
+}
