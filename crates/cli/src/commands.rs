@@ -284,10 +284,24 @@ async fn apply_saved(
     }
     let reconcilers = aws.reconcilers(&account);
     let resources = desired_resources(desired, &account).map_err(CliError::aws(&aws.endpoint))?;
-    let addresses: Vec<_> = saved.observed_fingerprints.keys().cloned().collect();
+    // Everything the plan touches or claims to have fingerprinted, seen again now.
+    let addresses: Vec<_> = saved
+        .observed_fingerprints
+        .keys()
+        .chain(saved.plan.changes.iter().map(|change| &change.address))
+        .cloned()
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
     let now =
         engine::observe_again(&reconcilers, &resources, &addresses).await.map_err(CliError::aws(&aws.endpoint))?;
-    let reasons = saved::staleness(&saved, desired_text, &now);
+    let mut reasons = saved::staleness(&saved, desired_text, &now);
+    // Only when nothing moved can the changes be derived again and compared with the file's.
+    if reasons.is_empty() {
+        reasons = saved::tampering(&saved, &resources, &now, |address, desired, observed| {
+            engine::diff_one(&reconcilers, address, desired, observed)
+        });
+    }
     if !reasons.is_empty() {
         return Err(CliError::Stale { path: path.to_owned(), reasons });
     }

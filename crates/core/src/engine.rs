@@ -130,6 +130,18 @@ pub async fn survey(
     if errors.is_empty() { Ok(findings) } else { Err(errors) }
 }
 
+/// The change the reconciler of `address`'s kind makes of a desired resource and what was
+/// observed (its own `diff`, which may refine the action). `None` when nothing differs, or no
+/// reconciler owns the kind.
+pub fn diff_one(
+    reconcilers: &[Box<dyn Reconciler>],
+    address: &Address,
+    desired: Option<&DesiredResource>,
+    observed: &Observed,
+) -> Option<Change> {
+    reconciler_for(reconcilers, address.kind)?.diff(address, desired, observed)
+}
+
 fn reconciler_for(reconcilers: &[Box<dyn Reconciler>], kind: ResourceKind) -> Option<&dyn Reconciler> {
     reconcilers.iter().find(|r| r.kinds().contains(&kind)).map(|r| r.as_ref())
 }

@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 
 use crate::address::Address;
 use crate::json::fingerprint_text;
-use crate::plan::{Action, Change, Observed, Plan};
+use crate::plan::{Action, Change, DesiredResource, Observed, Plan};
 use crate::render;
 
 /// A plan read back from a file, with what it was made against.
@@ -107,6 +107,35 @@ pub fn staleness(saved: &SavedPlan, desired_text: &str, now: &BTreeMap<Address, 
         let current = now.get(address).unwrap_or(&Observed::Absent).fingerprint();
         if &current != fingerprint {
             reasons.push(format!("{address} has changed since the plan was made"));
+        }
+    }
+    reasons
+}
+
+/// Why the saved changes are not the ones desired.toml and the account give now, change by
+/// change: each is derived again with `diff` (the reconciler's own) from the current desired
+/// resources and what was observed just now, and must come out exactly as saved. So an edited
+/// `after` (a policy widened in the file, fingerprints left alone) is refused, not applied
+/// unreviewed. An address with no observation now counts as absent.
+pub fn tampering(
+    saved: &SavedPlan,
+    desired: &BTreeMap<Address, DesiredResource>,
+    now: &BTreeMap<Address, Observed>,
+    diff: impl Fn(&Address, Option<&DesiredResource>, &Observed) -> Option<Change>,
+) -> Vec<String> {
+    let mut reasons = Vec::new();
+    for change in &saved.plan.changes {
+        if !saved.observed_fingerprints.contains_key(&change.address) {
+            reasons.push(format!("{} has no fingerprint in the plan file: it was edited", change.address));
+            continue;
+        }
+        let observed = now.get(&change.address).unwrap_or(&Observed::Absent);
+        let expected = diff(&change.address, desired.get(&change.address), observed);
+        if expected.as_ref() != Some(change) {
+            reasons.push(format!(
+                "the change to {} is not the one desired.toml and the account give now: the plan file was edited",
+                change.address
+            ));
         }
     }
     reasons

@@ -75,6 +75,62 @@ async fn a_saved_plan_is_refused_when_desired_toml_changed() {
 }
 
 #[tokio::test]
+async fn an_edited_saved_plan_is_refused_with_no_write() {
+    let account = emulator().new_account().await;
+    let desired = desired_file(&small_account(&["pytorch"]));
+    assert_eq!(reconcile(&account, &desired.path, &["apply", "--auto-approve"]).code, 0);
+    let iam = aws_sdk_iam::Client::new(&account.sdk_config());
+    let narrow = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"ecr:GetAuthorizationToken","Resource":"*"}]}"#;
+    iam.put_role_policy()
+        .role_name("rocm-bake-codebuild")
+        .policy_name("rocm-bake-nightly")
+        .policy_document(narrow)
+        .send()
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("plan.json");
+    let saved_arg = saved.to_str().unwrap();
+    assert_eq!(reconcile(&account, &desired.path, &["plan", "--out", saved_arg]).code, 0);
+
+    // The classic attack on plan-in-one-job, apply-in-another: widen the policy in the file,
+    // leave every fingerprint alone.
+    let mut file: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    let after = &mut file["resource_changes"][0]["change"]["after"];
+    assert!(after["document"].is_object(), "{file}");
+    after["document"]["Statement"][0]["Action"] = serde_json::json!("*");
+    std::fs::write(&saved, serde_json::to_string_pretty(&file).unwrap()).unwrap();
+    let writes = account.writes().len();
+    let run = reconcile(&account, &desired.path, &["apply", saved_arg]);
+    assert_eq!(run.code, 4, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains(
+            "  - the change to iam_role_policy.codebuild is not the one desired.toml and the account give now: the \
+             plan file was edited\n"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(account.writes().len(), writes, "nothing was written");
+
+    // A change added to an otherwise untouched file, which the plan never made, is refused too.
+    assert_eq!(reconcile(&account, &desired.path, &["plan", "--out", saved_arg]).code, 0);
+    let mut file: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    let mut extra = file["resource_changes"][0].clone();
+    extra["address"] = serde_json::json!("ecr_lifecycle_policy.pytorch");
+    file["resource_changes"].as_array_mut().unwrap().push(extra);
+    std::fs::write(&saved, serde_json::to_string_pretty(&file).unwrap()).unwrap();
+    let run = reconcile(&account, &desired.path, &["apply", saved_arg]);
+    assert_eq!(run.code, 4, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("  - ecr_lifecycle_policy.pytorch has no fingerprint in the plan file: it was edited\n"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(account.writes().len(), writes, "nothing was written");
+}
+
+#[tokio::test]
 async fn drift_names_an_undeclared_repository_without_a_lifecycle_policy() {
     let account = emulator().new_account().await;
     let desired = desired_file(&small_desired(&["pytorch"]));
