@@ -198,6 +198,8 @@ def patch_codebuild():
         for key in (
             "description", "source", "artifacts", "environment", "serviceRole", "timeoutInMinutes",
             "queuedTimeoutInMinutes", "logsConfig", "cache", "tags", "sourceVersion", "vpcConfig",
+            "secondarySources", "secondarySourceVersions", "secondaryArtifacts", "fileSystemLocations",
+            "buildBatchConfig", "encryptionKey", "badgeEnabled", "concurrentBuildLimit", "autoRetryLimit",
         ):
             value = self._get_param(key)
             if value is not None:

@@ -34,7 +34,83 @@ pub(crate) struct ProjectSpec {
     pub queued_timeout_in_minutes: Option<i32>,
     pub cloudwatch_logs: LogsSpec,
     pub tags: BTreeMap<String, String>,
+    // What follows is not declared in desired.toml: each has one desired value, "none", because
+    // each, set out of band, changes what runs on the runner, where, or who can see it. A plan
+    // shows any other value as drift, and apply clears it.
+    /// A buildspec in the source runs commands outside the workflow the runner serves.
+    pub buildspec: String,
+    pub insecure_ssl: bool,
+    /// Environment variables reach every job (`ACTIONS_RUNNER_HOOK_JOB_STARTED` runs a script).
+    pub environment_variables: Vec<EnvironmentVariable>,
+    pub certificate: String,
+    pub registry_credential: Option<String>,
+    pub fleet: Option<String>,
+    pub vpc_config: Option<VpcSpec>,
+    pub secondary_sources: Vec<Value>,
+    pub secondary_artifacts: Vec<Value>,
+    pub file_system_locations: Vec<Value>,
+    pub cache: CacheSpec,
+    /// Batch builds run as their own service role.
+    pub build_batch_service_role: Option<String>,
+    pub s3_logs: S3LogsSpec,
+    pub project_visibility: String,
 }
+
+/// One environment variable. A plain-text value is shown only as a fingerprint: plans go into
+/// pull-request comments, and such values are sometimes secrets.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub(crate) struct EnvironmentVariable {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub value: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct VpcSpec {
+    pub vpc_id: String,
+    pub subnets: Vec<String>,
+    pub security_group_ids: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct CacheSpec {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub modes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct S3LogsSpec {
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+}
+
+impl ProjectSpec {
+    /// Whether every field that reconcile only ever clears is clear: apply can send nothing else.
+    pub fn only_clears(&self) -> bool {
+        self.buildspec.is_empty()
+            && self.environment_variables.is_empty()
+            && self.certificate.is_empty()
+            && self.registry_credential.is_none()
+            && self.fleet.is_none()
+            && self.vpc_config.is_none()
+            && self.secondary_sources.is_empty()
+            && self.secondary_artifacts.is_empty()
+            && self.file_system_locations.is_empty()
+            && self.cache.kind == NO_CACHE
+            && self.build_batch_service_role.is_none()
+            && self.s3_logs.status == DISABLED
+    }
+}
+
+pub(crate) const NO_CACHE: &str = "NO_CACHE";
+pub(crate) const DISABLED: &str = "DISABLED";
+pub(crate) const PRIVATE: &str = "PRIVATE";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct LogsSpec {
@@ -61,6 +137,20 @@ struct ProjectState<'a> {
     queued_timeout_in_minutes: Option<i32>,
     cloudwatch_logs: LogsState<'a>,
     tags: BTreeMap<String, String>,
+    buildspec: &'a str,
+    insecure_ssl: bool,
+    environment_variables: Vec<EnvironmentVariable>,
+    certificate: &'a str,
+    registry_credential: Option<&'a str>,
+    fleet: Option<&'a str>,
+    vpc_config: Option<VpcSpec>,
+    secondary_sources: Vec<Value>,
+    secondary_artifacts: Vec<Value>,
+    file_system_locations: Vec<Value>,
+    cache: CacheSpec,
+    build_batch_service_role: Option<&'a str>,
+    s3_logs: S3LogsSpec,
+    project_visibility: &'a str,
 }
 
 #[derive(Debug, Serialize)]
@@ -112,6 +202,20 @@ pub fn desired_project(project: &Project, role_arn: &str) -> Map<String, Value> 
         queued_timeout_in_minutes: project.queued_timeout_minutes.map(minutes),
         cloudwatch_logs: LogsSpec { status: "ENABLED".to_owned(), group_name: Some(project.log_group()) },
         tags: project.tags.clone(),
+        buildspec: String::new(),
+        insecure_ssl: false,
+        environment_variables: Vec::new(),
+        certificate: String::new(),
+        registry_credential: None,
+        fleet: None,
+        vpc_config: None,
+        secondary_sources: Vec::new(),
+        secondary_artifacts: Vec::new(),
+        file_system_locations: Vec::new(),
+        cache: CacheSpec { kind: NO_CACHE.to_owned(), location: None, modes: Vec::new() },
+        build_batch_service_role: None,
+        s3_logs: S3LogsSpec { status: DISABLED.to_owned(), location: None },
+        project_visibility: PRIVATE.to_owned(),
     })
 }
 
@@ -149,6 +253,93 @@ pub fn observed_project(project: &codebuild::types::Project) -> Map<String, Valu
         tags: reconcile_aws::visible_tags(
             project.tags().iter().filter_map(|t| Some((t.key()?, t.value().unwrap_or_default()))),
         ),
+        buildspec: project.source().and_then(|s| s.buildspec()).unwrap_or_default(),
+        insecure_ssl: project.source().and_then(|s| s.insecure_ssl()).unwrap_or(false),
+        environment_variables: environment.map_or_else(Vec::new, |e| {
+            let mut variables: Vec<EnvironmentVariable> = e
+                .environment_variables()
+                .iter()
+                .map(|v| {
+                    let kind = v.r#type().map_or("PLAINTEXT", |t| t.as_str());
+                    // Parameter and secret references name where the value is, not the value.
+                    let value = if kind == "PLAINTEXT" {
+                        format!("(plain text, {})", reconcile_core::json::fingerprint_text(v.value()))
+                    } else {
+                        v.value().to_owned()
+                    };
+                    EnvironmentVariable { name: v.name().to_owned(), kind: kind.to_owned(), value }
+                })
+                .collect();
+            variables.sort();
+            variables
+        }),
+        certificate: environment.and_then(|e| e.certificate()).unwrap_or_default(),
+        registry_credential: environment.and_then(|e| e.registry_credential()).map(|c| c.credential()),
+        fleet: environment.and_then(|e| e.fleet()).and_then(|f| f.fleet_arn()),
+        vpc_config: project.vpc_config().and_then(|vpc| {
+            let mut subnets = vpc.subnets().to_vec();
+            subnets.sort();
+            let mut groups = vpc.security_group_ids().to_vec();
+            groups.sort();
+            let vpc_id = vpc.vpc_id().unwrap_or_default().to_owned();
+            // An empty VPC configuration is how one is removed: it is none.
+            (!vpc_id.is_empty() || !subnets.is_empty() || !groups.is_empty()).then_some(VpcSpec {
+                vpc_id,
+                subnets,
+                security_group_ids: groups,
+            })
+        }),
+        secondary_sources: project
+            .secondary_sources()
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "identifier": s.source_identifier(),
+                    "type": s.r#type().as_str(),
+                    "location": s.location(),
+                    "buildspec": s.buildspec(),
+                })
+            })
+            .collect(),
+        secondary_artifacts: project
+            .secondary_artifacts()
+            .iter()
+            .map(|a| {
+                serde_json::json!({
+                    "identifier": a.artifact_identifier(),
+                    "type": a.r#type().as_str(),
+                    "location": a.location(),
+                })
+            })
+            .collect(),
+        file_system_locations: project
+            .file_system_locations()
+            .iter()
+            .map(|f| {
+                serde_json::json!({
+                    "identifier": f.identifier(),
+                    "location": f.location(),
+                    "mount_point": f.mount_point(),
+                })
+            })
+            .collect(),
+        cache: project.cache().map_or_else(
+            || CacheSpec { kind: NO_CACHE.to_owned(), location: None, modes: Vec::new() },
+            |cache| CacheSpec {
+                kind: cache.r#type().as_str().to_owned(),
+                location: cache.location().filter(|l| !l.is_empty()).map(str::to_owned),
+                modes: cache.modes().iter().map(|m| m.as_str().to_owned()).collect(),
+            },
+        ),
+        build_batch_service_role: project.build_batch_config().and_then(|b| b.service_role()),
+        s3_logs: project.logs_config().and_then(|l| l.s3_logs()).map_or_else(
+            || S3LogsSpec { status: DISABLED.to_owned(), location: None },
+            |s3| S3LogsSpec {
+                status: s3.status().as_str().to_owned(),
+                location: s3.location().filter(|l| !l.is_empty()).map(str::to_owned),
+            },
+        ),
+        project_visibility: project.project_visibility().map_or(PRIVATE, |v| v.as_str()),
     })
 }
 

