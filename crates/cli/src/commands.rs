@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::Context;
 use clap::CommandFactory;
 use reconcile_core::engine::{self, ApplyOptions, DesiredResources};
-use reconcile_core::markdown::{GITHUB_COMMENT_LIMIT, markdown};
+use reconcile_core::markdown::GITHUB_COMMENT_LIMIT;
 use reconcile_core::{
     Account, Desired, DesiredResource, Plan, ReconcileError, Reconciler, json, render, report, saved,
 };
@@ -77,7 +77,7 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
                 std::fs::write(path, saved + "\n")
                     .with_context(|| format!("failed to write the plan to {}", path.display()))?;
             }
-            print_plan(&output, &plan, format)?;
+            print_plan(&output, &plan, format, "plan")?;
             if let Some(path) = &out {
                 eprintln!(
                     "Saved the plan to {}: `reconcile apply {}` carries out exactly it.",
@@ -99,11 +99,11 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             let account = Account::new(&plan.account, &plan.region);
             let resources = desired_resources(&desired, &account).map_err(CliError::aws(&aws.endpoint))?;
             let unmanaged = engine::survey(&reconcilers, &resources).await.map_err(CliError::aws(&aws.endpoint))?;
-            let drifted = plan.has_changes() || !unmanaged.is_empty();
             plan.findings.extend(unmanaged);
+            reconcile_core::Finding::rank(&mut plan.findings);
             tracing::info!("drift: {}", aws.requests);
-            print_plan(&output, &plan, format)?;
-            Ok(if drifted { exit::CHANGES } else { exit::OK })
+            print_plan(&output, &plan, format, "drift")?;
+            Ok(if plan.account_differs() { exit::CHANGES } else { exit::OK })
         }
         Command::Outputs { format } => outputs(&aws, &desired, format).await,
         Command::Validate | Command::Schema | Command::Completions { .. } | Command::Man => {
@@ -162,12 +162,12 @@ async fn make_plan(aws: &Aws, desired: &Desired) -> Result<(Plan, Vec<Box<dyn Re
     Ok((plan, reconcilers))
 }
 
-fn print_plan(output: &Output, plan: &Plan, format: Format) -> Result<(), CliError> {
+fn print_plan(output: &Output, plan: &Plan, format: Format, command: &str) -> Result<(), CliError> {
     match format {
         Format::Text => out(&output.paint(&render::styled_text(plan)))?,
         Format::Json => out(&format!("{}\n", json::to_pretty(&render::json(plan))))?,
         Format::Markdown => {
-            let comment = markdown(plan, GITHUB_COMMENT_LIMIT);
+            let comment = reconcile_core::markdown::titled(plan, GITHUB_COMMENT_LIMIT, command);
             out(&comment)?;
             step_summary(&comment)?;
         }

@@ -47,6 +47,7 @@ pub async fn plan(
         })
         .collect();
     findings.extend(observations.findings);
+    Finding::rank(&mut findings);
     let observed = observations.resources;
 
     let mut changes = Vec::new();

@@ -21,8 +21,13 @@ const CLOSING_RESERVE: usize = 400;
 
 /// The plan as Markdown of at most `limit` characters.
 pub fn markdown(plan: &Plan, limit: usize) -> String {
+    titled(plan, limit, "plan")
+}
+
+/// The same, titled after the command that made it (`plan`, `drift`).
+pub fn titled(plan: &Plan, limit: usize, command: &str) -> String {
     let mut out = String::new();
-    writeln!(out, "### reconcile plan for account `{}`, region `{}`", plan.account, plan.region).unwrap();
+    writeln!(out, "### reconcile {command} for account `{}`, region `{}`", plan.account, plan.region).unwrap();
     writeln!(out).unwrap();
     let summary = summary_line(plan);
     writeln!(out, "**{}**", summary.trim_end_matches('.')).unwrap();

@@ -156,6 +156,28 @@ pub struct Finding {
     pub message: String,
 }
 
+impl Finding {
+    /// Whether it says the account differs from the desired state (so `drift` must fail), as
+    /// against a note about desired.toml itself: every error, every drift (`D`) and security
+    /// (`S`) finding.
+    pub fn is_drift(&self) -> bool {
+        self.severity == Severity::Error || self.code.starts_with('D') || self.code.starts_with('S')
+    }
+
+    /// Sorts by risk: errors first; among them security (`S`), then drift (`D`), then the rest;
+    /// then by code and address, so the order is stable.
+    pub fn rank(findings: &mut [Finding]) {
+        let category = |code: &str| match code.chars().next() {
+            Some('S') => 0,
+            Some('D') => 1,
+            _ => 2,
+        };
+        findings.sort_by(|a, b| {
+            (b.severity, category(&a.code), &a.code, &a.address).cmp(&(a.severity, category(&b.code), &b.code, &b.address))
+        });
+    }
+}
+
 /// Everything `plan` learned and decided. Changes are sorted by address.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
@@ -194,6 +216,12 @@ impl Plan {
 
     pub fn has_changes(&self) -> bool {
         !self.changes.is_empty()
+    }
+
+    /// Whether the account differs from the desired state: a change to make, or a finding that
+    /// says so (what `drift` exits 2 for).
+    pub fn account_differs(&self) -> bool {
+        self.has_changes() || self.findings.iter().any(Finding::is_drift)
     }
 }
 

@@ -68,7 +68,11 @@ pub fn styled_text(plan: &Plan) -> Styled {
     out.blank();
     if plan.changes.is_empty() {
         render_findings(&mut out, plan);
-        out.line(style::SUMMARY, "No changes. The account matches the desired state.");
+        if plan.account_differs() {
+            out.line(style::SUMMARY, summary_line(plan));
+        } else {
+            out.line(style::SUMMARY, "No changes. The account matches the desired state.");
+        }
         return out;
     }
     out.line(style::PLAIN, "reconcile will perform the following actions:");
@@ -82,8 +86,14 @@ pub fn styled_text(plan: &Plan) -> Styled {
     out
 }
 
-/// `Plan: N to create, N to update, N to delete.` or `No changes.`
+/// `Plan: N to create, N to update, N to delete.` or `No changes.`, or, when findings show the
+/// account differs all the same, never a bare "No changes".
 pub fn summary_line(plan: &Plan) -> String {
+    if !plan.has_changes() && plan.account_differs() {
+        return "No changes to the declared resources, but the account differs from the desired state: see the \
+                findings."
+            .to_owned();
+    }
     if !plan.has_changes() {
         return "No changes.".to_owned();
     }

@@ -27,8 +27,9 @@ pub use policy::{canonical, canonical_text, percent_decode};
 use spec::{RolePolicySpec, RoleSpec, RoleState};
 pub use spec::{desired, trust_policy};
 
-/// Finding code: a managed policy is attached to a managed role. Stable; never reused.
-pub const ATTACHED_MANAGED_POLICY: &str = "W101";
+/// Finding code: a managed policy is attached to a managed role, widening it beyond what
+/// desired.toml derives (it replaced W101, a warning, which is retired). Stable; never reused.
+pub const ATTACHED_MANAGED_POLICY: &str = "S101";
 
 /// IAM's answer for "there is no such role or policy".
 const NO_SUCH_ENTITY: &str = "NoSuchEntity";
@@ -137,6 +138,10 @@ impl IamReconciler {
                     description: live.description().unwrap_or_default().to_owned(),
                     max_session_duration: live.max_session_duration().unwrap_or(3600),
                     tags: visible_tags(live.tags().iter().map(|t| (t.key(), t.value()))),
+                    permissions_boundary: live
+                        .permissions_boundary()
+                        .and_then(|b| b.permissions_boundary_arn())
+                        .map(str::to_owned),
                 },
             };
             observations.resources.insert(role_address.clone(), Observed::Present(attributes(&state)));
@@ -198,11 +203,12 @@ impl IamReconciler {
             for attached in page.attached_policies() {
                 findings.push(Finding {
                     code: ATTACHED_MANAGED_POLICY.to_owned(),
-                    severity: Severity::Warning,
+                    severity: Severity::Error,
                     address: Some(address.clone()),
                     message: format!(
-                        "managed policy {} is attached to role `{role_name}`; reconcile does not manage it, and it \
-                         widens the role beyond what desired.toml derives",
+                        "managed policy {} is attached to role `{role_name}`: it widens the role beyond what \
+                         desired.toml derives, and the role runs code from pull requests; detach it (reconcile \
+                         never detaches a managed policy itself)",
                         attached.policy_arn().unwrap_or_else(|| attached.policy_name().unwrap_or("?"))
                     ),
                 });
@@ -263,6 +269,23 @@ impl IamReconciler {
                 .send()
                 .await
                 .map_err(failed(Some(address), "update trust policy"))?;
+        }
+        if before.is_none_or(|b| b.permissions_boundary != after.permissions_boundary) {
+            match &after.permissions_boundary {
+                Some(arn) => {
+                    self.client
+                        .put_role_permissions_boundary()
+                        .role_name(name)
+                        .permissions_boundary(arn)
+                        .send()
+                        .await
+                        .map_err(failed(Some(address), "set the permissions boundary"))?;
+                }
+                None => {
+                    let response = self.client.delete_role_permissions_boundary().role_name(name).send().await;
+                    gone_if(response, &[NO_SUCH_ENTITY]).map_err(failed(Some(address), "remove the permissions boundary"))?;
+                }
+            }
         }
         if before
             .is_none_or(|b| b.description != after.description || b.max_session_duration != after.max_session_duration)

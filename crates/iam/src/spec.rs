@@ -22,6 +22,9 @@ pub(crate) struct RoleSpec {
     pub description: String,
     pub max_session_duration: i32,
     pub tags: BTreeMap<String, String>,
+    /// Not declared in desired.toml: none. A boundary set out of band can silently take away
+    /// what the build needs (or, removed later, give back what someone meant to withhold).
+    pub permissions_boundary: Option<String>,
 }
 
 /// A live role: its spec, and what IAM tells besides, shown but never compared.
@@ -72,6 +75,7 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
             description: role.description.clone(),
             max_session_duration,
             tags: role.tags.clone(),
+            permissions_boundary: None,
         };
         resources.push(DesiredResource::new(role_address.clone(), &role.name, attributes(&spec)));
         let policy_address = Address::new(ResourceKind::IamRolePolicy, &role.key);

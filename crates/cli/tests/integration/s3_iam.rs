@@ -238,7 +238,7 @@ async fn an_undeclared_inline_policy_is_a_delete_that_needs_allow_delete_and_man
     assert_eq!(plan.code, 2);
     assert!(plan.stdout.contains("  # iam_role_policy.codebuild/legacy will be deleted\n"), "{}", plan.stdout);
     assert!(
-        plan.stdout.contains(&format!("Warning [W101] iam_role.codebuild: managed policy {managed_arn} is attached")),
+        plan.stdout.contains(&format!("Error [S101] iam_role.codebuild: managed policy {managed_arn} is attached")),
         "{}",
         plan.stdout
     );
