@@ -16,6 +16,8 @@ Beyond plain `python -m moto.server` it:
   `POST /_reconcile/deny?access_key=KEY&action=GetRole&service=iam&caller=ARN&resource=TEXT`
   (query protocol services only: moto's own authorization answers JSON services in XML).
 
+- behaves as AWS does where moto differs in a way a plan would see (see `patch_defaults`).
+
 Patches to moto's own behaviour must be applied in this process before the first request,
 which is why the harness starts this script rather than `python -m moto.server`.
 """
@@ -274,6 +276,51 @@ def patch_codebuild():
     responses.CodeBuildResponse.delete_webhook = delete_webhook
 
 
+def patch_defaults():
+    """Where moto 5.2.5 differs from AWS in a way a plan would see, behave as AWS does.
+
+    - S3: a new bucket has Object Ownership `BucketOwnerEnforced` (ACLs disabled), AWS's default
+      since April 2023; moto gives it none.
+    - S3: `GetBucketVersioning` answers a `VersioningConfiguration`, as S3 does; moto's answer
+      has a root element the SDK cannot parse.
+    - ECR: `PutImageScanningConfiguration` with no `scanOnPush` (what the SDK sends for `false`)
+      turns scanning off, as ECR reads a missing value; moto ignored the empty object, so a
+      repository once scanned could never stop.
+    """
+    from moto.ecr import models as ecr_models
+    from moto.s3 import models as s3_models
+    from moto.s3 import responses as s3_responses
+
+    create_bucket = s3_models.S3Backend.create_bucket
+
+    def create_bucket_owner_enforced(self, *args, **kwargs):
+        bucket = create_bucket(self, *args, **kwargs)
+        bucket.ownership_rule = bucket.ownership_rule or "BucketOwnerEnforced"
+        return bucket
+
+    s3_models.S3Backend.create_bucket = create_bucket_owner_enforced
+
+    def get_versioning_as_s3_answers(self):
+        status = self.backend.get_bucket_versioning(self.bucket_name)
+        inner = f"<Status>{status}</Status>" if status else ""
+        body = (
+            '<?xml version="1.0" encoding="UTF-8"?>'
+            f'<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">{inner}</VersioningConfiguration>'
+        )
+        return 200, {"Content-Type": "application/xml"}, body
+
+    s3_responses.S3Response.get_bucket_versioning = get_versioning_as_s3_answers
+
+    put_scanning = ecr_models.ECRBackend.put_image_scanning_configuration
+
+    def put_scanning_as_ecr_reads_it(self, registry_id, repository_name, image_scan_config):
+        image_scan_config = dict(image_scan_config or {})
+        image_scan_config.setdefault("scanOnPush", False)
+        return put_scanning(self, registry_id, repository_name, image_scan_config)
+
+    ecr_models.ECRBackend.put_image_scanning_configuration = put_scanning_as_ecr_reads_it
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
@@ -284,6 +331,7 @@ def main():
     args = parser.parse_args()
     FAIL_CREATE_PROJECT["*"] = [args.fail_create_project, "iam"]
     patch_codebuild()
+    patch_defaults()
 
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
     from werkzeug.serving import make_server

@@ -56,8 +56,8 @@ pub(crate) struct ProjectSpec {
     pub project_visibility: String,
 }
 
-/// One environment variable. A plain-text value is shown only as a fingerprint: plans go into
-/// pull-request comments, and such values are sometimes secrets.
+/// One environment variable. A plain-text value is never shown: plans go into pull-request
+/// comments, and such values are sometimes secrets (every variable is drift anyway).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub(crate) struct EnvironmentVariable {
     pub name: String,
@@ -262,11 +262,8 @@ pub fn observed_project(project: &codebuild::types::Project) -> Map<String, Valu
                 .map(|v| {
                     let kind = v.r#type().map_or("PLAINTEXT", |t| t.as_str());
                     // Parameter and secret references name where the value is, not the value.
-                    let value = if kind == "PLAINTEXT" {
-                        format!("(plain text, {})", reconcile_core::json::fingerprint_text(v.value()))
-                    } else {
-                        v.value().to_owned()
-                    };
+                    let value =
+                        if kind == "PLAINTEXT" { "(plain text, not shown)".to_owned() } else { v.value().to_owned() };
                     EnvironmentVariable { name: v.name().to_owned(), kind: kind.to_owned(), value }
                 })
                 .collect();

@@ -58,6 +58,12 @@ pub fn sorted_keys(value: &Value) -> Value {
     }
 }
 
+/// A JSON document AWS returned as text, in canonical form (keys sorted); text that does not
+/// parse is kept as a string, so it still shows, and still differs from anything desired.
+pub fn parse_document(text: &str) -> Value {
+    serde_json::from_str(text).map_or_else(|_| Value::String(text.to_owned()), |value| sorted_keys(&value))
+}
+
 /// The compact canonical text of a value: sorted keys, no whitespace.
 pub fn to_compact(value: &Value) -> String {
     serde_json::to_string(&sorted_keys(value)).expect("a serde_json::Value always serializes")

@@ -10,6 +10,7 @@ pub mod engine;
 pub mod json;
 pub mod markdown;
 pub mod plan;
+pub mod policy;
 pub mod reconciler;
 pub mod retry;
 pub mod saved;

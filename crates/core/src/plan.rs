@@ -173,7 +173,12 @@ impl Finding {
             _ => 2,
         };
         findings.sort_by(|a, b| {
-            (b.severity, category(&a.code), &a.code, &a.address).cmp(&(a.severity, category(&b.code), &b.code, &b.address))
+            (b.severity, category(&a.code), &a.code, &a.address).cmp(&(
+                a.severity,
+                category(&b.code),
+                &b.code,
+                &b.address,
+            ))
         });
     }
 }

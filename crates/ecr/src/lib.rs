@@ -30,9 +30,13 @@ pub const UNDECLARED_REPOSITORY: &str = "D101";
 /// so untagged images accumulate without bound. Stable; never reused.
 pub const UNDECLARED_REPOSITORY_WITHOUT_POLICY: &str = "D102";
 
+/// Finding code: a repository policy grants access outside the account. Stable; never reused.
+pub const FOREIGN_REPOSITORY_ACCESS: &str = "S102";
+
 /// ECR's answers for "there is no such repository" and "it has no lifecycle policy".
 const REPOSITORY_NOT_FOUND: &str = "RepositoryNotFoundException";
 const NO_POLICY: [&str; 2] = ["LifecyclePolicyNotFoundException", REPOSITORY_NOT_FOUND];
+const NO_REPOSITORY_POLICY: [&str; 2] = ["RepositoryPolicyNotFoundException", REPOSITORY_NOT_FOUND];
 
 pub struct EcrReconciler {
     client: ecr::Client,
@@ -78,11 +82,16 @@ impl Reconciler for EcrReconciler {
 
         let mut result: BTreeMap<Address, Observed> =
             desired.iter().map(|resource| (resource.address.clone(), Observed::Absent)).collect();
+        let mut findings = Vec::new();
         for entry in observed {
             let (address, observed) = entry?;
+            if let (ResourceKind::EcrRepository, Observed::Present(fields)) = (address.kind, &observed) {
+                let policy = fields.get("repository_policy").unwrap_or(&serde_json::Value::Null);
+                findings.extend(self.foreign_access(&address, policy));
+            }
             result.insert(address, observed);
         }
-        Ok(result.into())
+        Ok(Observations { resources: result, findings })
     }
 
     /// Every repository in the account that desired.toml does not declare; loudly those without
@@ -236,6 +245,10 @@ impl EcrReconciler {
             ResourceKind::EcrLifecyclePolicy => self.observe_lifecycle_policy(address, name).await?,
             _ => {
                 let tags = self.tags(address, &repository.arn).await?;
+                let policy = self.client.get_repository_policy().repository_name(name).send().await;
+                let repository_policy = absent_if(policy, &NO_REPOSITORY_POLICY)
+                    .map_err(failed(Some(address), "read repository policy"))?
+                    .and_then(|output| output.policy_text().map(reconcile_core::json::parse_document));
                 Observed::Present(reconcile_core::spec::attributes(&RepositoryState {
                     arn: repository.arn.clone(),
                     encryption_type: repository.encryption_type.clone(),
@@ -243,6 +256,7 @@ impl EcrReconciler {
                         image_tag_mutability: repository.image_tag_mutability.clone(),
                         scan_on_push: repository.scan_on_push,
                         tags,
+                        repository_policy,
                     },
                 }))
             }
@@ -331,6 +345,24 @@ impl EcrReconciler {
                 .await
                 .map_err(failed(Some(address), "set scan on push"))?;
         }
+        if before.is_none_or(|b| b.repository_policy != after.repository_policy) {
+            match &after.repository_policy {
+                Some(policy) => {
+                    self.client
+                        .set_repository_policy()
+                        .repository_name(name)
+                        .policy_text(reconcile_core::json::to_compact(policy))
+                        .send()
+                        .await
+                        .map_err(failed(Some(address), "set repository policy"))?;
+                }
+                None => {
+                    let response = self.client.delete_repository_policy().repository_name(name).send().await;
+                    gone_if(response, &NO_REPOSITORY_POLICY)
+                        .map_err(failed(Some(address), "delete repository policy"))?;
+                }
+            }
+        }
         let arn = self.repository_arn(name);
         let (remove, set) = tag_changes(current_tags, &after.tags);
         if !remove.is_empty() {
@@ -369,6 +401,24 @@ impl EcrReconciler {
         let response = self.client.delete_lifecycle_policy().repository_name(&address.name).send().await;
         gone_if(response, &NO_POLICY).map_err(failed(Some(address), "delete lifecycle policy"))?;
         Ok(Applied::Done)
+    }
+}
+
+impl EcrReconciler {
+    /// S102 when the repository's live policy lets anyone outside the account in.
+    fn foreign_access(&self, address: &Address, policy: &serde_json::Value) -> Option<Finding> {
+        let foreign = reconcile_core::policy::foreign_principals(policy, &self.account.id);
+        (!foreign.is_empty()).then(|| Finding {
+            code: FOREIGN_REPOSITORY_ACCESS.to_owned(),
+            severity: Severity::Error,
+            address: Some(address.clone()),
+            message: format!(
+                "the repository policy grants access outside account {} to {}: anyone it names can pull (or push) \
+                 the nightly's images; apply removes the policy",
+                self.account.id,
+                foreign.join(", ")
+            ),
+        })
     }
 }
 
@@ -450,7 +500,14 @@ mod tests {
         let policy = mock!(ecr::Client::get_lifecycle_policy).then_error(|| {
             GetLifecyclePolicyError::ServerException(ServerException::builder().message("the sky fell").build())
         });
-        let reconciler = reconciler(&[&describe, &tags, &policy]);
+        let repository_policy = mock!(ecr::Client::get_repository_policy).then_error(|| {
+            aws_sdk_ecr::operation::get_repository_policy::GetRepositoryPolicyError::RepositoryPolicyNotFoundException(
+                aws_sdk_ecr::types::error::RepositoryPolicyNotFoundException::builder()
+                    .meta(code("RepositoryPolicyNotFoundException"))
+                    .build(),
+            )
+        });
+        let reconciler = reconciler(&[&describe, &tags, &policy, &repository_policy]);
         let addresses = [Address::new(ResourceKind::EcrRepository, "pytorch"), policy_address()];
         let error = observe(&reconciler, &addresses).await.unwrap_err();
         let message = error.to_string();

@@ -18,6 +18,9 @@ pub(crate) struct RepositorySpec {
     pub image_tag_mutability: String,
     pub scan_on_push: bool,
     pub tags: BTreeMap<String, String>,
+    /// Not declared in desired.toml: none. The role reaches the repositories through its own
+    /// policy; a repository policy could only grant someone else (S102 when outside the account).
+    pub repository_policy: Option<Value>,
 }
 
 /// A live repository: its spec, and what AWS tells besides, shown but never compared.
@@ -45,6 +48,7 @@ pub fn desired(desired: &Desired, _account: &Account) -> Result<Vec<DesiredResou
             image_tag_mutability: repository.image_tag_mutability.as_str().to_owned(),
             scan_on_push: repository.scan_on_push,
             tags: repository.tags.clone(),
+            repository_policy: None,
         };
         resources.push(DesiredResource::new(repository_address.clone(), &repository.name, attributes(&spec)));
         let policy = LifecyclePolicySpec { policy: canonical_policy(&repository.lifecycle_policy.document) };

@@ -283,7 +283,8 @@ impl IamReconciler {
                 }
                 None => {
                     let response = self.client.delete_role_permissions_boundary().role_name(name).send().await;
-                    gone_if(response, &[NO_SUCH_ENTITY]).map_err(failed(Some(address), "remove the permissions boundary"))?;
+                    gone_if(response, &[NO_SUCH_ENTITY])
+                        .map_err(failed(Some(address), "remove the permissions boundary"))?;
                 }
             }
         }

@@ -13,14 +13,18 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use aws_sdk_s3 as s3;
 use reconcile_aws::{OBSERVE_CONCURRENCY, absent_if, after_create, failed, gone_if, has_code, visible_tags};
-use reconcile_core::plan::{Action, Change, DesiredResource, Observed};
+use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Observed, Severity};
 use reconcile_core::reconciler::Observations;
 use reconcile_core::spec::attributes;
 use reconcile_core::{Account, Address, Applied, Progress, ReconcileError, Reconciler, ResourceKind};
 
 pub use lifecycle::{desired_rule, observed_rule};
 pub use spec::desired;
-use spec::{BlockPublicAccess, BucketLifecycleSpec, BucketSpec, SSE_S3};
+use spec::{BlockPublicAccess, BucketLifecycleSpec, BucketSpec, OWNER_ENFORCED, SSE_S3, VERSIONING_OFF};
+
+/// Finding code: the bucket's policy or ACL grants access outside the account. Stable; never
+/// reused.
+pub const FOREIGN_BUCKET_ACCESS: &str = "S103";
 
 pub struct S3Reconciler {
     client: s3::Client,
@@ -31,6 +35,14 @@ impl S3Reconciler {
     pub fn new(client: s3::Client, account: Account) -> S3Reconciler {
         S3Reconciler { client, account }
     }
+}
+
+/// Who made the bucket being converged: this apply, a moment ago (so it has nothing but what
+/// `CreateBucket` gives), or anyone else.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Made {
+    Now,
+    ByOthers,
 }
 
 /// Whether a bucket of that name answers, and where.
@@ -57,6 +69,11 @@ impl Reconciler for S3Reconciler {
         for result in reconcile_core::engine::bounded(OBSERVE_CONCURRENCY, reads).await {
             observations.resources.extend(result?);
         }
+        for (address, observed) in &observations.resources {
+            if let (ResourceKind::S3Bucket, Observed::Present(fields)) = (address.kind, observed) {
+                observations.findings.extend(self.foreign_access(address, fields));
+            }
+        }
         Ok(observations)
     }
 
@@ -66,7 +83,7 @@ impl Reconciler for S3Reconciler {
             (ResourceKind::S3Bucket, Action::Create) => self.create_bucket(change).await,
             (ResourceKind::S3Bucket, Action::Update) => {
                 let before = reconcile_core::spec::before::<BucketSpec>(change)?;
-                self.converge_bucket(change, before.as_ref()).await?;
+                self.converge_bucket(change, before.as_ref(), Made::ByOthers).await?;
                 Ok(Applied::Done)
             }
             (ResourceKind::S3Bucket, Action::Delete | Action::Replace) => {
@@ -162,7 +179,86 @@ impl S3Reconciler {
             })
             .unwrap_or_else(|| "none".to_owned());
 
-        let spec = BucketSpec { name: name.to_owned(), block_public_access, encryption, tags };
+        let policy = self.client.get_bucket_policy().bucket(name).send().await;
+        let policy = absent_if(policy, &["NoSuchBucketPolicy"])
+            .map_err(failed(Some(address), "read bucket policy"))?
+            .and_then(|output| output.policy().map(reconcile_core::json::parse_document));
+
+        let ownership = self.client.get_bucket_ownership_controls().bucket(name).send().await;
+        let object_ownership = absent_if(ownership, &["OwnershipControlsNotFoundError"])
+            .map_err(failed(Some(address), "read Object Ownership"))?
+            .and_then(|output| {
+                let rule = output.ownership_controls()?.rules().first()?;
+                Some(rule.object_ownership().as_str().to_owned())
+            })
+            .unwrap_or_else(|| "ObjectWriter".to_owned());
+
+        let acl =
+            self.client.get_bucket_acl().bucket(name).send().await.map_err(failed(Some(address), "read bucket ACL"))?;
+        let owner = acl.owner().and_then(|o| o.id());
+        let mut acl_grants: Vec<String> = acl
+            .grants()
+            .iter()
+            .filter_map(|grant| {
+                let grantee = grant.grantee()?;
+                let permission = grant.permission().map_or("?", |p| p.as_str());
+                let who = grantee.uri().or(grantee.id()).or(grantee.email_address()).unwrap_or("?");
+                let owners_own = grantee.id().is_some() && grantee.id() == owner && permission == "FULL_CONTROL";
+                (!owners_own).then(|| format!("{who} {permission}"))
+            })
+            .collect();
+        acl_grants.sort();
+
+        let versioning = self
+            .client
+            .get_bucket_versioning()
+            .bucket(name)
+            .send()
+            .await
+            .map_err(failed(Some(address), "read versioning"))?;
+        let versioning = match versioning.status() {
+            Some(s3::types::BucketVersioningStatus::Enabled) => "Enabled".to_owned(),
+            _ => VERSIONING_OFF.to_owned(),
+        };
+
+        let replication = self.client.get_bucket_replication().bucket(name).send().await;
+        let replication = absent_if(replication, &["ReplicationConfigurationNotFoundError"])
+            .map_err(failed(Some(address), "read replication"))?
+            .and_then(|output| {
+                let config = output.replication_configuration()?;
+                let mut destinations: Vec<&str> =
+                    config.rules().iter().filter_map(|r| r.destination().map(|d| d.bucket())).collect();
+                destinations.sort_unstable();
+                Some(serde_json::json!({ "role": config.role(), "destinations": destinations }))
+            });
+
+        let website = self.client.get_bucket_website().bucket(name).send().await;
+        let website = absent_if(website, &["NoSuchWebsiteConfiguration"])
+            .map_err(failed(Some(address), "read website hosting"))?
+            .is_some();
+
+        let logging = self
+            .client
+            .get_bucket_logging()
+            .bucket(name)
+            .send()
+            .await
+            .map_err(failed(Some(address), "read access logging"))?;
+        let access_logging = logging.logging_enabled().map(|l| format!("{}/{}", l.target_bucket(), l.target_prefix()));
+
+        let spec = BucketSpec {
+            name: name.to_owned(),
+            block_public_access,
+            encryption,
+            tags,
+            policy,
+            object_ownership,
+            acl_grants,
+            versioning,
+            replication,
+            website,
+            access_logging,
+        };
         Ok(Observed::Present(attributes(&spec)))
     }
 
@@ -182,11 +278,11 @@ impl S3Reconciler {
 
     async fn create_bucket(&self, change: &Change) -> Result<Applied, ReconcileError> {
         let address = &change.address;
-        let after: BucketSpec = reconcile_core::spec::after(change)?;
+        let after = bucket_spec(change)?;
         let name = after.name.as_str();
         // Made since the plan was read: adopt it, never "create" it again (see the module doc).
         if let Head::Ours = self.head(address, name).await? {
-            self.converge_bucket(change, None).await?;
+            self.converge_bucket(change, None, Made::ByOthers).await?;
             return Ok(Applied::Adopted);
         }
         let mut request = self.client.create_bucket().bucket(name);
@@ -210,16 +306,104 @@ impl S3Reconciler {
             }
             Err(error) => return Err(failed(Some(address), "create bucket")(error)),
         };
-        self.converge_bucket(change, None).await?;
+        let made = if applied == Applied::Done { Made::Now } else { Made::ByOthers };
+        self.converge_bucket(change, None, made).await?;
         Ok(applied)
     }
 
     /// Makes the bucket's settings and tags match the change, touching only what differs from
     /// `before` (everything, when `before` is unknown).
-    async fn converge_bucket(&self, change: &Change, before: Option<&BucketSpec>) -> Result<(), ReconcileError> {
+    async fn converge_bucket(
+        &self,
+        change: &Change,
+        before: Option<&BucketSpec>,
+        made: Made,
+    ) -> Result<(), ReconcileError> {
         let address = &change.address;
-        let after: BucketSpec = reconcile_core::spec::after(change)?;
+        let after = bucket_spec(change)?;
         let name = after.name.as_str();
+        // What a bucket created a moment ago cannot have yet is left alone; anything else is
+        // written wherever it may differ.
+        let differs = |field: fn(&BucketSpec) -> bool| made == Made::ByOthers && before.is_none_or(field);
+
+        // ACL grants go before Object Ownership: S3 refuses to disable ACLs while one grants
+        // to someone else.
+        if differs(|b| !b.acl_grants.is_empty()) {
+            self.client
+                .put_bucket_acl()
+                .bucket(name)
+                .acl(s3::types::BucketCannedAcl::Private)
+                .send()
+                .await
+                .map_err(failed(Some(address), "reset the bucket ACL to private"))?;
+        }
+        if differs(|b| b.object_ownership != OWNER_ENFORCED) {
+            let rule = s3::types::OwnershipControlsRule::builder()
+                .object_ownership(after.object_ownership.as_str().into())
+                .build()
+                .map_err(ReconcileError::of(address, "build Object Ownership"))?;
+            let controls = s3::types::OwnershipControls::builder()
+                .rules(rule)
+                .build()
+                .map_err(ReconcileError::of(address, "build Object Ownership"))?;
+            self.client
+                .put_bucket_ownership_controls()
+                .bucket(name)
+                .ownership_controls(controls)
+                .send()
+                .await
+                .map_err(failed(Some(address), "set Object Ownership"))?;
+        }
+        if differs(|b| b.policy.is_some()) {
+            match &after.policy {
+                Some(policy) => {
+                    self.client
+                        .put_bucket_policy()
+                        .bucket(name)
+                        .policy(reconcile_core::json::to_compact(policy))
+                        .send()
+                        .await
+                        .map_err(failed(Some(address), "set bucket policy"))?;
+                }
+                None => {
+                    let response = self.client.delete_bucket_policy().bucket(name).send().await;
+                    gone_if(response, &["NoSuchBucketPolicy"])
+                        .map_err(failed(Some(address), "delete bucket policy"))?;
+                }
+            }
+        }
+        if differs(|b| b.versioning != VERSIONING_OFF) {
+            // Versioning once enabled can only be suspended, which stops new versions.
+            let configuration = s3::types::VersioningConfiguration::builder()
+                .status(s3::types::BucketVersioningStatus::Suspended)
+                .build();
+            self.client
+                .put_bucket_versioning()
+                .bucket(name)
+                .versioning_configuration(configuration)
+                .send()
+                .await
+                .map_err(failed(Some(address), "suspend versioning"))?;
+        }
+        if differs(|b| b.replication.is_some()) {
+            let response = self.client.delete_bucket_replication().bucket(name).send().await;
+            gone_if(response, &["ReplicationConfigurationNotFoundError"])
+                .map_err(failed(Some(address), "delete replication"))?;
+        }
+        if differs(|b| b.website) {
+            let response = self.client.delete_bucket_website().bucket(name).send().await;
+            gone_if(response, &["NoSuchWebsiteConfiguration"])
+                .map_err(failed(Some(address), "turn off website hosting"))?;
+        }
+        if differs(|b| b.access_logging.is_some()) {
+            self.client
+                .put_bucket_logging()
+                .bucket(name)
+                .bucket_logging_status(s3::types::BucketLoggingStatus::builder().build())
+                .send()
+                .await
+                .map_err(failed(Some(address), "turn off access logging"))?;
+        }
 
         if before.is_none_or(|b| b.block_public_access != after.block_public_access) {
             let flags = after.block_public_access;
@@ -334,6 +518,56 @@ impl S3Reconciler {
     }
 }
 
+impl S3Reconciler {
+    /// S103 when the live bucket policy or ACL lets anyone outside the account in.
+    fn foreign_access(
+        &self,
+        address: &Address,
+        fields: &serde_json::Map<String, serde_json::Value>,
+    ) -> Option<Finding> {
+        let policy = fields.get("policy").unwrap_or(&serde_json::Value::Null);
+        let mut foreign = reconcile_core::policy::foreign_principals(policy, &self.account.id);
+        let grants = fields.get("acl_grants").and_then(serde_json::Value::as_array).into_iter().flatten();
+        // Any grant left is to someone other than the owner: a group (everyone, any AWS user,
+        // the log delivery group) or another canonical user.
+        foreign.extend(grants.filter_map(serde_json::Value::as_str).map(|grant| format!("ACL grant {grant}")));
+        (!foreign.is_empty()).then(|| Finding {
+            code: FOREIGN_BUCKET_ACCESS.to_owned(),
+            severity: Severity::Error,
+            address: Some(address.clone()),
+            message: format!(
+                "the bucket grants access outside account {} to {}: the compiler cache feeds every nightly build; \
+                 apply removes the grants",
+                self.account.id,
+                foreign.join(", ")
+            ),
+        })
+    }
+}
+
+/// The change's bucket spec, if it asks only for what apply can do: the settings reconcile
+/// manages as off can be turned off, never on. Checked before any call.
+fn bucket_spec(change: &Change) -> Result<BucketSpec, ReconcileError> {
+    let after: BucketSpec = reconcile_core::spec::after(change)?;
+    let address = &change.address;
+    if after.policy.is_some()
+        || after.object_ownership != OWNER_ENFORCED
+        || after.versioning != VERSIONING_OFF
+        || after.replication.is_some()
+        || after.website
+        || after.access_logging.is_some()
+        || !after.acl_grants.is_empty()
+    {
+        return Err(ReconcileError::new(
+            Some(address),
+            "read the change's desired fields",
+            "it sets a bucket setting reconcile only ever turns off",
+        )
+        .with_kind(reconcile_core::ErrorKind::InvalidChange));
+    }
+    Ok(after)
+}
+
 #[cfg(test)]
 mod tests {
     //! Error paths the emulator cannot produce, against a mocked client.
@@ -369,9 +603,38 @@ mod tests {
                 "block_public_access": BlockPublicAccess::all(true),
                 "encryption": SSE_S3,
                 "tags": {},
+                "policy": null,
+                "object_ownership": OWNER_ENFORCED,
+                "acl_grants": [],
+                "versioning": VERSIONING_OFF,
+                "replication": null,
+                "website": false,
+                "access_logging": null,
             }))),
             depends_on: vec![],
         }
+    }
+
+    /// The writes that turn off, on a bucket someone else made, everything reconcile keeps off.
+    fn everything_off() -> Vec<Rule> {
+        vec![
+            mock!(s3::Client::put_bucket_acl)
+                .then_output(|| s3::operation::put_bucket_acl::PutBucketAclOutput::builder().build()),
+            mock!(s3::Client::put_bucket_ownership_controls).then_output(|| {
+                s3::operation::put_bucket_ownership_controls::PutBucketOwnershipControlsOutput::builder().build()
+            }),
+            mock!(s3::Client::delete_bucket_policy)
+                .then_output(|| s3::operation::delete_bucket_policy::DeleteBucketPolicyOutput::builder().build()),
+            mock!(s3::Client::put_bucket_versioning)
+                .then_output(|| s3::operation::put_bucket_versioning::PutBucketVersioningOutput::builder().build()),
+            mock!(s3::Client::delete_bucket_replication).then_output(|| {
+                s3::operation::delete_bucket_replication::DeleteBucketReplicationOutput::builder().build()
+            }),
+            mock!(s3::Client::delete_bucket_website)
+                .then_output(|| s3::operation::delete_bucket_website::DeleteBucketWebsiteOutput::builder().build()),
+            mock!(s3::Client::put_bucket_logging)
+                .then_output(|| s3::operation::put_bucket_logging::PutBucketLoggingOutput::builder().build()),
+        ]
     }
 
     /// The writes that bring a bucket's settings to `create_change()`: Block Public Access,
@@ -478,10 +741,14 @@ mod tests {
             )
         });
         let [block, encryption, untag] = settings_writes();
-        let applied =
-            reconciler(&[&head, &create, &block, &encryption, &untag]).apply(&create_change(), &Silent).await.unwrap();
+        let off = everything_off();
+        let mut rules = vec![&head, &create, &block, &encryption, &untag];
+        rules.extend(off.iter());
+        let applied = reconciler(&rules).apply(&create_change(), &Silent).await.unwrap();
         assert_eq!(applied, Applied::Adopted);
         assert_eq!((block.num_calls(), encryption.num_calls(), untag.num_calls()), (1, 1, 1), "converged, not failed");
+        // Made by someone else, so everything reconcile keeps off is turned off, once each.
+        assert!(off.iter().all(|rule| rule.num_calls() == 1));
     }
 
     #[tokio::test]

@@ -23,7 +23,31 @@ pub(crate) struct BucketSpec {
     /// The default encryption algorithm, or `none`.
     pub encryption: String,
     pub tags: BTreeMap<String, String>,
+    // What follows is not declared in desired.toml; each has the one value a private compiler
+    // cache needs, and any other, set out of band, is drift that apply reverts.
+    /// The bucket policy: none (the role reaches the bucket through its own policy). One that
+    /// grants outside the account is also an S103 finding.
+    pub policy: Option<Value>,
+    /// `BucketOwnerEnforced`: ACLs off, as AWS makes new buckets. No controls at all reads as
+    /// `ObjectWriter`, the old default.
+    pub object_ownership: String,
+    /// ACL grants beyond the owner's full control, as `<grantee> <permission>`: none.
+    pub acl_grants: Vec<String>,
+    /// `Off` (never enabled, or suspended): versioning would keep every overwritten cache object
+    /// past the 30-day expiry, which expires only current versions.
+    pub versioning: String,
+    /// Replication copies every object to another bucket, possibly another account's: none.
+    pub replication: Option<Value>,
+    /// Website hosting: off.
+    pub website: bool,
+    /// Server access logging, as `<target bucket>/<prefix>`: none.
+    pub access_logging: Option<String>,
 }
+
+/// A bucket's Object Ownership when ACLs are disabled: what reconcile keeps.
+pub(crate) const OWNER_ENFORCED: &str = "BucketOwnerEnforced";
+/// Versioning never enabled, or suspended.
+pub(crate) const VERSIONING_OFF: &str = "Off";
 
 /// The four Block Public Access settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,6 +87,13 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
             block_public_access: BlockPublicAccess::all(bucket.block_public_access),
             encryption: SSE_S3.to_owned(),
             tags: bucket.tags.clone(),
+            policy: None,
+            object_ownership: OWNER_ENFORCED.to_owned(),
+            acl_grants: Vec::new(),
+            versioning: VERSIONING_OFF.to_owned(),
+            replication: None,
+            website: false,
+            access_logging: None,
         };
         resources.push(DesiredResource::new(bucket_address.clone(), &name, attributes(&spec)));
         if let Some(rules) = &bucket.lifecycle_rules {

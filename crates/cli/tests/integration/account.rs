@@ -113,21 +113,24 @@ async fn plan_reads_only_and_reads_each_thing_once() {
     assert!(verbose.stderr.contains("ECR:GetLifecyclePolicy 27"), "{}", verbose.stderr);
 
     let bucket = format!("/rocm-bake-sccache-{}/", account.id);
-    // One batched describe for all 27 repositories, then one policy and one tag read each; one
-    // HeadBucket for the bucket and its lifecycle; one GetRole for the role and its policy; one
-    // BatchGetProjects for the project and its webhook.
+    // One batched describe for all 27 repositories, then one lifecycle policy, one repository
+    // policy and one tag read each; one HeadBucket for the bucket and its lifecycle, then one read
+    // per bucket setting (tags, Block Public Access, encryption, policy, Object Ownership, ACL,
+    // versioning, replication, website, logging, lifecycle); one GetRole for the role and its
+    // policy; one BatchGetProjects for the project and its webhook.
     assert_eq!(
         counts.into_iter().collect::<Vec<_>>(),
         [
             ("codebuild:BatchGetProjects".to_owned(), 1),
             ("ecr:DescribeRepositories".to_owned(), 1),
             ("ecr:GetLifecyclePolicy".to_owned(), 27),
+            ("ecr:GetRepositoryPolicy".to_owned(), 27),
             ("ecr:ListTagsForResource".to_owned(), 27),
             ("iam:GetRole".to_owned(), 1),
             ("iam:GetRolePolicy".to_owned(), 1),
             ("iam:ListAttachedRolePolicies".to_owned(), 1),
             ("iam:ListRolePolicies".to_owned(), 1),
-            (format!("s3:GET {bucket}"), 4),
+            (format!("s3:GET {bucket}"), 11),
             (format!("s3:HEAD {bucket}"), 1),
             ("sts:GetCallerIdentity".to_owned(), 1),
         ]

@@ -274,6 +274,9 @@ async fn a_webhook_with_only_the_event_filter_is_warned_about_and_the_warning_is
     assert!(plan.stdout.contains("Warning [W201] codebuild_webhook.runner: "), "{}", plan.stdout);
 }
 
+/// One out-of-band `UpdateProject`, ready to send.
+type OutOfBand<'a> = Box<dyn Fn() -> codebuild::operation::update_project::builders::UpdateProjectFluentBuilder + 'a>;
+
 /// What an attacker with `codebuild:UpdateProject` would set on a runner that builds pull
 /// requests: each one, alone, is drift that `drift` reports with exit 2, and apply removes it.
 #[tokio::test]
@@ -305,8 +308,7 @@ async fn every_way_to_run_other_code_on_the_runner_is_drift_and_apply_removes_it
         .build()
         .unwrap();
 
-    let changes: [(&str, Box<dyn Fn() -> codebuild::operation::update_project::builders::UpdateProjectFluentBuilder>);
-        4] = [
+    let changes: [(&str, OutOfBand); 4] = [
         (
             "environment_variables",
             Box::new(|| client.update_project().name("rocm-bake").environment(with_variable.clone())),
@@ -331,7 +333,7 @@ async fn every_way_to_run_other_code_on_the_runner_is_drift_and_apply_removes_it
         let after = reconcile(&account, &desired.path, &["drift"]);
         assert_eq!(after.code, 0, "{field}: {}{}", after.stdout, after.stderr);
     }
-    // Plain-text values are not shown, only a fingerprint: plans go into PR comments.
+    // Plain-text values are never shown: plans go into PR comments.
     client.update_project().name("rocm-bake").environment(with_variable.clone()).send().await.unwrap();
     let text = reconcile(&account, &desired.path, &["plan"]);
     assert!(text.stdout.contains("ACTIONS_RUNNER_HOOK_JOB_STARTED"), "{}", text.stdout);

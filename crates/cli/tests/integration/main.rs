@@ -7,6 +7,7 @@ mod account;
 mod codebuild;
 mod ecr;
 mod errors;
+mod hostile;
 mod input;
 mod review;
 mod s3_iam;
