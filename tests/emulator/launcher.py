@@ -38,6 +38,10 @@ FAIL_CREATE_PROJECT_PATH = "/_reconcile/codebuild/fail-create-project"
 FAIL_CREATE_PROJECT = {}
 FAIL_LOCK = threading.Lock()
 
+# Every webhook secret CreateWebhook has answered, for tests that prove no output holds one.
+WEBHOOK_SECRETS_PATH = "/_reconcile/codebuild/webhook-secrets"
+WEBHOOK_SECRETS = []
+
 DENY_PATH = "/_reconcile/deny"
 # (access key, action) -> the AccessDenied message to answer with.
 DENY = {}
@@ -69,6 +73,11 @@ class RequestRecorder:
                 FAIL_CREATE_PROJECT[query["account"][0]] = [int(query["count"][0]), query.get("reason", ["iam"])[0]]
             start_response("204 No Content", [])
             return [b""]
+        if path == WEBHOOK_SECRETS_PATH:
+            with FAIL_LOCK:
+                body = json.dumps(WEBHOOK_SECRETS).encode()
+            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+            return [body]
         if path == DENY_PATH:
             query = {k: v[0] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
             action = f"{query['service']}:{query['action']}"
@@ -247,7 +256,10 @@ def patch_codebuild():
         }
         metadata["webhook"] = {k: v for k, v in webhook.items() if v is not None}
         # Only CreateWebhook ever shows the secret.
-        return ActionResult({"webhook": dict(metadata["webhook"], secret=secrets.token_hex(20))})
+        secret = secrets.token_hex(20)
+        with FAIL_LOCK:
+            WEBHOOK_SECRETS.append(secret)
+        return ActionResult({"webhook": dict(metadata["webhook"], secret=secret)})
 
     def update_webhook(self):
         name = self._get_param("projectName")

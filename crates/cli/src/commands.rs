@@ -316,6 +316,21 @@ fn confirm() -> Result<bool, CliError> {
     Ok(answer.trim() == "yes")
 }
 
+/// `value` as one word for a POSIX shell: as it is when every character is inert, else in single
+/// quotes. These lines are meant to be pasted into a shell, so a value such as
+/// `gfx1201; rm -rf / $(id)` must stay a value. Control characters cannot be quoted safely for
+/// every terminal, so they are refused.
+fn shell_quoted(value: &str) -> Result<String, CliError> {
+    if value.chars().any(char::is_control) {
+        return Err(CliError::Other(anyhow::anyhow!("a variable's value holds a control character: {value:?}")));
+    }
+    let inert = |c: char| c.is_ascii_alphanumeric() || "-_./:@%+=,".contains(c);
+    if !value.is_empty() && value.chars().all(inert) {
+        return Ok(value.to_owned());
+    }
+    Ok(format!("'{}'", value.replace('\'', r"'\''")))
+}
+
 /// The repository variables that wire the nightly's GitHub repository to this account, in the
 /// runbook's order: `NIGHTLY_ENABLED` last, because setting it turns the nightly on.
 async fn outputs(aws: &Aws, desired: &Desired, format: OutputsFormat) -> Result<u8, CliError> {
@@ -338,7 +353,7 @@ async fn outputs(aws: &Aws, desired: &Desired, format: OutputsFormat) -> Result<
     match format {
         OutputsFormat::Text => {
             for (name, value) in &variables {
-                out(&format!("gh variable set {name:<17} --body {value}\n"))?;
+                out(&format!("gh variable set {name:<17} --body {}\n", shell_quoted(value)?))?;
             }
         }
         OutputsFormat::Json => {

@@ -14,6 +14,22 @@ use tracing_subscriber::EnvFilter;
 use crate::args::ColorChoice;
 
 /// Logs go to stderr, so stdout stays the plan (or its JSON) alone.
+/// The crates below reconcile that log wire traffic.
+const SDK_TARGETS: [&str; 12] = [
+    "aws_config",
+    "aws_runtime",
+    "aws_sigv4",
+    "aws_smithy_runtime",
+    "aws_smithy_runtime_api",
+    "aws_smithy_http_client",
+    "aws_smithy_types",
+    "aws_sdk_codebuild",
+    "hyper",
+    "hyper_util",
+    "h2",
+    "rustls",
+];
+
 /// Logs are coloured by the same rule as the rest, judged on stderr, where they go.
 pub fn init_logging(verbose: u8, color: ColorChoice) {
     let default = match verbose {
@@ -21,7 +37,15 @@ pub fn init_logging(verbose: u8, color: ColorChoice) {
         1 => "info",
         _ => "debug",
     };
-    let filter = EnvFilter::try_from_env("RECONCILE_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    let mut filter = EnvFilter::try_from_env("RECONCILE_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    // At trace level the SDK and the HTTP stack log whole request and response bodies, and a
+    // CreateWebhook response holds the webhook's secret: no level may print one, so they stop
+    // at debug whatever RECONCILE_LOG asks.
+    for target in SDK_TARGETS {
+        if let Ok(directive) = format!("{target}=debug").parse() {
+            filter = filter.add_directive(directive);
+        }
+    }
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -126,6 +126,11 @@ impl Emulator {
         response.split_once("\r\n\r\n").map_or_else(String::new, |(_, body)| body.to_owned())
     }
 
+    /// Every webhook secret the emulator's `CreateWebhook` has answered, for any account.
+    pub fn webhook_secrets(&self) -> Vec<String> {
+        serde_json::from_str(&self.control("GET", "/_reconcile/codebuild/webhook-secrets")).expect("a JSON list")
+    }
+
     /// Every request the emulator has recorded.
     fn recorded(&self) -> Vec<RecordedRequest> {
         let body = self.control("GET", "/_reconcile/requests");

@@ -173,3 +173,17 @@ async fn a_repository_made_between_plan_and_apply_is_adopted_not_an_error() {
     let again = engine::plan(&reconcilers, &desired, &resources, &account_id).await.unwrap();
     assert_eq!(again.changes, [], "the adopted repository converged to the desired tags");
 }
+
+#[tokio::test]
+async fn scan_on_push_turned_off_converges() {
+    let account = emulator().new_account().await;
+    let on = desired_file(&small_desired(&["pytorch"]).replace("pytorch = {}", "pytorch = { scan_on_push = true }"));
+    assert_eq!(reconcile(&account, &on.path, &["apply", "--auto-approve"]).code, 0);
+    assert_eq!(reconcile(&account, &on.path, &["plan", "--detailed-exitcode"]).code, 0);
+    let off = desired_file(&small_desired(&["pytorch"]));
+    let plan = reconcile(&account, &off.path, &["plan"]);
+    assert!(plan.stdout.contains("~ scan_on_push = true -> false"), "{}", plan.stdout);
+    assert_eq!(reconcile(&account, &off.path, &["apply", "--auto-approve"]).code, 0);
+    let again = reconcile(&account, &off.path, &["plan", "--detailed-exitcode"]);
+    assert_eq!(again.code, 0, "{}", again.stdout);
+}

@@ -429,3 +429,53 @@ async fn a_reader_that_goes_away_ends_the_run_quietly() {
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+#[tokio::test]
+async fn outputs_quotes_every_value_for_the_shell_and_refuses_control_characters() {
+    let account = emulator().new_account().await;
+    let hostile = std::fs::read_to_string(real_desired())
+        .unwrap()
+        .replace("arches = \"gfx1201\"", "arches = \"gfx1201; rm -rf / $(id) 'x'\"");
+    assert!(hostile.contains("rm -rf"), "the real desired.toml sets [nightly] arches");
+    let desired = desired_file(&hostile);
+    let run = reconcile(&account, &desired.path, &["outputs"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let line = run.stdout.lines().find(|l| l.contains("NIGHTLY_ARCHES")).unwrap();
+    assert_eq!(line, r#"gh variable set NIGHTLY_ARCHES    --body 'gfx1201; rm -rf / $(id) '\''x'\'''"#);
+    // What a shell makes of the quoted word is the value, whole, and nothing runs.
+    let quoted = line.split_once("--body ").unwrap().1;
+    let echoed = Command::new("sh").args(["-c", &format!("printf %s {quoted}")]).output().unwrap();
+    assert_eq!(String::from_utf8(echoed.stdout).unwrap(), "gfx1201; rm -rf / $(id) 'x'");
+
+    let control = desired_file(&hostile.replace("gfx1201; rm -rf / $(id) 'x'", "gfx1201\\u001b[2J"));
+    let run = reconcile(&account, &control.path, &["validate"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("`nightly.arches`: a repository variable's value cannot hold control characters"));
+}
+
+#[tokio::test]
+async fn logs_are_plain_text_off_a_terminal_and_never_hold_a_secret_at_any_level() {
+    let account = emulator().new_account().await;
+    let desired = desired_file(&small_account_with_runner(&["pytorch"]));
+    for args in [&["plan", "-v"][..], &["plan", "-vv", "--color", "never"]] {
+        let run = reconcile(&account, &desired.path, args);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert!(run.stderr.contains("AWS requests"), "{}", run.stderr);
+        assert!(!run.stderr.contains('\x1b'), "{args:?}: {:?}", run.stderr);
+    }
+    // The most verbose apply there is: it creates the webhook, whose response holds its secret.
+    let apply =
+        reconcile_with(&account, &desired.path, &["apply", "--auto-approve", "-vv"], &[("RECONCILE_LOG", "trace")]);
+    assert_eq!(apply.code, 0, "{}", apply.stderr);
+    assert!(apply.stderr.lines().count() > 100, "trace logging is on");
+    let secrets = emulator().webhook_secrets();
+    assert!(!secrets.is_empty());
+    let output = format!("{}{}", apply.stdout, apply.stderr);
+    for secret in secrets {
+        assert!(!output.contains(&secret), "a webhook secret is in the output");
+    }
+    let credentials = account.env();
+    for (name, value) in credentials.iter().filter(|(name, _)| name.contains("SECRET") || name.contains("TOKEN")) {
+        assert!(!output.contains(value.as_str()), "{name} is in the output");
+    }
+}

@@ -54,7 +54,8 @@ pub struct Nightly {
 #[derive(Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 struct RawNightly {
-    arches: Option<String>,
+    #[schemars(with = "Option<String>")]
+    arches: Option<Spanned<String>>,
 }
 
 /// A warning about the desired state, with a stable code.
@@ -266,7 +267,16 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
     let role_keys: Vec<&str> = iam.roles.iter().map(|r| r.key.as_str()).collect();
     let mut warnings = Vec::new();
     let codebuild = codebuild::convert(locate, &raw.codebuild, &role_keys, errors, &mut warnings);
-    let nightly = Nightly { arches: raw.nightly.arches };
+    if let Some(arches) = &raw.nightly.arches
+        && arches.get_ref().chars().any(char::is_control)
+    {
+        errors.push(locate.error(
+            Some(arches.span()),
+            "nightly.arches",
+            "a repository variable's value cannot hold control characters",
+        ));
+    }
+    let nightly = Nightly { arches: raw.nightly.arches.map(Spanned::into_inner) };
     Desired {
         path: locate.path.to_owned(),
         region: raw.region.into_inner(),
