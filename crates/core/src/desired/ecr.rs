@@ -77,7 +77,7 @@ pub(super) struct RawRepository {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawLifecyclePolicy {
     #[schemars(with = "Vec<RawLifecycleRule>")]
-    rules: Vec<Spanned<RawLifecycleRule>>,
+    rules: Spanned<Vec<Spanned<RawLifecycleRule>>>,
 }
 
 // ECR's own JSON names, so the file reads like the AWS documentation.
@@ -251,12 +251,16 @@ fn lifecycle_document(
     errors: &mut Vec<DesiredError>,
 ) -> Option<serde_json::Value> {
     let n_errors = errors.len();
-    if policy.rules.is_empty() {
-        errors.push(locate.error(None, &format!("{key_path}.rules"), "a lifecycle policy needs at least one rule"));
+    if policy.rules.get_ref().is_empty() {
+        errors.push(locate.error(
+            Some(policy.rules.span()),
+            &format!("{key_path}.rules"),
+            "a lifecycle policy needs at least one rule",
+        ));
     }
     let mut priorities = BTreeSet::new();
-    let max_priority = policy.rules.iter().map(|r| r.get_ref().rule_priority).max().unwrap_or(0);
-    for (rule_idx, rule) in policy.rules.iter().enumerate() {
+    let max_priority = policy.rules.get_ref().iter().map(|r| r.get_ref().rule_priority).max().unwrap_or(0);
+    for (rule_idx, rule) in policy.rules.get_ref().iter().enumerate() {
         let span = Some(rule.span());
         let rule_path = format!("{key_path}.rules[{rule_idx}]");
         let rule = rule.get_ref();
@@ -313,7 +317,7 @@ fn lifecycle_document(
     }
     let rules: Vec<serde_json::Value> = policy
         .rules
-        .iter()
+        .get_ref().iter()
         .map(|rule| serde_json::to_value(rule.get_ref()).expect("lifecycle rules always serialize"))
         .collect();
     Some(serde_json::json!({ "rules": rules }))

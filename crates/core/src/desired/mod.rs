@@ -166,16 +166,77 @@ impl Desired {
     /// Parses and validates the text of a desired-state file. `path` is only used in messages.
     pub fn parse(path: &Path, text: &str) -> Result<Desired, DesiredErrors> {
         let locate = Locator { path, text };
-        let raw = parse_raw(text).map_err(|error| DesiredErrors(vec![locate.toml_error(error)]))?;
+        let raw = parse_raw(text).map_err(|error| DesiredErrors(every_type_error(&locate, error)))?;
         let mut errors = Vec::new();
         let desired = convert(&locate, raw, &mut errors);
         if errors.is_empty() {
             Ok(desired)
         } else {
             errors.sort_by_key(|error| (error.line, error.column));
+            // A problem in a shared place (`[ecr.defaults]`) is found once per user of it, and
+            // said once.
+            errors.dedup();
             Err(DesiredErrors(errors))
         }
     }
+}
+
+/// The most type errors one file reports at once.
+const MAX_TYPE_ERRORS: usize = 20;
+
+/// Every type error in the file, not only the first that serde stops at: the offending
+/// `key = value` is blanked out (overwritten with spaces, so every other byte keeps its place
+/// and its line and column) and the file read again. Syntax errors, and errors inside arrays,
+/// stop the search: there is nothing to blank safely.
+fn every_type_error(locate: &Locator<'_>, first: (Option<Range<usize>>, String, String)) -> Vec<DesiredError> {
+    let mut text = locate.text.to_owned();
+    let mut error = first;
+    let mut blanked: Vec<String> = Vec::new();
+    let mut errors = Vec::new();
+    loop {
+        let (span, key_path, message) = &error;
+        // Blanking a required key makes its struct miss it: that is not another problem.
+        if blanked.iter().any(|key| message.contains(&format!("missing field `{key}`"))) {
+            break;
+        }
+        errors.push(locate.toml_error(error.clone()));
+        let Some(span) = span.clone() else { break };
+        let Some(key) = key_path.rsplit('.').next().filter(|key| !key.is_empty() && !key.ends_with(']')) else {
+            break;
+        };
+        let Some(start) = key_start(&text, key, span.start) else { break };
+        if errors.len() >= MAX_TYPE_ERRORS || span.end > text.len() {
+            break;
+        }
+        // The entry, and one comma beside it so an inline table stays well-formed.
+        let (mut start, mut end) = (start, span.end);
+        let after = &text[end..];
+        let before = &text[..start];
+        if let Some(comma) = after.find(|c: char| !c.is_whitespace()).filter(|idx| after[*idx..].starts_with(',')) {
+            end += comma + 1;
+        } else if let Some(comma) = before.rfind(|c: char| !c.is_whitespace()).filter(|idx| before[*idx..].starts_with(',')) {
+            start = comma;
+        }
+        text.replace_range(start..end, &" ".repeat(end - start));
+        blanked.push(key.to_owned());
+        match parse_raw(&text) {
+            Ok(_) => break,
+            // What blanking broke is not the user's problem.
+            Err((_, next_path, _)) if next_path.is_empty() => break,
+            Err(next) => error = next,
+        }
+    }
+    errors.sort_by_key(|error| (error.line, error.column));
+    errors
+}
+
+/// Where `key = ` begins, searching back from the value at `value_start`.
+fn key_start(text: &str, key: &str, value_start: usize) -> Option<usize> {
+    let before = text.get(..value_start)?;
+    let equals = before.trim_end().strip_suffix('=')?;
+    let key_end = equals.trim_end();
+    let key_text = key_end.strip_suffix(key).or_else(|| key_end.strip_suffix(&format!("\"{key}\"")))?;
+    Some(key_text.len())
 }
 
 fn parse_raw(text: &str) -> Result<RawDesired, (Option<Range<usize>>, String, String)> {
@@ -240,8 +301,36 @@ impl Locator<'_> {
     fn toml_error(&self, (span, key_path, message): (Option<Range<usize>>, String, String)) -> DesiredError {
         // toml's messages can span lines; the location is ours to print, so keep one line.
         let message = message.trim().replace('\n', " ");
+        // A syntax error carries no key path; for a key written twice, name the key.
+        let key_path = match &span {
+            Some(span) if key_path.is_empty() && message.contains("duplicate key") => {
+                key_path_at(self.text, span.start).unwrap_or_default()
+            }
+            _ => key_path,
+        };
         self.error(span, &key_path, message)
     }
+}
+
+/// The dotted path of the key written at `offset`: the table header above it, then the key.
+/// Good enough for the plain `key = value` lines and `[table]` headers desired.toml is made of.
+fn key_path_at(text: &str, offset: usize) -> Option<String> {
+    let offset = offset.min(text.len());
+    let line_start = text[..offset].rfind('\n').map_or(0, |idx| idx + 1);
+    let line = text[line_start..].lines().next()?.trim();
+    let header = |line: &str| {
+        let inner = line.strip_prefix('[')?.trim_start_matches('[');
+        Some(inner.split(']').next()?.trim().to_owned())
+    };
+    if line.starts_with('[') {
+        return header(line);
+    }
+    let key = line.split('=').next()?.trim().trim_matches('"').to_owned();
+    let table = text[..line_start].lines().rev().map(str::trim).find(|l| l.starts_with('[')).and_then(header);
+    Some(match table {
+        Some(table) => format!("{table}.{key}"),
+        None => key,
+    })
 }
 
 fn line_column(text: &str, offset: usize) -> (usize, usize) {
@@ -566,6 +655,35 @@ name = "cache-${account_id}"
         desired.toml:7:8: `iam.roles.codebuild.name`: role name `rocm-bake-codebuild` is also declared by `iam.roles.builder` (line 4); one AWS name can be declared only once
         desired.toml:12:8: `s3.buckets.two.name`: bucket name `cache-123456789012` is also declared by `s3.buckets.one` (line 10); one AWS name can be declared only once
         ");
+    }
+
+    #[test]
+    fn each_problem_is_said_once_where_it_is_and_with_its_key() {
+        let shared = format!(
+            "region = \"us-east-1\"\n[ecr.defaults]\nlifecycle_policy = \"nope\"\n{POLICY}\n[ecr.repositories]\npytorch = {{}}\nvllm = {{}}\n"
+        );
+        assert_eq!(
+            errors(&shared),
+            "desired.toml:3:20: `ecr.defaults.lifecycle_policy`: no lifecycle policy named `nope` in \
+             `[ecr.lifecycle_policies]`"
+        );
+        let empty = "region = \"us-east-1\"\n[ecr.lifecycle_policies.p]\nrules = []\n";
+        assert_eq!(
+            errors(empty),
+            "desired.toml:3:9: `ecr.lifecycle_policies.p.rules`: a lifecycle policy needs at least one rule"
+        );
+        let two_types = "region = \"us-east-1\"\n[ecr.repositories]\npytorch = { scan_on_push = \"yes\" }\nvllm = { scan_on_push = \"no\", image_tag_mutability = 3 }\n";
+        insta::assert_snapshot!(errors(two_types), @r#"
+        desired.toml:3:28: `ecr.repositories.pytorch.scan_on_push`: invalid type: string "yes", expected a boolean
+        desired.toml:4:25: `ecr.repositories.vllm.scan_on_push`: invalid type: string "no", expected a boolean
+        desired.toml:4:54: `ecr.repositories.vllm.image_tag_mutability`: wanted string or table
+        "#);
+        let twice = "region = \"us-east-1\"\n[ecr.repositories]\npytorch = {}\npytorch = {}\n";
+        assert!(
+            errors(twice).starts_with("desired.toml:4:1: `ecr.repositories.pytorch`: duplicate key"),
+            "{}",
+            errors(twice)
+        );
     }
 
     #[test]
