@@ -10,6 +10,8 @@ use reconcile_core::plan::{Action, Change};
 use reconcile_core::render::Styled;
 use reconcile_core::{Address, Progress};
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::{FilterExt, filter_fn};
+use tracing_subscriber::prelude::*;
 
 use crate::args::ColorChoice;
 
@@ -37,21 +39,19 @@ pub fn init_logging(verbose: u8, color: ColorChoice) {
         1 => "info",
         _ => "debug",
     };
-    let mut filter = EnvFilter::try_from_env("RECONCILE_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    let filter = EnvFilter::try_from_env("RECONCILE_LOG").unwrap_or_else(|_| EnvFilter::new(default));
     // At trace level the SDK and the HTTP stack log whole request and response bodies, and a
-    // CreateWebhook response holds the webhook's secret: no level may print one, so they stop
-    // at debug whatever RECONCILE_LOG asks.
-    for target in SDK_TARGETS {
-        if let Ok(directive) = format!("{target}=debug").parse() {
-            filter = filter.add_directive(directive);
-        }
-    }
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    // CreateWebhook response holds the webhook's secret: no level may print one, so their trace
+    // events are dropped whatever RECONCILE_LOG asks.
+    let no_wire_bodies = filter_fn(|metadata| {
+        *metadata.level() != tracing::Level::TRACE || !SDK_TARGETS.iter().any(|t| metadata.target().starts_with(t))
+    });
+    let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(color_on(color, std::io::stderr().is_terminal()))
         .with_target(false)
-        .init();
+        .with_filter(filter.and(no_wire_bodies));
+    tracing_subscriber::registry().with(layer).init();
 }
 
 /// Whether to colour a stream: `always`, or `auto` on a terminal without `NO_COLOR` set.
