@@ -144,9 +144,22 @@ fn man_pages() -> Result<(), CliError> {
     Ok(())
 }
 
+/// The largest desired.toml read: a thousand repositories take about 40 KiB, so this is room
+/// for any real account, and a bound for `--desired /dev/zero` and its kind.
+const DESIRED_LIMIT: u64 = 1024 * 1024;
+
 fn load_desired(path: &Path) -> Result<(Desired, String), CliError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|error| CliError::Input(vec![format!("failed to read {}: {error}", path.display())]))?;
+    use std::io::Read;
+    let fail = |why: String| CliError::Input(vec![format!("failed to read {}: {why}", path.display())]);
+    let file = std::fs::File::open(path).map_err(|error| fail(error.to_string()))?;
+    let mut bytes = Vec::new();
+    file.take(DESIRED_LIMIT + 1).read_to_end(&mut bytes).map_err(|error| fail(error.to_string()))?;
+    if bytes.len() as u64 > DESIRED_LIMIT {
+        return Err(fail(format!("it is larger than {} MiB, more than any account needs", DESIRED_LIMIT >> 20)));
+    }
+    let text = String::from_utf8(bytes).map_err(|error| {
+        fail(format!("it is not UTF-8 text (invalid byte at offset {})", error.utf8_error().valid_up_to()))
+    })?;
     match Desired::parse(path, &text) {
         Ok(desired) => Ok((desired, text)),
         Err(errors) => Err(CliError::Input(errors.0.iter().map(ToString::to_string).collect())),

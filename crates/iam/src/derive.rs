@@ -3,7 +3,7 @@
 //! projects that run as the role. Never a hand-kept list of ARNs, so declaring a repository
 //! extends the role in the same plan.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use reconcile_core::Account;
 use reconcile_core::desired::{Desired, Role, log_group};
@@ -34,15 +34,14 @@ pub fn inline_policy(desired: &Desired, role: &Role, account: &Account, projects
     let repository_arn = |pattern: &str| reconcile_aws::arn(account, "ecr", &format!("repository/{pattern}"));
     let names: Vec<&str> = desired.ecr.repositories.iter().map(|r| r.name.as_str()).collect();
 
-    let mut patterns: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
-    let mut policy = build(desired, account, &patterns.iter().map(|p| repository_arn(p)).collect::<Vec<_>>(), projects);
-    // Too long with every repository listed: cover repositories that share a name prefix with
-    // one `prefix*` pattern, most characters saved first, until it fits or nothing is left.
-    while size(&policy) > INLINE_POLICY_LIMIT {
-        let Some((prefix, covered)) = best_prefix(&patterns) else { break };
-        patterns.retain(|p| !covered.contains(p));
-        patterns.push(format!("{prefix}*"));
-        patterns.sort();
+    let arns: Vec<String> = names.iter().map(|name| repository_arn(name)).collect();
+    let mut policy = build(desired, account, &arns, projects);
+    let n_characters = size(&policy);
+    if n_characters > INLINE_POLICY_LIMIT {
+        // Too long with every repository listed: cover repositories that share a name prefix
+        // with one `prefix*` pattern, until it fits or nothing is left to group.
+        let arn_size = |pattern: &str| repository_arn(pattern).chars().count() + 3; // quotes, comma
+        let patterns = group_by_prefix(&names, n_characters - INLINE_POLICY_LIMIT, arn_size);
         policy = build(desired, account, &patterns.iter().map(|p| repository_arn(p)).collect::<Vec<_>>(), projects);
     }
     let n_characters = size(&policy);
@@ -118,38 +117,72 @@ fn build(desired: &Desired, account: &Account, repository_arns: &[String], proje
     json!({ "Version": "2012-10-17", "Statement": statements })
 }
 
-/// The name prefix (ending where a name has a separator, or at its end) that covers the most of
-/// `patterns`, at least two; of prefixes covering as many, the longest, which grants the least.
-fn best_prefix(patterns: &[String]) -> Option<(String, BTreeSet<String>)> {
-    let mut candidates: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
-    for pattern in patterns.iter().filter(|p| !p.ends_with('*')) {
-        let ends = pattern.char_indices().filter(|(_, c)| matches!(c, '-' | '_' | '.' | '/')).map(|(idx, _)| idx);
-        for end in ends.chain([pattern.len()]).filter(|end| *end >= 3) {
-            candidates.entry(&pattern[..end]).or_default();
-        }
-    }
-    let mut best: Option<(usize, usize, &str)> = None; // (names covered, prefix length, prefix)
-    let mut best_covered = BTreeSet::new();
-    for prefix in candidates.keys() {
-        let covered: BTreeSet<String> = patterns
-            .iter()
-            .filter(|p| {
-                !p.ends_with('*')
-                    && p.starts_with(prefix)
-                    && (p.len() == prefix.len() || matches!(p.as_bytes()[prefix.len()], b'-' | b'_' | b'.' | b'/'))
-            })
-            .cloned()
+/// How long the part of a name before a prefix's separator must be, at the least: `rocm-*`
+/// groups, `ro-*` does not (too little of a name to say whose it is).
+pub const MIN_PREFIX_STEM: usize = 3;
+
+/// The patterns that cover `names` once at least `excess` characters are saved: each name as
+/// itself, or as part of a `prefix*` pattern whose prefix ends with a separator (`-`, `_`, `.`,
+/// `/`), so that `team0-*` covers `team0-wheel` but never `team0evil`. A name equal to a
+/// prefix's stem (`team0`) stays listed by itself. Greedy: the prefix covering the most names
+/// first, the longest of those (it grants the least); near-linear in the number of names.
+fn group_by_prefix(names: &[&str], excess: usize, arn_size: impl Fn(&str) -> usize) -> Vec<String> {
+    let mut covered_by: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    let mut prefixes_of: Vec<Vec<&str>> = Vec::with_capacity(names.len());
+    for (name_idx, name) in names.iter().enumerate() {
+        let prefixes: Vec<&str> = name
+            .char_indices()
+            .filter(|(idx, c)| matches!(c, '-' | '_' | '.' | '/') && *idx >= MIN_PREFIX_STEM)
+            .map(|(idx, _)| &name[..=idx])
             .collect();
-        if covered.len() < 2 {
+        for prefix in &prefixes {
+            covered_by.entry(prefix).or_default().push(name_idx);
+        }
+        prefixes_of.push(prefixes);
+    }
+    let mut live_count: BTreeMap<&str, usize> = covered_by.iter().map(|(p, names)| (*p, names.len())).collect();
+    let mut heap: std::collections::BinaryHeap<(usize, usize, &str)> =
+        live_count.iter().map(|(prefix, count)| (*count, prefix.len(), *prefix)).collect();
+    let mut live = vec![true; names.len()];
+    let mut chosen: Vec<String> = Vec::new();
+    let mut saved = 0;
+    while saved < excess {
+        let Some((count, length, prefix)) = heap.pop() else { break };
+        let current = live_count[prefix];
+        if current != count {
+            // Names it covered went to another prefix since: look at it again, as it is now.
+            if current >= 2 {
+                heap.push((current, length, prefix));
+            }
             continue;
         }
-        let key = (covered.len(), prefix.len(), *prefix);
-        if best.is_none_or(|b| (key.0, key.1) > (b.0, b.1)) {
-            best = Some(key);
-            best_covered = covered;
+        if count < 2 {
+            break;
         }
+        let pattern = format!("{prefix}*");
+        // A shorter prefix chosen now replaces any longer one it covers.
+        let replaced: Vec<String> = chosen.iter().filter(|c| c.starts_with(prefix)).cloned().collect();
+        chosen.retain(|c| !c.starts_with(prefix));
+        saved += replaced.iter().map(|c| arn_size(c)).sum::<usize>();
+        for name_idx in &covered_by[prefix] {
+            if !std::mem::replace(&mut live[*name_idx], false) {
+                continue;
+            }
+            saved += arn_size(names[*name_idx]);
+            for other in &prefixes_of[*name_idx] {
+                if let Some(n) = live_count.get_mut(other) {
+                    *n -= 1;
+                }
+            }
+        }
+        saved = saved.saturating_sub(arn_size(&pattern));
+        chosen.push(pattern);
     }
-    best.map(|(_, _, prefix)| (prefix.to_owned(), best_covered))
+    let mut patterns: Vec<String> =
+        names.iter().zip(&live).filter(|(_, live)| **live).map(|(name, _)| (*name).to_owned()).collect();
+    patterns.extend(chosen);
+    patterns.sort();
+    patterns
 }
 
 #[cfg(test)]
@@ -190,8 +223,32 @@ mod tests {
         assert!(!patterns.is_empty() && resources.len() < 200, "{}", resources.len());
         // Each pattern is as narrow as it can be: one target's image and its cache, nothing more.
         for pattern in patterns {
-            assert!(pattern.ends_with("-wheel"), "{pattern}");
+            assert!(pattern.starts_with("arn:aws:ecr:us-east-1:123456789012:repository/target"), "{pattern}");
+            assert!(
+                pattern.ends_with("-")
+                    && pattern.len() == "arn:aws:ecr:us-east-1:123456789012:repository/target000-".len(),
+                "{pattern}"
+            );
         }
+    }
+
+    #[test]
+    fn a_prefix_pattern_ends_at_a_separator_so_it_never_grants_a_longer_name() {
+        let arn_size = |name: &str| name.len() + 3;
+        let names = ["team0", "team0-wheel", "team0-wheel-cache", "team1-a", "team1-b"];
+        let patterns = group_by_prefix(&names, 1000, arn_size);
+        assert_eq!(patterns, ["team0", "team0-*", "team1-*"]);
+        // Too short a stem is never a prefix.
+        assert_eq!(group_by_prefix(&["ab-1", "ab-2"], 1000, arn_size), ["ab-1", "ab-2"]);
+    }
+
+    #[test]
+    fn a_hundred_thousand_names_group_into_one_pattern_per_team() {
+        let names: Vec<String> = (0..100_000).map(|i| format!("team{:03}-target{i}", i % 500)).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let patterns = group_by_prefix(&names, usize::MAX, |name| name.len() + 3);
+        assert_eq!(patterns.len(), 500);
+        assert!(patterns.iter().all(|p| p.ends_with("-*")), "{patterns:?}");
     }
 
     #[test]

@@ -101,3 +101,30 @@ async fn one_role_name_under_two_keys_is_refused_by_validate_plan_and_apply() {
     }
     assert_eq!(account.requests(), [], "nothing was sent to AWS");
 }
+
+#[tokio::test]
+async fn absurd_input_is_refused_quickly_with_a_clear_error() {
+    let account = emulator().new_account().await;
+    // An endless file.
+    let run = reconcile(&account, std::path::Path::new("/dev/zero"), &["validate"]);
+    assert_eq!(run.code, 1);
+    assert_eq!(run.stderr, "error: failed to read /dev/zero: it is larger than 1 MiB, more than any account needs\n");
+    // Not text.
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("desired.toml");
+    std::fs::write(&binary, b"region = \"us-east-1\"\n\xff\xfe\n").unwrap();
+    let run = reconcile(&account, &binary, &["validate"]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("it is not UTF-8 text (invalid byte at offset 21)"), "{}", run.stderr);
+    // 16,000 unrelated repositories: the policy is too big, and validate says so (it once took
+    // seconds, the grouping being quadratic).
+    let mut text = small_desired(&[]);
+    for idx in 0..16_000 {
+        text.push_str(&format!("repo{idx:05}x-{idx} = {{}}\n"));
+    }
+    text.push_str(crate::support::BUCKET_AND_ROLE);
+    let run = reconcile(&account, &desired_file(&text).path, &["validate"]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("over IAM's limit of 10240"), "{}", run.stderr);
+    assert_eq!(account.requests(), []);
+}

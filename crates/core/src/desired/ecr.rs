@@ -317,7 +317,8 @@ fn lifecycle_document(
     }
     let rules: Vec<serde_json::Value> = policy
         .rules
-        .get_ref().iter()
+        .get_ref()
+        .iter()
         .map(|rule| serde_json::to_value(rule.get_ref()).expect("lifecycle rules always serialize"))
         .collect();
     Some(serde_json::json!({ "rules": rules }))

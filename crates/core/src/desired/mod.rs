@@ -214,7 +214,9 @@ fn every_type_error(locate: &Locator<'_>, first: (Option<Range<usize>>, String, 
         let before = &text[..start];
         if let Some(comma) = after.find(|c: char| !c.is_whitespace()).filter(|idx| after[*idx..].starts_with(',')) {
             end += comma + 1;
-        } else if let Some(comma) = before.rfind(|c: char| !c.is_whitespace()).filter(|idx| before[*idx..].starts_with(',')) {
+        } else if let Some(comma) =
+            before.rfind(|c: char| !c.is_whitespace()).filter(|idx| before[*idx..].starts_with(','))
+        {
             start = comma;
         }
         text.replace_range(start..end, &" ".repeat(end - start));
