@@ -119,6 +119,10 @@ async fn an_administrator_policy_on_the_role_fails_drift_louder_than_an_undeclar
     assert!(findings[1].starts_with("Warning [D101] ecr_repository.stray"), "{findings:?}");
     assert!(!drift.stdout.contains("The account matches the desired state"), "{}", drift.stdout);
     assert!(drift.stdout.contains("but the account differs from the desired state"), "{}", drift.stdout);
+    let markdown = reconcile(&account, &desired.path, &["drift", "--format", "markdown"]);
+    assert_eq!(markdown.code, 2);
+    assert!(markdown.stdout.starts_with("### reconcile drift for account"), "{}", markdown.stdout);
+    assert!(!markdown.stdout.contains("**No changes**"), "{}", markdown.stdout);
 }
 
 #[tokio::test]
