@@ -6,27 +6,7 @@ use std::path::Path;
 
 use reconcile_test_support::{TestAccount, emulator};
 
-use crate::support::{Run, desired_file, real_desired, small_account};
-
-/// Runs `reconcile --desired <desired> <args>` with exactly `env` (and `PATH`).
-fn reconcile_in(env: &[(&str, String)], desired: &Path, args: &[&str]) -> Run {
-    let output = assert_cmd::Command::new(env!("CARGO_BIN_EXE_reconcile"))
-        .arg("--desired")
-        .arg(desired)
-        .args(args)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .write_stdin("")
-        .timeout(std::time::Duration::from_secs(60))
-        .output()
-        .expect("the binary runs");
-    Run {
-        code: output.status.code().expect("exited, not killed"),
-        stdout: String::from_utf8(output.stdout).expect("utf-8 stdout"),
-        stderr: String::from_utf8(output.stderr).expect("utf-8 stderr"),
-    }
-}
+use crate::support::{desired_file, real_desired, reconcile_in, small_account};
 
 /// The account's environment without its credentials, and with a HOME that holds no AWS
 /// configuration: a machine where nobody has set AWS up.

@@ -22,15 +22,23 @@ pub fn reconcile(account: &TestAccount, desired: &Path, args: &[&str]) -> Run {
 
 /// The same, with more environment variables.
 pub fn reconcile_with(account: &TestAccount, desired: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut all: Vec<(&str, String)> = account.env();
+    all.extend(env.iter().map(|(name, value)| (*name, (*value).to_owned())));
+    reconcile_in(&all, desired, args)
+}
+
+/// Runs `reconcile --desired <desired> <args>` with exactly `env` (and `PATH`), no stdin, and
+/// at most a minute to finish.
+pub fn reconcile_in(env: &[(&str, String)], desired: &Path, args: &[&str]) -> Run {
     let output = assert_cmd::Command::new(env!("CARGO_BIN_EXE_reconcile"))
         .arg("--desired")
         .arg(desired)
         .args(args)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .envs(account.env())
-        .envs(env.iter().copied())
+        .envs(env.iter().map(|(name, value)| (name, value)))
         .write_stdin("")
+        .timeout(std::time::Duration::from_secs(60))
         .output()
         .expect("the binary runs");
     Run {
