@@ -14,7 +14,8 @@ Beyond plain `python -m moto.server` it:
   for every account); `&reason=TEXT` fails them with an input error instead, which no retry fixes;
 - answers AccessDenied, as IAM does, to every call of one action by one access key:
   `POST /_reconcile/deny?access_key=KEY&action=GetRole&service=iam&caller=ARN&resource=TEXT`
-  (query protocol services only: moto's own authorization answers JSON services in XML).
+  (query protocol services only: moto's own authorization answers JSON services in XML);
+  `&code=CODE&message=TEXT` answers another error instead, such as `ExpiredToken`.
 
 - behaves as AWS does where moto differs in a way a plan would see (see `patch_defaults`).
 
@@ -43,7 +44,7 @@ WEBHOOK_SECRETS_PATH = "/_reconcile/codebuild/webhook-secrets"
 WEBHOOK_SECRETS = []
 
 DENY_PATH = "/_reconcile/deny"
-# (access key, action) -> the AccessDenied message to answer with.
+# (access key, action) -> the error code and message to answer with.
 DENY = {}
 
 
@@ -81,12 +82,12 @@ class RequestRecorder:
         if path == DENY_PATH:
             query = {k: v[0] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
             action = f"{query['service']}:{query['action']}"
-            message = (
+            message = query.get("message") or (
                 f"User: {query['caller']} is not authorized to perform: {action} on resource: "
                 f"{query['resource']} because no identity-based policy allows the {action} action"
             )
             with FAIL_LOCK:
-                DENY[(query["access_key"], query["action"])] = message
+                DENY[(query["access_key"], query["action"])] = (query.get("code", "AccessDenied"), message)
             start_response("204 No Content", [])
             return [b""]
         if not path.startswith("/moto-api"):
@@ -94,9 +95,10 @@ class RequestRecorder:
             with FAIL_LOCK:
                 denied = DENY.get((entry["access_key"], entry["action"]))
             if denied is not None:
+                code, message = denied
                 body = (
                     '<ErrorResponse xmlns="https://iam.amazonaws.com/doc/2010-05-08/"><Error><Type>Sender</Type>'
-                    f"<Code>AccessDenied</Code><Message>{denied}</Message></Error>"
+                    f"<Code>{code}</Code><Message>{message}</Message></Error>"
                     "<RequestId>denied-by-the-test-launcher</RequestId></ErrorResponse>"
                 ).encode()
                 start_response("403 Forbidden", [("Content-Type", "text/xml"), ("Content-Length", str(len(body)))])

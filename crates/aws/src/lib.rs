@@ -133,12 +133,29 @@ where
     move |error| {
         let kind = classify(&error);
         let reason = match (kind, error.message()) {
-            // The service's own words say who may not do what: keep them whole.
-            (ErrorKind::AccessDenied, Some(message)) => message.to_owned(),
+            // The service's own words say who may not do what, or that the session expired.
+            (ErrorKind::AccessDenied | ErrorKind::Unauthenticated | ErrorKind::Throttled, Some(message)) => {
+                message.to_owned()
+            }
+            // Below the SDK's wrappers, the one cause that says what happened: `Connection
+            // refused (os error 111)`, `no credentials found in chain`.
+            (ErrorKind::Unauthenticated | ErrorKind::Unreachable | ErrorKind::Timeout, None) => innermost(&error),
             _ => reconcile_core::reconciler::error_chain(&error),
         };
         ReconcileError::new(address, operation, reason).with_kind(kind).with_source(error)
     }
+}
+
+/// The deepest cause's words, first line only (the credential chain lists every provider it
+/// tried, one a line).
+fn innermost(error: &(dyn Error + 'static)) -> String {
+    let mut last = error;
+    while let Some(cause) = last.source() {
+        last = cause;
+    }
+    let words = last.to_string();
+    let first = words.lines().next().unwrap_or_default();
+    first.trim_end_matches("Attempted:").trim_end().trim_end_matches('.').to_owned()
 }
 
 /// The tags as desired.toml can name them: `aws:` tags belong to AWS, cannot be set or removed,

@@ -95,12 +95,12 @@ fn render_aws(error: &ReconcileError, endpoint: &str) -> String {
         ErrorKind::Unauthenticated => format!(
             "error: {on}failed to {operation}: no valid AWS credentials ({}); set AWS_PROFILE, or \
              AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or renew the session (`aws sso login`)",
-            innermost(error)
+            error.reason
         ),
         ErrorKind::Unreachable => format!(
             "error: {on}failed to {operation}: cannot reach {endpoint} ({}); check AWS_ENDPOINT_URL, the region \
              and the network",
-            innermost(error)
+            error.reason
         ),
         ErrorKind::Timeout => format!(
             "error: {on}failed to {operation}: {endpoint} did not answer in time; check AWS_ENDPOINT_URL, the region \
@@ -122,20 +122,6 @@ fn render_aws(error: &ReconcileError, endpoint: &str) -> String {
         },
         ErrorKind::InvalidChange | ErrorKind::Other => format!("error: {error}"),
     }
-}
-
-/// The deepest cause's words, `Connection refused (os error 111)`, not the wrappers around it;
-/// its first line only (the credential chain lists every provider it tried, one a line).
-fn innermost(error: &ReconcileError) -> String {
-    let mut last: Option<&(dyn std::error::Error + 'static)> = None;
-    let mut next = error.source.as_deref().map(|source| source as &(dyn std::error::Error + 'static));
-    while let Some(cause) = next {
-        last = Some(cause);
-        next = cause.source();
-    }
-    let words = last.map_or_else(|| error.reason.clone(), ToString::to_string);
-    let first = words.lines().next().unwrap_or_default();
-    first.trim_end_matches("Attempted:").trim_end().trim_end_matches('.').to_owned()
 }
 
 /// What AWS says when a caller lacks a permission:

@@ -251,6 +251,18 @@ impl TestAccount {
         );
     }
 
+    /// Makes every `action` call of this account's credentials fail with `code` and `message`
+    /// (query-protocol services: IAM, STS); `message` must be URL-safe.
+    pub fn fail_with(&self, service: &str, action: &str, code: &str, message: &str) {
+        emulator().control(
+            "POST",
+            &format!(
+                "/_reconcile/deny?access_key={}&service={service}&action={action}&code={code}&message={message}",
+                self.access_key_id
+            ),
+        );
+    }
+
     /// Makes this account's next `count` `CreateProject` calls fail with an input error that no
     /// retry fixes (`reason` must be URL-safe).
     pub fn reject_create_project(&self, count: u32, reason: &str) {

@@ -116,3 +116,19 @@ async fn an_endpoint_that_never_answers_fails_within_a_minute_naming_it() {
     assert!(elapsed < std::time::Duration::from_secs(60), "took {elapsed:?}");
     insta::assert_snapshot!("endpoint_never_answers", run.stderr.replace(&address.port().to_string(), "[PORT]"));
 }
+
+#[tokio::test]
+async fn an_expired_session_is_one_line_with_the_fix() {
+    let account = emulator().new_account().await;
+    account.fail_with(
+        "sts",
+        "GetCallerIdentity",
+        "ExpiredToken",
+        "The%20security%20token%20included%20in%20the%20request%20is%20expired",
+    );
+    let desired = desired_file(&small_account(&["pytorch"]));
+    let run = reconcile_in(&account.env(), &desired.path, &["plan"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.stdout, "");
+    insta::assert_snapshot!("expired_token", run.stderr);
+}
