@@ -464,4 +464,169 @@ mod tests {
         assert_ne!(desired_webhook("p", &full), desired_webhook("p", &fewer));
         assert_ne!(desired_webhook("p", &full), desired_webhook("p", &other));
     }
+
+    fn project() -> Project {
+        Project {
+            key: "runner".into(),
+            name: "rocm-bake".into(),
+            description: "runner".into(),
+            source_location: "https://github.com/ROCm/rocm-bake".into(),
+            environment_type: "LINUX_CONTAINER".into(),
+            compute_type: "BUILD_GENERAL1_XLARGE".into(),
+            image: "aws/codebuild/standard:7.0".into(),
+            privileged_mode: true,
+            service_role: "codebuild".into(),
+            build_timeout_minutes: 240,
+            queued_timeout_minutes: None,
+            tags: BTreeMap::from([("project".to_owned(), "rocm-bake".to_owned())]),
+            webhook: None,
+        }
+    }
+
+    fn spec() -> ProjectSpec {
+        serde_json::from_value(Value::Object(desired_project(&project(), "arn:aws:iam::1:role/r"))).unwrap()
+    }
+
+    #[test]
+    fn the_desired_project_is_what_desired_toml_says_and_clears_the_rest() {
+        let fields = desired_project(&project(), "arn:aws:iam::1:role/r");
+        assert_eq!(fields["name"], "rocm-bake");
+        assert_eq!(fields["service_role"], "arn:aws:iam::1:role/r");
+        assert_eq!(fields["timeout_in_minutes"], 240);
+        assert_eq!(fields["environment_variables"], serde_json::json!([]));
+        assert_eq!(fields["vpc_config"], Value::Null);
+        assert_eq!(fields["cache"], serde_json::json!({"type": "NO_CACHE"}));
+        assert!(!fields.contains_key("queued_timeout_in_minutes"), "only when declared");
+        assert!(spec().only_clears());
+        assert_eq!((minutes(240), minutes(u32::MAX)), (240, i32::MAX));
+    }
+
+    #[test]
+    fn a_spec_that_sets_any_field_reconcile_only_clears_is_refused() {
+        let setters: [fn(&mut ProjectSpec); 12] = [
+            |s| s.buildspec = "version: 0.2".into(),
+            |s| {
+                s.environment_variables =
+                    vec![EnvironmentVariable { name: "A".into(), kind: "PLAINTEXT".into(), value: "b".into() }]
+            },
+            |s| s.certificate = "bucket/cert.pem".into(),
+            |s| s.registry_credential = Some("arn:secret".into()),
+            |s| s.fleet = Some("arn:fleet".into()),
+            |s| s.vpc_config = Some(VpcSpec { vpc_id: "vpc-1".into(), subnets: vec![], security_group_ids: vec![] }),
+            |s| s.secondary_sources = vec![Value::Null],
+            |s| s.secondary_artifacts = vec![Value::Null],
+            |s| s.file_system_locations = vec![Value::Null],
+            |s| s.cache.kind = "LOCAL".into(),
+            |s| s.build_batch_service_role = Some("arn:role".into()),
+            |s| s.s3_logs.status = "ENABLED".into(),
+        ];
+        for (idx, set) in setters.iter().enumerate() {
+            let mut spec = spec();
+            set(&mut spec);
+            assert!(!spec.only_clears(), "setter {idx}");
+        }
+    }
+
+    #[test]
+    fn a_live_project_shows_everything_set_on_it_and_hides_plain_text_values() {
+        use codebuild::types::{
+            EnvironmentVariable as Variable, EnvironmentVariableType, LogsConfig, LogsConfigStatusType, ProjectCache,
+            ProjectEnvironment, ProjectSource, S3LogsConfig, VpcConfig,
+        };
+        let environment = ProjectEnvironment::builder()
+            .r#type("LINUX_CONTAINER".into())
+            .compute_type("BUILD_GENERAL1_XLARGE".into())
+            .image("img")
+            .environment_variables(Variable::builder().name("HOOK").value("/tmp/x.sh").build().unwrap())
+            .environment_variables(
+                Variable::builder()
+                    .name("TOKEN")
+                    .value("/ci/token")
+                    .r#type(EnvironmentVariableType::ParameterStore)
+                    .build()
+                    .unwrap(),
+            )
+            .build()
+            .unwrap();
+        let live = codebuild::types::Project::builder()
+            .name("rocm-bake")
+            .source(ProjectSource::builder().r#type("GITHUB".into()).buildspec("evil").build().unwrap())
+            .environment(environment)
+            .vpc_config(VpcConfig::builder().vpc_id("vpc-1").subnets("s-2").subnets("s-1").build())
+            .cache(ProjectCache::builder().r#type("S3".into()).location("").build().unwrap())
+            .logs_config(
+                LogsConfig::builder()
+                    .s3_logs(
+                        S3LogsConfig::builder().status(LogsConfigStatusType::Enabled).location("b/p").build().unwrap(),
+                    )
+                    .build(),
+            )
+            .build();
+        let fields = observed_project(&live);
+        assert_eq!(fields["buildspec"], "evil");
+        assert_eq!(
+            fields["environment_variables"],
+            serde_json::json!([
+                {"name": "HOOK", "type": "PLAINTEXT", "value": "(plain text, not shown)"},
+                {"name": "TOKEN", "type": "PARAMETER_STORE", "value": "/ci/token"},
+            ])
+        );
+        assert_eq!(
+            fields["vpc_config"],
+            serde_json::json!({"vpc_id": "vpc-1", "subnets": ["s-1", "s-2"], "security_group_ids": []})
+        );
+        assert_eq!(fields["cache"], serde_json::json!({"type": "S3"}), "an empty location is none");
+        assert_eq!(fields["s3_logs"], serde_json::json!({"status": "ENABLED", "location": "b/p"}));
+        assert_eq!(fields["project_visibility"], PRIVATE);
+
+        // What CodeBuild answers for a project with none of it.
+        let bare = codebuild::types::Project::builder()
+            .name("rocm-bake")
+            .vpc_config(VpcConfig::builder().build())
+            .logs_config(
+                LogsConfig::builder()
+                    .s3_logs(
+                        S3LogsConfig::builder().status(LogsConfigStatusType::Disabled).location("").build().unwrap(),
+                    )
+                    .build(),
+            )
+            .build();
+        let fields = observed_project(&bare);
+        assert_eq!(fields["vpc_config"], Value::Null, "an empty VPC configuration is none");
+        assert_eq!(fields["s3_logs"], serde_json::json!({"status": "DISABLED"}));
+        assert_eq!(fields["buildspec"], "");
+        // A VPC named by its subnets or security groups alone is still a VPC.
+        for vpc in
+            [VpcConfig::builder().subnets("s-1").build(), VpcConfig::builder().security_group_ids("sg-1").build()]
+        {
+            let live = codebuild::types::Project::builder().name("p").vpc_config(vpc).build();
+            assert_ne!(observed_project(&live)["vpc_config"], Value::Null);
+        }
+    }
+
+    #[test]
+    fn a_live_webhook_reads_as_the_desired_one_when_it_means_the_same() {
+        use codebuild::types::{WebhookFilter as LiveFilter, WebhookFilterType};
+        let live = codebuild::types::Webhook::builder()
+            .filter_groups(vec![
+                LiveFilter::builder().r#type(WebhookFilterType::RepositoryName).pattern("^a,,b$").build().unwrap(),
+                LiveFilter::builder()
+                    .r#type(WebhookFilterType::Event)
+                    .pattern("PUSH, ,WORKFLOW_JOB_QUEUED")
+                    .build()
+                    .unwrap(),
+            ])
+            .build();
+        let fields = observed_webhook("p", &live);
+        assert_eq!(
+            fields["filter_groups"],
+            serde_json::json!([[
+                {"type": "EVENT", "pattern": "PUSH,WORKFLOW_JOB_QUEUED", "exclude_matched_pattern": false},
+                {"type": "REPOSITORY_NAME", "pattern": "^a,,b$", "exclude_matched_pattern": false},
+            ]]),
+            "EVENT first, its events a set; other patterns untouched"
+        );
+        assert_eq!(fields["build_type"], "BUILD");
+        assert_eq!(fields["manual_creation"], false);
+    }
 }

@@ -320,6 +320,70 @@ mod tests {
     }
 
     #[test]
+    fn actions_have_their_words() {
+        let words: Vec<&str> =
+            [Action::Create, Action::Update, Action::Replace, Action::Delete].into_iter().map(Action::as_str).collect();
+        assert_eq!(words, ["create", "update", "replace", "delete"]);
+    }
+
+    fn finding(code: &str, severity: Severity, name: &str) -> Finding {
+        Finding {
+            code: code.into(),
+            severity,
+            address: Some(Address::new(ResourceKind::EcrRepository, name)),
+            message: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_finding_about_the_account_is_drift_and_one_about_the_file_is_not() {
+        assert!(finding("W999", Severity::Error, "a").is_drift(), "every error");
+        assert!(finding("D101", Severity::Warning, "a").is_drift());
+        assert!(finding("S101", Severity::Warning, "a").is_drift());
+        assert!(!finding("W201", Severity::Warning, "a").is_drift(), "a warning about desired.toml");
+        assert!(!finding("X1", Severity::Warning, "a").is_drift());
+    }
+
+    #[test]
+    fn findings_rank_errors_first_then_security_then_drift_then_by_code_and_address() {
+        let mut findings = vec![
+            finding("W201", Severity::Warning, "a"),
+            finding("D101", Severity::Warning, "b"),
+            finding("D102", Severity::Error, "z"),
+            finding("S101", Severity::Error, "y"),
+            finding("D101", Severity::Warning, "a"),
+            finding("W101", Severity::Error, "x"),
+            finding("S103", Severity::Warning, "c"),
+        ];
+        Finding::rank(&mut findings);
+        let order: Vec<String> = findings
+            .iter()
+            .map(|f| format!("{} {}", f.code, f.address.as_ref().map(|a| a.name.as_str()).unwrap_or_default()))
+            .collect();
+        assert_eq!(order, ["S101 y", "D102 z", "W101 x", "S103 c", "D101 a", "D101 b", "W201 a"]);
+    }
+
+    #[test]
+    fn the_account_differs_with_a_change_or_a_drift_finding() {
+        let mut plan = Plan {
+            account: "1".into(),
+            region: "r".into(),
+            changes: vec![],
+            findings: vec![],
+            observed: BTreeMap::new(),
+        };
+        assert!(!plan.account_differs());
+        plan.findings.push(finding("W201", Severity::Warning, "a"));
+        assert!(!plan.account_differs());
+        plan.findings.push(finding("D101", Severity::Warning, "a"));
+        assert!(plan.account_differs());
+        plan.findings.clear();
+        let address = Address::new(ResourceKind::EcrRepository, "a");
+        plan.changes.push(Change { address, action: Action::Create, before: None, after: None, depends_on: vec![] });
+        assert!(plan.account_differs());
+    }
+
+    #[test]
     fn fingerprints_tell_absent_from_present_and_see_changes() {
         let a = Observed::Present(object(json!({"a": 1})));
         let b = Observed::Present(object(json!({"a": 2})));

@@ -75,9 +75,20 @@ mod tests {
         assert_eq!(check(json!({"Federated": "cognito-identity.amazonaws.com"})), ["cognito-identity.amazonaws.com"]);
         assert!(check(json!({"AWS": "arn:aws:iam::123456789012:role/ci"})).is_empty());
         assert!(check(json!({"Service": "codebuild.amazonaws.com"})).is_empty());
+        // A bare string principal is `*` or nothing AWS accepts; an ARN written bare is no grant
+        // to the world.
+        assert!(check(json!("arn:aws:iam::123456789012:root")).is_empty());
         let deny = json!({"Statement": {"Effect": "Deny", "Principal": "*", "Action": "*"}});
         assert!(foreign_principals(&deny, "123456789012").is_empty());
         let not = json!({"Statement": {"Effect": "Allow", "NotPrincipal": {"AWS": "123456789012"}, "Action": "*"}});
         assert_eq!(foreign_principals(&not, "123456789012"), ["everyone but the NotPrincipal"]);
+    }
+
+    #[test]
+    fn a_bare_principal_is_an_account_only_when_it_is_twelve_digits() {
+        assert_eq!(account_of("123456789012"), Some("123456789012"));
+        assert_eq!(account_of("abcdefghijkl"), None);
+        assert_eq!(account_of("1234567890123"), None);
+        assert_eq!(account_of("arn:aws:iam::999999999999:role/x"), Some("999999999999"));
     }
 }

@@ -196,4 +196,41 @@ mod tests {
         future["format_version"] = json!("2.0");
         assert!(from_json(&future).unwrap_err().contains("plan format 2.0 is not supported"));
     }
+
+    #[test]
+    fn a_saved_change_must_be_the_one_derived_again() {
+        let plan = plan();
+        let saved = from_json(&to_json(&plan, "")).unwrap();
+        let address = plan.changes[0].address.clone();
+        let desired = BTreeMap::from([(
+            address.clone(),
+            DesiredResource::new(address.clone(), "pytorch-cache", object(json!({"policy": {"rules": [1]}}))),
+        )]);
+        let diff = |address: &Address, desired: Option<&DesiredResource>, observed: &Observed| {
+            crate::plan::diff(address, desired, observed).map(|mut change| {
+                // The plan's dependencies came from the desired resource; keep them.
+                change.depends_on = vec![Address::new(ResourceKind::EcrRepository, "pytorch-cache")];
+                change
+            })
+        };
+        assert_eq!(tampering(&saved, &desired, &plan.observed, diff), Vec::<String>::new());
+
+        // The file's `after` edited: not what desired.toml gives.
+        let mut edited = saved.clone();
+        edited.plan.changes[0].after = Some(object(json!({"policy": {"rules": [2]}})));
+        assert_eq!(
+            tampering(&edited, &desired, &plan.observed, diff),
+            ["the change to ecr_lifecycle_policy.pytorch-cache is not the one desired.toml and the account give now: \
+              the plan file was edited"]
+        );
+        // A change with no fingerprint: added to the file by hand.
+        let mut added = saved.clone();
+        added.observed_fingerprints.clear();
+        assert_eq!(
+            tampering(&added, &desired, &plan.observed, diff),
+            ["ecr_lifecycle_policy.pytorch-cache has no fingerprint in the plan file: it was edited"]
+        );
+        // Nothing to change any more (desired.toml now asks for what is there).
+        assert_eq!(tampering(&saved, &desired, &plan.observed, |_, _, _| None).len(), 1);
+    }
 }

@@ -88,6 +88,11 @@ mod tests {
           ]
         }"#;
         assert!(same(KEEP_3, pretty));
+        // An empty tag list selects nothing more than none: ECR answers either way.
+        let empty_lists =
+            KEEP_3.replace("\"countNumber\":3}", "\"countNumber\":3,\"tagPrefixList\":[],\"tagPatternList\":[]}");
+        assert_ne!(empty_lists, KEEP_3);
+        assert!(same(KEEP_3, &empty_lists));
     }
 
     #[test]

@@ -35,15 +35,11 @@ pub fn inline_policy(desired: &Desired, role: &Role, account: &Account, projects
     let names: Vec<&str> = desired.ecr.repositories.iter().map(|r| r.name.as_str()).collect();
 
     let arns: Vec<String> = names.iter().map(|name| repository_arn(name)).collect();
-    let mut policy = build(desired, account, &arns, projects);
-    let n_characters = size(&policy);
-    if n_characters > INLINE_POLICY_LIMIT {
-        // Too long with every repository listed: cover repositories that share a name prefix
-        // with one `prefix*` pattern, until it fits or nothing is left to group.
-        let arn_size = |pattern: &str| repository_arn(pattern).chars().count() + 3; // quotes, comma
-        let patterns = group_by_prefix(&names, n_characters - INLINE_POLICY_LIMIT, arn_size);
-        policy = build(desired, account, &patterns.iter().map(|p| repository_arn(p)).collect::<Vec<_>>(), projects);
-    }
+    // Too long with every repository listed: cover repositories that share a name prefix with
+    // one `prefix*` pattern, until it fits or nothing is left to group (none, when it fits).
+    let excess = size(&build(desired, account, &arns, projects)).saturating_sub(INLINE_POLICY_LIMIT);
+    let patterns = group_by_prefix(&names, excess, |pattern| repository_arn(pattern).chars().count());
+    let policy = build(desired, account, &patterns.iter().map(|p| repository_arn(p)).collect::<Vec<_>>(), projects);
     let n_characters = size(&policy);
     if n_characters > INLINE_POLICY_LIMIT {
         return Err(format!(
@@ -121,12 +117,18 @@ fn build(desired: &Desired, account: &Account, repository_arns: &[String], proje
 /// groups, `ro-*` does not (too little of a name to say whose it is).
 pub const MIN_PREFIX_STEM: usize = 3;
 
-/// The patterns that cover `names` once at least `excess` characters are saved: each name as
+/// What one entry of a JSON list of strings costs beside its own characters: two quotes and a
+/// comma.
+const ENTRY_OVERHEAD: usize = 3;
+
+/// The patterns that cover `names` once at least `excess` characters are saved (each entry
+/// `entry_size` characters, plus its quotes and comma): each name as
 /// itself, or as part of a `prefix*` pattern whose prefix ends with a separator (`-`, `_`, `.`,
 /// `/`), so that `team0-*` covers `team0-wheel` but never `team0evil`. A name equal to a
 /// prefix's stem (`team0`) stays listed by itself. Greedy: the prefix covering the most names
 /// first, the longest of those (it grants the least); near-linear in the number of names.
-fn group_by_prefix(names: &[&str], excess: usize, arn_size: impl Fn(&str) -> usize) -> Vec<String> {
+fn group_by_prefix(names: &[&str], excess: usize, entry_size: impl Fn(&str) -> usize) -> Vec<String> {
+    let arn_size = |pattern: &str| entry_size(pattern) + ENTRY_OVERHEAD;
     let mut covered_by: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     let mut prefixes_of: Vec<Vec<&str>> = Vec::with_capacity(names.len());
     for (name_idx, name) in names.iter().enumerate() {
@@ -234,19 +236,27 @@ mod tests {
 
     #[test]
     fn a_prefix_pattern_ends_at_a_separator_so_it_never_grants_a_longer_name() {
-        let arn_size = |name: &str| name.len() + 3;
         let names = ["team0", "team0-wheel", "team0-wheel-cache", "team1-a", "team1-b"];
-        let patterns = group_by_prefix(&names, 1000, arn_size);
+        let patterns = group_by_prefix(&names, 1000, str::len);
         assert_eq!(patterns, ["team0", "team0-*", "team1-*"]);
         // Too short a stem is never a prefix.
-        assert_eq!(group_by_prefix(&["ab-1", "ab-2"], 1000, arn_size), ["ab-1", "ab-2"]);
+        assert_eq!(group_by_prefix(&["ab-1", "ab-2"], 1000, str::len), ["ab-1", "ab-2"]);
+    }
+
+    #[test]
+    fn grouping_stops_as_soon_as_enough_is_saved() {
+        // Each group of two saves (5 + 3) * 2 - (5 + 3) = 8 characters.
+        let names = ["grp-a", "grp-b", "hhh-a", "hhh-b"];
+        assert_eq!(group_by_prefix(&names, 0, str::len), names, "nothing to save, nothing grouped");
+        assert_eq!(group_by_prefix(&names, 8, str::len), ["grp-a", "grp-b", "hhh-*"]);
+        assert_eq!(group_by_prefix(&names, 9, str::len), ["grp-*", "hhh-*"]);
     }
 
     #[test]
     fn a_hundred_thousand_names_group_into_one_pattern_per_team() {
         let names: Vec<String> = (0..100_000).map(|i| format!("team{:03}-target{i}", i % 500)).collect();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        let patterns = group_by_prefix(&names, usize::MAX, |name| name.len() + 3);
+        let patterns = group_by_prefix(&names, usize::MAX, str::len);
         assert_eq!(patterns.len(), 500);
         assert!(patterns.iter().all(|p| p.ends_with("-*")), "{patterns:?}");
     }
