@@ -507,7 +507,7 @@ mod tests {
             |s| s.buildspec = "version: 0.2".into(),
             |s| {
                 s.environment_variables =
-                    vec![EnvironmentVariable { name: "A".into(), kind: "PLAINTEXT".into(), value: "b".into() }]
+                    vec![EnvironmentVariable { name: "A".into(), kind: "PLAINTEXT".into(), value: "b".into() }];
             },
             |s| s.certificate = "bucket/cert.pem".into(),
             |s| s.registry_credential = Some("arn:secret".into()),
