@@ -28,12 +28,6 @@ pub fn object(value: Value) -> Map<String, Value> {
     }
 }
 
-/// A JSON object of strings (tags) as a map; anything else is empty.
-pub fn string_map(value: Option<&Value>) -> BTreeMap<String, String> {
-    let Some(Value::Object(map)) = value else { return BTreeMap::new() };
-    map.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned()))).collect()
-}
-
 /// What to do to tags to go from `current` to `desired`: keys to remove, and pairs to set.
 pub fn tag_changes(
     current: &BTreeMap<String, String>,
@@ -119,6 +113,20 @@ mod tests {
     fn text_forms_sort_keys_at_every_depth() {
         let value: Value = serde_json::from_str(r#"{"b": {"z": 1, "a": [{"y": 1, "x": 2}]}, "a": 0}"#).unwrap();
         assert_eq!(to_compact(&value), r#"{"a":0,"b":{"a":[{"x":2,"y":1}],"z":1}}"#);
+    }
+
+    #[test]
+    fn a_document_aws_returned_is_read_in_canonical_form_or_kept_as_text() {
+        assert_eq!(parse_document(r#"{"b": 1, "a": {"d": 2, "c": 3}}"#).to_string(), r#"{"a":{"c":3,"d":2},"b":1}"#);
+        assert_eq!(parse_document("not json"), json!("not json"));
+    }
+
+    #[test]
+    fn the_fingerprint_is_fnv_1a() {
+        // The published 64-bit FNV-1a test vectors.
+        assert_eq!(fingerprint_text(""), "cbf29ce484222325");
+        assert_eq!(fingerprint_text("a"), "af63dc4c8601ec8c");
+        assert_eq!(fingerprint_text("foobar"), "85944171f73967e8");
     }
 
     #[test]

@@ -354,13 +354,15 @@ mod tests {
             finding("D101", Severity::Warning, "a"),
             finding("W101", Severity::Error, "x"),
             finding("S103", Severity::Warning, "c"),
+            // A code of no category sorts after drift, even when its letter comes first.
+            finding("B100", Severity::Warning, "a"),
         ];
         Finding::rank(&mut findings);
         let order: Vec<String> = findings
             .iter()
             .map(|f| format!("{} {}", f.code, f.address.as_ref().map(|a| a.name.as_str()).unwrap_or_default()))
             .collect();
-        assert_eq!(order, ["S101 y", "D102 z", "W101 x", "S103 c", "D101 a", "D101 b", "W201 a"]);
+        assert_eq!(order, ["S101 y", "D102 z", "W101 x", "S103 c", "D101 a", "D101 b", "B100 a", "W201 a"]);
     }
 
     #[test]

@@ -167,7 +167,22 @@ mod tests {
 
     #[test]
     fn a_saved_plan_reads_back_to_the_same_changes() {
-        let plan = plan();
+        let mut plan = plan();
+        // A create has no `before`, a delete no `after`: both read back as none.
+        plan.changes.push(Change {
+            address: Address::new(ResourceKind::EcrRepository, "vllm"),
+            action: Action::Create,
+            before: None,
+            after: Some(object(json!({"scan_on_push": false}))),
+            depends_on: vec![],
+        });
+        plan.changes.push(Change {
+            address: Address::member(ResourceKind::IamRolePolicy, "codebuild", "legacy"),
+            action: Action::Delete,
+            before: Some(object(json!({"policy_name": "legacy"}))),
+            after: None,
+            depends_on: vec![],
+        });
         let saved = from_json(&to_json(&plan, "region = \"us-east-1\"")).unwrap();
         assert_eq!(saved.plan.changes, plan.changes);
         assert!(staleness(&saved, "region = \"us-east-1\"", &plan.observed).is_empty());

@@ -87,6 +87,8 @@ mod tests {
         let change = change(Value::Object(attributes(&spec)));
         assert_eq!(after::<Spec>(&change).unwrap(), spec);
         assert_eq!(before::<Spec>(&change).unwrap(), None);
+        let update = Change { before: Some(attributes(&Spec { name: "b".into(), count: 1 })), ..change };
+        assert_eq!(before::<Spec>(&update).unwrap(), Some(Spec { name: "b".into(), count: 1 }));
     }
 
     #[test]

@@ -41,7 +41,7 @@ pub fn inline_policy(desired: &Desired, role: &Role, account: &Account, projects
     let patterns = group_by_prefix(&names, excess, |pattern| repository_arn(pattern).chars().count());
     let policy = build(desired, account, &patterns.iter().map(|p| repository_arn(p)).collect::<Vec<_>>(), projects);
     let n_characters = size(&policy);
-    if n_characters > INLINE_POLICY_LIMIT {
+    if !fits(n_characters) {
         return Err(format!(
             "the derived inline policy `{}` of role `{}` would be {n_characters} characters, over IAM's limit of \
              {INLINE_POLICY_LIMIT} for a role's inline policies: {} repositories with too few shared name prefixes \
@@ -52,6 +52,11 @@ pub fn inline_policy(desired: &Desired, role: &Role, account: &Account, projects
         ));
     }
     Ok(policy)
+}
+
+/// Whether a policy of this many characters is within IAM's limit for a role's inline policies.
+fn fits(n_characters: usize) -> bool {
+    n_characters <= INLINE_POLICY_LIMIT
 }
 
 /// Size as IAM counts it: the compact form, which has no whitespace outside strings.
@@ -241,6 +246,12 @@ mod tests {
         assert_eq!(patterns, ["team0", "team0-*", "team1-*"]);
         // Too short a stem is never a prefix.
         assert_eq!(group_by_prefix(&["ab-1", "ab-2"], 1000, str::len), ["ab-1", "ab-2"]);
+    }
+
+    #[test]
+    fn the_limit_itself_fits() {
+        assert!(fits(INLINE_POLICY_LIMIT));
+        assert!(!fits(INLINE_POLICY_LIMIT + 1));
     }
 
     #[test]
