@@ -154,23 +154,16 @@ fn group_by_prefix(names: &[&str], excess: usize, entry_size: impl Fn(&str) -> u
     let mut chosen: Vec<String> = Vec::new();
     let mut saved = 0;
     while saved < excess {
-        let Some((count, length, prefix)) = heap.pop() else { break };
-        let current = live_count[prefix];
-        if current != count {
-            // Names it covered went to another prefix since: look at it again, as it is now.
-            if current >= 2 {
-                heap.push((current, length, prefix));
-            }
-            continue;
-        }
+        let Some((count, _, prefix)) = heap.pop() else { break };
         if count < 2 {
             break;
         }
+        // Prefixes are nested, and the one chosen covers the most names (ties: the longest), so
+        // every prefix that shares a name with it has lost all its names to it: skip those.
+        if live_count[prefix] != count {
+            continue;
+        }
         let pattern = format!("{prefix}*");
-        // A shorter prefix chosen now replaces any longer one it covers.
-        let replaced: Vec<String> = chosen.iter().filter(|c| c.starts_with(prefix)).cloned().collect();
-        chosen.retain(|c| !c.starts_with(prefix));
-        saved += replaced.iter().map(|c| arn_size(c)).sum::<usize>();
         for name_idx in &covered_by[prefix] {
             if !std::mem::replace(&mut live[*name_idx], false) {
                 continue;
