@@ -237,6 +237,8 @@ mod tests {
         let names = ["team0", "team0-wheel", "team0-wheel-cache", "team1-a", "team1-b"];
         let patterns = group_by_prefix(&names, 1000, str::len);
         assert_eq!(patterns, ["team0", "team0-*", "team1-*"]);
+        // A prefix inside one already chosen is not chosen again.
+        assert_eq!(group_by_prefix(&["aaa-b-1", "aaa-b-2", "aaa-c"], 1000, str::len), ["aaa-*"]);
         // Too short a stem is never a prefix.
         assert_eq!(group_by_prefix(&["ab-1", "ab-2"], 1000, str::len), ["ab-1", "ab-2"]);
     }

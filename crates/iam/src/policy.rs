@@ -14,20 +14,26 @@ use serde_json::{Map, Value};
 /// Undoes IAM's percent-encoding (RFC 3986, so `+` stays `+`). The Rust SDK hands the encoded
 /// text through unchanged.
 pub fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut decoded = Vec::with_capacity(bytes.len());
-    let mut idx = 0;
-    while idx < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        if bytes[idx] == b'%'
-            && idx + 2 < bytes.len()
-            && let (Some(high), Some(low)) = (hex(bytes[idx + 1]), hex(bytes[idx + 2]))
-        {
-            decoded.push((high * 16 + low) as u8);
-            idx += 3;
-        } else {
-            decoded.push(bytes[idx]);
-            idx += 1;
+    let hex = |b: u8| (b as char).to_digit(16);
+    let mut decoded = Vec::with_capacity(text.len());
+    // Walks the bytes by slice pattern, so every step consumes input: no index to get wrong,
+    // and a hostile string cannot make it loop.
+    let mut rest = text.as_bytes();
+    while let Some((&first, tail)) = rest.split_first() {
+        let escape = match tail {
+            [high, low, after @ ..] if first == b'%' => hex(*high).zip(hex(*low)).map(|pair| (pair, after)),
+            _ => None,
+        };
+        match escape {
+            // Two hex digits make at most 255: the byte always fits.
+            Some(((high, low), after)) => {
+                decoded.push((high * 16 + low) as u8);
+                rest = after;
+            }
+            None => {
+                decoded.push(first);
+                rest = tail;
+            }
         }
     }
     String::from_utf8(decoded).unwrap_or_else(|_| text.to_owned())
@@ -144,6 +150,9 @@ mod tests {
     fn percent_decoding_keeps_plus_signs() {
         assert_eq!(percent_decode("%7B%22a%22%3A%20%22b+c%2A%22%7D"), r#"{"a": "b+c*"}"#);
         assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(percent_decode("%4"), "%4", "a cut-off escape stays as it is");
+        assert_eq!(percent_decode("a%41"), "aA", "an escape at the very end decodes");
+        assert_eq!(percent_decode("%zz%2"), "%zz%2");
     }
 
     #[test]
@@ -179,6 +188,15 @@ mod tests {
         let a = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"123456789012","Service":["b.amazonaws.com","a.amazonaws.com"]},"Action":"sts:AssumeRole","Condition":{"Bool":{"aws:SecureTransport":true}}}]}"#;
         let b = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":["arn:aws:iam::123456789012:root"],"Service":["a.amazonaws.com","b.amazonaws.com"]},"Action":["sts:AssumeRole"],"Condition":{"Bool":{"aws:SecureTransport":["true"]}}}]}"#;
         assert!(same(a, b));
+    }
+
+    #[test]
+    fn effects_compare_without_case_and_deny_is_never_allow() {
+        let deny = POLICY.replace(r#""Effect":"Allow","Action":"ecr:Get"#, r#""Effect":"Deny","Action":"ecr:Get"#);
+        assert_ne!(deny, POLICY);
+        assert!(same(&deny, &deny.replace(r#""Effect":"Deny""#, r#""Effect":"deny""#)));
+        assert!(same(&deny, &deny.replace(r#""Effect":"Deny""#, r#""Effect":"DENY""#)));
+        assert!(!same(&deny, POLICY));
     }
 
     #[test]

@@ -201,4 +201,47 @@ mod tests {
     fn the_rule_sent_round_trips_to_the_same_canonical_form() {
         assert_eq!(observed_rule(&sdk_rule(&desired()).unwrap()), desired());
     }
+
+    #[test]
+    fn a_legacy_rule_level_prefix_is_the_rule_prefix() {
+        let legacy = observed_rule(&expire_30(None, Some("logs/")));
+        assert_eq!(legacy["prefix"], "logs/");
+        assert_ne!(legacy, desired(), "a rule for `logs/` is not one for the whole bucket");
+    }
+
+    #[test]
+    fn an_and_filter_keeps_its_tags_and_its_prefix_and_nothing_empty() {
+        let tag = s3::types::Tag::builder().key("k").value("v").build().unwrap();
+        let with_tags = s3::types::LifecycleRuleAndOperator::builder().prefix("p/").tags(tag).build();
+        let rule =
+            observed_rule(&expire_30(Some(s3::types::LifecycleRuleFilter::builder().and(with_tags).build()), None));
+        assert_eq!(rule["prefix"], "p/");
+        assert_eq!(rule["filter"], json!({"tags": [{"key": "k", "value": "v"}]}));
+        let prefix_only = s3::types::LifecycleRuleAndOperator::builder().prefix("p/").build();
+        let rule =
+            observed_rule(&expire_30(Some(s3::types::LifecycleRuleFilter::builder().and(prefix_only).build()), None));
+        assert!(rule.get("filter").is_none(), "{rule}");
+    }
+
+    #[test]
+    fn zero_days_is_no_expiration_by_age() {
+        let mut rule = expire_30(None, None);
+        rule.expiration =
+            Some(s3::types::LifecycleExpiration::builder().days(0).expired_object_delete_marker(true).build());
+        let observed = observed_rule(&rule);
+        assert!(observed.get("expiration_days").is_none(), "{observed}");
+        assert_eq!(observed["expired_object_delete_marker"], true);
+    }
+
+    #[test]
+    fn rules_are_a_set() {
+        let a = json!({"id": "a", "status": "Enabled"});
+        let b = json!({"id": "b", "status": "Enabled"});
+        let mut one = vec![b.clone(), a.clone()];
+        let mut two = vec![a.clone(), b.clone()];
+        sort_rules(&mut one);
+        sort_rules(&mut two);
+        assert_eq!(one, two);
+        assert_eq!(one, [a, b]);
+    }
 }
