@@ -3,8 +3,9 @@
 # cargo-mutants makes to them must be caught by a test. Not part of the test command: it takes
 # tens of minutes on two cores. Run it before resolving an issue that touches those files.
 #
-#   scripts/mutants.sh            every file
-#   scripts/mutants.sh -f FILE    one file (any cargo-mutants option passes through)
+#   scripts/mutants.sh                             every file
+#   scripts/mutants.sh --re 'iam/src/derive.rs'    the mutants whose name matches (any
+#                                                  cargo-mutants option passes through)
 #
 # Installs cargo-mutants (pinned) when it is missing. Results land in target/mutants/mutants.out;
 # the script fails when any mutant is missed.

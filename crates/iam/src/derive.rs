@@ -3,7 +3,7 @@
 //! projects that run as the role. Never a hand-kept list of ARNs, so declaring a repository
 //! extends the role in the same plan.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use reconcile_core::Account;
 use reconcile_core::desired::{Desired, Role, log_group};
@@ -147,10 +147,12 @@ fn group_by_prefix(names: &[&str], excess: usize, entry_size: impl Fn(&str) -> u
         }
         prefixes_of.push(prefixes);
     }
-    let mut live_count: BTreeMap<&str, usize> = covered_by.iter().map(|(p, names)| (*p, names.len())).collect();
     let mut heap: std::collections::BinaryHeap<(usize, usize, &str)> =
-        live_count.iter().map(|(prefix, count)| (*count, prefix.len(), *prefix)).collect();
+        covered_by.iter().map(|(prefix, covered)| (covered.len(), prefix.len(), *prefix)).collect();
     let mut live = vec![true; names.len()];
+    // Prefixes are nested, and the one chosen covers the most names (ties: the longest), so
+    // every prefix that shares a name with it has lost all its names to it: it is spent.
+    let mut spent: BTreeSet<&str> = BTreeSet::new();
     let mut chosen: Vec<String> = Vec::new();
     let mut saved = 0;
     while saved < excess {
@@ -158,22 +160,14 @@ fn group_by_prefix(names: &[&str], excess: usize, entry_size: impl Fn(&str) -> u
         if count < 2 {
             break;
         }
-        // Prefixes are nested, and the one chosen covers the most names (ties: the longest), so
-        // every prefix that shares a name with it has lost all its names to it: skip those.
-        if live_count[prefix] != count {
+        if spent.contains(prefix) {
             continue;
         }
         let pattern = format!("{prefix}*");
         for name_idx in &covered_by[prefix] {
-            if !std::mem::replace(&mut live[*name_idx], false) {
-                continue;
-            }
+            live[*name_idx] = false;
             saved += arn_size(names[*name_idx]);
-            for other in &prefixes_of[*name_idx] {
-                if let Some(n) = live_count.get_mut(other) {
-                    *n -= 1;
-                }
-            }
+            spent.extend(prefixes_of[*name_idx].iter().copied());
         }
         saved = saved.saturating_sub(arn_size(&pattern));
         chosen.push(pattern);
