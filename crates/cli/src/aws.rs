@@ -120,6 +120,7 @@ impl Aws {
             Box::new(reconcile_ecr::EcrReconciler::new(aws_sdk_ecr::Client::from_conf(ecr), account.clone())),
             Box::new(reconcile_codebuild::CodebuildReconciler::new(
                 aws_sdk_codebuild::Client::from_conf(codebuild),
+                account.clone(),
                 reconcile_codebuild::IAM_PROPAGATION,
             )),
         ]

@@ -56,12 +56,13 @@ const ALREADY_EXISTS: &str = "ResourceAlreadyExistsException";
 
 pub struct CodebuildReconciler {
     client: codebuild::Client,
+    account: Account,
     iam_wait: Backoff,
 }
 
 impl CodebuildReconciler {
-    pub fn new(client: codebuild::Client, iam_wait: Backoff) -> CodebuildReconciler {
-        CodebuildReconciler { client, iam_wait }
+    pub fn new(client: codebuild::Client, account: Account, iam_wait: Backoff) -> CodebuildReconciler {
+        CodebuildReconciler { client, account, iam_wait }
     }
 }
 
@@ -253,28 +254,37 @@ impl CodebuildReconciler {
     async fn update_project(&self, change: &Change, progress: &dyn Progress) -> Result<(), ReconcileError> {
         let address = &change.address;
         let spec = project_spec(change)?;
+        // What was seen set out of band is cleared with its empty form; what was not seen is
+        // left out of the request. A project adopted unseen gets every empty form.
+        let seen = reconcile_core::spec::before::<OutOfBand>(change)?;
+        let set = |field: fn(&OutOfBand) -> bool| seen.as_ref().is_none_or(field);
         let request = || {
-            let builder = with_project_fields!(self.client.update_project(), &spec)
-                .set_secondary_sources(Some(Vec::new()))
-                .set_secondary_artifacts(Some(Vec::new()))
-                .set_file_system_locations(Some(Vec::new()))
-                .vpc_config(codebuild::types::VpcConfig::builder().build())
-                .build_batch_config(codebuild::types::ProjectBuildBatchConfig::builder().build());
+            let mut builder = with_project_fields!(self.client.update_project(), &spec);
+            if set(|s| !s.secondary_sources.is_empty()) {
+                builder = builder.set_secondary_sources(Some(Vec::new()));
+            }
+            if set(|s| !s.secondary_artifacts.is_empty()) {
+                builder = builder.set_secondary_artifacts(Some(Vec::new()));
+            }
+            if set(|s| !s.file_system_locations.is_empty()) {
+                builder = builder.set_file_system_locations(Some(Vec::new()));
+            }
+            if set(|s| s.vpc_config.is_some()) {
+                builder = builder.vpc_config(codebuild::types::VpcConfig::builder().build());
+            }
+            if set(|s| s.build_batch_service_role.is_some()) {
+                builder = builder.build_batch_config(codebuild::types::ProjectBuildBatchConfig::builder().build());
+            }
             async move { builder.send().await }
         };
         self.waiting_for_iam(address, progress, request).await.map_err(failed(Some(address), "update project"))?;
         // Visibility has an API of its own; only a project seen to be public needs the call (an
         // adopted one is looked at again by the next plan).
-        #[derive(serde::Deserialize)]
-        struct Visibility {
-            project_visibility: String,
-        }
-        let before = reconcile_core::spec::before::<Visibility>(change)?;
-        if before.is_some_and(|b| b.project_visibility != spec.project_visibility) {
-            let arn = reconcile_core::spec::before::<Arn>(change).ok().flatten().map(|b| b.arn);
+        if seen.is_some_and(|s| s.project_visibility != spec.project_visibility) {
+            let arn = reconcile_aws::arn(&self.account, "codebuild", &format!("project/{}", spec.name));
             self.client
                 .update_project_visibility()
-                .set_project_arn(arn)
+                .project_arn(arn)
                 .project_visibility(spec.project_visibility.as_str().into())
                 .send()
                 .await
@@ -343,10 +353,15 @@ fn project_spec(change: &Change) -> Result<ProjectSpec, ReconcileError> {
     Ok(spec)
 }
 
-/// A live project's ARN, for the calls that take one.
+/// What the plan saw of the project's fields reconcile only clears.
 #[derive(serde::Deserialize)]
-struct Arn {
-    arn: String,
+struct OutOfBand {
+    secondary_sources: Vec<serde_json::Value>,
+    secondary_artifacts: Vec<serde_json::Value>,
+    file_system_locations: Vec<serde_json::Value>,
+    vpc_config: Option<serde_json::Value>,
+    build_batch_service_role: Option<String>,
+    project_visibility: String,
 }
 
 fn source(spec: &ProjectSpec) -> codebuild::types::ProjectSource {
@@ -464,7 +479,7 @@ mod tests {
             .match_requests(|request| request.filter_groups().len() == 1)
             .then_output(|| codebuild::operation::update_webhook::UpdateWebhookOutput::builder().build());
         let client = mock_client!(aws_sdk_codebuild, RuleMode::MatchAny, [&create, &update]);
-        let reconciler = CodebuildReconciler::new(client, IAM_PROPAGATION);
+        let reconciler = CodebuildReconciler::new(client, Account::new("123456789012", "us-east-1"), IAM_PROPAGATION);
         let change = Change {
             address: Address::new(ResourceKind::CodebuildWebhook, "runner"),
             action: Action::Create,
@@ -489,7 +504,7 @@ mod tests {
         let webhook = mock!(codebuild::Client::create_webhook)
             .then_output(|| codebuild::operation::create_webhook::CreateWebhookOutput::builder().build());
         let client = mock_client!(aws_sdk_codebuild, RuleMode::MatchAny, [&create, &webhook]);
-        let reconciler = CodebuildReconciler::new(client, IAM_PROPAGATION);
+        let reconciler = CodebuildReconciler::new(client, Account::new("123456789012", "us-east-1"), IAM_PROPAGATION);
         let project = Change {
             address: Address::new(ResourceKind::CodebuildProject, "runner"),
             action: Action::Create,
@@ -514,5 +529,48 @@ mod tests {
             "codebuild_webhook.runner: failed to read the change's desired fields: missing field `filter_groups`"
         );
         assert_eq!((create.num_calls(), webhook.num_calls()), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn an_update_clears_only_what_was_seen_set() {
+        let desired = desired_project(
+            &reconcile_core::desired::Project {
+                key: "runner".into(),
+                name: "rocm-bake".into(),
+                description: String::new(),
+                source_location: "https://github.com/ROCm/rocm-bake".into(),
+                environment_type: "LINUX_CONTAINER".into(),
+                compute_type: "BUILD_GENERAL1_XLARGE".into(),
+                image: "aws/codebuild/standard:7.0".into(),
+                privileged_mode: true,
+                service_role: "codebuild".into(),
+                build_timeout_minutes: 240,
+                queued_timeout_minutes: None,
+                tags: Default::default(),
+                webhook: None,
+            },
+            "arn:aws:iam::123456789012:role/r",
+        );
+        let mut seen = desired.clone();
+        seen.insert("vpc_config".into(), json!({"vpc_id": "vpc-1", "subnets": [], "security_group_ids": []}));
+        let update = mock!(codebuild::Client::update_project)
+            .match_requests(|request| {
+                request.vpc_config().is_some()
+                    && request.secondary_sources.is_none()
+                    && request.file_system_locations.is_none()
+                    && request.build_batch_config().is_none()
+            })
+            .then_output(|| codebuild::operation::update_project::UpdateProjectOutput::builder().build());
+        let client = mock_client!(aws_sdk_codebuild, RuleMode::MatchAny, [&update]);
+        let reconciler = CodebuildReconciler::new(client, Account::new("123456789012", "us-east-1"), IAM_PROPAGATION);
+        let change = Change {
+            address: Address::new(ResourceKind::CodebuildProject, "runner"),
+            action: Action::Update,
+            before: Some(seen),
+            after: Some(desired),
+            depends_on: vec![],
+        };
+        assert_eq!(reconciler.apply(&change, &Silent).await.unwrap(), Applied::Done);
+        assert_eq!(update.num_calls(), 1);
     }
 }
