@@ -418,6 +418,26 @@ fn canonical_groups(groups: Vec<Vec<Filter>>) -> Vec<Vec<Filter>> {
     groups
 }
 
+/// The nightly's runner project as desired.toml declares it, for tests.
+#[cfg(test)]
+pub(crate) fn test_project() -> Project {
+    Project {
+        key: "runner".into(),
+        name: "rocm-bake".into(),
+        description: "runner".into(),
+        source_location: "https://github.com/ROCm/rocm-bake".into(),
+        environment_type: "LINUX_CONTAINER".into(),
+        compute_type: "BUILD_GENERAL1_XLARGE".into(),
+        image: "aws/codebuild/standard:7.0".into(),
+        privileged_mode: true,
+        service_role: "codebuild".into(),
+        build_timeout_minutes: 240,
+        queued_timeout_minutes: None,
+        tags: BTreeMap::from([("project".to_owned(), "rocm-bake".to_owned())]),
+        webhook: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -465,31 +485,13 @@ mod tests {
         assert_ne!(desired_webhook("p", &full), desired_webhook("p", &other));
     }
 
-    fn project() -> Project {
-        Project {
-            key: "runner".into(),
-            name: "rocm-bake".into(),
-            description: "runner".into(),
-            source_location: "https://github.com/ROCm/rocm-bake".into(),
-            environment_type: "LINUX_CONTAINER".into(),
-            compute_type: "BUILD_GENERAL1_XLARGE".into(),
-            image: "aws/codebuild/standard:7.0".into(),
-            privileged_mode: true,
-            service_role: "codebuild".into(),
-            build_timeout_minutes: 240,
-            queued_timeout_minutes: None,
-            tags: BTreeMap::from([("project".to_owned(), "rocm-bake".to_owned())]),
-            webhook: None,
-        }
-    }
-
     fn spec() -> ProjectSpec {
-        serde_json::from_value(Value::Object(desired_project(&project(), "arn:aws:iam::1:role/r"))).unwrap()
+        serde_json::from_value(Value::Object(desired_project(&test_project(), "arn:aws:iam::1:role/r"))).unwrap()
     }
 
     #[test]
     fn the_desired_project_is_what_desired_toml_says_and_clears_the_rest() {
-        let fields = desired_project(&project(), "arn:aws:iam::1:role/r");
+        let fields = desired_project(&test_project(), "arn:aws:iam::1:role/r");
         assert_eq!(fields["name"], "rocm-bake");
         assert_eq!(fields["service_role"], "arn:aws:iam::1:role/r");
         assert_eq!(fields["timeout_in_minutes"], 240);

@@ -533,24 +533,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_update_clears_only_what_was_seen_set() {
-        let desired = desired_project(
-            &reconcile_core::desired::Project {
-                key: "runner".into(),
-                name: "rocm-bake".into(),
-                description: String::new(),
-                source_location: "https://github.com/ROCm/rocm-bake".into(),
-                environment_type: "LINUX_CONTAINER".into(),
-                compute_type: "BUILD_GENERAL1_XLARGE".into(),
-                image: "aws/codebuild/standard:7.0".into(),
-                privileged_mode: true,
-                service_role: "codebuild".into(),
-                build_timeout_minutes: 240,
-                queued_timeout_minutes: None,
-                tags: Default::default(),
-                webhook: None,
-            },
-            "arn:aws:iam::123456789012:role/r",
-        );
+        let desired = desired_project(&canonical::test_project(), "arn:aws:iam::123456789012:role/r");
         let mut seen = desired.clone();
         seen.insert("vpc_config".into(), json!({"vpc_id": "vpc-1", "subnets": [], "security_group_ids": []}));
         let update = mock!(codebuild::Client::update_project)
