@@ -479,3 +479,38 @@ async fn logs_are_plain_text_off_a_terminal_and_never_hold_a_secret_at_any_level
         assert!(!output.contains(value.as_str()), "{name} is in the output");
     }
 }
+
+/// The saved-plan checks hold for every kind of change: a create, an in-place update, and the
+/// delete of an undeclared inline policy (a member address), all in one saved plan.
+#[tokio::test]
+async fn a_saved_plan_with_a_create_an_update_and_a_member_delete_applies_exactly() {
+    let account = emulator().new_account().await;
+    let desired = desired_file(&small_account(&["pytorch"]));
+    assert_eq!(reconcile(&account, &desired.path, &["apply", "--auto-approve"]).code, 0);
+    let iam = aws_sdk_iam::Client::new(&account.sdk_config());
+    let wide = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:*","Resource":"*"}]}"#;
+    iam.put_role_policy()
+        .role_name("rocm-bake-codebuild")
+        .policy_name("legacy")
+        .policy_document(wide)
+        .send()
+        .await
+        .unwrap();
+    let ecr = ecr::Client::new(&account.sdk_config());
+    put_lifecycle_policy(&ecr, "pytorch", OLD_14_DAY_POLICY).await;
+    let more = desired_file(&small_account(&["pytorch", "vllm"]));
+
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("plan.json");
+    let saved_arg = saved.to_str().unwrap();
+    let plan = reconcile(&account, &more.path, &["plan", "--out", saved_arg, "--format", "json"]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    let changes = crate::support::json_changes(&plan.stdout);
+    assert!(changes.contains(&"delete iam_role_policy.codebuild/legacy".to_owned()), "{changes:?}");
+    assert!(changes.contains(&"create ecr_repository.vllm".to_owned()), "{changes:?}");
+    assert!(changes.contains(&"update ecr_lifecycle_policy.pytorch".to_owned()), "{changes:?}");
+
+    let apply = reconcile(&account, &more.path, &["apply", saved_arg, "--allow-delete"]);
+    assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
+    assert_eq!(reconcile(&account, &more.path, &["plan", "--detailed-exitcode"]).code, 0);
+}
