@@ -107,8 +107,9 @@ fn render_aws(error: &ReconcileError, endpoint: &str) -> String {
              and the network"
         ),
         ErrorKind::Throttled => format!(
-            "error: {on}failed to {operation}: AWS kept throttling the requests after every retry; run it again \
-             later, when fewer other clients are calling the same API"
+            "error: {on}failed to {operation}: AWS kept throttling the requests after every retry ({}); run it \
+             again later, when fewer other clients are calling the same API",
+            error.reason
         ),
         ErrorKind::AccessDenied => match AccessDenied::parse(&error.reason) {
             Some(denied) => format!(

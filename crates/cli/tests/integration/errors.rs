@@ -132,3 +132,17 @@ async fn an_expired_session_is_one_line_with_the_fix() {
     assert_eq!(run.stdout, "");
     insta::assert_snapshot!("expired_token", run.stderr);
 }
+
+#[tokio::test]
+async fn throttling_after_every_retry_is_one_line() {
+    let account = emulator().new_account().await;
+    account.fail_with("iam", "GetRole", "Throttling", "Rate%20exceeded");
+    let desired = desired_file(&small_account(&["pytorch"]));
+    let run = reconcile_in(&account.env(), &desired.path, &["plan"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.stdout, "");
+    insta::assert_snapshot!("throttled", run.stderr);
+    // The SDK tried three times before giving up.
+    let tries = account.requests().iter().filter(|r| r.to_string() == "iam:GetRole").count();
+    assert_eq!(tries, 3);
+}
