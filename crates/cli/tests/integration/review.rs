@@ -487,15 +487,7 @@ async fn a_saved_plan_with_a_create_an_update_and_a_member_delete_applies_exactl
     let account = emulator().new_account().await;
     let desired = desired_file(&small_account(&["pytorch"]));
     assert_eq!(reconcile(&account, &desired.path, &["apply", "--auto-approve"]).code, 0);
-    let iam = aws_sdk_iam::Client::new(&account.sdk_config());
-    let wide = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:*","Resource":"*"}]}"#;
-    iam.put_role_policy()
-        .role_name("rocm-bake-codebuild")
-        .policy_name("legacy")
-        .policy_document(wide)
-        .send()
-        .await
-        .unwrap();
+    crate::support::put_legacy_inline_policy(&account).await;
     let ecr = ecr::Client::new(&account.sdk_config());
     put_lifecycle_policy(&ecr, "pytorch", OLD_14_DAY_POLICY).await;
     let more = desired_file(&small_account(&["pytorch", "vllm"]));

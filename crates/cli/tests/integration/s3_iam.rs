@@ -221,15 +221,8 @@ async fn an_undeclared_inline_policy_is_a_delete_that_needs_allow_delete_and_man
     let account = emulator().new_account().await;
     let desired = desired_file(&small_account(&["pytorch"]));
     assert_eq!(reconcile(&account, &desired.path, &["apply", "--auto-approve"]).code, 0);
+    let wide = crate::support::put_legacy_inline_policy(&account).await;
     let iam = iam::Client::new(&account.sdk_config());
-    let wide = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:*","Resource":"*"}]}"#;
-    iam.put_role_policy()
-        .role_name("rocm-bake-codebuild")
-        .policy_name("legacy")
-        .policy_document(wide)
-        .send()
-        .await
-        .unwrap();
     let managed = iam.create_policy().policy_name("hand-made").policy_document(wide).send().await.unwrap();
     let managed_arn = managed.policy().unwrap().arn().unwrap().to_owned();
     iam.attach_role_policy().role_name("rocm-bake-codebuild").policy_arn(&managed_arn).send().await.unwrap();

@@ -180,3 +180,18 @@ pub fn apply_on_a_terminal(account: &TestAccount, desired: &Path, args: &str, an
 pub async fn put_lifecycle_policy(client: &aws_sdk_ecr::Client, repository: &str, text: &str) {
     client.put_lifecycle_policy().repository_name(repository).lifecycle_policy_text(text).send().await.unwrap();
 }
+
+/// Puts an inline policy desired.toml does not declare, `legacy` (`s3:*` on everything), on the
+/// role, as the old setup script's author once did by hand. Returns the document.
+pub async fn put_legacy_inline_policy(account: &TestAccount) -> &'static str {
+    let wide = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:*","Resource":"*"}]}"#;
+    aws_sdk_iam::Client::new(&account.sdk_config())
+        .put_role_policy()
+        .role_name("rocm-bake-codebuild")
+        .policy_name("legacy")
+        .policy_document(wide)
+        .send()
+        .await
+        .unwrap();
+    wide
+}
