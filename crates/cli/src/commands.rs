@@ -70,7 +70,7 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
     let aws = Aws::load(&desired.region).await;
     match args.command {
         Command::Plan { format, detailed_exitcode, out } => {
-            let (plan, _) = make_plan(&aws, &desired).await?;
+            let Planned { plan, .. } = make_plan(&aws, &desired).await?;
             // Saved before it is printed, so a reader that goes away cannot lose it.
             if let Some(path) = &out {
                 let saved = json::to_pretty(&saved::to_json(&plan, &desired_text));
@@ -91,13 +91,11 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             apply_saved(&output, &aws, &desired, &desired_text, &path, allow_delete, format).await
         }
         Command::Apply { plan_file: None, auto_approve, allow_delete, format } => {
-            let (plan, reconcilers) = make_plan(&aws, &desired).await?;
+            let Planned { plan, reconcilers, .. } = make_plan(&aws, &desired).await?;
             apply(&output, &aws, &plan, &reconcilers, Approval { auto_approve, allow_delete }, format).await
         }
         Command::Drift { format } => {
-            let (mut plan, reconcilers) = make_plan(&aws, &desired).await?;
-            let account = Account::new(&plan.account, &plan.region);
-            let resources = desired_resources(&desired, &account).map_err(CliError::aws(&aws.endpoint))?;
+            let Planned { mut plan, reconcilers, resources } = make_plan(&aws, &desired).await?;
             let unmanaged = engine::survey(&reconcilers, &resources).await.map_err(CliError::aws(&aws.endpoint))?;
             plan.findings.extend(unmanaged);
             reconcile_core::Finding::rank(&mut plan.findings);
@@ -166,13 +164,20 @@ fn load_desired(path: &Path) -> Result<(Desired, String), CliError> {
     }
 }
 
-async fn make_plan(aws: &Aws, desired: &Desired) -> Result<(Plan, Vec<Box<dyn Reconciler>>), CliError> {
+/// A plan, with the reconcilers and desired resources it was made from, for what comes next.
+struct Planned {
+    plan: Plan,
+    reconcilers: Vec<Box<dyn Reconciler>>,
+    resources: DesiredResources,
+}
+
+async fn make_plan(aws: &Aws, desired: &Desired) -> Result<Planned, CliError> {
     let account = aws.account().await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
     let resources = desired_resources(desired, &account).map_err(CliError::aws(&aws.endpoint))?;
     let reconcilers = aws.reconcilers(&account);
     let plan = engine::plan(&reconcilers, desired, &resources, &account).await.map_err(CliError::aws(&aws.endpoint))?;
     tracing::info!("plan: {}", aws.requests);
-    Ok((plan, reconcilers))
+    Ok(Planned { plan, reconcilers, resources })
 }
 
 fn print_plan(output: &Output, plan: &Plan, format: Format, command: &str) -> Result<(), CliError> {
