@@ -8,6 +8,7 @@ pub mod address;
 pub mod desired;
 pub mod engine;
 pub mod json;
+pub mod lifecycle;
 pub mod markdown;
 pub mod plan;
 pub mod policy;
