@@ -300,6 +300,9 @@ def patch_defaults():
     - ECR: `PutImageScanningConfiguration` with no `scanOnPush` (what the SDK sends for `false`)
       turns scanning off, as ECR reads a missing value; moto ignored the empty object, so a
       repository once scanned could never stop.
+    - ECR: each pushed image gets a push time later than the one before, as pushes a second
+      apart would: moto keeps whole seconds, so images pushed in one test second would tie, and
+      which of them a count-based lifecycle rule keeps would be a coin toss.
     """
     from moto.ecr import models as ecr_models
     from moto.s3 import models as s3_models
@@ -333,6 +336,16 @@ def patch_defaults():
         return put_scanning(self, registry_id, repository_name, image_scan_config)
 
     ecr_models.ECRBackend.put_image_scanning_configuration = put_scanning_as_ecr_reads_it
+
+    image_init = ecr_models.Image.__init__
+    last_push = [0]
+
+    def image_pushed_after_the_last(self, *args, **kwargs):
+        image_init(self, *args, **kwargs)
+        self.image_pushed_at = max(self.image_pushed_at, last_push[0] + 1)
+        last_push[0] = self.image_pushed_at
+
+    ecr_models.Image.__init__ = image_pushed_after_the_last
 
 
 def main():

@@ -31,8 +31,11 @@ pub struct Args {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Check desired.toml without any AWS call.
-    Validate,
+    /// Check desired.toml (and the bake file) without any AWS call.
+    Validate {
+        #[command(flatten)]
+        bake: Bake,
+    },
     /// Show what apply would change. Never writes.
     Plan {
         #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -43,6 +46,10 @@ pub enum Command {
         /// Also save the plan for `apply <file>`, with fingerprints of what it was made against.
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
+        #[command(flatten)]
+        bake: Bake,
+        #[command(flatten)]
+        prune: Prune,
     },
     /// Make the account match desired.toml, or carry out a saved plan.
     Apply {
@@ -59,12 +66,24 @@ pub enum Command {
         /// The format of the closing report; with json or markdown, progress goes to stderr.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// Allow deleting a pruned repository that still holds images (with --prune and
+        /// --allow-delete); without it, such a delete is refused (exit 3).
+        #[arg(long)]
+        force_delete_images: bool,
+        #[command(flatten)]
+        bake: Bake,
+        #[command(flatten)]
+        prune: Prune,
     },
     /// The scheduled drift check: the plan, plus what the account holds that desired.toml does
     /// not declare. Exit 0 in sync, 2 drift, 1 error.
     Drift {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        #[command(flatten)]
+        bake: Bake,
+        #[command(flatten)]
+        prune: Prune,
     },
     /// Print the `gh variable set` lines that wire the GitHub repository to the account.
     Outputs {
@@ -80,6 +99,50 @@ pub enum Command {
     },
     /// Print the man pages (roff): reconcile's, then each subcommand's.
     Man,
+}
+
+impl Command {
+    /// The bake file given on the command line, for the commands that check one.
+    pub fn bake(&self) -> Option<&std::path::Path> {
+        match self {
+            Command::Validate { bake }
+            | Command::Plan { bake, .. }
+            | Command::Apply { bake, .. }
+            | Command::Drift { bake, .. } => bake.bake.as_deref(),
+            _ => None,
+        }
+    }
+
+    pub fn prune(&self) -> bool {
+        match self {
+            Command::Plan { prune, .. } | Command::Apply { prune, .. } | Command::Drift { prune, .. } => prune.prune,
+            _ => false,
+        }
+    }
+
+    pub fn force_delete_images(&self) -> bool {
+        matches!(self, Command::Apply { force_delete_images: true, .. })
+    }
+}
+
+/// The bake cross-check.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Bake {
+    /// The nightly's bake file (the JSON that bake prints, or its HCL): every ECR repository
+    /// of this account it names must be declared. Overrides `bake` in desired.toml. Its variables
+    /// resolve as bake resolves them: the environment first, then the default.
+    #[arg(long, value_name = "FILE")]
+    pub bake: Option<PathBuf>,
+}
+
+/// Deleting what desired.toml no longer declares.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct Prune {
+    /// Also plan deleting each ECR repository desired.toml no longer declares that carries the
+    /// `managed-by` tag desired.toml gives repositories (never one made by hand); apply needs
+    /// --allow-delete for it, and --force-delete-images if it holds images.
+    #[arg(long)]
+    pub prune: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -105,7 +105,8 @@ impl Aws {
 
     /// One reconciler per resource crate, each with its own counted client. Building them
     /// makes no request.
-    pub fn reconcilers(&self, account: &Account) -> Vec<Box<dyn Reconciler>> {
+    /// One reconciler per resource crate; ECR's also prunes when `prune` says how.
+    pub fn reconcilers(&self, account: &Account, prune: Option<reconcile_ecr::Prune>) -> Vec<Box<dyn Reconciler>> {
         let ecr = aws_sdk_ecr::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
         // An endpoint override (an emulator) cannot serve virtual-hosted bucket names.
         let s3 = aws_sdk_s3::config::Builder::from(&self.sdk)
@@ -117,7 +118,11 @@ impl Aws {
         vec![
             Box::new(reconcile_iam::IamReconciler::new(aws_sdk_iam::Client::from_conf(iam), account.clone())),
             Box::new(reconcile_s3::S3Reconciler::new(aws_sdk_s3::Client::from_conf(s3), account.clone())),
-            Box::new(reconcile_ecr::EcrReconciler::new(aws_sdk_ecr::Client::from_conf(ecr), account.clone())),
+            Box::new(match prune {
+                Some(prune) => reconcile_ecr::EcrReconciler::new(aws_sdk_ecr::Client::from_conf(ecr), account.clone())
+                    .pruning(prune),
+                None => reconcile_ecr::EcrReconciler::new(aws_sdk_ecr::Client::from_conf(ecr), account.clone()),
+            }),
             Box::new(reconcile_codebuild::CodebuildReconciler::new(
                 aws_sdk_codebuild::Client::from_conf(codebuild),
                 account.clone(),

@@ -8,7 +8,7 @@ use clap::CommandFactory;
 use reconcile_core::engine::{self, ApplyOptions, DesiredResources};
 use reconcile_core::markdown::GITHUB_COMMENT_LIMIT;
 use reconcile_core::{
-    Account, Desired, DesiredResource, Plan, ReconcileError, Reconciler, json, render, report, saved,
+    Account, Desired, DesiredResource, Finding, Plan, ReconcileError, Reconciler, json, render, report, saved,
 };
 
 use crate::args::{Args, Command, Format, OutputsFormat};
@@ -51,10 +51,38 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
     desired_resources(&desired, &stand_in).map_err(|errors| {
         CliError::Input(errors.iter().map(|error| format!("{}: {error}", args.desired.display())).collect())
     })?;
-    if let Command::Validate = args.command {
-        for warning in &desired.warnings {
-            eprintln!("warning: [{}] {}", warning.code, warning.location);
+    let bake = match args.command.bake().or(desired.bake.as_deref()) {
+        Some(path) => Some(load_bake(path)?),
+        None => None,
+    };
+    let prune = match args.command.prune() {
+        true => Some(reconcile_ecr::Prune {
+            marker: reconcile_ecr::prune_marker(&desired).map_err(|why| CliError::Input(vec![why]))?,
+            force_delete_images: args.command.force_delete_images(),
+        }),
+        false => None,
+    };
+    if let Command::Validate { .. } = args.command {
+        let mut findings: Vec<Finding> = desired.findings.iter().map(|finding| finding.to_finding()).collect();
+        if let Some(bake) = &bake {
+            let check = bake.check(&desired, None);
+            if !check.accounts.is_empty() {
+                let accounts: Vec<&str> = check.accounts.iter().map(String::as_str).collect();
+                eprintln!(
+                    "{}: {} references to ECR in {} checked, naming account {}.",
+                    bake.name,
+                    check.checked,
+                    desired.region,
+                    accounts.join(", ")
+                );
+            }
+            findings.extend(check.findings);
         }
+        Finding::rank(&mut findings);
+        for finding in &findings {
+            eprintln!("{}", finding_line(finding));
+        }
+        refuse_on(&findings)?;
         out(&format!(
             "{} is valid: region {}, {} ECR repositories, {} S3 buckets, {} IAM roles, {} CodeBuild projects.\n",
             args.desired.display(),
@@ -68,16 +96,20 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
     }
 
     let aws = Aws::load(&desired.region).await;
+    let context = PlanContext { desired: &desired, bake: bake.as_ref(), prune: prune.clone() };
     match args.command {
-        Command::Plan { format, detailed_exitcode, out } => {
-            let Planned { plan, .. } = make_plan(&aws, &desired).await?;
-            // Saved before it is printed, so a reader that goes away cannot lose it.
-            if let Some(path) = &out {
+        Command::Plan { format, detailed_exitcode, out, .. } => {
+            let Planned { plan, .. } = make_plan(&aws, &context).await?;
+            let refused = refuse_on(&plan.findings);
+            // Saved before it is printed, so a reader that goes away cannot lose it; never when
+            // refused, so a refused plan cannot be applied.
+            if let (Some(path), Ok(())) = (&out, &refused) {
                 let saved = json::to_pretty(&saved::to_json(&plan, &desired_text));
                 std::fs::write(path, saved + "\n")
                     .with_context(|| format!("failed to write the plan to {}", path.display()))?;
             }
             print_plan(&output, &plan, format, "plan")?;
+            refused?;
             if let Some(path) = &out {
                 eprintln!(
                     "Saved the plan to {}: `reconcile apply {}` carries out exactly it.",
@@ -88,14 +120,14 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             Ok(if detailed_exitcode && plan.has_changes() { exit::CHANGES } else { exit::OK })
         }
         Command::Apply { plan_file: Some(path), allow_delete, format, .. } => {
-            apply_saved(&output, &aws, &desired, &desired_text, &path, allow_delete, format).await
+            apply_saved(&output, &aws, &context, &desired_text, &path, allow_delete, format).await
         }
-        Command::Apply { plan_file: None, auto_approve, allow_delete, format } => {
-            let Planned { plan, reconcilers, .. } = make_plan(&aws, &desired).await?;
+        Command::Apply { plan_file: None, auto_approve, allow_delete, format, .. } => {
+            let Planned { plan, reconcilers, .. } = make_plan(&aws, &context).await?;
             apply(&output, &aws, &plan, &reconcilers, Approval { auto_approve, allow_delete }, format).await
         }
-        Command::Drift { format } => {
-            let Planned { mut plan, reconcilers, resources } = make_plan(&aws, &desired).await?;
+        Command::Drift { format, .. } => {
+            let Planned { mut plan, reconcilers, resources } = make_plan(&aws, &context).await?;
             let unmanaged = engine::survey(&reconcilers, &resources).await.map_err(CliError::aws(&aws.endpoint))?;
             plan.findings.extend(unmanaged);
             reconcile_core::Finding::rank(&mut plan.findings);
@@ -104,10 +136,73 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             Ok(if plan.account_differs() { exit::CHANGES } else { exit::OK })
         }
         Command::Outputs { format } => outputs(&aws, &desired, format).await,
-        Command::Validate | Command::Schema | Command::Completions { .. } | Command::Man => {
+        Command::Validate { .. } | Command::Schema | Command::Completions { .. } | Command::Man => {
             unreachable!("handled above")
         }
     }
+}
+
+/// A finding as one line of `validate`'s output.
+fn finding_line(finding: &Finding) -> String {
+    let severity = match finding.severity {
+        reconcile_core::Severity::Warning => "warning",
+        reconcile_core::Severity::Error => "error",
+    };
+    let overridden = finding
+        .overridden_by
+        .as_ref()
+        .map(|key| format!(" (overridden: `{key} = true` on the resource)"))
+        .unwrap_or_default();
+    format!("{severity}: [{}] {}{overridden}", finding.code, finding.message)
+}
+
+/// Refuses (exit 3) when an error finding is about desired.toml itself.
+fn refuse_on(findings: &[Finding]) -> Result<(), CliError> {
+    let refusing: Vec<String> = findings
+        .iter()
+        .filter(|finding| finding.refuses())
+        .map(|finding| match &finding.address {
+            Some(address) => format!("{} on {address}", finding.code),
+            None => finding.code.clone(),
+        })
+        .collect();
+    if refusing.is_empty() { Ok(()) } else { Err(CliError::RefusedFindings(refusing)) }
+}
+
+/// A bake file, read, for the cross-check.
+struct BakeFile {
+    /// The path as given, for messages.
+    name: String,
+    references: Vec<reconcile_core::bake::Reference>,
+}
+
+impl BakeFile {
+    fn check(&self, desired: &Desired, account: Option<&str>) -> reconcile_core::bake::Check {
+        let declared = desired.ecr.repositories.iter().map(|r| r.name.as_str()).collect();
+        reconcile_core::bake::check(&self.name, &self.references, &declared, &desired.region, account)
+    }
+}
+
+/// Reads the bake file, resolving its variables from the environment as bake does.
+fn load_bake(path: &Path) -> Result<BakeFile, CliError> {
+    let name = path.display().to_string();
+    let fail = |why: String| CliError::Input(vec![format!("{name}: {why}")]);
+    let text = std::fs::read_to_string(path).map_err(|error| fail(format!("failed to read the bake file: {error}")))?;
+    let lookup = |variable: &str| {
+        if std::env::var_os("BUILDX_BAKE_DISABLE_VARS_ENV_LOOKUP").is_some_and(|v| v == "1") {
+            return None;
+        }
+        std::env::var(variable).ok()
+    };
+    let references = reconcile_core::bake::read(&text, &lookup).map_err(fail)?;
+    Ok(BakeFile { name, references })
+}
+
+/// What a plan is made from besides AWS.
+struct PlanContext<'a> {
+    desired: &'a Desired,
+    bake: Option<&'a BakeFile>,
+    prune: Option<reconcile_ecr::Prune>,
 }
 
 /// Every desired resource of every resource crate, keyed by address. Pure: no AWS.
@@ -171,11 +266,17 @@ struct Planned {
     resources: DesiredResources,
 }
 
-async fn make_plan(aws: &Aws, desired: &Desired) -> Result<Planned, CliError> {
+async fn make_plan(aws: &Aws, context: &PlanContext<'_>) -> Result<Planned, CliError> {
+    let desired = context.desired;
     let account = aws.account().await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
     let resources = desired_resources(desired, &account).map_err(CliError::aws(&aws.endpoint))?;
-    let reconcilers = aws.reconcilers(&account);
-    let plan = engine::plan(&reconcilers, desired, &resources, &account).await.map_err(CliError::aws(&aws.endpoint))?;
+    let reconcilers = aws.reconcilers(&account, context.prune.clone());
+    let mut plan =
+        engine::plan(&reconcilers, desired, &resources, &account).await.map_err(CliError::aws(&aws.endpoint))?;
+    if let Some(bake) = context.bake {
+        plan.findings.extend(bake.check(desired, Some(&account.id)).findings);
+        Finding::rank(&mut plan.findings);
+    }
     tracing::info!("plan: {}", aws.requests);
     Ok(Planned { plan, reconcilers, resources })
 }
@@ -227,6 +328,7 @@ async fn apply(
     } else {
         print!("{plan_text}");
     }
+    refuse_on(&plan.findings)?;
     if !plan.has_changes() {
         // A machine-readable report is still a report: one of nothing done.
         print_report(plan, &engine::ApplyReport::default(), format)?;
@@ -280,7 +382,7 @@ fn print_report(plan: &Plan, report: &engine::ApplyReport, format: Format) -> Re
 async fn apply_saved(
     output: &Output,
     aws: &Aws,
-    desired: &Desired,
+    context: &PlanContext<'_>,
     desired_text: &str,
     path: &Path,
     allow_delete: bool,
@@ -300,7 +402,12 @@ async fn apply_saved(
             )],
         });
     }
-    let reconcilers = aws.reconcilers(&account);
+    let desired = context.desired;
+    // desired.toml's own refusals hold for a saved plan too (a refused plan is never saved).
+    let mut findings: Vec<Finding> = desired.findings.iter().map(|finding| finding.to_finding()).collect();
+    findings.extend(context.bake.into_iter().flat_map(|bake| bake.check(desired, Some(&account.id)).findings));
+    refuse_on(&findings)?;
+    let reconcilers = aws.reconcilers(&account, context.prune.clone());
     let resources = desired_resources(desired, &account).map_err(CliError::aws(&aws.endpoint))?;
     // Everything the plan touches or claims to have fingerprinted, seen again now.
     let addresses: Vec<_> = saved

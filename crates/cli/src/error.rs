@@ -23,6 +23,8 @@ pub enum CliError {
     },
     /// Refused by a safety check before any write.
     Refused(String),
+    /// Refused because of error findings about desired.toml (already shown): code and address.
+    RefusedFindings(Vec<String>),
     /// A saved plan that no longer matches what it was made against.
     Stale { path: PathBuf, reasons: Vec<String> },
     /// An apply that ran and did not fully succeed: its report already said what failed.
@@ -54,7 +56,7 @@ impl CliError {
         match self {
             CliError::Input(_) | CliError::Aws { .. } | CliError::ApplyFailed | CliError::Cancelled => exit::ERROR,
             CliError::Other(_) => exit::ERROR,
-            CliError::Refused(_) => exit::REFUSED,
+            CliError::Refused(_) | CliError::RefusedFindings(_) => exit::REFUSED,
             CliError::Stale { .. } => exit::STALE_PLAN,
         }
     }
@@ -73,6 +75,12 @@ impl CliError {
             CliError::Input(lines) => lines.iter().map(|line| format!("error: {line}")).collect(),
             CliError::Aws { errors, endpoint } => errors.iter().map(|error| render_aws(error, endpoint)).collect(),
             CliError::Refused(why) => vec![format!("error: refusing to apply: {why}")],
+            CliError::RefusedFindings(findings) => vec![format!(
+                "error: refused: {} error finding(s) about desired.toml ({}); fix desired.toml, or set the key a \
+                 finding names on its resource",
+                findings.len(),
+                findings.join(", ")
+            )],
             CliError::Stale { path, reasons } => {
                 let mut lines =
                     vec![format!("error: the saved plan {} is stale, so nothing was changed:", path.display())];

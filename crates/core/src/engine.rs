@@ -9,7 +9,7 @@ use futures::future::join_all;
 
 use crate::address::{Address, ResourceKind};
 use crate::desired::Desired;
-use crate::plan::{Action, Change, DesiredResource, Finding, Observed, Plan, Severity};
+use crate::plan::{Action, Change, DesiredResource, Finding, Observed, Plan};
 use crate::reconciler::{Account, Applied, Observations, Progress, ReconcileError, Reconciler};
 
 /// How many changes apply runs at once. AWS's control-plane APIs throttle well before this
@@ -36,18 +36,8 @@ pub async fn plan(
     account: &Account,
 ) -> Result<Plan, Vec<ReconcileError>> {
     let observations = observe(reconcilers, &resources.values().collect::<Vec<_>>()).await?;
-    let mut findings: Vec<Finding> = desired
-        .warnings
-        .iter()
-        .map(|warning| Finding {
-            code: warning.code.to_owned(),
-            severity: Severity::Warning,
-            address: warning.address.clone(),
-            message: warning.location.to_string(),
-        })
-        .collect();
+    let mut findings: Vec<Finding> = desired.findings.iter().map(|finding| finding.to_finding()).collect();
     findings.extend(observations.findings);
-    Finding::rank(&mut findings);
     let observed = observations.resources;
 
     let mut changes = Vec::new();
@@ -57,7 +47,37 @@ pub async fn plan(
             changes.push(change);
         }
     }
-    Ok(Plan { account: account.id.clone(), region: account.region.clone(), changes, findings, observed })
+
+    crate::plan::order(&mut changes);
+
+    // What the changes will do beyond their fields, each reconciler for its own, all at once.
+    let assessments =
+        join_all(
+            reconcilers.iter().map(|reconciler| {
+                let share: Vec<&Change> =
+                    changes.iter().filter(|c| reconciler.kinds().contains(&c.address.kind)).collect();
+                async move {
+                    if share.is_empty() { Ok(Default::default()) } else { reconciler.assess(&share, resources).await }
+                }
+            }),
+        )
+        .await;
+    let mut expiries = BTreeMap::new();
+    let mut errors = Vec::new();
+    for assessment in assessments {
+        match assessment {
+            Ok(assessment) => {
+                expiries.extend(assessment.expiries);
+                findings.extend(assessment.findings);
+            }
+            Err(error) => errors.push(error),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Finding::rank(&mut findings);
+    Ok(Plan { account: account.id.clone(), region: account.region.clone(), changes, findings, observed, expiries })
 }
 
 /// Observes exactly `addresses` again, for checking a saved plan: through the desired resources
@@ -70,7 +90,10 @@ pub async fn observe_again(
 ) -> Result<BTreeMap<Address, Observed>, Vec<ReconcileError>> {
     let declared: BTreeSet<Address> = addresses.iter().map(Address::declared).collect();
     let wanted: Vec<&DesiredResource> = resources.values().filter(|r| declared.contains(&r.address)).collect();
-    let mut observed = observe(reconcilers, &wanted).await?.resources;
+    // A resource desired.toml does not declare (one to prune) is found by its reconciler's
+    // look beyond the declared, so that reconciler is asked even when nothing of it is declared.
+    let beyond: Vec<ResourceKind> = declared.iter().filter(|a| !resources.contains_key(a)).map(|a| a.kind).collect();
+    let mut observed = observe_with(reconcilers, &wanted, &beyond).await?.resources;
     Ok(addresses.iter().map(|a| (a.clone(), observed.remove(a).unwrap_or(Observed::Absent))).collect())
 }
 
@@ -79,10 +102,20 @@ async fn observe(
     reconcilers: &[Box<dyn Reconciler>],
     wanted: &[&DesiredResource],
 ) -> Result<Observations, Vec<ReconcileError>> {
+    observe_with(reconcilers, wanted, &[]).await
+}
+
+/// [`observe`], asking also the reconcilers of `kinds` when none of their kinds is wanted.
+async fn observe_with(
+    reconcilers: &[Box<dyn Reconciler>],
+    wanted: &[&DesiredResource],
+    kinds: &[ResourceKind],
+) -> Result<Observations, Vec<ReconcileError>> {
     let results = join_all(reconcilers.iter().map(|reconciler| {
         let share: Vec<&DesiredResource> =
             wanted.iter().copied().filter(|r| reconciler.kinds().contains(&r.address.kind)).collect();
-        async move { if share.is_empty() { Ok(Observations::default()) } else { reconciler.observe(&share).await } }
+        let asked = !share.is_empty() || kinds.iter().any(|kind| reconciler.kinds().contains(kind));
+        async move { if asked { reconciler.observe(&share).await } else { Ok(Observations::default()) } }
     }))
     .await;
     let mut all = Observations::default();
@@ -190,6 +223,9 @@ pub enum Refusal {
     DeleteNotAllowed(Vec<Address>),
     #[error("no reconciler handles {0}")]
     NoReconciler(Address),
+    /// A reconciler's own check, such as a repository to delete that still holds images.
+    #[error("{}", .0.join("; "))]
+    Refused(Vec<String>),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -214,10 +250,17 @@ pub async fn apply(
     if !deletes.is_empty() && !options.allow_delete {
         return Err(Refusal::DeleteNotAllowed(deletes));
     }
+    let mut refusals = Vec::new();
     for change in &plan.changes {
-        if reconciler_for(reconcilers, change.address.kind).is_none() {
-            return Err(Refusal::NoReconciler(change.address.clone()));
+        match reconciler_for(reconcilers, change.address.kind) {
+            None => return Err(Refusal::NoReconciler(change.address.clone())),
+            Some(reconciler) => {
+                refusals.extend(reconciler.refusal(change).map(|why| format!("{}: {why}", change.address)))
+            }
         }
+    }
+    if !refusals.is_empty() {
+        return Err(Refusal::Refused(refusals));
     }
 
     let in_plan: BTreeSet<&Address> = plan.changes.iter().map(|c| &c.address).collect();
@@ -334,7 +377,14 @@ mod tests {
     }
 
     fn plan_of(changes: Vec<Change>) -> Plan {
-        Plan { account: "1".into(), region: "us-east-1".into(), changes, findings: vec![], observed: BTreeMap::new() }
+        Plan {
+            account: "1".into(),
+            region: "us-east-1".into(),
+            changes,
+            findings: vec![],
+            observed: BTreeMap::new(),
+            expiries: BTreeMap::new(),
+        }
     }
 
     fn run(plan: &Plan, fail: &[&str], allow_delete: bool) -> (Result<ApplyReport, Refusal>, Vec<String>) {

@@ -275,6 +275,32 @@ impl Expiry {
     }
 }
 
+impl Expiry {
+    /// The line a reviewer needs: `expires 11 untagged images, 412.3 GB; no tagged image`.
+    pub fn describe(&self) -> String {
+        if self.images == 0 && self.archived == 0 {
+            return "expires no image".to_owned();
+        }
+        let mut line = match self.images {
+            0 => "expires no image".to_owned(),
+            1 => format!("expires 1 image, {}", human_bytes(self.bytes)),
+            n => format!("expires {n} images, {}", human_bytes(self.bytes)),
+        };
+        if self.tagged.is_empty() {
+            if self.images > 0 {
+                line = line.replacen(" image", " untagged image", 1);
+            }
+            line.push_str("; no tagged image");
+        } else {
+            line.push_str(&format!("; TAGGED: {}", self.tagged.join(", ")));
+        }
+        if self.archived > 0 {
+            line.push_str(&format!("; archives {}", self.archived));
+        }
+        line
+    }
+}
+
 /// Bytes for people: `412.3 GB`, decimal units as AWS bills them.
 pub fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["kB", "MB", "GB", "TB", "PB"];
@@ -549,6 +575,24 @@ mod tests {
         ]}))
         .unwrap();
         assert_eq!(untagged_only.rule_over_tagged_images(), None);
+    }
+
+    #[test]
+    fn an_expiry_reads_as_one_line() {
+        let expiry = |images, bytes, tagged: &[&str], archived| Expiry {
+            images,
+            bytes,
+            tagged: tagged.iter().map(|t| (*t).to_owned()).collect(),
+            archived,
+        };
+        assert_eq!(expiry(0, 0, &[], 0).describe(), "expires no image");
+        assert_eq!(expiry(0, 0, &[], 2).describe(), "expires no image; no tagged image; archives 2");
+        assert_eq!(expiry(1, 5, &[], 0).describe(), "expires 1 untagged image, 5 B; no tagged image");
+        assert_eq!(
+            expiry(11, 412_300_000_000, &[], 0).describe(),
+            "expires 11 untagged images, 412.3 GB; no tagged image"
+        );
+        assert_eq!(expiry(2, 2000, &["a", "b"], 3).describe(), "expires 2 images, 2.0 kB; TAGGED: a, b; archives 3");
     }
 
     #[test]

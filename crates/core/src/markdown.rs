@@ -35,6 +35,18 @@ pub fn titled(plan: &Plan, limit: usize, command: &str) -> String {
     let budget = limit.saturating_sub(CLOSING_RESERVE);
     let mut left_out = LeftOut::default();
 
+    // What each new lifecycle policy expires: the line a reviewer needs, beside the summary.
+    if !plan.expiries.is_empty() {
+        push(&mut out, "\n", budget);
+        for (address, expiry) in &plan.expiries {
+            let warning = if expiry.tagged.is_empty() { "" } else { " :warning:" };
+            let line = format!("- `{address}`{warning} {}\n", escape(&expiry.describe()));
+            if !push(&mut out, &line, budget) {
+                left_out.details += 1;
+            }
+        }
+    }
+
     let destructive: Vec<&Change> = plan.changes.iter().filter(|c| c.action.is_destructive()).collect();
     if !destructive.is_empty() {
         push(&mut out, "\n> [!CAUTION]\n> These changes destroy something; apply needs `--allow-delete`.\n\n", budget);
@@ -52,10 +64,11 @@ pub fn titled(plan: &Plan, limit: usize, command: &str) -> String {
         for finding in &plan.findings {
             let address = finding.address.as_ref().map(|a| format!(" `{a}`:")).unwrap_or_default();
             let line = format!(
-                "- {} `{}`{address} {}\n",
+                "- {} `{}`{address} {}{}\n",
                 severity_word(finding.severity),
                 finding.code,
-                escape(&finding.message)
+                escape(&finding.message),
+                escape(&crate::render::overridden_note(finding))
             );
             if !push(&mut out, &line, budget) {
                 left_out.findings += 1;

@@ -26,11 +26,26 @@ pub struct DesiredResource {
     pub attributes: Map<String, Value>,
     /// Resources that must exist before this one is created or changed.
     pub depends_on: Vec<Address>,
+    /// The safety checks desired.toml overrides on this resource, by the key that does it (such
+    /// as `allow_tagged_expiry`): not compared, only consulted by the checks.
+    pub overrides: Vec<&'static str>,
 }
 
 impl DesiredResource {
     pub fn new(address: Address, remote_name: impl Into<String>, attributes: Map<String, Value>) -> DesiredResource {
-        DesiredResource { address, remote_name: remote_name.into(), parent: None, attributes, depends_on: Vec::new() }
+        DesiredResource {
+            address,
+            remote_name: remote_name.into(),
+            parent: None,
+            attributes,
+            depends_on: Vec::new(),
+            overrides: Vec::new(),
+        }
+    }
+
+    /// Whether desired.toml sets `key` on this resource to override a safety check.
+    pub fn overrides(&self, key: &str) -> bool {
+        self.overrides.contains(&key)
     }
 
     /// Belongs to `parent`, and so depends on it.
@@ -154,9 +169,18 @@ pub struct Finding {
     pub severity: Severity,
     pub address: Option<Address>,
     pub message: String,
+    /// The key in desired.toml that allows what this finding would otherwise refuse, when the
+    /// resource sets it; the finding is then a warning, and says so.
+    pub overridden_by: Option<String>,
 }
 
 impl Finding {
+    /// Whether it refuses `validate`, `plan` and `apply` (exit 3): an error about desired.toml
+    /// itself (a `W` code) rather than about the account.
+    pub fn refuses(&self) -> bool {
+        self.severity == Severity::Error && self.code.starts_with('W')
+    }
+
     /// Whether it says the account differs from the desired state (so `drift` must fail), as
     /// against a note about desired.toml itself: every error, every drift (`D`) and security
     /// (`S`) finding.
@@ -192,6 +216,8 @@ pub struct Plan {
     pub findings: Vec<Finding>,
     /// What was observed for every address the plan looked at, changed or not.
     pub observed: BTreeMap<Address, Observed>,
+    /// What each lifecycle policy the plan creates or updates will expire when it first runs.
+    pub expiries: BTreeMap<Address, crate::lifecycle::Expiry>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -228,6 +254,12 @@ impl Plan {
     pub fn account_differs(&self) -> bool {
         self.has_changes() || self.findings.iter().any(Finding::is_drift)
     }
+}
+
+/// Puts changes in the order every format lists them: what destroys something first (a reviewer
+/// must not miss a delete in a long plan), then by address.
+pub fn order(changes: &mut [Change]) {
+    changes.sort_by(|a, b| (!a.action.is_destructive(), &a.address).cmp(&(!b.action.is_destructive(), &b.address)));
 }
 
 /// Compares one desired resource (or its absence) with what was observed. Pure.
@@ -332,6 +364,7 @@ mod tests {
             severity,
             address: Some(Address::new(ResourceKind::EcrRepository, name)),
             message: String::new(),
+            overridden_by: None,
         }
     }
 
@@ -373,6 +406,7 @@ mod tests {
             changes: vec![],
             findings: vec![],
             observed: BTreeMap::new(),
+            expiries: BTreeMap::new(),
         };
         assert!(!plan.account_differs());
         plan.findings.push(finding("W201", Severity::Warning, "a"));

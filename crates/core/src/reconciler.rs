@@ -217,4 +217,28 @@ pub trait Reconciler: Send + Sync {
     async fn survey(&self, _desired: &[&DesiredResource]) -> Result<Vec<Finding>, ReconcileError> {
         Ok(Vec::new())
     }
+
+    /// What the plan's changes of this reconciler's kinds will do beyond the fields they set,
+    /// such as the images a new lifecycle policy expires. Read only; most kinds have nothing
+    /// to say. `desired` holds every desired resource of the plan.
+    async fn assess(
+        &self,
+        _changes: &[&Change],
+        _desired: &BTreeMap<Address, DesiredResource>,
+    ) -> Result<Assessment, ReconcileError> {
+        Ok(Assessment::default())
+    }
+
+    /// Why apply must not carry out `change` as things stand (a repository to delete that holds
+    /// images, say), checked for every change before the first write. `None` when it may.
+    fn refusal(&self, _change: &Change) -> Option<String> {
+        None
+    }
+}
+
+/// What a reconciler's `assess` found.
+#[derive(Debug, Default)]
+pub struct Assessment {
+    pub expiries: BTreeMap<Address, crate::lifecycle::Expiry>,
+    pub findings: Vec<Finding>,
 }

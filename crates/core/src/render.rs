@@ -13,7 +13,7 @@ use crate::json::to_pretty;
 use crate::plan::{Action, Change, Plan, Severity};
 
 /// The version of the JSON plan format. Consumers should reject an unknown major version.
-pub const FORMAT_VERSION: &str = "1.0";
+pub const FORMAT_VERSION: &str = "1.1";
 
 /// Text made of styled spans: what a plan means to a reader decides its colour here, once,
 /// and the binary only decides whether to show the colour (the terminal is its business).
@@ -79,6 +79,10 @@ pub fn styled_text(plan: &Plan) -> Styled {
     for change in &plan.changes {
         out.blank();
         render_change(&mut out, change);
+        if let Some(expiry) = plan.expiries.get(&change.address) {
+            let style = if expiry.tagged.is_empty() { style::PLAIN } else { style::DESTROY };
+            out.line(style, format_args!("    # when it first runs, the policy {}", expiry.describe()));
+        }
     }
     out.blank();
     render_findings(&mut out, plan);
@@ -111,14 +115,23 @@ fn render_findings(out: &mut Styled, plan: &Plan) {
             Severity::Warning => style::UPDATE,
             Severity::Error => style::DESTROY,
         };
+        let overridden = overridden_note(finding);
         match &finding.address {
-            Some(address) => {
-                out.line(style, format_args!("{severity} [{}] {address}: {}", finding.code, finding.message));
-            }
-            None => out.line(style, format_args!("{severity} [{}] {}", finding.code, finding.message)),
+            Some(address) => out
+                .line(style, format_args!("{severity} [{}] {address}: {}{overridden}", finding.code, finding.message)),
+            None => out.line(style, format_args!("{severity} [{}] {}{overridden}", finding.code, finding.message)),
         }
     }
     out.blank();
+}
+
+/// What a finding that was overridden says about it, after its message.
+pub(crate) fn overridden_note(finding: &crate::plan::Finding) -> String {
+    finding
+        .overridden_by
+        .as_ref()
+        .map(|key| format!(" (overridden: `{key} = true` on the resource in desired.toml)"))
+        .unwrap_or_default()
 }
 
 /// The style of a line that shows `sign`.
@@ -133,7 +146,8 @@ fn sign_style(sign: &str) -> Style {
 
 fn render_change(out: &mut Styled, change: &Change) {
     let (sign, what) = action_words(change.action);
-    out.line(style::PLAIN, format_args!("  # {} {what}", change.address));
+    let comment = if change.action.is_destructive() { style::DESTROY } else { style::PLAIN };
+    out.line(comment, format_args!("  # {} {what}", change.address));
     out.line(sign_style(sign), format_args!("  {sign} {} {{", change.address));
     let fields = change.field_changes();
     let width = fields.iter().map(|f| f.name.len()).max().unwrap_or(0);
@@ -226,6 +240,12 @@ pub fn json(plan: &Plan) -> Value {
                     "after": change.after,
                 },
                 "depends_on": change.depends_on.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                "expires": plan.expiries.get(&change.address).map(|expiry| json!({
+                    "images": expiry.images,
+                    "bytes": expiry.bytes,
+                    "tagged": expiry.tagged,
+                    "archived": expiry.archived,
+                })),
             })
         })
         .collect();
@@ -238,6 +258,7 @@ pub fn json(plan: &Plan) -> Value {
                 "severity": match finding.severity { Severity::Warning => "warning", Severity::Error => "error" },
                 "address": finding.address.as_ref().map(ToString::to_string),
                 "message": finding.message,
+                "overridden_by": finding.overridden_by,
             })
         })
         .collect();

@@ -154,6 +154,7 @@ mod tests {
             changes: vec![change],
             findings: vec![],
             observed: BTreeMap::new(),
+            expiries: BTreeMap::new(),
         };
         let report = ApplyReport { results: vec![(address, Action::Create, Outcome::Adopted, Duration::ZERO)] };
         assert!(report.succeeded());

@@ -91,6 +91,7 @@ pub fn from_json(value: &Value) -> Result<SavedPlan, String> {
             changes,
             findings: Vec::new(),
             observed: BTreeMap::new(),
+            expiries: BTreeMap::new(),
         },
         desired_fingerprint,
         observed_fingerprints,
@@ -162,6 +163,7 @@ mod tests {
             }],
             findings: vec![],
             observed: BTreeMap::from([(address, observed)]),
+            expiries: BTreeMap::new(),
         }
     }
 

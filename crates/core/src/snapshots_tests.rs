@@ -31,8 +31,15 @@ fn repository() -> Value {
 }
 
 fn plan(mut changes: Vec<Change>, findings: Vec<Finding>) -> Plan {
-    changes.sort_by(|a, b| a.address.cmp(&b.address));
-    Plan { account: "123456789012".into(), region: "us-east-1".into(), changes, findings, observed: BTreeMap::new() }
+    crate::plan::order(&mut changes);
+    Plan {
+        account: "123456789012".into(),
+        region: "us-east-1".into(),
+        changes,
+        findings,
+        observed: BTreeMap::new(),
+        expiries: BTreeMap::new(),
+    }
 }
 
 fn no_changes() -> Plan {
@@ -81,6 +88,7 @@ fn a_delete() -> Plan {
             message:
                 "managed policy arn:aws:iam::123456789012:policy/hand-made is attached to role `rocm-bake-codebuild`"
                     .into(),
+            overridden_by: None,
         }],
     )
 }

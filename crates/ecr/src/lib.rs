@@ -2,8 +2,12 @@
 //! `ecr_lifecycle_policy.<name>` (the policy document, compared semantically).
 //!
 //! It creates missing repositories, corrects their settings and tags, and puts lifecycle
-//! policies. It never deletes a repository: `observe` only looks at declared names, so no
-//! delete of one can ever be planned.
+//! policies. It deletes a repository only when pruning ([`Prune`], `--prune`), and then only one
+//! desired.toml does not declare that carries reconcile's `managed-by` tag.
+//!
+//! Every plan reads the lifecycle policy of every repository in the account, declared or not,
+//! and reports any that can expire tagged images (D103); for every policy it creates or
+//! changes, it reads the repository's images and says what the policy will expire.
 
 mod lifecycle;
 mod spec;
@@ -12,17 +16,16 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
 use aws_sdk_ecr as ecr;
-use reconcile_aws::{
-    BATCH_SIZE, OBSERVE_CONCURRENCY, absent_if, after_create, failed, gone_if, has_code, visible_tags,
-};
+use reconcile_aws::{OBSERVE_CONCURRENCY, absent_if, after_create, failed, gone_if, has_code, visible_tags};
 use reconcile_core::json::tag_changes;
+use reconcile_core::lifecycle::{Expiry, Image, Policy};
 use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Observed, Severity};
-use reconcile_core::reconciler::Observations;
+use reconcile_core::reconciler::{Assessment, Observations};
 use reconcile_core::{Account, Address, Applied, Progress, ReconcileError, Reconciler, ResourceKind};
 
 pub use lifecycle::{canonical_policy, canonical_policy_text};
-pub use spec::desired;
 use spec::{LifecyclePolicySpec, RepositorySpec, RepositoryState};
+pub use spec::{desired, prune_marker};
 
 /// Finding code: a repository desired.toml does not declare. Stable; never reused.
 pub const UNDECLARED_REPOSITORY: &str = "D101";
@@ -32,6 +35,15 @@ pub const UNDECLARED_REPOSITORY_WITHOUT_POLICY: &str = "D102";
 
 /// Finding code: a repository policy grants access outside the account. Stable; never reused.
 pub const FOREIGN_REPOSITORY_ACCESS: &str = "S102";
+/// Finding code: a live lifecycle policy, on any repository of the account, can expire tagged
+/// images (the old 14-day `tagStatus any` rule expired the live nightly tag). Stable.
+pub const LIVE_TAGGED_EXPIRY: &str = "D103";
+/// Finding code: `--prune` leaves an undeclared repository alone because it does not carry
+/// reconcile's `managed-by` tag. Stable; never reused.
+pub const NOT_PRUNED: &str = "D104";
+/// Finding code: a lifecycle policy the plan puts expires tagged images when it first runs.
+/// An error about desired.toml unless the repository allows it. Stable; never reused.
+pub const EXPIRES_TAGGED_NOW: &str = "W305";
 
 /// ECR's answers for "there is no such repository" and "it has no lifecycle policy".
 const REPOSITORY_NOT_FOUND: &str = "RepositoryNotFoundException";
@@ -41,11 +53,27 @@ const NO_REPOSITORY_POLICY: [&str; 2] = ["RepositoryPolicyNotFoundException", RE
 pub struct EcrReconciler {
     client: ecr::Client,
     account: Account,
+    prune: Option<Prune>,
+}
+
+/// What `--prune` asks of the reconciler.
+#[derive(Debug, Clone)]
+pub struct Prune {
+    /// The tag (key, value) that marks a repository as reconcile's; see [`prune_marker`].
+    pub marker: (String, String),
+    /// Whether a pruned repository that still holds images may be deleted with them.
+    pub force_delete_images: bool,
 }
 
 impl EcrReconciler {
     pub fn new(client: ecr::Client, account: Account) -> EcrReconciler {
-        EcrReconciler { client, account }
+        EcrReconciler { client, account, prune: None }
+    }
+
+    /// Also plans deleting every undeclared repository that carries the marker.
+    pub fn pruning(mut self, prune: Prune) -> EcrReconciler {
+        self.prune = Some(prune);
+        self
     }
 
     fn repository_arn(&self, name: &str) -> String {
@@ -54,6 +82,7 @@ impl EcrReconciler {
 }
 
 /// What one repository looks like in AWS, as far as this reconciler cares.
+#[derive(Clone)]
 struct LiveRepository {
     arn: String,
     image_tag_mutability: String,
@@ -69,7 +98,14 @@ impl Reconciler for EcrReconciler {
 
     async fn observe(&self, desired: &[&DesiredResource]) -> Result<Observations, ReconcileError> {
         let names: BTreeSet<&str> = desired.iter().map(|r| r.remote_name.as_str()).collect();
-        let live = self.describe_repositories(&names).await?;
+        // The whole account in one paginated read: the declared repositories, and the others,
+        // whose lifecycle policies are checked too.
+        let (live, undeclared): (BTreeMap<String, LiveRepository>, BTreeMap<String, LiveRepository>) = self
+            .list_all_repositories()
+            .await?
+            .iter()
+            .filter_map(live_repository)
+            .partition(|(name, _)| names.contains(name.as_str()));
 
         // One read per (resource, repository that exists); a missing repository needs no more.
         // Collected first: a lazy iterator here would put a closure over borrows into the
@@ -78,18 +114,46 @@ impl Reconciler for EcrReconciler {
             .iter()
             .filter_map(|resource| live.get(&resource.remote_name).map(|repo| self.observe_one(resource, repo)))
             .collect();
-        let observed = reconcile_core::engine::bounded(OBSERVE_CONCURRENCY, reads).await;
+        let others: Vec<_> = undeclared.iter().map(|(name, repo)| self.observe_undeclared(name, repo)).collect();
+        let (observed, others) = futures::future::join(
+            reconcile_core::engine::bounded(OBSERVE_CONCURRENCY, reads),
+            reconcile_core::engine::bounded(OBSERVE_CONCURRENCY, others),
+        )
+        .await;
 
         let mut result: BTreeMap<Address, Observed> =
             desired.iter().map(|resource| (resource.address.clone(), Observed::Absent)).collect();
         let mut findings = Vec::new();
         for entry in observed {
             let (address, observed) = entry?;
-            if let (ResourceKind::EcrRepository, Observed::Present(fields)) = (address.kind, &observed) {
-                let policy = fields.get("repository_policy").unwrap_or(&serde_json::Value::Null);
-                findings.extend(self.foreign_access(&address, policy));
+            if let Observed::Present(fields) = &observed {
+                let field = |name: &str| fields.get(name).unwrap_or(&serde_json::Value::Null);
+                match address.kind {
+                    ResourceKind::EcrRepository => {
+                        findings.extend(self.foreign_access(&address, field("repository_policy")))
+                    }
+                    _ => {
+                        let allowed = desired
+                            .iter()
+                            .any(|r| r.address == address && r.overrides(reconcile_core::desired::ALLOW_TAGGED_EXPIRY));
+                        if !allowed {
+                            findings.extend(live_tagged_expiry(&address, field("policy"), true));
+                        }
+                    }
+                }
             }
             result.insert(address, observed);
+        }
+        for other in others {
+            let Undeclared { finding, pruned } = other?;
+            findings.extend(finding);
+            match pruned {
+                Some(Ok((address, observed))) => {
+                    result.insert(address, observed);
+                }
+                Some(Err(finding)) => findings.push(finding),
+                None => {}
+            }
         }
         Ok(Observations { resources: result, findings })
     }
@@ -125,18 +189,90 @@ impl Reconciler for EcrReconciler {
                         "repository `{name}` is not in desired.toml and has NO lifecycle policy: its untagged \
                          images accumulate without bound; declare it, or delete it"
                     ),
+                    overridden_by: None,
                 },
                 Observed::Present(_) => Finding {
                     code: UNDECLARED_REPOSITORY.to_owned(),
                     severity: Severity::Warning,
                     address: Some(address),
                     message: format!("repository `{name}` is not in desired.toml; declare it, or delete it"),
+                    overridden_by: None,
                 },
             };
             findings.push(finding);
         }
         findings.sort_by(|a, b| (b.severity, &a.address).cmp(&(a.severity, &b.address)));
         Ok(findings)
+    }
+
+    /// What each lifecycle policy the plan puts will expire when it first runs, from the
+    /// repository's images (read only for those repositories, all at once).
+    async fn assess(
+        &self,
+        changes: &[&Change],
+        desired: &BTreeMap<Address, DesiredResource>,
+    ) -> Result<Assessment, ReconcileError> {
+        let created: BTreeSet<&str> = changes
+            .iter()
+            .filter(|c| c.address.kind == ResourceKind::EcrRepository && c.action == Action::Create)
+            .map(|c| c.address.name.as_str())
+            .collect();
+        let policies: Vec<&Change> = changes
+            .iter()
+            .copied()
+            .filter(|c| {
+                c.address.kind == ResourceKind::EcrLifecyclePolicy
+                    && matches!(c.action, Action::Create | Action::Update)
+            })
+            .collect();
+        // A repository the plan creates holds nothing yet.
+        let reads: Vec<_> = policies
+            .iter()
+            .map(|change| {
+                let new = created.contains(change.address.name.as_str());
+                async move {
+                    let name = change.address.name.as_str();
+                    let images = if new { Ok(Vec::new()) } else { self.images(&change.address, name).await };
+                    (*change, images)
+                }
+            })
+            .collect();
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+        let mut assessment = Assessment::default();
+        for (change, images) in reconcile_core::engine::bounded(OBSERVE_CONCURRENCY, reads).await {
+            let address = &change.address;
+            let after: LifecyclePolicySpec = reconcile_core::spec::after(change)?;
+            let policy = Policy::parse(&after.policy)
+                .map_err(|why| ReconcileError::new(Some(address), "evaluate the lifecycle policy", why))?;
+            let expiry = Expiry::of(&policy, &images?, now);
+            if !expiry.tagged.is_empty() {
+                let allowed =
+                    desired.get(address).is_some_and(|r| r.overrides(reconcile_core::desired::ALLOW_TAGGED_EXPIRY));
+                assessment.findings.push(Finding {
+                    code: EXPIRES_TAGGED_NOW.to_owned(),
+                    severity: if allowed { Severity::Warning } else { Severity::Error },
+                    address: Some(address.clone()),
+                    message: format!(
+                        "the new lifecycle policy expires tagged images when it first runs: {}",
+                        expiry.tagged.join(", ")
+                    ),
+                    overridden_by: allowed.then(|| reconcile_core::desired::ALLOW_TAGGED_EXPIRY.to_owned()),
+                });
+            }
+            assessment.expiries.insert(address.clone(), expiry);
+        }
+        Ok(assessment)
+    }
+
+    fn refusal(&self, change: &Change) -> Option<String> {
+        if change.address.kind != ResourceKind::EcrRepository || change.action != Action::Delete {
+            return None;
+        }
+        let images = change.before.as_ref()?.get("images").and_then(serde_json::Value::as_u64).unwrap_or(0);
+        let forced = self.prune.as_ref().is_some_and(|p| p.force_delete_images);
+        (images > 0 && !forced).then(|| {
+            format!("the repository still holds {images} image(s); pass --force-delete-images to delete them with it")
+        })
     }
 
     async fn apply(&self, change: &Change, _progress: &dyn Progress) -> Result<Applied, ReconcileError> {
@@ -148,6 +284,9 @@ impl Reconciler for EcrReconciler {
                 let current_tags = before.as_ref().map(|b| b.tags.clone()).unwrap_or_default();
                 self.converge_repository(change, before.as_ref(), &current_tags).await?;
                 Ok(Applied::Done)
+            }
+            (ResourceKind::EcrRepository, Action::Delete) if self.prune.is_some() => {
+                self.delete_repository(change).await
             }
             (ResourceKind::EcrRepository, Action::Delete | Action::Replace) => {
                 Err(ReconcileError::never(address, "delete repository"))
@@ -172,58 +311,6 @@ impl Reconciler for EcrReconciler {
 }
 
 impl EcrReconciler {
-    /// Describes the named repositories in batches; the ones that do not exist are simply
-    /// missing from the result.
-    async fn describe_repositories(
-        &self,
-        names: &BTreeSet<&str>,
-    ) -> Result<BTreeMap<String, LiveRepository>, ReconcileError> {
-        let mut live = BTreeMap::new();
-        let names: Vec<&str> = names.iter().copied().collect();
-        for batch in names.chunks(BATCH_SIZE) {
-            let response = self
-                .client
-                .describe_repositories()
-                .set_repository_names(Some(batch.iter().map(|n| n.to_string()).collect()))
-                .send()
-                .await;
-            let repositories = match absent_if(response, &[REPOSITORY_NOT_FOUND]) {
-                Ok(Some(output)) => output.repositories.unwrap_or_default(),
-                // One missing name fails the whole call, and the error does not say which
-                // others exist: list the account's repositories instead and pick ours out.
-                Ok(None) => {
-                    let wanted: BTreeSet<&str> = batch.iter().copied().collect();
-                    self.list_all_repositories()
-                        .await?
-                        .into_iter()
-                        .filter(|r| r.repository_name().is_some_and(|n| wanted.contains(n)))
-                        .collect()
-                }
-                Err(error) => return Err(failed(None, "describe ECR repositories")(error)),
-            };
-            for repository in repositories {
-                let Some(name) = repository.repository_name() else {
-                    continue;
-                };
-                live.insert(
-                    name.to_owned(),
-                    LiveRepository {
-                        arn: repository.repository_arn().map_or_else(|| self.repository_arn(name), str::to_owned),
-                        image_tag_mutability: repository
-                            .image_tag_mutability()
-                            .map_or("MUTABLE", |m| m.as_str())
-                            .to_owned(),
-                        scan_on_push: repository.image_scanning_configuration().is_some_and(|c| c.scan_on_push()),
-                        encryption_type: repository
-                            .encryption_configuration()
-                            .map(|c| c.encryption_type().as_str().to_owned()),
-                    },
-                );
-            }
-        }
-        Ok(live)
-    }
-
     async fn list_all_repositories(&self) -> Result<Vec<ecr::types::Repository>, ReconcileError> {
         let mut pages = self.client.describe_repositories().into_paginator().send();
         let mut repositories = Vec::new();
@@ -232,6 +319,90 @@ impl EcrReconciler {
             repositories.extend(page.repositories.unwrap_or_default());
         }
         Ok(repositories)
+    }
+
+    /// An undeclared repository: its lifecycle policy checked, and, when pruning, whether it is
+    /// reconcile's to delete (then observed with its images) or left alone (a finding).
+    async fn observe_undeclared(&self, name: &str, repository: &LiveRepository) -> Result<Undeclared, ReconcileError> {
+        let policy_address = Address::new(ResourceKind::EcrLifecyclePolicy, name);
+        let finding = match self.observe_lifecycle_policy(&policy_address, name).await? {
+            Observed::Present(fields) => {
+                live_tagged_expiry(&policy_address, fields.get("policy").unwrap_or(&serde_json::Value::Null), false)
+            }
+            Observed::Absent => None,
+        };
+        let Some(prune) = &self.prune else { return Ok(Undeclared { finding, pruned: None }) };
+        let address = Address::new(ResourceKind::EcrRepository, name);
+        let tags = self.tags(&address, &repository.arn).await?;
+        let (key, value) = &prune.marker;
+        if tags.get(key) != Some(value) {
+            return Ok(Undeclared {
+                finding,
+                pruned: Some(Err(Finding {
+                    code: NOT_PRUNED.to_owned(),
+                    severity: Severity::Warning,
+                    address: Some(address),
+                    message: format!(
+                        "repository `{name}` is not in desired.toml, but --prune leaves it: it is not tagged \
+                         `{key} = {value}`, so reconcile did not make it; declare it, or delete it by hand"
+                    ),
+                    overridden_by: None,
+                })),
+            });
+        }
+        let images = self.images(&address, name).await?;
+        let state = RepositoryState {
+            arn: repository.arn.clone(),
+            encryption_type: repository.encryption_type.clone(),
+            images: Some(images.len() as u64),
+            image_bytes: Some(images.iter().map(|i| i.size).sum()),
+            spec: RepositorySpec {
+                image_tag_mutability: repository.image_tag_mutability.clone(),
+                scan_on_push: repository.scan_on_push,
+                tags,
+                repository_policy: None,
+            },
+        };
+        Ok(Undeclared {
+            finding,
+            pruned: Some(Ok((address, Observed::Present(reconcile_core::spec::attributes(&state))))),
+        })
+    }
+
+    /// Every image of a repository, as the lifecycle evaluator takes them; none when the
+    /// repository does not exist.
+    async fn images(&self, address: &Address, name: &str) -> Result<Vec<Image>, ReconcileError> {
+        let mut pages = self.client.describe_images().repository_name(name).into_paginator().send();
+        let mut images = Vec::new();
+        while let Some(page) = pages.next().await {
+            let page = match absent_if(page, &[REPOSITORY_NOT_FOUND]) {
+                Ok(Some(page)) => page,
+                Ok(None) => return Ok(Vec::new()),
+                Err(error) => return Err(failed(Some(address), "list the repository's images")(error)),
+            };
+            images.extend(page.image_details().iter().map(|detail| {
+                Image {
+                    digest: detail.image_digest().unwrap_or_default().to_owned(),
+                    tags: detail.image_tags().to_vec(),
+                    pushed_at: detail.image_pushed_at().map_or(0, |t| t.secs()),
+                    size: detail.image_size_in_bytes().map_or(0, |s| s.max(0) as u64),
+                    last_pulled_at: detail.last_recorded_pull_time().map(|t| t.secs()),
+                    archived_at: detail
+                        .image_status()
+                        .filter(|s| s.as_str() == "ARCHIVED")
+                        .and(detail.last_archived_at().map(|t| t.secs())),
+                }
+            }));
+        }
+        Ok(images)
+    }
+
+    async fn delete_repository(&self, change: &Change) -> Result<Applied, ReconcileError> {
+        let address = &change.address;
+        let force = self.prune.as_ref().is_some_and(|p| p.force_delete_images);
+        let response = self.client.delete_repository().repository_name(&address.name).force(force).send().await;
+        gone_if(response, &[REPOSITORY_NOT_FOUND]).map_err(failed(Some(address), "delete repository"))?;
+        Ok(Applied::Done)
     }
 
     async fn observe_one(
@@ -252,6 +423,8 @@ impl EcrReconciler {
                 Observed::Present(reconcile_core::spec::attributes(&RepositoryState {
                     arn: repository.arn.clone(),
                     encryption_type: repository.encryption_type.clone(),
+                    images: None,
+                    image_bytes: None,
                     spec: RepositorySpec {
                         image_tag_mutability: repository.image_tag_mutability.clone(),
                         scan_on_push: repository.scan_on_push,
@@ -418,8 +591,53 @@ impl EcrReconciler {
                 self.account.id,
                 foreign.join(", ")
             ),
+            overridden_by: None,
         })
     }
+}
+
+/// What observing one undeclared repository found.
+struct Undeclared {
+    /// D103, when its live policy can expire tagged images.
+    finding: Option<Finding>,
+    /// When pruning: the repository to delete, or why it is left alone.
+    pruned: Option<Result<(Address, Observed), Finding>>,
+}
+
+fn live_repository(repository: &ecr::types::Repository) -> Option<(String, LiveRepository)> {
+    let name = repository.repository_name()?;
+    let arn = repository.repository_arn()?.to_owned();
+    Some((
+        name.to_owned(),
+        LiveRepository {
+            arn,
+            image_tag_mutability: repository.image_tag_mutability().map_or("MUTABLE", |m| m.as_str()).to_owned(),
+            scan_on_push: repository.image_scanning_configuration().is_some_and(|c| c.scan_on_push()),
+            encryption_type: repository.encryption_configuration().map(|c| c.encryption_type().as_str().to_owned()),
+        },
+    ))
+}
+
+/// D103 when a live lifecycle policy can expire (or archive) tagged images.
+fn live_tagged_expiry(address: &Address, policy: &serde_json::Value, declared: bool) -> Option<Finding> {
+    let evaluated = Policy::parse(policy).ok()?;
+    let rule = evaluated.rule_over_tagged_images()?;
+    let fix = if declared {
+        "apply replaces it with the declared policy"
+    } else {
+        "the repository is not in desired.toml: declare it, and apply replaces the policy"
+    };
+    Some(Finding {
+        code: LIVE_TAGGED_EXPIRY.to_owned(),
+        severity: Severity::Error,
+        address: Some(address.clone()),
+        message: format!(
+            "the live lifecycle policy's rule {} selects tagged images, so it can expire a live tag such as the \
+             nightly's; {fix}",
+            rule.priority
+        ),
+        overridden_by: None,
+    })
 }
 
 /// ECR's tag type. A tag's key and value are both required by the builder, and both are set

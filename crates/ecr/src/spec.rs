@@ -29,6 +29,12 @@ pub(crate) struct RepositoryState {
     pub arn: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub encryption_type: Option<String>,
+    /// How many images it holds and their bytes: read only for a repository `--prune` would
+    /// delete, so the plan says what the delete destroys and apply can refuse it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub images: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_bytes: Option<u64>,
     #[serde(flatten)]
     pub spec: RepositorySpec,
 }
@@ -53,9 +59,28 @@ pub fn desired(desired: &Desired, _account: &Account) -> Result<Vec<DesiredResou
         resources.push(DesiredResource::new(repository_address.clone(), &repository.name, attributes(&spec)));
         let policy = LifecyclePolicySpec { policy: canonical_policy(&repository.lifecycle_policy.document) };
         let policy_address = Address::new(ResourceKind::EcrLifecyclePolicy, &repository.name);
-        resources.push(
-            DesiredResource::new(policy_address, &repository.name, attributes(&policy)).under(&repository_address),
-        );
+        let mut policy =
+            DesiredResource::new(policy_address, &repository.name, attributes(&policy)).under(&repository_address);
+        if repository.allow_tagged_expiry {
+            policy.overrides.push(reconcile_core::desired::ALLOW_TAGGED_EXPIRY);
+        }
+        resources.push(policy);
     }
     Ok(resources)
+}
+
+/// The tag that marks a repository as reconcile's, for `--prune`: the `managed-by` tag, with the
+/// value desired.toml gives every repository it declares. Without one, nothing can be told apart
+/// from a repository made by hand, so pruning is refused.
+pub fn prune_marker(desired: &Desired) -> Result<(String, String), String> {
+    const KEY: &str = "managed-by";
+    let values: std::collections::BTreeSet<Option<&String>> =
+        desired.ecr.repositories.iter().map(|r| r.tags.get(KEY)).collect();
+    match values.into_iter().collect::<Vec<_>>().as_slice() {
+        [Some(value)] => Ok((KEY.to_owned(), (*value).clone())),
+        _ => Err(format!(
+            "--prune deletes only repositories tagged `{KEY}` with the value desired.toml gives every repository it \
+             declares, and desired.toml gives them no single such value; set it in `[ecr.defaults.tags]`"
+        )),
+    }
 }

@@ -211,6 +211,7 @@ impl IamReconciler {
                          never detaches a managed policy itself)",
                         attached.policy_arn().unwrap_or_else(|| attached.policy_name().unwrap_or("?"))
                     ),
+                    overridden_by: None,
                 });
             }
         }

@@ -541,6 +541,7 @@ impl S3Reconciler {
                 self.account.id,
                 foreign.join(", ")
             ),
+            overridden_by: None,
         })
     }
 }

@@ -117,11 +117,13 @@ async fn plan_reads_only_and_reads_each_thing_once() {
     // policy and one tag read each; one HeadBucket for the bucket and its lifecycle, then one read
     // per bucket setting (tags, Block Public Access, encryption, policy, Object Ownership, ACL,
     // versioning, replication, website, logging, lifecycle); one GetRole for the role and its
-    // policy; one BatchGetProjects for the project and its webhook.
+    // policy; one BatchGetProjects for the project and its webhook. And the images of the three
+    // repositories whose lifecycle policy the plan puts, to say what each policy will expire.
     assert_eq!(
         counts.into_iter().collect::<Vec<_>>(),
         [
             ("codebuild:BatchGetProjects".to_owned(), 1),
+            ("ecr:DescribeImages".to_owned(), 3),
             ("ecr:DescribeRepositories".to_owned(), 1),
             ("ecr:GetLifecyclePolicy".to_owned(), 27),
             ("ecr:GetRepositoryPolicy".to_owned(), 27),

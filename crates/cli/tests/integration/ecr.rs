@@ -50,7 +50,7 @@ rules = [
   { rulePriority = 2, selection = { tagStatus = "untagged", countType = "imageCountMoreThan", countNumber = 3 }, action = { type = "expire" } },
 ]
 [ecr.repositories]
-pytorch = { lifecycle_policy = "two-rules" }
+pytorch = { lifecycle_policy = "two-rules", allow_tagged_expiry = true }
 "#,
     );
     let client = ecr::Client::new(&account.sdk_config());

@@ -11,5 +11,6 @@ mod hostile;
 mod input;
 mod review;
 mod s3_iam;
+mod safety;
 mod support;
 mod tidy;

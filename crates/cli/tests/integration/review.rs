@@ -159,11 +159,22 @@ async fn drift_names_an_undeclared_repository_without_a_lifecycle_policy() {
     assert_eq!(json.code, 2);
     let json: Value = serde_json::from_str(&json.stdout).unwrap();
     let codes: Vec<&str> = json["findings"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();
-    assert_eq!(codes, ["D102", "D101"]);
+    // `scratch` still has the 14-day `tagStatus any` rule that once expired the live nightly tag.
+    assert_eq!(codes, ["D102", "D103", "D101"]);
     let markdown = reconcile(&account, &desired.path, &["drift", "--format", "markdown"]);
     assert!(markdown.stdout.contains("- Error `D102` `ecr_repository.atom-wheel-cache`: "), "{}", markdown.stdout);
-    // A plan does not survey: it is the drift check's job.
-    assert_eq!(reconcile(&account, &desired.path, &["plan", "--detailed-exitcode"]).code, 0);
+    // A plan does not survey (that is the drift check's job), but it does check every live
+    // lifecycle policy, declared or not: it changes nothing, so it exits 0.
+    let plan = reconcile(&account, &desired.path, &["plan", "--detailed-exitcode"]);
+    assert_eq!(plan.code, 0, "{}{}", plan.stdout, plan.stderr);
+    assert!(
+        plan.stdout.contains(
+            "Error [D103] ecr_lifecycle_policy.scratch: the live lifecycle policy's rule 1 selects tagged images"
+        ),
+        "{}",
+        plan.stdout
+    );
+    assert!(!plan.stdout.contains("D101"), "{}", plan.stdout);
 }
 
 #[tokio::test]

@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::{DesiredError, DesiredWarning, Locator, check_tag};
+use super::{DesiredError, DesiredFinding, Locator, check_tag};
 use crate::address::{Address, ResourceKind};
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -245,7 +245,7 @@ pub(super) fn convert(
     raw: &RawCodebuild,
     role_keys: &[&str],
     errors: &mut Vec<DesiredError>,
-    warnings: &mut Vec<DesiredWarning>,
+    findings: &mut Vec<DesiredFinding>,
 ) -> Codebuild {
     let mut projects = Vec::new();
     for (key, project) in &raw.projects {
@@ -349,7 +349,7 @@ pub(super) fn convert(
         let webhook = raw_project
             .webhook
             .as_ref()
-            .map(|webhook| convert_webhook(locate, &format!("{key_path}.webhook"), key, webhook, errors, warnings));
+            .map(|webhook| convert_webhook(locate, &format!("{key_path}.webhook"), key, webhook, errors, findings));
         projects.push(Project {
             key: key.clone(),
             name: name.clone(),
@@ -381,7 +381,7 @@ fn convert_webhook(
     project_key: &str,
     webhook: &Spanned<RawWebhook>,
     errors: &mut Vec<DesiredError>,
-    warnings: &mut Vec<DesiredWarning>,
+    findings: &mut Vec<DesiredFinding>,
 ) -> Webhook {
     let raw = webhook.get_ref();
     let address = Address::new(ResourceKind::CodebuildWebhook, project_key);
@@ -447,17 +447,17 @@ fn convert_webhook(
                 format!("a filter group needs exactly one `EVENT` filter, not {n_events}"),
             ));
         } else if group.get_ref().len() == 1 {
-            warnings.push(DesiredWarning {
-                code: ONLY_EVENT_FILTER,
-                address: Some(address.clone()),
-                location: locate.error(
+            findings.push(DesiredFinding::warning(
+                ONLY_EVENT_FILTER,
+                Some(address.clone()),
+                locate.error(
                     Some(group.span()),
                     &group_path,
                     "this filter group has only its EVENT filter, so a pull request from any fork can start a \
                      build on the runner, under its IAM role; add filters a fork cannot edit, such as \
                      REPOSITORY_NAME or ACTOR_ACCOUNT_ID",
                 ),
-            });
+            ));
         }
         filter_groups.push(
             group
@@ -472,15 +472,15 @@ fn convert_webhook(
         );
     }
     if !runner && !raw.filter_groups.is_empty() {
-        warnings.push(DesiredWarning {
-            code: NOT_A_RUNNER,
-            address: Some(address),
-            location: locate.error(
+        findings.push(DesiredFinding::warning(
+            NOT_A_RUNNER,
+            Some(address),
+            locate.error(
                 Some(webhook.span()),
                 &format!("{key_path}.filter_groups"),
                 "no filter group takes `WORKFLOW_JOB_QUEUED`, so GitHub Actions jobs will never reach this runner",
             ),
-        });
+        ));
     }
     Webhook {
         build_type: raw.build_type.clone(),

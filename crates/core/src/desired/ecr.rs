@@ -1,12 +1,38 @@
 //! The `[ecr]` section: repositories, their settings and tags, and named lifecycle policies.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use super::{DesiredError, Locator, check_tag};
+use super::{DesiredError, DesiredFinding, Locator, check_tag};
+use crate::lifecycle::{Count, Policy, RuleAction, TagStatus as EvaluatedStatus};
+use crate::plan::Severity;
+use crate::{Address, ResourceKind};
+
+/// Finding code: a lifecycle rule can expire (or archive) tagged images; one such rule once
+/// expired the live `latest-<arch>-nightly` tag. An error unless the repository sets
+/// [`ALLOW_TAGGED_EXPIRY`]. Stable; never reused.
+pub const TAGGED_EXPIRY: &str = "W301";
+/// Finding code: untagged images expire by age, so a quiet fortnight empties the cache.
+pub const AGE_BASED_UNTAGGED_EXPIRY: &str = "W302";
+/// Finding code: fewer than [`MIN_UNTAGGED_KEPT`] untagged images are kept.
+pub const FEW_UNTAGGED_KEPT: &str = "W303";
+/// Finding code: no rule ever expires untagged images, so they accumulate without bound.
+pub const UNTAGGED_NEVER_EXPIRE: &str = "W304";
+/// The repository key that allows a lifecycle rule over tagged images.
+pub const ALLOW_TAGGED_EXPIRY: &str = "allow_tagged_expiry";
+
+/// The fewest untagged images a policy should keep: a run in flight may still read the
+/// generation the next push orphans, and its cache import the one before.
+pub const MIN_UNTAGGED_KEPT: u64 = 3;
+
+/// ECR's limit on the text of a lifecycle policy.
+const MAX_POLICY_CHARS: usize = 30_720;
+/// ECR's limit of wildcards in one `tagPatternList` entry.
+const MAX_WILDCARDS: usize = 4;
 
 /// The ECR section: repositories, each with its lifecycle policy.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -22,6 +48,8 @@ pub struct EcrRepository {
     pub scan_on_push: bool,
     pub tags: BTreeMap<String, String>,
     pub lifecycle_policy: LifecyclePolicy,
+    /// Allows its lifecycle policy to expire tagged images (`allow_tagged_expiry = true`).
+    pub allow_tagged_expiry: bool,
 }
 
 /// A named ECR lifecycle policy, already converted to the JSON document ECR takes.
@@ -71,6 +99,10 @@ pub(super) struct RawRepository {
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, String>")]
     tags: BTreeMap<String, Spanned<String>>,
+    /// Allows this repository's lifecycle policy to expire tagged images. Only on a repository,
+    /// never in `[ecr.defaults]`: it is a decision about one repository's live tags.
+    #[schemars(with = "Option<bool>")]
+    allow_tagged_expiry: Option<Spanned<bool>>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -154,16 +186,32 @@ enum ActionType {
 }
 
 /// Checks the `[ecr]` section and converts it to the model.
-pub(super) fn convert(locate: &Locator<'_>, raw: &RawEcr, errors: &mut Vec<DesiredError>) -> Ecr {
+pub(super) fn convert(
+    locate: &Locator<'_>,
+    raw: &RawEcr,
+    errors: &mut Vec<DesiredError>,
+    findings: &mut Vec<DesiredFinding>,
+) -> Ecr {
     let mut policies = BTreeMap::new();
+    let mut analyses = BTreeMap::new();
     for (name, policy) in &raw.lifecycle_policies {
         let key_path = format!("ecr.lifecycle_policies.{name}");
-        if let Some(document) = lifecycle_document(locate, &key_path, policy, errors) {
+        if let Some((document, analysis)) = lifecycle_document(locate, &key_path, policy, errors) {
             policies.insert(name.clone(), document);
+            analyses.insert(name.clone(), analysis);
         }
     }
+    let mut used_policies = BTreeSet::new();
 
     let defaults = &raw.defaults;
+    if let Some(allow) = &defaults.allow_tagged_expiry {
+        errors.push(locate.error(
+            Some(allow.span()),
+            "ecr.defaults.allow_tagged_expiry",
+            "`allow_tagged_expiry` is a decision about one repository's live tags: set it on each repository \
+             it is meant for, not in `[ecr.defaults]`",
+        ));
+    }
     let mut repositories = Vec::new();
     for (name, repository) in &raw.repositories {
         let key_path = format!("ecr.repositories.{name}");
@@ -226,6 +274,38 @@ pub(super) fn convert(locate: &Locator<'_>, raw: &RawEcr, errors: &mut Vec<Desir
             ));
         }
 
+        let allow_tagged_expiry = repository_ref.allow_tagged_expiry.as_ref().is_some_and(|a| *a.get_ref());
+        if let Some(policy) = &lifecycle_policy {
+            used_policies.insert(policy.name.clone());
+            if let Some((rule_path, span, why)) = analyses.get(&policy.name).and_then(|a| a.tagged.as_ref()) {
+                let address = Address::new(ResourceKind::EcrLifecyclePolicy, name);
+                let (severity, overridden_by, consequence) = if allow_tagged_expiry {
+                    (Severity::Warning, Some(ALLOW_TAGGED_EXPIRY), "")
+                } else {
+                    (
+                        Severity::Error,
+                        None,
+                        ": one such rule once expired the live nightly tag; expire only untagged images, or set \
+                         `allow_tagged_expiry = true` on the repository if it must",
+                    )
+                };
+                findings.push(DesiredFinding {
+                    code: TAGGED_EXPIRY,
+                    severity,
+                    address: Some(address),
+                    location: locate.error(
+                        Some(span.clone()),
+                        rule_path,
+                        format!(
+                            "repository `{name}` uses lifecycle policy `{}`, whose {why}{consequence}",
+                            policy.name
+                        ),
+                    ),
+                    overridden_by,
+                });
+            }
+        }
+
         if let Some(lifecycle_policy) = lifecycle_policy {
             repositories.push(EcrRepository {
                 name: name.clone(),
@@ -236,11 +316,88 @@ pub(super) fn convert(locate: &Locator<'_>, raw: &RawEcr, errors: &mut Vec<Desir
                 scan_on_push: repository_ref.scan_on_push.or(defaults.scan_on_push).unwrap_or(false),
                 tags,
                 lifecycle_policy,
+                allow_tagged_expiry,
             });
         }
     }
 
+    // Said once per policy, however many repositories use it.
+    for name in &used_policies {
+        findings.extend(analyses.get(name).into_iter().flat_map(|analysis| {
+            analysis.warnings.iter().map(|(code, span, path, message)| {
+                DesiredFinding::warning(code, None, locate.error(Some(span.clone()), path, message.clone()))
+            })
+        }));
+    }
+
     Ecr { repositories }
+}
+
+/// What a lifecycle policy's rules mean for the nightly, found once per policy.
+#[derive(Default)]
+struct PolicyAnalysis {
+    /// The first rule that can expire or archive a tagged image: its key path, place and what it does.
+    tagged: Option<(String, Range<usize>, String)>,
+    /// Policy-wide warnings: code, place, key path, message.
+    warnings: Vec<(&'static str, Range<usize>, String, String)>,
+}
+
+/// Reads the policy with the evaluator and finds what would hurt the nightly.
+fn analyze(key_path: &str, policy: &RawLifecyclePolicy, document: &serde_json::Value) -> PolicyAnalysis {
+    let mut analysis = PolicyAnalysis::default();
+    let Ok(evaluated) = Policy::parse(document) else { return analysis };
+    // Rules in the file's order, to point at the one the evaluator names.
+    let place = |priority: u32| {
+        let rules = policy.rules.get_ref();
+        let idx = rules.iter().position(|r| r.get_ref().rule_priority == priority).unwrap_or(0);
+        (format!("{key_path}.rules[{idx}]"), rules.get(idx).map_or(policy.rules.span(), |r| r.span()))
+    };
+    if let Some(rule) = evaluated.rule_over_tagged_images() {
+        let (path, span) = place(rule.priority);
+        let status = if rule.tag_status == EvaluatedStatus::Any { "any" } else { "tagged" };
+        let verb = if rule.action == RuleAction::Transition { "archive" } else { "expire" };
+        analysis.tagged =
+            Some((path, span, format!("rule {} (`tagStatus = \"{status}\"`) can {verb} tagged images", rule.priority)));
+    }
+    match evaluated.untagged_rule() {
+        None => analysis.warnings.push((
+            UNTAGGED_NEVER_EXPIRE,
+            policy.rules.span(),
+            format!("{key_path}.rules"),
+            "no rule expires untagged images, so they accumulate without bound (each push orphans one); add a \
+             `tagStatus = \"untagged\"` rule with `countType = \"imageCountMoreThan\"`"
+                .to_owned(),
+        )),
+        Some(rule) => {
+            let (path, span) = place(rule.priority);
+            match rule.count {
+                Count::MoreThan(kept) if kept < MIN_UNTAGGED_KEPT => analysis.warnings.push((
+                    FEW_UNTAGGED_KEPT,
+                    span,
+                    path,
+                    format!(
+                        "rule {} keeps only {kept} untagged image(s): a run in flight may still read the generation \
+                         the next push orphans; keep at least {MIN_UNTAGGED_KEPT}",
+                        rule.priority
+                    ),
+                )),
+                Count::MoreThan(_) => {}
+                Count::SincePushed(_) | Count::SincePulled(_) | Count::SinceTransitioned(_) => {
+                    analysis.warnings.push((
+                        AGE_BASED_UNTAGGED_EXPIRY,
+                        span,
+                        path,
+                        format!(
+                            "rule {} expires untagged images by age: a quiet fortnight with no nightly empties the \
+                             cache; count them instead (`countType = \"imageCountMoreThan\"`)",
+                            rule.priority
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    analysis
 }
 
 /// Checks a lifecycle policy against the rules ECR enforces and converts it to ECR's JSON.
@@ -249,8 +406,17 @@ fn lifecycle_document(
     key_path: &str,
     policy: &RawLifecyclePolicy,
     errors: &mut Vec<DesiredError>,
-) -> Option<serde_json::Value> {
+) -> Option<(serde_json::Value, PolicyAnalysis)> {
     let n_errors = errors.len();
+    let untagged_rules =
+        policy.rules.get_ref().iter().filter(|r| r.get_ref().selection.tag_status == TagStatus::Untagged).count();
+    if untagged_rules > 1 {
+        errors.push(locate.error(
+            Some(policy.rules.span()),
+            &format!("{key_path}.rules"),
+            format!("{untagged_rules} rules select untagged images; ECR allows only one"),
+        ));
+    }
     if policy.rules.get_ref().is_empty() {
         errors.push(locate.error(
             Some(policy.rules.span()),
@@ -292,6 +458,13 @@ fn lifecycle_document(
             ),
             _ => {}
         }
+        for pattern in &selection.tag_pattern_list {
+            if pattern.matches('*').count() > MAX_WILDCARDS {
+                problems.push(format!(
+                    "`tagPatternList` entry `{pattern}` has more than {MAX_WILDCARDS} wildcards, ECR's limit"
+                ));
+            }
+        }
         match (selection.count_type, selection.count_unit) {
             (CountType::ImageCountMoreThan, Some(_)) => {
                 problems.push("`imageCountMoreThan` takes no `countUnit`".to_owned());
@@ -321,7 +494,18 @@ fn lifecycle_document(
         .iter()
         .map(|rule| serde_json::to_value(rule.get_ref()).expect("lifecycle rules always serialize"))
         .collect();
-    Some(serde_json::json!({ "rules": rules }))
+    let document = serde_json::json!({ "rules": rules });
+    let length = serde_json::to_string(&document).map_or(0, |text| text.chars().count());
+    if length > MAX_POLICY_CHARS {
+        errors.push(locate.error(
+            Some(policy.rules.span()),
+            &format!("{key_path}.rules"),
+            format!("the policy is {length} characters as sent to ECR, more than the {MAX_POLICY_CHARS} it accepts"),
+        ));
+        return None;
+    }
+    let analysis = analyze(key_path, policy, &document);
+    Some((document, analysis))
 }
 
 /// ECR's repository name rule: lowercase path components of `[a-z0-9]` runs joined by single

@@ -20,10 +20,15 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::plan::Severity;
+
 pub use codebuild::{
     Codebuild, NOT_A_RUNNER, ONLY_EVENT_FILTER, Project, Webhook, WebhookFilter, WebhookScope, log_group,
 };
-pub use ecr::{Ecr, EcrRepository, LifecyclePolicy, TagMutability};
+pub use ecr::{
+    AGE_BASED_UNTAGGED_EXPIRY, ALLOW_TAGGED_EXPIRY, Ecr, EcrRepository, FEW_UNTAGGED_KEPT, LifecyclePolicy,
+    TAGGED_EXPIRY, TagMutability, UNTAGGED_NEVER_EXPIRE,
+};
 pub use iam::{Iam, Role};
 pub use s3::{Bucket, S3, S3LifecycleRule};
 
@@ -39,8 +44,12 @@ pub struct Desired {
     pub iam: Iam,
     pub codebuild: Codebuild,
     pub nightly: Nightly,
-    /// What is allowed but probably wrong; it does not stop a plan, and plans show it.
-    pub warnings: Vec<DesiredWarning>,
+    /// The nightly's bake file (`bake = "..."`), relative to desired.toml's directory: every ECR
+    /// repository it names must be declared. `--bake` wins over it.
+    pub bake: Option<PathBuf>,
+    /// What is allowed but probably wrong (warnings), or dangerous enough to refuse unless the
+    /// resource overrides it by name (errors). Plans show them all.
+    pub findings: Vec<DesiredFinding>,
 }
 
 /// The `[nightly]` section: settings of the nightly workflow that `reconcile outputs` prints as
@@ -58,13 +67,39 @@ struct RawNightly {
     arches: Option<Spanned<String>>,
 }
 
-/// A warning about the desired state, with a stable code.
+/// A finding about the desired state, with a stable code and where in the file it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DesiredWarning {
+pub struct DesiredFinding {
     pub code: &'static str,
+    /// An error refuses `validate`, `plan` and `apply` (exit 3) unless overridden.
+    pub severity: Severity,
     /// The resource it concerns, if one.
     pub address: Option<crate::Address>,
     pub location: DesiredError,
+    /// The key on the resource that allows what this finding would refuse, when it is set: the
+    /// finding is then a warning that says so.
+    pub overridden_by: Option<&'static str>,
+}
+
+impl DesiredFinding {
+    pub(super) fn warning(
+        code: &'static str,
+        address: Option<crate::Address>,
+        location: DesiredError,
+    ) -> DesiredFinding {
+        DesiredFinding { code, severity: Severity::Warning, address, location, overridden_by: None }
+    }
+
+    /// As a plan finding: its message is where it is and what it says.
+    pub fn to_finding(&self) -> crate::Finding {
+        crate::Finding {
+            code: self.code.to_owned(),
+            severity: self.severity,
+            address: self.address.clone(),
+            message: self.location.to_string(),
+            overridden_by: self.overridden_by.map(str::to_owned),
+        }
+    }
 }
 
 /// A string that may use `${account_id}` and `${region}`, filled in once the account is known.
@@ -267,6 +302,8 @@ fn parse_raw(text: &str) -> Result<RawDesired, (Option<Range<usize>>, String, St
 struct RawDesired {
     #[schemars(with = "String")]
     region: Spanned<String>,
+    /// The nightly's bake file, relative to this file: `docker buildx bake --print` JSON, or HCL.
+    bake: Option<String>,
     #[serde(default)]
     ecr: ecr::RawEcr,
     #[serde(default)]
@@ -352,12 +389,12 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
         ));
     }
 
-    let ecr = ecr::convert(locate, &raw.ecr, errors);
     let s3 = s3::convert(locate, &raw.s3, errors);
     let iam = iam::convert(locate, &raw.iam, errors);
     let role_keys: Vec<&str> = iam.roles.iter().map(|r| r.key.as_str()).collect();
-    let mut warnings = Vec::new();
-    let codebuild = codebuild::convert(locate, &raw.codebuild, &role_keys, errors, &mut warnings);
+    let mut findings = Vec::new();
+    let ecr = ecr::convert(locate, &raw.ecr, errors, &mut findings);
+    let codebuild = codebuild::convert(locate, &raw.codebuild, &role_keys, errors, &mut findings);
     if let Some(arches) = &raw.nightly.arches
         && arches.get_ref().chars().any(char::is_control)
     {
@@ -376,7 +413,8 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
         iam,
         codebuild,
         nightly,
-        warnings,
+        bake: raw.bake.map(|bake| locate.path.parent().unwrap_or(Path::new("")).join(bake)),
+        findings,
     }
 }
 
@@ -497,7 +535,7 @@ rules = [
         assert_eq!(
             errors(text),
             "desired.toml:3:1: `ecr.repositories.pytorch.lifecycle_polcy`: unknown field `lifecycle_polcy`, expected one of \
-             `lifecycle_policy`, `image_tag_mutability`, `scan_on_push`, `tags`"
+             `lifecycle_policy`, `image_tag_mutability`, `scan_on_push`, `tags`, `allow_tagged_expiry`"
         );
     }
 

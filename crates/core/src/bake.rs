@@ -1,0 +1,505 @@
+//! The bake cross-check: every ECR repository the nightly's bake file pushes to or caches in
+//! must be declared, so no repository is ever made by a push (or its cache export failing
+//! silently, `ignore-error=true`) without a lifecycle policy. Two cache repositories once held
+//! 347 GB that way.
+//!
+//! Reads what `docker buildx bake --print` writes (JSON), or a `docker-bake.hcl` directly:
+//! variables (the environment first, then the default, as bake resolves them), `target`,
+//! `group` and `inherits`. HCL functions are not evaluated: a file that needs one for a
+//! reference is refused, pointing at `--print`. Pure: the caller passes the environment.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use hcl::eval::{Context, Evaluate};
+use serde_json::Value;
+
+use crate::address::{Address, ResourceKind};
+use crate::plan::{Finding, Severity};
+
+/// Finding code: a bake file references a repository of this account's ECR registry that
+/// desired.toml does not declare. An error. Stable; never reused.
+pub const UNDECLARED_BAKE_REPOSITORY: &str = "W401";
+/// Finding code: no reference of the bake file points at ECR in the region, so nothing was
+/// checked (the registry variable is probably still the fleet's default).
+pub const NO_ECR_REFERENCE: &str = "W402";
+
+/// The fields of a target that name registry references.
+const FIELDS: [&str; 3] = ["tags", "cache-from", "cache-to"];
+
+/// One registry reference of one target.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Reference {
+    pub target: String,
+    /// `tags`, `cache-from` or `cache-to`.
+    pub field: &'static str,
+    /// `HOST/REPOSITORY[:TAG][@DIGEST]`.
+    pub reference: String,
+}
+
+/// Reads a bake file: JSON when it is JSON, HCL otherwise. `env` looks up a variable's
+/// override, as bake does.
+pub fn read(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Reference>, String> {
+    if text.trim_start().starts_with('{') {
+        let value: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+        return read_json(&value);
+    }
+    read_hcl(text, env)
+}
+
+/// The JSON of `docker buildx bake --print`.
+fn read_json(value: &Value) -> Result<Vec<Reference>, String> {
+    let targets = value.get("target").and_then(Value::as_object).ok_or("it has no `target` object")?;
+    let mut references = Vec::new();
+    for (name, target) in targets {
+        for field in FIELDS {
+            let Some(items) = target.get(field) else { continue };
+            let items = items.as_array().ok_or(format!("target `{name}`: `{field}` is not a list"))?;
+            for item in items {
+                if let Some(reference) = registry_reference(field, item) {
+                    references.push(Reference { target: name.clone(), field, reference });
+                }
+            }
+        }
+    }
+    Ok(references)
+}
+
+/// The registry reference an entry of `field` names, if any: a tag is one; a cache entry is
+/// one when it is of type `registry` (a string `type=registry,ref=...`, the shorthand
+/// `HOST/REPO:TAG`, or an object `{"type": "registry", "ref": ...}`).
+fn registry_reference(field: &str, item: &Value) -> Option<String> {
+    if field == "tags" {
+        return item.as_str().map(str::to_owned);
+    }
+    match item {
+        Value::String(entry) => {
+            let mut kind = None;
+            let mut reference = None;
+            for (idx, part) in entry.split(',').enumerate() {
+                match part.split_once('=') {
+                    Some((key, value)) => match key.trim() {
+                        "type" => kind = Some(value.trim().to_owned()),
+                        "ref" => reference = Some(value.trim().to_owned()),
+                        _ => {}
+                    },
+                    None if idx == 0 => reference = Some(part.trim().to_owned()),
+                    None => {}
+                }
+            }
+            reference.filter(|_| kind.as_deref().is_none_or(|k| k == "registry"))
+        }
+        Value::Object(entry) => {
+            let kind = entry.get("type").and_then(Value::as_str);
+            entry.get("ref").and_then(Value::as_str).filter(|_| kind.is_none_or(|k| k == "registry")).map(str::to_owned)
+        }
+        _ => None,
+    }
+}
+
+/// A `docker-bake.hcl`, read the way bake reads it, without functions.
+fn read_hcl(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Reference>, String> {
+    let body =
+        hcl::parse(text).map_err(|e| format!("neither JSON nor HCL bake syntax: {}", one_line(&e.to_string())))?;
+    let context = variables(&body, env)?;
+
+    // Each target's own attributes and the targets it inherits from.
+    let mut targets: BTreeMap<String, (BTreeMap<String, hcl::Expression>, Vec<String>)> = BTreeMap::new();
+    for block in body.blocks().filter(|b| b.identifier() == "target") {
+        let name = block.labels().first().map(|l| l.as_str().to_owned()).ok_or("a `target` block has no name")?;
+        let mut attributes = BTreeMap::new();
+        let mut inherits = Vec::new();
+        for attribute in block.body().attributes() {
+            if attribute.key() == "inherits" {
+                inherits = strings(&evaluate(&name, "inherits", attribute.expr(), &context)?)
+                    .ok_or(format!("target `{name}`: `inherits` is not a list of target names"))?;
+            } else {
+                attributes.insert(attribute.key().to_owned(), attribute.expr().clone());
+            }
+        }
+        targets.insert(name, (attributes, inherits));
+    }
+
+    let mut references = Vec::new();
+    for name in targets.keys() {
+        let attributes = inherited(name, &targets, &mut Vec::new())?;
+        for field in FIELDS {
+            let Some(expr) = attributes.get(field) else { continue };
+            let value = evaluate(name, field, expr, &context)?;
+            let Value::Array(items) = value else {
+                return Err(format!("target `{name}`: `{field}` is not a list"));
+            };
+            for item in &items {
+                if let Some(reference) = registry_reference(field, item) {
+                    references.push(Reference { target: name.clone(), field, reference });
+                }
+            }
+        }
+    }
+    Ok(references)
+}
+
+/// A target's attributes with those it inherits (in order, its own last, so they win).
+fn inherited(
+    name: &str,
+    targets: &BTreeMap<String, (BTreeMap<String, hcl::Expression>, Vec<String>)>,
+    path: &mut Vec<String>,
+) -> Result<BTreeMap<String, hcl::Expression>, String> {
+    if path.iter().any(|p| p == name) {
+        return Err(format!("targets inherit from each other in a cycle: {} -> {name}", path.join(" -> ")));
+    }
+    let (own, parents) = targets.get(name).ok_or(format!(
+        "target `{}` inherits from `{name}`, which does not exist",
+        path.last().map_or("?", String::as_str)
+    ))?;
+    path.push(name.to_owned());
+    let mut attributes = BTreeMap::new();
+    for parent in parents {
+        attributes.extend(inherited(parent, targets, path)?);
+    }
+    path.pop();
+    attributes.extend(own.iter().map(|(k, v)| (k.clone(), v.clone())));
+    Ok(attributes)
+}
+
+/// The variables, as bake resolves them: the environment's value when set, else the default
+/// (which may use other variables), else empty.
+fn variables(body: &hcl::Body, env: &dyn Fn(&str) -> Option<String>) -> Result<Context<'static>, String> {
+    let mut resolved: BTreeMap<String, hcl::Value> = BTreeMap::new();
+    let mut pending: Vec<(String, Option<hcl::Expression>)> = Vec::new();
+    for block in body.blocks().filter(|b| b.identifier() == "variable") {
+        let name = block.labels().first().map(|l| l.as_str().to_owned()).ok_or("a `variable` block has no name")?;
+        if let Some(value) = env(&name) {
+            resolved.insert(name, hcl::Value::from(value));
+            continue;
+        }
+        let default = block.body().attributes().find(|a| a.key() == "default").map(|a| a.expr().clone());
+        pending.push((name, default));
+    }
+    // Defaults may refer to each other: resolve until nothing more can be.
+    loop {
+        let context = context_of(&resolved);
+        let before = pending.len();
+        let mut failure = None;
+        pending.retain(|(name, default)| {
+            let value = match default {
+                None => Ok(hcl::Value::from("")),
+                Some(expr) => expr.evaluate(&context),
+            };
+            match value {
+                Ok(value) => {
+                    resolved.insert(name.clone(), value);
+                    false
+                }
+                Err(error) => {
+                    failure = Some((name.clone(), error.to_string()));
+                    true
+                }
+            }
+        });
+        if pending.is_empty() {
+            return Ok(context_of(&resolved));
+        }
+        if pending.len() == before {
+            let (name, why) = failure.expect("a pending variable failed");
+            return Err(refusal(&format!("variable `{name}`"), &why));
+        }
+    }
+}
+
+fn context_of(variables: &BTreeMap<String, hcl::Value>) -> Context<'static> {
+    let mut context = Context::new();
+    for (name, value) in variables {
+        context.declare_var(name.as_str(), value.clone());
+    }
+    context
+}
+
+fn evaluate(target: &str, field: &str, expr: &hcl::Expression, context: &Context<'_>) -> Result<Value, String> {
+    let value =
+        expr.evaluate(context).map_err(|e| refusal(&format!("target `{target}`: `{field}`"), &e.to_string()))?;
+    serde_json::to_value(&value).map_err(|e| e.to_string())
+}
+
+fn refusal(what: &str, why: &str) -> String {
+    format!(
+        "{what} cannot be evaluated ({}): reconcile reads a bake file's variables, targets, groups and `inherits`, \
+         but not HCL functions; pass the JSON that `docker buildx bake --print` writes instead",
+        one_line(why)
+    )
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn strings(value: &Value) -> Option<Vec<String>> {
+    value.as_array()?.iter().map(|v| v.as_str().map(str::to_owned)).collect()
+}
+
+/// A reference to a repository of an ECR registry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EcrReference {
+    pub account: String,
+    pub region: String,
+    pub repository: String,
+}
+
+/// The ECR repository a reference names, if its host is an ECR registry
+/// (`<account>.dkr.ecr[-fips].<region>.amazonaws.com[.cn]`): the path after the host, without
+/// `:tag` or `@digest`.
+pub fn ecr_reference(reference: &str) -> Option<EcrReference> {
+    let (host, path) = reference.split_once('/')?;
+    let host = host.strip_suffix(".amazonaws.com").or_else(|| host.strip_suffix(".amazonaws.com.cn"))?;
+    let mut parts = host.splitn(4, '.');
+    let account = parts.next()?;
+    let (dkr, ecr, region) = (parts.next()?, parts.next()?, parts.next()?);
+    let is_account = account.len() == 12 && account.chars().all(|c| c.is_ascii_digit());
+    if !is_account || dkr != "dkr" || !(ecr == "ecr" || ecr == "ecr-fips") || region.contains('.') {
+        return None;
+    }
+    let path = path.split_once('@').map_or(path, |(path, _)| path);
+    let repository = match path.rsplit_once(':') {
+        Some((repository, tag)) if !tag.contains('/') => repository,
+        _ => path,
+    };
+    Some(EcrReference { account: account.to_owned(), region: region.to_owned(), repository: repository.to_owned() })
+}
+
+/// What the cross-check found.
+#[derive(Debug, Default)]
+pub struct Check {
+    pub findings: Vec<Finding>,
+    /// How many references point at this registry (every account's, when the account is not known).
+    pub checked: usize,
+    /// The accounts whose ECR registry in the region the file names.
+    pub accounts: BTreeSet<String>,
+}
+
+/// Checks every reference to ECR in `region` (of `account` when known; of any account when not,
+/// as `validate` makes no AWS call) against the declared repositories. `file` names the bake
+/// file in messages.
+pub fn check(
+    file: &str,
+    references: &[Reference],
+    declared: &BTreeSet<&str>,
+    region: &str,
+    account: Option<&str>,
+) -> Check {
+    let mut result = Check::default();
+    let mut seen = BTreeSet::new();
+    for reference in references {
+        let Some(ecr) = ecr_reference(&reference.reference) else { continue };
+        if ecr.region != region || account.is_some_and(|a| a != ecr.account) {
+            continue;
+        }
+        result.checked += 1;
+        result.accounts.insert(ecr.account.clone());
+        if declared.contains(ecr.repository.as_str())
+            || !seen.insert((ecr.repository.clone(), &reference.target, reference.field))
+        {
+            continue;
+        }
+        result.findings.push(Finding {
+            code: UNDECLARED_BAKE_REPOSITORY.to_owned(),
+            severity: Severity::Error,
+            address: Some(Address::new(ResourceKind::EcrRepository, &ecr.repository)),
+            message: format!(
+                "{file}: target `{}` {} `{}`, but desired.toml declares no repository `{}`: declare it under \
+                 `[ecr.repositories]`, and the plan creates it with its lifecycle policy and extends the role to it",
+                reference.target,
+                match reference.field {
+                    "tags" => "pushes to",
+                    "cache-to" => "exports its cache (cache-to) to",
+                    _ => "imports its cache (cache-from) from",
+                },
+                reference.reference,
+                ecr.repository
+            ),
+            overridden_by: None,
+        });
+    }
+    if result.checked == 0 {
+        let whose = account.map_or_else(|| "any account".to_owned(), |a| format!("account {a}"));
+        result.findings.push(Finding {
+            code: NO_ECR_REFERENCE.to_owned(),
+            severity: Severity::Warning,
+            address: None,
+            message: format!(
+                "{file}: no reference points at the ECR registry of {whose} in {region}, so nothing was checked; \
+                 set the bake file's registry variable as the nightly does (for example \
+                 `ECR_REGISTRY=<account>.dkr.ecr.{region}.amazonaws.com`)"
+            ),
+            overridden_by: None,
+        });
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOST: &str = "123456789012.dkr.ecr.us-east-1.amazonaws.com";
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn names(references: &[Reference]) -> Vec<String> {
+        references.iter().map(|r| format!("{} {} {}", r.target, r.field, r.reference)).collect()
+    }
+
+    #[test]
+    fn reads_the_print_json_with_cache_entries_as_strings_or_objects() {
+        let json = format!(
+            r#"{{"group": {{"default": {{"targets": ["foo"]}}}},
+               "target": {{"foo": {{
+                 "tags": ["{HOST}/foo:nightly"],
+                 "cache-from": ["type=registry,ref={HOST}/foo-cache:buildcache", "type=local,src=/tmp/x", "{HOST}/bare:c"],
+                 "cache-to": [{{"type": "registry", "ref": "{HOST}/foo-cache:buildcache", "mode": "max"}}, {{"type": "gha"}}]
+               }}}}}}"#
+        );
+        let references = read(&json, &no_env).unwrap();
+        assert_eq!(
+            names(&references),
+            [
+                format!("foo tags {HOST}/foo:nightly"),
+                format!("foo cache-from {HOST}/foo-cache:buildcache"),
+                format!("foo cache-from {HOST}/bare:c"),
+                format!("foo cache-to {HOST}/foo-cache:buildcache"),
+            ]
+        );
+    }
+
+    const HCL: &str = r#"
+variable "REGISTRY" { default = "zot.fleet:5000" }
+variable "CACHE" { default = "${REGISTRY}/cache" }
+variable "UNSET" {}
+group "default" { targets = ["pytorch", "foo"] }
+target "_common" {
+  cache-to = ["type=registry,ref=${REGISTRY}/common-cache:c,mode=max,ignore-error=true"]
+}
+target "pytorch" {
+  inherits = ["_common"]
+  tags = ["${REGISTRY}/pytorch:nightly${UNSET}"]
+}
+target "foo" {
+  inherits = ["_common"]
+  tags = ["${REGISTRY}/foo:nightly"]
+  cache-to = ["type=registry,ref=${REGISTRY}/foo-cache:c,mode=max,ignore-error=true"]
+  cache-from = ["type=registry,ref=${CACHE}:x"]
+}
+"#;
+
+    #[test]
+    fn reads_hcl_resolving_variables_as_bake_does_and_inherits() {
+        let defaults = read(HCL, &no_env).unwrap();
+        assert!(names(&defaults).contains(&"foo tags zot.fleet:5000/foo:nightly".to_owned()), "{defaults:?}");
+        let env = |name: &str| (name == "REGISTRY").then(|| HOST.to_owned());
+        let references = read(HCL, &env).unwrap();
+        assert_eq!(
+            names(&references),
+            [
+                "_common cache-to H/common-cache:c",
+                "foo tags H/foo:nightly",
+                "foo cache-from H/cache:x",
+                "foo cache-to H/foo-cache:c",
+                "pytorch tags H/pytorch:nightly",
+                "pytorch cache-to H/common-cache:c",
+            ]
+            .map(|line| line.replace('H', HOST))
+        );
+    }
+
+    #[test]
+    fn a_file_that_needs_a_function_is_refused_pointing_at_print() {
+        let hcl = r#"
+variable "REGISTRY" { default = "r" }
+target "foo" { tags = [notequal(REGISTRY, "") ? "${REGISTRY}/foo" : "foo"] }
+"#;
+        let error = read(hcl, &no_env).unwrap_err();
+        assert!(error.contains("target `foo`: `tags` cannot be evaluated"), "{error}");
+        assert!(error.contains("notequal"), "{error}");
+        assert!(error.contains("docker buildx bake --print"), "{error}");
+        let in_variable = "variable \"R\" { default = lower(\"X\") }\ntarget \"a\" {}\n";
+        assert!(read(in_variable, &no_env).unwrap_err().contains("variable `R`"));
+    }
+
+    #[test]
+    fn broken_files_and_cycles_are_refused() {
+        assert!(read("{ not json", &no_env).unwrap_err().contains("not valid JSON"));
+        assert!(read("target \"a\" {", &no_env).unwrap_err().contains("HCL"));
+        assert!(read(r#"{"group": {}}"#, &no_env).unwrap_err().contains("no `target`"));
+        let cycle = "target \"a\" { inherits = [\"b\"] }\ntarget \"b\" { inherits = [\"a\"] }\n";
+        assert!(read(cycle, &no_env).unwrap_err().contains("cycle"));
+        let missing = "target \"a\" { inherits = [\"nope\"] }\n";
+        assert!(read(missing, &no_env).unwrap_err().contains("`nope`, which does not exist"));
+    }
+
+    #[test]
+    fn an_ecr_reference_is_its_host_and_repository_path() {
+        let parsed = ecr_reference(&format!("{HOST}/team/foo-cache:buildcache@sha256:abc")).unwrap();
+        assert_eq!(
+            parsed,
+            EcrReference {
+                account: "123456789012".into(),
+                region: "us-east-1".into(),
+                repository: "team/foo-cache".into()
+            }
+        );
+        assert_eq!(ecr_reference(&format!("{HOST}/foo")).unwrap().repository, "foo");
+        assert_eq!(
+            ecr_reference("123456789012.dkr.ecr-fips.us-gov-west-1.amazonaws.com/foo:1").unwrap().region,
+            "us-gov-west-1"
+        );
+        assert_eq!(ecr_reference("123456789012.dkr.ecr.cn-north-1.amazonaws.com.cn/foo").unwrap().region, "cn-north-1");
+        for other in [
+            "foo:latest",
+            "docker.io/library/ubuntu:24.04",
+            "public.ecr.aws/rocm/base:1",
+            "zot.fleet:5000/foo:nightly",
+            "12345.dkr.ecr.us-east-1.amazonaws.com/foo",
+            "123456789012.dkr.ecr.us-east-1.amazonaws.com.evil.example/foo",
+        ] {
+            assert_eq!(ecr_reference(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn undeclared_repositories_of_this_registry_are_errors_and_others_are_ignored() {
+        let reference = |target: &str, field: &'static str, r: &str| Reference {
+            target: target.into(),
+            field,
+            reference: r.into(),
+        };
+        let references = [
+            reference("foo", "tags", &format!("{HOST}/foo:nightly")),
+            reference("foo", "cache-to", &format!("{HOST}/foo-cache:c")),
+            reference("foo", "cache-to", &format!("{HOST}/foo-cache:d")),
+            reference("foo", "tags", "999999999999.dkr.ecr.us-east-1.amazonaws.com/elsewhere:1"),
+            reference("foo", "tags", "123456789012.dkr.ecr.eu-west-1.amazonaws.com/other-region:1"),
+            reference("foo", "tags", "public.ecr.aws/x/y:1"),
+        ];
+        let declared = BTreeSet::from(["foo"]);
+        let known = check("bake.json", &references, &declared, "us-east-1", Some("123456789012"));
+        assert_eq!(known.checked, 3);
+        assert_eq!(known.findings.len(), 1, "one finding per repository, target and field");
+        let finding = &known.findings[0];
+        assert_eq!((finding.code.as_str(), finding.severity), (UNDECLARED_BAKE_REPOSITORY, Severity::Error));
+        assert_eq!(finding.address.as_ref().unwrap().to_string(), "ecr_repository.foo-cache");
+        assert!(
+            finding.message.starts_with("bake.json: target `foo` exports its cache (cache-to) to"),
+            "{}",
+            finding.message
+        );
+
+        // Without the account (validate), every account's registry in the region counts.
+        let any = check("bake.json", &references, &declared, "us-east-1", None);
+        assert_eq!(any.accounts, BTreeSet::from(["123456789012".to_owned(), "999999999999".to_owned()]));
+        assert_eq!(any.findings.len(), 2);
+
+        let none = check("bake.json", &references[3..], &declared, "us-east-1", Some("123456789012"));
+        assert_eq!(none.findings[0].code, NO_ECR_REFERENCE);
+        assert_eq!(none.findings[0].severity, Severity::Warning);
+    }
+}
