@@ -8,7 +8,8 @@ use clap::CommandFactory;
 use reconcile_core::engine::{self, ApplyOptions, DesiredResources};
 use reconcile_core::markdown::GITHUB_COMMENT_LIMIT;
 use reconcile_core::{
-    Account, Desired, DesiredResource, Finding, Plan, ReconcileError, Reconciler, json, render, report, saved,
+    Account, Action, Desired, DesiredResource, Finding, Plan, ReconcileError, Reconciler, ResourceKind, json, render,
+    report, saved,
 };
 
 use crate::args::{Args, Command, Format, OutputsFormat};
@@ -96,7 +97,12 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
     }
 
     let aws = Aws::load(&desired.region).await;
-    let context = PlanContext { desired: &desired, bake: bake.as_ref(), prune: prune.clone() };
+    let context = PlanContext {
+        desired: &desired,
+        bake: bake.as_ref(),
+        prune: prune.clone(),
+        force_delete_images: args.command.force_delete_images(),
+    };
     match args.command {
         Command::Plan { format, detailed_exitcode, out, .. } => {
             let Planned { plan, .. } = make_plan(&aws, &context).await?;
@@ -120,7 +126,8 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             Ok(if detailed_exitcode && plan.has_changes() { exit::CHANGES } else { exit::OK })
         }
         Command::Apply { plan_file: Some(path), allow_delete, format, .. } => {
-            apply_saved(&output, &aws, &context, &desired_text, &path, allow_delete, format).await
+            let approval = Approval { auto_approve: true, allow_delete };
+            apply_saved(&output, &aws, &context, &desired_text, &path, approval, format).await
         }
         Command::Apply { plan_file: None, auto_approve, allow_delete, format, .. } => {
             let Planned { plan, reconcilers, .. } = make_plan(&aws, &context).await?;
@@ -203,6 +210,8 @@ struct PlanContext<'a> {
     desired: &'a Desired,
     bake: Option<&'a BakeFile>,
     prune: Option<reconcile_ecr::Prune>,
+    /// `apply --force-delete-images`, for a saved plan made with --prune.
+    force_delete_images: bool,
 }
 
 /// Every desired resource of every resource crate, keyed by address. Pure: no AWS.
@@ -385,7 +394,7 @@ async fn apply_saved(
     context: &PlanContext<'_>,
     desired_text: &str,
     path: &Path,
-    allow_delete: bool,
+    Approval { allow_delete, .. }: Approval,
     format: Format,
 ) -> Result<u8, CliError> {
     let text = std::fs::read_to_string(path).with_context(|| format!("failed to read the plan {}", path.display()))?;
@@ -407,7 +416,18 @@ async fn apply_saved(
     let mut findings: Vec<Finding> = desired.findings.iter().map(|finding| finding.to_finding()).collect();
     findings.extend(context.bake.into_iter().flat_map(|bake| bake.check(desired, Some(&account.id)).findings));
     refuse_on(&findings)?;
-    let reconcilers = aws.reconcilers(&account, context.prune.clone());
+    // A plan made with --prune holds repository deletes: seeing those repositories again needs
+    // the same look beyond the declared, whether or not --prune is given again.
+    let prunes =
+        saved.plan.changes.iter().any(|c| c.address.kind == ResourceKind::EcrRepository && c.action == Action::Delete);
+    let prune = match (&context.prune, prunes) {
+        (None, true) => Some(reconcile_ecr::Prune {
+            marker: reconcile_ecr::prune_marker(desired).map_err(|why| CliError::Input(vec![why]))?,
+            force_delete_images: context.force_delete_images,
+        }),
+        (prune, _) => prune.clone(),
+    };
+    let reconcilers = aws.reconcilers(&account, prune);
     let resources = desired_resources(desired, &account).map_err(CliError::aws(&aws.endpoint))?;
     // Everything the plan touches or claims to have fingerprinted, seen again now.
     let addresses: Vec<_> = saved

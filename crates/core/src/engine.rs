@@ -255,7 +255,7 @@ pub async fn apply(
         match reconciler_for(reconcilers, change.address.kind) {
             None => return Err(Refusal::NoReconciler(change.address.clone())),
             Some(reconciler) => {
-                refusals.extend(reconciler.refusal(change).map(|why| format!("{}: {why}", change.address)))
+                refusals.extend(reconciler.refusal(change).map(|why| format!("{}: {why}", change.address)));
             }
         }
     }

@@ -130,7 +130,7 @@ impl Reconciler for EcrReconciler {
                 let field = |name: &str| fields.get(name).unwrap_or(&serde_json::Value::Null);
                 match address.kind {
                     ResourceKind::EcrRepository => {
-                        findings.extend(self.foreign_access(&address, field("repository_policy")))
+                        findings.extend(self.foreign_access(&address, field("repository_policy")));
                     }
                     _ => {
                         let allowed = desired

@@ -438,10 +438,18 @@ async fn prune_deletes_only_what_reconcile_made_and_only_when_told_twice() {
     );
     assert_eq!(account.writes().len(), writes, "refused before any write");
 
+    // A saved plan carries its deletes to the apply that reviews approved, and the same flags
+    // stand between it and them.
+    let saved = desired.path.with_file_name("plan.json");
+    let plan = reconcile(&account, &desired.path, &["plan", "--prune", "--out", saved.to_str().unwrap()]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    let refused = reconcile(&account, &desired.path, &["apply", saved.to_str().unwrap(), "--allow-delete"]);
+    assert_eq!(refused.code, 3, "{}{}", refused.stdout, refused.stderr);
+    assert_eq!(account.writes().len(), writes, "refused before any write");
     let forced = reconcile(
         &account,
         &desired.path,
-        &["apply", "--prune", "--allow-delete", "--force-delete-images", "--auto-approve"],
+        &["apply", saved.to_str().unwrap(), "--allow-delete", "--force-delete-images"],
     );
     assert_eq!(forced.code, 0, "{}{}", forced.stdout, forced.stderr);
     let names: Vec<String> = client
