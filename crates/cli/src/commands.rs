@@ -194,7 +194,7 @@ impl BakeFile {
 fn load_bake(path: &Path) -> Result<BakeFile, CliError> {
     let name = path.display().to_string();
     let fail = |why: String| CliError::Input(vec![format!("{name}: {why}")]);
-    let text = std::fs::read_to_string(path).map_err(|error| fail(format!("failed to read the bake file: {error}")))?;
+    let text = read_capped(path).map_err(|why| fail(format!("failed to read the bake file: {why}")))?;
     let lookup = |variable: &str| {
         if std::env::var_os("BUILDX_BAKE_DISABLE_VARS_ENV_LOOKUP").is_some_and(|v| v == "1") {
             return None;
@@ -251,21 +251,26 @@ fn man_pages() -> Result<(), CliError> {
 const DESIRED_LIMIT: u64 = 1024 * 1024;
 
 fn load_desired(path: &Path) -> Result<(Desired, String), CliError> {
-    use std::io::Read;
-    let fail = |why: String| CliError::Input(vec![format!("failed to read {}: {why}", path.display())]);
-    let file = std::fs::File::open(path).map_err(|error| fail(error.to_string()))?;
-    let mut bytes = Vec::new();
-    file.take(DESIRED_LIMIT + 1).read_to_end(&mut bytes).map_err(|error| fail(error.to_string()))?;
-    if bytes.len() as u64 > DESIRED_LIMIT {
-        return Err(fail(format!("it is larger than {} MiB, more than any account needs", DESIRED_LIMIT >> 20)));
-    }
-    let text = String::from_utf8(bytes).map_err(|error| {
-        fail(format!("it is not UTF-8 text (invalid byte at offset {})", error.utf8_error().valid_up_to()))
-    })?;
+    let text =
+        read_capped(path).map_err(|why| CliError::Input(vec![format!("failed to read {}: {why}", path.display())]))?;
     match Desired::parse(path, &text) {
         Ok(desired) => Ok((desired, text)),
         Err(errors) => Err(CliError::Input(errors.0.iter().map(ToString::to_string).collect())),
     }
+}
+
+/// A text file of at most [`DESIRED_LIMIT`] bytes (desired.toml, a bake file): `/dev/zero` and
+/// its kind are refused rather than read for ever.
+fn read_capped(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|error| error.to_string())?;
+    let mut bytes = Vec::new();
+    file.take(DESIRED_LIMIT + 1).read_to_end(&mut bytes).map_err(|error| error.to_string())?;
+    if bytes.len() as u64 > DESIRED_LIMIT {
+        return Err(format!("it is larger than {} MiB, more than any account needs", DESIRED_LIMIT >> 20));
+    }
+    String::from_utf8(bytes)
+        .map_err(|error| format!("it is not UTF-8 text (invalid byte at offset {})", error.utf8_error().valid_up_to()))
 }
 
 /// A plan, with the reconcilers and desired resources it was made from, for what comes next.

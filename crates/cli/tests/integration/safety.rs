@@ -334,6 +334,23 @@ async fn a_bake_target_with_undeclared_repositories_is_refused_until_they_are_de
         assert_eq!(account.writes().len(), writes);
     }
 
+    // drift reports it too (every error finding is drift).
+    let bake_json = dir.join("bake.json");
+    let drift =
+        reconcile(&account, &before.path, &["drift", "--bake", bake_json.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(drift.code, 2, "{}", drift.stderr);
+    let json: Value = serde_json::from_str(&drift.stdout).unwrap();
+    let w401: Vec<&Value> = json["findings"].as_array().unwrap().iter().filter(|f| f["code"] == "W401").collect();
+    assert_eq!(w401.len(), 3, "foo's tags, and foo-cache's cache-from and cache-to: {w401:?}");
+    // A bake file that never ends is refused, not read for ever.
+    let endless = reconcile(&account, &before.path, &["validate", "--bake", "/dev/zero"]);
+    assert_eq!(endless.code, 1);
+    assert!(
+        endless.stderr.contains("/dev/zero: failed to read the bake file: it is larger than 1 MiB"),
+        "{}",
+        endless.stderr
+    );
+
     // The file's own default registry is the fleet's: nothing is ECR, and it says so.
     let fleet =
         reconcile(&account, &before.path, &["validate", "--bake", dir.join("docker-bake.hcl").to_str().unwrap()]);
