@@ -17,6 +17,7 @@ pub mod reconciler;
 pub mod retry;
 pub mod saved;
 pub mod spec;
+pub mod usage;
 
 pub mod render;
 pub mod report;

@@ -1,0 +1,495 @@
+//! What the registry holds and costs, and how fast it grows: `reconcile usage`.
+//!
+//! Billed ECR storage once went from 264 GB to 738 GB in six days and nobody saw it until the
+//! bill. The reconciler reads the registry anyway, so it says what each repository holds, what
+//! its lifecycle policies will reclaim (with the same evaluator as the plan's expiry lines), what
+//! it costs at a declared rate, and, against earlier reports, how fast it grows. Pure: the
+//! images come from the ECR crate.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
+
+use serde_json::{Value, json};
+
+use crate::lifecycle::{Expiry, Image, Policy, human_bytes};
+
+/// The version of the JSON usage report; `--since` reads this major version only.
+pub const FORMAT_VERSION: &str = "1.0";
+
+/// Bytes in the gigabyte AWS bills storage by (a GiB).
+const BILLED_GB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+/// The footnote every format carries, so nobody mistakes an estimate for an invoice.
+pub fn footnote(price_per_gb_month: f64) -> String {
+    format!(
+        "Sizes are ECR's imageSizeInBytes, each image's compressed layers; layers shared between images are \
+         stored once, so these sums can overstate what is billed (no deduplication is claimed). Cost is an \
+         estimate at ${price_per_gb_month:.3} per GB-month (GB = 2^30 bytes), not an invoice."
+    )
+}
+
+/// One repository's holdings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RepositoryUsage {
+    pub name: String,
+    pub images: u64,
+    pub tagged: u64,
+    pub untagged: u64,
+    pub bytes: u64,
+    /// Whether it has a lifecycle policy at all.
+    pub has_policy: bool,
+    /// What its live policy expires on its next run.
+    pub live_reclaim: u64,
+    /// What the policy desired.toml declares for it would expire; `None` when undeclared.
+    pub declared_reclaim: Option<u64>,
+}
+
+impl RepositoryUsage {
+    /// Sums up one repository's images and evaluates its policies on them at `now`.
+    pub fn of(name: &str, images: &[Image], live: Option<&Policy>, declared: Option<&Policy>, now: i64) -> Self {
+        let tagged = images.iter().filter(|i| i.is_tagged()).count() as u64;
+        RepositoryUsage {
+            name: name.to_owned(),
+            images: images.len() as u64,
+            tagged,
+            untagged: images.len() as u64 - tagged,
+            bytes: images.iter().map(|i| i.size).sum(),
+            has_policy: live.is_some(),
+            live_reclaim: live.map_or(0, |p| Expiry::of(p, images, now).bytes),
+            declared_reclaim: declared.map(|p| Expiry::of(p, images, now).bytes),
+        }
+    }
+}
+
+/// A usage report of the whole registry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Usage {
+    pub account: String,
+    pub region: String,
+    /// Seconds since the epoch, when it was read.
+    pub generated_at: i64,
+    pub price_per_gb_month: f64,
+    /// Largest first, then by name.
+    pub repositories: Vec<RepositoryUsage>,
+}
+
+impl Usage {
+    pub fn new(
+        account: &str,
+        region: &str,
+        generated_at: i64,
+        price_per_gb_month: f64,
+        mut repositories: Vec<RepositoryUsage>,
+    ) -> Usage {
+        repositories.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
+        Usage { account: account.to_owned(), region: region.to_owned(), generated_at, price_per_gb_month, repositories }
+    }
+
+    pub fn total_bytes(&self) -> u64 {
+        self.repositories.iter().map(|r| r.bytes).sum()
+    }
+
+    /// The estimated monthly cost of `bytes`, in dollars.
+    pub fn cost(&self, bytes: u64) -> f64 {
+        bytes as f64 / BILLED_GB * self.price_per_gb_month
+    }
+}
+
+/// The report as a table that fits 100 columns.
+pub fn text(usage: &Usage) -> String {
+    let mut out = String::new();
+    writeln!(out, "ECR usage of account {}, region {}.", usage.account, usage.region).unwrap();
+    writeln!(out).unwrap();
+    writeln!(
+        out,
+        "{:<28} {:>7} {:>6} {:>8} {:>10} {:>10} {:>10} {:>6} {:>8}",
+        "REPOSITORY", "IMAGES", "TAGGED", "UNTAGGED", "SIZE", "LIVE FREES", "DECL FREES", "POLICY", "$/MONTH"
+    )
+    .unwrap();
+    for r in &usage.repositories {
+        writeln!(
+            out,
+            "{:<28} {:>7} {:>6} {:>8} {:>10} {:>10} {:>10} {:>6} {:>8.2}",
+            short(&r.name, 28),
+            r.images,
+            r.tagged,
+            r.untagged,
+            human_bytes(r.bytes),
+            human_bytes(r.live_reclaim),
+            r.declared_reclaim.map_or_else(|| "-".to_owned(), human_bytes),
+            if r.has_policy { "yes" } else { "NONE" },
+            usage.cost(r.bytes)
+        )
+        .unwrap();
+    }
+    let (images, tagged, untagged) = totals(usage);
+    writeln!(
+        out,
+        "{:<28} {:>7} {:>6} {:>8} {:>10} {:>10} {:>10} {:>6} {:>8.2}",
+        format!("TOTAL ({} repositories)", usage.repositories.len()),
+        images,
+        tagged,
+        untagged,
+        human_bytes(usage.total_bytes()),
+        human_bytes(usage.repositories.iter().map(|r| r.live_reclaim).sum()),
+        human_bytes(usage.repositories.iter().filter_map(|r| r.declared_reclaim).sum()),
+        "",
+        usage.cost(usage.total_bytes())
+    )
+    .unwrap();
+    writeln!(out).unwrap();
+    writeln!(out, "{}", footnote(usage.price_per_gb_month)).unwrap();
+    out
+}
+
+fn totals(usage: &Usage) -> (u64, u64, u64) {
+    usage.repositories.iter().fold((0, 0, 0), |(i, t, u), r| (i + r.images, t + r.tagged, u + r.untagged))
+}
+
+/// A name cut to `width` characters, marked when cut.
+fn short(name: &str, width: usize) -> String {
+    if name.chars().count() <= width {
+        return name.to_owned();
+    }
+    let kept: String = name.chars().take(width - 1).collect();
+    format!("{kept}…")
+}
+
+/// The report as JSON, exact bytes; what `--since` reads back.
+pub fn json(usage: &Usage) -> Value {
+    let repositories: Vec<Value> = usage
+        .repositories
+        .iter()
+        .map(|r| {
+            json!({
+                "name": r.name,
+                "images": r.images,
+                "tagged": r.tagged,
+                "untagged": r.untagged,
+                "bytes": r.bytes,
+                "has_policy": r.has_policy,
+                "live_policy_reclaims_bytes": r.live_reclaim,
+                "declared_policy_reclaims_bytes": r.declared_reclaim,
+                "monthly_cost_usd": round_cents(usage.cost(r.bytes)),
+            })
+        })
+        .collect();
+    json!({
+        "format_version": FORMAT_VERSION,
+        "account": usage.account,
+        "region": usage.region,
+        "generated_at": usage.generated_at,
+        "price_per_gb_month_usd": usage.price_per_gb_month,
+        "repositories": repositories,
+        "total": {
+            "repositories": usage.repositories.len(),
+            "bytes": usage.total_bytes(),
+            "monthly_cost_usd": round_cents(usage.cost(usage.total_bytes())),
+        },
+        "note": footnote(usage.price_per_gb_month),
+    })
+}
+
+fn round_cents(dollars: f64) -> f64 {
+    (dollars * 100.0).round() / 100.0
+}
+
+/// The report as a Markdown table.
+pub fn markdown(usage: &Usage) -> String {
+    let mut out = String::new();
+    writeln!(out, "### ECR usage of account `{}`, region `{}`", usage.account, usage.region).unwrap();
+    writeln!(out).unwrap();
+    writeln!(
+        out,
+        "**{} in {} repositories, about ${:.2} a month**",
+        human_bytes(usage.total_bytes()),
+        usage.repositories.len(),
+        usage.cost(usage.total_bytes())
+    )
+    .unwrap();
+    writeln!(out).unwrap();
+    writeln!(out, "| repository | images | tagged | untagged | size | live policy frees | declared policy frees | policy | $/month |").unwrap();
+    writeln!(out, "|---|--:|--:|--:|--:|--:|--:|---|--:|").unwrap();
+    for r in &usage.repositories {
+        writeln!(
+            out,
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {:.2} |",
+            r.name,
+            r.images,
+            r.tagged,
+            r.untagged,
+            human_bytes(r.bytes),
+            human_bytes(r.live_reclaim),
+            r.declared_reclaim.map_or_else(|| "-".to_owned(), human_bytes),
+            if r.has_policy { "yes" } else { "**none**" },
+            usage.cost(r.bytes)
+        )
+        .unwrap();
+    }
+    writeln!(out).unwrap();
+    writeln!(out, "{}", footnote(usage.price_per_gb_month)).unwrap();
+    out
+}
+
+/// Reads a report `json` wrote.
+pub fn from_json(value: &Value) -> Result<Usage, String> {
+    let version = value["format_version"].as_str().ok_or("it is not a usage report (no `format_version`)")?;
+    if version.split('.').next() != FORMAT_VERSION.split('.').next() {
+        return Err(format!("it is a usage report of format {version}, and this reconcile reads {FORMAT_VERSION}"));
+    }
+    let number = |v: &Value, key: &str| v[key].as_u64().ok_or(format!("`{key}` is missing or not a number"));
+    let mut repositories = Vec::new();
+    for r in value["repositories"].as_array().ok_or("it has no `repositories` list")? {
+        repositories.push(RepositoryUsage {
+            name: r["name"].as_str().ok_or("a repository has no `name`")?.to_owned(),
+            images: number(r, "images")?,
+            tagged: number(r, "tagged")?,
+            untagged: number(r, "untagged")?,
+            bytes: number(r, "bytes")?,
+            has_policy: r["has_policy"].as_bool().unwrap_or(false),
+            live_reclaim: r["live_policy_reclaims_bytes"].as_u64().unwrap_or(0),
+            declared_reclaim: r["declared_policy_reclaims_bytes"].as_u64(),
+        });
+    }
+    Ok(Usage::new(
+        value["account"].as_str().unwrap_or_default(),
+        value["region"].as_str().unwrap_or_default(),
+        value["generated_at"].as_i64().ok_or("`generated_at` is missing")?,
+        value["price_per_gb_month_usd"].as_f64().unwrap_or(0.10),
+        repositories,
+    ))
+}
+
+/// How one repository changed between the earliest report and now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RepositoryGrowth {
+    pub name: String,
+    /// `new` (not in the earlier report), `gone` (not in this one), or empty.
+    pub status: &'static str,
+    pub images: i64,
+    pub bytes: i64,
+    pub untagged: i64,
+    pub bytes_per_day: f64,
+    /// Its untagged count grew although it has a policy that should bound it.
+    pub unbounded: bool,
+}
+
+/// Growth from the earliest of `earlier` to `now`, per repository, fastest first.
+pub fn growth(earlier: &[Usage], now: &Usage) -> Vec<RepositoryGrowth> {
+    let Some(first) = earlier.iter().min_by_key(|u| u.generated_at) else { return Vec::new() };
+    let days = ((now.generated_at - first.generated_at) as f64 / 86_400.0).max(1.0 / 24.0);
+    let before: BTreeMap<&str, &RepositoryUsage> = first.repositories.iter().map(|r| (r.name.as_str(), r)).collect();
+    let after: BTreeMap<&str, &RepositoryUsage> = now.repositories.iter().map(|r| (r.name.as_str(), r)).collect();
+    let names: BTreeSet<&str> = before.keys().chain(after.keys()).copied().collect();
+    let mut rows: Vec<RepositoryGrowth> = names
+        .into_iter()
+        .map(|name| {
+            let (b, a) = (before.get(name), after.get(name));
+            let field = |r: Option<&&RepositoryUsage>, f: fn(&RepositoryUsage) -> u64| r.map_or(0, |r| f(r) as i64);
+            let bytes = field(a, |r| r.bytes) - field(b, |r| r.bytes);
+            let untagged = field(a, |r| r.untagged) - field(b, |r| r.untagged);
+            RepositoryGrowth {
+                name: name.to_owned(),
+                status: match (b, a) {
+                    (None, Some(_)) => "new",
+                    (Some(_), None) => "gone",
+                    _ => "",
+                },
+                images: field(a, |r| r.images) - field(b, |r| r.images),
+                bytes,
+                untagged,
+                bytes_per_day: bytes as f64 / days,
+                unbounded: b.is_some() && untagged > 0 && a.is_some_and(|r| r.has_policy),
+            }
+        })
+        .collect();
+    rows.sort_by(|x, y| y.bytes.cmp(&x.bytes).then_with(|| x.name.cmp(&y.name)));
+    rows
+}
+
+/// Signed bytes for people.
+fn signed_bytes(bytes: i64) -> String {
+    let sign = if bytes < 0 { "-" } else { "+" };
+    format!("{sign}{}", human_bytes(bytes.unsigned_abs()))
+}
+
+/// The growth as text, to follow the report.
+pub fn growth_text(earlier: &[Usage], now: &Usage) -> String {
+    let rows = growth(earlier, now);
+    let mut out = String::new();
+    let Some(first) = earlier.iter().min_by_key(|u| u.generated_at) else { return out };
+    let days = (now.generated_at - first.generated_at) as f64 / 86_400.0;
+    let total = now.total_bytes() as i64 - first.total_bytes() as i64;
+    writeln!(out).unwrap();
+    writeln!(
+        out,
+        "Growth over {days:.1} days: {} in total, {} a day.",
+        signed_bytes(total),
+        signed_bytes((total as f64 / days.max(1.0 / 24.0)) as i64)
+    )
+    .unwrap();
+    for row in rows.iter().filter(|r| r.bytes != 0 || !r.status.is_empty()) {
+        let mut notes = Vec::new();
+        if !row.status.is_empty() {
+            notes.push(row.status.to_owned());
+        }
+        if row.unbounded {
+            notes.push(format!("untagged +{} despite its policy", row.untagged));
+        }
+        writeln!(
+            out,
+            "  {:<28} {:>+7} images {:>11} {:>11}/day  {}",
+            short(&row.name, 28),
+            row.images,
+            signed_bytes(row.bytes),
+            signed_bytes(row.bytes_per_day as i64),
+            notes.join("; ")
+        )
+        .unwrap();
+    }
+    out
+}
+
+/// The growth as Markdown: a table and, with more than one earlier report, a Mermaid
+/// `xychart-beta` of the total over time, which GitHub renders in a comment.
+pub fn growth_markdown(earlier: &[Usage], now: &Usage) -> String {
+    let mut out = String::new();
+    let rows = growth(earlier, now);
+    if rows.is_empty() {
+        return out;
+    }
+    writeln!(out).unwrap();
+    writeln!(out, "#### Growth since the earliest report").unwrap();
+    writeln!(out).unwrap();
+    writeln!(out, "| repository | images | bytes | per day | note |").unwrap();
+    writeln!(out, "|---|--:|--:|--:|---|").unwrap();
+    for row in rows.iter().filter(|r| r.bytes != 0 || !r.status.is_empty()) {
+        let note = match (row.status, row.unbounded) {
+            ("", true) => format!("untagged +{} despite its policy", row.untagged),
+            (status, _) => status.to_owned(),
+        };
+        writeln!(
+            out,
+            "| `{}` | {:+} | {} | {} | {note} |",
+            row.name,
+            row.images,
+            signed_bytes(row.bytes),
+            signed_bytes(row.bytes_per_day as i64)
+        )
+        .unwrap();
+    }
+    if earlier.len() > 1 {
+        let mut series: Vec<&Usage> = earlier.iter().collect();
+        series.sort_by_key(|u| u.generated_at);
+        series.push(now);
+        let labels: Vec<String> = series.iter().map(|u| format!("\"{}\"", day_label(u.generated_at))).collect();
+        let totals: Vec<String> = series.iter().map(|u| format!("{:.1}", u.total_bytes() as f64 / 1e9)).collect();
+        writeln!(out).unwrap();
+        writeln!(out, "```mermaid").unwrap();
+        writeln!(out, "xychart-beta").unwrap();
+        writeln!(out, "    title \"ECR storage, GB\"").unwrap();
+        writeln!(out, "    x-axis [{}]", labels.join(", ")).unwrap();
+        writeln!(out, "    y-axis \"GB\"").unwrap();
+        writeln!(out, "    line [{}]", totals.join(", ")).unwrap();
+        writeln!(out, "```").unwrap();
+    }
+    out
+}
+
+/// `YYYY-MM-DD` of a Unix time, for chart labels (civil-from-days, proleptic Gregorian).
+fn day_label(seconds: i64) -> String {
+    let days = seconds.div_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repository(name: &str, bytes: u64, untagged: u64, has_policy: bool) -> RepositoryUsage {
+        RepositoryUsage {
+            name: name.into(),
+            images: untagged + 1,
+            tagged: 1,
+            untagged,
+            bytes,
+            has_policy,
+            live_reclaim: 0,
+            declared_reclaim: None,
+        }
+    }
+
+    fn usage(at: i64, repositories: Vec<RepositoryUsage>) -> Usage {
+        Usage::new("123456789012", "us-east-1", at, 0.10, repositories)
+    }
+
+    #[test]
+    fn a_report_reads_back_as_it_was_written() {
+        let report = usage(1_800_000_000, vec![repository("a", 5, 2, true), repository("b", 9, 0, false)]);
+        assert_eq!(from_json(&json(&report)).unwrap(), report);
+        assert_eq!(report.repositories[0].name, "b", "largest first");
+        let mut other = json(&report);
+        other["format_version"] = json!("2.0");
+        assert!(from_json(&other).unwrap_err().contains("format 2.0"));
+    }
+
+    #[test]
+    fn growth_per_repository_with_new_and_gone_ones_and_unbounded_untagged() {
+        let day = 86_400;
+        let before = usage(
+            0,
+            vec![
+                repository("steady", 100, 3, true),
+                repository("grows", 1_000, 3, true),
+                repository("old", 50, 0, false),
+            ],
+        );
+        let now = usage(
+            2 * day,
+            vec![
+                repository("steady", 100, 3, true),
+                repository("grows", 159_001_000, 40, true),
+                repository("fresh", 10, 0, true),
+            ],
+        );
+        let rows = growth(&[before.clone()], &now);
+        let find = |name: &str| rows.iter().find(|r| r.name == name).unwrap();
+        assert_eq!(rows[0].name, "grows", "fastest first");
+        assert_eq!(find("grows").bytes, 159_000_000);
+        assert_eq!(find("grows").bytes_per_day, 79_500_000.0);
+        assert!(find("grows").unbounded);
+        assert_eq!((find("fresh").status, find("old").status, find("steady").status), ("new", "gone", ""));
+        assert!(!find("fresh").unbounded, "no earlier count to grow from");
+        let text = growth_text(&[before.clone()], &now);
+        assert!(text.contains("Growth over 2.0 days: +159.0 MB in total, +79.5 MB a day."), "{text}");
+        assert!(text.contains("untagged +37 despite its policy"), "{text}");
+        assert!(!text.contains("steady"), "{text}");
+        let markdown =
+            growth_markdown(&[before.clone(), usage(day, vec![repository("grows", 80_000_000, 20, true)])], &now);
+        assert!(markdown.contains("```mermaid\nxychart-beta\n"), "{markdown}");
+        assert!(markdown.contains("x-axis [\"1970-01-01\", \"1970-01-02\", \"1970-01-03\"]"), "{markdown}");
+        assert!(markdown.contains("line [0.0, 0.1, 0.2]"), "{markdown}");
+    }
+
+    #[test]
+    fn days_are_civil_dates() {
+        assert_eq!(day_label(0), "1970-01-01");
+        assert_eq!(day_label(1_795_996_800), "2026-11-30");
+        assert_eq!(day_label(951_782_400), "2000-02-29");
+    }
+
+    #[test]
+    fn long_names_are_cut_and_marked() {
+        assert_eq!(short("abc", 5), "abc");
+        assert_eq!(short("abcdefgh", 5), "abcd…");
+    }
+}
