@@ -85,6 +85,16 @@ pub enum Command {
         #[command(flatten)]
         prune: Prune,
     },
+    /// What every ECR repository of the account holds, what its lifecycle policies will reclaim,
+    /// and an estimated monthly cost; with --since, how it grew. Never writes.
+    Usage {
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Earlier `usage --format json` reports (files, or directories of them) to measure
+        /// growth against; with several, the Markdown charts the total over time.
+        #[arg(long, value_name = "FILE_OR_DIR", num_args = 1..)]
+        since: Vec<PathBuf>,
+    },
     /// Print the `gh variable set` lines that wire the GitHub repository to the account.
     Outputs {
         #[arg(long, value_enum, default_value_t = OutputsFormat::Text)]

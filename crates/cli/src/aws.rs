@@ -105,6 +105,12 @@ impl Aws {
 
     /// One reconciler per resource crate, each with its own counted client. Building them
     /// makes no request.
+    /// The ECR reconciler alone, for what only it can tell (`usage`).
+    pub fn ecr(&self, account: &Account) -> reconcile_ecr::EcrReconciler {
+        let ecr = aws_sdk_ecr::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
+        reconcile_ecr::EcrReconciler::new(aws_sdk_ecr::Client::from_conf(ecr), account.clone())
+    }
+
     /// One reconciler per resource crate; ECR's also prunes when `prune` says how.
     pub fn reconcilers(&self, account: &Account, prune: Option<reconcile_ecr::Prune>) -> Vec<Box<dyn Reconciler>> {
         let ecr = aws_sdk_ecr::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();

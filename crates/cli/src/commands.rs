@@ -143,10 +143,73 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             Ok(if plan.account_differs() { exit::CHANGES } else { exit::OK })
         }
         Command::Outputs { format } => outputs(&aws, &desired, format).await,
+        Command::Usage { format, since } => usage(&aws, &desired, format, &since).await,
         Command::Validate { .. } | Command::Schema | Command::Completions { .. } | Command::Man => {
             unreachable!("handled above")
         }
     }
+}
+
+/// `reconcile usage`: the registry's holdings, and their growth since earlier reports.
+async fn usage(aws: &Aws, desired: &Desired, format: Format, since: &[std::path::PathBuf]) -> Result<u8, CliError> {
+    use reconcile_core::usage;
+    // Earlier reports are read first: a bad one stops before any AWS call.
+    let mut earlier = Vec::new();
+    for path in since {
+        let files = if path.is_dir() {
+            let mut files: Vec<_> = std::fs::read_dir(path)
+                .with_context(|| format!("failed to read the directory {}", path.display()))?
+                .filter_map(Result::ok)
+                .map(|entry| entry.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "json"))
+                .collect();
+            files.sort();
+            files
+        } else {
+            vec![path.clone()]
+        };
+        for file in files {
+            let text = read_capped(&file).map_err(|why| CliError::Input(vec![format!("{}: {why}", file.display())]))?;
+            let report = serde_json::from_str(&text)
+                .map_err(|e| e.to_string())
+                .and_then(|value| usage::from_json(&value))
+                .map_err(|why| CliError::Input(vec![format!("{}: {why}", file.display())]))?;
+            earlier.push(report);
+        }
+    }
+    let account = aws.account().await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
+    let declared =
+        desired.ecr.repositories.iter().map(|r| (r.name.clone(), r.lifecycle_policy.document.clone())).collect();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let repositories =
+        aws.ecr(&account).usage(&declared, now).await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
+    tracing::info!("usage: {}", aws.requests);
+    let report = usage::Usage::new(&account.id, &account.region, now, desired.price_per_gb_month, repositories);
+    match format {
+        Format::Text => out(&format!("{}{}", usage::text(&report), usage::growth_text(&earlier, &report)))?,
+        Format::Json => {
+            let mut value = usage::json(&report);
+            if !earlier.is_empty() {
+                value["growth"] = usage::growth(&earlier, &report)
+                    .iter()
+                    .map(|g| {
+                        serde_json::json!({
+                            "name": g.name, "status": g.status, "images": g.images, "bytes": g.bytes,
+                            "untagged": g.untagged, "bytes_per_day": g.bytes_per_day.round(),
+                            "untagged_grows_despite_policy": g.unbounded,
+                        })
+                    })
+                    .collect();
+            }
+            out(&format!("{}\n", json::to_pretty(&value)))?;
+        }
+        Format::Markdown => {
+            let comment = format!("{}{}", usage::markdown(&report), usage::growth_markdown(&earlier, &report));
+            out(&comment)?;
+            step_summary(&comment)?;
+        }
+    }
+    Ok(exit::OK)
 }
 
 /// A finding as one line of `validate`'s output.

@@ -102,15 +102,15 @@ pub fn text(usage: &Usage) -> String {
     writeln!(out).unwrap();
     writeln!(
         out,
-        "{:<28} {:>7} {:>6} {:>8} {:>10} {:>10} {:>10} {:>6} {:>8}",
+        "{:<26} {:>7} {:>6} {:>8} {:>10} {:>10} {:>10} {:>6} {:>8}",
         "REPOSITORY", "IMAGES", "TAGGED", "UNTAGGED", "SIZE", "LIVE FREES", "DECL FREES", "POLICY", "$/MONTH"
     )
     .unwrap();
     for r in &usage.repositories {
         writeln!(
             out,
-            "{:<28} {:>7} {:>6} {:>8} {:>10} {:>10} {:>10} {:>6} {:>8.2}",
-            short(&r.name, 28),
+            "{:<26} {:>7} {:>6} {:>8} {:>10} {:>10} {:>10} {:>6} {:>8.2}",
+            short(&r.name, 26),
             r.images,
             r.tagged,
             r.untagged,
@@ -125,7 +125,7 @@ pub fn text(usage: &Usage) -> String {
     let (images, tagged, untagged) = totals(usage);
     writeln!(
         out,
-        "{:<28} {:>7} {:>6} {:>8} {:>10} {:>10} {:>10} {:>6} {:>8.2}",
+        "{:<26} {:>7} {:>6} {:>8} {:>10} {:>10} {:>10} {:>6} {:>8.2}",
         format!("TOTAL ({} repositories)", usage.repositories.len()),
         images,
         tagged,
@@ -138,8 +138,27 @@ pub fn text(usage: &Usage) -> String {
     )
     .unwrap();
     writeln!(out).unwrap();
-    writeln!(out, "{}", footnote(usage.price_per_gb_month)).unwrap();
+    for line in wrap(&footnote(usage.price_per_gb_month), 100) {
+        writeln!(out, "{line}").unwrap();
+    }
     out
+}
+
+/// `text` in lines of at most `width` characters, broken between words.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split_whitespace() {
+        let line = lines.last_mut().expect("never empty");
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(word.to_owned());
+        } else {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    lines
 }
 
 fn totals(usage: &Usage) -> (u64, u64, u64) {
@@ -461,7 +480,7 @@ mod tests {
                 repository("fresh", 10, 0, true),
             ],
         );
-        let rows = growth(&[before.clone()], &now);
+        let rows = growth(std::slice::from_ref(&before), &now);
         let find = |name: &str| rows.iter().find(|r| r.name == name).unwrap();
         assert_eq!(rows[0].name, "grows", "fastest first");
         assert_eq!(find("grows").bytes, 159_000_000);
@@ -469,7 +488,7 @@ mod tests {
         assert!(find("grows").unbounded);
         assert_eq!((find("fresh").status, find("old").status, find("steady").status), ("new", "gone", ""));
         assert!(!find("fresh").unbounded, "no earlier count to grow from");
-        let text = growth_text(&[before.clone()], &now);
+        let text = growth_text(std::slice::from_ref(&before), &now);
         assert!(text.contains("Growth over 2.0 days: +159.0 MB in total, +79.5 MB a day."), "{text}");
         assert!(text.contains("untagged +37 despite its policy"), "{text}");
         assert!(!text.contains("steady"), "{text}");

@@ -578,6 +578,47 @@ impl EcrReconciler {
 }
 
 impl EcrReconciler {
+    /// What every repository of the account holds and what its policies reclaim, for
+    /// `reconcile usage`: one paginated listing, then each repository's images (paginated) and
+    /// lifecycle policy, repositories read concurrently so a large one holds up no other.
+    /// `declared` is each declared repository's policy document.
+    pub async fn usage(
+        &self,
+        declared: &BTreeMap<String, serde_json::Value>,
+        now: i64,
+    ) -> Result<Vec<reconcile_core::usage::RepositoryUsage>, ReconcileError> {
+        let names: Vec<String> =
+            self.list_all_repositories().await?.iter().filter_map(|r| r.repository_name().map(str::to_owned)).collect();
+        let reads: Vec<_> = names
+            .iter()
+            .map(|name| async move {
+                let address = Address::new(ResourceKind::EcrRepository, name);
+                let policy_address = Address::new(ResourceKind::EcrLifecyclePolicy, name);
+                let (images, policy) = futures::future::join(
+                    self.images(&address, name),
+                    self.observe_lifecycle_policy(&policy_address, name),
+                )
+                .await;
+                let live = match policy? {
+                    Observed::Present(fields) => {
+                        Some(Policy::parse(fields.get("policy").unwrap_or(&serde_json::Value::Null)).map_err(
+                            |why| ReconcileError::new(Some(&policy_address), "evaluate the live policy", why),
+                        )?)
+                    }
+                    Observed::Absent => None,
+                };
+                let declared = match declared.get(name) {
+                    Some(document) => Some(Policy::parse(document).map_err(|why| {
+                        ReconcileError::new(Some(&policy_address), "evaluate the declared policy", why)
+                    })?),
+                    None => None,
+                };
+                Ok(reconcile_core::usage::RepositoryUsage::of(name, &images?, live.as_ref(), declared.as_ref(), now))
+            })
+            .collect();
+        reconcile_core::engine::bounded(OBSERVE_CONCURRENCY, reads).await.into_iter().collect()
+    }
+
     /// S102 when the repository's live policy lets anyone outside the account in.
     fn foreign_access(&self, address: &Address, policy: &serde_json::Value) -> Option<Finding> {
         let foreign = reconcile_core::policy::foreign_principals(policy, &self.account.id);

@@ -489,3 +489,117 @@ async fn prune_deletes_only_what_reconcile_made_and_only_when_told_twice() {
     assert_eq!(run.code, 1);
     assert!(run.stderr.contains("--prune deletes only repositories tagged `managed-by`"), "{}", run.stderr);
 }
+
+/// A repository of 3 tagged and 10 untagged images of known sizes, with a live policy that keeps 5
+/// untagged images, declared with one that keeps 3; and a declared one with no image.
+async fn registry_of_known_size(account: &TestAccount) -> crate::support::DesiredFile {
+    let client = ecr::Client::new(&account.sdk_config());
+    client.create_repository().repository_name("pytorch-cache").send().await.unwrap();
+    client.create_repository().repository_name("undeclared").send().await.unwrap();
+    for (idx, tag) in ["latest-gfx1201-nightly", "nightly-2026-11-10", "v1"].iter().enumerate() {
+        push(&client, "pytorch-cache", Some(tag), 1_000_000_000, &format!("t{idx}")).await;
+    }
+    for idx in 0..10u64 {
+        push(&client, "pytorch-cache", None, 100_000_000 * (idx + 1), &format!("u{idx}")).await;
+    }
+    push(&client, "undeclared", None, 7, "x").await;
+    put_lifecycle_policy(&client, "pytorch-cache", r#"{"rules":[{"rulePriority":1,"selection":{"tagStatus":"untagged","countType":"imageCountMoreThan","countNumber":5},"action":{"type":"expire"}}]}"#).await;
+    desired_file(&format!(
+        "region = \"us-east-1\"\n[usage]\nprice_per_gb_month = 0.10\n[ecr.defaults]\nlifecycle_policy = \"keep-3-untagged\"\n{KEEP_3}\n[ecr.repositories]\npytorch-cache = {{}}\n"
+    ))
+}
+
+#[tokio::test]
+async fn usage_reports_exact_bytes_reclaimable_bytes_and_cost_in_every_format() {
+    let account = emulator().new_account().await;
+    let desired = registry_of_known_size(&account).await;
+    // Held: 3 GB tagged + 0.1 + 0.2 + ... + 1.0 GB untagged = 8.5 GB. The live policy frees the
+    // five oldest untagged (0.1 to 0.5: 1.5 GB), the declared one the seven oldest (2.8 GB).
+    let json = reconcile(&account, &desired.path, &["usage", "--format", "json"]);
+    assert_eq!(json.code, 0, "{}", json.stderr);
+    let value: Value = serde_json::from_str(&json.stdout).unwrap();
+    let pytorch = &value["repositories"][0];
+    assert_eq!(pytorch["name"], "pytorch-cache");
+    assert_eq!(
+        (pytorch["images"].as_u64(), pytorch["tagged"].as_u64(), pytorch["untagged"].as_u64()),
+        (Some(13), Some(3), Some(10))
+    );
+    assert_eq!(pytorch["bytes"], 8_500_000_000u64);
+    assert_eq!(pytorch["live_policy_reclaims_bytes"], 1_500_000_000u64);
+    assert_eq!(pytorch["declared_policy_reclaims_bytes"], 2_800_000_000u64);
+    // 8.5e9 bytes / 2^30 * $0.10 = $0.79
+    assert_eq!(pytorch["monthly_cost_usd"], 0.79);
+    assert_eq!(value["repositories"][1]["has_policy"], false);
+    assert_eq!(value["repositories"][1]["declared_policy_reclaims_bytes"], Value::Null);
+    let redacted = |text: &str| {
+        let generated = value["generated_at"].to_string();
+        crate::support::redact(text, &account).replace(&generated, "[NOW]")
+    };
+    insta::assert_snapshot!("usage_json", redacted(&json.stdout));
+    let text = reconcile(&account, &desired.path, &["usage"]);
+    assert!(text.stdout.lines().all(|line| line.chars().count() <= 100), "{}", text.stdout);
+    insta::assert_snapshot!("usage_text", redacted(&text.stdout));
+    let markdown = reconcile(&account, &desired.path, &["usage", "--format", "markdown"]);
+    insta::assert_snapshot!("usage_markdown", redacted(&markdown.stdout));
+    assert!(account.writes().iter().all(|w| !w.to_string().contains("Usage")), "usage only reads");
+}
+
+#[tokio::test]
+async fn usage_since_an_earlier_report_shows_growth_and_new_and_gone_repositories() {
+    let account = emulator().new_account().await;
+    let desired = registry_of_known_size(&account).await;
+    let first = reconcile(&account, &desired.path, &["usage", "--format", "json"]);
+    let mut earlier: Value = serde_json::from_str(&first.stdout).unwrap();
+    // As if it had been saved two days ago by the nightly drift job.
+    earlier["generated_at"] = (earlier["generated_at"].as_i64().unwrap() - 2 * 86_400).into();
+    let dir = desired.path.parent().unwrap().join("reports");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("usage-1.json"), earlier.to_string()).unwrap();
+
+    let client = ecr::Client::new(&account.sdk_config());
+    for idx in 0..3u64 {
+        push(&client, "pytorch-cache", None, 10_000_000, &format!("g{idx}")).await;
+    }
+    client.delete_repository().repository_name("undeclared").force(true).send().await.unwrap();
+    client.create_repository().repository_name("brand-new").send().await.unwrap();
+
+    let text = reconcile(&account, &desired.path, &["usage", "--since", dir.to_str().unwrap()]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert!(text.stdout.contains("Growth over 2.0 days: +30.0 MB in total, +15.0 MB a day."), "{}", text.stdout);
+    let line = |name: &str| {
+        text.stdout.lines().filter(|l| l.trim_start().starts_with(name)).last().unwrap_or_default().to_owned()
+    };
+    assert!(
+        line("pytorch-cache").contains("+3 images") && line("pytorch-cache").contains("untagged +3 despite its policy"),
+        "{}",
+        text.stdout
+    );
+    assert!(line("undeclared").ends_with("gone"), "{}", text.stdout);
+    assert!(line("brand-new").ends_with("new"), "{}", text.stdout);
+
+    let json = reconcile(
+        &account,
+        &desired.path,
+        &["usage", "--format", "json", "--since", dir.join("usage-1.json").to_str().unwrap()],
+    );
+    let value: Value = serde_json::from_str(&json.stdout).unwrap();
+    let growth = value["growth"].as_array().unwrap();
+    assert_eq!(growth[0]["name"], "pytorch-cache");
+    assert_eq!(growth[0]["bytes"], 30_000_000);
+
+    // With two earlier reports, the Markdown charts the total.
+    let mut older = earlier.clone();
+    older["generated_at"] = (earlier["generated_at"].as_i64().unwrap() - 86_400).into();
+    std::fs::write(dir.join("usage-0.json"), older.to_string()).unwrap();
+    let markdown =
+        reconcile(&account, &desired.path, &["usage", "--format", "markdown", "--since", dir.to_str().unwrap()]);
+    assert!(markdown.stdout.contains("```mermaid\nxychart-beta\n"), "{}", markdown.stdout);
+
+    // A file that is not a report stops before any AWS call.
+    std::fs::write(dir.join("junk.json"), "{}").unwrap();
+    let before = account.requests().len();
+    let bad = reconcile(&account, &desired.path, &["usage", "--since", dir.to_str().unwrap()]);
+    assert_eq!(bad.code, 1);
+    assert!(bad.stderr.contains("junk.json: it is not a usage report"), "{}", bad.stderr);
+    assert_eq!(account.requests().len(), before);
+}

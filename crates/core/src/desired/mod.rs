@@ -47,6 +47,9 @@ pub struct Desired {
     /// The nightly's bake file (`bake = "..."`), relative to desired.toml's directory: every ECR
     /// repository it names must be declared. `--bake` wins over it.
     pub bake: Option<PathBuf>,
+    /// The storage price `reconcile usage` estimates cost at, in dollars per GB-month
+    /// (`[usage] price_per_gb_month`, default ECR's $0.10).
+    pub price_per_gb_month: f64,
     /// What is allowed but probably wrong (warnings), or dangerous enough to refuse unless the
     /// resource overrides it by name (errors). Plans show them all.
     pub findings: Vec<DesiredFinding>,
@@ -314,7 +317,21 @@ struct RawDesired {
     codebuild: codebuild::RawCodebuild,
     #[serde(default)]
     nightly: RawNightly,
+    #[serde(default)]
+    usage: RawUsage,
 }
+
+/// `[usage]`: how `reconcile usage` prices storage.
+#[derive(Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+struct RawUsage {
+    /// Dollars per GB-month of ECR storage; ECR's published price is 0.10.
+    #[schemars(with = "Option<f64>")]
+    price_per_gb_month: Option<Spanned<f64>>,
+}
+
+/// ECR's published storage price, dollars per GB-month.
+pub const ECR_PRICE_PER_GB_MONTH: f64 = 0.10;
 
 /// Turns byte spans into file, line and column.
 pub(super) struct Locator<'a> {
@@ -405,6 +422,18 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
         ));
     }
     let nightly = Nightly { arches: raw.nightly.arches.map(Spanned::into_inner) };
+    let price_per_gb_month = match &raw.usage.price_per_gb_month {
+        Some(price) if !(price.get_ref().is_finite() && *price.get_ref() > 0.0) => {
+            errors.push(locate.error(
+                Some(price.span()),
+                "usage.price_per_gb_month",
+                "the price must be a positive number of dollars per GB-month",
+            ));
+            ECR_PRICE_PER_GB_MONTH
+        }
+        Some(price) => *price.get_ref(),
+        None => ECR_PRICE_PER_GB_MONTH,
+    };
     Desired {
         path: locate.path.to_owned(),
         region: raw.region.into_inner(),
@@ -414,6 +443,7 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
         codebuild,
         nightly,
         bake: raw.bake.map(|bake| locate.path.parent().unwrap_or(Path::new("")).join(bake)),
+        price_per_gb_month,
         findings,
     }
 }
