@@ -566,9 +566,8 @@ async fn usage_since_an_earlier_report_shows_growth_and_new_and_gone_repositorie
     let text = reconcile(&account, &desired.path, &["usage", "--since", dir.to_str().unwrap()]);
     assert_eq!(text.code, 0, "{}", text.stderr);
     assert!(text.stdout.contains("Growth over 2.0 days: +30.0 MB in total, +15.0 MB a day."), "{}", text.stdout);
-    let line = |name: &str| {
-        text.stdout.lines().filter(|l| l.trim_start().starts_with(name)).last().unwrap_or_default().to_owned()
-    };
+    let line =
+        |name: &str| text.stdout.lines().rfind(|l| l.trim_start().starts_with(name)).unwrap_or_default().to_owned();
     assert!(
         line("pytorch-cache").contains("+3 images") && line("pytorch-cache").contains("untagged +3 despite its policy"),
         "{}",
