@@ -138,8 +138,11 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             let unmanaged = engine::survey(&reconcilers, &resources).await.map_err(CliError::aws(&aws.endpoint))?;
             plan.findings.extend(unmanaged);
             reconcile_core::Finding::rank(&mut plan.findings);
+            // What the registry holds and costs: it only informs, the exit code is drift's.
+            let account = Account::new(&plan.account, &plan.region);
+            let registry = registry_usage(&aws, &account, &desired).await?;
             tracing::info!("drift: {}", aws.requests);
-            print_plan(&output, &plan, format, "drift")?;
+            print_drift(&output, &plan, &registry, format)?;
             Ok(if plan.account_differs() { exit::CHANGES } else { exit::OK })
         }
         Command::Outputs { format } => outputs(&aws, &desired, format).await,
@@ -178,13 +181,8 @@ async fn usage(aws: &Aws, desired: &Desired, format: Format, since: &[std::path:
         }
     }
     let account = aws.account().await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
-    let declared =
-        desired.ecr.repositories.iter().map(|r| (r.name.clone(), r.lifecycle_policy.document.clone())).collect();
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
-    let repositories =
-        aws.ecr(&account).usage(&declared, now).await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
+    let report = registry_usage(aws, &account, desired).await?;
     tracing::info!("usage: {}", aws.requests);
-    let report = usage::Usage::new(&account.id, &account.region, now, desired.price_per_gb_month, repositories);
     match format {
         Format::Text => out(&format!("{}{}", usage::text(&report), usage::growth_text(&earlier, &report)))?,
         Format::Json => {
@@ -210,6 +208,78 @@ async fn usage(aws: &Aws, desired: &Desired, format: Format, since: &[std::path:
         }
     }
     Ok(exit::OK)
+}
+
+/// Reads what every repository of the registry holds (see `EcrReconciler::usage`), with a
+/// progress line on a terminal once it takes more than a second.
+async fn registry_usage(
+    aws: &Aws,
+    account: &Account,
+    desired: &Desired,
+) -> Result<reconcile_core::usage::Usage, CliError> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let declared =
+        desired.ecr.repositories.iter().map(|r| (r.name.clone(), r.lifecycle_policy.document.clone())).collect();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let (done, total) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let progress = |read: usize, of: usize| {
+        done.store(read, Ordering::Relaxed);
+        total.store(of, Ordering::Relaxed);
+    };
+    let ecr = aws.ecr(account);
+    let reading = ecr.usage(&declared, now, &progress);
+    tokio::pin!(reading);
+    let terminal = std::io::stderr().is_terminal();
+    let started = std::time::Instant::now();
+    let mut ticks = tokio::time::interval(std::time::Duration::from_millis(250));
+    let mut shown = false;
+    let repositories = loop {
+        tokio::select! {
+            result = &mut reading => break result,
+            _ = ticks.tick() => {
+                if terminal && started.elapsed() > std::time::Duration::from_secs(1) {
+                    eprint!("\rreading the registry: {} of {} repositories", done.load(Ordering::Relaxed), total.load(Ordering::Relaxed));
+                    shown = true;
+                }
+            }
+        }
+    };
+    if shown {
+        eprint!("\r\x1b[2K");
+    }
+    let repositories = repositories.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
+    Ok(reconcile_core::usage::Usage::new(&account.id, &account.region, now, desired.price_per_gb_month, repositories))
+}
+
+/// The drift check's output: the plan, then what the registry holds and costs.
+fn print_drift(
+    output: &Output,
+    plan: &Plan,
+    registry: &reconcile_core::usage::Usage,
+    format: Format,
+) -> Result<(), CliError> {
+    use reconcile_core::usage;
+    match format {
+        Format::Text => {
+            out(&output.paint(&render::styled_text(plan)))?;
+            out(&format!("\n{}", usage::summary_text(registry, false)))?;
+        }
+        Format::Json => {
+            let mut value = render::json(plan);
+            value["usage"] = usage::summary(registry);
+            out(&format!("{}\n", json::to_pretty(&value)))?;
+        }
+        Format::Markdown => {
+            let comment = format!(
+                "{}\n{}",
+                reconcile_core::markdown::titled(plan, GITHUB_COMMENT_LIMIT - 4_000, "drift"),
+                usage::summary_text(registry, true)
+            );
+            out(&comment)?;
+            step_summary(&comment)?;
+        }
+    }
+    Ok(())
 }
 
 /// A finding as one line of `validate`'s output.

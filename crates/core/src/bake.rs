@@ -355,7 +355,7 @@ mod tests {
             r#"{{"group": {{"default": {{"targets": ["foo"]}}}},
                "target": {{"foo": {{
                  "tags": ["{HOST}/foo:nightly"],
-                 "cache-from": ["type=registry,ref={HOST}/foo-cache:buildcache", "type=local,src=/tmp/x", "{HOST}/bare:c"],
+                 "cache-from": ["type=registry,ref={HOST}/foo-cache:buildcache,oci-mediatypes", "type=local,src=/tmp/x", "{HOST}/bare:c"],
                  "cache-to": [{{"type": "registry", "ref": "{HOST}/foo-cache:buildcache", "mode": "max"}}, {{"type": "gha"}}]
                }}}}}}"#
         );

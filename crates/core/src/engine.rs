@@ -67,7 +67,10 @@ pub async fn plan(
     for assessment in assessments {
         match assessment {
             Ok(assessment) => {
-                expiries.extend(assessment.expiries);
+                expiries.extend(assessment.expiries.into_iter().map(|(address, mut expiry)| {
+                    expiry.monthly_saving = crate::usage::monthly_cost(expiry.bytes, desired.price_per_gb_month);
+                    (address, expiry)
+                }));
                 findings.extend(assessment.findings);
             }
             Err(error) => errors.push(error),

@@ -243,7 +243,7 @@ fn parse_rule(rule: &Value) -> Result<Rule, String> {
 }
 
 /// What a policy will expire in one repository when it next runs: the line a reviewer needs.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Expiry {
     /// Images expired (not archived).
     pub images: u64,
@@ -253,6 +253,9 @@ pub struct Expiry {
     pub tagged: Vec<String>,
     /// Images archived by a `transition` rule.
     pub archived: u64,
+    /// The storage its expiry frees, in dollars a month at the declared price; set by whoever
+    /// knows the price (the engine, from desired.toml), zero until then.
+    pub monthly_saving: f64,
 }
 
 impl Expiry {
@@ -281,10 +284,15 @@ impl Expiry {
         if self.images == 0 && self.archived == 0 {
             return "expires no image".to_owned();
         }
+        let saving = if self.monthly_saving > 0.0 {
+            format!(" (about ${:.2} a month)", self.monthly_saving)
+        } else {
+            String::new()
+        };
         let mut line = match self.images {
             0 => "expires no image".to_owned(),
-            1 => format!("expires 1 image, {}", human_bytes(self.bytes)),
-            n => format!("expires {n} images, {}", human_bytes(self.bytes)),
+            1 => format!("expires 1 image, {}{saving}", human_bytes(self.bytes)),
+            n => format!("expires {n} images, {}{saving}", human_bytes(self.bytes)),
         };
         if self.tagged.is_empty() {
             if self.images > 0 {
@@ -459,7 +467,16 @@ mod tests {
         )];
         let policy = Policy::parse(&json!({ "rules": rules })).unwrap();
         let expiry = Expiry::of(&policy, &images, NOW);
-        assert_eq!(expiry, Expiry { images: 2, bytes: 10, tagged: vec!["latest-gfx1201-nightly".into()], archived: 0 });
+        assert_eq!(
+            expiry,
+            Expiry {
+                images: 2,
+                bytes: 10,
+                tagged: vec!["latest-gfx1201-nightly".into()],
+                archived: 0,
+                monthly_saving: 0.0
+            }
+        );
         assert_eq!(policy.rule_over_tagged_images().map(|r| r.priority), Some(1));
     }
 
@@ -584,6 +601,7 @@ mod tests {
             bytes,
             tagged: tagged.iter().map(|t| (*t).to_owned()).collect(),
             archived,
+            monthly_saving: 0.0,
         };
         assert_eq!(expiry(0, 0, &[], 0).describe(), "expires no image");
         assert_eq!(expiry(0, 0, &[], 2).describe(), "expires no image; no tagged image; archives 2");

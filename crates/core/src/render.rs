@@ -245,6 +245,7 @@ pub fn json(plan: &Plan) -> Value {
                     "bytes": expiry.bytes,
                     "tagged": expiry.tagged,
                     "archived": expiry.archived,
+                    "monthly_saving_usd": (expiry.monthly_saving * 100.0).round() / 100.0,
                 })),
             })
         })

@@ -91,8 +91,50 @@ impl Usage {
 
     /// The estimated monthly cost of `bytes`, in dollars.
     pub fn cost(&self, bytes: u64) -> f64 {
-        bytes as f64 / BILLED_GB * self.price_per_gb_month
+        monthly_cost(bytes, self.price_per_gb_month)
     }
+}
+
+/// What storing `bytes` for a month costs at `price_per_gb_month`, in dollars.
+pub fn monthly_cost(bytes: u64, price_per_gb_month: f64) -> f64 {
+    bytes as f64 / BILLED_GB * price_per_gb_month
+}
+
+/// What `drift` ends with: the largest repositories, the total, and every repository without a
+/// lifecycle policy, with sizes and costs.
+pub fn summary(usage: &Usage) -> Value {
+    let entry = |r: &RepositoryUsage| json!({ "name": r.name, "bytes": r.bytes, "monthly_cost_usd": round_cents(usage.cost(r.bytes)) });
+    json!({
+        "largest": usage.repositories.iter().take(3).map(entry).collect::<Vec<_>>(),
+        "total": { "repositories": usage.repositories.len(), "bytes": usage.total_bytes(), "monthly_cost_usd": round_cents(usage.cost(usage.total_bytes())) },
+        "without_policy": usage.repositories.iter().filter(|r| !r.has_policy).map(entry).collect::<Vec<_>>(),
+        "note": footnote(usage.price_per_gb_month),
+    })
+}
+
+/// [`summary`] as text lines (`markdown`: as Markdown).
+pub fn summary_text(usage: &Usage, markdown: bool) -> String {
+    let name = |r: &RepositoryUsage| if markdown { format!("`{}`", r.name) } else { r.name.clone() };
+    let sized =
+        |r: &RepositoryUsage| format!("{} {} (${:.2}/month)", name(r), human_bytes(r.bytes), usage.cost(r.bytes));
+    let mut out = String::new();
+    let heading = if markdown { "**Registry**: " } else { "Registry: " };
+    writeln!(
+        out,
+        "{heading}{} in {} repositories, about ${:.2} a month. Largest: {}.",
+        human_bytes(usage.total_bytes()),
+        usage.repositories.len(),
+        usage.cost(usage.total_bytes()),
+        usage.repositories.iter().take(3).map(sized).collect::<Vec<_>>().join(", ")
+    )
+    .unwrap();
+    let unbounded: Vec<String> = usage.repositories.iter().filter(|r| !r.has_policy).map(sized).collect();
+    if !unbounded.is_empty() {
+        writeln!(out, "{}Without a lifecycle policy: {}.", if markdown { "\n" } else { "" }, unbounded.join(", "))
+            .unwrap();
+    }
+    writeln!(out, "{}{}", if markdown { "\n" } else { "" }, footnote(usage.price_per_gb_month)).unwrap();
+    out
 }
 
 /// The report as a table that fits 100 columns.

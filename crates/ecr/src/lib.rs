@@ -372,7 +372,8 @@ impl EcrReconciler {
     /// Every image of a repository, as the lifecycle evaluator takes them; none when the
     /// repository does not exist.
     async fn images(&self, address: &Address, name: &str) -> Result<Vec<Image>, ReconcileError> {
-        let mut pages = self.client.describe_images().repository_name(name).into_paginator().send();
+        // ECR's largest page: a 10,000-image repository is ten requests.
+        let mut pages = self.client.describe_images().repository_name(name).max_results(1000).into_paginator().send();
         let mut images = Vec::new();
         while let Some(page) = pages.next().await {
             let page = match absent_if(page, &[REPOSITORY_NOT_FOUND]) {
@@ -586,9 +587,13 @@ impl EcrReconciler {
         &self,
         declared: &BTreeMap<String, serde_json::Value>,
         now: i64,
+        progress: &(dyn Fn(usize, usize) + Sync),
     ) -> Result<Vec<reconcile_core::usage::RepositoryUsage>, ReconcileError> {
         let names: Vec<String> =
             self.list_all_repositories().await?.iter().filter_map(|r| r.repository_name().map(str::to_owned)).collect();
+        let read = &std::sync::atomic::AtomicUsize::new(0);
+        let total = names.len();
+        progress(0, total);
         let reads: Vec<_> = names
             .iter()
             .map(|name| async move {
@@ -613,7 +618,10 @@ impl EcrReconciler {
                     })?),
                     None => None,
                 };
-                Ok(reconcile_core::usage::RepositoryUsage::of(name, &images?, live.as_ref(), declared.as_ref(), now))
+                let usage =
+                    reconcile_core::usage::RepositoryUsage::of(name, &images?, live.as_ref(), declared.as_ref(), now);
+                progress(read.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1, total);
+                Ok(usage)
             })
             .collect();
         reconcile_core::engine::bounded(OBSERVE_CONCURRENCY, reads).await.into_iter().collect()

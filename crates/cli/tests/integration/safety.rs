@@ -189,7 +189,7 @@ async fn a_policy_change_says_exactly_what_it_will_expire() {
     assert_eq!(text.code, 0, "{}", text.stderr);
     assert!(
         text.stdout
-            .contains("    # when it first runs, the policy expires 7 untagged images, 91.0 MB; no tagged image\n"),
+            .contains("    # when it first runs, the policy expires 7 untagged images, 91.0 MB (about $0.01 a month); no tagged image\n"),
         "{}",
         text.stdout
     );
@@ -201,12 +201,16 @@ async fn a_policy_change_says_exactly_what_it_will_expire() {
         .iter()
         .find(|c| c["address"] == "ecr_lifecycle_policy.pytorch-cache")
         .unwrap();
-    assert_eq!(change["expires"], serde_json::json!({ "images": 7, "bytes": bytes, "tagged": [], "archived": 0 }));
+    assert_eq!(
+        change["expires"],
+        serde_json::json!({ "images": 7, "bytes": bytes, "tagged": [], "archived": 0, "monthly_saving_usd": 0.01 })
+    );
     let markdown = reconcile(&account, &desired.path, &["plan", "--format", "markdown"]);
     assert!(
         markdown
             .stdout
-            .contains("- `ecr_lifecycle_policy.pytorch-cache` expires 7 untagged images, 91.0 MB; no tagged image\n"),
+            .contains("- `ecr_lifecycle_policy.pytorch-cache` expires 7 untagged images, 91.0 MB (about $0.01 a month); no tagged \
+             image\n"),
         "{}",
         markdown.stdout
     );
@@ -220,7 +224,7 @@ async fn a_policy_change_says_exactly_what_it_will_expire() {
     assert_eq!(text.code, 0, "{}", text.stderr);
     assert!(
         text.stdout.contains(
-            "# when it first runs, the policy expires 8 images, 1.6 GB; TAGGED: latest-gfx1201-nightly, \
+            "# when it first runs, the policy expires 8 images, 1.6 GB (about $0.15 a month); TAGGED: latest-gfx1201-nightly, \
              nightly-2026-11-10, v1"
         ),
         "{}",
@@ -542,6 +546,32 @@ async fn usage_reports_exact_bytes_reclaimable_bytes_and_cost_in_every_format() 
     let markdown = reconcile(&account, &desired.path, &["usage", "--format", "markdown"]);
     insta::assert_snapshot!("usage_markdown", redacted(&markdown.stdout));
     assert!(account.writes().iter().all(|w| !w.to_string().contains("Usage")), "usage only reads");
+
+    // drift ends with the same figures, in every format; its exit code is still only drift's
+    // (here D102: `undeclared` has no lifecycle policy).
+    let drift = reconcile(&account, &desired.path, &["drift", "--format", "json"]);
+    assert_eq!(drift.code, 2, "{}", drift.stderr);
+    let value: Value = serde_json::from_str(&drift.stdout).unwrap();
+    assert_eq!(
+        value["usage"]["largest"][0],
+        serde_json::json!({"name": "pytorch-cache", "bytes": 8_500_000_000u64, "monthly_cost_usd": 0.79})
+    );
+    assert_eq!(
+        value["usage"]["without_policy"],
+        serde_json::json!([{"name": "undeclared", "bytes": 7, "monthly_cost_usd": 0.0}])
+    );
+    assert_eq!(value["usage"]["total"]["bytes"], 8_500_000_007u64);
+    let text = reconcile(&account, &desired.path, &["drift"]);
+    assert!(
+        text.stdout.contains(
+            "Registry: 8.5 GB in 2 repositories, about $0.79 a month. Largest: pytorch-cache 8.5 GB ($0.79/month), \
+             undeclared 7 B ($0.00/month).\nWithout a lifecycle policy: undeclared 7 B ($0.00/month).\n"
+        ),
+        "{}",
+        text.stdout
+    );
+    let markdown = reconcile(&account, &desired.path, &["drift", "--format", "markdown"]);
+    assert!(markdown.stdout.contains("**Registry**: 8.5 GB in 2 repositories"), "{}", markdown.stdout);
 }
 
 #[tokio::test]
