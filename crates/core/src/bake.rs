@@ -448,6 +448,8 @@ target "foo" { tags = [notequal(REGISTRY, "") ? "${REGISTRY}/foo" : "foo"] }
             }
         );
         assert_eq!(ecr_reference(&format!("{HOST}/foo")).unwrap().repository, "foo");
+        // A colon before the last `/` is not a tag's.
+        assert_eq!(ecr_reference(&format!("{HOST}/a:b/foo")).unwrap().repository, "a:b/foo");
         assert_eq!(
             ecr_reference("123456789012.dkr.ecr-fips.us-gov-west-1.amazonaws.com/foo:1").unwrap().region,
             "us-gov-west-1"
@@ -460,6 +462,9 @@ target "foo" { tags = [notequal(REGISTRY, "") ? "${REGISTRY}/foo" : "foo"] }
             "zot.fleet:5000/foo:nightly",
             "12345.dkr.ecr.us-east-1.amazonaws.com/foo",
             "123456789012.dkr.ecr.us-east-1.amazonaws.com.evil.example/foo",
+            "123456789012.xkr.ecr.us-east-1.amazonaws.com/foo",
+            "123456789012.dkr.notecr.us-east-1.amazonaws.com/foo",
+            "123456789012.dkr.ecr.us-east-1.evil.amazonaws.com/foo",
         ] {
             assert_eq!(ecr_reference(other), None, "{other}");
         }

@@ -330,13 +330,15 @@ mod tests {
     use serde_json::json;
 
     const NOW: i64 = 1_800_000_000;
+    /// Written out, not `DAY`, so a wrong `DAY` cannot cancel itself out.
+    const SECONDS_A_DAY: i64 = 86_400;
 
     /// An image pushed `days_ago`, with `tags`, of `size` bytes.
     fn image(name: &str, tags: &[&str], days_ago: i64, size: u64) -> Image {
         Image {
             digest: format!("sha256:{name}"),
             tags: tags.iter().map(|t| (*t).to_owned()).collect(),
-            pushed_at: NOW - days_ago * DAY,
+            pushed_at: NOW - days_ago * SECONDS_A_DAY,
             size,
             last_pulled_at: None,
             archived_at: None,
@@ -496,7 +498,7 @@ mod tests {
     #[test]
     fn pull_and_archive_ages_and_transitions() {
         let mut pulled = image("pulled", &[], 40, 1);
-        pulled.last_pulled_at = Some(NOW - 2 * DAY);
+        pulled.last_pulled_at = Some(NOW - 2 * SECONDS_A_DAY);
         let never = image("never", &[], 40, 1);
         let rules = vec![json!({
             "rulePriority": 1,
@@ -510,7 +512,7 @@ mod tests {
         assert_eq!(Expiry::of(&policy, &images, NOW), Expiry { archived: 1, ..Expiry::default() });
 
         let mut archived = image("archived", &["v1"], 400, 1);
-        archived.archived_at = Some(NOW - 100 * DAY);
+        archived.archived_at = Some(NOW - 100 * SECONDS_A_DAY);
         let standard = image("standard", &["v2"], 400, 1);
         let rules = vec![rule(
             1,
@@ -531,12 +533,20 @@ mod tests {
 
     #[test]
     fn an_age_is_more_than_whole_days() {
-        let images = [image("exactly", &[], 14, 1), image("older", &[], 15, 1)];
+        let mut just_over = image("just-over", &[], 14, 1);
+        just_over.pushed_at -= 1;
+        let images = [image("exactly", &[], 14, 1), image("older", &[], 15, 1), just_over];
         let rules = vec![rule(
             1,
             json!({"tagStatus": "untagged", "countType": "sinceImagePushed", "countUnit": "days", "countNumber": 14}),
         )];
-        assert_eq!(expired(rules, &images), ["older"]);
+        assert_eq!(expired(rules, &images), ["older", "just-over"]);
+        // An age beyond any clock expires nothing.
+        let forever = vec![rule(
+            1,
+            json!({"tagStatus": "untagged", "countType": "sinceImagePushed", "countUnit": "days", "countNumber": u64::MAX}),
+        )];
+        assert_eq!(expired(forever, &[image("ancient", &[], 20_000, 1)]), Vec::<String>::new());
     }
 
     #[test]
@@ -553,6 +563,7 @@ mod tests {
             ("exact", "exact1", false),
             ("*", "", true),
             ("ab*ba", "aba", false),
+            ("a*bc*cd", "axbcd", false),
         ] {
             assert_eq!(wildcard_match(pattern, tag), matches, "{pattern} ~ {tag}");
         }

@@ -399,6 +399,23 @@ mod tests {
     }
 
     #[test]
+    fn only_an_error_about_desired_toml_refuses() {
+        assert!(finding("W301", Severity::Error, "a").refuses());
+        assert!(!finding("W301", Severity::Warning, "a").refuses(), "overridden, or a warning");
+        assert!(!finding("D103", Severity::Error, "a").refuses(), "about the account");
+        assert!(!finding("S101", Severity::Error, "a").refuses());
+    }
+
+    #[test]
+    fn a_resource_overrides_only_the_keys_it_sets() {
+        let mut resource = DesiredResource::new(Address::new(ResourceKind::EcrLifecyclePolicy, "a"), "a", Map::new());
+        assert!(!resource.overrides("allow_tagged_expiry"));
+        resource.overrides.push("allow_tagged_expiry");
+        assert!(resource.overrides("allow_tagged_expiry"));
+        assert!(!resource.overrides("allow_something_else"));
+    }
+
+    #[test]
     fn the_account_differs_with_a_change_or_a_drift_finding() {
         let mut plan = Plan {
             account: "1".into(),
