@@ -193,7 +193,7 @@ pub fn wildcard_match(pattern: &str, text: &str) -> bool {
             None => return false,
         }
     }
-    remaining.len() >= last.len() && remaining.ends_with(last)
+    remaining.ends_with(last)
 }
 
 fn parse_rule(rule: &Value) -> Result<Rule, String> {
