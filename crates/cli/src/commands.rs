@@ -402,6 +402,11 @@ fn read_capped(path: &Path) -> Result<String, String> {
     if bytes.len() as u64 > DESIRED_LIMIT {
         return Err(format!("it is larger than {} MiB, more than any account needs", DESIRED_LIMIT >> 20));
     }
+    // TOML is UTF-8 without a byte-order mark; some Windows editors add one, and a file that
+    // differs from its own review by an invisible character is refused with the fix.
+    if bytes.starts_with(b"\xef\xbb\xbf") {
+        return Err("it starts with a UTF-8 byte-order mark; save it as UTF-8 without one".to_owned());
+    }
     String::from_utf8(bytes)
         .map_err(|error| format!("it is not UTF-8 text (invalid byte at offset {})", error.utf8_error().valid_up_to()))
 }

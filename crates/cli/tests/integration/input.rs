@@ -128,3 +128,69 @@ async fn absurd_input_is_refused_quickly_with_a_clear_error() {
     assert!(run.stderr.contains("over IAM's limit of 10240"), "{}", run.stderr);
     assert_eq!(account.requests(), []);
 }
+
+/// Every file of `tests/bad-input/` is refused by `plan` (which would otherwise call AWS) with
+/// exit 1 and exactly the message in its `.stderr` file, and nothing reaches AWS. Set
+/// `RECONCILE_BLESS=1` to write the `.stderr` files after a deliberate change, and review them.
+#[tokio::test]
+async fn every_file_of_the_bad_input_corpus_is_refused_with_its_exact_message_and_no_aws_call() {
+    let account = emulator().new_account().await;
+    let root = reconcile_test_support::workspace_root();
+    let mut files: Vec<_> = std::fs::read_dir(root.join("tests/bad-input"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 40, "{} files", files.len());
+    let bless = std::env::var_os("RECONCILE_BLESS").is_some();
+    for file in files {
+        let relative = file.strip_prefix(&root).unwrap();
+        let output = assert_cmd::Command::new(env!("CARGO_BIN_EXE_reconcile"))
+            .current_dir(&root)
+            .arg("--desired")
+            .arg(relative)
+            .arg("plan")
+            .env_clear()
+            .envs(account.env())
+            .write_stdin("")
+            .timeout(std::time::Duration::from_secs(30))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        let expected_path = file.with_extension("stderr");
+        if bless {
+            std::fs::write(&expected_path, &stderr).unwrap();
+        }
+        let expected = std::fs::read_to_string(&expected_path)
+            .unwrap_or_else(|_| panic!("{} has no .stderr file; run with RECONCILE_BLESS=1", relative.display()));
+        assert_eq!(output.status.code(), Some(1), "{}: {stderr}", relative.display());
+        assert_eq!(stderr, expected, "{}", relative.display());
+        assert!(stderr.lines().all(|line| line.starts_with("error: ")), "{}: {stderr}", relative.display());
+        assert!(!stderr.contains("panicked"), "{}", relative.display());
+    }
+
+    // What cannot be a checked-in file: a directory, a path through a file, a huge account, a
+    // huge string.
+    let dir = tempfile::tempdir().unwrap();
+    let run = reconcile(&account, dir.path(), &["plan"]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.starts_with(&format!("error: failed to read {}: ", dir.path().display())), "{}", run.stderr);
+    let file = dir.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    let run = reconcile(&account, &file.join("desired.toml"), &["plan"]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("Not a directory"), "{}", run.stderr);
+    let mut huge = small_desired(&[]);
+    for idx in 0..100_000 {
+        huge.push_str(&format!("repository-{idx} = {{}}\n"));
+    }
+    let run = reconcile(&account, &desired_file(&huge).path, &["plan"]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("it is larger than 1 MiB"), "{}", run.stderr);
+    let long = format!("{}[nightly]\narches = \"{}\"\n", small_desired(&["pytorch"]), "x".repeat(1_000_000));
+    let run = reconcile(&account, &desired_file(&long).path, &["plan"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("1000000 bytes, more than the 49152 GitHub allows"), "{}", run.stderr);
+    assert_eq!(account.requests(), [], "nothing was sent to AWS");
+}

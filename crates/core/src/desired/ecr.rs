@@ -84,9 +84,10 @@ pub(super) struct RawEcr {
     defaults: RawRepository,
     #[serde(default)]
     lifecycle_policies: BTreeMap<String, RawLifecyclePolicy>,
+    /// `None` when the file has no `[ecr.repositories]` at all; an empty one is a mistake.
     #[serde(default)]
-    #[schemars(with = "BTreeMap<String, RawRepository>")]
-    repositories: BTreeMap<String, Spanned<RawRepository>>,
+    #[schemars(with = "Option<BTreeMap<String, RawRepository>>")]
+    repositories: Option<Spanned<BTreeMap<String, Spanned<RawRepository>>>>,
 }
 
 #[derive(Deserialize, JsonSchema, Default)]
@@ -203,6 +204,19 @@ pub(super) fn convert(
     }
     let mut used_policies = BTreeSet::new();
 
+    let empty = BTreeMap::new();
+    let declared = match &raw.repositories {
+        Some(repositories) if repositories.get_ref().is_empty() => {
+            errors.push(locate.error(
+                Some(repositories.span()),
+                "ecr.repositories",
+                "`[ecr.repositories]` declares no repository: list the nightly's repositories, or leave the table out",
+            ));
+            &empty
+        }
+        Some(repositories) => repositories.get_ref(),
+        None => &empty,
+    };
     let defaults = &raw.defaults;
     if let Some(allow) = &defaults.allow_tagged_expiry {
         errors.push(locate.error(
@@ -213,7 +227,7 @@ pub(super) fn convert(
         ));
     }
     let mut repositories = Vec::new();
-    for (name, repository) in &raw.repositories {
+    for (name, repository) in declared {
         let key_path = format!("ecr.repositories.{name}");
         if let Err(why) = check_repository_name(name) {
             errors.push(locate.error(Some(repository.span()), &key_path, why));

@@ -412,14 +412,23 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
     let mut findings = Vec::new();
     let ecr = ecr::convert(locate, &raw.ecr, errors, &mut findings);
     let codebuild = codebuild::convert(locate, &raw.codebuild, &role_keys, errors, &mut findings);
-    if let Some(arches) = &raw.nightly.arches
-        && arches.get_ref().chars().any(char::is_control)
-    {
-        errors.push(locate.error(
-            Some(arches.span()),
-            "nightly.arches",
-            "a repository variable's value cannot hold control characters",
-        ));
+    if let Some(arches) = &raw.nightly.arches {
+        if arches.get_ref().chars().any(char::is_control) {
+            errors.push(locate.error(
+                Some(arches.span()),
+                "nightly.arches",
+                "a repository variable's value cannot hold control characters",
+            ));
+        } else if arches.get_ref().len() > GITHUB_VARIABLE_LIMIT {
+            errors.push(locate.error(
+                Some(arches.span()),
+                "nightly.arches",
+                format!(
+                    "{} bytes, more than the {GITHUB_VARIABLE_LIMIT} GitHub allows in a repository variable",
+                    arches.get_ref().len()
+                ),
+            ));
+        }
     }
     let nightly = Nightly { arches: raw.nightly.arches.map(Spanned::into_inner) };
     let price_per_gb_month = match &raw.usage.price_per_gb_month {
@@ -447,6 +456,9 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
         findings,
     }
 }
+
+/// GitHub's limit on a repository variable's value, in bytes (48 KB).
+const GITHUB_VARIABLE_LIMIT: usize = 48 * 1024;
 
 /// AWS region names are `<area>-<direction>-<number>` (`us-gov-west-1` has a two-part area).
 /// Checked by form against AWS's areas and directions rather than by a list of today's regions,
