@@ -389,8 +389,12 @@ pub fn growth_text(earlier: &[Usage], now: &Usage) -> String {
         signed_bytes((total as f64 / days.max(1.0 / 24.0)) as i64)
     )
     .unwrap();
+    let fastest = fastest(&rows);
     for row in rows.iter().filter(|r| r.bytes != 0 || !r.status.is_empty()) {
         let mut notes = Vec::new();
+        if fastest.contains(&row.name.as_str()) {
+            notes.push("FASTEST".to_owned());
+        }
         if !row.status.is_empty() {
             notes.push(row.status.to_owned());
         }
@@ -424,11 +428,19 @@ pub fn growth_markdown(earlier: &[Usage], now: &Usage) -> String {
     writeln!(out).unwrap();
     writeln!(out, "| repository | images | bytes | per day | note |").unwrap();
     writeln!(out, "|---|--:|--:|--:|---|").unwrap();
+    let fastest = fastest(&rows);
     for row in rows.iter().filter(|r| r.bytes != 0 || !r.status.is_empty()) {
-        let note = match (row.status, row.unbounded) {
-            ("", true) => format!("untagged +{} despite its policy", row.untagged),
-            (status, _) => status.to_owned(),
-        };
+        let mut notes: Vec<String> = Vec::new();
+        if fastest.contains(&row.name.as_str()) {
+            notes.push("**fastest**".to_owned());
+        }
+        if !row.status.is_empty() {
+            notes.push(row.status.to_owned());
+        }
+        if row.unbounded {
+            notes.push(format!("untagged +{} despite its policy", row.untagged));
+        }
+        let note = notes.join("; ");
         writeln!(
             out,
             "| `{}` | {:+} | {} | {} | {note} |",
@@ -445,16 +457,38 @@ pub fn growth_markdown(earlier: &[Usage], now: &Usage) -> String {
         series.push(now);
         let labels: Vec<String> = series.iter().map(|u| format!("\"{}\"", day_label(u.generated_at))).collect();
         let totals: Vec<String> = series.iter().map(|u| format!("{:.1}", u.total_bytes() as f64 / 1e9)).collect();
-        writeln!(out).unwrap();
-        writeln!(out, "```mermaid").unwrap();
-        writeln!(out, "xychart-beta").unwrap();
-        writeln!(out, "    title \"ECR storage, GB\"").unwrap();
-        writeln!(out, "    x-axis [{}]", labels.join(", ")).unwrap();
-        writeln!(out, "    y-axis \"GB\"").unwrap();
-        writeln!(out, "    line [{}]", totals.join(", ")).unwrap();
-        writeln!(out, "```").unwrap();
+        chart(&mut out, "ECR storage, GB", &labels, &totals);
+        // One chart per fast-growing repository: xychart-beta draws no legend, so lines of
+        // several repositories in one chart could not be told apart.
+        for name in fastest {
+            let bytes: Vec<String> = series
+                .iter()
+                .map(|u| {
+                    let held = u.repositories.iter().find(|r| r.name == name).map_or(0, |r| r.bytes);
+                    format!("{:.1}", held as f64 / 1e9)
+                })
+                .collect();
+            chart(&mut out, &format!("{name}, GB"), &labels, &bytes);
+        }
     }
     out
+}
+
+/// A Mermaid line chart.
+fn chart(out: &mut String, title: &str, labels: &[String], values: &[String]) {
+    writeln!(out).unwrap();
+    writeln!(out, "```mermaid").unwrap();
+    writeln!(out, "xychart-beta").unwrap();
+    writeln!(out, "    title \"{}\"", title.replace('"', "'")).unwrap();
+    writeln!(out, "    x-axis [{}]", labels.join(", ")).unwrap();
+    writeln!(out, "    y-axis \"GB\"").unwrap();
+    writeln!(out, "    line [{}]", values.join(", ")).unwrap();
+    writeln!(out, "```").unwrap();
+}
+
+/// The (at most three) repositories that grew most, in bytes.
+fn fastest(rows: &[RepositoryGrowth]) -> Vec<&str> {
+    rows.iter().filter(|r| r.bytes > 0).take(3).map(|r| r.name.as_str()).collect()
 }
 
 /// `YYYY-MM-DD` of a Unix time, for chart labels (civil-from-days, proleptic Gregorian).
@@ -539,6 +573,13 @@ mod tests {
         assert!(markdown.contains("```mermaid\nxychart-beta\n"), "{markdown}");
         assert!(markdown.contains("x-axis [\"1970-01-01\", \"1970-01-02\", \"1970-01-03\"]"), "{markdown}");
         assert!(markdown.contains("line [0.0, 0.1, 0.2]"), "{markdown}");
+        assert!(markdown.contains("title \"grows, GB\""), "{markdown}");
+        assert!(
+            markdown
+                .contains("| `grows` | +37 | +159.0 MB | +79.5 MB | **fastest**; untagged +37 despite its policy |"),
+            "{markdown}"
+        );
+        assert!(text.contains("FASTEST; untagged +37 despite its policy"), "{text}");
     }
 
     #[test]
