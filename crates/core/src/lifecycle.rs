@@ -546,7 +546,7 @@ mod tests {
             1,
             json!({"tagStatus": "untagged", "countType": "sinceImagePushed", "countUnit": "days", "countNumber": u64::MAX}),
         )];
-        assert_eq!(expired(forever, &[image("ancient", &[], 20_000, 1)]), Vec::<String>::new());
+        assert_eq!(expired(forever, &[image("ancient", &[], 60_000, 1)]), Vec::<String>::new());
     }
 
     #[test]
