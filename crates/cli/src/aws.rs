@@ -22,25 +22,74 @@ use reconcile_core::{Account, ReconcileError, Reconciler};
 /// 10 s (AWS's control-plane reads answer in well under one), and a whole operation, retries
 /// included, 25 s. Waits for eventual consistency are separate operations, so they are not cut
 /// short by this.
-fn timeouts() -> TimeoutConfig {
+fn timeouts(purpose: Purpose) -> TimeoutConfig {
     TimeoutConfig::builder()
         .connect_timeout(Duration::from_secs(3))
         .read_timeout(Duration::from_secs(10))
         .operation_attempt_timeout(Duration::from_secs(10))
-        .operation_timeout(Duration::from_secs(25))
+        .operation_timeout(match purpose {
+            Purpose::Read => Duration::from_secs(25),
+            // More attempts, with longer backoff between them, need more room.
+            Purpose::Apply => Duration::from_secs(60),
+        })
         .build()
 }
 
-/// Counts every HTTP request sent to AWS, retries included, by service and operation.
+/// What a run does with AWS, which decides how hard it retries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// plan, drift, usage, outputs: a failure costs a re-run of a read.
+    Read,
+    /// apply: a failure leaves a change half made, so it retries longer.
+    Apply,
+}
+
+/// Attempts per request, the first included: standard retry mode (exponential backoff with full
+/// jitter; throttling, 5xx, timeouts and dropped connections retried: the SDK's HTTP client
+/// classifies hyper's "connection closed before message completed" as transient since
+/// aws-smithy-http-client 1.5) with a declared maximum. Terraform's
+/// AWS provider allows 25; these are lower because every request here also has an operation
+/// timeout. `AWS_MAX_ATTEMPTS`, the standard variable, wins when set.
+const READ_ATTEMPTS: u32 = 8;
+const APPLY_ATTEMPTS: u32 = 12;
+
+/// The first retry's delay, before jitter and doubling: the SDK's 1 s, or
+/// `RECONCILE_RETRY_BASE_DELAY_MS` (the fault-injection tests shorten it).
+fn retry_config(purpose: Purpose) -> aws_config::retry::RetryConfig {
+    let attempts = std::env::var("AWS_MAX_ATTEMPTS").ok().and_then(|n| n.parse().ok()).unwrap_or(match purpose {
+        Purpose::Read => READ_ATTEMPTS,
+        Purpose::Apply => APPLY_ATTEMPTS,
+    });
+    let base = std::env::var("RECONCILE_RETRY_BASE_DELAY_MS").ok().and_then(|ms| ms.parse().ok()).unwrap_or(1000);
+    aws_config::retry::RetryConfig::standard()
+        .with_max_attempts(attempts.max(1))
+        .with_initial_backoff(Duration::from_millis(base))
+}
+
+/// Counts every HTTP request sent to AWS, retries included, by service and operation, and how
+/// many of them were retries.
 #[derive(Debug, Clone, Default)]
 pub struct RequestCounter {
     counts: Arc<Mutex<BTreeMap<String, u64>>>,
+    operations: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl RequestCounter {
+    /// Requests sent again after a transient failure (throttling, 5xx, a dropped connection).
+    pub fn retries(&self) -> u64 {
+        let sent: u64 = self.counts.lock().expect("never poisoned").values().sum();
+        sent.saturating_sub(self.operations.load(std::sync::atomic::Ordering::Relaxed))
+    }
 }
 
 impl fmt::Display for RequestCounter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let retries = self.retries();
         let counts = self.counts.lock().expect("never poisoned");
         write!(f, "{} AWS requests", counts.values().sum::<u64>())?;
+        if retries > 0 {
+            write!(f, " ({retries} of them retries)")?;
+        }
         for (idx, (operation, count)) in counts.iter().enumerate() {
             write!(f, "{}{operation} {count}", if idx == 0 { ": " } else { ", " })?;
         }
@@ -51,6 +100,15 @@ impl fmt::Display for RequestCounter {
 impl Intercept for RequestCounter {
     fn name(&self) -> &'static str {
         "RequestCounter"
+    }
+
+    fn read_before_execution(
+        &self,
+        _context: &aws_smithy_runtime_api::client::interceptors::context::BeforeSerializationInterceptorContextRef<'_>,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        self.operations.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
     }
 
     fn read_before_transmit(
@@ -76,10 +134,11 @@ pub struct Aws {
 impl Aws {
     /// Loads the standard chain (credentials, endpoint, retries), with desired.toml's region.
     /// Only commands that talk to AWS call it: `validate` never reads the AWS configuration.
-    pub async fn load(region: &str) -> Aws {
+    pub async fn load(region: &str, purpose: Purpose) -> Aws {
         let sdk = aws_config::defaults(BehaviorVersion::latest())
             .region(Region::new(region.to_owned()))
-            .timeout_config(timeouts())
+            .timeout_config(timeouts(purpose))
+            .retry_config(retry_config(purpose))
             .load()
             .await;
         let endpoint = match sdk.endpoint_url() {

@@ -13,7 +13,7 @@ use reconcile_core::{
 };
 
 use crate::args::{Args, Command, Format, OutputsFormat};
-use crate::aws::Aws;
+use crate::aws::{Aws, Purpose};
 use crate::error::CliError;
 use crate::exit;
 use crate::output::{ApplyPrinter, Output, color_on, out};
@@ -96,7 +96,8 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
         return Ok(exit::OK);
     }
 
-    let aws = Aws::load(&desired.region).await;
+    let purpose = if matches!(args.command, Command::Apply { .. }) { Purpose::Apply } else { Purpose::Read };
+    let aws = Aws::load(&desired.region, purpose).await;
     let context = PlanContext {
         desired: &desired,
         bake: bake.as_ref(),

@@ -6,6 +6,8 @@
 //! `scripts/emulator-venv.sh` (the README's test command runs it); a test that cannot find it
 //! fails, saying so, rather than being skipped.
 
+pub mod faults;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};

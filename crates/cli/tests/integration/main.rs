@@ -7,6 +7,7 @@ mod account;
 mod codebuild;
 mod ecr;
 mod errors;
+mod faults;
 mod hostile;
 mod input;
 mod review;

@@ -1,0 +1,267 @@
+//! A fault-injecting HTTP proxy between `reconcile` and the emulator, on loopback: what AWS does
+//! on a bad day, on demand and reproducibly.
+//!
+//! Per request, the first rule that matches it (by service and operation, and then by its
+//! seeded probability or its first-N count) decides: answer throttling in the service's own
+//! protocol (`ThrottlingException` JSON for ECR and CodeBuild, `Throttling` query XML for IAM
+//! and STS, `SlowDown` 503 XML for S3), answer a bare 500 or 503, reset the connection before
+//! answering, or add a delay; everything else goes to the emulator as it came. The proxy runs on
+//! its own thread and runtime, so a test may block on the binary while it serves.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+
+/// What a rule does to a request it picks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Fault {
+    /// The service's own throttling error.
+    Throttle,
+    /// A bare HTTP status (500, 503) with an empty body.
+    Status(u16),
+    /// Close the connection without answering (the request never reaches the emulator).
+    Reset,
+    /// Forward it, after a delay.
+    Delay(Duration),
+}
+
+/// Which requests a rule applies to, and how often.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// `ecr`, `s3`, `iam`, `sts`, `codebuild`; `None` for every service.
+    pub service: Option<String>,
+    /// Such as `CreateRepository`, or `PUT` for S3; `None` for every operation.
+    pub operation: Option<String>,
+    pub fault: Fault,
+    /// The share of matching requests it picks, drawn from the proxy's seeded generator.
+    pub probability: f64,
+    /// Only the first N matching requests, when set.
+    pub first: Option<u64>,
+    matched: Arc<AtomicU64>,
+}
+
+impl Rule {
+    /// `fault` on every request.
+    pub fn always(fault: Fault) -> Rule {
+        Rule { service: None, operation: None, fault, probability: 1.0, first: None, matched: Arc::default() }
+    }
+
+    /// `fault` on a `probability` share of the requests.
+    pub fn sometimes(fault: Fault, probability: f64) -> Rule {
+        Rule { probability, ..Rule::always(fault) }
+    }
+
+    pub fn service(mut self, service: &str) -> Rule {
+        self.service = Some(service.to_owned());
+        self
+    }
+
+    pub fn operation(mut self, operation: &str) -> Rule {
+        self.operation = Some(operation.to_owned());
+        self
+    }
+
+    pub fn first(mut self, count: u64) -> Rule {
+        self.first = Some(count);
+        self
+    }
+}
+
+/// A running proxy. It stops when dropped.
+pub struct FaultProxy {
+    pub endpoint: String,
+    injected: Arc<AtomicU64>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FaultProxy {
+    /// Starts a proxy to `upstream` (the emulator's endpoint) on a free loopback port.
+    pub fn start(upstream: &str, seed: u64, rules: Vec<Rule>) -> FaultProxy {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+        listener.set_nonblocking(true).expect("non-blocking");
+        let address: SocketAddr = listener.local_addr().expect("bound");
+        let injected = Arc::new(AtomicU64::new(0));
+        let state = Arc::new(State {
+            upstream: upstream.trim_end_matches('/').to_owned(),
+            rules,
+            random: Mutex::new(seed.max(1)),
+            injected: injected.clone(),
+        });
+        let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let runtime =
+                tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("a runtime");
+            runtime.block_on(serve(listener, state, stop));
+        });
+        FaultProxy { endpoint: format!("http://{address}"), injected, shutdown: Some(shutdown), thread: Some(thread) }
+    }
+
+    /// How many requests it has answered with a fault (delays included).
+    pub fn injected(&self) -> u64 {
+        self.injected.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+struct State {
+    upstream: String,
+    rules: Vec<Rule>,
+    /// xorshift64: reproducible from the seed, and the order requests arrive in.
+    random: Mutex<u64>,
+    injected: Arc<AtomicU64>,
+}
+
+impl State {
+    fn draw(&self) -> f64 {
+        let mut x = self.random.lock().expect("never poisoned");
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        (*x >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn pick(&self, service: &str, operation: &str) -> Option<Fault> {
+        for rule in &self.rules {
+            let applies = rule.service.as_deref().is_none_or(|s| s == service)
+                && rule.operation.as_deref().is_none_or(|o| o == operation);
+            if !applies {
+                continue;
+            }
+            let seen = rule.matched.fetch_add(1, Ordering::Relaxed);
+            if rule.first.is_some_and(|first| seen >= first) {
+                continue;
+            }
+            if rule.probability >= 1.0 || self.draw() < rule.probability {
+                self.injected.fetch_add(1, Ordering::Relaxed);
+                return Some(rule.fault);
+            }
+        }
+        None
+    }
+}
+
+async fn serve(listener: std::net::TcpListener, state: Arc<State>, mut stop: tokio::sync::oneshot::Receiver<()>) {
+    let listener = tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
+    let client: hyper_util::client::legacy::Client<_, Full<Bytes>> =
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build_http();
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted { Ok(accepted) => accepted, Err(_) => continue },
+            _ = &mut stop => return,
+        };
+        let state = state.clone();
+        let client = client.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request| handle(request, state.clone(), client.clone()));
+            // An error here is a reset we made on purpose, or a client that went away.
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+type Upstream = hyper_util::client::legacy::Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
+
+async fn handle(
+    request: Request<Incoming>,
+    state: Arc<State>,
+    client: Upstream,
+) -> Result<Response<Full<Bytes>>, Box<dyn std::error::Error + Send + Sync>> {
+    let (parts, body) = request.into_parts();
+    let body = body.collect().await?.to_bytes();
+    let service = service_of(&parts.headers);
+    let operation = operation_of(&parts, &body);
+    match state.pick(&service, &operation) {
+        Some(Fault::Reset) => return Err("reset by the fault proxy".into()),
+        Some(Fault::Status(status)) => {
+            return Ok(Response::builder().status(status).body(Full::new(Bytes::new()))?);
+        }
+        Some(Fault::Throttle) => return Ok(throttling(&service)?),
+        Some(Fault::Delay(delay)) => tokio::time::sleep(delay).await,
+        None => {}
+    }
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let mut forward = Request::builder().method(parts.method.clone()).uri(format!("{}{path}", state.upstream));
+    for (name, value) in &parts.headers {
+        forward = forward.header(name, value);
+    }
+    let answer = client.request(forward.body(Full::new(body))?).await?;
+    let (parts, body) = answer.into_parts();
+    let body = body.collect().await?.to_bytes();
+    Ok(Response::from_parts(parts, Full::new(body)))
+}
+
+/// The service a request is signed for: the credential scope of its SigV4 `Authorization`.
+fn service_of(headers: &hyper::HeaderMap) -> String {
+    let authorization = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    authorization
+        .split("Credential=")
+        .nth(1)
+        .and_then(|credential| credential.split('/').nth(3))
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The operation: the JSON protocols' `X-Amz-Target`, the query protocol's `Action`, or S3's
+/// method.
+fn operation_of(parts: &hyper::http::request::Parts, body: &[u8]) -> String {
+    if let Some(target) = parts.headers.get("x-amz-target").and_then(|v| v.to_str().ok()) {
+        return target.rsplit('.').next().unwrap_or_default().to_owned();
+    }
+    let query = std::str::from_utf8(body).unwrap_or_default();
+    match query.split('&').find_map(|pair| pair.strip_prefix("Action=")) {
+        Some(action) => action.to_owned(),
+        None => parts.method.to_string(),
+    }
+}
+
+/// Throttling as each service says it.
+fn throttling(service: &str) -> Result<Response<Full<Bytes>>, hyper::http::Error> {
+    let (status, content_type, body, error_type) = match service {
+        "iam" | "sts" => (
+            400,
+            "text/xml",
+            "<ErrorResponse><Error><Type>Sender</Type><Code>Throttling</Code><Message>Rate exceeded</Message></Error>\
+             <RequestId>fault-proxy</RequestId></ErrorResponse>"
+                .to_owned(),
+            None,
+        ),
+        "s3" => (
+            503,
+            "application/xml",
+            "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message>\
+             <RequestId>fault-proxy</RequestId></Error>"
+                .to_owned(),
+            None,
+        ),
+        _ => (
+            400,
+            "application/x-amz-json-1.1",
+            r#"{"__type":"ThrottlingException","message":"Rate exceeded"}"#.to_owned(),
+            Some("ThrottlingException"),
+        ),
+    };
+    let mut response = Response::builder().status(status).header("content-type", content_type);
+    if let Some(error_type) = error_type {
+        response = response.header("x-amzn-errortype", error_type);
+    }
+    response.body(Full::new(Bytes::from(body)))
+}
