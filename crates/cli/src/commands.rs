@@ -497,14 +497,31 @@ async fn apply(
     }
     let printer = ApplyPrinter::new(progress_to_stderr, true);
     printer.line("");
-    let options = ApplyOptions { allow_delete: approval.allow_delete, concurrency: engine::DEFAULT_CONCURRENCY };
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let options = ApplyOptions {
+        allow_delete: approval.allow_delete,
+        concurrency: engine::DEFAULT_CONCURRENCY,
+        stop: Some(&stop),
+    };
     let applying = engine::apply(reconcilers, plan, options, &printer);
     tokio::pin!(applying);
     let mut ticks = tokio::time::interval(std::time::Duration::from_millis(120));
+    let mut signals = Signals::new()?;
+    let mut interrupted: Option<u8> = None;
     let result = loop {
         tokio::select! {
             result = &mut applying => break result,
             _ = ticks.tick() => printer.tick(),
+            code = signals.next() => {
+                if interrupted.is_some() {
+                    // A second interruption: whoever sent it wants out now.
+                    eprintln!("\nInterrupted again: stopping at once; changes in flight may be half made (apply again to finish).");
+                    exit_now(code);
+                }
+                interrupted = Some(code);
+                stop.store(true, std::sync::atomic::Ordering::SeqCst);
+                printer.line("Interrupted: starting no more changes, letting the running ones finish (interrupt again to stop at once).");
+            }
         }
     };
     printer.finish();
@@ -512,7 +529,39 @@ async fn apply(
     tracing::info!("plan and apply: {}", aws.requests);
     printer.line("");
     print_report(plan, &report, format)?;
-    if report.succeeded() { Ok(exit::OK) } else { Err(CliError::ApplyFailed) }
+    match interrupted {
+        Some(code) => Err(CliError::Interrupted(code)),
+        None if report.succeeded() => Ok(exit::OK),
+        None => Err(CliError::ApplyFailed),
+    }
+}
+
+/// SIGINT and SIGTERM, as the exit codes a shell gives them (130 and 143).
+struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> Result<Signals, CliError> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let listen = |kind| signal(kind).context("failed to listen for SIGINT and SIGTERM");
+        Ok(Signals { interrupt: listen(SignalKind::interrupt())?, terminate: listen(SignalKind::terminate())? })
+    }
+
+    async fn next(&mut self) -> u8 {
+        tokio::select! {
+            _ = self.interrupt.recv() => exit::INTERRUPTED,
+            _ = self.terminate.recv() => exit::TERMINATED,
+        }
+    }
+}
+
+/// Leaves at once, on a second interruption: the one place the binary exits without returning
+/// to `main`, because waiting for the changes in flight is exactly what was refused.
+#[expect(clippy::exit, reason = "a second interruption means: do not wait for anything")]
+fn exit_now(code: u8) -> ! {
+    std::process::exit(i32::from(code))
 }
 
 fn print_report(plan: &Plan, report: &engine::ApplyReport, format: Format) -> Result<(), CliError> {

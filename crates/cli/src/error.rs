@@ -31,6 +31,8 @@ pub enum CliError {
     ApplyFailed,
     /// The person at the prompt did not say yes.
     Cancelled,
+    /// Interrupted by a signal (its exit code): the report already said what was done.
+    Interrupted(u8),
     /// Anything else: a file that cannot be read or written, a closed stdout.
     Other(anyhow::Error),
 }
@@ -58,6 +60,7 @@ impl CliError {
             CliError::Other(_) => exit::ERROR,
             CliError::Refused(_) | CliError::RefusedFindings(_) => exit::REFUSED,
             CliError::Stale { .. } => exit::STALE_PLAN,
+            CliError::Interrupted(code) => *code,
         }
     }
 
@@ -88,7 +91,7 @@ impl CliError {
                 lines.push("Make a new plan and review it again.".to_owned());
                 lines
             }
-            CliError::ApplyFailed => Vec::new(),
+            CliError::ApplyFailed | CliError::Interrupted(_) => Vec::new(),
             CliError::Cancelled => vec![String::new(), "Apply cancelled.".to_owned()],
             CliError::Other(error) => vec![format!("error: {error:#}")],
         }

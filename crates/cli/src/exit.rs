@@ -10,3 +10,7 @@ pub const CHANGES: u8 = 2;
 pub const REFUSED: u8 = 3;
 /// A saved plan no longer matches the account or desired.toml; nothing was changed.
 pub const STALE_PLAN: u8 = 4;
+/// `apply` interrupted by SIGINT (128 + 2): what was running finished, nothing more started.
+pub const INTERRUPTED: u8 = 130;
+/// `apply` interrupted by SIGTERM (128 + 15), as CI sends on cancel.
+pub const TERMINATED: u8 = 143;

@@ -221,6 +221,7 @@ impl ApplyEvents for ApplyPrinter {
                 format!("{address}: {failed} after {seconds:.1}s: failed to {}: {}", error.operation, error.reason)
             }
             Outcome::Skipped { because } => format!("{address}: Skipped, because {because} did not apply"),
+            Outcome::NotStarted => format!("{address}: Not started (interrupted)"),
         });
     }
 }

@@ -194,6 +194,8 @@ pub enum Outcome {
     Skipped {
         because: Address,
     },
+    /// Not started because the run was interrupted (SIGINT, SIGTERM) before its turn.
+    NotStarted,
 }
 
 /// The result of one apply, one entry per change of the plan, in plan order.
@@ -232,9 +234,17 @@ pub enum Refusal {
 }
 
 #[derive(Debug, Clone, Copy)]
-pub struct ApplyOptions {
+pub struct ApplyOptions<'a> {
     pub allow_delete: bool,
     pub concurrency: usize,
+    /// Set when the run is interrupted: no change starts after it is, the running ones finish.
+    pub stop: Option<&'a std::sync::atomic::AtomicBool>,
+}
+
+impl ApplyOptions<'_> {
+    fn stopped(&self) -> bool {
+        self.stop.is_some_and(|stop| stop.load(std::sync::atomic::Ordering::SeqCst))
+    }
 }
 
 /// Carries out every change of `plan` and nothing else.
@@ -245,7 +255,7 @@ pub struct ApplyOptions {
 pub async fn apply(
     reconcilers: &[Box<dyn Reconciler>],
     plan: &Plan,
-    options: ApplyOptions,
+    options: ApplyOptions<'_>,
     events: &dyn ApplyEvents,
 ) -> Result<ApplyReport, Refusal> {
     let deletes: Vec<Address> =
@@ -308,6 +318,11 @@ pub async fn apply(
         }
         let finished: Vec<(Address, Outcome, Duration)> = futures::stream::iter(ready)
             .map(|change| async move {
+                // Started only when a slot frees: an interruption by then means it never starts.
+                if options.stopped() {
+                    events.finished(change, &Outcome::NotStarted, Duration::ZERO);
+                    return (change.address.clone(), Outcome::NotStarted, Duration::ZERO);
+                }
                 let reconciler = reconciler_for(reconcilers, change.address.kind).expect("checked above");
                 events.started(change);
                 let start = Instant::now();
@@ -325,6 +340,13 @@ pub async fn apply(
             .await;
         for (address, outcome, elapsed) in finished {
             outcomes.insert(address, (outcome, elapsed));
+        }
+        if options.stopped() {
+            for change in waiting {
+                events.finished(change, &Outcome::NotStarted, Duration::ZERO);
+                outcomes.insert(change.address.clone(), (Outcome::NotStarted, Duration::ZERO));
+            }
+            break;
         }
         pending = waiting;
     }
@@ -395,7 +417,7 @@ mod tests {
         let fake = Fake { fail: fail.iter().map(|s| s.to_string()).collect(), log: Arc::clone(&log) };
         let reconcilers: Vec<Box<dyn Reconciler>> = vec![Box::new(fake)];
         let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
-        let options = ApplyOptions { allow_delete, concurrency: 4 };
+        let options = ApplyOptions { allow_delete, concurrency: 4, stop: None };
         let result = runtime.block_on(apply(&reconcilers, plan, options, &Silent));
         let log = log.lock().unwrap().clone();
         (result, log)
@@ -423,6 +445,7 @@ mod tests {
                 Outcome::Applied => format!("{address} applied"),
                 Outcome::Adopted => format!("{address} adopted"),
                 Outcome::Failed(_) => format!("{address} failed"),
+                Outcome::NotStarted => format!("{address} not started"),
                 Outcome::Skipped { because } => format!("{address} skipped because {because}"),
             })
             .collect();

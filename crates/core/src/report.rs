@@ -37,9 +37,20 @@ pub fn text(plan: &Plan, report: &ApplyReport) -> String {
                 writeln!(out, "Failed: {address}: failed to {}: {}", error.operation, error.reason)
             }
             Outcome::Skipped { because } => writeln!(out, "Skipped: {address}, because {because} did not apply"),
+            Outcome::NotStarted => writeln!(out, "Not started: {address}"),
             Outcome::Applied | Outcome::Adopted => Ok(()),
         }
         .unwrap();
+    }
+    let not_started = not_started(report);
+    if not_started > 0 {
+        writeln!(
+            out,
+            "Apply interrupted: {applied} applied, {failed} failed, {skipped} skipped, {not_started} not started. Run \
+             apply again to finish: what was applied stays applied."
+        )
+        .unwrap();
+        return out;
     }
     writeln!(
         out,
@@ -50,6 +61,11 @@ pub fn text(plan: &Plan, report: &ApplyReport) -> String {
     out
 }
 
+/// How many changes an interruption kept from starting.
+fn not_started(report: &ApplyReport) -> usize {
+    report.results.iter().filter(|(_, _, outcome, _)| matches!(outcome, Outcome::NotStarted)).count()
+}
+
 fn counts(report: &ApplyReport) -> (usize, usize, usize) {
     let mut counts = (0, 0, 0);
     for (_, _, outcome, _) in &report.results {
@@ -57,6 +73,7 @@ fn counts(report: &ApplyReport) -> (usize, usize, usize) {
             Outcome::Applied | Outcome::Adopted => counts.0 += 1,
             Outcome::Failed(_) => counts.1 += 1,
             Outcome::Skipped { .. } => counts.2 += 1,
+            Outcome::NotStarted => {}
         }
     }
     counts
@@ -85,6 +102,7 @@ pub fn json(plan: &Plan, report: &ApplyReport) -> Value {
                     entry["outcome"] = json!("skipped");
                     entry["because"] = json!(because.to_string());
                 }
+                Outcome::NotStarted => entry["outcome"] = json!("not_started"),
             }
             entry
         })
@@ -95,7 +113,7 @@ pub fn json(plan: &Plan, report: &ApplyReport) -> Value {
         "region": plan.region,
         "succeeded": report.succeeded(),
         "results": results,
-        "summary": { "applied": applied, "failed": failed, "skipped": skipped },
+        "summary": { "applied": applied, "failed": failed, "skipped": skipped, "not_started": not_started(report) },
     })
 }
 
@@ -105,10 +123,23 @@ pub fn markdown(plan: &Plan, report: &ApplyReport) -> String {
     let mut out = format!("### reconcile apply to account `{}`, region `{}`\n\n", plan.account, plan.region);
     if report.succeeded() {
         writeln!(out, "**Apply complete: {applied} resources changed.**").unwrap();
+    } else if not_started(report) > 0 {
+        let not_started = not_started(report);
+        writeln!(
+            out,
+            "**Apply interrupted: {applied} applied, {failed} failed, {skipped} skipped, {not_started} not started.**"
+        )
+        .unwrap();
     } else {
         writeln!(out, "**Apply failed: {applied} applied, {failed} failed, {skipped} skipped.**").unwrap();
     }
-    let sections = [("Failed", "failed"), ("Skipped", "skipped"), ("Adopted", "adopted"), ("Applied", "applied")];
+    let sections = [
+        ("Failed", "failed"),
+        ("Skipped", "skipped"),
+        ("Not started", "not started"),
+        ("Adopted", "adopted"),
+        ("Applied", "applied"),
+    ];
     for (title, wanted) in sections {
         let lines: Vec<String> = report
             .results
@@ -124,6 +155,7 @@ pub fn markdown(plan: &Plan, report: &ApplyReport) -> String {
                     Some(format!("- `{address}`: already existed, brought to the desired state"))
                 }
                 (Outcome::Applied, "applied") => Some(format!("- `{address}`")),
+                (Outcome::NotStarted, "not started") => Some(format!("- `{address}`")),
                 _ => None,
             })
             .collect();

@@ -164,7 +164,7 @@ async fn a_repository_made_between_plan_and_apply_is_adopted_not_an_error() {
     let stray = ecr::types::Tag::builder().key("made-by").value("nightly").build().unwrap();
     client.create_repository().repository_name("vllm-wheel").tags(stray).send().await.unwrap();
 
-    let options = ApplyOptions { allow_delete: false, concurrency: 4 };
+    let options = ApplyOptions { allow_delete: false, concurrency: 4, stop: None };
     let report = engine::apply(&reconcilers, &plan, options, &Silent).await.unwrap();
     assert!(report.succeeded(), "{report:?}");
     let outcomes: Vec<String> =

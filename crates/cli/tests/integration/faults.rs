@@ -110,3 +110,142 @@ async fn a_dropped_connection_is_retried_in_every_service_and_a_transient_read_i
     assert_eq!(proxy.injected(), 30);
     assert!(plan.stderr.contains("(30 of them retries)"), "{}", plan.stderr);
 }
+
+/// Starts `reconcile apply --auto-approve` through `proxy` without waiting for it.
+fn spawn_apply(proxy: &FaultProxy, account: &TestAccount, desired: &std::path::Path) -> std::process::Child {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_reconcile"));
+    command
+        .arg("--desired")
+        .arg(desired)
+        .args(["apply", "--auto-approve"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(account.env().into_iter().filter(|(name, _)| *name != "AWS_ENDPOINT_URL"))
+        .env("AWS_ENDPOINT_URL", &proxy.endpoint)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    command.spawn().expect("the binary starts")
+}
+
+/// Reads the child's stdout until a line contains `marker`, then hands back what it read and
+/// the rest of the stream.
+fn read_until(
+    child: &mut std::process::Child,
+    marker: &str,
+) -> (String, std::io::BufReader<std::process::ChildStdout>) {
+    use std::io::BufRead;
+    let mut reader = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "the apply ended before `{marker}`: {seen}");
+        seen.push_str(&line);
+        if line.contains(marker) {
+            return (seen, reader);
+        }
+    }
+}
+
+fn signal(child: &std::process::Child, name: &str) {
+    let status =
+        std::process::Command::new("kill").args([&format!("-{name}"), &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+}
+
+/// Every request to the emulator waits, so an apply lasts long enough to be interrupted.
+fn slow(delay_ms: u64) -> Vec<Rule> {
+    vec![Rule::always(Fault::Delay(std::time::Duration::from_millis(delay_ms)))]
+}
+
+async fn interrupted_by(name: &str, code: i32) {
+    use std::io::Read;
+    let account = emulator().new_account().await;
+    let desired = desired_file(&small_account_with_runner(&["pytorch", "pytorch-cache", "vllm", "vllm-cache"]));
+    let proxy = FaultProxy::start(emulator().endpoint(), 1, slow(250));
+    let mut child = spawn_apply(&proxy, &account, &desired.path);
+    let (mut stdout, mut rest) = read_until(&mut child, ": Creating");
+    signal(&child, name);
+    rest.read_to_string(&mut stdout).unwrap();
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert_eq!(status.code(), Some(code), "{stdout}{stderr}");
+    assert!(stdout.contains("Interrupted: starting no more changes"), "{stdout}");
+    assert!(stdout.contains("Apply interrupted: "), "{stdout}");
+    assert!(stdout.contains("Not started: "), "{stdout}");
+    // Nothing half made: what ran finished, and the next apply finishes the rest.
+    drop(proxy);
+    assert_eq!(reconcile(&account, &desired.path, &["apply", "--auto-approve"]).code, 0);
+    assert_eq!(reconcile(&account, &desired.path, &["plan", "--detailed-exitcode"]).code, 0);
+}
+
+#[tokio::test]
+async fn sigint_lets_running_changes_finish_starts_no_more_and_exits_130() {
+    interrupted_by("INT", 130).await;
+}
+
+#[tokio::test]
+async fn sigterm_as_ci_sends_on_cancel_exits_143() {
+    interrupted_by("TERM", 143).await;
+}
+
+#[tokio::test]
+async fn a_second_sigint_exits_at_once() {
+    let account = emulator().new_account().await;
+    let desired = desired_file(&small_account_with_runner(&["pytorch"]));
+    // Slow enough that waiting for the running changes would take seconds.
+    let proxy = FaultProxy::start(emulator().endpoint(), 1, slow(2_000));
+    let mut child = spawn_apply(&proxy, &account, &desired.path);
+    let _ = read_until(&mut child, ": Creating");
+    signal(&child, "INT");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let second = std::time::Instant::now();
+    signal(&child, "INT");
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(second.elapsed() < std::time::Duration::from_millis(1_500), "{:?}", second.elapsed());
+}
+
+/// `apply` killed outright at `points` moments spread over its run: the next apply always
+/// converges, and nothing is ever deleted.
+async fn killed_at(points: std::ops::Range<u32>) {
+    let desired = desired_file(&small_account_with_runner(&["pytorch", "pytorch-cache", "vllm"]));
+    // How long an apply takes through the slow proxy.
+    let account = emulator().new_account().await;
+    let proxy = FaultProxy::start(emulator().endpoint(), 1, slow(60));
+    let start = std::time::Instant::now();
+    assert!(spawn_apply(&proxy, &account, &desired.path).wait().unwrap().success());
+    let whole = start.elapsed();
+    let mut partial = 0;
+    for point in points {
+        let account = emulator().new_account().await;
+        let mut child = spawn_apply(&proxy, &account, &desired.path);
+        // Spread over the run: point k of 20 lands k/20 of the way through it.
+        std::thread::sleep(whole.mul_f64(f64::from(point) / 20.0));
+        signal(&child, "KILL");
+        let _ = child.wait();
+        // Killed mid-apply: some of it written, some not.
+        let written = !account.writes().is_empty();
+        let left = reconcile(&account, &desired.path, &["plan", "--detailed-exitcode"]).code == 2;
+        partial += usize::from(written && left);
+        let again = reconcile(&account, &desired.path, &["apply", "--auto-approve"]);
+        assert_eq!(again.code, 0, "killed at {point}/20: {}{}", again.stdout, again.stderr);
+        let plan = reconcile(&account, &desired.path, &["plan", "--detailed-exitcode"]);
+        assert_eq!(plan.code, 0, "killed at {point}/20: {}", plan.stdout);
+        let deletes: Vec<String> =
+            account.writes().iter().map(ToString::to_string).filter(|w| w.contains("Delete")).collect();
+        assert_eq!(deletes, Vec::<String>::new(), "killed at {point}/20");
+    }
+    assert!(partial >= 2, "only {partial} kills landed between the first write and the last");
+}
+
+#[tokio::test]
+async fn apply_killed_at_ten_points_in_the_first_half_is_converged_by_the_next() {
+    killed_at(0..10).await;
+}
+
+#[tokio::test]
+async fn apply_killed_at_ten_points_in_the_second_half_is_converged_by_the_next() {
+    killed_at(10..20).await;
+}
