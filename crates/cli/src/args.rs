@@ -70,6 +70,9 @@ pub enum Command {
         /// --allow-delete); without it, such a delete is refused (exit 3).
         #[arg(long)]
         force_delete_images: bool,
+        /// How long to wait for another apply's lock before giving up, in seconds.
+        #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+        lock_timeout: u64,
         #[command(flatten)]
         bake: Bake,
         #[command(flatten)]
@@ -95,6 +98,8 @@ pub enum Command {
         #[arg(long, value_name = "FILE_OR_DIR", num_args = 1..)]
         since: Vec<PathBuf>,
     },
+    /// Break the apply lock (say whose it was): for when the apply that held it is gone.
+    Unlock,
     /// Print the `gh variable set` lines that wire the GitHub repository to the account.
     Outputs {
         #[arg(long, value_enum, default_value_t = OutputsFormat::Text)]

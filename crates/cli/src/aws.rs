@@ -64,6 +64,10 @@ fn retry_config(purpose: Purpose) -> aws_config::retry::RetryConfig {
     aws_config::retry::RetryConfig::standard()
         .with_max_attempts(attempts.max(1))
         .with_initial_backoff(Duration::from_millis(base))
+        // Capped so that every retry fits inside the operation timeout (7 waits of at most 4 s
+        // for a read, 11 for apply): what finally fails says why, throttling or a refused
+        // connection, rather than that the clock ran out.
+        .with_max_backoff(Duration::from_millis(base.saturating_mul(4)))
 }
 
 /// Counts every HTTP request sent to AWS, retries included, by service and operation, and how
@@ -164,6 +168,30 @@ impl Aws {
 
     /// One reconciler per resource crate, each with its own counted client. Building them
     /// makes no request.
+    /// The caller's ARN, for the apply lock.
+    pub async fn caller_arn(&self) -> Result<String, ReconcileError> {
+        let config = aws_sdk_sts::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
+        let identity = aws_sdk_sts::Client::from_conf(config)
+            .get_caller_identity()
+            .send()
+            .await
+            .map_err(reconcile_aws::failed(None, "learn the caller from STS GetCallerIdentity"))?;
+        Ok(identity.arn().unwrap_or("an unknown caller").to_owned())
+    }
+
+    /// An S3 client on its own, for the apply lock.
+    pub fn s3(&self) -> aws_sdk_s3::Client {
+        aws_sdk_s3::Client::from_conf(self.s3_config())
+    }
+
+    fn s3_config(&self) -> aws_sdk_s3::Config {
+        // An endpoint override (an emulator) cannot serve virtual-hosted bucket names.
+        aws_sdk_s3::config::Builder::from(&self.sdk)
+            .interceptor(self.requests.clone())
+            .force_path_style(self.sdk.endpoint_url().is_some())
+            .build()
+    }
+
     /// The ECR reconciler alone, for what only it can tell (`usage`).
     pub fn ecr(&self, account: &Account) -> reconcile_ecr::EcrReconciler {
         let ecr = aws_sdk_ecr::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
@@ -173,11 +201,7 @@ impl Aws {
     /// One reconciler per resource crate; ECR's also prunes when `prune` says how.
     pub fn reconcilers(&self, account: &Account, prune: Option<reconcile_ecr::Prune>) -> Vec<Box<dyn Reconciler>> {
         let ecr = aws_sdk_ecr::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
-        // An endpoint override (an emulator) cannot serve virtual-hosted bucket names.
-        let s3 = aws_sdk_s3::config::Builder::from(&self.sdk)
-            .interceptor(self.requests.clone())
-            .force_path_style(self.sdk.endpoint_url().is_some())
-            .build();
+        let s3 = self.s3_config();
         let iam = aws_sdk_iam::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
         let codebuild = aws_sdk_codebuild::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
         vec![

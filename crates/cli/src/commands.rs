@@ -2,6 +2,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::CommandFactory;
@@ -126,14 +127,37 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             }
             Ok(if detailed_exitcode && plan.has_changes() { exit::CHANGES } else { exit::OK })
         }
-        Command::Apply { plan_file: Some(path), allow_delete, format, .. } => {
-            let approval = Approval { auto_approve: true, allow_delete };
-            apply_saved(&output, &aws, &context, &desired_text, &path, approval, format).await
+        Command::Apply { plan_file, auto_approve, allow_delete, format, lock_timeout, .. } => {
+            // Locked before the plan is made, as Terraform does: a plan read while another apply
+            // was changing the account would be applied after it, stale.
+            let account = aws.account().await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
+            let lock = apply_lock(&aws, &desired, &account);
+            let locked = match &lock {
+                Some(lock) => take_lock(&aws, lock, Duration::from_secs(lock_timeout)).await?,
+                None => {
+                    tracing::info!("desired.toml declares no bucket, so this apply runs without a lock");
+                    false
+                }
+            };
+            let result = match plan_file {
+                Some(path) => {
+                    let approval = Approval { auto_approve: true, allow_delete };
+                    apply_saved(&output, &aws, &context, &desired_text, &path, approval, format).await
+                }
+                None => match make_plan(&aws, &context).await {
+                    Ok(Planned { plan, reconcilers, .. }) => {
+                        let approval = Approval { auto_approve, allow_delete };
+                        apply(&output, &aws, &plan, &reconcilers, approval, format).await
+                    }
+                    Err(error) => Err(error),
+                },
+            };
+            if let (true, Some(lock)) = (locked, &lock) {
+                lock.release().await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
+            }
+            result
         }
-        Command::Apply { plan_file: None, auto_approve, allow_delete, format, .. } => {
-            let Planned { plan, reconcilers, .. } = make_plan(&aws, &context).await?;
-            apply(&output, &aws, &plan, &reconcilers, Approval { auto_approve, allow_delete }, format).await
-        }
+        Command::Unlock => unlock(&aws, &desired).await,
         Command::Drift { format, .. } => {
             let Planned { mut plan, reconcilers, resources } = make_plan(&aws, &context).await?;
             let unmanaged = engine::survey(&reconcilers, &resources).await.map_err(CliError::aws(&aws.endpoint))?;
@@ -465,6 +489,96 @@ struct Approval {
     allow_delete: bool,
 }
 
+/// The apply lock in the first bucket desired.toml declares, if it declares one.
+fn apply_lock(aws: &Aws, desired: &Desired, account: &Account) -> Option<reconcile_s3::lock::Lock> {
+    let bucket = desired.s3.buckets.first()?;
+    Some(reconcile_s3::lock::Lock::new(aws.s3(), &bucket.name.render(&account.id, &account.region)))
+}
+
+/// Who this apply is, as the lock records it.
+async fn lock_holder(aws: &Aws, lease: Duration) -> Result<reconcile_s3::lock::Holder, CliError> {
+    let who = aws.caller_arn().await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
+        .map_or_else(|| "an unknown host".to_owned(), |h| h.trim().to_owned());
+    let run = match (
+        std::env::var("GITHUB_SERVER_URL"),
+        std::env::var("GITHUB_REPOSITORY"),
+        std::env::var("GITHUB_RUN_ID"),
+    ) {
+        (Ok(server), Ok(repository), Ok(run)) => Some(format!("{server}/{repository}/actions/runs/{run}")),
+        _ => None,
+    };
+    let since = now_seconds();
+    Ok(reconcile_s3::lock::Holder {
+        who,
+        host,
+        run,
+        pid: Some(std::process::id()),
+        since,
+        until: since + lease.as_secs() as i64,
+    })
+}
+
+fn now_seconds() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
+/// An apply that runs longer than this may have its lock broken by the next one.
+const LOCK_LEASE: Duration = Duration::from_secs(60 * 60);
+
+/// Takes the apply lock, or says (on stderr) why there is none. `Ok(true)` when it must be
+/// released.
+async fn take_lock(aws: &Aws, lock: &reconcile_s3::lock::Lock, wait: Duration) -> Result<bool, CliError> {
+    use reconcile_s3::lock::Taken;
+    let holder = lock_holder(aws, LOCK_LEASE).await?;
+    // A lock left on this host by a process that is gone (an apply killed outright) is broken:
+    // nobody else can hold it. One from another host waits for its lease, or `unlock`.
+    let gone = |other: &reconcile_s3::lock::Holder| {
+        other.host == holder.host && other.pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
+    };
+    let take = |wait| lock.take(&holder, wait, Duration::from_secs(2), &gone);
+    let mut taken = take(Duration::ZERO).await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
+    if let (Taken::Busy(other), false) = (&taken, wait.is_zero()) {
+        eprintln!("Waiting up to {}s for the apply lock of {other}.", wait.as_secs());
+        taken = take(wait).await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
+    }
+    match taken {
+        Taken::Held => Ok(true),
+        Taken::Broke(old) => {
+            eprintln!("Broke the apply lock of {old}: its lease had run out, or its process is gone.");
+            Ok(true)
+        }
+        Taken::NoBucket => {
+            eprintln!("The bucket {} does not exist yet, so this apply runs without a lock.", lock.bucket());
+            Ok(false)
+        }
+        Taken::Busy(other) => Err(CliError::Other(anyhow::anyhow!(
+            "another apply holds the lock in s3://{}/{}: {other}; wait for it (--lock-timeout SECONDS), or, if it \
+             is gone, `reconcile unlock`",
+            lock.bucket(),
+            reconcile_s3::lock::LOCK_KEY
+        ))),
+    }
+}
+
+/// `reconcile unlock`: breaks the apply lock, saying whose it was.
+async fn unlock(aws: &Aws, desired: &Desired) -> Result<u8, CliError> {
+    let account = aws.account().await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
+    let lock = apply_lock(aws, desired, &account)
+        .context("desired.toml declares no bucket, so there is no apply lock to break")?;
+    let holder = lock.holder().await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
+    match holder {
+        None => out(&format!("There is no apply lock in s3://{}/{}.\n", lock.bucket(), reconcile_s3::lock::LOCK_KEY))?,
+        Some(holder) => {
+            lock.release().await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
+            out(&format!("Broke the apply lock of {holder}.\n"))?;
+        }
+    }
+    Ok(exit::OK)
+}
+
 async fn apply(
     output: &Output,
     aws: &Aws,
@@ -495,15 +609,29 @@ async fn apply(
     if !approval.auto_approve && !confirm()? {
         return Err(CliError::Cancelled);
     }
+    engine::preflight(reconcilers, plan, approval.allow_delete)
+        .map_err(|refusal| CliError::Refused(refusal.to_string()))?;
     let printer = ApplyPrinter::new(progress_to_stderr, true);
     printer.line("");
+    run_apply(aws, plan, reconcilers, approval, format, &printer).await
+}
+
+/// The apply itself, once approved and locked.
+async fn run_apply(
+    aws: &Aws,
+    plan: &Plan,
+    reconcilers: &[Box<dyn Reconciler>],
+    approval: Approval,
+    format: Format,
+    printer: &ApplyPrinter,
+) -> Result<u8, CliError> {
     let stop = std::sync::atomic::AtomicBool::new(false);
     let options = ApplyOptions {
         allow_delete: approval.allow_delete,
         concurrency: engine::DEFAULT_CONCURRENCY,
         stop: Some(&stop),
     };
-    let applying = engine::apply(reconcilers, plan, options, &printer);
+    let applying = engine::apply(reconcilers, plan, options, printer);
     tokio::pin!(applying);
     let mut ticks = tokio::time::interval(std::time::Duration::from_millis(120));
     let mut signals = Signals::new()?;
@@ -587,7 +715,7 @@ async fn apply_saved(
     context: &PlanContext<'_>,
     desired_text: &str,
     path: &Path,
-    Approval { allow_delete, .. }: Approval,
+    approval: Approval,
     format: Format,
 ) -> Result<u8, CliError> {
     let text = std::fs::read_to_string(path).with_context(|| format!("failed to read the plan {}", path.display()))?;
@@ -644,7 +772,7 @@ async fn apply_saved(
         return Err(CliError::Stale { path: path.to_owned(), reasons });
     }
     // Approved when it was reviewed: no prompt.
-    apply(output, aws, &saved.plan, &reconcilers, Approval { auto_approve: true, allow_delete }, format).await
+    apply(output, aws, &saved.plan, &reconcilers, approval, format).await
 }
 
 fn confirm() -> Result<bool, CliError> {

@@ -247,20 +247,13 @@ impl ApplyOptions<'_> {
     }
 }
 
-/// Carries out every change of `plan` and nothing else.
-///
-/// A change runs once every change it depends on has succeeded; a change whose dependency failed
-/// is skipped, and independent changes go on. Checks that could refuse the whole apply run
-/// before the first call.
-pub async fn apply(
-    reconcilers: &[Box<dyn Reconciler>],
-    plan: &Plan,
-    options: ApplyOptions<'_>,
-    events: &dyn ApplyEvents,
-) -> Result<ApplyReport, Refusal> {
+/// Everything apply checks before its first call: deletes allowed, a reconciler for every
+/// change, and no reconciler's own refusal. Apply runs it itself; the binary runs it earlier too,
+/// so that a refused plan takes no lock either.
+pub fn preflight(reconcilers: &[Box<dyn Reconciler>], plan: &Plan, allow_delete: bool) -> Result<(), Refusal> {
     let deletes: Vec<Address> =
         plan.changes.iter().filter(|c| c.action.is_destructive()).map(|c| c.address.clone()).collect();
-    if !deletes.is_empty() && !options.allow_delete {
+    if !deletes.is_empty() && !allow_delete {
         return Err(Refusal::DeleteNotAllowed(deletes));
     }
     let mut refusals = Vec::new();
@@ -275,6 +268,22 @@ pub async fn apply(
     if !refusals.is_empty() {
         return Err(Refusal::Refused(refusals));
     }
+
+    Ok(())
+}
+
+/// Carries out every change of `plan` and nothing else.
+///
+/// A change runs once every change it depends on has succeeded; a change whose dependency failed
+/// is skipped, and independent changes go on. Checks that could refuse the whole apply run
+/// before the first call.
+pub async fn apply(
+    reconcilers: &[Box<dyn Reconciler>],
+    plan: &Plan,
+    options: ApplyOptions<'_>,
+    events: &dyn ApplyEvents,
+) -> Result<ApplyReport, Refusal> {
+    preflight(reconcilers, plan, options.allow_delete)?;
 
     let in_plan: BTreeSet<&Address> = plan.changes.iter().map(|c| &c.address).collect();
     let mut outcomes: BTreeMap<Address, (Outcome, Duration)> = BTreeMap::new();

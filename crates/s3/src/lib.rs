@@ -6,6 +6,7 @@
 //! is never deleted.
 
 mod lifecycle;
+pub mod lock;
 mod spec;
 
 use std::collections::BTreeMap;

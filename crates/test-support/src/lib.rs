@@ -18,6 +18,9 @@ use std::sync::{Mutex, OnceLock};
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_sdk_sts::config::Credentials;
 
+/// Where apply keeps its lock in the managed bucket (`reconcile_s3::lock::LOCK_KEY`).
+pub const APPLY_LOCK_KEY: &str = "reconcile/apply.lock";
+
 /// The region tests use unless they say otherwise.
 pub const REGION: &str = "us-east-1";
 
@@ -227,9 +230,10 @@ impl TestAccount {
         emulator().recorded().into_iter().filter(|r| r.access_key == self.access_key_id).collect()
     }
 
-    /// The requests this account has made so far that could change something.
+    /// The requests this account has made so far that could change one of its resources: every
+    /// write but those of apply's own lock object, which is coordination, not the account.
     pub fn writes(&self) -> Vec<RecordedRequest> {
-        self.requests().into_iter().filter(RecordedRequest::is_write).collect()
+        self.requests().into_iter().filter(|r| r.is_write() && !r.path.ends_with(APPLY_LOCK_KEY)).collect()
     }
 
     /// Makes this account's next `count` CodeBuild `CreateProject` calls fail as they do while a

@@ -138,11 +138,13 @@ async fn throttling_after_every_retry_is_one_line() {
     let account = emulator().new_account().await;
     account.fail_with("iam", "GetRole", "Throttling", "Rate%20exceeded");
     let desired = desired_file(&small_account(&["pytorch"]));
-    let run = reconcile_in(&account.env(), &desired.path, &["plan"]);
+    let mut env = account.env();
+    env.push(("RECONCILE_RETRY_BASE_DELAY_MS", "20".to_owned()));
+    let run = reconcile_in(&env, &desired.path, &["plan"]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert_eq!(run.stdout, "");
     insta::assert_snapshot!("throttled", run.stderr);
-    // The SDK tried three times before giving up.
+    // A plan tries 8 times before giving up.
     let tries = account.requests().iter().filter(|r| r.to_string() == "iam:GetRole").count();
-    assert_eq!(tries, 3);
+    assert_eq!(tries, 8);
 }
