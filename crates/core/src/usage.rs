@@ -582,6 +582,91 @@ mod tests {
         assert!(text.contains("FASTEST; untagged +37 despite its policy"), "{text}");
     }
 
+    /// One registry in every rendering, pinned: a repository with and one without a policy, one
+    /// declared and one not, a name too long for the table.
+    #[test]
+    fn every_rendering_of_a_fixed_registry() {
+        let images = |sizes: &[(u64, bool)]| -> Vec<Image> {
+            sizes
+                .iter()
+                .enumerate()
+                .map(|(idx, (size, tagged))| Image {
+                    digest: format!("sha256:{idx}"),
+                    tags: if *tagged { vec![format!("v{idx}")] } else { vec![] },
+                    pushed_at: 1_000 + idx as i64,
+                    size: *size,
+                    last_pulled_at: None,
+                    archived_at: None,
+                })
+                .collect()
+        };
+        let keep = |n: u64| {
+            Policy::parse(&json!({"rules": [{"rulePriority": 1, "selection": {"tagStatus": "untagged", "countType": "imageCountMoreThan", "countNumber": n}, "action": {"type": "expire"}}]})).unwrap()
+        };
+        let cache =
+            images(&[(3_000_000_000, true), (1_000_000_000, false), (2_000_000_000, false), (4_000_000_000, false)]);
+        let repositories = vec![
+            RepositoryUsage::of("pytorch-cache", &cache, Some(&keep(2)), Some(&keep(1)), 2_000),
+            RepositoryUsage::of(
+                "a-repository-name-longer-than-the-table-allows",
+                &images(&[(5, false)]),
+                None,
+                None,
+                2_000,
+            ),
+        ];
+        assert_eq!(
+            (repositories[0].images, repositories[0].tagged, repositories[0].untagged, repositories[0].bytes),
+            (4, 1, 3, 10_000_000_000)
+        );
+        assert_eq!(
+            (repositories[0].live_reclaim, repositories[0].declared_reclaim),
+            (1_000_000_000, Some(3_000_000_000))
+        );
+        let now = usage(1_800_000_000, repositories);
+        // 10^10 bytes at $0.10 per 2^30 bytes.
+        assert_eq!(round_cents(now.cost(10_000_000_000)), 0.93);
+        assert_eq!(monthly_cost(1 << 30, 0.25), 0.25);
+        insta::assert_snapshot!("usage_text", text(&now));
+        insta::assert_snapshot!("usage_json", crate::json::to_pretty(&json(&now)));
+        insta::assert_snapshot!("usage_markdown", markdown(&now));
+        insta::assert_snapshot!("usage_summary_text", summary_text(&now, false));
+        insta::assert_snapshot!("usage_summary_markdown", summary_text(&now, true));
+        insta::assert_snapshot!("usage_summary_json", crate::json::to_pretty(&summary(&now)));
+        assert!(text(&now).lines().all(|line| line.chars().count() <= 100));
+
+        let mut earlier = now.clone();
+        earlier.generated_at -= 3 * 86_400;
+        earlier.repositories[0].bytes -= 600_000_000;
+        earlier.repositories[0].untagged -= 2;
+        earlier.repositories[0].images -= 2;
+        earlier.repositories.pop();
+        earlier.repositories.push(repository("gone", 7, 0, false));
+        let mut middle = now.clone();
+        middle.generated_at -= 86_400;
+        insta::assert_snapshot!("usage_growth_text", growth_text(std::slice::from_ref(&earlier), &now));
+        insta::assert_snapshot!("usage_growth_markdown", growth_markdown(&[earlier.clone(), middle], &now));
+        let smaller = earlier.repositories[0].bytes - 600_000_000;
+        let shrunk = usage(
+            earlier.generated_at + 86_400,
+            vec![repository("pytorch-cache", smaller, 0, true), repository("gone", 7, 0, false)],
+        );
+        assert!(
+            growth_text(std::slice::from_ref(&earlier), &shrunk).contains("-600.0 MB"),
+            "{}",
+            growth_text(&[earlier.clone()], &shrunk)
+        );
+    }
+
+    #[test]
+    fn the_footnote_wraps_between_words() {
+        assert_eq!(wrap("aa bb cc", 5), ["aa bb", "cc"]);
+        assert_eq!(wrap("aaaaaa b", 5), ["aaaaaa", "b"]);
+        assert_eq!(wrap("a b", 3), ["a b"]);
+        assert_eq!(wrap("", 3), [""]);
+        assert!(footnote(0.1).contains("$0.100 per GB-month (GB = 2^30 bytes)"));
+    }
+
     #[test]
     fn days_are_civil_dates() {
         assert_eq!(day_label(0), "1970-01-01");

@@ -346,6 +346,21 @@ async fn two_applies_never_run_at_once_and_a_stale_lock_is_broken_saying_whose()
     let both = desired_file(&small_account_with_runner(&["pytorch", "vllm", "sglang"]));
     let mut first = spawn_apply(&proxy, &account, &both.path);
     let (mut first_out, mut rest) = read_until(&mut first, "...");
+    // The lock names who holds it, and holds no secret.
+    let held = aws_sdk_s3::Client::from_conf(
+        aws_sdk_s3::config::Builder::from(&account.sdk_config()).force_path_style(true).build(),
+    )
+    .get_object()
+    .bucket(&bucket)
+    .key("reconcile/apply.lock")
+    .send()
+    .await
+    .unwrap();
+    let held = String::from_utf8(held.body.collect().await.unwrap().into_bytes().to_vec()).unwrap();
+    assert!(held.contains(&format!("\"who\": \"arn:aws:sts::{}:", account.id)), "{held}");
+    for secret in [&account.access_key_id, &account.secret_access_key, &account.session_token] {
+        assert!(!held.contains(secret.as_str()), "{held}");
+    }
     let second = reconcile(&account, &both.path, &["apply", "--auto-approve", "--lock-timeout", "60"]);
     std::io::Read::read_to_string(&mut rest, &mut first_out).unwrap();
     assert!(first.wait().unwrap().success(), "{first_out}");
