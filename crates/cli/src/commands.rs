@@ -104,6 +104,10 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
         bake: bake.as_ref(),
         prune: prune.clone(),
         force_delete_images: args.command.force_delete_images(),
+        when_unreadable: match args.command {
+            Command::Apply { .. } => engine::WhenUnreadable::PlanTheRest,
+            _ => engine::WhenUnreadable::Fail,
+        },
     };
     match args.command {
         Command::Plan { format, detailed_exitcode, out, .. } => {
@@ -370,6 +374,9 @@ struct PlanContext<'a> {
     prune: Option<reconcile_ecr::Prune>,
     /// `apply --force-delete-images`, for a saved plan made with --prune.
     force_delete_images: bool,
+    /// Whether a service that cannot be read fails the plan (plan, drift) or only its own
+    /// resources and what depends on them (apply).
+    when_unreadable: engine::WhenUnreadable,
 }
 
 /// Every desired resource of every resource crate, keyed by address. Pure: no AWS.
@@ -448,8 +455,9 @@ async fn make_plan(aws: &Aws, context: &PlanContext<'_>) -> Result<Planned, CliE
     let account = aws.account().await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
     let resources = desired_resources(desired, &account).map_err(CliError::aws(&aws.endpoint))?;
     let reconcilers = aws.reconcilers(&account, context.prune.clone());
-    let mut plan =
-        engine::plan(&reconcilers, desired, &resources, &account).await.map_err(CliError::aws(&aws.endpoint))?;
+    let mut plan = engine::plan_with(&reconcilers, desired, &resources, &account, context.when_unreadable)
+        .await
+        .map_err(CliError::aws(&aws.endpoint))?;
     if let Some(bake) = context.bake {
         plan.findings.extend(bake.check(desired, Some(&account.id)).findings);
         Finding::rank(&mut plan.findings);
@@ -597,9 +605,11 @@ async fn apply(
     }
     refuse_on(&plan.findings)?;
     if !plan.has_changes() {
-        // A machine-readable report is still a report: one of nothing done.
-        print_report(plan, &engine::ApplyReport::default(), format)?;
-        return Ok(exit::OK);
+        // A machine-readable report is still a report: one of nothing done (or of what could
+        // not even be read).
+        let report = engine::ApplyReport { unreadable: engine::unreadable(plan), ..engine::ApplyReport::default() };
+        print_report(plan, &report, format)?;
+        return if report.succeeded() { Ok(exit::OK) } else { Err(CliError::ApplyFailed) };
     }
     if plan.changes.iter().any(|c| c.action.is_destructive()) && !approval.allow_delete {
         return Err(CliError::Refused(
@@ -695,7 +705,7 @@ fn exit_now(code: u8) -> ! {
 fn print_report(plan: &Plan, report: &engine::ApplyReport, format: Format) -> Result<(), CliError> {
     match format {
         // The text plan already says when there was nothing to do.
-        Format::Text if report.results.is_empty() => {}
+        Format::Text if report.results.is_empty() && report.unreadable.is_empty() => {}
         Format::Text => out(&report::text(plan, report))?,
         Format::Json => out(&format!("{}\n", json::to_pretty(&report::json(plan, report))))?,
         Format::Markdown => {

@@ -9,7 +9,7 @@ use futures::future::join_all;
 
 use crate::address::{Address, ResourceKind};
 use crate::desired::Desired;
-use crate::plan::{Action, Change, DesiredResource, Finding, Observed, Plan};
+use crate::plan::{Action, Change, DesiredResource, Finding, Observed, Plan, Severity};
 use crate::reconciler::{Account, Applied, Observations, Progress, ReconcileError, Reconciler};
 
 /// How many changes apply runs at once. AWS's control-plane APIs throttle well before this
@@ -28,6 +28,21 @@ pub async fn bounded<F: Future>(limit: usize, futures: Vec<F>) -> Vec<F::Output>
 /// computed them: planning what desired.toml asks for needs no reconciler and no AWS.
 pub type DesiredResources = BTreeMap<Address, DesiredResource>;
 
+/// Finding code: a declared resource could not be read (its service kept failing), so apply
+/// leaves it, and everything that depends on it, alone. Stable; never reused.
+pub const UNREADABLE: &str = "E101";
+
+/// What a plan does when one reconciler cannot read its resources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhenUnreadable {
+    /// Fail: `plan` and `drift` report the truth or nothing.
+    Fail,
+    /// Plan the rest, with an [`UNREADABLE`] error finding per resource it could not read:
+    /// `apply` changes what does not depend on them, and reports them failed. Fails all the same
+    /// when nothing at all could be read.
+    PlanTheRest,
+}
+
 /// Observes every desired resource (all reconcilers at once) and diffs. Never writes.
 pub async fn plan(
     reconcilers: &[Box<dyn Reconciler>],
@@ -35,8 +50,41 @@ pub async fn plan(
     resources: &DesiredResources,
     account: &Account,
 ) -> Result<Plan, Vec<ReconcileError>> {
-    let observations = observe(reconcilers, &resources.values().collect::<Vec<_>>()).await?;
+    plan_with(reconcilers, desired, resources, account, WhenUnreadable::Fail).await
+}
+
+/// [`plan`], choosing what an unreadable service does to it.
+pub async fn plan_with(
+    reconcilers: &[Box<dyn Reconciler>],
+    desired: &Desired,
+    resources: &DesiredResources,
+    account: &Account,
+    when_unreadable: WhenUnreadable,
+) -> Result<Plan, Vec<ReconcileError>> {
+    let wanted: Vec<&DesiredResource> = resources.values().collect();
     let mut findings: Vec<Finding> = desired.findings.iter().map(|finding| finding.to_finding()).collect();
+    let observations = match observe(reconcilers, &wanted).await {
+        Ok(observations) => observations,
+        Err(errors) if when_unreadable == WhenUnreadable::Fail => return Err(errors),
+        Err(_) => {
+            let (observations, unreadable) = observe_each(reconcilers, &wanted).await;
+            if observations.resources.is_empty() {
+                return Err(unreadable.into_iter().map(|(_, error)| error).collect());
+            }
+            for (kinds, error) in unreadable {
+                findings.extend(wanted.iter().filter(|r| kinds.contains(&r.address.kind)).map(|r| Finding {
+                    code: UNREADABLE.to_owned(),
+                    severity: Severity::Error,
+                    address: Some(r.address.clone()),
+                    message: format!(
+                        "could not be read, so apply leaves it, and everything that depends on it, alone: {error}"
+                    ),
+                    overridden_by: None,
+                }));
+            }
+            observations
+        }
+    };
     findings.extend(observations.findings);
     let observed = observations.resources;
 
@@ -98,6 +146,35 @@ pub async fn observe_again(
     let beyond: Vec<ResourceKind> = declared.iter().filter(|a| !resources.contains_key(a)).map(|a| a.kind).collect();
     let mut observed = observe_with(reconcilers, &wanted, &beyond).await?.resources;
     Ok(addresses.iter().map(|a| (a.clone(), observed.remove(a).unwrap_or(Observed::Absent))).collect())
+}
+
+/// Every reconciler observes its share of `wanted`, all at once; the observations of those that
+/// succeeded, and for each that failed, its kinds and its error.
+async fn observe_each(
+    reconcilers: &[Box<dyn Reconciler>],
+    wanted: &[&DesiredResource],
+) -> (Observations, Vec<(&'static [ResourceKind], ReconcileError)>) {
+    let results = join_all(reconcilers.iter().map(|reconciler| {
+        let share: Vec<&DesiredResource> =
+            wanted.iter().copied().filter(|r| reconciler.kinds().contains(&r.address.kind)).collect();
+        async move {
+            let result = if share.is_empty() { Ok(Observations::default()) } else { reconciler.observe(&share).await };
+            (reconciler.kinds(), result)
+        }
+    }))
+    .await;
+    let mut all = Observations::default();
+    let mut failed = Vec::new();
+    for (kinds, result) in results {
+        match result {
+            Ok(observations) => {
+                all.resources.extend(observations.resources);
+                all.findings.extend(observations.findings);
+            }
+            Err(error) => failed.push((kinds, error)),
+        }
+    }
+    (all, failed)
 }
 
 /// Every reconciler observes its share of `wanted`, all at once.
@@ -202,12 +279,20 @@ pub enum Outcome {
 #[derive(Debug, Default)]
 pub struct ApplyReport {
     pub results: Vec<(Address, Action, Outcome, Duration)>,
+    /// Declared resources the plan could not read, so nothing was done to them ([`UNREADABLE`]).
+    pub unreadable: Vec<Address>,
 }
 
 impl ApplyReport {
     pub fn succeeded(&self) -> bool {
-        self.results.iter().all(|(_, _, outcome, _)| matches!(outcome, Outcome::Applied | Outcome::Adopted))
+        self.unreadable.is_empty()
+            && self.results.iter().all(|(_, _, outcome, _)| matches!(outcome, Outcome::Applied | Outcome::Adopted))
     }
+}
+
+/// The resources a plan could not read.
+pub fn unreadable(plan: &Plan) -> Vec<Address> {
+    plan.findings.iter().filter(|f| f.code == UNREADABLE).filter_map(|f| f.address.clone()).collect()
 }
 
 /// Told about every change as apply starts and finishes it.
@@ -285,8 +370,16 @@ pub async fn apply(
 ) -> Result<ApplyReport, Refusal> {
     preflight(reconcilers, plan, options.allow_delete)?;
 
-    let in_plan: BTreeSet<&Address> = plan.changes.iter().map(|c| &c.address).collect();
-    let mut outcomes: BTreeMap<Address, (Outcome, Duration)> = BTreeMap::new();
+    // What could not be read counts as failed, so that what depends on it is skipped.
+    let unreadable = unreadable(plan);
+    let in_plan: BTreeSet<&Address> = plan.changes.iter().map(|c| &c.address).chain(&unreadable).collect();
+    let mut outcomes: BTreeMap<Address, (Outcome, Duration)> = unreadable
+        .iter()
+        .map(|address| {
+            let failed = ReconcileError::new(Some(address), "read it", "its service kept failing");
+            (address.clone(), (Outcome::Failed(failed), Duration::ZERO))
+        })
+        .collect();
     let mut pending: Vec<&Change> = plan.changes.iter().collect();
 
     while !pending.is_empty() {
@@ -360,7 +453,7 @@ pub async fn apply(
         pending = waiting;
     }
 
-    let mut report = ApplyReport::default();
+    let mut report = ApplyReport { unreadable, ..ApplyReport::default() };
     for change in &plan.changes {
         let (outcome, elapsed) = outcomes.remove(&change.address).expect("every change has an outcome");
         report.results.push((change.address.clone(), change.action, outcome, elapsed));

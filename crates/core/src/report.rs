@@ -31,6 +31,9 @@ pub fn text(plan: &Plan, report: &ApplyReport) -> String {
         return out;
     }
     let (applied, failed, skipped) = counts(report);
+    for address in &report.unreadable {
+        writeln!(out, "Not read: {address}: its service kept failing, so it was left alone").unwrap();
+    }
     for (address, _, outcome, _) in &report.results {
         match outcome {
             Outcome::Failed(error) => {
@@ -52,10 +55,12 @@ pub fn text(plan: &Plan, report: &ApplyReport) -> String {
         .unwrap();
         return out;
     }
+    let not_read = report.unreadable.len();
+    let not_read = if not_read > 0 { format!(", {not_read} not read") } else { String::new() };
     writeln!(
         out,
-        "Apply failed: {applied} applied, {failed} failed, {skipped} skipped. Fix the cause and run apply again: \
-         what was applied stays applied, and apply picks up where this one stopped."
+        "Apply failed: {applied} applied, {failed} failed, {skipped} skipped{not_read}. Fix the cause and run apply \
+         again: what was applied stays applied, and apply picks up where this one stopped."
     )
     .unwrap();
     out
@@ -113,6 +118,7 @@ pub fn json(plan: &Plan, report: &ApplyReport) -> Value {
         "region": plan.region,
         "succeeded": report.succeeded(),
         "results": results,
+        "unreadable": report.unreadable.iter().map(ToString::to_string).collect::<Vec<_>>(),
         "summary": { "applied": applied, "failed": failed, "skipped": skipped, "not_started": not_started(report) },
     })
 }
@@ -188,7 +194,10 @@ mod tests {
             observed: BTreeMap::new(),
             expiries: BTreeMap::new(),
         };
-        let report = ApplyReport { results: vec![(address, Action::Create, Outcome::Adopted, Duration::ZERO)] };
+        let report = ApplyReport {
+            results: vec![(address, Action::Create, Outcome::Adopted, Duration::ZERO)],
+            unreadable: vec![],
+        };
         assert!(report.succeeded());
         assert_eq!(
             text(&plan, &report),

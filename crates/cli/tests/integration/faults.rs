@@ -369,3 +369,32 @@ async fn two_applies_never_run_at_once_and_a_stale_lock_is_broken_saying_whose()
     assert!(!second.stdout.contains("Adopted"), "the second began after the first ended: {}", second.stdout);
     assert_eq!(reconcile(&account, &both.path, &["plan", "--detailed-exitcode"]).code, 0);
 }
+
+#[tokio::test]
+async fn a_service_failing_every_request_leaves_its_resources_alone_and_applies_the_rest() {
+    let account = emulator().new_account().await;
+    let desired = desired_file(&small_account_with_runner(&["pytorch"]));
+    let proxy =
+        FaultProxy::start(emulator().endpoint(), 1, vec![Rule::always(Fault::Status(500)).service("codebuild")]);
+    // plan reports the truth or fails.
+    let plan = through(&proxy, &account, &desired.path, &["plan"]);
+    assert_eq!(plan.code, 1, "{}{}", plan.stdout, plan.stderr);
+    let apply = through(&proxy, &account, &desired.path, &["apply", "--auto-approve", "--format", "json"]);
+    assert_eq!(apply.code, 1, "{}{}", apply.stdout, apply.stderr);
+    let report: serde_json::Value = serde_json::from_str(&apply.stdout).unwrap();
+    assert_eq!(report["unreadable"], serde_json::json!(["codebuild_project.runner", "codebuild_webhook.runner"]));
+    assert_eq!(report["succeeded"], false);
+    let applied: Vec<&str> = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["outcome"] == "applied")
+        .map(|r| r["address"].as_str().unwrap())
+        .collect();
+    assert_eq!(applied.len(), report["results"].as_array().unwrap().len(), "all the rest applied: {report}");
+    assert!(applied.contains(&"iam_role.codebuild") && applied.contains(&"ecr_repository.pytorch"), "{report}");
+    assert!(apply.stderr.contains("Error [E101] codebuild_project.runner: could not be read"), "{}", apply.stderr);
+    drop(proxy);
+    assert_eq!(reconcile(&account, &desired.path, &["apply", "--auto-approve"]).code, 0);
+    assert_eq!(reconcile(&account, &desired.path, &["plan", "--detailed-exitcode"]).code, 0);
+}
