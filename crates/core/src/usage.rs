@@ -663,6 +663,7 @@ mod tests {
         assert_eq!(wrap("aa bb cc", 5), ["aa bb", "cc"]);
         assert_eq!(wrap("aaaaaa b", 5), ["aaaaaa", "b"]);
         assert_eq!(wrap("a b", 3), ["a b"]);
+        assert_eq!(wrap("aa bbb", 5), ["aa", "bbb"]);
         assert_eq!(wrap("", 3), [""]);
         assert!(footnote(0.1).contains("$0.100 per GB-month (GB = 2^30 bytes)"));
     }
