@@ -68,8 +68,11 @@ async fn a_service_that_refuses_every_write_fails_its_changes_and_not_the_others
         .map(|operation| Rule::always(Fault::Status(500)).service("codebuild").operation(operation))
         .collect();
     let proxy = FaultProxy::start(emulator().endpoint(), 1, rules);
+    bucket_of(&account).await;
     let apply = through(&proxy, &account, &desired.path, &["apply", "--auto-approve", "--format", "json"]);
     assert_eq!(apply.code, 1, "{}{}", apply.stdout, apply.stderr);
+    let unlock = reconcile(&account, &desired.path, &["unlock"]);
+    assert!(unlock.stdout.starts_with("There is no apply lock"), "released on failure: {}", unlock.stdout);
     let report: serde_json::Value = serde_json::from_str(&apply.stdout).unwrap();
     let outcome = |address: &str| {
         report["results"]
@@ -162,6 +165,8 @@ async fn interrupted_by(name: &str, code: i32) {
     use std::io::Read;
     let account = emulator().new_account().await;
     let desired = desired_file(&small_account_with_runner(&["pytorch", "pytorch-cache", "vllm", "vllm-cache"]));
+    // The bucket exists, so the apply takes the lock, and must let it go when interrupted.
+    bucket_of(&account).await;
     let proxy = FaultProxy::start(emulator().endpoint(), 1, slow(250));
     let mut child = spawn_apply(&proxy, &account, &desired.path);
     let (mut stdout, mut rest) = read_until(&mut child, ": Creating");
@@ -174,6 +179,8 @@ async fn interrupted_by(name: &str, code: i32) {
     assert!(stdout.contains("Interrupted: starting no more changes"), "{stdout}");
     assert!(stdout.contains("Apply interrupted: "), "{stdout}");
     assert!(stdout.contains("Not started: "), "{stdout}");
+    let unlock = reconcile(&account, &desired.path, &["unlock"]);
+    assert!(unlock.stdout.starts_with("There is no apply lock"), "released on {name}: {}", unlock.stdout);
     // Nothing half made: what ran finished, and the next apply finishes the rest.
     drop(proxy);
     assert_eq!(reconcile(&account, &desired.path, &["apply", "--auto-approve"]).code, 0);
