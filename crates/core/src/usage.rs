@@ -563,6 +563,13 @@ mod tests {
         assert_eq!(find("grows").bytes_per_day, 79_500_000.0);
         assert!(find("grows").unbounded);
         assert_eq!((find("fresh").status, find("old").status, find("steady").status), ("new", "gone", ""));
+        assert!(!find("steady").unbounded, "its untagged count did not grow");
+        assert_eq!(signed_bytes(0), "+0 B");
+        assert_eq!(signed_bytes(-1), "-1 B");
+        // Reports half an hour apart count as an hour: growth per day is not divided by zero.
+        let soon = usage(1_800, vec![repository("steady", 124, 3, true)]);
+        let quick = growth(&[usage(0, vec![repository("steady", 100, 3, true)])], &soon);
+        assert_eq!(quick[0].bytes_per_day, 24.0 * 24.0);
         assert!(!find("fresh").unbounded, "no earlier count to grow from");
         let text = growth_text(std::slice::from_ref(&before), &now);
         assert!(text.contains("Growth over 2.0 days: +159.0 MB in total, +79.5 MB a day."), "{text}");
