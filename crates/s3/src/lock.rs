@@ -63,6 +63,14 @@ pub enum Taken {
     Busy(Holder),
 }
 
+/// What one conditional write of the lock came to.
+enum Write {
+    Written,
+    /// Someone holds it (or two writers raced and the other won).
+    Exists,
+    NoBucket,
+}
+
 /// The apply lock in one bucket.
 pub struct Lock {
     client: s3::Client,
@@ -91,50 +99,46 @@ impl Lock {
         let started = tokio::time::Instant::now();
         let body = serde_json::to_vec_pretty(holder).expect("a holder serializes");
         loop {
-            let put = self
-                .client
-                .put_object()
-                .bucket(&self.bucket)
-                .key(LOCK_KEY)
-                .if_none_match("*")
-                .content_type("application/json")
-                .body(body.clone().into())
-                .send()
-                .await;
-            match put {
-                Ok(_) => return Ok(Taken::Held),
-                Err(error) if has_code(&error, &["NoSuchBucket"]) => return Ok(Taken::NoBucket),
-                Err(error) if has_code(&error, &["PreconditionFailed", "ConditionalRequestConflict"]) => {}
-                Err(error) => return Err(failed(None, "take the apply lock")(error)),
+            match self.write(&body).await? {
+                Write::Written => return Ok(Taken::Held),
+                Write::NoBucket => return Ok(Taken::NoBucket),
+                Write::Exists => {}
             }
             let Some(current) = self.holder().await? else { continue };
             if current.until < holder.since || gone(&current) {
                 self.release().await?;
-                let put = self
-                    .client
-                    .put_object()
-                    .bucket(&self.bucket)
-                    .key(LOCK_KEY)
-                    .if_none_match("*")
-                    .content_type("application/json")
-                    .body(body.clone().into())
-                    .send()
-                    .await;
-                match put {
-                    Ok(_) => return Ok(Taken::Broke(current)),
-                    // Someone else broke it first and holds it now: wait for them like anyone.
-                    Err(error) if has_code(&error, &["PreconditionFailed", "ConditionalRequestConflict"]) => {}
-                    Err(error) => return Err(failed(None, "take the apply lock")(error)),
+                // Someone else may break it first and hold it now: then wait for them like anyone.
+                if let Write::Written = self.write(&body).await? {
+                    return Ok(Taken::Broke(current));
                 }
             }
             if started.elapsed() + poll > wait {
-                let current = self.holder().await?;
-                return Ok(match current {
-                    Some(current) => Taken::Busy(current),
+                match self.holder().await? {
+                    Some(current) => return Ok(Taken::Busy(current)),
                     None => continue,
-                });
+                }
             }
             tokio::time::sleep(poll).await;
+        }
+    }
+
+    /// Writes the lock object only if there is none (S3's conditional write).
+    async fn write(&self, body: &[u8]) -> Result<Write, ReconcileError> {
+        let put = self
+            .client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(LOCK_KEY)
+            .if_none_match("*")
+            .content_type("application/json")
+            .body(body.to_vec().into())
+            .send()
+            .await;
+        match put {
+            Ok(_) => Ok(Write::Written),
+            Err(error) if has_code(&error, &["NoSuchBucket"]) => Ok(Write::NoBucket),
+            Err(error) if has_code(&error, &["PreconditionFailed", "ConditionalRequestConflict"]) => Ok(Write::Exists),
+            Err(error) => Err(failed(None, "take the apply lock")(error)),
         }
     }
 
