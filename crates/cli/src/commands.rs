@@ -135,9 +135,9 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             // Locked before the plan is made, as Terraform does: a plan read while another apply
             // was changing the account would be applied after it, stale.
             let account = aws.account().await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
-            let lock = apply_lock(&aws, &desired, &account);
+            let lock = crate::lock::apply_lock(&aws, &desired, &account);
             let locked = match &lock {
-                Some(lock) => take_lock(&aws, lock, Duration::from_secs(lock_timeout)).await?,
+                Some(lock) => crate::lock::take_lock(&aws, lock, Duration::from_secs(lock_timeout)).await?,
                 None => {
                     tracing::info!("desired.toml declares no bucket, so this apply runs without a lock");
                     false
@@ -161,7 +161,7 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             }
             result
         }
-        Command::Unlock => unlock(&aws, &desired).await,
+        Command::Unlock => crate::lock::unlock(&aws, &desired).await,
         Command::Drift { format, .. } => {
             let Planned { mut plan, reconcilers, resources } = make_plan(&aws, &context).await?;
             let unmanaged = engine::survey(&reconcilers, &resources).await.map_err(CliError::aws(&aws.endpoint))?;
@@ -169,146 +169,17 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             reconcile_core::Finding::rank(&mut plan.findings);
             // What the registry holds and costs: it only informs, the exit code is drift's.
             let account = Account::new(&plan.account, &plan.region);
-            let registry = registry_usage(&aws, &account, &desired).await?;
+            let registry = crate::usage::registry_usage(&aws, &account, &desired).await?;
             tracing::info!("drift: {}", aws.requests);
-            print_drift(&output, &plan, &registry, format)?;
+            crate::usage::print_drift(&output, &plan, &registry, format)?;
             Ok(if plan.account_differs() { exit::CHANGES } else { exit::OK })
         }
         Command::Outputs { format } => outputs(&aws, &desired, format).await,
-        Command::Usage { format, since } => usage(&aws, &desired, format, &since).await,
+        Command::Usage { format, since } => crate::usage::usage(&aws, &desired, format, &since).await,
         Command::Validate { .. } | Command::Schema | Command::Completions { .. } | Command::Man => {
             unreachable!("handled above")
         }
     }
-}
-
-/// `reconcile usage`: the registry's holdings, and their growth since earlier reports.
-async fn usage(aws: &Aws, desired: &Desired, format: Format, since: &[std::path::PathBuf]) -> Result<u8, CliError> {
-    use reconcile_core::usage;
-    // Earlier reports are read first: a bad one stops before any AWS call.
-    let mut earlier = Vec::new();
-    for path in since {
-        let files = if path.is_dir() {
-            let mut files: Vec<_> = std::fs::read_dir(path)
-                .with_context(|| format!("failed to read the directory {}", path.display()))?
-                .filter_map(Result::ok)
-                .map(|entry| entry.path())
-                .filter(|p| p.extension().is_some_and(|e| e == "json"))
-                .collect();
-            files.sort();
-            files
-        } else {
-            vec![path.clone()]
-        };
-        for file in files {
-            let text = read_capped(&file).map_err(|why| CliError::Input(vec![format!("{}: {why}", file.display())]))?;
-            let report = serde_json::from_str(&text)
-                .map_err(|e| e.to_string())
-                .and_then(|value| usage::from_json(&value))
-                .map_err(|why| CliError::Input(vec![format!("{}: {why}", file.display())]))?;
-            earlier.push(report);
-        }
-    }
-    let account = aws.account().await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
-    let report = registry_usage(aws, &account, desired).await?;
-    tracing::info!("usage: {}", aws.requests);
-    match format {
-        Format::Text => out(&format!("{}{}", usage::text(&report), usage::growth_text(&earlier, &report)))?,
-        Format::Json => {
-            let mut value = usage::json(&report);
-            if !earlier.is_empty() {
-                value["growth"] = usage::growth(&earlier, &report)
-                    .iter()
-                    .map(|g| {
-                        serde_json::json!({
-                            "name": g.name, "status": g.status, "images": g.images, "bytes": g.bytes,
-                            "untagged": g.untagged, "bytes_per_day": g.bytes_per_day.round(),
-                            "untagged_grows_despite_policy": g.unbounded,
-                        })
-                    })
-                    .collect();
-            }
-            out(&format!("{}\n", json::to_pretty(&value)))?;
-        }
-        Format::Markdown => {
-            let comment = format!("{}{}", usage::markdown(&report), usage::growth_markdown(&earlier, &report));
-            out(&comment)?;
-            step_summary(&comment)?;
-        }
-    }
-    Ok(exit::OK)
-}
-
-/// Reads what every repository of the registry holds (see `EcrReconciler::usage`), with a
-/// progress line on a terminal once it takes more than a second.
-async fn registry_usage(
-    aws: &Aws,
-    account: &Account,
-    desired: &Desired,
-) -> Result<reconcile_core::usage::Usage, CliError> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let declared =
-        desired.ecr.repositories.iter().map(|r| (r.name.clone(), r.lifecycle_policy.document.clone())).collect();
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
-    let (done, total) = (AtomicUsize::new(0), AtomicUsize::new(0));
-    let progress = |read: usize, of: usize| {
-        done.store(read, Ordering::Relaxed);
-        total.store(of, Ordering::Relaxed);
-    };
-    let ecr = aws.ecr(account);
-    let reading = ecr.usage(&declared, now, &progress);
-    tokio::pin!(reading);
-    let terminal = std::io::stderr().is_terminal();
-    let started = std::time::Instant::now();
-    let mut ticks = tokio::time::interval(std::time::Duration::from_millis(250));
-    let mut shown = false;
-    let repositories = loop {
-        tokio::select! {
-            result = &mut reading => break result,
-            _ = ticks.tick() => {
-                if terminal && started.elapsed() > std::time::Duration::from_secs(1) {
-                    eprint!("\rreading the registry: {} of {} repositories", done.load(Ordering::Relaxed), total.load(Ordering::Relaxed));
-                    shown = true;
-                }
-            }
-        }
-    };
-    if shown {
-        eprint!("\r\x1b[2K");
-    }
-    let repositories = repositories.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
-    Ok(reconcile_core::usage::Usage::new(&account.id, &account.region, now, desired.price_per_gb_month, repositories))
-}
-
-/// The drift check's output: the plan, then what the registry holds and costs.
-fn print_drift(
-    output: &Output,
-    plan: &Plan,
-    registry: &reconcile_core::usage::Usage,
-    format: Format,
-) -> Result<(), CliError> {
-    use reconcile_core::usage;
-    match format {
-        Format::Text => {
-            out(&output.paint(&render::styled_text(plan)))?;
-            out(&format!("\n{}", usage::summary_text(registry, false)))?;
-        }
-        Format::Json => {
-            let mut value = render::json(plan);
-            value["usage"] = usage::summary(registry);
-            out(&format!("{}\n", json::to_pretty(&value)))?;
-        }
-        Format::Markdown => {
-            let comment = format!(
-                "{}\n{}",
-                reconcile_core::markdown::titled(plan, GITHUB_COMMENT_LIMIT - 4_000, "drift"),
-                usage::summary_text(registry, true)
-            );
-            out(&comment)?;
-            step_summary(&comment)?;
-        }
-    }
-    Ok(())
 }
 
 /// A finding as one line of `validate`'s output.
@@ -426,7 +297,7 @@ fn load_desired(path: &Path) -> Result<(Desired, String), CliError> {
 
 /// A text file of at most [`DESIRED_LIMIT`] bytes (desired.toml, a bake file): `/dev/zero` and
 /// its kind are refused rather than read for ever.
-fn read_capped(path: &Path) -> Result<String, String> {
+pub(crate) fn read_capped(path: &Path) -> Result<String, String> {
     use std::io::Read;
     let file = std::fs::File::open(path).map_err(|error| error.to_string())?;
     let mut bytes = Vec::new();
@@ -480,7 +351,7 @@ fn print_plan(output: &Output, plan: &Plan, format: Format, command: &str) -> Re
 }
 
 /// Appends Markdown to the GitHub Actions job summary, when running in one.
-fn step_summary(markdown: &str) -> Result<(), CliError> {
+pub(crate) fn step_summary(markdown: &str) -> Result<(), CliError> {
     let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else { return Ok(()) };
     let mut file = std::fs::OpenOptions::new()
         .create(true)
@@ -495,96 +366,6 @@ fn step_summary(markdown: &str) -> Result<(), CliError> {
 struct Approval {
     auto_approve: bool,
     allow_delete: bool,
-}
-
-/// The apply lock in the first bucket desired.toml declares, if it declares one.
-fn apply_lock(aws: &Aws, desired: &Desired, account: &Account) -> Option<reconcile_s3::lock::Lock> {
-    let bucket = desired.s3.buckets.first()?;
-    Some(reconcile_s3::lock::Lock::new(aws.s3(), &bucket.name.render(&account.id, &account.region)))
-}
-
-/// Who this apply is, as the lock records it.
-async fn lock_holder(aws: &Aws, lease: Duration) -> Result<reconcile_s3::lock::Holder, CliError> {
-    let who = aws.caller_arn().await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
-    let host = std::env::var("HOSTNAME")
-        .ok()
-        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
-        .map_or_else(|| "an unknown host".to_owned(), |h| h.trim().to_owned());
-    let run = match (
-        std::env::var("GITHUB_SERVER_URL"),
-        std::env::var("GITHUB_REPOSITORY"),
-        std::env::var("GITHUB_RUN_ID"),
-    ) {
-        (Ok(server), Ok(repository), Ok(run)) => Some(format!("{server}/{repository}/actions/runs/{run}")),
-        _ => None,
-    };
-    let since = now_seconds();
-    Ok(reconcile_s3::lock::Holder {
-        who,
-        host,
-        run,
-        pid: Some(std::process::id()),
-        since,
-        until: since + lease.as_secs() as i64,
-    })
-}
-
-fn now_seconds() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
-}
-
-/// An apply that runs longer than this may have its lock broken by the next one.
-const LOCK_LEASE: Duration = Duration::from_secs(60 * 60);
-
-/// Takes the apply lock, or says (on stderr) why there is none. `Ok(true)` when it must be
-/// released.
-async fn take_lock(aws: &Aws, lock: &reconcile_s3::lock::Lock, wait: Duration) -> Result<bool, CliError> {
-    use reconcile_s3::lock::Taken;
-    let holder = lock_holder(aws, LOCK_LEASE).await?;
-    // A lock left on this host by a process that is gone (an apply killed outright) is broken:
-    // nobody else can hold it. One from another host waits for its lease, or `unlock`.
-    let gone = |other: &reconcile_s3::lock::Holder| {
-        other.host == holder.host && other.pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
-    };
-    let take = |wait| lock.take(&holder, wait, Duration::from_secs(2), &gone);
-    let mut taken = take(Duration::ZERO).await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
-    if let (Taken::Busy(other), false) = (&taken, wait.is_zero()) {
-        eprintln!("Waiting up to {}s for the apply lock of {other}.", wait.as_secs());
-        taken = take(wait).await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
-    }
-    match taken {
-        Taken::Held => Ok(true),
-        Taken::Broke(old) => {
-            eprintln!("Broke the apply lock of {old}: its lease had run out, or its process is gone.");
-            Ok(true)
-        }
-        Taken::NoBucket => {
-            eprintln!("The bucket {} does not exist yet, so this apply runs without a lock.", lock.bucket());
-            Ok(false)
-        }
-        Taken::Busy(other) => Err(CliError::Other(anyhow::anyhow!(
-            "another apply holds the lock in s3://{}/{}: {other}; wait for it (--lock-timeout SECONDS), or, if it \
-             is gone, `reconcile unlock`",
-            lock.bucket(),
-            reconcile_s3::lock::LOCK_KEY
-        ))),
-    }
-}
-
-/// `reconcile unlock`: breaks the apply lock, saying whose it was.
-async fn unlock(aws: &Aws, desired: &Desired) -> Result<u8, CliError> {
-    let account = aws.account().await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
-    let lock = apply_lock(aws, desired, &account)
-        .context("desired.toml declares no bucket, so there is no apply lock to break")?;
-    let holder = lock.holder().await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
-    match holder {
-        None => out(&format!("There is no apply lock in s3://{}/{}.\n", lock.bucket(), reconcile_s3::lock::LOCK_KEY))?,
-        Some(holder) => {
-            lock.release().await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
-            out(&format!("Broke the apply lock of {holder}.\n"))?;
-        }
-    }
-    Ok(exit::OK)
 }
 
 async fn apply(

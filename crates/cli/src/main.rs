@@ -5,7 +5,9 @@ mod aws;
 mod commands;
 mod error;
 mod exit;
+mod lock;
 mod output;
+mod usage;
 
 use std::process::ExitCode;
 
