@@ -564,6 +564,7 @@ mod tests {
         assert!(find("grows").unbounded);
         assert_eq!((find("fresh").status, find("old").status, find("steady").status), ("new", "gone", ""));
         assert!(!find("steady").unbounded, "its untagged count did not grow");
+        assert_eq!(fastest(&rows), ["grows", "fresh"], "only what grew");
         assert_eq!(signed_bytes(0), "+0 B");
         assert_eq!(signed_bytes(-1), "-1 B");
         // Reports half an hour apart count as an hour: growth per day is not divided by zero.
@@ -578,6 +579,9 @@ mod tests {
         let markdown =
             growth_markdown(&[before.clone(), usage(day, vec![repository("grows", 80_000_000, 20, true)])], &now);
         assert!(markdown.contains("```mermaid\nxychart-beta\n"), "{markdown}");
+        assert!(!markdown.contains("`steady`"), "what did not change is not listed: {markdown}");
+        let one = growth_markdown(std::slice::from_ref(&before), &now);
+        assert!(one.contains("`grows`") && !one.contains("mermaid"), "one earlier report makes no chart: {one}");
         assert!(markdown.contains("x-axis [\"1970-01-01\", \"1970-01-02\", \"1970-01-03\"]"), "{markdown}");
         assert!(markdown.contains("line [0.0, 0.1, 0.2]"), "{markdown}");
         assert!(markdown.contains("title \"grows, GB\""), "{markdown}");
@@ -680,6 +684,17 @@ mod tests {
         assert_eq!(day_label(0), "1970-01-01");
         assert_eq!(day_label(1_795_996_800), "2026-11-30");
         assert_eq!(day_label(951_782_400), "2000-02-29");
+        // The edges of the calendar's years (they begin on 1 March) and centuries.
+        for (seconds, day) in [
+            (951_868_800, "2000-03-01"),
+            (4_107_456_000, "2100-02-28"),
+            (4_107_542_400, "2100-03-01"),
+            (-2_203_891_200, "1900-03-01"),
+            (13_574_563_200, "2400-02-29"),
+            (946_598_400, "1999-12-31"),
+        ] {
+            assert_eq!(day_label(seconds), day, "{seconds}");
+        }
     }
 
     #[test]
