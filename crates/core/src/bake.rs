@@ -96,8 +96,30 @@ fn registry_reference(field: &str, item: &Value) -> Option<String> {
     }
 }
 
+/// How deep a bake HCL file may nest brackets. Real ones nest a handful deep; the HCL parser
+/// backtracks exponentially on deep unclosed nesting (a 777-byte input the fuzzer found took two
+/// minutes), so deeper files are refused before it sees them.
+const MAX_NESTING: usize = 16;
+
 /// A `docker-bake.hcl`, read the way bake reads it, without functions.
 fn read_hcl(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Reference>, String> {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    for c in text.chars() {
+        match c {
+            '{' | '[' | '(' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            '}' | ']' | ')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    if deepest > MAX_NESTING {
+        return Err(format!(
+            "it nests brackets {deepest} deep, more than the {MAX_NESTING} a bake file needs; pass the JSON that \
+             `docker buildx bake --print` writes instead"
+        ));
+    }
     let body =
         hcl::parse(text).map_err(|e| format!("neither JSON nor HCL bake syntax: {}", one_line(&e.to_string())))?;
     let context = variables(&body, env)?;
@@ -423,6 +445,18 @@ target "foo" { tags = [notequal(REGISTRY, "") ? "${REGISTRY}/foo" : "foo"] }
         assert!(error.contains("docker buildx bake --print"), "{error}");
         let in_variable = "variable \"R\" { default = lower(\"X\") }\ntarget \"a\" {}\n";
         assert!(read(in_variable, &no_env).unwrap_err().contains("variable `R`"));
+    }
+
+    #[test]
+    fn a_file_nested_deeper_than_any_bake_file_is_refused_before_parsing() {
+        // What the fuzzer found: unclosed braces, each doubling the parser's work.
+        let found = format!("vak=0-0-5-{}", "{555%55.5-555.5-".repeat(40));
+        let start = std::time::Instant::now();
+        let error = read(&found, &no_env).unwrap_err();
+        assert!(error.contains("nests brackets 40 deep, more than the 16"), "{error}");
+        assert!(start.elapsed() < std::time::Duration::from_secs(1));
+        let deep_but_fine = format!("variable \"X\" {{ default = {}1{} }}\n", "[".repeat(12), "]".repeat(12));
+        assert!(read(&deep_but_fine, &no_env).is_ok());
     }
 
     #[test]
