@@ -133,6 +133,8 @@ pub struct Aws {
     pub requests: RequestCounter,
     /// Where requests go, for messages: the overridden endpoint, or AWS in the region.
     pub endpoint: String,
+    /// Who the credentials are (account id, caller ARN), asked of STS once a run.
+    identity: tokio::sync::OnceCell<(String, String)>,
 }
 
 impl Aws {
@@ -149,34 +151,38 @@ impl Aws {
             Some(url) => format!("the AWS endpoint {url}"),
             None => format!("AWS in {region}"),
         };
-        Aws { sdk, requests: RequestCounter::default(), endpoint }
+        Aws { sdk, requests: RequestCounter::default(), endpoint, identity: tokio::sync::OnceCell::new() }
     }
 
     /// The account the credentials belong to.
     pub async fn account(&self) -> Result<Account, ReconcileError> {
-        const OPERATION: &str = "learn the account from STS GetCallerIdentity";
-        let config = aws_sdk_sts::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
-        let identity = aws_sdk_sts::Client::from_conf(config)
-            .get_caller_identity()
-            .send()
-            .await
-            .map_err(reconcile_aws::failed(None, OPERATION))?;
-        let id = identity.account().ok_or_else(|| ReconcileError::new(None, OPERATION, "STS returned no account"))?;
+        let (id, _) = self.identity().await?;
         let region = self.sdk.region().map_or_else(String::new, |r| r.to_string());
         Ok(Account::new(id, region))
     }
 
-    /// One reconciler per resource crate, each with its own counted client. Building them
-    /// makes no request.
     /// The caller's ARN, for the apply lock.
     pub async fn caller_arn(&self) -> Result<String, ReconcileError> {
-        let config = aws_sdk_sts::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
-        let identity = aws_sdk_sts::Client::from_conf(config)
-            .get_caller_identity()
-            .send()
+        Ok(self.identity().await?.1.clone())
+    }
+
+    /// STS's answer, read once: the account and the caller's ARN.
+    async fn identity(&self) -> Result<&(String, String), ReconcileError> {
+        const OPERATION: &str = "learn the account from STS GetCallerIdentity";
+        self.identity
+            .get_or_try_init(|| async {
+                let config = aws_sdk_sts::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
+                let identity = aws_sdk_sts::Client::from_conf(config)
+                    .get_caller_identity()
+                    .send()
+                    .await
+                    .map_err(reconcile_aws::failed(None, OPERATION))?;
+                let id = identity
+                    .account()
+                    .ok_or_else(|| ReconcileError::new(None, OPERATION, "STS returned no account"))?;
+                Ok((id.to_owned(), identity.arn().unwrap_or("an unknown caller").to_owned()))
+            })
             .await
-            .map_err(reconcile_aws::failed(None, "learn the caller from STS GetCallerIdentity"))?;
-        Ok(identity.arn().unwrap_or("an unknown caller").to_owned())
     }
 
     /// An S3 client on its own, for the apply lock.
@@ -198,7 +204,8 @@ impl Aws {
         reconcile_ecr::EcrReconciler::new(aws_sdk_ecr::Client::from_conf(ecr), account.clone())
     }
 
-    /// One reconciler per resource crate; ECR's also prunes when `prune` says how.
+    /// One reconciler per resource crate, each with its own counted client; ECR's also prunes
+    /// when `prune` says how. Building them makes no request.
     pub fn reconcilers(&self, account: &Account, prune: Option<reconcile_ecr::Prune>) -> Vec<Box<dyn Reconciler>> {
         let ecr = aws_sdk_ecr::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
         let s3 = self.s3_config();
