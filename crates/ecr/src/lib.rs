@@ -104,7 +104,7 @@ impl Reconciler for EcrReconciler {
             .list_all_repositories()
             .await?
             .iter()
-            .filter_map(live_repository)
+            .filter_map(|repository| self.live_repository(repository))
             .partition(|(name, _)| names.contains(name.as_str()));
 
         // One read per (resource, repository that exists); a missing repository needs no more.
@@ -653,18 +653,22 @@ struct Undeclared {
     pruned: Option<Result<(Address, Observed), Finding>>,
 }
 
-fn live_repository(repository: &ecr::types::Repository) -> Option<(String, LiveRepository)> {
-    let name = repository.repository_name()?;
-    let arn = repository.repository_arn()?.to_owned();
-    Some((
-        name.to_owned(),
-        LiveRepository {
-            arn,
-            image_tag_mutability: repository.image_tag_mutability().map_or("MUTABLE", |m| m.as_str()).to_owned(),
-            scan_on_push: repository.image_scanning_configuration().is_some_and(|c| c.scan_on_push()),
-            encryption_type: repository.encryption_configuration().map(|c| c.encryption_type().as_str().to_owned()),
-        },
-    ))
+impl EcrReconciler {
+    /// A listed repository as this reconciler keeps it; the ARN made from its name when ECR
+    /// leaves it out.
+    fn live_repository(&self, repository: &ecr::types::Repository) -> Option<(String, LiveRepository)> {
+        let name = repository.repository_name()?;
+        let arn = repository.repository_arn().map_or_else(|| self.repository_arn(name), str::to_owned);
+        Some((
+            name.to_owned(),
+            LiveRepository {
+                arn,
+                image_tag_mutability: repository.image_tag_mutability().map_or("MUTABLE", |m| m.as_str()).to_owned(),
+                scan_on_push: repository.image_scanning_configuration().is_some_and(|c| c.scan_on_push()),
+                encryption_type: repository.encryption_configuration().map(|c| c.encryption_type().as_str().to_owned()),
+            },
+        ))
+    }
 }
 
 /// D103 when a live lifecycle policy can expire (or archive) tagged images.
