@@ -149,16 +149,11 @@ pub fn text(usage: &Usage) -> String {
     )
     .unwrap();
     for r in &usage.repositories {
+        let [images, tagged, untagged, size, live, declared] = cells(r);
         writeln!(
             out,
-            "{:<26} {:>7} {:>6} {:>8} {:>10} {:>10} {:>10} {:>6} {:>8.2}",
+            "{:<26} {images:>7} {tagged:>6} {untagged:>8} {size:>10} {live:>10} {declared:>10} {:>6} {:>8.2}",
             short(&r.name, 26),
-            r.images,
-            r.tagged,
-            r.untagged,
-            human_bytes(r.bytes),
-            human_bytes(r.live_reclaim),
-            r.declared_reclaim.map_or_else(|| "-".to_owned(), human_bytes),
             if r.has_policy { "yes" } else { "NONE" },
             usage.cost(r.bytes)
         )
@@ -201,6 +196,19 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
         }
     }
     lines
+}
+
+/// A repository's figures as every table shows them: images, tagged, untagged, size, what the
+/// live policy frees, what the declared one frees (`-` when undeclared).
+fn cells(r: &RepositoryUsage) -> [String; 6] {
+    [
+        r.images.to_string(),
+        r.tagged.to_string(),
+        r.untagged.to_string(),
+        human_bytes(r.bytes),
+        human_bytes(r.live_reclaim),
+        r.declared_reclaim.map_or_else(|| "-".to_owned(), human_bytes),
+    ]
 }
 
 fn totals(usage: &Usage) -> (u64, u64, u64) {
@@ -274,14 +282,9 @@ pub fn markdown(usage: &Usage) -> String {
     for r in &usage.repositories {
         writeln!(
             out,
-            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {:.2} |",
+            "| `{}` | {} | {} | {:.2} |",
             r.name,
-            r.images,
-            r.tagged,
-            r.untagged,
-            human_bytes(r.bytes),
-            human_bytes(r.live_reclaim),
-            r.declared_reclaim.map_or_else(|| "-".to_owned(), human_bytes),
+            cells(r).join(" | "),
             if r.has_policy { "yes" } else { "**none**" },
             usage.cost(r.bytes)
         )
