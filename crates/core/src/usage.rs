@@ -393,17 +393,8 @@ pub fn growth_text(earlier: &[Usage], now: &Usage) -> String {
     )
     .unwrap();
     let fastest = fastest(&rows);
-    for row in rows.iter().filter(|r| r.bytes != 0 || !r.status.is_empty()) {
-        let mut notes = Vec::new();
-        if fastest.contains(&row.name.as_str()) {
-            notes.push("FASTEST".to_owned());
-        }
-        if !row.status.is_empty() {
-            notes.push(row.status.to_owned());
-        }
-        if row.unbounded {
-            notes.push(format!("untagged +{} despite its policy", row.untagged));
-        }
+    for row in changed(&rows) {
+        let notes = notes(row, &fastest, "FASTEST");
         writeln!(
             out,
             "  {:<28} {:>+7} images {:>11} {:>11}/day  {}",
@@ -411,7 +402,7 @@ pub fn growth_text(earlier: &[Usage], now: &Usage) -> String {
             row.images,
             signed_bytes(row.bytes),
             signed_bytes(row.bytes_per_day as i64),
-            notes.join("; ")
+            notes
         )
         .unwrap();
     }
@@ -432,18 +423,8 @@ pub fn growth_markdown(earlier: &[Usage], now: &Usage) -> String {
     writeln!(out, "| repository | images | bytes | per day | note |").unwrap();
     writeln!(out, "|---|--:|--:|--:|---|").unwrap();
     let fastest = fastest(&rows);
-    for row in rows.iter().filter(|r| r.bytes != 0 || !r.status.is_empty()) {
-        let mut notes: Vec<String> = Vec::new();
-        if fastest.contains(&row.name.as_str()) {
-            notes.push("**fastest**".to_owned());
-        }
-        if !row.status.is_empty() {
-            notes.push(row.status.to_owned());
-        }
-        if row.unbounded {
-            notes.push(format!("untagged +{} despite its policy", row.untagged));
-        }
-        let note = notes.join("; ");
+    for row in changed(&rows) {
+        let note = notes(row, &fastest, "**fastest**");
         writeln!(
             out,
             "| `{}` | {:+} | {} | {} | {note} |",
@@ -487,6 +468,27 @@ fn chart(out: &mut String, title: &str, labels: &[String], values: &[String]) {
     writeln!(out, "    y-axis \"GB\"").unwrap();
     writeln!(out, "    line [{}]", values.join(", ")).unwrap();
     writeln!(out, "```").unwrap();
+}
+
+/// The rows worth a line: those whose bytes changed, and those new or gone.
+fn changed(rows: &[RepositoryGrowth]) -> impl Iterator<Item = &RepositoryGrowth> {
+    rows.iter().filter(|r| r.bytes != 0 || !r.status.is_empty())
+}
+
+/// What a growth row says besides its numbers: fastest (in `fastest_word`), new or gone, and an
+/// untagged count that grew despite a policy.
+fn notes(row: &RepositoryGrowth, fastest: &[&str], fastest_word: &str) -> String {
+    let mut notes = Vec::new();
+    if fastest.contains(&row.name.as_str()) {
+        notes.push(fastest_word.to_owned());
+    }
+    if !row.status.is_empty() {
+        notes.push(row.status.to_owned());
+    }
+    if row.unbounded {
+        notes.push(format!("untagged +{} despite its policy", row.untagged));
+    }
+    notes.join("; ")
 }
 
 /// The (at most three) repositories that grew most, in bytes.
