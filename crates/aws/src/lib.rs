@@ -16,9 +16,38 @@ use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use reconcile_core::retry::{Backoff, retry};
 use reconcile_core::{Account, Address, ErrorKind, ReconcileError};
 
-/// How many reads of one service a reconciler has in flight at once during observe. AWS's
-/// control-plane read APIs allow bursts well above this, and the SDK retries throttling.
-pub const OBSERVE_CONCURRENCY: usize = 16;
+/// How many requests to one service a run has in flight at once, unless `--parallelism` says
+/// otherwise: enough that the 27-repository account's 81 ECR reads go out in one wave. AWS
+/// publishes no rate for the control-plane reads used (docs/performance.md); throttling is met
+/// by the SDK's adaptive retry mode, which slows the client down rather than failing.
+pub const DEFAULT_PARALLELISM: usize = 100;
+
+/// At most so many requests to one service in flight: each reconciler holds one, and every
+/// read it makes waits for a permit, however its reads are nested or joined.
+#[derive(Debug, Clone)]
+pub struct Parallelism {
+    permits: std::sync::Arc<tokio::sync::Semaphore>,
+}
+
+impl Parallelism {
+    pub fn new(limit: usize) -> Parallelism {
+        Parallelism { permits: std::sync::Arc::new(tokio::sync::Semaphore::new(limit.max(1))) }
+    }
+
+    /// Makes and sends the request once fewer than the limit are in flight. Made only then: an
+    /// SDK request future is kilobytes, and thousands waiting would hold them all.
+    pub async fn send<F: Future>(&self, request: impl FnOnce() -> F) -> F::Output {
+        // The semaphore is never closed, so acquiring only waits.
+        let _permit = self.permits.acquire().await.ok();
+        request().await
+    }
+}
+
+impl Default for Parallelism {
+    fn default() -> Parallelism {
+        Parallelism::new(DEFAULT_PARALLELISM)
+    }
+}
 
 /// How many names one batched read takes: `ecr:DescribeRepositories` and
 /// `codebuild:BatchGetProjects` both take at most 100.
@@ -41,7 +70,7 @@ const UNAUTHENTICATED: [&str; 9] = [
 ];
 
 /// The error codes with which AWS says to slow down.
-const THROTTLED: [&str; 6] = [
+pub const THROTTLED: [&str; 6] = [
     "Throttling",
     "ThrottlingException",
     "ThrottledException",

@@ -25,6 +25,19 @@ pub struct Args {
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
 
+    /// At most N requests in flight to each AWS service at once, and N changes applied at once.
+    /// The default sends a 27-repository account's reads in one wave; throttling slows the
+    /// run down (adaptive retries) rather than failing it.
+    #[arg(
+        long,
+        global = true,
+        value_name = "N",
+        env = "RECONCILE_PARALLELISM",
+        default_value_t = reconcile_aws::DEFAULT_PARALLELISM,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1000),
+    )]
+    pub parallelism: usize,
+
     #[command(subcommand)]
     pub command: Command,
 }

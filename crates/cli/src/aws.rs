@@ -11,7 +11,9 @@ use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::interceptors::Intercept;
-use aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextRef;
+use aws_smithy_runtime_api::client::interceptors::context::{
+    BeforeTransmitInterceptorContextRef, FinalizerInterceptorContextRef,
+};
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
@@ -44,8 +46,8 @@ pub enum Purpose {
     Apply,
 }
 
-/// Attempts per request, the first included: standard retry mode (exponential backoff with full
-/// jitter; throttling, 5xx, timeouts and dropped connections retried: the SDK's HTTP client
+/// Attempts per request, the first included: adaptive retry mode (standard mode's exponential
+/// backoff with full jitter, and a client-side send rate that drops when throttled; throttling, 5xx, timeouts and dropped connections retried: the SDK's HTTP client
 /// classifies hyper's "connection closed before message completed" as transient since
 /// aws-smithy-http-client 1.5) with a declared maximum. Terraform's
 /// AWS provider allows 25; these are lower because every request here also has an operation
@@ -61,7 +63,10 @@ fn retry_config(purpose: Purpose) -> aws_config::retry::RetryConfig {
         Purpose::Apply => APPLY_ATTEMPTS,
     });
     let base = std::env::var("RECONCILE_RETRY_BASE_DELAY_MS").ok().and_then(|ms| ms.parse().ok()).unwrap_or(1000);
-    aws_config::retry::RetryConfig::standard()
+    // Adaptive: besides backing off, a throttled client lowers its own send rate (a token
+    // bucket that CUBIC refills), so a thousand-repository plan against real ECR slows down
+    // instead of spending its attempts.
+    aws_config::retry::RetryConfig::adaptive()
         .with_max_attempts(attempts.max(1))
         .with_initial_backoff(Duration::from_millis(base))
         // Capped so that every retry fits inside the operation timeout (7 waits of at most 4 s
@@ -70,12 +75,13 @@ fn retry_config(purpose: Purpose) -> aws_config::retry::RetryConfig {
         .with_max_backoff(Duration::from_millis(base.saturating_mul(4)))
 }
 
-/// Counts every HTTP request sent to AWS, retries included, by service and operation, and how
-/// many of them were retries.
+/// Counts every HTTP request sent to AWS, retries included, by service and operation, how
+/// many of them were retries, and how many AWS answered with throttling.
 #[derive(Debug, Clone, Default)]
 pub struct RequestCounter {
     counts: Arc<Mutex<BTreeMap<String, u64>>>,
     operations: Arc<std::sync::atomic::AtomicU64>,
+    throttled: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl RequestCounter {
@@ -91,8 +97,11 @@ impl fmt::Display for RequestCounter {
         let retries = self.retries();
         let counts = self.counts.lock().expect("never poisoned");
         write!(f, "{} AWS requests", counts.values().sum::<u64>())?;
-        if retries > 0 {
-            write!(f, " ({retries} of them retries)")?;
+        let throttled = self.throttled.load(std::sync::atomic::Ordering::Relaxed);
+        match (retries, throttled) {
+            (0, 0) => {}
+            (_, 0) => write!(f, " ({retries} of them retries)")?,
+            _ => write!(f, " ({retries} of them retries, {throttled} answered with throttling)")?,
         }
         for (idx, (operation, count)) in counts.iter().enumerate() {
             write!(f, "{}{operation} {count}", if idx == 0 { ": " } else { ", " })?;
@@ -126,6 +135,35 @@ impl Intercept for RequestCounter {
         *self.counts.lock().expect("never poisoned").entry(operation).or_default() += 1;
         Ok(())
     }
+
+    fn read_after_attempt(
+        &self,
+        context: &FinalizerInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let s3 = cfg.load::<Metadata>().is_some_and(|m| m.service() == "S3");
+        if context.response().is_some_and(|response| throttling(response, s3)) {
+            self.throttled.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(())
+    }
+}
+
+/// Whether AWS answered "slow down": a 429, S3's 503 (its `SlowDown`, which a `HEAD` answer has no
+/// body to name), or an error whose code (JSON protocols' `x-amzn-errortype` header, or the code
+/// in the error body, which the SDK has read by now) is one of the throttling codes.
+fn throttling(response: &aws_smithy_runtime_api::http::Response, s3: bool) -> bool {
+    let status = response.status().as_u16();
+    if status < 400 {
+        return false;
+    }
+    if s3 && status == 503 {
+        return true;
+    }
+    let header = response.headers().get("x-amzn-errortype").unwrap_or_default();
+    let body = response.body().bytes().map(String::from_utf8_lossy).unwrap_or_default();
+    status == 429 || reconcile_aws::THROTTLED.iter().any(|code| header.starts_with(code) || body.contains(code))
 }
 
 pub struct Aws {
@@ -135,12 +173,14 @@ pub struct Aws {
     pub endpoint: String,
     /// Who the credentials are (account id, caller ARN), asked of STS once a run.
     identity: tokio::sync::OnceCell<(String, String)>,
+    /// Requests in flight at once to each service: `--parallelism`.
+    pub parallelism: usize,
 }
 
 impl Aws {
     /// Loads the standard chain (credentials, endpoint, retries), with desired.toml's region.
     /// Only commands that talk to AWS call it: `validate` never reads the AWS configuration.
-    pub async fn load(region: &str, purpose: Purpose) -> Aws {
+    pub async fn load(region: &str, purpose: Purpose, parallelism: usize) -> Aws {
         let sdk = aws_config::defaults(BehaviorVersion::latest())
             .region(Region::new(region.to_owned()))
             .timeout_config(timeouts(purpose))
@@ -151,7 +191,7 @@ impl Aws {
             Some(url) => format!("the AWS endpoint {url}"),
             None => format!("AWS in {region}"),
         };
-        Aws { sdk, requests: RequestCounter::default(), endpoint, identity: tokio::sync::OnceCell::new() }
+        Aws { sdk, requests: RequestCounter::default(), endpoint, identity: tokio::sync::OnceCell::new(), parallelism }
     }
 
     /// The account the credentials belong to.
@@ -202,6 +242,12 @@ impl Aws {
     pub fn ecr(&self, account: &Account) -> reconcile_ecr::EcrReconciler {
         let ecr = aws_sdk_ecr::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
         reconcile_ecr::EcrReconciler::new(aws_sdk_ecr::Client::from_conf(ecr), account.clone())
+            .with_parallelism(self.limit())
+    }
+
+    /// One service's share of the parallelism: each reconciler gets its own.
+    fn limit(&self) -> reconcile_aws::Parallelism {
+        reconcile_aws::Parallelism::new(self.parallelism)
     }
 
     /// One reconciler per resource crate, each with its own counted client; ECR's also prunes
@@ -211,13 +257,20 @@ impl Aws {
         let s3 = self.s3_config();
         let iam = aws_sdk_iam::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
         let codebuild = aws_sdk_codebuild::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
+        let ecr = reconcile_ecr::EcrReconciler::new(aws_sdk_ecr::Client::from_conf(ecr), account.clone())
+            .with_parallelism(self.limit());
         vec![
-            Box::new(reconcile_iam::IamReconciler::new(aws_sdk_iam::Client::from_conf(iam), account.clone())),
-            Box::new(reconcile_s3::S3Reconciler::new(aws_sdk_s3::Client::from_conf(s3), account.clone())),
+            Box::new(
+                reconcile_iam::IamReconciler::new(aws_sdk_iam::Client::from_conf(iam), account.clone())
+                    .with_parallelism(self.limit()),
+            ),
+            Box::new(
+                reconcile_s3::S3Reconciler::new(aws_sdk_s3::Client::from_conf(s3), account.clone())
+                    .with_parallelism(self.limit()),
+            ),
             Box::new(match prune {
-                Some(prune) => reconcile_ecr::EcrReconciler::new(aws_sdk_ecr::Client::from_conf(ecr), account.clone())
-                    .pruning(prune),
-                None => reconcile_ecr::EcrReconciler::new(aws_sdk_ecr::Client::from_conf(ecr), account.clone()),
+                Some(prune) => ecr.pruning(prune),
+                None => ecr,
             }),
             Box::new(reconcile_codebuild::CodebuildReconciler::new(
                 aws_sdk_codebuild::Client::from_conf(codebuild),

@@ -98,7 +98,7 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
     }
 
     let purpose = if matches!(args.command, Command::Apply { .. }) { Purpose::Apply } else { Purpose::Read };
-    let aws = Aws::load(&desired.region, purpose).await;
+    let aws = Aws::load(&desired.region, purpose, args.parallelism).await;
     let context = PlanContext {
         desired: &desired,
         bake: bake.as_ref(),
@@ -132,8 +132,17 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             Ok(if detailed_exitcode && plan.has_changes() { exit::CHANGES } else { exit::OK })
         }
         Command::Apply { plan_file, auto_approve, allow_delete, format, lock_timeout, .. } => {
-            // Locked before the plan is made, as Terraform does: a plan read while another apply
-            // was changing the account would be applied after it, stale.
+            let approval = Approval { auto_approve, allow_delete };
+            // A first look, without the lock: an apply with nothing to do writes nothing, not
+            // even a lock object, so a scheduled apply of an account that matches stays read-only.
+            if plan_file.is_none() {
+                let Planned { plan, reconcilers, .. } = make_plan(&aws, &context).await?;
+                if !plan.has_changes() {
+                    return apply(&output, &aws, &plan, &reconcilers, approval, format).await;
+                }
+            }
+            // Then locked before the plan that is applied is made, as Terraform does: a plan read
+            // while another apply was changing the account would be applied after it, stale.
             let account = aws.account().await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
             let lock = crate::lock::apply_lock(&aws, &desired, &account);
             let locked = match &lock {
@@ -150,7 +159,6 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
                 }
                 None => match make_plan(&aws, &context).await {
                     Ok(Planned { plan, reconcilers, .. }) => {
-                        let approval = Approval { auto_approve, allow_delete };
                         apply(&output, &aws, &plan, &reconcilers, approval, format).await
                     }
                     Err(error) => Err(error),
@@ -417,11 +425,7 @@ async fn run_apply(
     printer: &ApplyPrinter,
 ) -> Result<u8, CliError> {
     let stop = std::sync::atomic::AtomicBool::new(false);
-    let options = ApplyOptions {
-        allow_delete: approval.allow_delete,
-        concurrency: engine::DEFAULT_CONCURRENCY,
-        stop: Some(&stop),
-    };
+    let options = ApplyOptions { allow_delete: approval.allow_delete, concurrency: aws.parallelism, stop: Some(&stop) };
     let applying = engine::apply(reconcilers, plan, options, printer);
     tokio::pin!(applying);
     let mut ticks = tokio::time::interval(std::time::Duration::from_millis(120));

@@ -12,18 +12,6 @@ use crate::desired::Desired;
 use crate::plan::{Action, Change, DesiredResource, Finding, Observed, Plan, Severity};
 use crate::reconciler::{Account, Applied, Observations, Progress, ReconcileError, Reconciler};
 
-/// How many changes apply runs at once. AWS's control-plane APIs throttle well before this
-/// matters for one account, and the SDK retries throttling.
-pub const DEFAULT_CONCURRENCY: usize = 8;
-
-/// Runs `futures` with at most `limit` at once and returns their outputs in completion order.
-///
-/// Takes futures already made (a `Vec`), not a lazy iterator, so that callers inside
-/// `async_trait` methods do not hold a closure over borrows across an await.
-pub async fn bounded<F: Future>(limit: usize, futures: Vec<F>) -> Vec<F::Output> {
-    futures::stream::iter(futures).buffer_unordered(limit.max(1)).collect().await
-}
-
 /// Every desired resource, keyed by address, as the resource crates' `desired` functions
 /// computed them: planning what desired.toml asks for needs no reconciler and no AWS.
 pub type DesiredResources = BTreeMap<Address, DesiredResource>;

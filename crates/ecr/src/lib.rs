@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
 use aws_sdk_ecr as ecr;
-use reconcile_aws::{OBSERVE_CONCURRENCY, absent_if, after_create, failed, gone_if, has_code, visible_tags};
+use reconcile_aws::{Parallelism, absent_if, after_create, failed, gone_if, has_code, visible_tags};
 use reconcile_core::json::tag_changes;
 use reconcile_core::lifecycle::{Expiry, Image, Policy};
 use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Observed, Severity};
@@ -54,6 +54,7 @@ pub struct EcrReconciler {
     client: ecr::Client,
     account: Account,
     prune: Option<Prune>,
+    parallelism: Parallelism,
 }
 
 /// What `--prune` asks of the reconciler.
@@ -67,7 +68,13 @@ pub struct Prune {
 
 impl EcrReconciler {
     pub fn new(client: ecr::Client, account: Account) -> EcrReconciler {
-        EcrReconciler { client, account, prune: None }
+        EcrReconciler { client, account, prune: None, parallelism: Parallelism::default() }
+    }
+
+    /// At most `parallelism` requests in flight at once.
+    pub fn with_parallelism(mut self, parallelism: Parallelism) -> EcrReconciler {
+        self.parallelism = parallelism;
+        self
     }
 
     /// Also plans deleting every undeclared repository that carries the marker.
@@ -115,11 +122,9 @@ impl Reconciler for EcrReconciler {
             .filter_map(|resource| live.get(&resource.remote_name).map(|repo| self.observe_one(resource, repo)))
             .collect();
         let others: Vec<_> = undeclared.iter().map(|(name, repo)| self.observe_undeclared(name, repo)).collect();
-        let (observed, others) = futures::future::join(
-            reconcile_core::engine::bounded(OBSERVE_CONCURRENCY, reads),
-            reconcile_core::engine::bounded(OBSERVE_CONCURRENCY, others),
-        )
-        .await;
+        // All of them in one wave: the parallelism bounds the requests in flight.
+        let (observed, others) =
+            futures::future::join(futures::future::join_all(reads), futures::future::join_all(others)).await;
 
         let mut result: BTreeMap<Address, Observed> =
             desired.iter().map(|resource| (resource.address.clone(), Observed::Absent)).collect();
@@ -178,7 +183,7 @@ impl Reconciler for EcrReconciler {
             })
             .collect();
         let mut findings = Vec::new();
-        for (name, policy) in reconcile_core::engine::bounded(OBSERVE_CONCURRENCY, reads).await {
+        for (name, policy) in futures::future::join_all(reads).await {
             let address = Address::new(ResourceKind::EcrRepository, name);
             let finding = match policy? {
                 Observed::Absent => Finding {
@@ -239,7 +244,7 @@ impl Reconciler for EcrReconciler {
             .collect();
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
         let mut assessment = Assessment::default();
-        for (change, images) in reconcile_core::engine::bounded(OBSERVE_CONCURRENCY, reads).await {
+        for (change, images) in futures::future::join_all(reads).await {
             let address = &change.address;
             let after: LifecyclePolicySpec = reconcile_core::spec::after(change)?;
             let policy = Policy::parse(&after.policy)
@@ -312,9 +317,10 @@ impl Reconciler for EcrReconciler {
 
 impl EcrReconciler {
     async fn list_all_repositories(&self) -> Result<Vec<ecr::types::Repository>, ReconcileError> {
-        let mut pages = self.client.describe_repositories().into_paginator().send();
+        // ECR's largest page (100 when not asked): 5,000 repositories are five requests, not 50.
+        let mut pages = self.client.describe_repositories().max_results(1000).into_paginator().send();
         let mut repositories = Vec::new();
-        while let Some(page) = pages.next().await {
+        while let Some(page) = self.parallelism.send(|| pages.next()).await {
             let page = page.map_err(failed(None, "list ECR repositories"))?;
             repositories.extend(page.repositories.unwrap_or_default());
         }
@@ -375,7 +381,7 @@ impl EcrReconciler {
         // ECR's largest page: a 10,000-image repository is ten requests.
         let mut pages = self.client.describe_images().repository_name(name).max_results(1000).into_paginator().send();
         let mut images = Vec::new();
-        while let Some(page) = pages.next().await {
+        while let Some(page) = self.parallelism.send(|| pages.next()).await {
             let page = match absent_if(page, &[REPOSITORY_NOT_FOUND]) {
                 Ok(Some(page)) => page,
                 Ok(None) => return Ok(Vec::new()),
@@ -416,8 +422,12 @@ impl EcrReconciler {
         let observed = match address.kind {
             ResourceKind::EcrLifecyclePolicy => self.observe_lifecycle_policy(address, name).await?,
             _ => {
-                let tags = self.tags(address, &repository.arn).await?;
-                let policy = self.client.get_repository_policy().repository_name(name).send().await;
+                let (tags, policy) = futures::future::join(
+                    self.tags(address, &repository.arn),
+                    self.parallelism.send(|| self.client.get_repository_policy().repository_name(name).send()),
+                )
+                .await;
+                let tags = tags?;
                 let repository_policy = absent_if(policy, &NO_REPOSITORY_POLICY)
                     .map_err(failed(Some(address), "read repository policy"))?
                     .and_then(|output| output.policy_text().map(reconcile_core::json::parse_document));
@@ -440,17 +450,15 @@ impl EcrReconciler {
 
     async fn tags(&self, address: &Address, arn: &str) -> Result<BTreeMap<String, String>, ReconcileError> {
         let output = self
-            .client
-            .list_tags_for_resource()
-            .resource_arn(arn)
-            .send()
+            .parallelism
+            .send(|| self.client.list_tags_for_resource().resource_arn(arn).send())
             .await
             .map_err(failed(Some(address), "read repository tags"))?;
         Ok(visible_tags(output.tags().iter().map(|tag| (tag.key(), tag.value()))))
     }
 
     async fn observe_lifecycle_policy(&self, address: &Address, name: &str) -> Result<Observed, ReconcileError> {
-        let response = self.client.get_lifecycle_policy().repository_name(name).send().await;
+        let response = self.parallelism.send(|| self.client.get_lifecycle_policy().repository_name(name).send()).await;
         match absent_if(response, &NO_POLICY).map_err(failed(Some(address), "read lifecycle policy"))? {
             Some(output) => {
                 let text = output.lifecycle_policy_text().unwrap_or_default();
@@ -624,7 +632,7 @@ impl EcrReconciler {
                 Ok(usage)
             })
             .collect();
-        reconcile_core::engine::bounded(OBSERVE_CONCURRENCY, reads).await.into_iter().collect()
+        futures::future::join_all(reads).await.into_iter().collect()
     }
 
     /// S102 when the repository's live policy lets anyone outside the account in.

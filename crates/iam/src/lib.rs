@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use aws_sdk_iam as iam;
-use reconcile_aws::{OBSERVE_CONCURRENCY, absent_if, after_create, failed, gone_if, has_code, visible_tags};
+use reconcile_aws::{Parallelism, absent_if, after_create, failed, gone_if, has_code, visible_tags};
 use reconcile_core::json::{tag_changes, to_compact};
 use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Observed, Severity};
 use reconcile_core::reconciler::Observations;
@@ -37,11 +37,18 @@ const NO_SUCH_ENTITY: &str = "NoSuchEntity";
 pub struct IamReconciler {
     client: iam::Client,
     account: Account,
+    parallelism: Parallelism,
 }
 
 impl IamReconciler {
     pub fn new(client: iam::Client, account: Account) -> IamReconciler {
-        IamReconciler { client, account }
+        IamReconciler { client, account, parallelism: Parallelism::default() }
+    }
+
+    /// At most `parallelism` requests in flight at once.
+    pub fn with_parallelism(mut self, parallelism: Parallelism) -> IamReconciler {
+        self.parallelism = parallelism;
+        self
     }
 }
 
@@ -64,7 +71,7 @@ impl Reconciler for IamReconciler {
         let reads: Vec<_> =
             roles.into_iter().map(|(key, (role, policy))| self.observe_role(key, role, policy)).collect();
         let mut observations = Observations::default();
-        for result in reconcile_core::engine::bounded(OBSERVE_CONCURRENCY, reads).await {
+        for result in futures::future::join_all(reads).await {
             let role = result?;
             observations.resources.extend(role.resources);
             observations.findings.extend(role.findings);
@@ -116,7 +123,23 @@ impl IamReconciler {
         };
         let mut observations = Observations::default();
 
-        let response = self.client.get_role().role_name(role_name).send().await;
+        // The role, its attached policies and its inline policies' names take only its name:
+        // asked at once. When the role is missing, the other two fail for the same reason.
+        let (response, attached, names) = futures::join!(
+            self.parallelism.send(|| self.client.get_role().role_name(role_name).send()),
+            async {
+                match role {
+                    Some(_) => Some(self.attached_policies(&role_address, role_name).await),
+                    None => None,
+                }
+            },
+            async {
+                match policy {
+                    Some(_) => Some(self.inline_policy_names(&policy_address, role_name).await),
+                    None => None,
+                }
+            },
+        );
         let live = absent_if(response, &[NO_SUCH_ENTITY]).map_err(failed(Some(&role_address), "read role"))?;
         let Some(live) = live.and_then(|output| output.role) else {
             for resource in [role, policy].into_iter().flatten() {
@@ -145,14 +168,17 @@ impl IamReconciler {
                 },
             };
             observations.resources.insert(role_address.clone(), Observed::Present(attributes(&state)));
-            observations.findings.extend(self.attached_policies(&role_address, role_name).await?);
+        }
+        if let Some(attached) = attached {
+            observations.findings.extend(attached?);
         }
 
-        if let Some(policy) = policy {
+        if let (Some(policy), Some(names)) = (policy, names) {
             let declared: RolePolicySpec = reconcile_core::spec::desired(policy)?;
-            let names = self.inline_policy_names(&policy_address, role_name).await?;
-            for name in &names {
-                let observed = self.observe_inline_policy(&policy_address, role_name, name).await?;
+            let names = names?;
+            let reads = names.iter().map(|name| self.observe_inline_policy(&policy_address, role_name, name));
+            for (name, observed) in names.iter().zip(futures::future::join_all(reads).await) {
+                let observed = observed?;
                 let address = if *name == declared.policy_name {
                     policy_address.clone()
                 } else {
@@ -169,7 +195,7 @@ impl IamReconciler {
     async fn inline_policy_names(&self, address: &Address, role_name: &str) -> Result<Vec<String>, ReconcileError> {
         let mut pages = self.client.list_role_policies().role_name(role_name).into_paginator().send();
         let mut names = Vec::new();
-        while let Some(page) = pages.next().await {
+        while let Some(page) = self.parallelism.send(|| pages.next()).await {
             names.extend(page.map_err(failed(Some(address), "list inline policies"))?.policy_names().to_vec());
         }
         Ok(names)
@@ -181,7 +207,10 @@ impl IamReconciler {
         role_name: &str,
         policy_name: &str,
     ) -> Result<Observed, ReconcileError> {
-        let response = self.client.get_role_policy().role_name(role_name).policy_name(policy_name).send().await;
+        let response = self
+            .parallelism
+            .send(|| self.client.get_role_policy().role_name(role_name).policy_name(policy_name).send())
+            .await;
         let Some(output) =
             absent_if(response, &[NO_SUCH_ENTITY]).map_err(failed(Some(address), "read inline policy"))?
         else {
@@ -198,7 +227,7 @@ impl IamReconciler {
     async fn attached_policies(&self, address: &Address, role_name: &str) -> Result<Vec<Finding>, ReconcileError> {
         let mut pages = self.client.list_attached_role_policies().role_name(role_name).into_paginator().send();
         let mut findings = Vec::new();
-        while let Some(page) = pages.next().await {
+        while let Some(page) = self.parallelism.send(|| pages.next()).await {
             let page = page.map_err(failed(Some(address), "list attached managed policies"))?;
             for attached in page.attached_policies() {
                 findings.push(Finding {
@@ -385,11 +414,22 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_missing_role_is_absent_with_its_policy_and_nothing_more_is_read() {
+    async fn a_missing_role_is_absent_with_its_policy_and_no_policy_is_read() {
+        // The role's name is all three first reads need, so they go out at once; the two lists
+        // then fail as the role does, and that is not an error.
         let get_role =
             mock!(iam::Client::get_role).then_error(|| GetRoleError::NoSuchEntityException(no_such_entity()));
-        let list = mock!(iam::Client::list_role_policies)
-            .then_output(|| iam::operation::list_role_policies::ListRolePoliciesOutput::builder().build().unwrap());
+        let list = mock!(iam::Client::list_role_policies).then_error(|| {
+            iam::operation::list_role_policies::ListRolePoliciesError::NoSuchEntityException(no_such_entity())
+        });
+        let attached = mock!(iam::Client::list_attached_role_policies).then_error(|| {
+            iam::operation::list_attached_role_policies::ListAttachedRolePoliciesError::NoSuchEntityException(
+                no_such_entity(),
+            )
+        });
+        let get_policy = mock!(iam::Client::get_role_policy).then_error(|| {
+            iam::operation::get_role_policy::GetRolePolicyError::NoSuchEntityException(no_such_entity())
+        });
         let role =
             DesiredResource::new(Address::new(ResourceKind::IamRole, "codebuild"), "rocm-bake-codebuild", Map::new());
         let policy = DesiredResource::new(
@@ -397,10 +437,13 @@ mod tests {
             "rocm-bake-codebuild",
             object(json!({ "role": "rocm-bake-codebuild", "policy_name": "p", "document": {} })),
         );
-        let observed = reconciler(&[&get_role, &list]).observe(&[&role, &policy]).await.unwrap();
+        let observed =
+            reconciler(&[&get_role, &list, &attached, &get_policy]).observe(&[&role, &policy]).await.unwrap();
         assert_eq!(observed.resources[&role.address], Observed::Absent);
         assert_eq!(observed.resources[&policy.address], Observed::Absent);
-        assert_eq!((get_role.num_calls(), list.num_calls()), (1, 0));
+        assert!(observed.findings.is_empty());
+        assert_eq!((get_role.num_calls(), list.num_calls(), attached.num_calls()), (1, 1, 1));
+        assert_eq!(get_policy.num_calls(), 0);
     }
 
     #[tokio::test]

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use aws_sdk_s3 as s3;
-use reconcile_aws::{OBSERVE_CONCURRENCY, absent_if, after_create, failed, gone_if, has_code, visible_tags};
+use reconcile_aws::{Parallelism, absent_if, after_create, failed, gone_if, has_code, visible_tags};
 use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Observed, Severity};
 use reconcile_core::reconciler::Observations;
 use reconcile_core::spec::attributes;
@@ -30,11 +30,18 @@ pub const FOREIGN_BUCKET_ACCESS: &str = "S103";
 pub struct S3Reconciler {
     client: s3::Client,
     account: Account,
+    parallelism: Parallelism,
 }
 
 impl S3Reconciler {
     pub fn new(client: s3::Client, account: Account) -> S3Reconciler {
-        S3Reconciler { client, account }
+        S3Reconciler { client, account, parallelism: Parallelism::default() }
+    }
+
+    /// At most `parallelism` requests in flight at once.
+    pub fn with_parallelism(mut self, parallelism: Parallelism) -> S3Reconciler {
+        self.parallelism = parallelism;
+        self
     }
 }
 
@@ -47,6 +54,7 @@ enum Made {
 }
 
 /// Whether a bucket of that name answers, and where.
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Head {
     Missing,
     Ours,
@@ -67,7 +75,7 @@ impl Reconciler for S3Reconciler {
         let reads: Vec<_> =
             buckets.into_iter().map(|(name, addresses)| self.observe_bucket_and_lifecycle(name, addresses)).collect();
         let mut observations = Observations::default();
-        for result in reconcile_core::engine::bounded(OBSERVE_CONCURRENCY, reads).await {
+        for result in futures::future::join_all(reads).await {
             observations.resources.extend(result?);
         }
         for (address, observed) in &observations.resources {
@@ -113,22 +121,40 @@ impl S3Reconciler {
         name: &str,
         addresses: Vec<&Address>,
     ) -> Result<BTreeMap<Address, Observed>, ReconcileError> {
-        let mut observed = BTreeMap::new();
         let head = self.head(addresses[0], name).await?;
-        for address in addresses {
-            let state = match head {
-                Head::Missing => Observed::Absent,
-                Head::Ours if address.kind == ResourceKind::S3Bucket => self.observe_bucket(address, name).await?,
-                Head::Ours => self.observe_lifecycle(address, name).await?,
-            };
-            observed.insert(address.clone(), state);
-        }
-        Ok(observed)
+        // The bucket's settings and its lifecycle configuration, read at once.
+        let (bucket, lifecycle) = tokio::join!(
+            async {
+                match addresses.iter().find(|a| a.kind == ResourceKind::S3Bucket) {
+                    Some(address) if head == Head::Ours => Some(self.observe_bucket(address, name).await).transpose(),
+                    _ => Ok(None),
+                }
+            },
+            async {
+                match addresses.iter().find(|a| a.kind == ResourceKind::S3BucketLifecycle) {
+                    Some(address) if head == Head::Ours => {
+                        Some(self.observe_lifecycle(address, name).await).transpose()
+                    }
+                    _ => Ok(None),
+                }
+            },
+        );
+        let (mut bucket, mut lifecycle) = (bucket?, lifecycle?);
+        Ok(addresses
+            .into_iter()
+            .map(|address| {
+                let state = match address.kind {
+                    ResourceKind::S3Bucket => bucket.take(),
+                    _ => lifecycle.take(),
+                };
+                (address.clone(), state.unwrap_or(Observed::Absent))
+            })
+            .collect())
     }
 
     async fn head(&self, address: &Address, name: &str) -> Result<Head, ReconcileError> {
         // HeadBucket has no error body: a missing bucket is a bare 404, a foreign one a bare 403.
-        match absent_if(self.client.head_bucket().bucket(name).send().await, &["NotFound"]) {
+        match absent_if(self.parallelism.send(|| self.client.head_bucket().bucket(name).send()).await, &["NotFound"]) {
             Ok(None) => Ok(Head::Missing),
             Ok(Some(output)) => match output.bucket_region() {
                 Some(region) if region != self.account.region => Err(ReconcileError::new(
@@ -152,13 +178,25 @@ impl S3Reconciler {
     }
 
     async fn observe_bucket(&self, address: &Address, name: &str) -> Result<Observed, ReconcileError> {
-        let tagging = self.client.get_bucket_tagging().bucket(name).send().await;
+        // Every setting is its own API: all ten reads go out at once, one round trip, not ten.
+        let (c, p) = (&self.client, &self.parallelism);
+        let (tagging, block, encryption, policy, ownership, acl, versioning, replication, website, logging) = tokio::join!(
+            p.send(|| c.get_bucket_tagging().bucket(name).send()),
+            p.send(|| c.get_public_access_block().bucket(name).send()),
+            p.send(|| c.get_bucket_encryption().bucket(name).send()),
+            p.send(|| c.get_bucket_policy().bucket(name).send()),
+            p.send(|| c.get_bucket_ownership_controls().bucket(name).send()),
+            p.send(|| c.get_bucket_acl().bucket(name).send()),
+            p.send(|| c.get_bucket_versioning().bucket(name).send()),
+            p.send(|| c.get_bucket_replication().bucket(name).send()),
+            p.send(|| c.get_bucket_website().bucket(name).send()),
+            p.send(|| c.get_bucket_logging().bucket(name).send()),
+        );
         let tags = absent_if(tagging, &["NoSuchTagSet"])
             .map_err(failed(Some(address), "read bucket tags"))?
             .map(|output| visible_tags(output.tag_set().iter().map(|t| (t.key(), t.value()))))
             .unwrap_or_default();
 
-        let block = self.client.get_public_access_block().bucket(name).send().await;
         // Real AWS turns it on for new buckets; the emulator and old buckets may have none,
         // and an absent setting is off.
         let block_public_access = absent_if(block, &["NoSuchPublicAccessBlockConfiguration"])
@@ -171,7 +209,6 @@ impl S3Reconciler {
                 restrict_public_buckets: config.restrict_public_buckets().unwrap_or(false),
             });
 
-        let encryption = self.client.get_bucket_encryption().bucket(name).send().await;
         let encryption = absent_if(encryption, &["ServerSideEncryptionConfigurationNotFoundError"])
             .map_err(failed(Some(address), "read default encryption"))?
             .and_then(|output| {
@@ -180,12 +217,10 @@ impl S3Reconciler {
             })
             .unwrap_or_else(|| "none".to_owned());
 
-        let policy = self.client.get_bucket_policy().bucket(name).send().await;
         let policy = absent_if(policy, &["NoSuchBucketPolicy"])
             .map_err(failed(Some(address), "read bucket policy"))?
             .and_then(|output| output.policy().map(reconcile_core::json::parse_document));
 
-        let ownership = self.client.get_bucket_ownership_controls().bucket(name).send().await;
         let object_ownership = absent_if(ownership, &["OwnershipControlsNotFoundError"])
             .map_err(failed(Some(address), "read Object Ownership"))?
             .and_then(|output| {
@@ -194,8 +229,7 @@ impl S3Reconciler {
             })
             .unwrap_or_else(|| "ObjectWriter".to_owned());
 
-        let acl =
-            self.client.get_bucket_acl().bucket(name).send().await.map_err(failed(Some(address), "read bucket ACL"))?;
+        let acl = acl.map_err(failed(Some(address), "read bucket ACL"))?;
         let owner = acl.owner().and_then(|o| o.id());
         let mut acl_grants: Vec<String> = acl
             .grants()
@@ -210,19 +244,12 @@ impl S3Reconciler {
             .collect();
         acl_grants.sort();
 
-        let versioning = self
-            .client
-            .get_bucket_versioning()
-            .bucket(name)
-            .send()
-            .await
-            .map_err(failed(Some(address), "read versioning"))?;
+        let versioning = versioning.map_err(failed(Some(address), "read versioning"))?;
         let versioning = match versioning.status() {
             Some(s3::types::BucketVersioningStatus::Enabled) => "Enabled".to_owned(),
             _ => VERSIONING_OFF.to_owned(),
         };
 
-        let replication = self.client.get_bucket_replication().bucket(name).send().await;
         let replication = absent_if(replication, &["ReplicationConfigurationNotFoundError"])
             .map_err(failed(Some(address), "read replication"))?
             .and_then(|output| {
@@ -233,18 +260,11 @@ impl S3Reconciler {
                 Some(serde_json::json!({ "role": config.role(), "destinations": destinations }))
             });
 
-        let website = self.client.get_bucket_website().bucket(name).send().await;
         let website = absent_if(website, &["NoSuchWebsiteConfiguration"])
             .map_err(failed(Some(address), "read website hosting"))?
             .is_some();
 
-        let logging = self
-            .client
-            .get_bucket_logging()
-            .bucket(name)
-            .send()
-            .await
-            .map_err(failed(Some(address), "read access logging"))?;
+        let logging = logging.map_err(failed(Some(address), "read access logging"))?;
         let access_logging = logging.logging_enabled().map(|l| format!("{}/{}", l.target_bucket(), l.target_prefix()));
 
         let spec = BucketSpec {
@@ -264,7 +284,8 @@ impl S3Reconciler {
     }
 
     async fn observe_lifecycle(&self, address: &Address, name: &str) -> Result<Observed, ReconcileError> {
-        let response = self.client.get_bucket_lifecycle_configuration().bucket(name).send().await;
+        let response =
+            self.parallelism.send(|| self.client.get_bucket_lifecycle_configuration().bucket(name).send()).await;
         match absent_if(response, &["NoSuchLifecycleConfiguration"])
             .map_err(failed(Some(address), "read lifecycle configuration"))?
         {

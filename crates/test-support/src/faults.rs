@@ -77,6 +77,7 @@ impl Rule {
 pub struct FaultProxy {
     pub endpoint: String,
     injected: Arc<AtomicU64>,
+    in_flight: Arc<Mutex<InFlight>>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -88,11 +89,13 @@ impl FaultProxy {
         listener.set_nonblocking(true).expect("non-blocking");
         let address: SocketAddr = listener.local_addr().expect("bound");
         let injected = Arc::new(AtomicU64::new(0));
+        let in_flight = Arc::new(Mutex::new(InFlight::default()));
         let state = Arc::new(State {
             upstream: upstream.trim_end_matches('/').to_owned(),
             rules,
             random: Mutex::new(seed.max(1)),
             injected: injected.clone(),
+            in_flight: in_flight.clone(),
         });
         let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
@@ -100,7 +103,18 @@ impl FaultProxy {
                 tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("a runtime");
             runtime.block_on(serve(listener, state, stop));
         });
-        FaultProxy { endpoint: format!("http://{address}"), injected, shutdown: Some(shutdown), thread: Some(thread) }
+        FaultProxy {
+            endpoint: format!("http://{address}"),
+            injected,
+            in_flight,
+            shutdown: Some(shutdown),
+            thread: Some(thread),
+        }
+    }
+
+    /// The most requests to `service` it has held at once, from arrival to answer.
+    pub fn peak_in_flight(&self, service: &str) -> u64 {
+        self.in_flight.lock().expect("never poisoned").peak.get(service).copied().unwrap_or(0)
     }
 
     /// How many requests it has answered with a fault (delays included).
@@ -120,9 +134,44 @@ impl Drop for FaultProxy {
     }
 }
 
+/// Requests held now and at most, by service.
+#[derive(Default)]
+struct InFlight {
+    now: std::collections::BTreeMap<String, u64>,
+    peak: std::collections::BTreeMap<String, u64>,
+}
+
+/// One request counted in flight until dropped, however its handling ends.
+struct Held {
+    in_flight: Arc<Mutex<InFlight>>,
+    service: String,
+}
+
+impl Held {
+    fn new(in_flight: &Arc<Mutex<InFlight>>, service: &str) -> Held {
+        let mut counts = in_flight.lock().expect("never poisoned");
+        let now = counts.now.entry(service.to_owned()).or_default();
+        *now += 1;
+        let now = *now;
+        let peak = counts.peak.entry(service.to_owned()).or_default();
+        *peak = (*peak).max(now);
+        Held { in_flight: in_flight.clone(), service: service.to_owned() }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut counts = self.in_flight.lock().expect("never poisoned");
+        if let Some(now) = counts.now.get_mut(&self.service) {
+            *now = now.saturating_sub(1);
+        }
+    }
+}
+
 struct State {
     upstream: String,
     rules: Vec<Rule>,
+    in_flight: Arc<Mutex<InFlight>>,
     /// xorshift64: reproducible from the seed, and the order requests arrive in.
     random: Mutex<u64>,
     injected: Arc<AtomicU64>,
@@ -188,6 +237,7 @@ async fn handle(
     let (parts, body) = request.into_parts();
     let body = body.collect().await?.to_bytes();
     let service = service_of(&parts.headers);
+    let _held = Held::new(&state.in_flight, &service);
     let operation = operation_of(&parts, &body);
     match state.pick(&service, &operation) {
         Some(Fault::Reset) => return Err("reset by the fault proxy".into()),

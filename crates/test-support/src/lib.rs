@@ -150,6 +150,7 @@ impl Emulator {
                     action: field("action"),
                     method: field("method"),
                     path: field("path"),
+                    query: field("query"),
                 }
             })
             .collect()
@@ -165,6 +166,8 @@ pub struct RecordedRequest {
     pub action: String,
     pub method: String,
     pub path: String,
+    /// The query string: for S3's REST, which setting of a bucket (`tagging`, `acl`, ...).
+    pub query: String,
 }
 
 impl RecordedRequest {

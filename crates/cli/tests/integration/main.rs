@@ -10,6 +10,7 @@ mod errors;
 mod faults;
 mod hostile;
 mod input;
+mod performance;
 mod review;
 mod s3_iam;
 mod safety;

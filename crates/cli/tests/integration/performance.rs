@@ -1,0 +1,188 @@
+//! What a plan costs in requests and round trips, enforced by count, never by time (the timings
+//! are scripts/bench-plan.sh's, recorded in docs/performance.md), and the least-privilege
+//! policy that plan, drift, usage and outputs run with.
+
+use std::collections::BTreeSet;
+use std::process::Command;
+
+use reconcile_test_support::faults::{Fault, FaultProxy, Rule};
+use reconcile_test_support::{RecordedRequest, emulator, emulator_python};
+use serde_json::Value;
+
+use crate::faults::through;
+use crate::support::{real_desired, reconcile};
+
+/// The reads that do not grow with the account: STS, the repository listing, the bucket's
+/// `HeadBucket` and its eleven settings, the role with its policies and attachments (four),
+/// and one `BatchGetProjects` for the project and its webhook.
+const FIXED_READS: usize = 1 + 1 + 12 + 4 + 1;
+
+/// The repositories of the account: (declared in the real desired.toml, the others).
+async fn repositories(account: &reconcile_test_support::TestAccount) -> (usize, usize) {
+    let ecr = aws_sdk_ecr::Client::new(&account.sdk_config());
+    let listed = ecr.describe_repositories().max_results(1000).send().await.unwrap();
+    let text = std::fs::read_to_string(real_desired()).unwrap();
+    let table = text.split("[ecr.repositories]").nth(1).unwrap().split("\n[").next().unwrap();
+    let declared: BTreeSet<&str> = table.lines().filter_map(|line| Some(line.split_once(" = ")?.0)).collect();
+    let all = listed.repositories();
+    let ours = all.iter().filter(|r| declared.contains(r.repository_name().unwrap())).count();
+    (ours, all.len() - ours)
+}
+
+#[tokio::test]
+async fn a_plan_reads_three_things_per_declared_repository_and_a_no_change_apply_writes_nothing() {
+    let account = emulator().new_account().await;
+    let desired = real_desired();
+    account.seed_2026_11_11(&desired);
+    assert_eq!(reconcile(&account, &desired, &["apply", "--auto-approve"]).code, 0);
+    let (declared, undeclared) = repositories(&account).await;
+    assert_eq!(declared, 27);
+
+    // ECR has no batched read of lifecycle policies, repository policies or tags: each declared
+    // repository costs exactly those three, each undeclared one its lifecycle policy (D103).
+    let budget = 3 * declared + undeclared + FIXED_READS;
+    let mut counts = Vec::new();
+    for _ in 0..2 {
+        let before = account.requests().len();
+        let plan = reconcile(&account, &desired, &["plan", "--detailed-exitcode"]);
+        assert_eq!(plan.code, 0, "{}{}", plan.stdout, plan.stderr);
+        let requests = &account.requests()[before..];
+        assert!(requests.iter().all(|r| !r.is_write()), "{requests:?}");
+        counts.push(requests.len());
+    }
+    assert_eq!(counts, [budget, budget], "a second plan makes no more requests than the first");
+
+    // An apply with nothing to do: the same reads, and not one write, not even the lock's.
+    let before = account.requests().len();
+    let apply = reconcile(&account, &desired, &["apply", "--auto-approve"]);
+    assert_eq!(apply.code, 0, "{}", apply.stderr);
+    assert!(apply.stdout.contains("No changes."), "{}", apply.stdout);
+    let requests = &account.requests()[before..];
+    assert_eq!(requests.iter().filter(|r| r.is_write()).count(), 0, "{requests:?}");
+    assert_eq!(requests.len(), budget);
+}
+
+#[tokio::test]
+async fn the_per_repository_reads_go_out_in_one_wave_bounded_by_parallelism() {
+    let account = emulator().new_account().await;
+    let desired = real_desired();
+    account.seed_2026_11_11(&desired);
+    assert_eq!(reconcile(&account, &desired, &["apply", "--auto-approve"]).code, 0);
+    let (declared, undeclared) = repositories(&account).await;
+    let per_repository = 3 * declared + undeclared;
+
+    // Every answer held long enough that nothing sent in one wave is answered before the wave
+    // is out: the proxy's peak is then the wave.
+    let proxy = FaultProxy::start(emulator().endpoint(), 1, vec![Rule::always(Fault::Delay(ms(400)))]);
+    let plan = through(&proxy, &account, &desired, &["plan"]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    assert_eq!(proxy.peak_in_flight("ecr"), per_repository as u64, "one wave of ECR reads");
+    assert_eq!(proxy.peak_in_flight("s3"), 11, "the bucket's settings and lifecycle at once");
+
+    let proxy = FaultProxy::start(emulator().endpoint(), 1, vec![Rule::always(Fault::Delay(ms(20)))]);
+    let bounded = through(&proxy, &account, &desired, &["plan", "--parallelism", "4"]);
+    assert_eq!(bounded.code, 0, "{}", bounded.stderr);
+    assert_eq!(bounded.stdout, plan.stdout, "the same plan, more slowly");
+    for service in ["ecr", "s3", "iam", "codebuild", "sts"] {
+        assert!(proxy.peak_in_flight(service) <= 4, "{service}: {}", proxy.peak_in_flight(service));
+    }
+    assert_eq!(proxy.peak_in_flight("ecr"), 4);
+
+    let refused = reconcile(&account, &desired, &["plan", "--parallelism", "0"]);
+    assert_eq!(refused.code, 2, "a usage error: {}", refused.stderr);
+    assert!(refused.stderr.contains("--parallelism"), "{}", refused.stderr);
+}
+
+fn ms(ms: u64) -> std::time::Duration {
+    std::time::Duration::from_millis(ms)
+}
+
+/// The IAM action a recorded request needs, or `None` for STS `GetCallerIdentity`, which needs
+/// no permission at all.
+fn action(request: &RecordedRequest) -> Option<String> {
+    match (request.service.as_str(), request.action.as_str()) {
+        ("sts", "GetCallerIdentity") => None,
+        ("s3", "") => {
+            let setting = request.query.split(['&', '=']).next().unwrap_or_default();
+            Some(
+                match (request.method.as_str(), setting) {
+                    ("HEAD", _) => "ListBucket",
+                    ("GET", "tagging") => "GetBucketTagging",
+                    ("GET", "publicAccessBlock") => "GetBucketPublicAccessBlock",
+                    ("GET", "encryption") => "GetEncryptionConfiguration",
+                    ("GET", "policy") => "GetBucketPolicy",
+                    ("GET", "ownershipControls") => "GetBucketOwnershipControls",
+                    ("GET", "acl") => "GetBucketAcl",
+                    ("GET", "versioning") => "GetBucketVersioning",
+                    ("GET", "replication") => "GetReplicationConfiguration",
+                    ("GET", "website") => "GetBucketWebsite",
+                    ("GET", "logging") => "GetBucketLogging",
+                    ("GET", "lifecycle") => "GetLifecycleConfiguration",
+                    other => panic!("an S3 request this test does not know: {other:?} {request}"),
+                }
+                .to_owned(),
+            )
+            .map(|action| format!("s3:{action}"))
+        }
+        (service, action) => Some(format!("{service}:{action}")),
+    }
+}
+
+#[tokio::test]
+async fn the_read_only_policy_allows_every_read_and_nothing_else_and_passes_parliament() {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/read-only-policy.json")).unwrap();
+    let parliament = emulator_python().with_file_name("parliament");
+    let output = Command::new(&parliament)
+        .args(["--json", "--include-community-auditors", "--minimum_severity", "INFO", "--string", &text])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "", "parliament finds nothing");
+
+    let policy: Value = serde_json::from_str(&text).unwrap();
+    let mut allowed = BTreeSet::new();
+    let mut resources = BTreeSet::new();
+    for statement in policy["Statement"].as_array().unwrap() {
+        assert_eq!(statement["Effect"], "Allow");
+        let actions = match &statement["Action"] {
+            Value::String(one) => vec![one.clone()],
+            many => many.as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_owned()).collect(),
+        };
+        allowed.extend(actions);
+        resources.insert(statement["Resource"].as_str().unwrap().to_owned());
+    }
+    // Scoped to the account's own resources, named as the real desired.toml names them.
+    assert_eq!(
+        resources,
+        BTreeSet::from([
+            "arn:aws:codebuild:us-east-1:123456789012:project/rocm-bake".to_owned(),
+            "arn:aws:ecr:us-east-1:123456789012:repository/*".to_owned(),
+            "arn:aws:iam::123456789012:role/rocm-bake-codebuild".to_owned(),
+            "arn:aws:s3:::rocm-bake-sccache-123456789012".to_owned(),
+        ])
+    );
+
+    // Everything the read-only commands send, on the account as it stood (so the plan has
+    // policies to put, and reads the images they would expire).
+    let account = emulator().new_account().await;
+    let desired = real_desired();
+    account.seed_2026_11_11(&desired);
+    let before = account.requests().len();
+    for args in [&["plan"][..], &["drift"], &["usage"], &["outputs"], &["plan", "--prune"]] {
+        let run = reconcile(&account, &desired, args);
+        assert!(run.code == 0 || run.code == 2, "{args:?}: {}", run.stderr);
+    }
+    let requests = &account.requests()[before..];
+    let bucket = format!("/rocm-bake-sccache-{}", account.id);
+    let mut needed = BTreeSet::new();
+    for request in requests {
+        assert!(!request.is_write(), "{request}");
+        if request.service == "s3" {
+            assert!(request.path.starts_with(&bucket), "only the declared bucket: {request}");
+        }
+        needed.extend(action(request));
+    }
+    assert_eq!(needed, allowed, "every read allowed, and nothing allowed that is never read");
+}

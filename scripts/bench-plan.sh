@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Benchmark of `reconcile plan` (and of an apply of 27 lifecycle policies): wall time, requests,
+# client CPU and peak memory, measured by the kernel. Not part of the test command; what it
+# measured is recorded in docs/performance.md.
+#
+# - The 2026-11-11 account on the emulator, behind a loopback proxy that adds DELAY_MS (50) to
+#   every request, beside the sequential baseline: the same reads, one `aws` CLI process each.
+# - A stand-in ECR and STS endpoint (crates/bench) with canned answers for 27, 270, 1,000 and
+#   5,000 repositories, where the emulator's own time per request would swamp the client's.
+#
+#   scripts/bench-plan.sh                 RUNS=7 DELAY_MS=50
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+cargo build --locked --quiet --release --bin reconcile --bin reconcile-bench
+# shellcheck source=lib/emulator.sh
+source scripts/lib/emulator.sh
+
+# The AWS CLI for the baseline, from PyPI's awscli package, in a virtualenv of its own.
+cli_venv="$root/target/bench-awscli-venv"
+if [ ! -x "$cli_venv/bin/aws" ]; then
+  "$python" -m venv "$cli_venv"
+  "$cli_venv/bin/python" -m pip install --quiet --disable-pip-version-check 'awscli==1.45.11'
+fi
+
+desired="$root/desired.toml"
+echo "==> loading the emulator with the account as it stood on 2026-11-11, then applying desired.toml"
+"$python" tests/emulator/seed.py --desired "$desired"
+target/release/reconcile --desired "$desired" apply --auto-approve > /dev/null
+
+echo "==> $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), $("$cli_venv/bin/aws" --version 2>&1)"
+"$python" scripts/lib/bench_plan.py --reconcile target/release/reconcile --bench target/release/reconcile-bench \
+  --aws "$cli_venv/bin/aws" --desired "$desired" --emulator "$endpoint" --workdir "$emulator_dir" \
+  --runs "${RUNS:-7}" --delay-ms "${DELAY_MS:-50}"
