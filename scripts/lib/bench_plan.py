@@ -69,7 +69,8 @@ class Endpoint:
     """A reconcile-bench endpoint, stopped (stdin closed) on exit."""
 
     def __init__(self, bench, *args):
-        self.process = subprocess.Popen([bench, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen([bench, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, text=True)
         line = self.process.stdout.readline()
         if not line.startswith("listening "):
             sys.exit(f"reconcile-bench {args} did not start: {line!r}")
