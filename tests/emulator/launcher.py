@@ -28,6 +28,7 @@ import io
 import json
 import logging
 import sys
+import time
 import threading
 from urllib.parse import parse_qs
 
@@ -127,6 +128,8 @@ class RequestRecorder:
             "method": environ.get("REQUEST_METHOD", ""),
             "path": path,
             "query": environ.get("QUERY_STRING", ""),
+            # When it arrived, comparable with the GitHub stand-in's log (both time.time()).
+            "at": time.time(),
         }
         with self.lock:
             self.records.append(entry)

@@ -50,7 +50,7 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
     // What is derived from desired.toml (such as the IAM policy and its size) is checked with a
     // stand-in account id: ids are always 12 digits, so sizes hold.
     let stand_in = Account::new("000000000000", &desired.region);
-    desired_resources(&desired, &stand_in).map_err(|errors| {
+    desired_resources(&desired, &stand_in, &crate::github::GithubSide::Undeclared).map_err(|errors| {
         CliError::Input(errors.iter().map(|error| format!("{}: {error}", args.desired.display())).collect())
     })?;
     let bake = match args.command.bake().or(desired.bake.as_deref()) {
@@ -99,8 +99,10 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
 
     let purpose = if matches!(args.command, Command::Apply { .. }) { Purpose::Apply } else { Purpose::Read };
     let aws = Aws::load(&desired.region, purpose, args.parallelism).await;
+    let github = crate::github::GithubSide::connect(&desired)?;
     let context = PlanContext {
         desired: &desired,
+        github: &github,
         bake: bake.as_ref(),
         prune: prune.clone(),
         force_delete_images: args.command.force_delete_images(),
@@ -249,6 +251,7 @@ fn load_bake(path: &Path) -> Result<BakeFile, CliError> {
 /// What a plan is made from besides AWS.
 struct PlanContext<'a> {
     desired: &'a Desired,
+    github: &'a crate::github::GithubSide,
     bake: Option<&'a BakeFile>,
     prune: Option<reconcile_ecr::Prune>,
     /// `apply --force-delete-images`, for a saved plan made with --prune.
@@ -259,9 +262,18 @@ struct PlanContext<'a> {
 }
 
 /// Every desired resource of every resource crate, keyed by address. Pure: no AWS.
-fn desired_resources(desired: &Desired, account: &Account) -> Result<DesiredResources, Vec<ReconcileError>> {
-    let crates: [DesiredFn; 4] =
-        [reconcile_iam::desired, reconcile_s3::desired, reconcile_ecr::desired, reconcile_codebuild::desired];
+fn desired_resources(
+    desired: &Desired,
+    account: &Account,
+    github: &crate::github::GithubSide,
+) -> Result<DesiredResources, Vec<ReconcileError>> {
+    let crates: [DesiredFn; 5] = [
+        reconcile_iam::desired,
+        reconcile_s3::desired,
+        reconcile_ecr::desired,
+        reconcile_codebuild::desired,
+        reconcile_github::desired,
+    ];
     let mut resources = DesiredResources::new();
     let mut errors = Vec::new();
     for desired_of in crates {
@@ -270,7 +282,23 @@ fn desired_resources(desired: &Desired, account: &Account) -> Result<DesiredReso
             Err(error) => errors.push(error),
         }
     }
-    if errors.is_empty() { Ok(resources) } else { Err(errors) }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    github.shape(&mut resources);
+    Ok(resources)
+}
+
+/// A reconciler per resource crate: AWS's four, and GitHub's when it can be checked.
+fn reconcilers(
+    aws: &Aws,
+    account: &Account,
+    prune: Option<reconcile_ecr::Prune>,
+    context: &PlanContext<'_>,
+) -> Vec<Box<dyn Reconciler>> {
+    let mut reconcilers = aws.reconcilers(account, prune);
+    reconcilers.extend(context.github.reconciler(context.desired));
+    reconcilers
 }
 
 type DesiredFn = fn(&Desired, &Account) -> Result<Vec<DesiredResource>, ReconcileError>;
@@ -332,11 +360,15 @@ struct Planned {
 async fn make_plan(aws: &Aws, context: &PlanContext<'_>) -> Result<Planned, CliError> {
     let desired = context.desired;
     let account = aws.account().await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
-    let resources = desired_resources(desired, &account).map_err(CliError::aws(&aws.endpoint))?;
-    let reconcilers = aws.reconcilers(&account, context.prune.clone());
+    let resources = desired_resources(desired, &account, context.github).map_err(CliError::aws(&aws.endpoint))?;
+    let reconcilers = reconcilers(aws, &account, context.prune.clone(), context);
     let mut plan = engine::plan_with(&reconcilers, desired, &resources, &account, context.when_unreadable)
         .await
         .map_err(CliError::aws(&aws.endpoint))?;
+    if let Some(finding) = context.github.finding() {
+        plan.findings.push(finding);
+        Finding::rank(&mut plan.findings);
+    }
     if let Some(bake) = context.bake {
         plan.findings.extend(bake.check(desired, Some(&account.id)).findings);
         Finding::rank(&mut plan.findings);
@@ -543,24 +575,28 @@ async fn apply_saved(
         }),
         (prune, _) => prune.clone(),
     };
-    let reconcilers = aws.reconcilers(&account, prune);
-    let resources = desired_resources(desired, &account).map_err(CliError::aws(&aws.endpoint))?;
-    // Everything the plan touches or claims to have fingerprinted, seen again now.
+    let reconcilers = reconcilers(aws, &account, prune, context);
+    let resources = desired_resources(desired, &account, context.github).map_err(CliError::aws(&aws.endpoint))?;
+    // Everything the plan touches or claims to have fingerprinted, seen again now; with a
+    // replacement, everything declared, so that whoever asked for it (the GitHub side, for the
+    // CodeBuild webhook) can ask again, or not.
+    let replaces = saved.plan.changes.iter().any(|change| change.action == Action::Replace);
     let addresses: Vec<_> = saved
         .observed_fingerprints
         .keys()
         .chain(saved.plan.changes.iter().map(|change| &change.address))
+        .chain(resources.keys().filter(|_| replaces))
         .cloned()
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
-    let now =
+    let engine::Seen { observed: now, replace } =
         engine::observe_again(&reconcilers, &resources, &addresses).await.map_err(CliError::aws(&aws.endpoint))?;
     let mut reasons = saved::staleness(&saved, desired_text, &now);
     // Only when nothing moved can the changes be derived again and compared with the file's.
     if reasons.is_empty() {
         reasons = saved::tampering(&saved, &resources, &now, |address, desired, observed| {
-            engine::diff_one(&reconcilers, address, desired, observed)
+            engine::change_for(&reconcilers, address, desired, observed, replace.contains(address))
         });
     }
     if !reasons.is_empty() {
@@ -595,22 +631,14 @@ fn shell_quoted(value: &str) -> Result<String, CliError> {
 /// The repository variables that wire the nightly's GitHub repository to this account, in the
 /// runbook's order: `NIGHTLY_ENABLED` last, because setting it turns the nightly on.
 async fn outputs(aws: &Aws, desired: &Desired, format: OutputsFormat) -> Result<u8, CliError> {
-    let project = desired
+    desired
         .codebuild
         .projects
         .first()
         .context("desired.toml declares no CodeBuild project, so there is no CODEBUILD_PROJECT to print")?;
     let account = aws.account().await.map_err(|error| CliError::aws(&aws.endpoint)(vec![error]))?;
-    let domain = if account.partition == "aws-cn" { "amazonaws.com.cn" } else { "amazonaws.com" };
-    let mut variables = vec![
-        ("CODEBUILD_PROJECT", project.name.clone()),
-        ("ECR_REGISTRY", format!("{}.dkr.ecr.{}.{domain}", account.id, account.region)),
-        ("AWS_REGION", account.region.clone()),
-    ];
-    if let Some(arches) = &desired.nightly.arches {
-        variables.push(("NIGHTLY_ARCHES", arches.clone()));
-    }
-    variables.push(("NIGHTLY_ENABLED", "true".to_owned()));
+    // The same derivation the GitHub reconciler sets them from.
+    let variables = reconcile_core::variables::derived(desired, &account);
     match format {
         OutputsFormat::Text => {
             for (name, value) in &variables {

@@ -100,6 +100,10 @@ impl CliError {
 
 /// One AWS failure as one line, by what kind of failure it is.
 fn render_aws(error: &ReconcileError, endpoint: &str) -> String {
+    // GitHub's errors already say what to do, in GitHub's terms.
+    if error.source.as_ref().is_some_and(|source| source.is::<reconcile_github::GithubError>()) {
+        return format!("error: {error}");
+    }
     let on = error.address.as_ref().map_or_else(String::new, |address| format!("{address}: "));
     let operation = &error.operation;
     match error.kind {

@@ -5,6 +5,7 @@ mod aws;
 mod commands;
 mod error;
 mod exit;
+mod github;
 mod lock;
 mod output;
 mod usage;

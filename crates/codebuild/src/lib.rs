@@ -197,7 +197,10 @@ impl Reconciler for CodebuildReconciler {
                 | ResourceKind::S3Bucket
                 | ResourceKind::S3BucketLifecycle
                 | ResourceKind::EcrRepository
-                | ResourceKind::EcrLifecyclePolicy,
+                | ResourceKind::EcrLifecyclePolicy
+                | ResourceKind::GithubForkPrApproval
+                | ResourceKind::GithubWorkflowPermissions
+                | ResourceKind::GithubVariable,
                 _,
             ) => Err(ReconcileError::foreign(address)),
         }

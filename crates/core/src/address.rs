@@ -18,10 +18,13 @@ pub enum ResourceKind {
     EcrLifecyclePolicy,
     CodebuildProject,
     CodebuildWebhook,
+    GithubForkPrApproval,
+    GithubWorkflowPermissions,
+    GithubVariable,
 }
 
 impl ResourceKind {
-    pub const ALL: [ResourceKind; 8] = [
+    pub const ALL: [ResourceKind; 11] = [
         ResourceKind::IamRole,
         ResourceKind::IamRolePolicy,
         ResourceKind::S3Bucket,
@@ -30,6 +33,9 @@ impl ResourceKind {
         ResourceKind::EcrLifecyclePolicy,
         ResourceKind::CodebuildProject,
         ResourceKind::CodebuildWebhook,
+        ResourceKind::GithubForkPrApproval,
+        ResourceKind::GithubWorkflowPermissions,
+        ResourceKind::GithubVariable,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -42,6 +48,9 @@ impl ResourceKind {
             ResourceKind::EcrLifecyclePolicy => "ecr_lifecycle_policy",
             ResourceKind::CodebuildProject => "codebuild_project",
             ResourceKind::CodebuildWebhook => "codebuild_webhook",
+            ResourceKind::GithubForkPrApproval => "github_fork_pr_approval",
+            ResourceKind::GithubWorkflowPermissions => "github_workflow_permissions",
+            ResourceKind::GithubVariable => "github_variable",
         }
     }
 }
@@ -75,7 +84,10 @@ impl ResourceKind {
             | ResourceKind::EcrRepository
             | ResourceKind::EcrLifecyclePolicy
             | ResourceKind::CodebuildProject
-            | ResourceKind::CodebuildWebhook => false,
+            | ResourceKind::CodebuildWebhook
+            | ResourceKind::GithubForkPrApproval
+            | ResourceKind::GithubWorkflowPermissions
+            | ResourceKind::GithubVariable => false,
         }
     }
 }

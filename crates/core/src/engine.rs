@@ -75,12 +75,20 @@ pub async fn plan_with(
     };
     findings.extend(observations.findings);
     let observed = observations.resources;
+    let replace: BTreeSet<Address> = observations.replace.iter().map(|r| r.address.clone()).collect();
 
     let mut changes = Vec::new();
     for (address, observation) in &observed {
-        let reconciler = reconciler_for(reconcilers, address.kind).expect("observed by one of them");
-        if let Some(change) = reconciler.diff(address, resources.get(address), observation) {
+        let replaced = replace.contains(address);
+        if let Some(change) = change_for(reconcilers, address, resources.get(address), observation, replaced) {
             changes.push(change);
+        }
+    }
+    // A replacement's finding, unless the plan creates the resource anyway, which repairs it.
+    for replacement in observations.replace {
+        let created = changes.iter().any(|c| c.address == replacement.address && c.action == Action::Create);
+        if !created {
+            findings.push(replacement.finding);
         }
     }
 
@@ -126,14 +134,23 @@ pub async fn observe_again(
     reconcilers: &[Box<dyn Reconciler>],
     resources: &DesiredResources,
     addresses: &[Address],
-) -> Result<BTreeMap<Address, Observed>, Vec<ReconcileError>> {
+) -> Result<Seen, Vec<ReconcileError>> {
     let declared: BTreeSet<Address> = addresses.iter().map(Address::declared).collect();
     let wanted: Vec<&DesiredResource> = resources.values().filter(|r| declared.contains(&r.address)).collect();
     // A resource desired.toml does not declare (one to prune) is found by its reconciler's
     // look beyond the declared, so that reconciler is asked even when nothing of it is declared.
     let beyond: Vec<ResourceKind> = declared.iter().filter(|a| !resources.contains_key(a)).map(|a| a.kind).collect();
-    let mut observed = observe_with(reconcilers, &wanted, &beyond).await?.resources;
-    Ok(addresses.iter().map(|a| (a.clone(), observed.remove(a).unwrap_or(Observed::Absent))).collect())
+    let Observations { mut resources, replace, .. } = observe_with(reconcilers, &wanted, &beyond).await?;
+    Ok(Seen {
+        observed: addresses.iter().map(|a| (a.clone(), resources.remove(a).unwrap_or(Observed::Absent))).collect(),
+        replace: replace.into_iter().map(|r| r.address).collect(),
+    })
+}
+
+/// What [`observe_again`] saw: each address, and the replacements asked for.
+pub struct Seen {
+    pub observed: BTreeMap<Address, Observed>,
+    pub replace: BTreeSet<Address>,
 }
 
 /// Every reconciler observes its share of `wanted`, all at once; the observations of those that
@@ -158,6 +175,7 @@ async fn observe_each(
             Ok(observations) => {
                 all.resources.extend(observations.resources);
                 all.findings.extend(observations.findings);
+                all.replace.extend(observations.replace);
             }
             Err(error) => failed.push((kinds, error)),
         }
@@ -193,6 +211,7 @@ async fn observe_with(
             Ok(observations) => {
                 all.resources.extend(observations.resources);
                 all.findings.extend(observations.findings);
+                all.replace.extend(observations.replace);
             }
             Err(error) => errors.push(error),
         }
@@ -242,6 +261,36 @@ pub fn diff_one(
     observed: &Observed,
 ) -> Option<Change> {
     reconciler_for(reconcilers, address.kind)?.diff(address, desired, observed)
+}
+
+/// The change for one address: its reconciler's diff, made a replacement when one was asked
+/// for (`replaced`). A create stays a create: creating the resource is the repair.
+pub fn change_for(
+    reconcilers: &[Box<dyn Reconciler>],
+    address: &Address,
+    desired: Option<&DesiredResource>,
+    observed: &Observed,
+    replaced: bool,
+) -> Option<Change> {
+    let change = diff_one(reconcilers, address, desired, observed);
+    if !replaced {
+        return change;
+    }
+    match (change, desired, observed) {
+        (Some(change), _, _) if change.action == Action::Create => Some(change),
+        (Some(mut change), _, _) => {
+            change.action = Action::Replace;
+            Some(change)
+        }
+        (None, Some(desired), Observed::Present(fields)) => Some(Change {
+            address: address.clone(),
+            action: Action::Replace,
+            before: Some(desired.attributes.keys().filter_map(|k| Some((k.clone(), fields.get(k)?.clone()))).collect()),
+            after: Some(desired.attributes.clone()),
+            depends_on: desired.depends_on.clone(),
+        }),
+        (None, _, _) => None,
+    }
 }
 
 fn reconciler_for(reconcilers: &[Box<dyn Reconciler>], kind: ResourceKind) -> Option<&dyn Reconciler> {

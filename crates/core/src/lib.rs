@@ -18,6 +18,7 @@ pub mod retry;
 pub mod saved;
 pub mod spec;
 pub mod usage;
+pub mod variables;
 
 pub mod render;
 pub mod report;

@@ -178,11 +178,22 @@ pub struct Observations {
     pub resources: BTreeMap<Address, Observed>,
     /// Things worth reporting that are not changes, such as a managed policy attached to the role.
     pub findings: Vec<Finding>,
+    /// Resources, of this reconciler or another, found broken in a way only replacing them
+    /// repairs, each with the finding that says why: the CodeBuild webhook whose hook GitHub no
+    /// longer has. The engine plans the replacement, unless the plan creates the resource anyway.
+    pub replace: Vec<Replacement>,
+}
+
+/// A replacement one reconciler asks of the plan, and why.
+#[derive(Debug, Clone)]
+pub struct Replacement {
+    pub address: Address,
+    pub finding: Finding,
 }
 
 impl From<BTreeMap<Address, Observed>> for Observations {
     fn from(resources: BTreeMap<Address, Observed>) -> Self {
-        Observations { resources, findings: Vec::new() }
+        Observations { resources, findings: Vec::new(), replace: Vec::new() }
     }
 }
 

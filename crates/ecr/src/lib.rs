@@ -160,7 +160,7 @@ impl Reconciler for EcrReconciler {
                 None => {}
             }
         }
-        Ok(Observations { resources: result, findings })
+        Ok(Observations { resources: result, findings, replace: Vec::new() })
     }
 
     /// Every repository in the account that desired.toml does not declare; loudly those without
@@ -308,7 +308,10 @@ impl Reconciler for EcrReconciler {
                 | ResourceKind::S3Bucket
                 | ResourceKind::S3BucketLifecycle
                 | ResourceKind::CodebuildProject
-                | ResourceKind::CodebuildWebhook,
+                | ResourceKind::CodebuildWebhook
+                | ResourceKind::GithubForkPrApproval
+                | ResourceKind::GithubWorkflowPermissions
+                | ResourceKind::GithubVariable,
                 _,
             ) => Err(ReconcileError::foreign(address)),
         }

@@ -102,7 +102,10 @@ impl Reconciler for IamReconciler {
                 | ResourceKind::EcrRepository
                 | ResourceKind::EcrLifecyclePolicy
                 | ResourceKind::CodebuildProject
-                | ResourceKind::CodebuildWebhook,
+                | ResourceKind::CodebuildWebhook
+                | ResourceKind::GithubForkPrApproval
+                | ResourceKind::GithubWorkflowPermissions
+                | ResourceKind::GithubVariable,
                 _,
             ) => Err(ReconcileError::foreign(address)),
         }

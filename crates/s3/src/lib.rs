@@ -108,7 +108,10 @@ impl Reconciler for S3Reconciler {
                 | ResourceKind::EcrRepository
                 | ResourceKind::EcrLifecyclePolicy
                 | ResourceKind::CodebuildProject
-                | ResourceKind::CodebuildWebhook,
+                | ResourceKind::CodebuildWebhook
+                | ResourceKind::GithubForkPrApproval
+                | ResourceKind::GithubWorkflowPermissions
+                | ResourceKind::GithubVariable,
                 _,
             ) => Err(ReconcileError::foreign(address)),
         }

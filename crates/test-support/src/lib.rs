@@ -7,6 +7,7 @@
 //! fails, saying so, rather than being skipped.
 
 pub mod faults;
+pub mod github;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -151,6 +152,7 @@ impl Emulator {
                     method: field("method"),
                     path: field("path"),
                     query: field("query"),
+                    at: entry["at"].as_f64().unwrap_or_default(),
                 }
             })
             .collect()
@@ -158,7 +160,7 @@ impl Emulator {
 }
 
 /// One request as the emulator saw it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RecordedRequest {
     pub access_key: String,
     pub service: String,
@@ -168,6 +170,8 @@ pub struct RecordedRequest {
     pub path: String,
     /// The query string: for S3's REST, which setting of a bucket (`tagging`, `acl`, ...).
     pub query: String,
+    /// When it arrived, in seconds since the epoch: comparable with the GitHub stand-in's log.
+    pub at: f64,
 }
 
 impl RecordedRequest {
@@ -244,6 +248,17 @@ impl TestAccount {
     pub fn fail_create_project(&self, count: u32) {
         emulator()
             .control("POST", &format!("/_reconcile/codebuild/fail-create-project?account={}&count={count}", self.id));
+    }
+
+    /// Makes this account's next `CreateProject` fail with an input error no retry fixes.
+    pub fn refuse_create_project(&self) {
+        emulator().control(
+            "POST",
+            &format!(
+                "/_reconcile/codebuild/fail-create-project?account={}&count=1&reason=refused-by-the-test",
+                self.id
+            ),
+        );
     }
 
     /// Makes every `action` call of this account's credentials answer AccessDenied, as IAM does

@@ -8,6 +8,7 @@ mod codebuild;
 mod ecr;
 mod errors;
 mod faults;
+mod github;
 mod hostile;
 mod input;
 mod performance;

@@ -9,6 +9,7 @@
 
 mod codebuild;
 mod ecr;
+mod github;
 mod iam;
 mod s3;
 
@@ -29,6 +30,7 @@ pub use ecr::{
     AGE_BASED_UNTAGGED_EXPIRY, ALLOW_TAGGED_EXPIRY, Ecr, EcrRepository, FEW_UNTAGGED_KEPT, LifecyclePolicy,
     TAGGED_EXPIRY, TagMutability, UNTAGGED_NEVER_EXPIRE,
 };
+pub use github::{APPROVAL_POLICIES, DERIVED_VARIABLES, Github};
 pub use iam::{Iam, Role};
 pub use s3::{Bucket, S3, S3LifecycleRule};
 
@@ -44,6 +46,8 @@ pub struct Desired {
     pub iam: Iam,
     pub codebuild: Codebuild,
     pub nightly: Nightly,
+    /// The nightly's GitHub repository (`[github]`), when its side is reconciled too.
+    pub github: Option<Github>,
     /// The nightly's bake file (`bake = "..."`), relative to desired.toml's directory: every ECR
     /// repository it names must be declared. `--bake` wins over it.
     pub bake: Option<PathBuf>,
@@ -317,6 +321,7 @@ struct RawDesired {
     codebuild: codebuild::RawCodebuild,
     #[serde(default)]
     nightly: RawNightly,
+    github: Option<github::RawGithub>,
     #[serde(default)]
     usage: RawUsage,
 }
@@ -431,6 +436,7 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
         }
     }
     let nightly = Nightly { arches: raw.nightly.arches.map(Spanned::into_inner) };
+    let github = raw.github.as_ref().map(|raw| github::convert(locate, raw, errors));
     let price_per_gb_month = match &raw.usage.price_per_gb_month {
         Some(price) if !(price.get_ref().is_finite() && *price.get_ref() > 0.0) => {
             errors.push(locate.error(
@@ -451,6 +457,7 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
         iam,
         codebuild,
         nightly,
+        github,
         bake: raw.bake.map(|bake| locate.path.parent().unwrap_or(Path::new("")).join(bake)),
         price_per_gb_month,
         findings,
@@ -458,7 +465,7 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
 }
 
 /// GitHub's limit on a repository variable's value, in bytes (48 KB).
-const GITHUB_VARIABLE_LIMIT: usize = 48 * 1024;
+pub(crate) const GITHUB_VARIABLE_LIMIT: usize = 48 * 1024;
 
 /// AWS region names are `<area>-<direction>-<number>` (`us-gov-west-1` has a two-part area).
 /// Checked by form against AWS's areas and directions rather than by a list of today's regions,

@@ -1,0 +1,307 @@
+//! The GitHub side of the boundary: the nightly repository's variables (the five it reads,
+//! derived from desired.toml and the account, and any declared by hand), its fork pull-request
+//! approval policy, its default workflow permissions, and, read only, the repository hook that
+//! carries `workflow_job` events to CodeBuild.
+//!
+//! Observe only reads, diff is the core's, apply is idempotent: a variable created since the
+//! plan is updated instead, and a setting is put whole.
+
+mod api;
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use http::{Method, StatusCode};
+use reconcile_core::address::{Address, ResourceKind};
+use reconcile_core::desired::Desired;
+use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Observed, Severity};
+use reconcile_core::reconciler::{Account, Applied, Observations, Progress, ReconcileError, Reconciler, Replacement};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+pub use api::{API_VERSION, Api, GithubError};
+
+/// Finding code: the repository's hook to CodeBuild is missing, disabled, or no longer sends
+/// `workflow_job`, so no job reaches the runner. Stable; never reused.
+pub const RUNNER_HOOK: &str = "D105";
+
+/// Finding code: (`drift`) a repository variable desired.toml does not declare. Stable; never
+/// reused.
+pub const UNDECLARED_VARIABLE: &str = "D106";
+
+/// Finding code: the GitHub side was not checked, for want of a token. Stable; never reused.
+pub const NOT_CHECKED: &str = "E102";
+
+/// A repository variable: what GitHub stores of it.
+#[derive(Debug, Serialize, Deserialize)]
+struct VariableSpec {
+    name: String,
+    value: String,
+}
+
+/// The fork pull-request approval policy.
+#[derive(Debug, Serialize, Deserialize)]
+struct ApprovalSpec {
+    approval_policy: String,
+}
+
+/// What a workflow's `GITHUB_TOKEN` may do when the workflow does not say.
+#[derive(Debug, Serialize, Deserialize)]
+struct WorkflowPermissionsSpec {
+    default_workflow_permissions: String,
+    can_approve_pull_request_reviews: bool,
+}
+
+/// The GitHub resources desired.toml asks for, none without `[github]`. Pure: no client, no
+/// network. `NIGHTLY_ENABLED` is among them; the caller makes it wait for everything else.
+pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResource>, ReconcileError> {
+    let Some(github) = &desired.github else { return Ok(Vec::new()) };
+    let remote = format!("{}/{}", github.owner, github.repository);
+    let mut resources = vec![
+        DesiredResource::new(
+            Address::new(ResourceKind::GithubForkPrApproval, &github.repository),
+            &remote,
+            reconcile_core::spec::attributes(&ApprovalSpec { approval_policy: github.fork_pr_approval.clone() }),
+        ),
+        DesiredResource::new(
+            Address::new(ResourceKind::GithubWorkflowPermissions, &github.repository),
+            &remote,
+            reconcile_core::spec::attributes(&WorkflowPermissionsSpec {
+                default_workflow_permissions: github.default_workflow_permissions.clone(),
+                can_approve_pull_request_reviews: github.actions_can_approve_pull_requests,
+            }),
+        ),
+    ];
+    let derived = reconcile_core::variables::derived(desired, account);
+    let by_hand = github.variables.iter().map(|(name, value)| (name.as_str(), value.clone()));
+    for (name, value) in derived.into_iter().chain(by_hand) {
+        resources.push(DesiredResource::new(
+            Address::new(ResourceKind::GithubVariable, name),
+            &remote,
+            reconcile_core::spec::attributes(&VariableSpec { name: name.to_owned(), value }),
+        ));
+    }
+    Ok(resources)
+}
+
+pub struct GithubReconciler {
+    api: Api,
+    /// The CodeBuild webhook desired.toml declares, and the start of the URL CodeBuild's
+    /// webhooks post to in the region: the repository must have an active hook to it.
+    runner_hook: Option<(Address, String)>,
+}
+
+impl GithubReconciler {
+    /// `webhook`: the CodeBuild webhook desired.toml declares (`codebuild_webhook.<key>`), if
+    /// any, whose hook on the repository is checked; CodeBuild's in `region`.
+    pub fn new(api: Api, region: &str, webhook: Option<Address>) -> GithubReconciler {
+        let domain = if region.starts_with("cn-") { "amazonaws.com.cn" } else { "amazonaws.com" };
+        let runner_hook = webhook.map(|address| (address, format!("https://codebuild.{region}.{domain}/webhooks")));
+        GithubReconciler { api, runner_hook }
+    }
+
+    /// Every variable of the repository, name to value.
+    async fn variables(&self) -> Result<BTreeMap<String, String>, ReconcileError> {
+        let path = self.api.path("/actions/variables?per_page=30");
+        let list = self.api.list(&path, Some("variables"), "list the repository's variables").await?;
+        Ok(list
+            .iter()
+            .filter_map(|v| Some((v["name"].as_str()?.to_ascii_uppercase(), v["value"].as_str()?.to_owned())))
+            .collect())
+    }
+
+    async fn setting(&self, address: &Address, path: &str, what: &str) -> Result<Value, ReconcileError> {
+        Ok(self.api.expect(Method::GET, &self.api.path(path), None, Some(address), what, &[]).await?.json())
+    }
+
+    /// The CodeBuild webhook's replacement, with D105, when the repository's hook to CodeBuild
+    /// is gone, disabled, or does not send `workflow_job`: CodeBuild makes that hook when its
+    /// webhook is created, and only then.
+    async fn runner_hook(&self) -> Result<Option<Replacement>, ReconcileError> {
+        let Some((webhook, url)) = &self.runner_hook else { return Ok(None) };
+        let path = self.api.path("/hooks?per_page=100");
+        let hooks = self.api.list(&path, None, "list the repository's webhooks").await?;
+        let ours: Vec<&Value> =
+            hooks.iter().filter(|h| h["config"]["url"].as_str().is_some_and(|u| u.starts_with(url.as_str()))).collect();
+        let sends =
+            |hook: &Value| hook["events"].as_array().is_some_and(|e| e.iter().any(|e| e == "workflow_job" || e == "*"));
+        let problem = if ours.is_empty() {
+            "has no webhook to CodeBuild"
+        } else if ours.iter().any(|h| h["active"] == true && sends(h)) {
+            return Ok(None);
+        } else if ours.iter().all(|h| h["active"] != true) {
+            "has its webhook to CodeBuild disabled"
+        } else {
+            "has a webhook to CodeBuild that no longer sends workflow_job events"
+        };
+        let finding = Finding {
+            code: RUNNER_HOOK.to_owned(),
+            severity: Severity::Error,
+            address: Some(webhook.clone()),
+            message: format!(
+                "the GitHub repository {problem}, so no job reaches the runner; CodeBuild makes that hook only when \
+                 its webhook is created, so the plan replaces {webhook} (apply it with --allow-delete)"
+            ),
+            overridden_by: None,
+        };
+        Ok(Some(Replacement { address: webhook.clone(), finding }))
+    }
+
+    async fn put_variable(&self, change: &Change) -> Result<Applied, ReconcileError> {
+        let address = &change.address;
+        let after: VariableSpec = reconcile_core::spec::after(change)?;
+        let what = format!("set variable {}", after.name);
+        let body = json!({ "name": after.name, "value": after.value });
+        let one = self.api.path(&format!("/actions/variables/{}", after.name));
+        if change.action == Action::Create {
+            let created = self
+                .api
+                .expect(
+                    Method::POST,
+                    &self.api.path("/actions/variables"),
+                    Some(&body),
+                    Some(address),
+                    &what,
+                    &[StatusCode::CONFLICT],
+                )
+                .await?;
+            if created.status != StatusCode::CONFLICT {
+                return Ok(Applied::Done);
+            }
+            // Made since the plan was read: update it instead.
+            self.api.expect(Method::PATCH, &one, Some(&body), Some(address), &what, &[]).await?;
+            return Ok(Applied::Adopted);
+        }
+        self.api.expect(Method::PATCH, &one, Some(&body), Some(address), &what, &[]).await?;
+        Ok(Applied::Done)
+    }
+
+    async fn put_setting(&self, change: &Change, path: &str, what: &str) -> Result<Applied, ReconcileError> {
+        let after = Value::Object(change.after.clone().unwrap_or_default());
+        self.api.expect(Method::PUT, &self.api.path(path), Some(&after), Some(&change.address), what, &[]).await?;
+        Ok(Applied::Done)
+    }
+}
+
+const APPROVAL_PATH: &str = "/actions/permissions/fork-pr-contributor-approval";
+const WORKFLOW_PATH: &str = "/actions/permissions/workflow";
+
+#[async_trait]
+impl Reconciler for GithubReconciler {
+    fn kinds(&self) -> &'static [ResourceKind] {
+        &[ResourceKind::GithubForkPrApproval, ResourceKind::GithubWorkflowPermissions, ResourceKind::GithubVariable]
+    }
+
+    async fn observe(&self, desired: &[&DesiredResource]) -> Result<Observations, ReconcileError> {
+        let wants_variables = desired.iter().any(|r| r.address.kind == ResourceKind::GithubVariable);
+        let settings = desired.iter().find(|r| r.address.kind == ResourceKind::GithubForkPrApproval);
+        let permissions = desired.iter().find(|r| r.address.kind == ResourceKind::GithubWorkflowPermissions);
+        let (variables, approval, workflow, hook) = futures::join!(
+            async { if wants_variables { self.variables().await.map(Some) } else { Ok(None) } },
+            async {
+                match settings {
+                    Some(r) => self
+                        .setting(&r.address, APPROVAL_PATH, "read the fork pull-request approval policy")
+                        .await
+                        .map(Some),
+                    None => Ok(None),
+                }
+            },
+            async {
+                match permissions {
+                    Some(r) => {
+                        self.setting(&r.address, WORKFLOW_PATH, "read the default workflow permissions").await.map(Some)
+                    }
+                    None => Ok(None),
+                }
+            },
+            async { if settings.or(permissions).is_some() { self.runner_hook().await } else { Ok(None) } },
+        );
+        let (variables, approval, workflow) = (variables?, approval?, workflow?);
+        let mut observations = Observations::default();
+        observations.replace.extend(hook?);
+        for resource in desired {
+            let observed = match resource.address.kind {
+                ResourceKind::GithubVariable => match variables.as_ref().and_then(|v| v.get(&resource.address.name)) {
+                    Some(value) => Observed::Present(reconcile_core::spec::attributes(&VariableSpec {
+                        name: resource.address.name.clone(),
+                        value: value.clone(),
+                    })),
+                    None => Observed::Absent,
+                },
+                ResourceKind::GithubForkPrApproval => {
+                    let policy = approval.as_ref().and_then(|a| a["approval_policy"].as_str()).unwrap_or_default();
+                    Observed::Present(reconcile_core::spec::attributes(&ApprovalSpec {
+                        approval_policy: policy.to_owned(),
+                    }))
+                }
+                _ => {
+                    let workflow = workflow.clone().unwrap_or_default();
+                    Observed::Present(reconcile_core::spec::attributes(&WorkflowPermissionsSpec {
+                        default_workflow_permissions: workflow["default_workflow_permissions"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_owned(),
+                        can_approve_pull_request_reviews: workflow["can_approve_pull_request_reviews"] == true,
+                    }))
+                }
+            };
+            observations.resources.insert(resource.address.clone(), observed);
+        }
+        Ok(observations)
+    }
+
+    /// Every variable of the repository that desired.toml does not declare: left alone, named.
+    async fn survey(&self, desired: &[&DesiredResource]) -> Result<Vec<Finding>, ReconcileError> {
+        if !desired.iter().any(|r| r.address.kind == ResourceKind::GithubVariable) {
+            return Ok(Vec::new());
+        }
+        let declared: Vec<&str> = desired.iter().map(|r| r.address.name.as_str()).collect();
+        Ok(self
+            .variables()
+            .await?
+            .into_keys()
+            .filter(|name| !declared.contains(&name.as_str()))
+            .map(|name| Finding {
+                code: UNDECLARED_VARIABLE.to_owned(),
+                severity: Severity::Warning,
+                address: Some(Address::new(ResourceKind::GithubVariable, &name)),
+                message: format!(
+                    "repository variable {name} is not in desired.toml; reconcile leaves it alone: declare it under \
+                     [github.variables], or delete it"
+                ),
+                overridden_by: None,
+            })
+            .collect())
+    }
+
+    async fn apply(&self, change: &Change, _progress: &dyn Progress) -> Result<Applied, ReconcileError> {
+        let address = &change.address;
+        match (address.kind, change.action) {
+            (ResourceKind::GithubVariable, Action::Create | Action::Update) => self.put_variable(change).await,
+            (ResourceKind::GithubForkPrApproval, Action::Create | Action::Update) => {
+                self.put_setting(change, APPROVAL_PATH, "set the fork pull-request approval policy").await
+            }
+            (ResourceKind::GithubWorkflowPermissions, Action::Create | Action::Update) => {
+                self.put_setting(change, WORKFLOW_PATH, "set the default workflow permissions").await
+            }
+            (
+                ResourceKind::GithubVariable
+                | ResourceKind::GithubForkPrApproval
+                | ResourceKind::GithubWorkflowPermissions,
+                Action::Delete | Action::Replace,
+            ) => Err(ReconcileError::never(address, "delete")),
+            (
+                ResourceKind::IamRole
+                | ResourceKind::IamRolePolicy
+                | ResourceKind::S3Bucket
+                | ResourceKind::S3BucketLifecycle
+                | ResourceKind::EcrRepository
+                | ResourceKind::EcrLifecyclePolicy
+                | ResourceKind::CodebuildProject
+                | ResourceKind::CodebuildWebhook,
+                _,
+            ) => Err(ReconcileError::foreign(address)),
+        }
+    }
+}

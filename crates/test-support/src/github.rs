@@ -1,0 +1,105 @@
+//! The local GitHub API stand-in (`tests/github/server.py`), started once per test process like
+//! the AWS emulator, with a repository of its own for each test.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use crate::{emulator_python, workspace_root};
+
+pub struct GithubServer {
+    endpoint: String,
+    address: String,
+    _child: Mutex<Child>,
+    _stdin: Mutex<ChildStdin>,
+}
+
+static SERVER: OnceLock<GithubServer> = OnceLock::new();
+static NEXT_REPOSITORY: AtomicU64 = AtomicU64::new(0);
+
+/// The GitHub stand-in of this test process, started on first use.
+pub fn github() -> &'static GithubServer {
+    SERVER.get_or_init(GithubServer::start)
+}
+
+impl GithubServer {
+    fn start() -> GithubServer {
+        let python = emulator_python();
+        let mut child = Command::new(&python)
+            .arg(workspace_root().join("tests/github/server.py"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|error| panic!("failed to start the GitHub stand-in with {}: {error}", python.display()));
+        let mut first_line = String::new();
+        BufReader::new(child.stdout.take().expect("piped"))
+            .read_line(&mut first_line)
+            .expect("the GitHub stand-in prints its address");
+        let endpoint = first_line
+            .trim()
+            .strip_prefix("listening ")
+            .unwrap_or_else(|| panic!("the GitHub stand-in did not start: {first_line:?}"))
+            .to_owned();
+        let address = endpoint.trim_start_matches("http://").to_owned();
+        let stdin = child.stdin.take().expect("piped");
+        GithubServer { endpoint, address, _child: Mutex::new(child), _stdin: Mutex::new(stdin) }
+    }
+
+    /// `http://127.0.0.1:PORT`, for `GITHUB_API_URL`.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// A repository no other test uses, `owner/name`.
+    pub fn new_repository(&self) -> String {
+        let n = NEXT_REPOSITORY.fetch_add(1, Ordering::Relaxed);
+        format!("rocm-test-{}/rocm-bake-{n}", std::process::id())
+    }
+
+    /// One request, as a client would send it (`token` for `Authorization`); the status and the
+    /// JSON body.
+    pub fn call(&self, method: &str, path: &str, token: &str, body: &serde_json::Value) -> (u16, serde_json::Value) {
+        let body = if body.is_null() { String::new() } else { body.to_string() };
+        let mut stream = TcpStream::connect(&self.address).expect("the GitHub stand-in is listening");
+        write!(
+            stream,
+            "{method} {path} HTTP/1.0\r\nHost: {}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            self.address,
+            body.len()
+        )
+        .expect("write");
+        let mut response = String::new();
+        stream.read_to_string(&mut response).expect("read");
+        let status = response.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+        let json = response
+            .split_once("\r\n\r\n")
+            .and_then(|(_, body)| serde_json::from_str(body).ok())
+            .unwrap_or(serde_json::Value::Null);
+        (status, json)
+    }
+
+    /// Every request to `repository` so far, in order: `method`, `path`, `status`, `at`.
+    pub fn log(&self, repository: &str) -> Vec<serde_json::Value> {
+        match self.call("GET", &format!("/_test/log?repository={repository}"), "test", &serde_json::Value::Null) {
+            (200, serde_json::Value::Array(entries)) => entries,
+            other => panic!("the GitHub stand-in's log: {other:?}"),
+        }
+    }
+
+    /// Makes `token` lack `permissions` (`actions_variables`, `administration`, `repository_hooks`).
+    pub fn deny(&self, token: &str, permissions: &[&str]) {
+        let body = serde_json::json!({ "token": token, "permissions": permissions });
+        assert_eq!(self.call("POST", "/_test/deny", "test", &body).0, 204);
+    }
+
+    /// The next `count` requests to `repository` answer with a rate limit, `secondary`
+    /// (`retry-after: 1`) or `primary` (`x-ratelimit-remaining: 0`, reset in a second).
+    pub fn rate_limit(&self, repository: &str, count: u32, kind: &str) {
+        let body = serde_json::json!({ "repository": repository, "count": count, "kind": kind });
+        assert_eq!(self.call("POST", "/_test/rate-limit", "test", &body).0, 204);
+    }
+}
