@@ -17,7 +17,7 @@ use crate::args::ColorChoice;
 
 /// Logs go to stderr, so stdout stays the plan (or its JSON) alone.
 /// The crates below reconcile that log wire traffic.
-const SDK_TARGETS: [&str; 12] = [
+const SDK_TARGETS: [&str; 13] = [
     "aws_config",
     "aws_runtime",
     "aws_sigv4",
@@ -30,6 +30,7 @@ const SDK_TARGETS: [&str; 12] = [
     "hyper_util",
     "h2",
     "rustls",
+    "octocrab",
 ];
 
 /// Logs are coloured by the same rule as the rest, judged on stderr, where they go.

@@ -117,7 +117,6 @@ impl Api {
                 Some(wait) if waits < RATE_LIMIT_WAITS && wait <= LONGEST_WAIT => {
                     waits += 1;
                     tracing::warn!("GitHub's rate limit: waiting {}s before asking again ({what})", wait.as_secs());
-                    eprintln!("GitHub's rate limit: waiting {}s before asking again ({what}).", wait.as_secs());
                     tokio::time::sleep(wait).await;
                 }
                 Some(wait) => {
