@@ -22,6 +22,43 @@ pub fn derived(desired: &Desired, account: &Account) -> Vec<(&'static str, Strin
     if let Some(arches) = &desired.nightly.arches {
         variables.push(("NIGHTLY_ARCHES", arches.clone()));
     }
-    variables.push((NIGHTLY_ENABLED, "true".to_owned()));
+    variables.push((NIGHTLY_ENABLED, desired.nightly.enabled.to_string()));
     variables
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn desired(extra: &str) -> Desired {
+        let text = format!(
+            "region = \"cn-north-1\"\n{extra}\n[iam.roles.codebuild]\nname = \"r\"\ntrusted_services = \
+             [\"codebuild.amazonaws.com\"]\npolicy_name = \"p\"\n[codebuild.projects.runner]\nname = \"rocm-bake\"\n\
+             source_location = \"https://github.com/ROCm/rocm-bake\"\nservice_role = \"codebuild\"\nbuild_timeout_hours = 4\n"
+        );
+        Desired::parse(Path::new("desired.toml"), &text).expect("valid")
+    }
+
+    #[test]
+    fn the_variables_are_derived_in_order_with_the_switch_last() {
+        let account = Account::new("123456789012", "cn-north-1");
+        let names = |d: &Desired| derived(d, &account).into_iter().map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>();
+        assert_eq!(
+            names(&desired("")),
+            [
+                "CODEBUILD_PROJECT=rocm-bake",
+                "ECR_REGISTRY=123456789012.dkr.ecr.cn-north-1.amazonaws.com.cn",
+                "AWS_REGION=cn-north-1",
+                "NIGHTLY_ENABLED=true",
+            ]
+        );
+        assert_eq!(
+            names(&desired("[nightly]\narches = \"gfx1201\"\nenabled = false\n"))[3..],
+            ["NIGHTLY_ARCHES=gfx1201", "NIGHTLY_ENABLED=false"]
+        );
+        let aws = Account::new("123456789012", "us-east-1");
+        assert_eq!(derived(&desired(""), &aws)[1].1, "123456789012.dkr.ecr.us-east-1.amazonaws.com");
+    }
 }

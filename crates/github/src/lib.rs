@@ -176,9 +176,17 @@ impl GithubReconciler {
         Ok(Applied::Done)
     }
 
-    async fn put_setting(&self, change: &Change, path: &str, what: &str) -> Result<Applied, ReconcileError> {
-        let after = Value::Object(change.after.clone().unwrap_or_default());
-        self.api.expect(Method::PUT, &self.api.path(path), Some(&after), Some(&change.address), what, &[]).await?;
+    /// Puts a setting whole: `T`, read back from the change (a missing field is an error
+    /// naming it, never a default sent to GitHub), is the endpoint's body.
+    async fn put_setting<T: Serialize + serde::de::DeserializeOwned>(
+        &self,
+        change: &Change,
+        path: &str,
+        what: &str,
+    ) -> Result<Applied, ReconcileError> {
+        let after: T = reconcile_core::spec::after(change)?;
+        let body = serde_json::to_value(&after).unwrap_or_default();
+        self.api.expect(Method::PUT, &self.api.path(path), Some(&body), Some(&change.address), what, &[]).await?;
         Ok(Applied::Done)
     }
 }
@@ -280,10 +288,16 @@ impl Reconciler for GithubReconciler {
         match (address.kind, change.action) {
             (ResourceKind::GithubVariable, Action::Create | Action::Update) => self.put_variable(change).await,
             (ResourceKind::GithubForkPrApproval, Action::Create | Action::Update) => {
-                self.put_setting(change, APPROVAL_PATH, "set the fork pull-request approval policy").await
+                self.put_setting::<ApprovalSpec>(change, APPROVAL_PATH, "set the fork pull-request approval policy")
+                    .await
             }
             (ResourceKind::GithubWorkflowPermissions, Action::Create | Action::Update) => {
-                self.put_setting(change, WORKFLOW_PATH, "set the default workflow permissions").await
+                self.put_setting::<WorkflowPermissionsSpec>(
+                    change,
+                    WORKFLOW_PATH,
+                    "set the default workflow permissions",
+                )
+                .await
             }
             (
                 ResourceKind::GithubVariable

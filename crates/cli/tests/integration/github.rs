@@ -141,6 +141,15 @@ async fn apply_sets_variables_approval_and_permissions_and_turns_the_nightly_on_
     sorted.sort();
     assert_eq!(sorted.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect::<Vec<_>>(), values);
     assert_eq!(printed.last().unwrap().0, "NIGHTLY_ENABLED");
+
+    // Turning the nightly off is a change to desired.toml, planned like any other.
+    let off = desired_file(&with_github(&repository, "[nightly]\narches = \"gfx1201\"\nenabled = false\n"));
+    let plan = run(&account, Some(TOKEN), &off.path, &["plan"]);
+    assert!(plan.stdout.contains("~ value = \"true\" -> \"false\""), "{}", plan.stdout);
+    assert_eq!(
+        json_changes(&run(&account, Some(TOKEN), &off.path, &["plan", "--format", "json"]).stdout),
+        ["update github_variable.NIGHTLY_ENABLED"]
+    );
 }
 
 #[tokio::test]
@@ -321,4 +330,23 @@ async fn rate_limits_are_waited_out_and_the_apply_completes() {
     let limited = github().log(&repository).iter().filter(|e| e["status"] == 403).count();
     assert_eq!(limited, 3);
     assert_eq!(run(&account, Some(TOKEN), &desired.path, &["plan", "--detailed-exitcode"]).code, 0);
+}
+
+#[tokio::test]
+async fn a_github_api_that_never_answers_fails_the_plan_in_seconds_naming_it() {
+    let account = emulator().new_account().await;
+    // Accepts connections and never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent = format!("http://{}", listener.local_addr().unwrap());
+    let desired = desired_file(&with_github("ROCm/rocm-bake", ""));
+    let mut env = account.env();
+    env.push(("GITHUB_API_URL", silent));
+    env.push(("GITHUB_TOKEN", TOKEN.to_owned()));
+    let start = std::time::Instant::now();
+    let plan = reconcile_in(&env, &desired.path, &["plan"]);
+    assert_eq!(plan.code, 1, "{}{}", plan.stdout, plan.stderr);
+    assert!(start.elapsed() < std::time::Duration::from_secs(60), "{:?}", start.elapsed());
+    let errors: Vec<&str> = plan.stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert!(!errors.is_empty() && errors.iter().all(|e| e.contains("GitHub did not answer")), "{}", plan.stderr);
+    drop(listener);
 }

@@ -61,10 +61,13 @@ pub struct Desired {
 
 /// The `[nightly]` section: settings of the nightly workflow that `reconcile outputs` prints as
 /// repository variables.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Nightly {
     /// `NIGHTLY_ARCHES`, such as `gfx1201`: narrows the nightly's matrix when set.
     pub arches: Option<String>,
+    /// `NIGHTLY_ENABLED`: the nightly's on switch (default on). Declared, so that turning the
+    /// nightly off is a reviewed change, and the next apply does not turn it back on.
+    pub enabled: bool,
 }
 
 #[derive(Deserialize, JsonSchema, Default)]
@@ -72,6 +75,8 @@ pub struct Nightly {
 struct RawNightly {
     #[schemars(with = "Option<String>")]
     arches: Option<Spanned<String>>,
+    /// Whether the nightly runs (`NIGHTLY_ENABLED`); default true.
+    enabled: Option<bool>,
 }
 
 /// A finding about the desired state, with a stable code and where in the file it is.
@@ -435,7 +440,8 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
             ));
         }
     }
-    let nightly = Nightly { arches: raw.nightly.arches.map(Spanned::into_inner) };
+    let nightly =
+        Nightly { arches: raw.nightly.arches.map(Spanned::into_inner), enabled: raw.nightly.enabled.unwrap_or(true) };
     let github = raw.github.as_ref().map(|raw| github::convert(locate, raw, errors));
     let price_per_gb_month = match &raw.usage.price_per_gb_month {
         Some(price) if !(price.get_ref().is_finite() && *price.get_ref() > 0.0) => {
