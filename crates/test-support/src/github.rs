@@ -1,13 +1,13 @@
 //! The local GitHub API stand-in (`tests/github/server.py`), started once per test process like
 //! the AWS emulator, with a repository of its own for each test.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use crate::{emulator_python, workspace_root};
+use crate::{Server, workspace_root};
 
 pub struct GithubServer {
     endpoint: String,
@@ -26,25 +26,8 @@ pub fn github() -> &'static GithubServer {
 
 impl GithubServer {
     fn start() -> GithubServer {
-        let python = emulator_python();
-        let mut child = Command::new(&python)
-            .arg(workspace_root().join("tests/github/server.py"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|error| panic!("failed to start the GitHub stand-in with {}: {error}", python.display()));
-        let mut first_line = String::new();
-        BufReader::new(child.stdout.take().expect("piped"))
-            .read_line(&mut first_line)
-            .expect("the GitHub stand-in prints its address");
-        let endpoint = first_line
-            .trim()
-            .strip_prefix("listening ")
-            .unwrap_or_else(|| panic!("the GitHub stand-in did not start: {first_line:?}"))
-            .to_owned();
-        let address = endpoint.trim_start_matches("http://").to_owned();
-        let stdin = child.stdin.take().expect("piped");
+        let script = workspace_root().join("tests/github/server.py");
+        let Server { endpoint, address, child, stdin } = Server::start("the GitHub stand-in", &script, &[]);
         GithubServer { endpoint, address, _child: Mutex::new(child), _stdin: Mutex::new(stdin) }
     }
 

@@ -38,6 +38,42 @@ pub fn emulator_python() -> PathBuf {
     }
 }
 
+/// A Python server of the harness, on a free loopback port: it prints `listening URL` first,
+/// and exits when its stdin closes, that is, when this process does.
+pub(crate) struct Server {
+    pub(crate) endpoint: String,
+    /// `127.0.0.1:PORT`.
+    pub(crate) address: String,
+    pub(crate) child: Child,
+    pub(crate) stdin: ChildStdin,
+}
+
+impl Server {
+    pub(crate) fn start(what: &str, script: &Path, args: &[&str]) -> Server {
+        let python = emulator_python();
+        let mut child = Command::new(&python)
+            .arg(script)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|error| panic!("failed to start {what} with {}: {error}", python.display()));
+        let mut first_line = String::new();
+        BufReader::new(child.stdout.take().expect("piped"))
+            .read_line(&mut first_line)
+            .unwrap_or_else(|error| panic!("{what} prints its address: {error}"));
+        let endpoint = first_line
+            .trim()
+            .strip_prefix("listening ")
+            .unwrap_or_else(|| panic!("{what} did not start: {first_line:?}"))
+            .to_owned();
+        let address = endpoint.trim_start_matches("http://").to_owned();
+        let stdin = child.stdin.take().expect("piped");
+        Server { endpoint, address, child, stdin }
+    }
+}
+
 /// A running emulator. It exits when this process does, because its stdin closes.
 pub struct Emulator {
     endpoint: String,
@@ -64,24 +100,8 @@ impl Emulator {
             python.display()
         );
         let launcher = workspace_root().join("tests/emulator/launcher.py");
-        let mut child = Command::new(&python)
-            .arg(&launcher)
-            .args(["--host", "127.0.0.1", "--port", "0", "--exit-with-parent"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|error| panic!("failed to start the emulator with {}: {error}", python.display()));
-        let stdout = child.stdout.take().expect("piped");
-        let mut first_line = String::new();
-        BufReader::new(stdout).read_line(&mut first_line).expect("the emulator prints its address");
-        let endpoint = first_line
-            .trim()
-            .strip_prefix("listening ")
-            .unwrap_or_else(|| panic!("the emulator did not start: {first_line:?}"))
-            .to_owned();
-        let address = endpoint.trim_start_matches("http://").to_owned();
-        let stdin = child.stdin.take().expect("piped");
+        let args = ["--host", "127.0.0.1", "--port", "0", "--exit-with-parent"];
+        let Server { endpoint, address, child, stdin } = Server::start("the emulator", &launcher, &args);
         Emulator { endpoint, address, _child: Mutex::new(child), _stdin: Mutex::new(stdin) }
     }
 

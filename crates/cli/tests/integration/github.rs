@@ -162,12 +162,13 @@ async fn with_an_aws_change_failing_the_nightly_is_not_turned_on_and_the_report_
     let apply = run(&account, Some(TOKEN), &desired.path, &["apply", "--auto-approve"]);
     assert_eq!(apply.code, 1, "{}{}", apply.stdout, apply.stderr);
     assert!(
-        apply.stdout.contains("github_variable.NIGHTLY_ENABLED: Skipped")
-            || apply.stdout.lines().any(|l| l.contains("NIGHTLY_ENABLED") && l.to_lowercase().contains("skipped")),
+        apply
+            .stdout
+            .contains("Skipped: github_variable.NIGHTLY_ENABLED, because codebuild_project.runner did not apply"),
         "{}",
         apply.stdout
     );
-    assert!(apply.stdout.contains("codebuild_project.runner"), "{}", apply.stdout);
+    assert!(apply.stdout.contains("Invalid project environment: refused-by-the-test"), "{}", apply.stdout);
     // Everything else on GitHub was set; the switch was not.
     let names: Vec<String> = get(&format!("/repos/{repository}/actions/variables?per_page=30"))["variables"]
         .as_array()
