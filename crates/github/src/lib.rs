@@ -6,6 +6,7 @@
 //! Observe only reads, diff is the core's, apply is idempotent: a variable created since the
 //! plan is updated instead, and a setting is put whole.
 
+mod answers;
 mod api;
 
 use std::collections::BTreeMap;
@@ -19,7 +20,8 @@ use reconcile_core::reconciler::{Account, Applied, Observations, Progress, Recon
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-pub use api::{API_VERSION, Api, GithubError};
+pub use answers::GithubError;
+pub use api::{API_VERSION, Api};
 
 /// Finding code: the repository's hook to CodeBuild is missing, disabled, or no longer sends
 /// `workflow_job`, so no job reaches the runner. Stable; never reused.
