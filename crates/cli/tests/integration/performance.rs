@@ -87,6 +87,9 @@ async fn the_per_repository_reads_go_out_in_one_wave_bounded_by_parallelism() {
         assert!(proxy.peak_in_flight(service) <= 4, "{service}: {}", proxy.peak_in_flight(service));
     }
     assert_eq!(proxy.peak_in_flight("ecr"), 4);
+    // One at a time: no read waits for a permit while holding one.
+    let serial = reconcile(&account, &desired, &["plan", "--parallelism", "1"]);
+    assert_eq!((serial.code, &serial.stdout), (0, &plan.stdout), "{}", serial.stderr);
 
     let refused = reconcile(&account, &desired, &["plan", "--parallelism", "0"]);
     assert_eq!(refused.code, 2, "a usage error: {}", refused.stderr);
