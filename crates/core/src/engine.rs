@@ -278,10 +278,12 @@ pub fn change_for(
     }
     match (change, desired, observed) {
         (Some(change), _, _) if change.action == Action::Create => Some(change),
-        (Some(mut change), _, _) => {
+        (Some(mut change), _, _) if change.action == Action::Update => {
             change.action = Action::Replace;
             Some(change)
         }
+        // A delete (or a replacement already) stays what it is.
+        (Some(change), _, _) => Some(change),
         (None, Some(desired), Observed::Present(fields)) => Some(Change {
             address: address.clone(),
             action: Action::Replace,
@@ -528,6 +530,32 @@ mod tests {
             }
             Ok(if change.address.name == "adopted" { Applied::Adopted } else { Applied::Done })
         }
+    }
+
+    #[test]
+    fn a_requested_replacement_replaces_what_exists_and_leaves_a_create_or_delete_alone() {
+        let reconcilers: Vec<Box<dyn Reconciler>> = vec![Box::new(Fake { fail: vec![], log: Arc::default() })];
+        let address = Address::new(ResourceKind::EcrRepository, "r");
+        let fields = |value: &str| crate::json::object(serde_json::json!({ "a": value, "extra": 1 }));
+        let mut desired =
+            DesiredResource::new(address.clone(), "r", crate::json::object(serde_json::json!({ "a": "x" })));
+        desired.depends_on = vec![Address::new(ResourceKind::EcrLifecyclePolicy, "p")];
+        let same = Observed::Present(fields("x"));
+        let action = |d: Option<&DesiredResource>, o: &Observed, replaced: bool| {
+            change_for(&reconcilers, &address, d, o, replaced).map(|c| c.action)
+        };
+        // Nothing to change, but a replacement asked for: planned, with only managed fields before.
+        let replaced = change_for(&reconcilers, &address, Some(&desired), &same, true).unwrap();
+        assert_eq!(replaced.action, Action::Replace);
+        assert_eq!(replaced.before, Some(crate::json::object(serde_json::json!({ "a": "x" }))));
+        assert_eq!(replaced.after, Some(desired.attributes.clone()));
+        assert_eq!(replaced.depends_on, desired.depends_on);
+        assert_eq!(action(Some(&desired), &same, false), None);
+        assert_eq!(action(Some(&desired), &Observed::Present(fields("y")), true), Some(Action::Replace));
+        assert_eq!(action(Some(&desired), &Observed::Present(fields("y")), false), Some(Action::Update));
+        assert_eq!(action(Some(&desired), &Observed::Absent, true), Some(Action::Create));
+        assert_eq!(action(None, &same, true), Some(Action::Delete));
+        assert_eq!(action(None, &Observed::Absent, true), None);
     }
 
     fn change(kind: ResourceKind, name: &str, action: Action, depends_on: &[Address]) -> Change {
