@@ -238,7 +238,8 @@ impl Aws {
             .build()
     }
 
-    /// The ECR reconciler alone, for what only it can tell (`usage`).
+    /// The ECR reconciler, with its counted client: for `reconcilers`, and alone for what only
+    /// it can tell (`usage`).
     pub fn ecr(&self, account: &Account) -> reconcile_ecr::EcrReconciler {
         let ecr = aws_sdk_ecr::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
         reconcile_ecr::EcrReconciler::new(aws_sdk_ecr::Client::from_conf(ecr), account.clone())
@@ -253,12 +254,10 @@ impl Aws {
     /// One reconciler per resource crate, each with its own counted client; ECR's also prunes
     /// when `prune` says how. Building them makes no request.
     pub fn reconcilers(&self, account: &Account, prune: Option<reconcile_ecr::Prune>) -> Vec<Box<dyn Reconciler>> {
-        let ecr = aws_sdk_ecr::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
         let s3 = self.s3_config();
         let iam = aws_sdk_iam::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
         let codebuild = aws_sdk_codebuild::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
-        let ecr = reconcile_ecr::EcrReconciler::new(aws_sdk_ecr::Client::from_conf(ecr), account.clone())
-            .with_parallelism(self.limit());
+        let ecr = self.ecr(account);
         vec![
             Box::new(
                 reconcile_iam::IamReconciler::new(aws_sdk_iam::Client::from_conf(iam), account.clone())

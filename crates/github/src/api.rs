@@ -46,8 +46,8 @@ impl Api {
     }
 
     /// Sends one request, waiting out rate limits. Every answer comes back, errors included:
-    /// the caller decides what a 404 means; [`Api::expect`] turns the rest into errors.
-    pub async fn send(
+    /// [`Api::expect`] decides which are errors.
+    async fn send(
         &self,
         method: Method,
         path: &str,
