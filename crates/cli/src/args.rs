@@ -129,30 +129,6 @@ pub enum Command {
     Man,
 }
 
-impl Command {
-    /// The bake file given on the command line, for the commands that check one.
-    pub fn bake(&self) -> Option<&std::path::Path> {
-        match self {
-            Command::Validate { bake }
-            | Command::Plan { bake, .. }
-            | Command::Apply { bake, .. }
-            | Command::Drift { bake, .. } => bake.bake.as_deref(),
-            _ => None,
-        }
-    }
-
-    pub fn prune(&self) -> bool {
-        match self {
-            Command::Plan { prune, .. } | Command::Apply { prune, .. } | Command::Drift { prune, .. } => prune.prune,
-            _ => false,
-        }
-    }
-
-    pub fn force_delete_images(&self) -> bool {
-        matches!(self, Command::Apply { force_delete_images: true, .. })
-    }
-}
-
 /// The bake cross-check.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Bake {

@@ -19,6 +19,8 @@ use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
 use reconcile_core::{Account, ReconcileError, Reconciler};
 
+use crate::error::CliError;
+
 /// How long one request may take. Without them, an endpoint that accepts the connection and
 /// never answers hangs a run for ever (and burns a CI job): connecting gets 3 s, each attempt
 /// 10 s (AWS's control-plane reads answer in well under one), and a whole operation, retries
@@ -251,13 +253,24 @@ impl Aws {
         reconcile_aws::Parallelism::new(self.parallelism)
     }
 
-    /// One reconciler per resource crate, each with its own counted client; ECR's also prunes
-    /// when `prune` says how. Building them makes no request.
-    pub fn reconcilers(&self, account: &Account, prune: Option<reconcile_ecr::Prune>) -> Vec<Box<dyn Reconciler>> {
+    /// The failure of `errors`, rendered for where requests went.
+    pub fn failed(&self, errors: Vec<ReconcileError>) -> CliError {
+        CliError::aws(&self.endpoint)(errors)
+    }
+
+    /// One reconciler per resource crate, each with its own counted client; ECR's prices what
+    /// a policy frees at `price_per_gb_month` and also prunes when `prune` says how. Building
+    /// them makes no request.
+    pub fn reconcilers(
+        &self,
+        account: &Account,
+        price_per_gb_month: f64,
+        prune: Option<reconcile_ecr::Prune>,
+    ) -> Vec<Box<dyn Reconciler>> {
         let s3 = self.s3_config();
         let iam = aws_sdk_iam::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
         let codebuild = aws_sdk_codebuild::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
-        let ecr = self.ecr(account);
+        let ecr = self.ecr(account).with_price(price_per_gb_month);
         vec![
             Box::new(
                 reconcile_iam::IamReconciler::new(aws_sdk_iam::Client::from_conf(iam), account.clone())

@@ -2,14 +2,12 @@
 //! with (`GITHUB_TOKEN`, or `GH_TOKEN` as the `gh` CLI reads it), and where its API is
 //! (`GITHUB_API_URL`, which GitHub Actions sets; api.github.com otherwise).
 
-use reconcile_core::address::{Address, ResourceKind};
 use reconcile_core::desired::Desired;
-use reconcile_core::engine::DesiredResources;
-use reconcile_core::{Finding, Severity};
+use reconcile_core::{Finding, Reconciler};
 
 use crate::error::CliError;
 
-pub(crate) enum GithubSide {
+pub enum GithubSide {
     /// No `[github]` in desired.toml.
     Undeclared,
     /// `[github]`, but no token: planned without it, saying so.
@@ -18,7 +16,7 @@ pub(crate) enum GithubSide {
 }
 
 impl GithubSide {
-    pub(crate) fn connect(desired: &Desired) -> Result<GithubSide, CliError> {
+    pub fn connect(desired: &Desired) -> Result<GithubSide, CliError> {
         let Some(github) = &desired.github else { return Ok(GithubSide::Undeclared) };
         let token = ["GITHUB_TOKEN", "GH_TOKEN"]
             .into_iter()
@@ -30,49 +28,19 @@ impl GithubSide {
         Ok(GithubSide::Checked(api))
     }
 
-    /// The reconciler, when there is a token.
-    pub(crate) fn reconciler(&self, desired: &Desired) -> Option<Box<dyn reconcile_core::Reconciler>> {
-        let GithubSide::Checked(api) = self else { return None };
-        let webhook = desired
-            .codebuild
-            .projects
-            .iter()
-            .find(|p| p.webhook.is_some())
-            .map(|p| Address::new(ResourceKind::CodebuildWebhook, &p.key));
-        Some(Box::new(reconcile_github::GithubReconciler::new(api.clone(), &desired.region, webhook)))
+    /// Whether the GitHub resources are planned: not when they cannot be checked.
+    pub fn is_checked(&self) -> bool {
+        !matches!(self, GithubSide::Unchecked)
     }
 
-    /// Leaves the GitHub resources out when they cannot be checked, and makes `NIGHTLY_ENABLED`,
-    /// the nightly's on switch, wait for every other change of the plan, AWS and GitHub: it is
-    /// skipped when any of them fails.
-    pub(crate) fn shape(&self, resources: &mut DesiredResources) {
-        if matches!(self, GithubSide::Unchecked) {
-            resources.retain(|address, _| !is_github(address.kind));
-        }
-        let last = Address::new(ResourceKind::GithubVariable, reconcile_core::variables::NIGHTLY_ENABLED);
-        let others: Vec<Address> = resources.keys().filter(|address| **address != last).cloned().collect();
-        if let Some(switch) = resources.get_mut(&last) {
-            switch.depends_on = others;
-        }
+    /// The reconciler, when there is a token.
+    pub fn reconciler(&self, desired: &Desired) -> Option<Box<dyn Reconciler>> {
+        let GithubSide::Checked(api) = self else { return None };
+        Some(Box::new(reconcile_github::GithubReconciler::new(api.clone(), desired)))
     }
 
     /// The one-line warning a plan carries when the GitHub side was not checked.
-    pub(crate) fn finding(&self) -> Option<Finding> {
-        matches!(self, GithubSide::Unchecked).then(|| Finding {
-            code: reconcile_github::NOT_CHECKED.to_owned(),
-            severity: Severity::Warning,
-            address: None,
-            message: "the GitHub side ([github]: variables, fork approval, workflow permissions, the runner's hook) \
-                      was not checked: set GITHUB_TOKEN or GH_TOKEN"
-                .to_owned(),
-            overridden_by: None,
-        })
+    pub fn finding(&self) -> Option<Finding> {
+        matches!(self, GithubSide::Unchecked).then(reconcile_github::not_checked)
     }
-}
-
-fn is_github(kind: ResourceKind) -> bool {
-    matches!(
-        kind,
-        ResourceKind::GithubVariable | ResourceKind::GithubForkPrApproval | ResourceKind::GithubWorkflowPermissions
-    )
 }

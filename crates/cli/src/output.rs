@@ -5,15 +5,18 @@ use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use reconcile_core::engine::{ApplyEvents, Outcome};
-use reconcile_core::plan::{Action, Change};
+use reconcile_core::engine::{ApplyEvents, ApplyReport, Outcome};
+use reconcile_core::markdown::GITHUB_COMMENT_LIMIT;
+use reconcile_core::plan::{Action, Change, Plan};
 use reconcile_core::render::Styled;
-use reconcile_core::{Address, Progress};
+use reconcile_core::{Address, Progress, json, render, report};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::filter::{FilterExt, filter_fn};
 use tracing_subscriber::prelude::*;
 
-use crate::args::ColorChoice;
+use crate::args::{ColorChoice, Format};
+use crate::error::CliError;
+use crate::summary::step_summary;
 
 /// Logs go to stderr, so stdout stays the plan (or its JSON) alone.
 /// The crates below reconcile that log wire traffic.
@@ -70,6 +73,37 @@ pub fn out(text: &str) -> std::io::Result<()> {
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(text.as_bytes())?;
     stdout.flush()
+}
+
+/// A plan in `format` on stdout; in Markdown, also to the job summary. `command` titles the
+/// Markdown (`plan`, `drift`).
+pub fn print_plan(output: &Output, plan: &Plan, format: Format, command: &str) -> Result<(), CliError> {
+    match format {
+        Format::Text => out(&output.paint(&render::styled_text(plan)))?,
+        Format::Json => out(&format!("{}\n", json::to_pretty(&render::json(plan))))?,
+        Format::Markdown => {
+            let comment = reconcile_core::markdown::titled(plan, GITHUB_COMMENT_LIMIT, command);
+            out(&comment)?;
+            step_summary(&comment)?;
+        }
+    }
+    Ok(())
+}
+
+/// What an apply did, in `format` on stdout; in Markdown, also to the job summary.
+pub fn print_report(plan: &Plan, report: &ApplyReport, format: Format) -> Result<(), CliError> {
+    match format {
+        // The text plan already says when there was nothing to do.
+        Format::Text if report.results.is_empty() && report.unreadable.is_empty() => {}
+        Format::Text => out(&report::text(plan, report))?,
+        Format::Json => out(&format!("{}\n", json::to_pretty(&report::json(plan, report))))?,
+        Format::Markdown => {
+            let comment = report::markdown(plan, report);
+            out(&comment)?;
+            step_summary(&comment)?;
+        }
+    }
+    Ok(())
 }
 
 /// Whether text output is coloured.

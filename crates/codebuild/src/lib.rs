@@ -54,6 +54,14 @@ pub const IAM_PROPAGATION: Backoff = Backoff {
 const NOT_FOUND: &str = "ResourceNotFoundException";
 const ALREADY_EXISTS: &str = "ResourceAlreadyExistsException";
 
+reconcile_core::resource_kinds! {
+    /// The kinds this crate owns.
+    pub enum CodebuildKind {
+        Project = CodebuildProject,
+        Webhook = CodebuildWebhook,
+    }
+}
+
 pub struct CodebuildReconciler {
     client: codebuild::Client,
     account: Account,
@@ -109,7 +117,7 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
 #[async_trait]
 impl Reconciler for CodebuildReconciler {
     fn kinds(&self) -> &'static [ResourceKind] {
-        &[ResourceKind::CodebuildProject, ResourceKind::CodebuildWebhook]
+        CodebuildKind::KINDS
     }
 
     async fn observe(&self, desired: &[&DesiredResource]) -> Result<Observations, ReconcileError> {
@@ -164,45 +172,33 @@ impl Reconciler for CodebuildReconciler {
 
     async fn apply(&self, change: &Change, progress: &dyn Progress) -> Result<Applied, ReconcileError> {
         let address = &change.address;
-        match (address.kind, change.action) {
-            (ResourceKind::CodebuildProject, Action::Create) => self.create_project(change, progress).await,
-            (ResourceKind::CodebuildProject, Action::Update) => {
+        match (CodebuildKind::of(address)?, change.action) {
+            (CodebuildKind::Project, Action::Create) => self.create_project(change, progress).await,
+            (CodebuildKind::Project, Action::Update) => {
                 self.update_project(change, progress).await?;
                 Ok(Applied::Done)
             }
-            (ResourceKind::CodebuildProject, Action::Delete | Action::Replace) => {
+            (CodebuildKind::Project, Action::Delete | Action::Replace) => {
                 Err(ReconcileError::never(address, "delete or replace project"))
             }
-            (ResourceKind::CodebuildWebhook, Action::Create) => self.create_webhook(change).await,
-            (ResourceKind::CodebuildWebhook, Action::Update) => {
+            (CodebuildKind::Webhook, Action::Create) => self.create_webhook(change).await,
+            (CodebuildKind::Webhook, Action::Update) => {
                 self.update_webhook(change).await?;
                 Ok(Applied::Done)
             }
-            (ResourceKind::CodebuildWebhook, Action::Replace) => {
+            (CodebuildKind::Webhook, Action::Replace) => {
                 let after: WebhookSpec = reconcile_core::spec::after(change)?;
                 self.delete_webhook(address, &after.project).await?;
                 self.create_webhook(change).await?;
                 Ok(Applied::Done)
             }
-            (ResourceKind::CodebuildWebhook, Action::Delete) => {
+            (CodebuildKind::Webhook, Action::Delete) => {
                 let before = reconcile_core::spec::before::<WebhookSpec>(change)?.ok_or_else(|| {
                     ReconcileError::new(Some(address), "delete webhook", "the change has no observed fields")
                 })?;
                 self.delete_webhook(address, &before.project).await?;
                 Ok(Applied::Done)
             }
-            (
-                ResourceKind::IamRole
-                | ResourceKind::IamRolePolicy
-                | ResourceKind::S3Bucket
-                | ResourceKind::S3BucketLifecycle
-                | ResourceKind::EcrRepository
-                | ResourceKind::EcrLifecyclePolicy
-                | ResourceKind::GithubForkPrApproval
-                | ResourceKind::GithubWorkflowPermissions
-                | ResourceKind::GithubVariable,
-                _,
-            ) => Err(ReconcileError::foreign(address)),
         }
     }
 }

@@ -92,6 +92,52 @@ impl ResourceKind {
     }
 }
 
+/// Declares the kinds one resource crate owns: an enum of exactly those [`ResourceKind`]s,
+/// `KINDS` (what its reconciler's `kinds()` returns, so the engine routes those to it) and `of`
+/// (what its `apply` matches on), both made from the one list, so routing and the crate's
+/// exhaustive `match` cannot disagree: a kind routed to the crate that its `apply` does not
+/// handle does not compile.
+///
+/// ```ignore
+/// reconcile_core::resource_kinds! {
+///     /// The kinds this crate owns.
+///     pub enum EcrKind { Repository = EcrRepository, LifecyclePolicy = EcrLifecyclePolicy }
+/// }
+/// ```
+#[macro_export]
+macro_rules! resource_kinds {
+    ($(#[$meta:meta])* $vis:vis enum $name:ident { $($variant:ident = $kind:ident),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        $vis enum $name {
+            $($variant),+
+        }
+
+        impl $name {
+            /// Every kind this crate owns: what its reconciler's `kinds()` returns.
+            pub const KINDS: &'static [$crate::ResourceKind] = &[$($crate::ResourceKind::$kind),+];
+
+            /// This crate's kind of `address`; a change of another crate's kind is an error
+            /// (the engine routes by [`Self::KINDS`], so only a plan put together by something
+            /// else can hold one).
+            pub fn of(address: &$crate::Address) -> Result<$name, $crate::ReconcileError> {
+                match address.kind {
+                    $($crate::ResourceKind::$kind => Ok($name::$variant),)+
+                    _ => Err($crate::ReconcileError::foreign(address)),
+                }
+            }
+        }
+
+        impl From<$name> for $crate::ResourceKind {
+            fn from(kind: $name) -> $crate::ResourceKind {
+                match kind {
+                    $($name::$variant => $crate::ResourceKind::$kind),+
+                }
+            }
+        }
+    };
+}
+
 /// `<kind>.<name>`, for example `ecr_lifecycle_policy.pytorch-cache`; an undeclared member found
 /// inside a declared resource is `<kind>.<name>/<member>`, such as
 /// `iam_role_policy.codebuild/legacy-admin`.

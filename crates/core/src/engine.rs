@@ -31,6 +31,42 @@ pub enum WhenUnreadable {
     PlanTheRest,
 }
 
+/// Every desired resource of every resource crate, keyed by address, with what they ask of
+/// each other resolved: a resource [`DesiredResource::last`] depends on every other one, so it
+/// is applied only once everything else succeeded.
+pub fn desired_resources(resources: impl IntoIterator<Item = DesiredResource>) -> DesiredResources {
+    let mut resources: DesiredResources = resources.into_iter().map(|r| (r.address.clone(), r)).collect();
+    let last: Vec<Address> = resources.values().filter(|r| r.last).map(|r| r.address.clone()).collect();
+    for address in last {
+        let others: Vec<Address> = resources.keys().filter(|other| **other != address).cloned().collect();
+        resources.get_mut(&address).expect("listed above").depends_on = others;
+    }
+    resources
+}
+
+/// desired.toml's own findings and `more` (the bake cross-check's, say), ranked: what a run
+/// that reads no account reports.
+pub fn desired_findings(desired: &Desired, more: impl IntoIterator<Item = Finding>) -> Vec<Finding> {
+    let mut findings: Vec<Finding> = desired.findings.iter().map(|finding| finding.to_finding()).chain(more).collect();
+    Finding::rank(&mut findings);
+    findings
+}
+
+/// How to make a plan, beyond what it is made from.
+#[derive(Debug, Clone)]
+pub struct PlanOptions {
+    pub when_unreadable: WhenUnreadable,
+    /// Findings from beyond the reconcilers (the bake cross-check, a GitHub side not checked),
+    /// ranked with theirs.
+    pub findings: Vec<Finding>,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        PlanOptions { when_unreadable: WhenUnreadable::Fail, findings: Vec::new() }
+    }
+}
+
 /// Observes every desired resource (all reconcilers at once) and diffs. Never writes.
 pub async fn plan(
     reconcilers: &[Box<dyn Reconciler>],
@@ -38,22 +74,24 @@ pub async fn plan(
     resources: &DesiredResources,
     account: &Account,
 ) -> Result<Plan, Vec<ReconcileError>> {
-    plan_with(reconcilers, desired, resources, account, WhenUnreadable::Fail).await
+    plan_with(reconcilers, desired, resources, account, PlanOptions::default()).await
 }
 
-/// [`plan`], choosing what an unreadable service does to it.
+/// [`plan`], choosing what an unreadable service does to it and adding findings from elsewhere:
+/// the plan is complete when it returns, its findings ranked once, here.
 pub async fn plan_with(
     reconcilers: &[Box<dyn Reconciler>],
     desired: &Desired,
     resources: &DesiredResources,
     account: &Account,
-    when_unreadable: WhenUnreadable,
+    options: PlanOptions,
 ) -> Result<Plan, Vec<ReconcileError>> {
     let wanted: Vec<&DesiredResource> = resources.values().collect();
-    let mut findings: Vec<Finding> = desired.findings.iter().map(|finding| finding.to_finding()).collect();
+    let mut findings: Vec<Finding> =
+        desired.findings.iter().map(|finding| finding.to_finding()).chain(options.findings).collect();
     let observations = match observe(reconcilers, &wanted).await {
         Ok(observations) => observations,
-        Err(errors) if when_unreadable == WhenUnreadable::Fail => return Err(errors),
+        Err(errors) if options.when_unreadable == WhenUnreadable::Fail => return Err(errors),
         Err(_) => {
             let (observations, unreadable) = observe_each(reconcilers, &wanted).await;
             if observations.resources.is_empty() {
@@ -106,15 +144,12 @@ pub async fn plan_with(
             }),
         )
         .await;
-    let mut expiries = BTreeMap::new();
+    let mut impacts = BTreeMap::new();
     let mut errors = Vec::new();
     for assessment in assessments {
         match assessment {
             Ok(assessment) => {
-                expiries.extend(assessment.expiries.into_iter().map(|(address, mut expiry)| {
-                    expiry.monthly_saving = crate::usage::monthly_cost(expiry.bytes, desired.price_per_gb_month);
-                    (address, expiry)
-                }));
+                impacts.extend(assessment.impacts);
                 findings.extend(assessment.findings);
             }
             Err(error) => errors.push(error),
@@ -124,7 +159,7 @@ pub async fn plan_with(
         return Err(errors);
     }
     Finding::rank(&mut findings);
-    Ok(Plan { account: account.id.clone(), region: account.region.clone(), changes, findings, observed, expiries })
+    Ok(Plan { account: account.id.clone(), region: account.region.clone(), changes, findings, observed, impacts })
 }
 
 /// Observes exactly `addresses` again, for checking a saved plan: through the desired resources
@@ -228,27 +263,31 @@ async fn observe_with(
     if errors.is_empty() { Ok(all) } else { Err(errors) }
 }
 
-/// What the account holds that desired.toml does not declare, from every reconciler that can
-/// tell. Read only.
+/// The drift check: `plan` with what the account holds that desired.toml does not declare,
+/// from every reconciler that can tell, as findings ranked with the plan's. Read only.
 pub async fn survey(
     reconcilers: &[Box<dyn Reconciler>],
     resources: &DesiredResources,
-) -> Result<Vec<Finding>, Vec<ReconcileError>> {
+    plan: &mut Plan,
+) -> Result<(), Vec<ReconcileError>> {
     let results = join_all(reconcilers.iter().map(|reconciler| {
         let share: Vec<&DesiredResource> =
             resources.values().filter(|r| reconciler.kinds().contains(&r.address.kind)).collect();
         async move { reconciler.survey(&share).await }
     }))
     .await;
-    let mut findings = Vec::new();
     let mut errors = Vec::new();
     for result in results {
         match result {
-            Ok(found) => findings.extend(found),
+            Ok(found) => plan.findings.extend(found),
             Err(error) => errors.push(error),
         }
     }
-    if errors.is_empty() { Ok(findings) } else { Err(errors) }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Finding::rank(&mut plan.findings);
+    Ok(())
 }
 
 /// The change the reconciler of `address`'s kind makes of a desired resource and what was
@@ -348,7 +387,7 @@ impl ApplyEvents for crate::reconciler::Silent {
 /// Why apply refused to start.
 #[derive(Debug, thiserror::Error)]
 pub enum Refusal {
-    #[error("the plan deletes or replaces {} resource(s) ({}); that needs --allow-delete", .0.len(), .0.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))]
+    #[error("the plan deletes or replaces {} resource(s) ({}); pass --allow-delete to allow it", .0.len(), .0.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))]
     DeleteNotAllowed(Vec<Address>),
     #[error("no reconciler handles {0}")]
     NoReconciler(Address),
@@ -503,38 +542,40 @@ pub async fn apply(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fake::FakeReconciler;
     use crate::plan::DesiredResource;
     use crate::reconciler::Silent;
-    use async_trait::async_trait;
     use serde_json::Map;
     use std::sync::{Arc, Mutex};
 
-    /// Records the order of applies and fails the addresses it is told to.
-    struct Fake {
-        fail: Vec<String>,
-        log: Arc<Mutex<Vec<String>>>,
-    }
-
-    #[async_trait]
-    impl Reconciler for Fake {
-        fn kinds(&self) -> &'static [ResourceKind] {
-            &[ResourceKind::EcrRepository, ResourceKind::EcrLifecyclePolicy]
-        }
-        async fn observe(&self, _: &[&DesiredResource]) -> Result<Observations, ReconcileError> {
-            Ok(Observations::default())
-        }
-        async fn apply(&self, change: &Change, _: &dyn Progress) -> Result<Applied, ReconcileError> {
-            self.log.lock().unwrap().push(change.address.to_string());
-            if self.fail.contains(&change.address.name) {
-                return Err(ReconcileError::new(Some(&change.address), "create", "boom"));
-            }
-            Ok(if change.address.name == "adopted" { Applied::Adopted } else { Applied::Done })
-        }
+    #[test]
+    fn a_resource_applied_last_depends_on_every_other_desired_resource() {
+        let resource = |kind, name: &str| DesiredResource::new(Address::new(kind, name), name, Map::new());
+        let switch = resource(ResourceKind::GithubVariable, "NIGHTLY_ENABLED").applied_last();
+        let mut policy = resource(ResourceKind::EcrLifecyclePolicy, "a");
+        policy.depends_on = vec![Address::new(ResourceKind::EcrRepository, "a")];
+        let resources = desired_resources([
+            switch.clone(),
+            resource(ResourceKind::EcrRepository, "a"),
+            policy,
+            resource(ResourceKind::GithubVariable, "AWS_REGION"),
+        ]);
+        assert_eq!(
+            resources[&switch.address].depends_on,
+            [
+                Address::new(ResourceKind::EcrRepository, "a"),
+                Address::new(ResourceKind::EcrLifecyclePolicy, "a"),
+                Address::new(ResourceKind::GithubVariable, "AWS_REGION"),
+            ]
+        );
+        let policy = &resources[&Address::new(ResourceKind::EcrLifecyclePolicy, "a")];
+        assert_eq!(policy.depends_on, [Address::new(ResourceKind::EcrRepository, "a")], "the others keep theirs");
+        assert!(resources[&Address::new(ResourceKind::EcrRepository, "a")].depends_on.is_empty());
     }
 
     #[test]
     fn a_requested_replacement_replaces_what_exists_and_leaves_a_create_or_delete_alone() {
-        let reconcilers: Vec<Box<dyn Reconciler>> = vec![Box::new(Fake { fail: vec![], log: Arc::default() })];
+        let reconcilers: Vec<Box<dyn Reconciler>> = vec![Box::new(FakeReconciler::default())];
         let address = Address::new(ResourceKind::EcrRepository, "r");
         let fields = |value: &str| crate::json::object(serde_json::json!({ "a": value, "extra": 1 }));
         let mut desired =
@@ -575,13 +616,13 @@ mod tests {
             changes,
             findings: vec![],
             observed: BTreeMap::new(),
-            expiries: BTreeMap::new(),
+            impacts: BTreeMap::new(),
         }
     }
 
     fn run(plan: &Plan, fail: &[&str], allow_delete: bool) -> (Result<ApplyReport, Refusal>, Vec<String>) {
         let log = Arc::new(Mutex::new(Vec::new()));
-        let fake = Fake { fail: fail.iter().map(|s| s.to_string()).collect(), log: Arc::clone(&log) };
+        let fake = FakeReconciler { fail: fail.iter().map(|s| s.to_string()).collect(), ..FakeReconciler::new(&log) };
         let reconcilers: Vec<Box<dyn Reconciler>> = vec![Box::new(fake)];
         let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
         let options = ApplyOptions { allow_delete, concurrency: 4, stop: None };
@@ -603,7 +644,7 @@ mod tests {
         ]);
         let (report, log) = run(&plan, &["b"], false);
         // Both repositories go first, concurrently; a policy only after its repository.
-        assert_eq!(&log[3..], ["ecr_lifecycle_policy.a"]);
+        assert_eq!(&log[3..], ["apply ecr_lifecycle_policy.a"]);
         let report = report.unwrap();
         let summary: Vec<String> = report
             .results
@@ -639,7 +680,7 @@ mod tests {
         assert!(log.is_empty());
         assert_eq!(
             result.unwrap_err().to_string(),
-            "the plan deletes or replaces 1 resource(s) (ecr_lifecycle_policy.old); that needs --allow-delete"
+            "the plan deletes or replaces 1 resource(s) (ecr_lifecycle_policy.old); pass --allow-delete to allow it"
         );
         let (result, _) = run(&plan, &[], true);
         assert!(result.unwrap().succeeded());

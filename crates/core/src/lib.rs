@@ -5,9 +5,10 @@
 //! crates implement [`Reconciler`]; the binary wires them to AWS clients and to the terminal.
 
 pub mod address;
-pub mod bake;
 pub mod desired;
 pub mod engine;
+#[cfg(any(test, feature = "fake"))]
+pub mod fake;
 pub mod json;
 pub mod lifecycle;
 pub mod markdown;
@@ -17,7 +18,6 @@ pub mod reconciler;
 pub mod retry;
 pub mod saved;
 pub mod spec;
-pub mod usage;
 pub mod variables;
 
 pub mod render;
@@ -27,5 +27,5 @@ mod snapshots_tests;
 
 pub use address::{Address, ResourceKind};
 pub use desired::{Desired, DesiredError, DesiredErrors};
-pub use plan::{Action, Change, DesiredResource, Finding, Observed, Plan, Severity};
+pub use plan::{Action, Change, DesiredResource, Finding, Impact, Observed, Plan, Severity};
 pub use reconciler::{Account, Applied, ErrorKind, Progress, ReconcileError, Reconciler};

@@ -243,7 +243,7 @@ fn parse_rule(rule: &Value) -> Result<Rule, String> {
 }
 
 /// What a policy will expire in one repository when it next runs: the line a reviewer needs.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Expiry {
     /// Images expired (not archived).
     pub images: u64,
@@ -253,9 +253,6 @@ pub struct Expiry {
     pub tagged: Vec<String>,
     /// Images archived by a `transition` rule.
     pub archived: u64,
-    /// The storage its expiry frees, in dollars a month at the declared price; set by whoever
-    /// knows the price (the engine, from desired.toml), zero until then.
-    pub monthly_saving: f64,
 }
 
 impl Expiry {
@@ -275,37 +272,6 @@ impl Expiry {
         }
         expiry.tagged.sort();
         expiry
-    }
-}
-
-impl Expiry {
-    /// The line a reviewer needs: `expires 11 untagged images, 412.3 GB; no tagged image`.
-    pub fn describe(&self) -> String {
-        if self.images == 0 && self.archived == 0 {
-            return "expires no image".to_owned();
-        }
-        let saving = if self.monthly_saving > 0.0 {
-            format!(" (about ${:.2} a month)", self.monthly_saving)
-        } else {
-            String::new()
-        };
-        let mut line = match self.images {
-            0 => "expires no image".to_owned(),
-            1 => format!("expires 1 image, {}{saving}", human_bytes(self.bytes)),
-            n => format!("expires {n} images, {}{saving}", human_bytes(self.bytes)),
-        };
-        if self.tagged.is_empty() {
-            if self.images > 0 {
-                line = line.replacen(" image", " untagged image", 1);
-            }
-            line.push_str("; no tagged image");
-        } else {
-            line.push_str(&format!("; TAGGED: {}", self.tagged.join(", ")));
-        }
-        if self.archived > 0 {
-            line.push_str(&format!("; archives {}", self.archived));
-        }
-        line
     }
 }
 
@@ -469,16 +435,7 @@ mod tests {
         )];
         let policy = Policy::parse(&json!({ "rules": rules })).unwrap();
         let expiry = Expiry::of(&policy, &images, NOW);
-        assert_eq!(
-            expiry,
-            Expiry {
-                images: 2,
-                bytes: 10,
-                tagged: vec!["latest-gfx1201-nightly".into()],
-                archived: 0,
-                monthly_saving: 0.0
-            }
-        );
+        assert_eq!(expiry, Expiry { images: 2, bytes: 10, tagged: vec!["latest-gfx1201-nightly".into()], archived: 0 });
         assert_eq!(policy.rule_over_tagged_images().map(|r| r.priority), Some(1));
     }
 
@@ -603,25 +560,6 @@ mod tests {
         ]}))
         .unwrap();
         assert_eq!(untagged_only.rule_over_tagged_images(), None);
-    }
-
-    #[test]
-    fn an_expiry_reads_as_one_line() {
-        let expiry = |images, bytes, tagged: &[&str], archived| Expiry {
-            images,
-            bytes,
-            tagged: tagged.iter().map(|t| (*t).to_owned()).collect(),
-            archived,
-            monthly_saving: 0.0,
-        };
-        assert_eq!(expiry(0, 0, &[], 0).describe(), "expires no image");
-        assert_eq!(expiry(0, 0, &[], 2).describe(), "expires no image; no tagged image; archives 2");
-        assert_eq!(expiry(1, 5, &[], 0).describe(), "expires 1 untagged image, 5 B; no tagged image");
-        assert_eq!(
-            expiry(11, 412_300_000_000, &[], 0).describe(),
-            "expires 11 untagged images, 412.3 GB; no tagged image"
-        );
-        assert_eq!(expiry(2, 2000, &["a", "b"], 3).describe(), "expires 2 images, 2.0 kB; TAGGED: a, b; archives 3");
     }
 
     #[test]

@@ -35,12 +35,13 @@ pub fn titled(plan: &Plan, limit: usize, command: &str) -> String {
     let budget = limit.saturating_sub(CLOSING_RESERVE);
     let mut left_out = LeftOut::default();
 
-    // What each new lifecycle policy expires: the line a reviewer needs, beside the summary.
-    if !plan.expiries.is_empty() {
+    // What changes do beyond their fields (what a new lifecycle policy expires): the line a
+    // reviewer needs, beside the summary.
+    if !plan.impacts.is_empty() {
         push(&mut out, "\n", budget);
-        for (address, expiry) in &plan.expiries {
-            let warning = if expiry.tagged.is_empty() { "" } else { " :warning:" };
-            let line = format!("- `{address}`{warning} {}\n", escape(&expiry.describe()));
+        for (address, impact) in &plan.impacts {
+            let warning = if impact.alarming { " :warning:" } else { "" };
+            let line = format!("- `{address}`{warning} {}\n", escape(&impact.line));
             if !push(&mut out, &line, budget) {
                 left_out.details += 1;
             }

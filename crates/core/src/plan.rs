@@ -29,6 +29,9 @@ pub struct DesiredResource {
     /// The safety checks desired.toml overrides on this resource, by the key that does it (such
     /// as `allow_tagged_expiry`): not compared, only consulted by the checks.
     pub overrides: Vec<&'static str>,
+    /// Applied only after every other change of the plan succeeded (the nightly's on switch):
+    /// [`crate::engine::desired_resources`] makes it depend on every other desired resource.
+    pub last: bool,
 }
 
 impl DesiredResource {
@@ -40,7 +43,14 @@ impl DesiredResource {
             attributes,
             depends_on: Vec::new(),
             overrides: Vec::new(),
+            last: false,
         }
+    }
+
+    /// Applied only after every other change of the plan succeeded, and skipped when any failed.
+    pub fn applied_last(mut self) -> DesiredResource {
+        self.last = true;
+        self
     }
 
     /// Whether desired.toml sets `key` on this resource to override a safety check.
@@ -216,8 +226,23 @@ pub struct Plan {
     pub findings: Vec<Finding>,
     /// What was observed for every address the plan looked at, changed or not.
     pub observed: BTreeMap<Address, Observed>,
-    /// What each lifecycle policy the plan creates or updates will expire when it first runs.
-    pub expiries: BTreeMap<Address, crate::lifecycle::Expiry>,
+    /// What changes will do beyond their fields, by address, as their reconcilers assessed it
+    /// (what a lifecycle policy the plan puts will expire when it first runs).
+    pub impacts: BTreeMap<Address, Impact>,
+}
+
+/// What one change will do beyond the fields it sets, as its reconciler says it: a line for
+/// people and the numbers behind it for tools. The engine and the renderers only carry it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Impact {
+    /// Introduces `line` under the change in the text plan: `when it first runs, the policy`.
+    pub context: String,
+    /// What it does, in a few words: `expires 11 untagged images, 412.3 GB; no tagged image`.
+    pub line: String,
+    /// Whether it destroys something a reviewer must look at twice (shown as a warning).
+    pub alarming: bool,
+    /// The numbers behind `line`, the JSON plan's `expires` object of the change.
+    pub numbers: Map<String, Value>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -423,7 +448,7 @@ mod tests {
             changes: vec![],
             findings: vec![],
             observed: BTreeMap::new(),
-            expiries: BTreeMap::new(),
+            impacts: BTreeMap::new(),
         };
         assert!(!plan.account_differs());
         plan.findings.push(finding("W201", Severity::Warning, "a"));

@@ -250,6 +250,7 @@ pub trait Reconciler: Send + Sync {
 /// What a reconciler's `assess` found.
 #[derive(Debug, Default)]
 pub struct Assessment {
-    pub expiries: BTreeMap<Address, crate::lifecycle::Expiry>,
+    /// What each change will do beyond its fields, by address.
+    pub impacts: BTreeMap<Address, crate::plan::Impact>,
     pub findings: Vec<Finding>,
 }

@@ -79,9 +79,9 @@ pub fn styled_text(plan: &Plan) -> Styled {
     for change in &plan.changes {
         out.blank();
         render_change(&mut out, change);
-        if let Some(expiry) = plan.expiries.get(&change.address) {
-            let style = if expiry.tagged.is_empty() { style::PLAIN } else { style::DESTROY };
-            out.line(style, format_args!("    # when it first runs, the policy {}", expiry.describe()));
+        if let Some(impact) = plan.impacts.get(&change.address) {
+            let style = if impact.alarming { style::DESTROY } else { style::PLAIN };
+            out.line(style, format_args!("    # {} {}", impact.context, impact.line));
         }
     }
     out.blank();
@@ -240,13 +240,8 @@ pub fn json(plan: &Plan) -> Value {
                     "after": change.after,
                 },
                 "depends_on": change.depends_on.iter().map(ToString::to_string).collect::<Vec<_>>(),
-                "expires": plan.expiries.get(&change.address).map(|expiry| json!({
-                    "images": expiry.images,
-                    "bytes": expiry.bytes,
-                    "tagged": expiry.tagged,
-                    "archived": expiry.archived,
-                    "monthly_saving_usd": (expiry.monthly_saving * 100.0).round() / 100.0,
-                })),
+                // What the change does beyond its fields, as its reconciler numbered it.
+                "expires": plan.impacts.get(&change.address).map(|impact| &impact.numbers),
             })
         })
         .collect();

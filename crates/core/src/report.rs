@@ -192,7 +192,7 @@ mod tests {
             changes: vec![change],
             findings: vec![],
             observed: BTreeMap::new(),
-            expiries: BTreeMap::new(),
+            impacts: BTreeMap::new(),
         };
         let report = ApplyReport {
             results: vec![(address, Action::Create, Outcome::Adopted, Duration::ZERO)],

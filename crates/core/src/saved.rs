@@ -91,7 +91,7 @@ pub fn from_json(value: &Value) -> Result<SavedPlan, String> {
             changes,
             findings: Vec::new(),
             observed: BTreeMap::new(),
-            expiries: BTreeMap::new(),
+            impacts: BTreeMap::new(),
         },
         desired_fingerprint,
         observed_fingerprints,
@@ -163,7 +163,7 @@ mod tests {
             }],
             findings: vec![],
             observed: BTreeMap::from([(address, observed)]),
-            expiries: BTreeMap::new(),
+            impacts: BTreeMap::new(),
         }
     }
 

@@ -38,7 +38,7 @@ fn plan(mut changes: Vec<Change>, findings: Vec<Finding>) -> Plan {
         changes,
         findings,
         observed: BTreeMap::new(),
-        expiries: BTreeMap::new(),
+        impacts: BTreeMap::new(),
     }
 }
 

@@ -9,8 +9,10 @@
 //! and reports any that can expire tagged images (D103); for every policy it creates or
 //! changes, it reads the repository's images and says what the policy will expire.
 
+mod impact;
 mod lifecycle;
 mod spec;
+pub mod usage;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -50,11 +52,22 @@ const REPOSITORY_NOT_FOUND: &str = "RepositoryNotFoundException";
 const NO_POLICY: [&str; 2] = ["LifecyclePolicyNotFoundException", REPOSITORY_NOT_FOUND];
 const NO_REPOSITORY_POLICY: [&str; 2] = ["RepositoryPolicyNotFoundException", REPOSITORY_NOT_FOUND];
 
+reconcile_core::resource_kinds! {
+    /// The kinds this crate owns.
+    pub enum EcrKind {
+        Repository = EcrRepository,
+        LifecyclePolicy = EcrLifecyclePolicy,
+    }
+}
+
 pub struct EcrReconciler {
     client: ecr::Client,
     account: Account,
     prune: Option<Prune>,
     parallelism: Parallelism,
+    /// What a GB-month of storage costs (desired.toml's `price_per_gb_month`), for what a
+    /// policy's expiry saves.
+    price_per_gb_month: f64,
 }
 
 /// What `--prune` asks of the reconciler.
@@ -68,7 +81,19 @@ pub struct Prune {
 
 impl EcrReconciler {
     pub fn new(client: ecr::Client, account: Account) -> EcrReconciler {
-        EcrReconciler { client, account, prune: None, parallelism: Parallelism::default() }
+        EcrReconciler {
+            client,
+            account,
+            prune: None,
+            parallelism: Parallelism::default(),
+            price_per_gb_month: reconcile_core::desired::ECR_PRICE_PER_GB_MONTH,
+        }
+    }
+
+    /// Prices what a policy's expiry frees at `price_per_gb_month` (desired.toml's).
+    pub fn with_price(mut self, price_per_gb_month: f64) -> EcrReconciler {
+        self.price_per_gb_month = price_per_gb_month;
+        self
     }
 
     /// At most `parallelism` requests in flight at once.
@@ -88,6 +113,12 @@ impl EcrReconciler {
     }
 }
 
+/// Whether `change` is pruning: deleting a repository, which only a plan made with `--prune`
+/// holds (an undeclared repository is otherwise never a change).
+pub fn prunes(change: &Change) -> bool {
+    matches!(EcrKind::of(&change.address), Ok(EcrKind::Repository)) && change.action == Action::Delete
+}
+
 /// What one repository looks like in AWS, as far as this reconciler cares.
 #[derive(Clone)]
 struct LiveRepository {
@@ -100,7 +131,7 @@ struct LiveRepository {
 #[async_trait]
 impl Reconciler for EcrReconciler {
     fn kinds(&self) -> &'static [ResourceKind] {
-        &[ResourceKind::EcrRepository, ResourceKind::EcrLifecyclePolicy]
+        EcrKind::KINDS
     }
 
     async fn observe(&self, desired: &[&DesiredResource]) -> Result<Observations, ReconcileError> {
@@ -206,7 +237,6 @@ impl Reconciler for EcrReconciler {
             };
             findings.push(finding);
         }
-        findings.sort_by(|a, b| (b.severity, &a.address).cmp(&(a.severity, &b.address)));
         Ok(findings)
     }
 
@@ -264,13 +294,13 @@ impl Reconciler for EcrReconciler {
                     overridden_by: allowed.then(|| reconcile_core::desired::ALLOW_TAGGED_EXPIRY.to_owned()),
                 });
             }
-            assessment.expiries.insert(address.clone(), expiry);
+            assessment.impacts.insert(address.clone(), impact::impact(&expiry, self.price_per_gb_month));
         }
         Ok(assessment)
     }
 
     fn refusal(&self, change: &Change) -> Option<String> {
-        if change.address.kind != ResourceKind::EcrRepository || change.action != Action::Delete {
+        if !prunes(change) {
             return None;
         }
         let images = change.before.as_ref()?.get("images").and_then(serde_json::Value::as_u64).unwrap_or(0);
@@ -282,38 +312,22 @@ impl Reconciler for EcrReconciler {
 
     async fn apply(&self, change: &Change, _progress: &dyn Progress) -> Result<Applied, ReconcileError> {
         let address = &change.address;
-        match (address.kind, change.action) {
-            (ResourceKind::EcrRepository, Action::Create) => self.create_repository(change).await,
-            (ResourceKind::EcrRepository, Action::Update) => {
+        match (EcrKind::of(address)?, change.action) {
+            (EcrKind::Repository, Action::Create) => self.create_repository(change).await,
+            (EcrKind::Repository, Action::Update) => {
                 let before = reconcile_core::spec::before::<RepositorySpec>(change)?;
                 let current_tags = before.as_ref().map(|b| b.tags.clone()).unwrap_or_default();
                 self.converge_repository(change, before.as_ref(), &current_tags).await?;
                 Ok(Applied::Done)
             }
-            (ResourceKind::EcrRepository, Action::Delete) if self.prune.is_some() => {
-                self.delete_repository(change).await
-            }
-            (ResourceKind::EcrRepository, Action::Delete | Action::Replace) => {
+            (EcrKind::Repository, Action::Delete) if self.prune.is_some() => self.delete_repository(change).await,
+            (EcrKind::Repository, Action::Delete | Action::Replace) => {
                 Err(ReconcileError::never(address, "delete repository"))
             }
-            (ResourceKind::EcrLifecyclePolicy, Action::Create | Action::Update) => {
-                self.put_lifecycle_policy(change).await
-            }
-            (ResourceKind::EcrLifecyclePolicy, Action::Delete) => self.delete_lifecycle_policy(address).await,
+            (EcrKind::LifecyclePolicy, Action::Create | Action::Update) => self.put_lifecycle_policy(change).await,
+            (EcrKind::LifecyclePolicy, Action::Delete) => self.delete_lifecycle_policy(address).await,
             // This reconciler's diff never plans one: a policy changes in place.
-            (ResourceKind::EcrLifecyclePolicy, Action::Replace) => Err(ReconcileError::never(address, "replace")),
-            (
-                ResourceKind::IamRole
-                | ResourceKind::IamRolePolicy
-                | ResourceKind::S3Bucket
-                | ResourceKind::S3BucketLifecycle
-                | ResourceKind::CodebuildProject
-                | ResourceKind::CodebuildWebhook
-                | ResourceKind::GithubForkPrApproval
-                | ResourceKind::GithubWorkflowPermissions
-                | ResourceKind::GithubVariable,
-                _,
-            ) => Err(ReconcileError::foreign(address)),
+            (EcrKind::LifecyclePolicy, Action::Replace) => Err(ReconcileError::never(address, "replace")),
         }
     }
 }
@@ -599,7 +613,7 @@ impl EcrReconciler {
         declared: &BTreeMap<String, serde_json::Value>,
         now: i64,
         progress: &(dyn Fn(usize, usize) + Sync),
-    ) -> Result<Vec<reconcile_core::usage::RepositoryUsage>, ReconcileError> {
+    ) -> Result<Vec<usage::RepositoryUsage>, ReconcileError> {
         let names: Vec<String> =
             self.list_all_repositories().await?.iter().filter_map(|r| r.repository_name().map(str::to_owned)).collect();
         let read = &std::sync::atomic::AtomicUsize::new(0);
@@ -629,8 +643,7 @@ impl EcrReconciler {
                     })?),
                     None => None,
                 };
-                let usage =
-                    reconcile_core::usage::RepositoryUsage::of(name, &images?, live.as_ref(), declared.as_ref(), now);
+                let usage = usage::RepositoryUsage::of(name, &images?, live.as_ref(), declared.as_ref(), now);
                 progress(read.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1, total);
                 Ok(usage)
             })

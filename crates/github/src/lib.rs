@@ -34,6 +34,20 @@ pub const UNDECLARED_VARIABLE: &str = "D106";
 /// Finding code: the GitHub side was not checked, for want of a token. Stable; never reused.
 pub const NOT_CHECKED: &str = "E102";
 
+/// The one-line warning a plan carries when `[github]` is declared and there is no token to
+/// check it with: the plan is then the AWS side's alone.
+pub fn not_checked() -> Finding {
+    Finding {
+        code: NOT_CHECKED.to_owned(),
+        severity: Severity::Warning,
+        address: None,
+        message: "the GitHub side ([github]: variables, fork approval, workflow permissions, the runner's hook) \
+                  was not checked: set GITHUB_TOKEN or GH_TOKEN"
+            .to_owned(),
+        overridden_by: None,
+    }
+}
+
 /// A repository variable: what GitHub stores of it.
 #[derive(Debug, Serialize, Deserialize)]
 struct VariableSpec {
@@ -55,7 +69,8 @@ struct WorkflowPermissionsSpec {
 }
 
 /// The GitHub resources desired.toml asks for, none without `[github]`. Pure: no client, no
-/// network. `NIGHTLY_ENABLED` is among them; the caller makes it wait for everything else.
+/// network. `NIGHTLY_ENABLED`, the nightly's on switch, is among them, applied last: only once
+/// every other change of the plan, AWS and GitHub, succeeded.
 pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResource>, ReconcileError> {
     let Some(github) = &desired.github else { return Ok(Vec::new()) };
     let remote = format!("{}/{}", github.owner, github.repository);
@@ -77,13 +92,25 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
     let derived = reconcile_core::variables::derived(desired, account);
     let by_hand = github.variables.iter().map(|(name, value)| (name.as_str(), value.clone()));
     for (name, value) in derived.into_iter().chain(by_hand) {
-        resources.push(DesiredResource::new(
+        let variable = DesiredResource::new(
             Address::new(ResourceKind::GithubVariable, name),
             &remote,
             reconcile_core::spec::attributes(&VariableSpec { name: name.to_owned(), value }),
-        ));
+        );
+        // Setting it turns the nightly on: never before the runner it needs is in place.
+        let last = name == reconcile_core::variables::NIGHTLY_ENABLED;
+        resources.push(if last { variable.applied_last() } else { variable });
     }
     Ok(resources)
+}
+
+reconcile_core::resource_kinds! {
+    /// The kinds this crate owns.
+    pub enum GithubKind {
+        ForkPrApproval = GithubForkPrApproval,
+        WorkflowPermissions = GithubWorkflowPermissions,
+        Variable = GithubVariable,
+    }
 }
 
 pub struct GithubReconciler {
@@ -94,11 +121,16 @@ pub struct GithubReconciler {
 }
 
 impl GithubReconciler {
-    /// `webhook`: the CodeBuild webhook desired.toml declares (`codebuild_webhook.<key>`), if
-    /// any, whose hook on the repository is checked; CodeBuild's in `region`.
-    pub fn new(api: Api, region: &str, webhook: Option<Address>) -> GithubReconciler {
+    /// The repository's hook to CodeBuild is checked when desired.toml declares a CodeBuild
+    /// webhook (`codebuild_webhook.<key>`, the first project that has one), in its region.
+    pub fn new(api: Api, desired: &Desired) -> GithubReconciler {
+        let region = &desired.region;
         let domain = if region.starts_with("cn-") { "amazonaws.com.cn" } else { "amazonaws.com" };
-        let runner_hook = webhook.map(|address| (address, format!("https://codebuild.{region}.{domain}/webhooks")));
+        let webhook = desired.codebuild.projects.iter().find(|p| p.webhook.is_some());
+        let runner_hook = webhook.map(|project| {
+            let address = Address::new(ResourceKind::CodebuildWebhook, &project.key);
+            (address, format!("https://codebuild.{region}.{domain}/webhooks"))
+        });
         GithubReconciler { api, runner_hook }
     }
 
@@ -199,7 +231,7 @@ const WORKFLOW_PATH: &str = "/actions/permissions/workflow";
 #[async_trait]
 impl Reconciler for GithubReconciler {
     fn kinds(&self) -> &'static [ResourceKind] {
-        &[ResourceKind::GithubForkPrApproval, ResourceKind::GithubWorkflowPermissions, ResourceKind::GithubVariable]
+        GithubKind::KINDS
     }
 
     async fn observe(&self, desired: &[&DesiredResource]) -> Result<Observations, ReconcileError> {
@@ -287,13 +319,13 @@ impl Reconciler for GithubReconciler {
 
     async fn apply(&self, change: &Change, _progress: &dyn Progress) -> Result<Applied, ReconcileError> {
         let address = &change.address;
-        match (address.kind, change.action) {
-            (ResourceKind::GithubVariable, Action::Create | Action::Update) => self.put_variable(change).await,
-            (ResourceKind::GithubForkPrApproval, Action::Create | Action::Update) => {
+        match (GithubKind::of(address)?, change.action) {
+            (GithubKind::Variable, Action::Create | Action::Update) => self.put_variable(change).await,
+            (GithubKind::ForkPrApproval, Action::Create | Action::Update) => {
                 self.put_setting::<ApprovalSpec>(change, APPROVAL_PATH, "set the fork pull-request approval policy")
                     .await
             }
-            (ResourceKind::GithubWorkflowPermissions, Action::Create | Action::Update) => {
+            (GithubKind::WorkflowPermissions, Action::Create | Action::Update) => {
                 self.put_setting::<WorkflowPermissionsSpec>(
                     change,
                     WORKFLOW_PATH,
@@ -302,22 +334,9 @@ impl Reconciler for GithubReconciler {
                 .await
             }
             (
-                ResourceKind::GithubVariable
-                | ResourceKind::GithubForkPrApproval
-                | ResourceKind::GithubWorkflowPermissions,
+                GithubKind::Variable | GithubKind::ForkPrApproval | GithubKind::WorkflowPermissions,
                 Action::Delete | Action::Replace,
             ) => Err(ReconcileError::never(address, "delete")),
-            (
-                ResourceKind::IamRole
-                | ResourceKind::IamRolePolicy
-                | ResourceKind::S3Bucket
-                | ResourceKind::S3BucketLifecycle
-                | ResourceKind::EcrRepository
-                | ResourceKind::EcrLifecyclePolicy
-                | ResourceKind::CodebuildProject
-                | ResourceKind::CodebuildWebhook,
-                _,
-            ) => Err(ReconcileError::foreign(address)),
         }
     }
 }

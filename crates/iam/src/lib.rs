@@ -34,6 +34,14 @@ pub const ATTACHED_MANAGED_POLICY: &str = "S101";
 /// IAM's answer for "there is no such role or policy".
 const NO_SUCH_ENTITY: &str = "NoSuchEntity";
 
+reconcile_core::resource_kinds! {
+    /// The kinds this crate owns.
+    pub enum IamKind {
+        Role = IamRole,
+        RolePolicy = IamRolePolicy,
+    }
+}
+
 pub struct IamReconciler {
     client: iam::Client,
     account: Account,
@@ -55,7 +63,7 @@ impl IamReconciler {
 #[async_trait]
 impl Reconciler for IamReconciler {
     fn kinds(&self) -> &'static [ResourceKind] {
-        &[ResourceKind::IamRole, ResourceKind::IamRolePolicy]
+        IamKind::KINDS
     }
 
     async fn observe(&self, desired: &[&DesiredResource]) -> Result<Observations, ReconcileError> {
@@ -81,33 +89,19 @@ impl Reconciler for IamReconciler {
 
     async fn apply(&self, change: &Change, _progress: &dyn Progress) -> Result<Applied, ReconcileError> {
         let address = &change.address;
-        match (address.kind, change.action) {
-            (ResourceKind::IamRole, Action::Create) => self.create_role(change).await,
-            (ResourceKind::IamRole, Action::Update) => {
+        match (IamKind::of(address)?, change.action) {
+            (IamKind::Role, Action::Create) => self.create_role(change).await,
+            (IamKind::Role, Action::Update) => {
                 let before = reconcile_core::spec::before::<RoleSpec>(change)?;
                 let current_tags = before.as_ref().map(|b| b.tags.clone()).unwrap_or_default();
                 self.converge_role(change, before.as_ref(), &current_tags).await?;
                 Ok(Applied::Done)
             }
-            (ResourceKind::IamRole, Action::Delete | Action::Replace) => {
-                Err(ReconcileError::never(address, "delete role"))
-            }
-            (ResourceKind::IamRolePolicy, Action::Create | Action::Update) => self.put_role_policy(change).await,
-            (ResourceKind::IamRolePolicy, Action::Delete) => self.delete_role_policy(change).await,
+            (IamKind::Role, Action::Delete | Action::Replace) => Err(ReconcileError::never(address, "delete role")),
+            (IamKind::RolePolicy, Action::Create | Action::Update) => self.put_role_policy(change).await,
+            (IamKind::RolePolicy, Action::Delete) => self.delete_role_policy(change).await,
             // This reconciler's diff never plans one: a policy changes in place.
-            (ResourceKind::IamRolePolicy, Action::Replace) => Err(ReconcileError::never(address, "replace")),
-            (
-                ResourceKind::S3Bucket
-                | ResourceKind::S3BucketLifecycle
-                | ResourceKind::EcrRepository
-                | ResourceKind::EcrLifecyclePolicy
-                | ResourceKind::CodebuildProject
-                | ResourceKind::CodebuildWebhook
-                | ResourceKind::GithubForkPrApproval
-                | ResourceKind::GithubWorkflowPermissions
-                | ResourceKind::GithubVariable,
-                _,
-            ) => Err(ReconcileError::foreign(address)),
+            (IamKind::RolePolicy, Action::Replace) => Err(ReconcileError::never(address, "replace")),
         }
     }
 }

@@ -27,6 +27,14 @@ use spec::{BlockPublicAccess, BucketLifecycleSpec, BucketSpec, OWNER_ENFORCED, S
 /// reused.
 pub const FOREIGN_BUCKET_ACCESS: &str = "S103";
 
+reconcile_core::resource_kinds! {
+    /// The kinds this crate owns.
+    pub enum S3Kind {
+        Bucket = S3Bucket,
+        Lifecycle = S3BucketLifecycle,
+    }
+}
+
 pub struct S3Reconciler {
     client: s3::Client,
     account: Account,
@@ -63,7 +71,7 @@ enum Head {
 #[async_trait]
 impl Reconciler for S3Reconciler {
     fn kinds(&self) -> &'static [ResourceKind] {
-        &[ResourceKind::S3Bucket, ResourceKind::S3BucketLifecycle]
+        S3Kind::KINDS
     }
 
     async fn observe(&self, desired: &[&DesiredResource]) -> Result<Observations, ReconcileError> {
@@ -88,32 +96,18 @@ impl Reconciler for S3Reconciler {
 
     async fn apply(&self, change: &Change, _progress: &dyn Progress) -> Result<Applied, ReconcileError> {
         let address = &change.address;
-        match (address.kind, change.action) {
-            (ResourceKind::S3Bucket, Action::Create) => self.create_bucket(change).await,
-            (ResourceKind::S3Bucket, Action::Update) => {
+        match (S3Kind::of(address)?, change.action) {
+            (S3Kind::Bucket, Action::Create) => self.create_bucket(change).await,
+            (S3Kind::Bucket, Action::Update) => {
                 let before = reconcile_core::spec::before::<BucketSpec>(change)?;
                 self.converge_bucket(change, before.as_ref(), Made::ByOthers).await?;
                 Ok(Applied::Done)
             }
-            (ResourceKind::S3Bucket, Action::Delete | Action::Replace) => {
-                Err(ReconcileError::never(address, "delete bucket"))
-            }
-            (ResourceKind::S3BucketLifecycle, Action::Create | Action::Update) => self.put_lifecycle(change).await,
-            (ResourceKind::S3BucketLifecycle, Action::Delete) => self.delete_lifecycle(change).await,
+            (S3Kind::Bucket, Action::Delete | Action::Replace) => Err(ReconcileError::never(address, "delete bucket")),
+            (S3Kind::Lifecycle, Action::Create | Action::Update) => self.put_lifecycle(change).await,
+            (S3Kind::Lifecycle, Action::Delete) => self.delete_lifecycle(change).await,
             // This reconciler's diff never plans one: a lifecycle configuration changes in place.
-            (ResourceKind::S3BucketLifecycle, Action::Replace) => Err(ReconcileError::never(address, "replace")),
-            (
-                ResourceKind::IamRole
-                | ResourceKind::IamRolePolicy
-                | ResourceKind::EcrRepository
-                | ResourceKind::EcrLifecyclePolicy
-                | ResourceKind::CodebuildProject
-                | ResourceKind::CodebuildWebhook
-                | ResourceKind::GithubForkPrApproval
-                | ResourceKind::GithubWorkflowPermissions
-                | ResourceKind::GithubVariable,
-                _,
-            ) => Err(ReconcileError::foreign(address)),
+            (S3Kind::Lifecycle, Action::Replace) => Err(ReconcileError::never(address, "replace")),
         }
     }
 }

@@ -105,3 +105,72 @@ print(json.dumps(runs))
         }
     }
 }
+
+/// The command line's modules form no circle: a module that another one uses never uses it back,
+/// however far round (the session is used by the commands, never the other way). A module is a
+/// file under `crates/cli/src`, named as `crate::` paths name it.
+#[test]
+fn the_cli_modules_import_no_circle() {
+    let src = workspace_root().join("crates/cli/src");
+    let mut files = Vec::new();
+    files_under(&src, "rs", &mut files);
+    let module_of = |path: &Path| {
+        let relative = path.strip_prefix(&src).unwrap().with_extension("");
+        let parts: Vec<String> = relative.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+        match parts.as_slice() {
+            [only] if only == "lib" || only == "main" => "crate".to_owned(),
+            [.., last] if last == "mod" => parts[..parts.len() - 1].join("::"),
+            _ => parts.join("::"),
+        }
+    };
+    let modules: Vec<String> = files.iter().map(|f| module_of(f)).collect();
+    let mut edges: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> = Default::default();
+    for (file, module) in files.iter().zip(&modules) {
+        let text = std::fs::read_to_string(file).unwrap();
+        // Only the code: not the unit tests, which may use what they test from anywhere, and not
+        // comments.
+        let code: String = text
+            .split("#[cfg(test)]")
+            .next()
+            .unwrap_or_default()
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for (idx, _) in code.match_indices("crate::") {
+            let path: String = code[idx + "crate::".len()..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            // The longest known module the path names.
+            let mut used = String::new();
+            for segment in path.split("::") {
+                let longer = if used.is_empty() { segment.to_owned() } else { format!("{used}::{segment}") };
+                if !modules.contains(&longer) {
+                    break;
+                }
+                used = longer;
+            }
+            if !used.is_empty() && used != *module && !module.starts_with(&format!("{used}::")) {
+                edges.entry(module.clone()).or_default().insert(used);
+            }
+        }
+    }
+    // A circle is a module that reaches itself.
+    let mut circles = Vec::new();
+    for start in edges.keys() {
+        let mut stack: Vec<Vec<String>> = vec![vec![start.clone()]];
+        let mut seen = std::collections::BTreeSet::new();
+        while let Some(route) = stack.pop() {
+            for next in edges.get(route.last().unwrap()).into_iter().flatten() {
+                if next == start {
+                    circles.push(format!("{} -> {start}", route.join(" -> ")));
+                } else if seen.insert(next.clone()) {
+                    stack.push([route.clone(), vec![next.clone()]].concat());
+                }
+            }
+        }
+    }
+    assert!(modules.contains(&"session".to_owned()) && edges.contains_key("commands::apply"), "{edges:?}");
+    assert!(circles.is_empty(), "modules that import each other:\n{}", circles.join("\n"));
+}

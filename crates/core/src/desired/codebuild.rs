@@ -493,3 +493,338 @@ fn convert_webhook(
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The `[codebuild]` section: the runner project's defaults, what CodeBuild (or the nightly)
+    //! would refuse, and the webhook's filters, each with its key.
+
+    use std::path::Path;
+
+    use super::*;
+    use crate::desired::Desired;
+    use crate::plan::Severity;
+
+    const ROLE: &str =
+        "[iam.roles.codebuild]\nname = \"rocm-bake-codebuild\"\ntrusted_services = [\"codebuild.amazonaws.com\"]\n";
+
+    /// A file with the role and one project `runner`, its keys `project` (TOML lines) and, when
+    /// given, a webhook of `filter_groups`.
+    fn file(project: &str, filter_groups: Option<&str>) -> String {
+        let webhook =
+            filter_groups.map(|groups| format!("[codebuild.projects.runner.webhook]\nfilter_groups = {groups}\n"));
+        format!(
+            "region = \"us-east-1\"\n{ROLE}[codebuild.projects.runner]\nname = \"rocm-bake\"\nsource_location = \"https://github.com/ROCm/rocm-bake\"\nservice_role = \"codebuild\"\nbuild_timeout_hours = 4\n{project}\n{}",
+            webhook.unwrap_or_default()
+        )
+    }
+
+    fn parse(text: &str) -> Result<Desired, String> {
+        Desired::parse(Path::new("desired.toml"), text).map_err(|errors| errors.to_string())
+    }
+
+    /// The messages of a refused file, with their key paths, without their places.
+    fn refusals(text: &str) -> Vec<String> {
+        let errors = parse(text).expect_err("refused");
+        errors.lines().map(|line| line.splitn(4, ':').nth(3).unwrap_or(line).trim().to_owned()).collect()
+    }
+
+    fn findings(text: &str) -> Vec<String> {
+        let desired = parse(text).expect("accepted");
+        desired
+            .findings
+            .iter()
+            .map(|f| {
+                assert_eq!(f.severity, Severity::Warning);
+                assert_eq!(f.address, Some(Address::new(ResourceKind::CodebuildWebhook, "runner")));
+                format!("{} {}: {}", f.code, f.location.key_path, f.location.message)
+            })
+            .collect()
+    }
+
+    const RUNNER: &str = r#"[[{ type = "EVENT", pattern = "WORKFLOW_JOB_QUEUED" }, { type = "REPOSITORY_NAME", pattern = "^rocm-bake$" }]]"#;
+
+    #[test]
+    fn a_runner_project_is_filled_in_with_ec2_defaults() {
+        let desired = parse(&file("tags = { project = \"rocm\" }", Some(RUNNER))).unwrap();
+        let project = &desired.codebuild.projects[0];
+        assert_eq!(project.key, "runner");
+        assert_eq!(project.name, "rocm-bake");
+        assert_eq!(project.description, "");
+        assert_eq!(project.environment_type, "LINUX_CONTAINER");
+        assert_eq!(project.compute_type, "BUILD_GENERAL1_XLARGE");
+        assert_eq!(project.image, "aws/codebuild/amazonlinux-x86_64-standard:5.0");
+        assert!(project.privileged_mode);
+        assert_eq!(project.service_role, "codebuild");
+        assert_eq!(project.build_timeout_minutes, 240);
+        assert_eq!(project.queued_timeout_minutes, None);
+        assert_eq!(project.tags["project"], "rocm");
+        assert_eq!(project.log_group(), "/aws/codebuild/rocm-bake");
+        let webhook = project.webhook.as_ref().unwrap();
+        assert_eq!(
+            (webhook.build_type.as_str(), webhook.manual_creation, webhook.scope.as_ref()),
+            ("BUILD", false, None)
+        );
+        assert_eq!(
+            webhook.filter_groups,
+            [[
+                WebhookFilter {
+                    kind: "EVENT".into(),
+                    pattern: "WORKFLOW_JOB_QUEUED".into(),
+                    exclude_matched_pattern: false
+                },
+                WebhookFilter {
+                    kind: "REPOSITORY_NAME".into(),
+                    pattern: "^rocm-bake$".into(),
+                    exclude_matched_pattern: false
+                },
+            ]]
+        );
+        assert!(desired.findings.is_empty());
+
+        let arm = parse(&file(
+            "environment_type = \"ARM_CONTAINER\"\ncompute_type = \"BUILD_GENERAL1_LARGE\"\nqueued_timeout_minutes = 480\ndescription = \"the runner\"",
+            None,
+        ))
+        .unwrap();
+        let project = &arm.codebuild.projects[0];
+        assert_eq!(project.image, "aws/codebuild/amazonlinux-aarch64-standard:3.0");
+        assert_eq!(project.compute_type, "BUILD_GENERAL1_LARGE");
+        assert_eq!(project.queued_timeout_minutes, Some(480));
+        assert_eq!(project.description, "the runner");
+        assert!(project.webhook.is_none());
+        let own = parse(&file("image = \"public.ecr.aws/x/y:1\"", None)).unwrap();
+        assert_eq!(own.codebuild.projects[0].image, "public.ecr.aws/x/y:1");
+
+        let scoped = parse(&file(
+            "",
+            Some(r#"[[{ type = "EVENT", pattern = "WORKFLOW_JOB_QUEUED" }, { type = "REPOSITORY_NAME", pattern = "x", exclude_matched_pattern = true }]]
+build_type = "BUILD_BATCH"
+manual_creation = true
+scope = { name = "ROCm", scope = "GITHUB_ORGANIZATION", domain = "github.com" }"#),
+        ))
+        .unwrap();
+        let webhook = scoped.codebuild.projects[0].webhook.clone().unwrap();
+        assert_eq!((webhook.build_type.as_str(), webhook.manual_creation), ("BUILD_BATCH", true));
+        assert!(webhook.filter_groups[0][1].exclude_matched_pattern);
+        assert_eq!(
+            webhook.scope,
+            Some(WebhookScope {
+                name: "ROCm".into(),
+                scope: "GITHUB_ORGANIZATION".into(),
+                domain: Some("github.com".into())
+            })
+        );
+    }
+
+    #[test]
+    fn what_would_stop_the_nightly_is_refused_naming_the_key() {
+        let long_description = format!("description = \"{}\"", "é".repeat(256));
+        let cases = [
+            ("environment_type = \"LINUX_LAMBDA_CONTAINER\"", format!("`codebuild.projects.runner.environment_type`: {LAMBDA_REFUSAL}")),
+            ("environment_type = \"WINDOWS_CONTAINER\"", "`codebuild.projects.runner.environment_type`: `WINDOWS_CONTAINER` is not supported: use LINUX_CONTAINER or ARM_CONTAINER".to_owned()),
+            ("compute_type = \"BUILD_LAMBDA_4GB\"", format!("`codebuild.projects.runner.compute_type`: {LAMBDA_REFUSAL}")),
+            ("compute_type = \"BUILD_GENERAL1_HUGE\"", "`codebuild.projects.runner.compute_type`: `BUILD_GENERAL1_HUGE` is not an EC2 compute type: use one of BUILD_GENERAL1_SMALL, BUILD_GENERAL1_MEDIUM, BUILD_GENERAL1_LARGE, BUILD_GENERAL1_XLARGE, BUILD_GENERAL1_2XLARGE".to_owned()),
+            ("privileged_mode = false", "`codebuild.projects.runner.privileged_mode`: privileged mode must be on: BuildKit needs a Docker daemon, and CodeBuild runs one only in privileged mode".to_owned()),
+            ("queued_timeout_minutes = 4", "`codebuild.projects.runner.queued_timeout_minutes`: must be 5 to 480 minutes".to_owned()),
+            ("queued_timeout_minutes = 481", "`codebuild.projects.runner.queued_timeout_minutes`: must be 5 to 480 minutes".to_owned()),
+            ("tags = { \"aws:x\" = \"y\" }", "`codebuild.projects.runner.tags.aws:x`: tag keys starting with `aws:` are reserved for AWS".to_owned()),
+            (long_description.as_str(), "`codebuild.projects.runner.description`: CodeBuild takes a description of at most 255 characters".to_owned()),
+        ];
+        for (key, expected) in cases {
+            assert_eq!(refusals(&file(key, None)), [expected], "{key}");
+        }
+        // At the limits: 255 characters of description, 5 and 480 minutes queued, every EC2 type.
+        assert!(parse(&file(&format!("description = \"{}\"", "é".repeat(255)), None)).is_ok());
+        for queued in [5, 480] {
+            assert!(parse(&file(&format!("queued_timeout_minutes = {queued}"), None)).is_ok());
+        }
+        for compute in EC2_COMPUTE_TYPES {
+            assert!(parse(&file(&format!("compute_type = \"{compute}\""), None)).is_ok(), "{compute}");
+        }
+    }
+
+    #[test]
+    fn the_build_timeout_is_whole_hours_within_codebuilds_range() {
+        let timeout =
+            |hours: u32| file("", None).replace("build_timeout_hours = 4", &format!("build_timeout_hours = {hours}"));
+        assert_eq!(parse(&timeout(1)).unwrap().codebuild.projects[0].build_timeout_minutes, 60);
+        assert_eq!(parse(&timeout(36)).unwrap().codebuild.projects[0].build_timeout_minutes, 2160);
+        for hours in [0, 37, u32::MAX] {
+            assert_eq!(
+                refusals(&timeout(hours)),
+                [format!(
+                    "`codebuild.projects.runner.build_timeout_hours`: {hours} hours is outside what CodeBuild allows, 5 to 2160 minutes (1 to 36 whole hours here)"
+                )]
+            );
+        }
+    }
+
+    #[test]
+    fn the_name_source_and_role_are_checked() {
+        let named = |name: &str| file("", None).replace("name = \"rocm-bake\"", &format!("name = \"{name}\""));
+        for good in ["ab", "a_b-c", "9x", &"a".repeat(255)] {
+            assert!(parse(&named(good)).is_ok(), "{good}");
+        }
+        for bad in ["a", "-ab", "_ab", "a.b", "a b", &"a".repeat(256)] {
+            assert_eq!(
+                refusals(&named(bad)),
+                [format!(
+                    "`codebuild.projects.runner.name`: `{bad}` is not a CodeBuild project name: 2 to 255 letters, digits, `-` and `_`, starting with a letter or digit"
+                )],
+                "{bad}"
+            );
+        }
+        let role = file("", None).replace("service_role = \"codebuild\"", "service_role = \"builder\"");
+        assert_eq!(
+            refusals(&role),
+            [
+                "`codebuild.projects.runner.service_role`: no role `builder` under `[iam.roles]`: name the key of the role the project runs as"
+            ]
+        );
+        assert_eq!(
+            refusals(&file("image = \"  \"", None)),
+            [
+                "`codebuild.projects.runner.image`: the image must name a container image; leave it out for the standard one"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_source_is_a_github_repository_url() {
+        for good in [
+            "https://github.com/ROCm/rocm-bake",
+            "https://github.com/ROCm/rocm-bake.git",
+            "https://github.com/a/b_c.d",
+            &format!("https://github.com/{}/{}", "o".repeat(39), "r".repeat(100)),
+        ] {
+            assert!(is_github_repository_url(good), "{good}");
+        }
+        for bad in [
+            "http://github.com/ROCm/rocm-bake",
+            "https://gitlab.com/ROCm/rocm-bake",
+            "https://github.com/ROCm",
+            "https://github.com//rocm-bake",
+            "https://github.com/ROCm/",
+            "https://github.com/-ROCm/x",
+            "https://github.com/RO_Cm/x",
+            "https://github.com/ROCm/a/b",
+            "https://github.com/ROCm/.",
+            "https://github.com/ROCm/..",
+            "https://github.com/ROCm/..git",
+            &format!("https://github.com/{}/x", "o".repeat(40)),
+            &format!("https://github.com/o/{}", "r".repeat(101)),
+        ] {
+            assert!(!is_github_repository_url(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn webhook_filters_are_checked_as_codebuild_checks_them() {
+        let refused = |groups: &str| refusals(&file("", Some(groups)));
+        let path = "`codebuild.projects.runner.webhook.filter_groups[0]`";
+        assert_eq!(
+            refused(r#"[[{ type = "EVENT", pattern = "WORKFLOW_JOB_QUEUED" }, { type = "COLOUR", pattern = "x" }]]"#),
+            [format!("{path}: `COLOUR` is not a webhook filter type: {}", FILTER_TYPES.join(", "))]
+        );
+        assert_eq!(
+            refused(
+                r#"[[{ type = "EVENT", pattern = "WORKFLOW_JOB_QUEUED, PUSHED" }, { type = "REPOSITORY_NAME", pattern = "x" }]]"#
+            ),
+            [format!("{path}: `PUSHED` is not a webhook event: {}", EVENTS.join(", "))]
+        );
+        assert_eq!(
+            refused(
+                r#"[[{ type = "EVENT", pattern = "WORKFLOW_JOB_QUEUED" }, { type = "REPOSITORY_NAME", pattern = " " }]]"#
+            ),
+            [format!("{path}: a filter needs a pattern")]
+        );
+        assert_eq!(
+            refused(
+                r#"[[{ type = "EVENT", pattern = "WORKFLOW_JOB_QUEUED" }, { type = "HEAD_REF", pattern = "(main" }]]"#
+            ),
+            [format!("{path}: the HEAD_REF pattern `(main` is not a valid regular expression: unclosed group")]
+        );
+        assert_eq!(
+            refused(r#"[[{ type = "REPOSITORY_NAME", pattern = "x" }]]"#),
+            [format!("{path}: a filter group needs exactly one `EVENT` filter, not 0")]
+        );
+        assert_eq!(
+            refused(r#"[[{ type = "EVENT", pattern = "WORKFLOW_JOB_QUEUED" }, { type = "EVENT", pattern = "PUSH" }]]"#),
+            [format!("{path}: a filter group needs exactly one `EVENT` filter, not 2")]
+        );
+        assert_eq!(
+            refused("[]"),
+            [
+                "`codebuild.projects.runner.webhook.filter_groups`: a runner's webhook needs a filter group with `EVENT` = `WORKFLOW_JOB_QUEUED`"
+            ]
+        );
+        let typed = file("", Some(RUNNER)).replace("filter_groups =", "build_type = \"NIGHTLY\"\nfilter_groups =");
+        assert_eq!(
+            refusals(&typed),
+            [
+                "`codebuild.projects.runner.webhook.build_type`: `NIGHTLY` is not a webhook build type: BUILD, BUILD_BATCH or RUNNER_BUILDKITE_BUILD"
+            ]
+        );
+        // Java's look-around and back-references are accepted; an EVENT's pattern is a list of
+        // events, not a regular expression.
+        assert!(parse(&file("", Some(r#"[[{ type = "EVENT", pattern = "WORKFLOW_JOB_QUEUED" }, { type = "HEAD_REF", pattern = "^(?!refs/heads/x)(a)\\1$" }]]"#))).is_ok());
+        assert_eq!(check_pattern("(?=a)"), Ok(()));
+        assert_eq!(check_pattern("(a)\\1"), Ok(()));
+        assert_eq!(check_pattern("["), Err("unclosed character class".to_owned()));
+    }
+
+    #[test]
+    fn a_webhook_a_fork_can_trigger_or_that_no_job_reaches_is_warned_about() {
+        assert_eq!(findings(&file("", Some(RUNNER))), Vec::<String>::new());
+        assert_eq!(
+            findings(&file("", Some(r#"[[{ type = "EVENT", pattern = "WORKFLOW_JOB_QUEUED" }]]"#))),
+            [
+                "W201 codebuild.projects.runner.webhook.filter_groups[0]: this filter group has only its EVENT filter, so a pull request from any fork can start a build on the runner, under its IAM role; add filters a fork cannot edit, such as REPOSITORY_NAME or ACTOR_ACCOUNT_ID"
+            ]
+        );
+        let not_a_runner =
+            "no filter group takes `WORKFLOW_JOB_QUEUED`, so GitHub Actions jobs will never reach this runner";
+        assert_eq!(
+            findings(&file(
+                "",
+                Some(r#"[[{ type = "EVENT", pattern = "PUSH" }, { type = "REPOSITORY_NAME", pattern = "x" }]]"#)
+            )),
+            [format!("W202 codebuild.projects.runner.webhook.filter_groups: {not_a_runner}")]
+        );
+        // Excluding the event is not taking it.
+        assert_eq!(
+            findings(&file(
+                "",
+                Some(
+                    r#"[[{ type = "EVENT", pattern = "WORKFLOW_JOB_QUEUED", exclude_matched_pattern = true }, { type = "REPOSITORY_NAME", pattern = "x" }]]"#
+                )
+            )),
+            [format!("W202 codebuild.projects.runner.webhook.filter_groups: {not_a_runner}")]
+        );
+        // One of several events, after a comma, is taken.
+        assert_eq!(
+            findings(&file(
+                "",
+                Some(
+                    r#"[[{ type = "EVENT", pattern = "PUSH, WORKFLOW_JOB_QUEUED" }, { type = "REPOSITORY_NAME", pattern = "x" }]]"#
+                )
+            )),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn two_projects_with_one_name_are_refused() {
+        let text = format!(
+            "{}[codebuild.projects.other]\nname = \"rocm-bake\"\nsource_location = \"https://github.com/ROCm/x\"\nservice_role = \"codebuild\"\nbuild_timeout_hours = 1\n",
+            file("", None)
+        );
+        assert_eq!(
+            refusals(&text),
+            [
+                "`codebuild.projects.other.name`: project name `rocm-bake` is also declared by `codebuild.projects.runner` (line 6); one AWS name can be declared only once"
+            ]
+        );
+    }
+}

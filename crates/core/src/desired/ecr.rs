@@ -542,3 +542,406 @@ fn check_repository_name(name: &str) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    //! The `[ecr]` section: what it fills in, what it refuses (as ECR would, before ECR sees it)
+    //! and what it warns about, each with its key.
+
+    use std::path::Path;
+
+    use super::*;
+    use crate::desired::Desired;
+
+    const KEEP_3: &str = r#"{ rulePriority = 1, selection = { tagStatus = "untagged", countType = "imageCountMoreThan", countNumber = 3 }, action = { type = "expire" } }"#;
+
+    /// A file with one policy `p` of `rules`, the defaults `defaults` and the repositories
+    /// `repositories` (TOML lines under `[ecr.repositories]`).
+    fn file(rules: &[&str], defaults: &str, repositories: &str) -> String {
+        format!(
+            "region = \"us-east-1\"\n[ecr.defaults]\n{defaults}\n[ecr.lifecycle_policies.p]\nrules = [\n{}\n]\n[ecr.repositories]\n{repositories}\n",
+            rules.join(",\n")
+        )
+    }
+
+    fn parse(text: &str) -> Result<Desired, String> {
+        Desired::parse(Path::new("desired.toml"), text).map_err(|errors| errors.to_string())
+    }
+
+    /// The messages of a refused file, without their places.
+    fn refusals(text: &str) -> Vec<String> {
+        let errors = parse(text).expect_err("refused");
+        errors.lines().map(|line| line.splitn(4, ':').nth(3).unwrap_or(line).trim().to_owned()).collect()
+    }
+
+    /// The findings of an accepted file: `code severity key-path: message`.
+    fn findings(text: &str) -> Vec<String> {
+        let desired = parse(text).expect("accepted");
+        desired
+            .findings
+            .iter()
+            .map(|f| {
+                let severity = if f.severity == Severity::Error { "error" } else { "warning" };
+                format!("{} {severity} {}: {}", f.code, f.location.key_path, f.location.message)
+            })
+            .collect()
+    }
+
+    fn rule(priority: u32, selection: &str, action: &str) -> String {
+        format!("{{ rulePriority = {priority}, selection = {{ {selection} }}, action = {{ {action} }} }}")
+    }
+
+    #[test]
+    fn a_repository_takes_its_settings_from_itself_then_the_defaults_then_ecr() {
+        let text = file(
+            &[KEEP_3],
+            "lifecycle_policy = \"p\"\nimage_tag_mutability = \"IMMUTABLE\"\nscan_on_push = true\ntags = { project = \"rocm\", kind = \"image\" }",
+            "ra = {}\nrb = { image_tag_mutability = \"MUTABLE\", scan_on_push = false, tags = { kind = \"cache\" } }",
+        );
+        let desired = parse(&text).unwrap();
+        let [a, b] = desired.ecr.repositories.as_slice() else { panic!("two repositories") };
+        assert_eq!((a.image_tag_mutability, a.scan_on_push), (TagMutability::Immutable, true));
+        assert_eq!((b.image_tag_mutability, b.scan_on_push), (TagMutability::Mutable, false));
+        assert_eq!(a.tags["kind"], "image");
+        assert_eq!(b.tags["kind"], "cache", "the repository's own tag wins");
+        assert_eq!(b.tags["project"], "rocm");
+        assert!(!a.allow_tagged_expiry);
+        assert_eq!(TagMutability::Immutable.as_str(), "IMMUTABLE");
+        assert_eq!(TagMutability::Mutable.as_str(), "MUTABLE");
+
+        // Without defaults: mutable, no scan, the repository's own policy.
+        let text = file(&[KEEP_3], "", "ra = { lifecycle_policy = \"p\" }");
+        let a = &parse(&text).unwrap().ecr.repositories[0];
+        assert_eq!(
+            (a.image_tag_mutability, a.scan_on_push, a.lifecycle_policy.name.as_str()),
+            (TagMutability::Mutable, false, "p")
+        );
+        assert!(a.tags.is_empty());
+    }
+
+    #[test]
+    fn a_repository_names_its_policy_or_inherits_it_and_an_unknown_one_is_refused_where_it_is_named() {
+        let text = format!(
+            "{}\n[ecr.lifecycle_policies.q]\nrules = [{KEEP_3}]\n",
+            file(&[KEEP_3], "lifecycle_policy = \"p\"", "ra = {}\nrb = { lifecycle_policy = \"q\" }")
+        );
+        let desired = parse(&text).unwrap();
+        let names: Vec<&str> = desired.ecr.repositories.iter().map(|r| r.lifecycle_policy.name.as_str()).collect();
+        assert_eq!(names, ["p", "q"]);
+
+        let text = file(&[KEEP_3], "", "ra = { lifecycle_policy = \"nope\" }");
+        let errors = parse(&text).unwrap_err();
+        assert!(
+            errors.contains("`ecr.repositories.ra.lifecycle_policy`: no lifecycle policy named `nope`"),
+            "{errors}"
+        );
+        // A policy that failed its own checks is not said again as unknown.
+        let text = file(
+            &[&rule(
+                0,
+                "tagStatus = \"untagged\", countType = \"imageCountMoreThan\", countNumber = 3",
+                "type = \"expire\"",
+            )],
+            "",
+            "ra = { lifecycle_policy = \"p\" }",
+        );
+        assert_eq!(refusals(&text), ["`ecr.lifecycle_policies.p.rules[0]`: `rulePriority` must be 1 or more"]);
+    }
+
+    #[test]
+    fn an_empty_repository_table_and_allow_tagged_expiry_in_the_defaults_are_refused() {
+        let text = file(&[KEEP_3], "allow_tagged_expiry = true\nlifecycle_policy = \"p\"", "");
+        assert_eq!(
+            refusals(&text),
+            [
+                "`ecr.defaults.allow_tagged_expiry`: `allow_tagged_expiry` is a decision about one repository's live tags: set it on each repository it is meant for, not in `[ecr.defaults]`",
+                "`ecr.repositories`: `[ecr.repositories]` declares no repository: list the nightly's repositories, or leave the table out",
+            ]
+        );
+        // No table at all is no repository, and no mistake.
+        let none = "region = \"us-east-1\"\n";
+        assert!(parse(none).unwrap().ecr.repositories.is_empty());
+    }
+
+    #[test]
+    fn tags_are_checked_and_counted_as_ecr_counts_them() {
+        let fifty: Vec<String> = (0..49).map(|n| format!("t{n} = \"v\"")).collect();
+        let text = file(
+            &[KEEP_3],
+            &format!("lifecycle_policy = \"p\"\ntags = {{ {} }}", fifty.join(", ")),
+            "ra = { tags = { own = \"x\" } }",
+        );
+        assert_eq!(parse(&text).unwrap().ecr.repositories[0].tags.len(), 50, "50 is ECR's limit, and allowed");
+        let text = text.replace("own = \"x\"", "own = \"x\", more = \"y\"");
+        assert_eq!(refusals(&text), ["`ecr.repositories.ra`: 51 tags, more than the 50 ECR allows on a repository"]);
+        let text = file(
+            &[KEEP_3],
+            "lifecycle_policy = \"p\"\ntags = { \"aws:x\" = \"y\" }",
+            "ra = { tags = { \"bad;key\" = \"v\" } }",
+        );
+        assert_eq!(
+            refusals(&text),
+            [
+                "`ecr.defaults.tags.aws:x`: tag keys starting with `aws:` are reserved for AWS",
+                "`ecr.repositories.ra.tags.bad;key`: tags may hold only letters, digits, spaces and `_ . : / = + - @`, not `;`",
+            ]
+        );
+    }
+
+    #[test]
+    fn repository_names_follow_ecrs_rule() {
+        for good in ["ab", "a/b", "a.b_c-d", "rocm/pytorch-cache", &"a".repeat(256)] {
+            assert_eq!(check_repository_name(good), Ok(()), "{good}");
+        }
+        for bad in ["a", &"a".repeat(257)] {
+            assert!(check_repository_name(bad).unwrap_err().contains("must be 2 to 256 characters long"), "{bad}");
+        }
+        for bad in ["A1", "a//b", "a..b", "-ab", "ab-", "a_-b", "/ab", "ab/", "a b"] {
+            assert!(check_repository_name(bad).unwrap_err().contains("is not valid in ECR"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_rule_over_tagged_images_is_an_error_unless_the_repository_allows_it() {
+        let any =
+            rule(1, "tagStatus = \"any\", countType = \"imageCountMoreThan\", countNumber = 5", "type = \"expire\"");
+        let text = file(&[&any], "lifecycle_policy = \"p\"", "ra = {}\nrb = { allow_tagged_expiry = true }");
+        let desired = parse(&text).unwrap();
+        let tagged: Vec<_> = desired.findings.iter().filter(|f| f.code == TAGGED_EXPIRY).collect();
+        assert_eq!(tagged.len(), 2, "one per repository that uses it");
+        let (a, b) = (tagged[0], tagged[1]);
+        assert_eq!(a.address, Some(Address::new(ResourceKind::EcrLifecyclePolicy, "ra")));
+        assert_eq!((a.severity, a.overridden_by), (Severity::Error, None));
+        assert_eq!(
+            a.location.message,
+            "repository `ra` uses lifecycle policy `p`, whose rule 1 (`tagStatus = \"any\"`) can expire tagged images: one \
+             such rule once expired the live nightly tag; expire only untagged images, or set `allow_tagged_expiry = \
+             true` on the repository if it must"
+        );
+        assert_eq!(a.location.key_path, "ecr.lifecycle_policies.p.rules[0]");
+        assert_eq!((b.severity, b.overridden_by), (Severity::Warning, Some(ALLOW_TAGGED_EXPIRY)));
+        assert_eq!(
+            b.location.message,
+            "repository `rb` uses lifecycle policy `p`, whose rule 1 (`tagStatus = \"any\"`) can expire tagged images"
+        );
+        assert!(desired.ecr.repositories[1].allow_tagged_expiry);
+        assert!(!desired.ecr.repositories[0].allow_tagged_expiry);
+        // `allow_tagged_expiry = false` allows nothing.
+        let text = file(&[&any], "lifecycle_policy = \"p\"", "ra = { allow_tagged_expiry = false }");
+        assert_eq!(parse(&text).unwrap().findings.iter().filter(|f| f.severity == Severity::Error).count(), 1);
+
+        // A tagged rule that archives, pointed at by its place in the file.
+        let archive = rule(
+            2,
+            "tagStatus = \"tagged\", tagPrefixList = [\"v\"], countType = \"imageCountMoreThan\", countNumber = 5",
+            "type = \"transition\", targetStorageClass = \"archive\"",
+        );
+        let text = file(&[KEEP_3, &archive], "lifecycle_policy = \"p\"", "ra = {}");
+        let found = findings(&text);
+        assert_eq!(
+            found,
+            [
+                "W301 error ecr.lifecycle_policies.p.rules[1]: repository `ra` uses lifecycle policy `p`, whose rule 2 (`tagStatus = \"tagged\"`) can archive tagged images: one such rule once expired the live nightly tag; expire only untagged images, or set `allow_tagged_expiry = true` on the repository if it must"
+            ]
+        );
+    }
+
+    #[test]
+    fn untagged_images_kept_too_few_by_age_or_never_are_warned_about_once_per_policy() {
+        let kept = |n: u32| {
+            rule(
+                1,
+                &format!("tagStatus = \"untagged\", countType = \"imageCountMoreThan\", countNumber = {n}"),
+                "type = \"expire\"",
+            )
+        };
+        assert_eq!(findings(&file(&[&kept(3)], "lifecycle_policy = \"p\"", "ra = {}\nrb = {}")), Vec::<String>::new());
+        assert_eq!(
+            findings(&file(&[&kept(2)], "lifecycle_policy = \"p\"", "ra = {}\nrb = {}")),
+            [
+                "W303 warning ecr.lifecycle_policies.p.rules[0]: rule 1 keeps only 2 untagged image(s): a run in flight may still read the generation the next push orphans; keep at least 3"
+            ]
+        );
+        for count_type in ["sinceImagePushed", "sinceImagePulled", "sinceImageTransitioned"] {
+            let aged = rule(
+                1,
+                &format!(
+                    "tagStatus = \"untagged\", countType = \"{count_type}\", countUnit = \"days\", countNumber = 14"
+                ),
+                "type = \"expire\"",
+            );
+            assert_eq!(
+                findings(&file(&[&aged], "lifecycle_policy = \"p\"", "ra = {}")),
+                [
+                    "W302 warning ecr.lifecycle_policies.p.rules[0]: rule 1 expires untagged images by age: a quiet fortnight with no nightly empties the cache; count them instead (`countType = \"imageCountMoreThan\"`)"
+                ],
+                "{count_type}"
+            );
+        }
+        let tagged_only = rule(
+            1,
+            "tagStatus = \"tagged\", tagPatternList = [\"pr-*\"], countType = \"imageCountMoreThan\", countNumber = 5",
+            "type = \"expire\"",
+        );
+        let found = findings(&file(&[&tagged_only], "lifecycle_policy = \"p\"", "ra = { allow_tagged_expiry = true }"));
+        assert_eq!(
+            found[1],
+            "W304 warning ecr.lifecycle_policies.p.rules: no rule expires untagged images, so they accumulate without bound (each push orphans one); add a `tagStatus = \"untagged\"` rule with `countType = \"imageCountMoreThan\"`"
+        );
+        assert!(found[0].starts_with("W301 warning "), "{found:?}");
+        // A policy no repository uses is not warned about.
+        let unused = format!(
+            "{}\n[ecr.lifecycle_policies.unused]\nrules = [{}]\n",
+            file(&[KEEP_3], "lifecycle_policy = \"p\"", "ra = {}"),
+            kept(1)
+        );
+        assert_eq!(findings(&unused), Vec::<String>::new());
+    }
+
+    #[test]
+    fn every_rule_ecr_would_refuse_is_refused_naming_the_rule() {
+        let untagged = "tagStatus = \"untagged\", countType = \"imageCountMoreThan\", countNumber = 3";
+        let cases: Vec<(Vec<String>, Vec<&str>)> = vec![
+            (
+                vec![rule(1, untagged, "type = \"expire\""), rule(2, untagged, "type = \"expire\"")],
+                vec!["`ecr.lifecycle_policies.p.rules`: 2 rules select untagged images; ECR allows only one"],
+            ),
+            (
+                vec![rule(
+                    1,
+                    "tagStatus = \"untagged\", countType = \"imageCountMoreThan\", countNumber = 0",
+                    "type = \"expire\"",
+                )],
+                vec!["`ecr.lifecycle_policies.p.rules[0]`: `selection.countNumber` must be 1 or more"],
+            ),
+            (
+                vec![rule(
+                    1,
+                    "tagStatus = \"tagged\", countType = \"imageCountMoreThan\", countNumber = 3",
+                    "type = \"expire\"",
+                )],
+                vec![
+                    "`ecr.lifecycle_policies.p.rules[0]`: a `tagged` selection needs `tagPrefixList` or `tagPatternList`",
+                ],
+            ),
+            (
+                vec![rule(
+                    1,
+                    "tagStatus = \"tagged\", tagPrefixList = [\"a\"], tagPatternList = [\"b*\"], countType = \"imageCountMoreThan\", countNumber = 3",
+                    "type = \"expire\"",
+                )],
+                vec!["`ecr.lifecycle_policies.p.rules[0]`: use `tagPrefixList` or `tagPatternList`, not both"],
+            ),
+            (
+                vec![rule(
+                    1,
+                    "tagStatus = \"untagged\", tagPrefixList = [\"a\"], countType = \"imageCountMoreThan\", countNumber = 3",
+                    "type = \"expire\"",
+                )],
+                vec![
+                    "`ecr.lifecycle_policies.p.rules[0]`: a `untagged` selection takes no `tagPrefixList` or `tagPatternList`",
+                ],
+            ),
+            (
+                vec![rule(
+                    1,
+                    "tagStatus = \"any\", tagPatternList = [\"a*\"], countType = \"imageCountMoreThan\", countNumber = 3",
+                    "type = \"expire\"",
+                )],
+                vec![
+                    "`ecr.lifecycle_policies.p.rules[0]`: a `any` selection takes no `tagPrefixList` or `tagPatternList`",
+                ],
+            ),
+            (
+                vec![
+                    rule(
+                        1,
+                        "tagStatus = \"any\", countType = \"imageCountMoreThan\", countNumber = 9",
+                        "type = \"expire\"",
+                    ),
+                    rule(2, untagged, "type = \"expire\""),
+                ],
+                vec![
+                    "`ecr.lifecycle_policies.p.rules[0]`: a rule with `tagStatus = \"any\"` must have the highest `rulePriority` of the policy",
+                ],
+            ),
+            (
+                vec![rule(
+                    1,
+                    "tagStatus = \"tagged\", tagPatternList = [\"a*b*c*d*e*\"], countType = \"imageCountMoreThan\", countNumber = 3",
+                    "type = \"expire\"",
+                )],
+                vec![
+                    "`ecr.lifecycle_policies.p.rules[0]`: `tagPatternList` entry `a*b*c*d*e*` has more than 4 wildcards, ECR's limit",
+                ],
+            ),
+            (
+                vec![rule(
+                    1,
+                    "tagStatus = \"untagged\", countType = \"imageCountMoreThan\", countUnit = \"days\", countNumber = 3",
+                    "type = \"expire\"",
+                )],
+                vec!["`ecr.lifecycle_policies.p.rules[0]`: `imageCountMoreThan` takes no `countUnit`"],
+            ),
+            (
+                vec![rule(
+                    1,
+                    "tagStatus = \"untagged\", countType = \"sinceImagePulled\", countNumber = 3",
+                    "type = \"expire\"",
+                )],
+                vec!["`ecr.lifecycle_policies.p.rules[0]`: an age-based `countType` needs `countUnit = \"days\"`"],
+            ),
+            (
+                vec![rule(1, untagged, "type = \"transition\"")],
+                vec!["`ecr.lifecycle_policies.p.rules[0]`: a `transition` action needs `targetStorageClass`"],
+            ),
+            (
+                vec![rule(1, untagged, "type = \"expire\", targetStorageClass = \"archive\"")],
+                vec!["`ecr.lifecycle_policies.p.rules[0]`: an `expire` action takes no `targetStorageClass`"],
+            ),
+            (vec![], vec!["`ecr.lifecycle_policies.p.rules`: a lifecycle policy needs at least one rule"]),
+        ];
+        for (rules, expected) in cases {
+            let rules: Vec<&str> = rules.iter().map(String::as_str).collect();
+            let text = file(&rules, "", "");
+            let text = text.replace("[ecr.repositories]\n", "");
+            assert_eq!(refusals(&text), expected, "{rules:?}");
+        }
+        // At the limits: four wildcards, an `any` rule last, a transition with its class.
+        let fine = [
+            rule(
+                1,
+                "tagStatus = \"tagged\", tagPatternList = [\"a*b*c*d*\"], countType = \"imageCountMoreThan\", countNumber = 3",
+                "type = \"transition\", targetStorageClass = \"archive\"",
+            ),
+            rule(2, untagged, "type = \"expire\""),
+            rule(
+                3,
+                "tagStatus = \"any\", countType = \"sinceImagePushed\", countUnit = \"days\", countNumber = 900",
+                "type = \"expire\"",
+            ),
+        ];
+        let fine: Vec<&str> = fine.iter().map(String::as_str).collect();
+        assert!(parse(&file(&fine, "", "").replace("[ecr.repositories]\n", "")).is_ok());
+    }
+
+    #[test]
+    fn a_policy_longer_than_ecr_takes_is_refused_and_one_at_the_limit_is_not() {
+        // One rule with a description long enough to bring the document to `length` characters.
+        let sized = |length: usize| {
+            let base = serde_json::json!({"rules": [{"rulePriority": 1, "description": "", "selection": {"tagStatus": "untagged", "countType": "imageCountMoreThan", "countNumber": 3}, "action": {"type": "expire"}}]});
+            let padding = "d".repeat(length - serde_json::to_string(&base).unwrap().len());
+            let rule = format!(
+                "{{ rulePriority = 1, description = \"{padding}\", selection = {{ tagStatus = \"untagged\", countType = \"imageCountMoreThan\", countNumber = 3 }}, action = {{ type = \"expire\" }} }}"
+            );
+            file(&[&rule], "", "").replace("[ecr.repositories]\n", "")
+        };
+        assert!(parse(&sized(MAX_POLICY_CHARS)).is_ok());
+        assert_eq!(
+            refusals(&sized(MAX_POLICY_CHARS + 1)),
+            [
+                "`ecr.lifecycle_policies.p.rules`: the policy is 30721 characters as sent to ECR, more than the 30720 it accepts"
+            ]
+        );
+    }
+}

@@ -6,15 +6,17 @@
 //! Reads what `docker buildx bake --print` writes (JSON), or a `docker-bake.hcl` directly:
 //! variables (the environment first, then the default, as bake resolves them), `target`,
 //! `group` and `inherits`. HCL functions are not evaluated: a file that needs one for a
-//! reference is refused, pointing at `--print`. Pure: the caller passes the environment.
+//! reference is refused, pointing at `--print`. Pure but for [`BakeFile::load`], which reads the
+//! file and the environment.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use hcl::eval::{Context, Evaluate};
 use serde_json::Value;
 
-use crate::address::{Address, ResourceKind};
-use crate::plan::{Finding, Severity};
+use reconcile_core::address::{Address, ResourceKind};
+use reconcile_core::desired::Desired;
+use reconcile_core::plan::{Finding, Severity};
 
 /// Finding code: a bake file references a repository of this account's ECR registry that
 /// desired.toml does not declare. An error. Stable; never reused.
@@ -355,6 +357,37 @@ pub fn check(
         });
     }
     result
+}
+
+/// A bake file, read, for the cross-check.
+pub struct BakeFile {
+    /// The path as given, for messages.
+    pub name: String,
+    pub references: Vec<Reference>,
+}
+
+impl BakeFile {
+    /// Reads the bake file, resolving its variables from the environment as bake does.
+    pub fn load(path: &std::path::Path) -> Result<BakeFile, crate::error::CliError> {
+        let name = path.display().to_string();
+        let fail = |why: String| crate::error::CliError::Input(vec![format!("{name}: {why}")]);
+        let text =
+            crate::files::read_capped(path).map_err(|why| fail(format!("failed to read the bake file: {why}")))?;
+        let lookup = |variable: &str| {
+            if std::env::var_os("BUILDX_BAKE_DISABLE_VARS_ENV_LOOKUP").is_some_and(|v| v == "1") {
+                return None;
+            }
+            std::env::var(variable).ok()
+        };
+        let references = read(&text, &lookup).map_err(fail)?;
+        Ok(BakeFile { name, references })
+    }
+
+    /// The cross-check against desired.toml, for `account` when it is known.
+    pub fn check(&self, desired: &Desired, account: Option<&str>) -> Check {
+        let declared = desired.ecr.repositories.iter().map(|r| r.name.as_str()).collect();
+        check(&self.name, &self.references, &declared, &desired.region, account)
+    }
 }
 
 #[cfg(test)]

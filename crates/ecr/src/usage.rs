@@ -4,14 +4,14 @@
 //! bill. The reconciler reads the registry anyway, so it says what each repository holds, what
 //! its lifecycle policies will reclaim (with the same evaluator as the plan's expiry lines), what
 //! it costs at a declared rate, and, against earlier reports, how fast it grows. Pure: the
-//! images come from the ECR crate.
+//! images come from the reconciler (`EcrReconciler::usage`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use serde_json::{Value, json};
 
-use crate::lifecycle::{Expiry, Image, Policy, human_bytes};
+use reconcile_core::lifecycle::{Expiry, Image, Policy, human_bytes};
 
 /// The version of the JSON usage report; `--since` reads this major version only.
 pub const FORMAT_VERSION: &str = "1.0";
@@ -644,11 +644,11 @@ mod tests {
         assert_eq!(round_cents(now.cost(10_000_000_000)), 0.93);
         assert_eq!(monthly_cost(1 << 30, 0.25), 0.25);
         insta::assert_snapshot!("usage_text", text(&now));
-        insta::assert_snapshot!("usage_json", crate::json::to_pretty(&json(&now)));
+        insta::assert_snapshot!("usage_json", reconcile_core::json::to_pretty(&json(&now)));
         insta::assert_snapshot!("usage_markdown", markdown(&now));
         insta::assert_snapshot!("usage_summary_text", summary_text(&now, false));
         insta::assert_snapshot!("usage_summary_markdown", summary_text(&now, true));
-        insta::assert_snapshot!("usage_summary_json", crate::json::to_pretty(&summary(&now)));
+        insta::assert_snapshot!("usage_summary_json", reconcile_core::json::to_pretty(&summary(&now)));
         assert!(text(&now).lines().all(|line| line.chars().count() <= 100));
 
         let mut earlier = now.clone();

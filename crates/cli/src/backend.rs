@@ -1,0 +1,41 @@
+//! AWS as a session's [`Backend`]: the account from STS, the reconcilers with their counted
+//! clients, the apply lock in the managed bucket.
+
+use reconcile_core::{Account, Desired, ReconcileError, Reconciler};
+
+use crate::aws::Aws;
+use crate::error::CliError;
+use crate::lock::AwsLock;
+use crate::session::{ApplyLock, Backend};
+
+#[async_trait::async_trait]
+impl Backend for Aws {
+    async fn identify(&self) -> Result<Account, CliError> {
+        self.account().await.map_err(|error| self.failed(vec![error]))
+    }
+
+    fn reconcilers(
+        &self,
+        account: &Account,
+        desired: &Desired,
+        prune: Option<reconcile_ecr::Prune>,
+    ) -> Vec<Box<dyn Reconciler>> {
+        Aws::reconcilers(self, account, desired.price_per_gb_month, prune)
+    }
+
+    fn lock(&self, account: &Account, desired: &Desired) -> Option<Box<dyn ApplyLock + '_>> {
+        AwsLock::of(self, desired, account).map(|lock| Box::new(lock) as Box<dyn ApplyLock>)
+    }
+
+    fn parallelism(&self) -> usize {
+        self.parallelism
+    }
+
+    fn requests(&self) -> String {
+        self.requests.to_string()
+    }
+
+    fn failed(&self, errors: Vec<ReconcileError>) -> CliError {
+        Aws::failed(self, errors)
+    }
+}

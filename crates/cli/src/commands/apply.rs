@@ -1,0 +1,109 @@
+//! `reconcile apply`: the session's apply protocol, answering to a terminal or a CI job: the plan
+//! and the progress on stdout (stderr when the report is JSON or Markdown), the prompt on the
+//! terminal, SIGINT and SIGTERM.
+
+use std::io::{BufRead, IsTerminal};
+
+use anyhow::Context;
+use futures::future::BoxFuture;
+use reconcile_core::engine::{ApplyEvents, ApplyReport};
+use reconcile_core::{Plan, render};
+
+use crate::args::{ColorChoice, Format};
+use crate::aws::Aws;
+use crate::error::CliError;
+use crate::output::{ApplyPrinter, Output, color_on, out, print_report};
+use crate::session::{ApplyRequest, Console, Interrupts, Session};
+
+/// Refuses an apply that would have to ask and cannot: not on a terminal, without
+/// `--auto-approve` (a saved plan was approved when it was reviewed).
+pub fn can_ask(auto_approve: bool, saved: bool) -> Result<(), CliError> {
+    if auto_approve || saved || std::io::stdin().is_terminal() {
+        return Ok(());
+    }
+    Err(CliError::Other(anyhow::anyhow!(
+        "apply is not running on a terminal, so it cannot ask for approval; pass --auto-approve"
+    )))
+}
+
+pub async fn run(
+    session: &Session<Aws>,
+    color: ColorChoice,
+    format: Format,
+    request: ApplyRequest<'_>,
+) -> Result<u8, CliError> {
+    // With a machine-readable report, stdout carries only the report.
+    let progress_to_stderr = format != Format::Text;
+    let console = Terminal {
+        output: Output::new(color_on(color, std::io::stdout().is_terminal())),
+        format,
+        printer: ApplyPrinter::new(progress_to_stderr, true),
+        progress_to_stderr,
+    };
+    session.apply(&console, request).await
+}
+
+/// The process's terminal (or a CI job's log) as an apply's console.
+struct Terminal {
+    output: Output,
+    format: Format,
+    printer: ApplyPrinter,
+    progress_to_stderr: bool,
+}
+
+impl Console for Terminal {
+    fn plan(&self, plan: &Plan) -> Result<(), CliError> {
+        let text = self.output.paint(&render::styled_text(plan));
+        if self.progress_to_stderr {
+            eprint!("{text}");
+        } else {
+            print!("{text}");
+        }
+        Ok(())
+    }
+
+    fn approve(&self) -> BoxFuture<'static, Result<bool, CliError>> {
+        // Read on a thread of its own, so a signal at the prompt is heard while it waits (and the
+        // process can end without waiting for a line that never comes).
+        let (sender, answer) = tokio::sync::oneshot::channel();
+        let asked = out("\nDo you want to perform these actions? Only 'yes' will be accepted: ");
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let read = std::io::stdin().lock().read_line(&mut line).map(|_| line.trim() == "yes");
+            let _ = sender.send(read);
+        });
+        Box::pin(async move {
+            asked?;
+            let read = answer.await.context("the prompt's reader went away")?;
+            Ok(read.context("failed to read the answer")?)
+        })
+    }
+
+    fn interrupts(&self) -> Result<Interrupts, CliError> {
+        Interrupts::signals()
+    }
+
+    fn events(&self) -> &dyn ApplyEvents {
+        &self.printer
+    }
+
+    fn tick(&self) {
+        self.printer.tick();
+    }
+
+    fn line(&self, text: &str) {
+        self.printer.line(text);
+    }
+
+    fn warn(&self, text: &str) {
+        eprintln!("{text}");
+    }
+
+    fn finish(&self) {
+        self.printer.finish();
+    }
+
+    fn report(&self, plan: &Plan, report: &ApplyReport) -> Result<(), CliError> {
+        print_report(plan, report, self.format)
+    }
+}

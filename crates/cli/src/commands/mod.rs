@@ -1,0 +1,86 @@
+//! The subcommands, one file each: parse what the command line gave, open a session, print
+//! what it returns, pick the exit code. What a run *is* lives in `crate::session`.
+
+mod apply;
+mod docs;
+mod drift;
+mod outputs;
+mod plan;
+mod usage;
+mod validate;
+
+use reconcile_core::engine::WhenUnreadable;
+
+use crate::args::{Args, Command};
+use crate::aws::{Aws, Purpose};
+use crate::error::CliError;
+use crate::github::GithubSide;
+use crate::session::{Inputs, Session};
+
+pub async fn run(args: Args) -> Result<u8, CliError> {
+    let Args { desired, color, parallelism, command, .. } = args;
+    match command {
+        Command::Schema => docs::schema(),
+        Command::Completions { shell } => docs::completions(shell),
+        Command::Man => docs::man(),
+        Command::Validate { bake } => validate::run(&desired, bake.bake.as_deref()),
+        Command::Plan { format, detailed_exitcode, out, bake, prune } => {
+            let inputs = Inputs::load(&desired, bake.bake.as_deref(), prune.prune, false)?;
+            let session = session(inputs, Purpose::Read, parallelism).await?;
+            plan::run(&session, color, format, detailed_exitcode, out.as_deref()).await
+        }
+        Command::Apply {
+            plan_file,
+            auto_approve,
+            allow_delete,
+            format,
+            force_delete_images,
+            lock_timeout,
+            bake,
+            prune,
+        } => {
+            // Unattended apply without --auto-approve is refused before anything else happens;
+            // a saved plan was approved when it was reviewed.
+            apply::can_ask(auto_approve, plan_file.is_some())?;
+            let inputs = Inputs::load(&desired, bake.bake.as_deref(), prune.prune, force_delete_images)?;
+            let session = session(inputs, Purpose::Apply, parallelism).await?;
+            let request = crate::session::ApplyRequest {
+                saved: plan_file.as_deref(),
+                auto_approve,
+                allow_delete,
+                lock_timeout: std::time::Duration::from_secs(lock_timeout),
+            };
+            apply::run(&session, color, format, request).await
+        }
+        Command::Drift { format, bake, prune } => {
+            let inputs = Inputs::load(&desired, bake.bake.as_deref(), prune.prune, false)?;
+            let session = session(inputs, Purpose::Read, parallelism).await?;
+            drift::run(&session, color, format).await
+        }
+        Command::Unlock => {
+            let inputs = Inputs::load(&desired, None, false, false)?;
+            let aws = Aws::load(&inputs.desired.region, Purpose::Apply, parallelism).await;
+            crate::lock::unlock(&aws, &inputs.desired).await
+        }
+        Command::Outputs { format } => {
+            let inputs = Inputs::load(&desired, None, false, false)?;
+            outputs::run(&Aws::load(&inputs.desired.region, Purpose::Read, parallelism).await, &inputs.desired, format)
+                .await
+        }
+        Command::Usage { format, since } => {
+            let inputs = Inputs::load(&desired, None, false, false)?;
+            usage::run(&inputs.desired, format, &since, parallelism).await
+        }
+    }
+}
+
+/// A session against AWS in desired.toml's region, with the GitHub side when it is declared.
+async fn session(inputs: Inputs, purpose: Purpose, parallelism: usize) -> Result<Session<Aws>, CliError> {
+    let aws = Aws::load(&inputs.desired.region, purpose, parallelism).await;
+    let github = GithubSide::connect(&inputs.desired)?;
+    let when_unreadable = match purpose {
+        Purpose::Apply => WhenUnreadable::PlanTheRest,
+        Purpose::Read => WhenUnreadable::Fail,
+    };
+    Ok(Session::new(aws, inputs, github, when_unreadable))
+}

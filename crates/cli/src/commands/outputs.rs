@@ -1,0 +1,52 @@
+//! `reconcile outputs`: the `gh variable set` lines that wire the nightly's GitHub repository to
+//! the account, from the same derivation the GitHub reconciler sets them from.
+
+use anyhow::Context;
+use reconcile_core::{Desired, json};
+
+use crate::args::OutputsFormat;
+use crate::aws::Aws;
+use crate::error::CliError;
+use crate::exit;
+use crate::output::out;
+
+/// The repository variables that wire the nightly's GitHub repository to this account, in the
+/// runbook's order: `NIGHTLY_ENABLED` last, because setting it turns the nightly on.
+pub async fn run(aws: &Aws, desired: &Desired, format: OutputsFormat) -> Result<u8, CliError> {
+    desired
+        .codebuild
+        .projects
+        .first()
+        .context("desired.toml declares no CodeBuild project, so there is no CODEBUILD_PROJECT to print")?;
+    let account = aws.account().await.map_err(|error| aws.failed(vec![error]))?;
+    // The same derivation the GitHub reconciler sets them from.
+    let variables = reconcile_core::variables::derived(desired, &account);
+    match format {
+        OutputsFormat::Text => {
+            for (name, value) in &variables {
+                out(&format!("gh variable set {name:<17} --body {}\n", shell_quoted(value)?))?;
+            }
+        }
+        OutputsFormat::Json => {
+            let list: Vec<serde_json::Value> =
+                variables.iter().map(|(name, value)| serde_json::json!({ "name": name, "value": value })).collect();
+            out(&format!("{}\n", json::to_pretty(&serde_json::Value::Array(list))))?;
+        }
+    }
+    Ok(exit::OK)
+}
+
+/// `value` as one word for a POSIX shell: as it is when every character is inert, else in single
+/// quotes. These lines are meant to be pasted into a shell, so a value such as
+/// `gfx1201; rm -rf / $(id)` must stay a value. Control characters cannot be quoted safely for
+/// every terminal, so they are refused.
+fn shell_quoted(value: &str) -> Result<String, CliError> {
+    if value.chars().any(char::is_control) {
+        return Err(CliError::Other(anyhow::anyhow!("a variable's value holds a control character: {value:?}")));
+    }
+    let inert = |c: char| c.is_ascii_alphanumeric() || "-_./:@%+=,".contains(c);
+    if !value.is_empty() && value.chars().all(inert) {
+        return Ok(value.to_owned());
+    }
+    Ok(format!("'{}'", value.replace('\'', r"'\''")))
+}

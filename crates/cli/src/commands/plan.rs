@@ -1,0 +1,40 @@
+//! `reconcile plan`: what apply would change, in text, JSON or Markdown; saved for review with
+//! `--out`. Never writes to AWS.
+
+use std::io::IsTerminal;
+use std::path::Path;
+
+use anyhow::Context;
+use reconcile_core::{json, saved};
+
+use crate::args::{ColorChoice, Format};
+use crate::aws::Aws;
+use crate::error::CliError;
+use crate::exit;
+use crate::output::{Output, color_on, print_plan};
+use crate::session::{Session, refuse_on};
+
+pub async fn run(
+    session: &Session<Aws>,
+    color: ColorChoice,
+    format: Format,
+    detailed_exitcode: bool,
+    out: Option<&Path>,
+) -> Result<u8, CliError> {
+    let plan = session.plan().await?.plan;
+    let refused = refuse_on(&plan.findings);
+    // Saved before it is printed, so a reader that goes away cannot lose it; never when refused,
+    // so a refused plan cannot be applied.
+    if let (Some(path), Ok(())) = (out, &refused) {
+        let saved = json::to_pretty(&saved::to_json(&plan, &session.inputs().desired_text));
+        std::fs::write(path, saved + "\n")
+            .with_context(|| format!("failed to write the plan to {}", path.display()))?;
+    }
+    let output = Output::new(color_on(color, std::io::stdout().is_terminal()));
+    print_plan(&output, &plan, format, "plan")?;
+    refused?;
+    if let Some(path) = out {
+        eprintln!("Saved the plan to {}: `reconcile apply {}` carries out exactly it.", path.display(), path.display());
+    }
+    Ok(if detailed_exitcode && plan.has_changes() { exit::CHANGES } else { exit::OK })
+}

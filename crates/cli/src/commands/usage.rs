@@ -1,0 +1,78 @@
+//! `reconcile usage`: what every repository of the registry holds, frees and costs, and, against
+//! earlier reports (`--since`), how fast it grows. Never writes.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use reconcile_core::{Desired, json};
+use reconcile_ecr::usage;
+
+use crate::args::Format;
+use crate::aws::{Aws, Purpose};
+use crate::error::CliError;
+use crate::exit;
+use crate::files::read_capped;
+use crate::output::out;
+use crate::summary::step_summary;
+
+pub async fn run(desired: &Desired, format: Format, since: &[PathBuf], parallelism: usize) -> Result<u8, CliError> {
+    // Earlier reports are read first: a bad one stops before any AWS call.
+    let earlier = earlier_reports(since)?;
+    let aws = Aws::load(&desired.region, Purpose::Read, parallelism).await;
+    let account = aws.account().await.map_err(|error| aws.failed(vec![error]))?;
+    let report = crate::registry::registry_usage(&aws, &account, desired).await?;
+    tracing::info!("usage: {}", aws.requests);
+    match format {
+        Format::Text => out(&format!("{}{}", usage::text(&report), usage::growth_text(&earlier, &report)))?,
+        Format::Json => {
+            let mut value = usage::json(&report);
+            if !earlier.is_empty() {
+                value["growth"] = usage::growth(&earlier, &report)
+                    .iter()
+                    .map(|g| {
+                        serde_json::json!({
+                            "name": g.name, "status": g.status, "images": g.images, "bytes": g.bytes,
+                            "untagged": g.untagged, "bytes_per_day": g.bytes_per_day.round(),
+                            "untagged_grows_despite_policy": g.unbounded,
+                        })
+                    })
+                    .collect();
+            }
+            out(&format!("{}\n", json::to_pretty(&value)))?;
+        }
+        Format::Markdown => {
+            let comment = format!("{}{}", usage::markdown(&report), usage::growth_markdown(&earlier, &report));
+            out(&comment)?;
+            step_summary(&comment)?;
+        }
+    }
+    Ok(exit::OK)
+}
+
+/// The reports `--since` names: files, or directories of `.json` files, in name order.
+fn earlier_reports(since: &[PathBuf]) -> Result<Vec<usage::Usage>, CliError> {
+    let mut earlier = Vec::new();
+    for path in since {
+        let files = if path.is_dir() {
+            let mut files: Vec<_> = std::fs::read_dir(path)
+                .with_context(|| format!("failed to read the directory {}", path.display()))?
+                .filter_map(Result::ok)
+                .map(|entry| entry.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "json"))
+                .collect();
+            files.sort();
+            files
+        } else {
+            vec![path.clone()]
+        };
+        for file in files {
+            let text = read_capped(&file).map_err(|why| CliError::Input(vec![format!("{}: {why}", file.display())]))?;
+            let report = serde_json::from_str(&text)
+                .map_err(|e| e.to_string())
+                .and_then(|value| usage::from_json(&value))
+                .map_err(|why| CliError::Input(vec![format!("{}: {why}", file.display())]))?;
+            earlier.push(report);
+        }
+    }
+    Ok(earlier)
+}

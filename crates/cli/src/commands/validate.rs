@@ -1,0 +1,58 @@
+//! `reconcile validate`: desired.toml and the bake file checked, with no AWS call (not even the
+//! AWS configuration is read).
+
+use std::path::Path;
+
+use reconcile_core::{Finding, Severity};
+
+use crate::error::CliError;
+use crate::exit;
+use crate::output::out;
+use crate::session::{Inputs, refuse_on};
+
+pub fn run(path: &Path, bake: Option<&Path>) -> Result<u8, CliError> {
+    let inputs = Inputs::load(path, bake, false, false)?;
+    let desired = &inputs.desired;
+    if let Some(bake) = &inputs.bake {
+        let check = bake.check(desired, None);
+        if !check.accounts.is_empty() {
+            let accounts: Vec<&str> = check.accounts.iter().map(String::as_str).collect();
+            eprintln!(
+                "{}: {} references to ECR in {} checked, naming account {}.",
+                bake.name,
+                check.checked,
+                desired.region,
+                accounts.join(", ")
+            );
+        }
+    }
+    let findings = inputs.findings(None);
+    for finding in &findings {
+        eprintln!("{}", finding_line(finding));
+    }
+    refuse_on(&findings)?;
+    out(&format!(
+        "{} is valid: region {}, {} ECR repositories, {} S3 buckets, {} IAM roles, {} CodeBuild projects.\n",
+        path.display(),
+        desired.region,
+        desired.ecr.repositories.len(),
+        desired.s3.buckets.len(),
+        desired.iam.roles.len(),
+        desired.codebuild.projects.len(),
+    ))?;
+    Ok(exit::OK)
+}
+
+/// A finding as one line of `validate`'s output.
+fn finding_line(finding: &Finding) -> String {
+    let severity = match finding.severity {
+        Severity::Warning => "warning",
+        Severity::Error => "error",
+    };
+    let overridden = finding
+        .overridden_by
+        .as_ref()
+        .map(|key| format!(" (overridden: `{key} = true` on the resource)"))
+        .unwrap_or_default();
+    format!("{severity}: [{}] {}{overridden}", finding.code, finding.message)
+}

@@ -1,0 +1,52 @@
+//! The `reconcile` command line: the one crate that knows about terminals, environment
+//! variables, signals and exit codes, over the library crates that know AWS and plans.
+//!
+//! `session` is a run's protocol; `commands` are the subcommands, one file each, that parse,
+//! call the session and print.
+
+mod args;
+mod aws;
+mod backend;
+mod bake;
+mod commands;
+mod error;
+mod exit;
+mod files;
+mod github;
+mod lock;
+mod output;
+mod registry;
+mod session;
+mod summary;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// Runs `reconcile` with the process's arguments; the one place errors are printed.
+pub fn main() -> ExitCode {
+    let args = args::Args::parse();
+    output::init_logging(args.verbose, args.color);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: failed to start the async runtime: {error}");
+            return ExitCode::from(exit::ERROR);
+        }
+    };
+    let result = runtime.block_on(commands::run(args));
+    // A prompt still waiting for a line, or changes dropped by a second interruption, are not
+    // waited for.
+    runtime.shutdown_background();
+    match result {
+        Ok(code) => ExitCode::from(code),
+        // A reader that went away (`reconcile plan | head`) is not an error.
+        Err(error) if error.is_broken_pipe() => ExitCode::from(exit::OK),
+        Err(error) => {
+            for line in error.render() {
+                eprintln!("{line}");
+            }
+            ExitCode::from(error.exit_code())
+        }
+    }
+}

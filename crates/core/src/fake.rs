@@ -1,0 +1,82 @@
+//! A reconciler with no service behind it, for the tests of what is built on the engine (its
+//! scheduling, and the binary's run protocol): it owns the ECR kinds, observes what it is told
+//! to, applies by writing to a log, and can fail, hang or be slow on demand.
+//!
+//! Compiled for this crate's tests and, with the `fake` feature, for other crates' tests.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+
+use crate::address::{Address, ResourceKind};
+use crate::plan::{Change, DesiredResource, Observed};
+use crate::reconciler::{Applied, Observations, Progress, ReconcileError, Reconciler};
+
+/// What the fake does; every field has a harmless default.
+#[derive(Default)]
+pub struct FakeReconciler {
+    /// Shared with whoever wants to see the order of events: `observe`, `apply <address>`.
+    pub log: Arc<Mutex<Vec<String>>>,
+    /// The names whose apply fails.
+    pub fail: Vec<String>,
+    /// The names whose apply never finishes (a write that hangs).
+    pub hang: Vec<String>,
+    /// What observe finds, by address; a desired address not here is absent. An address here
+    /// that is not desired is found anyway, as something undeclared in the managed scope.
+    pub observed: BTreeMap<Address, Observed>,
+    /// The observes after this many never answer (a service that stopped answering).
+    pub hang_after: Option<usize>,
+    /// The observes after this many fail.
+    pub fail_after: Option<usize>,
+    /// How many observes were asked for so far.
+    pub observes: AtomicUsize,
+}
+
+impl FakeReconciler {
+    pub fn new(log: &Arc<Mutex<Vec<String>>>) -> FakeReconciler {
+        FakeReconciler { log: Arc::clone(log), ..FakeReconciler::default() }
+    }
+
+    fn record(&self, event: String) {
+        self.log.lock().expect("never poisoned").push(event);
+    }
+}
+
+#[async_trait]
+impl Reconciler for FakeReconciler {
+    fn kinds(&self) -> &'static [ResourceKind] {
+        &[ResourceKind::EcrRepository, ResourceKind::EcrLifecyclePolicy]
+    }
+
+    async fn observe(&self, desired: &[&DesiredResource]) -> Result<Observations, ReconcileError> {
+        let n = self.observes.fetch_add(1, Ordering::SeqCst);
+        self.record("observe".to_owned());
+        if self.hang_after.is_some_and(|after| n >= after) {
+            std::future::pending::<()>().await;
+        }
+        if self.fail_after.is_some_and(|after| n >= after) {
+            return Err(ReconcileError::new(None, "observe", "the service failed"));
+        }
+        let mut resources: BTreeMap<Address, Observed> = desired
+            .iter()
+            .map(|r| (r.address.clone(), self.observed.get(&r.address).cloned().unwrap_or(Observed::Absent)))
+            .collect();
+        for (address, observed) in &self.observed {
+            resources.entry(address.clone()).or_insert_with(|| observed.clone());
+        }
+        Ok(resources.into())
+    }
+
+    async fn apply(&self, change: &Change, _: &dyn Progress) -> Result<Applied, ReconcileError> {
+        self.record(format!("apply {}", change.address));
+        if self.hang.contains(&change.address.name) {
+            std::future::pending::<()>().await;
+        }
+        if self.fail.contains(&change.address.name) {
+            return Err(ReconcileError::new(Some(&change.address), "create", "boom"));
+        }
+        Ok(if change.address.name == "adopted" { Applied::Adopted } else { Applied::Done })
+    }
+}
