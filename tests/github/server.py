@@ -35,6 +35,9 @@ A new repository starts as GitHub left repositories made before February 2023: f
 Test controls, outside GitHub's API:
 - `POST /_test/deny` `{"token", "permissions": ["actions_variables", ...]}`
 - `POST /_test/rate-limit` `{"repository": "o/r", "count": N, "kind": "secondary"|"primary"}`
+- `POST /_test/fail` `{"repository": "o/r", "count": N, "status": 502}`: the next N requests to
+  the repository answer with that server error, as GitHub's front end does when a backend is
+  down (`{"message": "Server Error"}`).
 - `GET /_test/log?repository=o/r`: every request to the repository, in order, with the time
   (`time.time()`, comparable with the AWS emulator's record) it was answered.
 """
@@ -53,6 +56,7 @@ lock = threading.Lock()
 repositories = {}
 denied = {}  # token -> set of permissions
 rate_limits = {}  # repository -> [count, kind]
+failures = {}  # repository -> [count, status]
 log = []
 next_hook_id = [1]
 
@@ -143,6 +147,10 @@ class Handler(BaseHTTPRequestHandler):
         if not authorization.startswith(("Bearer ", "token ")):
             return 401, {"message": "Requires authentication", "documentation_url": "https://docs.github.com/rest"}, ()
         token = authorization.split(" ", 1)[1]
+        failure = failures.get(key)
+        if failure and failure[0] > 0:
+            failure[0] -= 1
+            return failure[1], {"message": "Server Error"}, ()
         limit = rate_limits.get(key)
         if limit and limit[0] > 0:
             limit[0] -= 1
@@ -263,6 +271,9 @@ class Handler(BaseHTTPRequestHandler):
         with lock:
             if method == "POST" and parts == ["deny"]:
                 denied.setdefault(body["token"], set()).update(body["permissions"])
+                return self.answer(204)
+            if method == "POST" and parts == ["fail"]:
+                failures[body["repository"]] = [body.get("count", 1), body.get("status", 502)]
                 return self.answer(204)
             if method == "POST" and parts == ["rate-limit"]:
                 rate_limits[body["repository"]] = [body.get("count", 1), body.get("kind", "secondary")]

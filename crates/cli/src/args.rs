@@ -112,7 +112,11 @@ pub enum Command {
         since: Vec<PathBuf>,
     },
     /// Break the apply lock (say whose it was): for when the apply that held it is gone.
-    Unlock,
+    Unlock {
+        /// Break it even when its process still runs on this host.
+        #[arg(long)]
+        force: bool,
+    },
     /// Print the `gh variable set` lines that wire the GitHub repository to the account.
     Outputs {
         #[arg(long, value_enum, default_value_t = OutputsFormat::Text)]

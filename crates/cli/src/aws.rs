@@ -57,14 +57,20 @@ pub enum Purpose {
 const READ_ATTEMPTS: u32 = 8;
 const APPLY_ATTEMPTS: u32 = 12;
 
-/// The first retry's delay, before jitter and doubling: the SDK's 1 s, or
-/// `RECONCILE_RETRY_BASE_DELAY_MS` (the fault-injection tests shorten it).
+/// The first retry's delay, before jitter and doubling, for AWS and GitHub alike: the SDK's 1 s,
+/// or `RECONCILE_RETRY_BASE_DELAY_MS` (the fault-injection tests shorten it).
+pub fn retry_base() -> Duration {
+    let ms = std::env::var("RECONCILE_RETRY_BASE_DELAY_MS").ok().and_then(|ms| ms.parse().ok()).unwrap_or(1000);
+    Duration::from_millis(ms)
+}
+
+/// The SDK's retries for `purpose`: adaptive, with the attempts above.
 fn retry_config(purpose: Purpose) -> aws_config::retry::RetryConfig {
     let attempts = std::env::var("AWS_MAX_ATTEMPTS").ok().and_then(|n| n.parse().ok()).unwrap_or(match purpose {
         Purpose::Read => READ_ATTEMPTS,
         Purpose::Apply => APPLY_ATTEMPTS,
     });
-    let base = std::env::var("RECONCILE_RETRY_BASE_DELAY_MS").ok().and_then(|ms| ms.parse().ok()).unwrap_or(1000);
+    let base = retry_base().as_millis() as u64;
     // Adaptive: besides backing off, a throttled client lowers its own send rate (a token
     // bucket that CUBIC refills), so a thousand-repository plan against real ECR slows down
     // instead of spending its attempts.
@@ -177,6 +183,8 @@ pub struct Aws {
     identity: tokio::sync::OnceCell<(String, String)>,
     /// Requests in flight at once to each service: `--parallelism`.
     pub parallelism: usize,
+    /// For a run that only reads: what ECR read once, shared by every ECR reconciler it makes.
+    ecr_read_once: Option<std::sync::Arc<reconcile_ecr::ReadOnce>>,
 }
 
 impl Aws {
@@ -193,7 +201,15 @@ impl Aws {
             Some(url) => format!("the AWS endpoint {url}"),
             None => format!("AWS in {region}"),
         };
-        Aws { sdk, requests: RequestCounter::default(), endpoint, identity: tokio::sync::OnceCell::new(), parallelism }
+        let ecr_read_once = (purpose == Purpose::Read).then(std::sync::Arc::default);
+        Aws {
+            sdk,
+            requests: RequestCounter::default(),
+            endpoint,
+            identity: tokio::sync::OnceCell::new(),
+            parallelism,
+            ecr_read_once,
+        }
     }
 
     /// The account the credentials belong to.
@@ -244,8 +260,12 @@ impl Aws {
     /// it can tell (`usage`).
     pub fn ecr(&self, account: &Account) -> reconcile_ecr::EcrReconciler {
         let ecr = aws_sdk_ecr::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
-        reconcile_ecr::EcrReconciler::new(aws_sdk_ecr::Client::from_conf(ecr), account.clone())
-            .with_parallelism(self.limit())
+        let reconciler = reconcile_ecr::EcrReconciler::new(aws_sdk_ecr::Client::from_conf(ecr), account.clone())
+            .with_parallelism(self.limit());
+        match &self.ecr_read_once {
+            Some(read) => reconciler.reading_once(std::sync::Arc::clone(read)),
+            None => reconciler,
+        }
     }
 
     /// One service's share of the parallelism: each reconciler gets its own.

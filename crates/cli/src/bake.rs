@@ -4,10 +4,16 @@
 //! 347 GB that way.
 //!
 //! Reads what `docker buildx bake --print` writes (JSON), or a `docker-bake.hcl` directly:
-//! variables (the environment first, then the default, as bake resolves them), `target`,
-//! `group` and `inherits`. HCL functions are not evaluated: a file that needs one for a
-//! reference is refused, pointing at `--print`. Pure but for [`BakeFile::load`], which reads the
-//! file and the environment.
+//! variables, `target`, `group` and `inherits`. HCL functions are not evaluated: a file that
+//! needs one for a reference is refused, pointing at `--print`. Pure: the caller passes the
+//! file's text and the environment.
+//!
+//! The bake file and desired.toml come with the pull request, so both are the author's: a
+//! variable takes its value from the environment (as bake resolves it, before its default) only
+//! when desired.toml lists it in `bake_variables`, which never names a credential; and every
+//! value taken from the environment is replaced by `${NAME}` in whatever this module says, so no
+//! environment value reaches a finding or a message. Nor does a message quote the file: a syntax
+//! error says where, not what.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -58,7 +64,7 @@ fn read_json(value: &Value) -> Result<Vec<Reference>, String> {
             let items = items.as_array().ok_or(format!("target `{name}`: `{field}` is not a list"))?;
             for item in items {
                 if let Some(reference) = registry_reference(field, item) {
-                    references.push(Reference { target: name.clone(), field, reference });
+                    references.push(Reference { target: name.to_owned(), field, reference });
                 }
             }
         }
@@ -122,8 +128,15 @@ fn read_hcl(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Refe
              `docker buildx bake --print` writes instead"
         ));
     }
-    let body =
-        hcl::parse(text).map_err(|e| format!("neither JSON nor HCL bake syntax: {}", one_line(&e.to_string())))?;
+    let body = hcl::parse(text).map_err(|error| match error {
+        hcl::Error::Parse(error) => format!(
+            "neither JSON nor HCL bake syntax: {} at line {}, column {}",
+            error.message(),
+            error.location().line(),
+            error.location().column()
+        ),
+        _ => "neither JSON nor HCL bake syntax".to_owned(),
+    })?;
     let context = variables(&body, env)?;
 
     // Each target's own attributes and the targets it inherits from.
@@ -144,8 +157,7 @@ fn read_hcl(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Refe
     }
 
     let mut references = Vec::new();
-    for name in targets.keys() {
-        let attributes = inherited(name, &targets, &mut Vec::new())?;
+    for (name, attributes) in inherited(&targets)? {
         for field in FIELDS {
             let Some(expr) = attributes.get(field) else { continue };
             let value = evaluate(name, field, expr, &context)?;
@@ -154,7 +166,7 @@ fn read_hcl(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Refe
             };
             for item in &items {
                 if let Some(reference) = registry_reference(field, item) {
-                    references.push(Reference { target: name.clone(), field, reference });
+                    references.push(Reference { target: name.to_owned(), field, reference });
                 }
             }
         }
@@ -162,31 +174,55 @@ fn read_hcl(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Refe
     Ok(references)
 }
 
-/// A target's attributes with those it inherits (in order, its own last, so they win).
-fn inherited(
-    name: &str,
-    targets: &BTreeMap<String, (BTreeMap<String, hcl::Expression>, Vec<String>)>,
-    path: &mut Vec<String>,
-) -> Result<BTreeMap<String, hcl::Expression>, String> {
-    if path.iter().any(|p| p == name) {
-        return Err(format!("targets inherit from each other in a cycle: {} -> {name}", path.join(" -> ")));
+/// A target's own attributes, and the targets it inherits from.
+type Targets = BTreeMap<String, (BTreeMap<String, hcl::Expression>, Vec<String>)>;
+
+/// Every target's attributes with those it inherits (in order, its own last, so they win), each
+/// target resolved once: a chain of N targets costs N steps, not N^2 (or, copying, N^3). Without
+/// recursion, so a long chain cannot exhaust the stack.
+fn inherited(targets: &Targets) -> Result<BTreeMap<&str, BTreeMap<String, hcl::Expression>>, String> {
+    let mut resolved: BTreeMap<&str, BTreeMap<String, hcl::Expression>> = BTreeMap::new();
+    for root in targets.keys() {
+        // The targets being resolved, each with how many of its parents were looked at.
+        let mut path: Vec<(&str, usize)> = vec![(root.as_str(), 0)];
+        while let Some((name, next)) = path.last_mut() {
+            let name: &str = name;
+            if resolved.contains_key(name) {
+                path.pop();
+                continue;
+            }
+            let (own, parents) = &targets[name];
+            if let Some(parent) = parents.get(*next) {
+                *next += 1;
+                if resolved.contains_key(parent.as_str()) {
+                    continue;
+                }
+                if let Some(start) = path.iter().position(|(on_path, _)| *on_path == parent) {
+                    let cycle: Vec<&str> = path[start..].iter().map(|(n, _)| *n).chain([parent.as_str()]).collect();
+                    return Err(format!("targets inherit from each other in a cycle: {}", cycle.join(" -> ")));
+                }
+                let Some((parent, _)) = targets.get_key_value(parent) else {
+                    return Err(format!("target `{name}` inherits from `{parent}`, which does not exist"));
+                };
+                path.push((parent.as_str(), 0));
+                continue;
+            }
+            let mut attributes = BTreeMap::new();
+            for parent in parents {
+                attributes.extend(resolved[parent.as_str()].iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+            attributes.extend(own.iter().map(|(k, v)| (k.clone(), v.clone())));
+            resolved.insert(name, attributes);
+            path.pop();
+        }
     }
-    let (own, parents) = targets.get(name).ok_or(format!(
-        "target `{}` inherits from `{name}`, which does not exist",
-        path.last().map_or("?", String::as_str)
-    ))?;
-    path.push(name.to_owned());
-    let mut attributes = BTreeMap::new();
-    for parent in parents {
-        attributes.extend(inherited(parent, targets, path)?);
-    }
-    path.pop();
-    attributes.extend(own.iter().map(|(k, v)| (k.clone(), v.clone())));
-    Ok(attributes)
+    Ok(resolved)
 }
 
-/// The variables, as bake resolves them: the environment's value when set, else the default
-/// (which may use other variables), else empty.
+/// The variables, as bake resolves them: the environment's value when `env` gives one (only
+/// for the variables desired.toml lists), else the default (which may use other variables). A
+/// variable with neither is refused: bake would make it empty, and a reference with a hole in
+/// it checks nothing.
 fn variables(body: &hcl::Body, env: &dyn Fn(&str) -> Option<String>) -> Result<Context<'static>, String> {
     let mut resolved: BTreeMap<String, hcl::Value> = BTreeMap::new();
     let mut pending: Vec<(String, Option<hcl::Expression>)> = Vec::new();
@@ -205,17 +241,18 @@ fn variables(body: &hcl::Body, env: &dyn Fn(&str) -> Option<String>) -> Result<C
         let before = pending.len();
         let mut failure = None;
         pending.retain(|(name, default)| {
-            let value = match default {
-                None => Ok(hcl::Value::from("")),
-                Some(expr) => expr.evaluate(&context),
+            let Some(expr) = default else {
+                failure = Some((name.clone(), None));
+                return true;
             };
+            let value = expr.evaluate(&context);
             match value {
                 Ok(value) => {
                     resolved.insert(name.clone(), value);
                     false
                 }
                 Err(error) => {
-                    failure = Some((name.clone(), error.to_string()));
+                    failure = Some((name.clone(), Some(error.to_string())));
                     true
                 }
             }
@@ -224,8 +261,13 @@ fn variables(body: &hcl::Body, env: &dyn Fn(&str) -> Option<String>) -> Result<C
             return Ok(context_of(&resolved));
         }
         if pending.len() == before {
-            let (name, why) = failure.expect("a pending variable failed");
-            return Err(refusal(&format!("variable `{name}`"), &why));
+            return Err(match failure.expect("a pending variable failed") {
+                (name, Some(why)) => refusal(&format!("variable `{name}`"), &why),
+                (name, None) => format!(
+                    "variable `{name}` has no default: give it one, or list it in desired.toml's `bake_variables` \
+                     and set it in the environment"
+                ),
+            });
         }
     }
 }
@@ -364,29 +406,51 @@ pub struct BakeFile {
     /// The path as given, for messages.
     pub name: String,
     pub references: Vec<Reference>,
+    /// The environment's values of the variables desired.toml lets it set, by name: what never
+    /// appears in anything this file says.
+    from_environment: Vec<(String, String)>,
 }
 
 impl BakeFile {
-    /// Reads the bake file, resolving its variables from the environment as bake does.
-    pub fn load(path: &std::path::Path) -> Result<BakeFile, crate::error::CliError> {
-        let name = path.display().to_string();
-        let fail = |why: String| crate::error::CliError::Input(vec![format!("{name}: {why}")]);
-        let text =
-            crate::files::read_capped(path).map_err(|why| fail(format!("failed to read the bake file: {why}")))?;
-        let lookup = |variable: &str| {
-            if std::env::var_os("BUILDX_BAKE_DISABLE_VARS_ENV_LOOKUP").is_some_and(|v| v == "1") {
-                return None;
-            }
-            std::env::var(variable).ok()
-        };
-        let references = read(&text, &lookup).map_err(fail)?;
-        Ok(BakeFile { name, references })
+    /// Reads the bake file `text` (read from `name`), resolving the variables `variables` lists
+    /// from `env` as bake does.
+    pub fn read(
+        name: &str,
+        text: &str,
+        variables: &[String],
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<BakeFile, String> {
+        let from_environment: Vec<(String, String)> = variables
+            .iter()
+            .filter_map(|variable| Some((variable.clone(), env(variable).filter(|value| !value.is_empty())?)))
+            .collect();
+        let lookup =
+            |variable: &str| from_environment.iter().find(|(name, _)| name == variable).map(|(_, value)| value.clone());
+        let references = read(text, &lookup);
+        let mut file = BakeFile { name: name.to_owned(), references: Vec::new(), from_environment };
+        file.references = references.map_err(|why| file.redact(&why))?;
+        Ok(file)
     }
 
     /// The cross-check against desired.toml, for `account` when it is known.
     pub fn check(&self, desired: &Desired, account: Option<&str>) -> Check {
         let declared = desired.ecr.repositories.iter().map(|r| r.name.as_str()).collect();
-        check(&self.name, &self.references, &declared, &desired.region, account)
+        let mut check = check(&self.name, &self.references, &declared, &desired.region, account);
+        for finding in &mut check.findings {
+            finding.message = self.redact(&finding.message);
+            if let Some(address) = &mut finding.address {
+                address.name = self.redact(&address.name);
+            }
+        }
+        check
+    }
+
+    /// `text` with every value taken from the environment replaced by `${NAME}`, the longest
+    /// first (so a value inside another is not half replaced).
+    pub fn redact(&self, text: &str) -> String {
+        let mut values: Vec<&(String, String)> = self.from_environment.iter().collect();
+        values.sort_by_key(|(_, value)| std::cmp::Reverse(value.len()));
+        values.iter().fold(text.to_owned(), |text, (name, value)| text.replace(value.as_str(), &format!("${{{name}}}")))
     }
 }
 
@@ -429,14 +493,14 @@ mod tests {
     const HCL: &str = r#"
 variable "REGISTRY" { default = "zot.fleet:5000" }
 variable "CACHE" { default = "${REGISTRY}/cache" }
-variable "UNSET" {}
+variable "EMPTY" { default = "" }
 group "default" { targets = ["pytorch", "foo"] }
 target "_common" {
   cache-to = ["type=registry,ref=${REGISTRY}/common-cache:c,mode=max,ignore-error=true"]
 }
 target "pytorch" {
   inherits = ["_common"]
-  tags = ["${REGISTRY}/pytorch:nightly${UNSET}"]
+  tags = ["${REGISTRY}/pytorch:nightly${EMPTY}"]
 }
 target "foo" {
   inherits = ["_common"]
@@ -464,6 +528,80 @@ target "foo" {
             ]
             .map(|line| line.replace('H', HOST))
         );
+    }
+
+    #[test]
+    fn the_environment_sets_only_the_variables_desired_toml_lists_and_never_shows_in_a_finding() {
+        let secret = "ghp_s3cr3t-canary";
+        let env = |name: &str| match name {
+            "REGISTRY" => Some(HOST.to_owned()),
+            "GITHUB_TOKEN" | "LEAK" => Some(secret.to_owned()),
+            _ => None,
+        };
+        let hcl = r#"
+variable "REGISTRY" { default = "zot.fleet:5000" }
+variable "LEAK" { default = "x" }
+target "foo" { tags = ["${REGISTRY}/leak-${LEAK}:t"] }
+"#;
+        let desired = reconcile_core::Desired::parse(
+            std::path::Path::new("desired.toml"),
+            "region = \"us-east-1\"\n[ecr.lifecycle_policies.p]\nrules = [{ rulePriority = 1, selection = { tagStatus = \"untagged\", countType = \"imageCountMoreThan\", countNumber = 3 }, action = { type = \"expire\" } }]\n[ecr.repositories]\nfoo = { lifecycle_policy = \"p\" }\n",
+        )
+        .unwrap();
+        // Not listed: the file's default, whatever the environment holds.
+        let unlisted = BakeFile::read("bake.hcl", hcl, &[], &env).unwrap();
+        assert_eq!(names(&unlisted.references), ["foo tags zot.fleet:5000/leak-x:t"]);
+        // Listed: the environment's value, which no finding shows.
+        let listed = BakeFile::read("bake.hcl", hcl, &["REGISTRY".to_owned(), "LEAK".to_owned()], &env).unwrap();
+        assert_eq!(names(&listed.references), [format!("foo tags {HOST}/leak-{secret}:t")]);
+        let check = listed.check(&desired, Some("123456789012"));
+        let finding = &check.findings[0];
+        assert_eq!(finding.address.as_ref().unwrap().name, "leak-${LEAK}");
+        assert_eq!(
+            finding.message,
+            "bake.hcl: target `foo` pushes to `${REGISTRY}/leak-${LEAK}:t`, but desired.toml declares no repository \
+             `leak-${LEAK}`: declare it under `[ecr.repositories]`, and the plan creates it with its lifecycle policy \
+             and extends the role to it"
+        );
+        assert_eq!(listed.redact(&format!("a {secret} and {HOST}")), "a ${LEAK} and ${REGISTRY}");
+        // A variable with no default that the environment does not set is refused, naming it
+        // and nothing else.
+        let undefaulted = "variable \"GITHUB_TOKEN\" {}\ntarget \"t\" { tags = [\"r/${GITHUB_TOKEN}:t\"] }\n";
+        let error = BakeFile::read("bake.hcl", undefaulted, &[], &env).err().unwrap();
+        assert_eq!(
+            error,
+            "variable `GITHUB_TOKEN` has no default: give it one, or list it in desired.toml's `bake_variables` and \
+             set it in the environment"
+        );
+        // An error that would hold a value says its name instead.
+        let listed_leak = "variable \"LEAK\" { default = \"\" }\ntarget \"t\" { tags = [\"${LEAK}\" + 1] }\n";
+        let error = BakeFile::read("bake.hcl", listed_leak, &["LEAK".to_owned()], &env).err().unwrap();
+        assert!(!error.contains(secret), "{error}");
+    }
+
+    #[test]
+    fn a_long_chain_of_inherits_is_read_in_linear_time_and_a_cycle_is_named() {
+        let mut hcl = String::from("target \"t0\" { tags = [\"x/t0:1\"] }\n");
+        for n in 1..6_000 {
+            hcl.push_str(&format!("target \"t{n}\" {{ inherits = [\"t{}\"] }}\n", n - 1));
+        }
+        let start = std::time::Instant::now();
+        let references = read(&hcl, &no_env).unwrap();
+        assert_eq!(references.len(), 6_000, "each inherits the tag");
+        assert!(start.elapsed() < std::time::Duration::from_secs(10), "{:?}", start.elapsed());
+        let cycle = "target \"a\" { inherits = [\"b\"] }\ntarget \"b\" { inherits = [\"c\"] }\ntarget \"c\" { inherits = [\"a\"] }\n";
+        assert_eq!(read(cycle, &no_env).unwrap_err(), "targets inherit from each other in a cycle: a -> b -> c -> a");
+        let diamond = "target \"base\" { tags = [\"x/b:1\"] }\ntarget \"l\" { inherits = [\"base\"] }\ntarget \"r\" { inherits = [\"base\"] }\ntarget \"top\" { inherits = [\"l\", \"r\"] }\n";
+        assert_eq!(read(diamond, &no_env).unwrap().len(), 4, "a target inherited twice is no cycle");
+    }
+
+    #[test]
+    fn a_syntax_error_says_where_and_never_quotes_the_file() {
+        let secret = "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI";
+        let error = read(&format!("target \"a\" {{\n  {secret} ==\n}}\n"), &no_env).unwrap_err();
+        assert!(error.starts_with("neither JSON nor HCL bake syntax: "), "{error}");
+        assert!(error.contains("at line 2, column"), "{error}");
+        assert!(!error.contains("wJalr"), "{error}");
     }
 
     #[test]

@@ -1,8 +1,14 @@
 //! Reading the files a run is given: desired.toml, a bake file, a saved plan, earlier usage
 //! reports. Each is read whole, with a bound, so `/dev/zero` and its kind are refused rather
 //! than read for ever.
+//!
+//! A pull request writes the repository, symbolic links included, so what a file inside it
+//! names is read only inside it: a path desired.toml gives is relative and stays in the
+//! repository, and a file inside the repository is followed only to somewhere inside. A path an
+//! operator types that lies outside the repository is theirs to choose. Nothing here quotes a
+//! file it read in an error.
 
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
 use anyhow::Context;
 use reconcile_core::Desired;
@@ -13,6 +19,80 @@ use crate::error::CliError;
 /// The largest file read: a thousand repositories take about 40 KiB of desired.toml, so this is
 /// room for any real account, and a bound for `--desired /dev/zero` and its kind.
 const FILE_LIMIT: u64 = 1024 * 1024;
+
+/// The repository a run reads from: desired.toml's directory, or the git work tree above it.
+#[derive(Debug, Clone)]
+pub struct Repository {
+    /// As reached from the path desired.toml was given by, and with every link resolved.
+    lexical: PathBuf,
+    canonical: PathBuf,
+}
+
+impl Repository {
+    /// The repository of the desired.toml at `desired`, which must itself be inside it (a
+    /// `desired.toml` that is a link out of it is refused).
+    pub fn of(desired: &Path) -> Result<Repository, CliError> {
+        let fail = |why: String| CliError::Input(vec![format!("failed to read {}: {why}", desired.display())]);
+        let absolute = lexical(desired).map_err(|e| fail(e.to_string()))?;
+        let directory = absolute.parent().unwrap_or(Path::new("/")).to_owned();
+        let lexical = directory.ancestors().find(|dir| dir.join(".git").exists()).unwrap_or(&directory).to_owned();
+        let canonical = lexical.canonicalize().map_err(|e| fail(e.to_string()))?;
+        let repository = Repository { lexical, canonical };
+        repository.confine(desired).map_err(fail)?;
+        Ok(repository)
+    }
+
+    /// Where `path`, named by a file of the repository (relative to that file's directory, as
+    /// joined), really is, if that is inside the repository: no `..` out, no link out.
+    pub fn named(&self, path: &Path) -> Result<PathBuf, String> {
+        let absolute = lexical(path).map_err(|e| e.to_string())?;
+        if !(absolute.starts_with(&self.lexical) || absolute.starts_with(&self.canonical)) {
+            return Err(format!("it is outside the repository ({})", self.canonical.display()));
+        }
+        self.confine(path)
+    }
+
+    /// Where `path`, typed on the command line, really is: anywhere when it lies outside the
+    /// repository; inside it, only if it stays inside (a link into it, committed by a pull
+    /// request, may not lead out).
+    pub fn typed(&self, path: &Path) -> Result<PathBuf, String> {
+        let absolute = lexical(path).map_err(|e| e.to_string())?;
+        let parent = absolute.parent().and_then(|p| p.canonicalize().ok());
+        let inside = absolute.starts_with(&self.lexical)
+            || absolute.starts_with(&self.canonical)
+            || parent.is_some_and(|p| p.starts_with(&self.canonical));
+        if inside { self.confine(path) } else { Ok(path.to_owned()) }
+    }
+
+    /// `path` with every link resolved, if that is inside the repository.
+    fn confine(&self, path: &Path) -> Result<PathBuf, String> {
+        let real = path.canonicalize().map_err(|e| e.to_string())?;
+        if !real.starts_with(&self.canonical) {
+            return Err(format!(
+                "it is a link that leads out of the repository ({}); reconcile reads no file outside it",
+                self.canonical.display()
+            ));
+        }
+        Ok(real)
+    }
+}
+
+/// `path` made absolute against the working directory, `.` and `..` taken away by their
+/// meaning as written (not by following links).
+fn lexical(path: &Path) -> std::io::Result<PathBuf> {
+    let joined = if path.is_absolute() { path.to_owned() } else { std::env::current_dir()?.join(path) };
+    let mut normal = PathBuf::new();
+    for component in joined.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                normal.pop();
+            }
+            other => normal.push(other),
+        }
+    }
+    Ok(normal)
+}
 
 /// desired.toml, parsed and validated, with its text (which a saved plan fingerprints).
 pub fn load_desired(path: &Path) -> Result<(Desired, String), CliError> {
@@ -26,10 +106,28 @@ pub fn load_desired(path: &Path) -> Result<(Desired, String), CliError> {
 
 /// A saved plan (`plan --out`), read back; whether it still holds is the session's to check.
 pub fn read_saved(path: &Path) -> Result<SavedPlan, CliError> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("failed to read the plan {}", path.display()))?;
+    let text = read_capped(path).map_err(|why| anyhow::anyhow!("failed to read the plan {}: {why}", path.display()))?;
     let value: serde_json::Value =
         serde_json::from_str(&text).with_context(|| format!("{} is not a JSON plan", path.display()))?;
     Ok(saved::from_json(&value).map_err(|why| anyhow::anyhow!("{}: {why}", path.display()))?)
+}
+
+/// Writes `text` to `path` whole or not at all, and never through a link: a temporary file
+/// beside it, created new, renamed over it (a link at `path` is replaced, not followed).
+pub fn write_atomically(path: &Path, text: &str) -> Result<(), CliError> {
+    use std::io::Write;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let temporary = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temporary)
+        .and_then(|mut file| file.write_all(text.as_bytes()).and_then(|()| file.sync_all()))
+        .and_then(|()| std::fs::rename(&temporary, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    Ok(written.with_context(|| format!("failed to write {}", path.display()))?)
 }
 
 /// A text file of at most [`FILE_LIMIT`] bytes (desired.toml, a bake file, a usage report).

@@ -24,7 +24,8 @@ impl GithubSide {
         let Some(token) = token else { return Ok(GithubSide::Unchecked) };
         let api = std::env::var("GITHUB_API_URL").unwrap_or_else(|_| "https://api.github.com".to_owned());
         let api = reconcile_github::Api::new(&api, token.trim(), &github.owner, &github.repository)
-            .map_err(|error| CliError::Input(vec![error.to_string()]))?;
+            .map_err(|error| CliError::Input(vec![error.to_string()]))?
+            .with_retry_base(crate::aws::retry_base());
         Ok(GithubSide::Checked(api))
     }
 

@@ -30,7 +30,7 @@ pub struct AwsLock<'a> {
 impl<'a> AwsLock<'a> {
     /// The lock, if desired.toml declares a bucket to keep it in.
     pub fn of(aws: &'a Aws, desired: &Desired, account: &Account) -> Option<AwsLock<'a>> {
-        let bucket = desired.s3.buckets.first()?;
+        let bucket = desired.s3.lock_bucket()?;
         let lock = Lock::new(aws.s3(), &bucket.name.render(&account.id, &account.region));
         Some(AwsLock { aws, lock, ours: Mutex::new(None) })
     }
@@ -45,9 +45,7 @@ impl ApplyLock for AwsLock<'_> {
         *self.ours.lock().expect("never poisoned") = Some(holder.clone());
         // A lock left on this host by a process that is gone (an apply killed outright) is broken:
         // nobody else can hold it. One from another host waits for its lease, or `unlock`.
-        let gone = |other: &Holder| {
-            other.host == holder.host && other.pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
-        };
+        let gone = |other: &Holder| other.host == holder.host && !alive(other);
         let take = |wait| self.lock.take(&holder, wait, Duration::from_secs(2), &gone);
         let mut taken = take(Duration::ZERO).await.map_err(|error| aws.failed(vec![error]))?;
         if let (Taken::Busy(other), false) = (&taken, wait.is_zero()) {
@@ -75,21 +73,27 @@ impl ApplyLock for AwsLock<'_> {
 
     async fn release(&self) -> Result<(), CliError> {
         let Some(ours) = self.ours.lock().expect("never poisoned").clone() else { return Ok(()) };
-        let current = self.lock.holder().await.map_err(|error| self.aws.failed(vec![error]))?;
-        if current.as_ref() != Some(&ours) {
-            return Ok(());
-        }
-        self.lock.release().await.map_err(|error| self.aws.failed(vec![error]))
+        self.lock.release(&ours).await.map_err(|error| self.aws.failed(vec![error]))
     }
+}
+
+/// Whether the process a holder names may still run: always, for one on another host (or of
+/// no known process); on this host, while `/proc` has it.
+fn alive(holder: &Holder) -> bool {
+    holder.pid.is_none_or(|pid| Path::new(&format!("/proc/{pid}")).exists())
+}
+
+fn this_host() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
+        .map_or_else(|| "an unknown host".to_owned(), |h| h.trim().to_owned())
 }
 
 /// Who this apply is, as the lock records it.
 async fn lock_holder(aws: &Aws, lease: Duration) -> Result<Holder, CliError> {
     let who = aws.caller_arn().await.map_err(|error| aws.failed(vec![error]))?;
-    let host = std::env::var("HOSTNAME")
-        .ok()
-        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
-        .map_or_else(|| "an unknown host".to_owned(), |h| h.trim().to_owned());
+    let host = this_host();
     let run = match (
         std::env::var("GITHUB_SERVER_URL"),
         std::env::var("GITHUB_REPOSITORY"),
@@ -106,19 +110,32 @@ fn now_seconds() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }
 
-/// `reconcile unlock`: breaks the apply lock, saying whose it was.
-pub async fn unlock(aws: &Aws, desired: &Desired) -> Result<u8, CliError> {
+/// `reconcile unlock`: breaks the apply lock, saying whose it was; one whose process still runs
+/// on this host only with `force`.
+pub async fn unlock(aws: &Aws, desired: &Desired, force: bool) -> Result<u8, CliError> {
     let account = aws.account().await.map_err(|error| aws.failed(vec![error]))?;
     let lock = AwsLock::of(aws, desired, &account)
         .context("desired.toml declares no bucket, so there is no apply lock to break")?
         .lock;
-    let holder = lock.holder().await.map_err(|error| aws.failed(vec![error]))?;
-    match holder {
-        None => out(&format!("There is no apply lock in s3://{}/{}.\n", lock.bucket(), reconcile_s3::lock::LOCK_KEY))?,
-        Some(holder) => {
-            lock.release().await.map_err(|error| aws.failed(vec![error]))?;
-            out(&format!("Broke the apply lock of {holder}.\n"))?;
-        }
+    let current = lock.current().await.map_err(|error| aws.failed(vec![error]))?;
+    let Some(current) = current else {
+        out(&format!("There is no apply lock in s3://{}/{}.\n", lock.bucket(), reconcile_s3::lock::LOCK_KEY))?;
+        return Ok(exit::OK);
+    };
+    let holder = &current.holder;
+    if holder.host == this_host() && holder.pid.is_some() && alive(holder) && !force {
+        return Err(CliError::RefusedUnlock(format!(
+            "it is held by {holder}, whose process still runs on this host; let that apply finish (or stop it), \
+             or pass --force"
+        )));
     }
+    // Only the lock that was read: one taken since is someone else's, and stays.
+    if !lock.break_lock(&current.etag).await.map_err(|error| aws.failed(vec![error]))? {
+        return Err(CliError::Other(anyhow::anyhow!(
+            "the apply lock changed while it was being broken (another apply took or let go of it); run \
+             `reconcile unlock` again to see whose it is now"
+        )));
+    }
+    out(&format!("Broke the apply lock of {holder}.\n"))?;
     Ok(exit::OK)
 }

@@ -34,6 +34,8 @@ use crate::github::GithubSide;
 /// What a run is made from besides AWS, read and checked before any AWS call (or even the AWS
 /// configuration): bad input stops here, every problem at once.
 pub struct Inputs {
+    /// Where desired.toml is: what it names is read only inside it.
+    pub repository: files::Repository,
     pub desired: Desired,
     /// desired.toml as read, which a saved plan fingerprints.
     pub desired_text: String,
@@ -49,14 +51,26 @@ impl Inputs {
     /// derived from it (the role's policy and its size) with a stand-in account: ids are always
     /// 12 digits, so sizes hold.
     pub fn load(path: &Path, bake: Option<&Path>, prune: bool, force_delete_images: bool) -> Result<Inputs, CliError> {
+        let repository = files::Repository::of(path)?;
         let (desired, desired_text) = files::load_desired(path)?;
         let stand_in = Account::new("000000000000", &desired.region);
         desired_resources(&desired, &stand_in, true).map_err(|errors| {
             CliError::Input(errors.iter().map(|error| format!("{}: {error}", path.display())).collect())
         })?;
-        let bake = match bake.or(desired.bake.as_deref()) {
-            Some(path) => Some(BakeFile::load(path)?),
-            None => None,
+        let bake = match (bake, &desired.bake) {
+            (Some(typed), _) => {
+                let real = repository.typed(typed).map_err(|why| input(format!("{}: {why}", typed.display())))?;
+                Some(load_bake(typed, &real, &desired)?)
+            }
+            (None, Some(named)) => {
+                let real = repository.named(&named.path).map_err(|why| {
+                    CliError::Input(vec![
+                        named.error(format!("the bake file {}: {why}", named.path.display())).to_string(),
+                    ])
+                })?;
+                Some(load_bake(&named.path, &real, &desired)?)
+            }
+            (None, None) => None,
         };
         let prune = match prune {
             true => Some(reconcile_ecr::Prune {
@@ -65,7 +79,7 @@ impl Inputs {
             }),
             false => None,
         };
-        Ok(Inputs { desired, desired_text, bake, prune, force_delete_images })
+        Ok(Inputs { repository, desired, desired_text, bake, prune, force_delete_images })
     }
 
     /// What the bake cross-check finds, for `account` when it is known (any account's registry
@@ -79,6 +93,25 @@ impl Inputs {
     pub fn findings(&self, account: Option<&str>) -> Vec<Finding> {
         engine::desired_findings(&self.desired, self.bake_findings(account))
     }
+}
+
+fn input(line: String) -> CliError {
+    CliError::Input(vec![line])
+}
+
+/// Reads the bake file at `real` (given as `name`): its variables from the environment as bake
+/// resolves them, but only those desired.toml lists, and none at all with
+/// `BUILDX_BAKE_DISABLE_VARS_ENV_LOOKUP=1`, as bake.
+fn load_bake(name: &Path, real: &Path, desired: &Desired) -> Result<BakeFile, CliError> {
+    let name = name.display().to_string();
+    let text = files::read_capped(real).map_err(|why| input(format!("{name}: failed to read the bake file: {why}")))?;
+    let env = |variable: &str| {
+        if std::env::var_os("BUILDX_BAKE_DISABLE_VARS_ENV_LOOKUP").is_some_and(|v| v == "1") {
+            return None;
+        }
+        std::env::var(variable).ok()
+    };
+    BakeFile::read(&name, &text, &desired.bake_variables, &env).map_err(|why| input(format!("{name}: {why}")))
 }
 
 type DesiredFn = fn(&Desired, &Account) -> Result<Vec<DesiredResource>, ReconcileError>;
@@ -303,66 +336,69 @@ impl<B: Backend> Session<B> {
     }
 
     /// The saved plan at `path`, if it still holds: made for this account, desired.toml and
-    /// every resource it touches as they were, and each of its changes the one desired.toml
-    /// and the account give now. Never writes.
+    /// every resource it touches as they were, and its changes exactly the ones desired.toml and
+    /// the account give now (planned again the way it was made), none edited, added or left out.
+    /// Never writes. The plan returned is the one made now, with its findings and impacts.
     pub async fn verify_saved(&self, account: Account, saved: SavedPlan, path: &Path) -> Result<Planned, CliError> {
+        let stale = |reasons: Vec<String>| CliError::Stale { path: path.to_owned(), reasons };
         if saved.plan.account != account.id || saved.plan.region != account.region {
-            return Err(CliError::Stale {
-                path: path.to_owned(),
-                reasons: vec![format!(
-                    "it was made for account {} in {}, but these credentials are for account {} in {}",
-                    saved.plan.account, saved.plan.region, account.id, account.region
-                )],
-            });
+            return Err(stale(vec![format!(
+                "it was made for account {} in {}, but these credentials are for account {} in {}",
+                saved.plan.account, saved.plan.region, account.id, account.region
+            )]));
         }
-        let desired = &self.inputs.desired;
         // desired.toml's own refusals hold for a saved plan too (a refused plan is never saved).
         refuse_on(&self.inputs.findings(Some(&account.id)))?;
-        // A plan made with --prune holds repository deletes: seeing those repositories again needs
-        // the same look beyond the declared, whether or not --prune is given again.
-        let prune = match (&self.inputs.prune, saved.plan.changes.iter().any(reconcile_ecr::prunes)) {
-            (None, true) => Some(reconcile_ecr::Prune {
-                marker: reconcile_ecr::prune_marker(desired).map_err(|why| CliError::Input(vec![why]))?,
+        // A plan made with the GitHub side can only be checked with it.
+        if saved.made_with.github && !self.github.is_checked() {
+            return Err(CliError::Input(vec![format!(
+                "{}: the plan was made with the GitHub side checked ([github]), so applying it needs the same: set \
+                 GITHUB_TOKEN or GH_TOKEN",
+                path.display()
+            )]));
+        }
+        // Deleting repositories is pruning, which only a plan made with --prune holds.
+        if saved.plan.changes.iter().any(reconcile_ecr::prunes) && !saved.made_with.prune {
+            return Err(stale(vec![
+                "it deletes a repository, but was not made with --prune: the plan file was edited".to_owned(),
+            ]));
+        }
+        let prune = match saved.made_with.prune {
+            true => Some(reconcile_ecr::Prune {
+                marker: reconcile_ecr::prune_marker(&self.inputs.desired).map_err(input)?,
                 force_delete_images: self.inputs.force_delete_images,
             }),
-            (prune, _) => prune.clone(),
+            false => None,
         };
-        let reconcilers = self.reconcilers(&account, prune);
-        let resources = self.resources(&account)?;
-        // Everything the plan touches or claims to have fingerprinted, seen again now; with a
-        // replacement, everything declared, so that whoever asked for it (the GitHub side, for the
-        // CodeBuild webhook) can ask again, or not.
-        let replaces = saved.plan.changes.iter().any(|change| change.action == reconcile_core::Action::Replace);
-        let addresses: Vec<_> = saved
-            .observed_fingerprints
-            .keys()
-            .chain(saved.plan.changes.iter().map(|change| &change.address))
-            .chain(resources.keys().filter(|_| replaces))
-            .cloned()
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        let engine::Seen { observed: now, replace } = engine::observe_again(&reconcilers, &resources, &addresses)
-            .await
-            .map_err(|errors| self.backend.failed(errors))?;
-        let mut reasons = saved::staleness(&saved, &self.inputs.desired_text, &now);
+        let now = self.plan_in(account, prune).await?;
+        let mut reasons = saved::staleness(&saved, &self.inputs.desired_text, &now.plan.observed);
         // Only when nothing moved can the changes be derived again and compared with the file's.
         if reasons.is_empty() {
-            reasons = saved::tampering(&saved, &resources, &now, |address, desired, observed| {
-                engine::change_for(&reconcilers, address, desired, observed, replace.contains(address))
-            });
+            reasons = saved::tampering(&saved, &now.plan.changes);
         }
         if !reasons.is_empty() {
-            return Err(CliError::Stale { path: path.to_owned(), reasons });
+            return Err(stale(reasons));
         }
-        Ok(Planned { plan: saved.plan, reconcilers, resources, account })
+        Ok(now)
+    }
+
+    /// How a plan made by this session is made, for saving it.
+    pub fn made_with(&self) -> saved::MadeWith {
+        saved::MadeWith { prune: self.inputs.prune.is_some(), github: matches!(self.github, GithubSide::Checked(_)) }
     }
 
     /// Makes the account match desired.toml, or carries out a saved plan: look, preflight, lock,
     /// plan under the lock, approve, apply, release. Returns the exit code.
     pub async fn apply(&self, console: &dyn Console, request: ApplyRequest<'_>) -> Result<u8, CliError> {
         // A saved plan is read before anything is locked: a file that is not one locks nothing.
-        let saved = request.saved.map(files::read_saved).transpose()?;
+        let saved = match request.saved {
+            Some(path) => {
+                let real =
+                    self.inputs.repository.typed(path).map_err(|why| input(format!("{}: {why}", path.display())))?;
+                Some(files::read_saved(&real)?)
+            }
+            None => None,
+        };
         let account = self.backend.identify().await?;
         if saved.is_none() {
             // A first look, without the lock: an apply with nothing to do writes nothing, not
@@ -733,6 +769,7 @@ pytorch = {}
         };
         let parsed = Desired::parse(Path::new("desired.toml"), desired).expect("a valid desired.toml");
         let inputs = Inputs {
+            repository: files::Repository::of(Path::new("Cargo.toml")).unwrap(),
             desired: parsed,
             desired_text: desired.to_owned(),
             bake: None,

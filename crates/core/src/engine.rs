@@ -162,32 +162,6 @@ pub async fn plan_with(
     Ok(Plan { account: account.id.clone(), region: account.region.clone(), changes, findings, observed, impacts })
 }
 
-/// Observes exactly `addresses` again, for checking a saved plan: through the desired resources
-/// they belong to (an undeclared member is found through the resource it is a member of). An
-/// address that is no longer there is absent. Never writes.
-pub async fn observe_again(
-    reconcilers: &[Box<dyn Reconciler>],
-    resources: &DesiredResources,
-    addresses: &[Address],
-) -> Result<Seen, Vec<ReconcileError>> {
-    let declared: BTreeSet<Address> = addresses.iter().map(Address::declared).collect();
-    let wanted: Vec<&DesiredResource> = resources.values().filter(|r| declared.contains(&r.address)).collect();
-    // A resource desired.toml does not declare (one to prune) is found by its reconciler's
-    // look beyond the declared, so that reconciler is asked even when nothing of it is declared.
-    let beyond: Vec<ResourceKind> = declared.iter().filter(|a| !resources.contains_key(a)).map(|a| a.kind).collect();
-    let Observations { mut resources, replace, .. } = observe_with(reconcilers, &wanted, &beyond).await?;
-    Ok(Seen {
-        observed: addresses.iter().map(|a| (a.clone(), resources.remove(a).unwrap_or(Observed::Absent))).collect(),
-        replace: replace.into_iter().map(|r| r.address).collect(),
-    })
-}
-
-/// What [`observe_again`] saw: each address, and the replacements asked for.
-pub struct Seen {
-    pub observed: BTreeMap<Address, Observed>,
-    pub replace: BTreeSet<Address>,
-}
-
 /// Every reconciler observes its share of `wanted`, all at once; the observations of those that
 /// succeeded, and for each that failed, its kinds and its error.
 async fn observe_each(

@@ -18,6 +18,7 @@ pub mod reconciler;
 pub mod retry;
 pub mod saved;
 pub mod spec;
+pub mod time;
 pub mod variables;
 
 pub mod render;

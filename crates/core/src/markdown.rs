@@ -27,7 +27,8 @@ pub fn markdown(plan: &Plan, limit: usize) -> String {
 /// The same, titled after the command that made it (`plan`, `drift`).
 pub fn titled(plan: &Plan, limit: usize, command: &str) -> String {
     let mut out = String::new();
-    writeln!(out, "### reconcile {command} for account `{}`, region `{}`", plan.account, plan.region).unwrap();
+    writeln!(out, "### reconcile {command} for account {}, region {}", code(&plan.account), code(&plan.region))
+        .unwrap();
     writeln!(out).unwrap();
     let summary = summary_line(plan);
     writeln!(out, "**{}**", summary.trim_end_matches('.')).unwrap();
@@ -41,7 +42,7 @@ pub fn titled(plan: &Plan, limit: usize, command: &str) -> String {
         push(&mut out, "\n", budget);
         for (address, impact) in &plan.impacts {
             let warning = if impact.alarming { " :warning:" } else { "" };
-            let line = format!("- `{address}`{warning} {}\n", escape(&impact.line));
+            let line = format!("- {}{warning} {}\n", code(&address.to_string()), message(&impact.line));
             if !push(&mut out, &line, budget) {
                 left_out.details += 1;
             }
@@ -53,7 +54,7 @@ pub fn titled(plan: &Plan, limit: usize, command: &str) -> String {
         push(&mut out, "\n> [!CAUTION]\n> These changes destroy something; apply needs `--allow-delete`.\n\n", budget);
         for change in &destructive {
             let (sign, what) = action_words(change.action);
-            let line = format!("- `{sign}` `{}` {what}\n", change.address);
+            let line = format!("- `{sign}` {} {what}\n", code(&change.address.to_string()));
             if !push(&mut out, &line, budget) {
                 left_out.destructive += 1;
             }
@@ -63,13 +64,13 @@ pub fn titled(plan: &Plan, limit: usize, command: &str) -> String {
     if !plan.findings.is_empty() {
         push(&mut out, "\n**Findings**\n\n", budget);
         for finding in &plan.findings {
-            let address = finding.address.as_ref().map(|a| format!(" `{a}`:")).unwrap_or_default();
+            let address = finding.address.as_ref().map(|a| format!(" {}:", code(&a.to_string()))).unwrap_or_default();
             let line = format!(
-                "- {} `{}`{address} {}{}\n",
+                "- {} {}{address} {}{}\n",
                 severity_word(finding.severity),
-                finding.code,
-                escape(&finding.message),
-                escape(&crate::render::overridden_note(finding))
+                code(&finding.code),
+                message(&finding.message),
+                message(&crate::render::overridden_note(finding))
             );
             if !push(&mut out, &line, budget) {
                 left_out.findings += 1;
@@ -139,12 +140,13 @@ impl LeftOut {
 /// fenced `diff` block.
 fn details(change: &Change) -> String {
     let (sign, what) = action_words(change.action);
-    let mut out = format!("<details><summary><code>{sign} {}</code> {what}</summary>\n\n", change.address);
+    let address = html(&change.address.to_string());
+    let mut out = format!("<details><summary><code>{sign} {address}</code> {what}</summary>\n\n");
     for field in change.field_changes() {
         let name = field.name;
         match (field.before, field.after) {
             (before, after) if before.is_none_or(is_scalar) && after.is_none_or(is_scalar) => {
-                let show = |v: Option<&Value>| v.map_or("(none)".to_owned(), |v| format!("`{}`", to_pretty(v)));
+                let show = |v: Option<&Value>| v.map_or("(none)".to_owned(), |v| code(&to_pretty(v)));
                 match change.action {
                     Action::Create => writeln!(out, "- `{name}` = {}", show(field.after)),
                     Action::Delete => writeln!(out, "- `{name}` was {}", show(field.before)),
@@ -160,7 +162,7 @@ fn details(change: &Change) -> String {
                     (_, true) => prefix_lines(&before, '-'),
                     _ => unified_diff(&before, &after),
                 };
-                writeln!(out, "\n`{name}`:\n\n```diff\n{}```\n", fence_safe(&diff)).unwrap();
+                writeln!(out, "\n`{name}`:\n\n{}", fence(&diff, "diff")).unwrap();
             }
         }
     }
@@ -176,12 +178,200 @@ fn prefix_lines(text: &str, sign: char) -> String {
     text.lines().map(|line| format!("{sign}{line}\n")).collect()
 }
 
-/// A fence of backticks inside a document would close the block early.
-fn fence_safe(text: &str) -> String {
-    text.replace("```", "`\u{200b}``")
+// Values in Markdown. A pull-request comment shows what desired.toml, a bake file and live AWS
+// and GitHub hold, and any of them may have been written by whoever opened the pull request or
+// can write to the account. Every such value reaches Markdown through one of the functions
+// below, which every Markdown renderer uses, so none can render as markup: open or close HTML
+// (`</details>`), mention a user or team, load an image, add a link, end a code span or fence
+// early, break a table row, or start a new line.
+
+/// Zero-width joiner: put after `@` (and into `://` and `www.`) it keeps GitHub from seeing a
+/// mention or a link, and shows nothing.
+const JOINER: char = '\u{200d}';
+
+/// One of our sentences with values in it: each backtick-quoted segment becomes a code span
+/// (fenced against any backticks the value held), the rest escaped prose. A value's own
+/// backticks only move where segments split: every segment is one or the other, so none renders.
+pub fn message(text: &str) -> String {
+    let segments: Vec<&str> = text.split('`').collect();
+    // An odd number of backticks: the last one is unpaired, and what follows it is prose.
+    let unpaired = segments.len().is_multiple_of(2);
+    let mut out = String::new();
+    for (idx, segment) in segments.iter().enumerate() {
+        let last = idx + 1 == segments.len();
+        if idx % 2 == 1 && !(unpaired && last) {
+            out.push_str(&code(segment));
+        } else {
+            if idx % 2 == 1 {
+                // The unpaired backtick, shown as one.
+                out.push_str("\\`");
+            }
+            out.push_str(&prose(segment));
+        }
+    }
+    out
 }
 
-/// Keeps a message from opening HTML or breaking the list it sits in.
-fn escape(text: &str) -> String {
-    text.replace('<', "&lt;").replace('>', "&gt;").replace('\n', " ")
+/// Text as prose that renders as itself: HTML escaped, the characters that start emphasis,
+/// links, images, code, strikethrough and table cells backslash-escaped, mentions and autolinks
+/// broken by a zero-width joiner, line breaks and other control characters made spaces.
+pub fn prose(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '@' => {
+                out.push('@');
+                out.push(JOINER);
+            }
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out.replace("://", &format!(":{JOINER}//")).replace("www.", &format!("www{JOINER}."))
+}
+
+/// A value as a code span: nothing inside one renders, not HTML, a link or a mention. The fence
+/// is one backtick longer than the longest run inside; line breaks become spaces (a code span
+/// cannot hold one, and a blank line would end the comment's paragraph).
+pub fn code(text: &str) -> String {
+    let text: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    if text.is_empty() {
+        // An empty span does not exist in Markdown: one space shows there is nothing.
+        return "` `".to_owned();
+    }
+    let longest = longest_run(&text, '`');
+    let fence = "`".repeat(longest + 1);
+    // A span that starts or ends with a backtick (or a space) needs a space of padding, which
+    // CommonMark strips again.
+    let pad = text.starts_with(['`', ' ']) || text.ends_with(['`', ' ']);
+    let pad = if pad { " " } else { "" };
+    format!("{fence}{pad}{text}{pad}{fence}")
+}
+
+/// A value as a code span in a table cell: `|` would end the cell even inside a code span.
+pub fn cell(text: &str) -> String {
+    code(text).replace('|', "\\|")
+}
+
+/// Text as a fenced code block of `info` (`diff`, `mermaid`): a fence longer than any run of
+/// backticks inside, so the text cannot close it; carriage returns dropped.
+pub fn fence(text: &str, info: &str) -> String {
+    let text = text.replace('\r', "");
+    let fence = "`".repeat((longest_run(&text, '`') + 1).max(3));
+    let newline = if text.ends_with('\n') || text.is_empty() { "" } else { "\n" };
+    format!("{fence}{info}\n{text}{newline}{fence}\n")
+}
+
+/// Text inside HTML (a `<summary>`), where Markdown is not read: entities for what HTML reads,
+/// a joiner after `@`, spaces for control characters.
+pub fn html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            '@' => {
+                out.push('@');
+                out.push(JOINER);
+            }
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn longest_run(text: &str, of: char) -> usize {
+    let (mut longest, mut run) = (0, 0);
+    for c in text.chars() {
+        run = if c == of { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    longest
+}
+
+#[cfg(test)]
+mod tests {
+    //! The escaping, against the values a hostile review put into live AWS and desired.toml.
+
+    use super::*;
+
+    /// A CodeBuild description someone with account access wrote, as found by the review.
+    const HOSTILE: &str = "x` </details></details> @org/team <img src=https://evil.example/p.png> [y](https://evil.example) ![i](https://evil.example/i.png)\r\nmore";
+
+    /// Whether `markdown` holds anything that renders beyond text: raw HTML, a mention, a link
+    /// or image, a bare URL GitHub would link, a line break.
+    fn renders_nothing(markdown: &str) {
+        assert!(!markdown.contains('<'), "raw HTML: {markdown}");
+        assert!(!markdown.contains('\n') && !markdown.contains('\r'), "a line break: {markdown:?}");
+        assert!(!markdown.contains("@org"), "a mention: {markdown}");
+        assert!(!markdown.contains("https://"), "a link GitHub would make: {markdown}");
+    }
+
+    #[test]
+    fn prose_escapes_html_markup_mentions_links_and_line_breaks() {
+        let escaped = prose(HOSTILE);
+        renders_nothing(&escaped);
+        assert!(escaped.contains("&lt;/details&gt;"), "{escaped}");
+        assert!(escaped.contains("\\[y\\]"), "a link's brackets are escaped: {escaped}");
+        assert!(escaped.contains("!\\[i\\]"), "an image's too: {escaped}");
+        assert!(escaped.contains("@\u{200d}org/team"), "{escaped}");
+        assert!(escaped.contains("https:\u{200d}//evil.example"), "{escaped}");
+        assert_eq!(prose("www.evil.example"), "www\u{200d}.evil.example");
+        assert_eq!(prose("a & b | c ~~d~~ *e* _f_ \\g"), "a &amp; b \\| c \\~\\~d\\~\\~ \\*e\\* \\_f\\_ \\\\g");
+        assert_eq!(prose("plain words, (parentheses) and: colons."), "plain words, (parentheses) and: colons.");
+    }
+
+    #[test]
+    fn a_code_span_is_fenced_past_any_backticks_inside() {
+        assert_eq!(code("rocm-bake"), "`rocm-bake`");
+        assert_eq!(code("a`b"), "``a`b``");
+        assert_eq!(code("a``b`"), "``` a``b` ```");
+        assert_eq!(code("`x"), "`` `x ``");
+        assert_eq!(code(" x "), "`  x  `");
+        assert_eq!(code(""), "` `");
+        assert_eq!(code("a\r\nb"), "`a  b`");
+        let hostile = code(HOSTILE);
+        assert!(hostile.starts_with("``x` ") && hostile.ends_with("more``"), "{hostile}");
+        assert!(!hostile.contains('\n'));
+        assert_eq!(cell("a|b"), "`a\\|b`");
+    }
+
+    #[test]
+    fn a_fence_is_longer_than_any_run_of_backticks_inside() {
+        assert_eq!(fence("-a\n+b\n", "diff"), "```diff\n-a\n+b\n```\n");
+        assert_eq!(fence("x", ""), "```\nx\n```\n");
+        assert_eq!(fence("```\n</details>\r\n", "diff"), "````diff\n```\n</details>\n````\n");
+        assert_eq!(fence("", "diff"), "```diff\n```\n");
+    }
+
+    #[test]
+    fn html_text_is_entities() {
+        assert_eq!(html("<b>\"x\" & 'y' @z\n"), "&lt;b&gt;&quot;x&quot; &amp; &#39;y&#39; @\u{200d}z ");
+    }
+
+    #[test]
+    fn a_message_keeps_its_code_spans_and_escapes_the_rest_whatever_backticks_a_value_holds() {
+        assert_eq!(message("repository `pytorch` has no policy"), "repository `pytorch` has no policy");
+        // A value with a backtick moves where segments split; every segment is still safe.
+        let message_of = |value: &str| message(&format!("the description `{value}` changed"));
+        let hostile = message_of(HOSTILE);
+        for line in [hostile.as_str()] {
+            renders_nothing(line);
+        }
+        assert!(hostile.starts_with("the description `x` "), "{hostile}");
+        assert_eq!(message("an unpaired ` backtick"), "an unpaired \\` backtick");
+        assert_eq!(message("a `b` c `d"), "a `b` c \\`d");
+        assert_eq!(message("``"), "` `");
+    }
 }

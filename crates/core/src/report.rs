@@ -5,6 +5,7 @@ use std::fmt::Write;
 use serde_json::{Value, json};
 
 use crate::engine::{ApplyReport, Outcome};
+use crate::markdown::{code, message};
 use crate::plan::Plan;
 use crate::render::FORMAT_VERSION;
 
@@ -126,7 +127,7 @@ pub fn json(plan: &Plan, report: &ApplyReport) -> Value {
 /// The report as Markdown, for posting a (partial) apply back to the pull request.
 pub fn markdown(plan: &Plan, report: &ApplyReport) -> String {
     let (applied, failed, skipped) = counts(report);
-    let mut out = format!("### reconcile apply to account `{}`, region `{}`\n\n", plan.account, plan.region);
+    let mut out = format!("### reconcile apply to account {}, region {}\n\n", code(&plan.account), code(&plan.region));
     if report.succeeded() {
         writeln!(out, "**Apply complete: {applied} resources changed.**").unwrap();
     } else if not_started(report) > 0 {
@@ -151,17 +152,22 @@ pub fn markdown(plan: &Plan, report: &ApplyReport) -> String {
             .results
             .iter()
             .filter_map(|(address, _, outcome, _)| match (outcome, wanted) {
-                (Outcome::Failed(error), "failed") => {
-                    Some(format!("- `{address}`: failed to {}: {}", error.operation, error.reason.replace('\n', " ")))
-                }
-                (Outcome::Skipped { because }, "skipped") => {
-                    Some(format!("- `{address}`, because `{because}` did not apply"))
-                }
+                (Outcome::Failed(error), "failed") => Some(format!(
+                    "- {}: {}",
+                    code(&address.to_string()),
+                    message(&format!("failed to {}: {}", error.operation, error.reason))
+                )),
+                (Outcome::Skipped { because }, "skipped") => Some(format!(
+                    "- {}, because {} did not apply",
+                    code(&address.to_string()),
+                    code(&because.to_string())
+                )),
                 (Outcome::Adopted, "adopted") => {
-                    Some(format!("- `{address}`: already existed, brought to the desired state"))
+                    Some(format!("- {}: already existed, brought to the desired state", code(&address.to_string())))
                 }
-                (Outcome::Applied, "applied") => Some(format!("- `{address}`")),
-                (Outcome::NotStarted, "not started") => Some(format!("- `{address}`")),
+                (Outcome::Applied, "applied") | (Outcome::NotStarted, "not started") => {
+                    Some(format!("- {}", code(&address.to_string())))
+                }
                 _ => None,
             })
             .collect();

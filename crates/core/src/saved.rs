@@ -3,8 +3,11 @@
 //!
 //! There is no state file to carry a serial, so the observed values are the state: the saved
 //! plan holds a fingerprint of what was observed for every resource it touches, and one of
-//! desired.toml. Apply re-observes exactly those resources and refuses if anything moved. The
-//! file holds nothing secret: observation never reads secrets (a webhook's secret, for one).
+//! desired.toml. Apply plans again, the way the saved plan was made, and refuses if anything it
+//! touches moved, or if the changes it derives are not exactly the file's: none edited, none
+//! added, none left out (a plan cut down to the change that turns the nightly on is not the
+//! plan that was reviewed). The file holds nothing secret: observation never reads secrets (a
+//! webhook's secret, for one).
 
 use std::collections::BTreeMap;
 
@@ -12,7 +15,7 @@ use serde_json::{Map, Value, json};
 
 use crate::address::Address;
 use crate::json::fingerprint_text;
-use crate::plan::{Action, Change, DesiredResource, Observed, Plan};
+use crate::plan::{Action, Change, Observed, Plan};
 use crate::render;
 
 /// A plan read back from a file, with what it was made against.
@@ -22,10 +25,20 @@ pub struct SavedPlan {
     pub desired_fingerprint: String,
     /// For every address the plan changes: the fingerprint of what was observed there.
     pub observed_fingerprints: BTreeMap<Address, String>,
+    pub made_with: MadeWith,
 }
 
-/// The saved form of `plan`, made from `desired_text`.
-pub fn to_json(plan: &Plan, desired_text: &str) -> Value {
+/// How a plan was made, beyond desired.toml: what applying it must do the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MadeWith {
+    /// `--prune`: it may delete repositories desired.toml no longer declares.
+    pub prune: bool,
+    /// The GitHub side was checked (there was a token).
+    pub github: bool,
+}
+
+/// The saved form of `plan`, made from `desired_text` the way `made_with` says.
+pub fn to_json(plan: &Plan, desired_text: &str, made_with: MadeWith) -> Value {
     let mut value = render::json(plan);
     let fingerprints: Map<String, Value> = plan
         .changes
@@ -37,6 +50,7 @@ pub fn to_json(plan: &Plan, desired_text: &str) -> Value {
         .collect();
     value["desired_fingerprint"] = json!(fingerprint_text(desired_text));
     value["observed_fingerprints"] = Value::Object(fingerprints);
+    value["made_with"] = json!({ "prune": made_with.prune, "github": made_with.github });
     value
 }
 
@@ -84,7 +98,9 @@ pub fn from_json(value: &Value) -> Result<SavedPlan, String> {
     {
         observed_fingerprints.insert(address.parse()?, fingerprint.as_str().unwrap_or_default().to_owned());
     }
+    let flag = |key: &str| value["made_with"][key].as_bool().unwrap_or(false);
     Ok(SavedPlan {
+        made_with: MadeWith { prune: flag("prune"), github: flag("github") },
         plan: Plan {
             account: text("account")?,
             region: text("region")?,
@@ -113,31 +129,32 @@ pub fn staleness(saved: &SavedPlan, desired_text: &str, now: &BTreeMap<Address, 
     reasons
 }
 
-/// Why the saved changes are not the ones desired.toml and the account give now, change by
-/// change: each is derived again with `diff` (the reconciler's own) from the current desired
-/// resources and what was observed just now, and must come out exactly as saved. So an edited
-/// `after` (a policy widened in the file, fingerprints left alone) is refused, not applied
-/// unreviewed. An address with no observation now counts as absent.
-pub fn tampering(
-    saved: &SavedPlan,
-    desired: &BTreeMap<Address, DesiredResource>,
-    now: &BTreeMap<Address, Observed>,
-    diff: impl Fn(&Address, Option<&DesiredResource>, &Observed) -> Option<Change>,
-) -> Vec<String> {
+/// Why the saved changes are not exactly the ones desired.toml and the account give now
+/// (`derived`, planned again the way the saved plan was made); empty when they are. Each saved
+/// change must be derived again as it is in the file (an edited `after`, a policy widened in
+/// the file with its fingerprints left alone, is refused), none may be added, and none derived
+/// may be missing (a plan cut down to a subset is not the plan that was reviewed).
+pub fn tampering(saved: &SavedPlan, derived: &[Change]) -> Vec<String> {
+    let derived: BTreeMap<&Address, &Change> = derived.iter().map(|change| (&change.address, change)).collect();
     let mut reasons = Vec::new();
     for change in &saved.plan.changes {
         if !saved.observed_fingerprints.contains_key(&change.address) {
             reasons.push(format!("{} has no fingerprint in the plan file: it was edited", change.address));
             continue;
         }
-        let observed = now.get(&change.address).unwrap_or(&Observed::Absent);
-        let expected = diff(&change.address, desired.get(&change.address), observed);
-        if expected.as_ref() != Some(change) {
+        if derived.get(&change.address) != Some(&change) {
             reasons.push(format!(
                 "the change to {} is not the one desired.toml and the account give now: the plan file was edited",
                 change.address
             ));
         }
+    }
+    let saved_addresses: std::collections::BTreeSet<&Address> = saved.plan.changes.iter().map(|c| &c.address).collect();
+    for address in derived.keys().filter(|address| !saved_addresses.contains(*address)) {
+        reasons.push(format!(
+            "{address} needs a change the plan does not hold: it moved since the plan was made, or the plan file \
+             was cut down"
+        ));
     }
     reasons
 }
@@ -185,7 +202,7 @@ mod tests {
             after: None,
             depends_on: vec![],
         });
-        let saved = from_json(&to_json(&plan, "region = \"us-east-1\"")).unwrap();
+        let saved = from_json(&to_json(&plan, "region = \"us-east-1\"", MadeWith::default())).unwrap();
         assert_eq!(saved.plan.changes, plan.changes);
         assert!(staleness(&saved, "region = \"us-east-1\"", &plan.observed).is_empty());
     }
@@ -193,7 +210,7 @@ mod tests {
     #[test]
     fn a_moved_resource_or_an_edited_desired_file_makes_it_stale() {
         let plan = plan();
-        let saved = from_json(&to_json(&plan, "a")).unwrap();
+        let saved = from_json(&to_json(&plan, "a", MadeWith::default())).unwrap();
         let mut now = plan.observed.clone();
         now.insert(plan.changes[0].address.clone(), Observed::Absent);
         assert_eq!(
@@ -209,34 +226,34 @@ mod tests {
     fn a_plan_without_fingerprints_or_of_another_major_version_is_refused() {
         let plan = plan();
         assert!(from_json(&render::json(&plan)).unwrap_err().contains("not saved with `plan --out`"));
-        let mut future = to_json(&plan, "");
+        let mut future = to_json(&plan, "", MadeWith::default());
         future["format_version"] = json!("2.0");
         assert!(from_json(&future).unwrap_err().contains("plan format 2.0 is not supported"));
     }
 
     #[test]
-    fn a_saved_change_must_be_the_one_derived_again() {
+    fn a_saved_plan_records_how_it_was_made() {
+        let made_with = MadeWith { prune: true, github: true };
+        let saved = from_json(&to_json(&plan(), "", made_with)).unwrap();
+        assert_eq!(saved.made_with, made_with);
+        // A file from before it was recorded: made without either.
+        let mut old = to_json(&plan(), "", made_with);
+        old.as_object_mut().unwrap().remove("made_with");
+        assert_eq!(from_json(&old).unwrap().made_with, MadeWith::default());
+    }
+
+    #[test]
+    fn the_saved_changes_must_be_exactly_the_ones_derived_again() {
         let plan = plan();
-        let saved = from_json(&to_json(&plan, "")).unwrap();
-        let address = plan.changes[0].address.clone();
-        let desired = BTreeMap::from([(
-            address.clone(),
-            DesiredResource::new(address.clone(), "pytorch-cache", object(json!({"policy": {"rules": [1]}}))),
-        )]);
-        let diff = |address: &Address, desired: Option<&DesiredResource>, observed: &Observed| {
-            crate::plan::diff(address, desired, observed).map(|mut change| {
-                // The plan's dependencies came from the desired resource; keep them.
-                change.depends_on = vec![Address::new(ResourceKind::EcrRepository, "pytorch-cache")];
-                change
-            })
-        };
-        assert_eq!(tampering(&saved, &desired, &plan.observed, diff), Vec::<String>::new());
+        let saved = from_json(&to_json(&plan, "", MadeWith::default())).unwrap();
+        let derived = plan.changes.clone();
+        assert_eq!(tampering(&saved, &derived), Vec::<String>::new());
 
         // The file's `after` edited: not what desired.toml gives.
         let mut edited = saved.clone();
         edited.plan.changes[0].after = Some(object(json!({"policy": {"rules": [2]}})));
         assert_eq!(
-            tampering(&edited, &desired, &plan.observed, diff),
+            tampering(&edited, &derived),
             ["the change to ecr_lifecycle_policy.pytorch-cache is not the one desired.toml and the account give now: \
               the plan file was edited"]
         );
@@ -244,10 +261,25 @@ mod tests {
         let mut added = saved.clone();
         added.observed_fingerprints.clear();
         assert_eq!(
-            tampering(&added, &desired, &plan.observed, diff),
+            tampering(&added, &derived),
             ["ecr_lifecycle_policy.pytorch-cache has no fingerprint in the plan file: it was edited"]
         );
         // Nothing to change any more (desired.toml now asks for what is there).
-        assert_eq!(tampering(&saved, &desired, &plan.observed, |_, _, _| None).len(), 1);
+        assert_eq!(tampering(&saved, &[]).len(), 1);
+        // Cut down: a change derived again that the file does not hold.
+        let mut more = derived.clone();
+        let vllm = Change {
+            address: Address::new(ResourceKind::EcrRepository, "vllm"),
+            action: Action::Create,
+            before: None,
+            after: Some(object(json!({"scan_on_push": false}))),
+            depends_on: vec![],
+        };
+        more.push(vllm);
+        assert_eq!(
+            tampering(&saved, &more),
+            ["ecr_repository.vllm needs a change the plan does not hold: it moved since the plan was made, or the \
+              plan file was cut down"]
+        );
     }
 }

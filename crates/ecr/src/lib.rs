@@ -65,6 +65,8 @@ pub struct EcrReconciler {
     account: Account,
     prune: Option<Prune>,
     parallelism: Parallelism,
+    /// What this run read already, when it only reads (see [`ReadOnce`]).
+    read_once: Option<std::sync::Arc<ReadOnce>>,
     /// What a GB-month of storage costs (desired.toml's `price_per_gb_month`), for what a
     /// policy's expiry saves.
     price_per_gb_month: f64,
@@ -87,7 +89,15 @@ impl EcrReconciler {
             prune: None,
             parallelism: Parallelism::default(),
             price_per_gb_month: reconcile_core::desired::ECR_PRICE_PER_GB_MONTH,
+            read_once: None,
         }
+    }
+
+    /// Shares `read` with the run's other ECR reconcilers: for a run that only reads (plan,
+    /// drift, usage), in which the registry cannot change under it by its own hand.
+    pub fn reading_once(mut self, read: std::sync::Arc<ReadOnce>) -> EcrReconciler {
+        self.read_once = Some(read);
+        self
     }
 
     /// Prices what a policy's expiry frees at `price_per_gb_month` (desired.toml's).
@@ -111,6 +121,16 @@ impl EcrReconciler {
     fn repository_arn(&self, name: &str) -> String {
         reconcile_aws::arn(&self.account, "ecr", &format!("repository/{name}"))
     }
+}
+
+/// What a run that only reads has read of the registry: the listing and every lifecycle policy,
+/// each read once however many of its steps ask (drift plans, surveys the undeclared
+/// repositories and sums up the registry: three readings of every policy, otherwise). An apply
+/// never shares one: it plans again under its lock, and must read afresh.
+#[derive(Default)]
+pub struct ReadOnce {
+    repositories: std::sync::Mutex<Option<Vec<ecr::types::Repository>>>,
+    policies: std::sync::Mutex<BTreeMap<String, Observed>>,
 }
 
 /// Whether `change` is pruning: deleting a repository, which only a plan made with `--prune`
@@ -334,6 +354,16 @@ impl Reconciler for EcrReconciler {
 
 impl EcrReconciler {
     async fn list_all_repositories(&self) -> Result<Vec<ecr::types::Repository>, ReconcileError> {
+        let Some(read) = &self.read_once else { return self.list_repositories().await };
+        if let Some(listed) = read.repositories.lock().expect("never poisoned").clone() {
+            return Ok(listed);
+        }
+        let listed = self.list_repositories().await?;
+        *read.repositories.lock().expect("never poisoned") = Some(listed.clone());
+        Ok(listed)
+    }
+
+    async fn list_repositories(&self) -> Result<Vec<ecr::types::Repository>, ReconcileError> {
         // ECR's largest page (100 when not asked): 5,000 repositories are five requests, not 50.
         let mut pages = self.client.describe_repositories().max_results(1000).into_paginator().send();
         let mut repositories = Vec::new();
@@ -475,6 +505,16 @@ impl EcrReconciler {
     }
 
     async fn observe_lifecycle_policy(&self, address: &Address, name: &str) -> Result<Observed, ReconcileError> {
+        let Some(read) = &self.read_once else { return self.read_lifecycle_policy(address, name).await };
+        if let Some(observed) = read.policies.lock().expect("never poisoned").get(name) {
+            return Ok(observed.clone());
+        }
+        let observed = self.read_lifecycle_policy(address, name).await?;
+        read.policies.lock().expect("never poisoned").insert(name.to_owned(), observed.clone());
+        Ok(observed)
+    }
+
+    async fn read_lifecycle_policy(&self, address: &Address, name: &str) -> Result<Observed, ReconcileError> {
         let response = self.parallelism.send(|| self.client.get_lifecycle_policy().repository_name(name).send()).await;
         match absent_if(response, &NO_POLICY).map_err(failed(Some(address), "read lifecycle policy"))? {
             Some(output) => {

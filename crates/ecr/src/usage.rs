@@ -12,6 +12,7 @@ use std::fmt::Write;
 use serde_json::{Value, json};
 
 use reconcile_core::lifecycle::{Expiry, Image, Policy, human_bytes};
+use reconcile_core::markdown::{cell, code, fence};
 
 /// The version of the JSON usage report; `--since` reads this major version only.
 pub const FORMAT_VERSION: &str = "1.0";
@@ -86,7 +87,7 @@ impl Usage {
     }
 
     pub fn total_bytes(&self) -> u64 {
-        self.repositories.iter().map(|r| r.bytes).sum()
+        self.repositories.iter().fold(0, |total, r| total.saturating_add(r.bytes))
     }
 
     /// The estimated monthly cost of `bytes`, in dollars.
@@ -99,6 +100,9 @@ impl Usage {
 pub fn monthly_cost(bytes: u64, price_per_gb_month: f64) -> f64 {
     bytes as f64 / BILLED_GB * price_per_gb_month
 }
+
+/// How many repositories without a lifecycle policy the drift summary names, the largest first.
+pub const LISTED_WITHOUT_POLICY: usize = 10;
 
 /// What `drift` ends with: the largest repositories, the total, and every repository without a
 /// lifecycle policy, with sizes and costs.
@@ -114,7 +118,7 @@ pub fn summary(usage: &Usage) -> Value {
 
 /// [`summary`] as text lines (`markdown`: as Markdown).
 pub fn summary_text(usage: &Usage, markdown: bool) -> String {
-    let name = |r: &RepositoryUsage| if markdown { format!("`{}`", r.name) } else { r.name.clone() };
+    let name = |r: &RepositoryUsage| if markdown { code(&r.name) } else { r.name.clone() };
     let sized =
         |r: &RepositoryUsage| format!("{} {} (${:.2}/month)", name(r), human_bytes(r.bytes), usage.cost(r.bytes));
     let mut out = String::new();
@@ -128,10 +132,17 @@ pub fn summary_text(usage: &Usage, markdown: bool) -> String {
         usage.repositories.iter().take(3).map(sized).collect::<Vec<_>>().join(", ")
     )
     .unwrap();
-    let unbounded: Vec<String> = usage.repositories.iter().filter(|r| !r.has_policy).map(sized).collect();
-    if !unbounded.is_empty() {
-        writeln!(out, "{}Without a lifecycle policy: {}.", if markdown { "\n" } else { "" }, unbounded.join(", "))
-            .unwrap();
+    // The largest few by name, and how many more: a registry out of control has hundreds, and the
+    // drift comment must still fit GitHub's limit (`reconcile usage` lists them all).
+    let without: Vec<&RepositoryUsage> = usage.repositories.iter().filter(|r| !r.has_policy).collect();
+    if !without.is_empty() {
+        let mut named: Vec<String> = without.iter().take(LISTED_WITHOUT_POLICY).map(|r| sized(r)).collect();
+        if without.len() > LISTED_WITHOUT_POLICY {
+            let more = without.len() - LISTED_WITHOUT_POLICY;
+            let bytes: u64 = without.iter().skip(LISTED_WITHOUT_POLICY).map(|r| r.bytes).sum();
+            named.push(format!("and {more} more holding {} (`reconcile usage` lists them)", human_bytes(bytes)));
+        }
+        writeln!(out, "{}Without a lifecycle policy: {}.", if markdown { "\n" } else { "" }, named.join(", ")).unwrap();
     }
     writeln!(out, "{}{}", if markdown { "\n" } else { "" }, footnote(usage.price_per_gb_month)).unwrap();
     out
@@ -266,7 +277,7 @@ fn round_cents(dollars: f64) -> f64 {
 /// The report as a Markdown table.
 pub fn markdown(usage: &Usage) -> String {
     let mut out = String::new();
-    writeln!(out, "### ECR usage of account `{}`, region `{}`", usage.account, usage.region).unwrap();
+    writeln!(out, "### ECR usage of account {}, region {}", code(&usage.account), code(&usage.region)).unwrap();
     writeln!(out).unwrap();
     writeln!(
         out,
@@ -282,8 +293,8 @@ pub fn markdown(usage: &Usage) -> String {
     for r in &usage.repositories {
         writeln!(
             out,
-            "| `{}` | {} | {} | {:.2} |",
-            r.name,
+            "| {} | {} | {} | {:.2} |",
+            cell(&r.name),
             cells(r).join(" | "),
             if r.has_policy { "yes" } else { "**none**" },
             usage.cost(r.bytes)
@@ -295,15 +306,35 @@ pub fn markdown(usage: &Usage) -> String {
     out
 }
 
+/// The most bytes (or images) a report may say a repository holds: an exbibyte, past any
+/// registry, and far enough below `u64::MAX` that no sum of a report's repositories overflows.
+const MAX_PLAUSIBLE: u64 = 1 << 60;
+/// ECR's quota of repositories in one region.
+const MAX_REPOSITORIES: usize = 100_000;
+
+/// `after - before`, as the difference it is, within `i64`.
+fn delta(after: u64, before: u64) -> i64 {
+    (i128::from(after) - i128::from(before)).clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+}
+
 /// Reads a report `json` wrote.
 pub fn from_json(value: &Value) -> Result<Usage, String> {
     let version = value["format_version"].as_str().ok_or("it is not a usage report (no `format_version`)")?;
     if version.split('.').next() != FORMAT_VERSION.split('.').next() {
         return Err(format!("it is a usage report of format {version}, and this reconcile reads {FORMAT_VERSION}"));
     }
-    let number = |v: &Value, key: &str| v[key].as_u64().ok_or(format!("`{key}` is missing or not a number"));
+    // Any number past these is no registry's: refused, so no sum or difference can overflow.
+    let number = |v: &Value, key: &str| match v[key].as_u64() {
+        Some(n) if n <= MAX_PLAUSIBLE => Ok(n),
+        Some(n) => Err(format!("`{key}` is {n}, more than any registry holds")),
+        None => Err(format!("`{key}` is missing or not a number")),
+    };
     let mut repositories = Vec::new();
-    for r in value["repositories"].as_array().ok_or("it has no `repositories` list")? {
+    let listed = value["repositories"].as_array().ok_or("it has no `repositories` list")?;
+    if listed.len() > MAX_REPOSITORIES {
+        return Err(format!("it lists {} repositories, more than ECR allows in a region", listed.len()));
+    }
+    for r in listed {
         repositories.push(RepositoryUsage {
             name: r["name"].as_str().ok_or("a repository has no `name`")?.to_owned(),
             images: number(r, "images")?,
@@ -311,14 +342,14 @@ pub fn from_json(value: &Value) -> Result<Usage, String> {
             untagged: number(r, "untagged")?,
             bytes: number(r, "bytes")?,
             has_policy: r["has_policy"].as_bool().unwrap_or(false),
-            live_reclaim: r["live_policy_reclaims_bytes"].as_u64().unwrap_or(0),
-            declared_reclaim: r["declared_policy_reclaims_bytes"].as_u64(),
+            live_reclaim: r["live_policy_reclaims_bytes"].as_u64().unwrap_or(0).min(MAX_PLAUSIBLE),
+            declared_reclaim: r["declared_policy_reclaims_bytes"].as_u64().map(|n| n.min(MAX_PLAUSIBLE)),
         });
     }
     Ok(Usage::new(
         value["account"].as_str().unwrap_or_default(),
         value["region"].as_str().unwrap_or_default(),
-        value["generated_at"].as_i64().ok_or("`generated_at` is missing")?,
+        value["generated_at"].as_i64().filter(|at| *at >= 0).ok_or("`generated_at` is missing or before 1970")?,
         value["price_per_gb_month_usd"].as_f64().unwrap_or(0.10),
         repositories,
     ))
@@ -349,9 +380,9 @@ pub fn growth(earlier: &[Usage], now: &Usage) -> Vec<RepositoryGrowth> {
         .into_iter()
         .map(|name| {
             let (b, a) = (before.get(name), after.get(name));
-            let field = |r: Option<&&RepositoryUsage>, f: fn(&RepositoryUsage) -> u64| r.map_or(0, |r| f(r) as i64);
-            let bytes = field(a, |r| r.bytes) - field(b, |r| r.bytes);
-            let untagged = field(a, |r| r.untagged) - field(b, |r| r.untagged);
+            let field = |r: Option<&&RepositoryUsage>, f: fn(&RepositoryUsage) -> u64| r.map_or(0, |r| f(r));
+            let bytes = delta(field(a, |r| r.bytes), field(b, |r| r.bytes));
+            let untagged = delta(field(a, |r| r.untagged), field(b, |r| r.untagged));
             RepositoryGrowth {
                 name: name.to_owned(),
                 status: match (b, a) {
@@ -359,7 +390,7 @@ pub fn growth(earlier: &[Usage], now: &Usage) -> Vec<RepositoryGrowth> {
                     (Some(_), None) => "gone",
                     _ => "",
                 },
-                images: field(a, |r| r.images) - field(b, |r| r.images),
+                images: delta(field(a, |r| r.images), field(b, |r| r.images)),
                 bytes,
                 untagged,
                 bytes_per_day: bytes as f64 / days,
@@ -383,7 +414,7 @@ pub fn growth_text(earlier: &[Usage], now: &Usage) -> String {
     let mut out = String::new();
     let Some(first) = earlier.iter().min_by_key(|u| u.generated_at) else { return out };
     let days = (now.generated_at - first.generated_at) as f64 / 86_400.0;
-    let total = now.total_bytes() as i64 - first.total_bytes() as i64;
+    let total = delta(now.total_bytes(), first.total_bytes());
     writeln!(out).unwrap();
     writeln!(
         out,
@@ -427,8 +458,8 @@ pub fn growth_markdown(earlier: &[Usage], now: &Usage) -> String {
         let note = notes(row, &fastest, "**fastest**");
         writeln!(
             out,
-            "| `{}` | {:+} | {} | {} | {note} |",
-            row.name,
+            "| {} | {:+} | {} | {} | {note} |",
+            cell(&row.name),
             row.images,
             signed_bytes(row.bytes),
             signed_bytes(row.bytes_per_day as i64)
@@ -439,7 +470,8 @@ pub fn growth_markdown(earlier: &[Usage], now: &Usage) -> String {
         let mut series: Vec<&Usage> = earlier.iter().collect();
         series.sort_by_key(|u| u.generated_at);
         series.push(now);
-        let labels: Vec<String> = series.iter().map(|u| format!("\"{}\"", day_label(u.generated_at))).collect();
+        let labels: Vec<String> =
+            series.iter().map(|u| format!("\"{}\"", reconcile_core::time::day(u.generated_at))).collect();
         let totals: Vec<String> = series.iter().map(|u| format!("{:.1}", u.total_bytes() as f64 / 1e9)).collect();
         chart(&mut out, "ECR storage, GB", &labels, &totals);
         // One chart per fast-growing repository: xychart-beta draws no legend, so lines of
@@ -458,16 +490,17 @@ pub fn growth_markdown(earlier: &[Usage], now: &Usage) -> String {
     out
 }
 
-/// A Mermaid line chart.
+/// A Mermaid line chart. The title is a repository's name, which an earlier report (`--since`)
+/// may have carried in from anywhere: kept to what a title can hold, and fenced.
 fn chart(out: &mut String, title: &str, labels: &[String], values: &[String]) {
+    let title: String = title.chars().map(|c| if c.is_control() || c == '"' { '\'' } else { c }).collect();
+    let body = format!(
+        "xychart-beta\n    title \"{title}\"\n    x-axis [{}]\n    y-axis \"GB\"\n    line [{}]\n",
+        labels.join(", "),
+        values.join(", ")
+    );
     writeln!(out).unwrap();
-    writeln!(out, "```mermaid").unwrap();
-    writeln!(out, "xychart-beta").unwrap();
-    writeln!(out, "    title \"{}\"", title.replace('"', "'")).unwrap();
-    writeln!(out, "    x-axis [{}]", labels.join(", ")).unwrap();
-    writeln!(out, "    y-axis \"GB\"").unwrap();
-    writeln!(out, "    line [{}]", values.join(", ")).unwrap();
-    writeln!(out, "```").unwrap();
+    out.push_str(&fence(&body, "mermaid"));
 }
 
 /// The rows worth a line: those whose bytes changed, and those new or gone.
@@ -494,21 +527,6 @@ fn notes(row: &RepositoryGrowth, fastest: &[&str], fastest_word: &str) -> String
 /// The (at most three) repositories that grew most, in bytes.
 fn fastest(rows: &[RepositoryGrowth]) -> Vec<&str> {
     rows.iter().filter(|r| r.bytes > 0).take(3).map(|r| r.name.as_str()).collect()
-}
-
-/// `YYYY-MM-DD` of a Unix time, for chart labels (civil-from-days, proleptic Gregorian).
-fn day_label(seconds: i64) -> String {
-    let days = seconds.div_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
 }
 
 #[cfg(test)]
@@ -682,24 +700,6 @@ mod tests {
         assert_eq!(wrap("aa bbb", 5), ["aa", "bbb"]);
         assert_eq!(wrap("", 3), [""]);
         assert!(footnote(0.1).contains("$0.100 per GB-month (GB = 2^30 bytes)"));
-    }
-
-    #[test]
-    fn days_are_civil_dates() {
-        assert_eq!(day_label(0), "1970-01-01");
-        assert_eq!(day_label(1_795_996_800), "2026-11-30");
-        assert_eq!(day_label(951_782_400), "2000-02-29");
-        // The edges of the calendar's years (they begin on 1 March) and centuries.
-        for (seconds, day) in [
-            (951_868_800, "2000-03-01"),
-            (4_107_456_000, "2100-02-28"),
-            (4_107_542_400, "2100-03-01"),
-            (-2_203_891_200, "1900-03-01"),
-            (13_574_563_200, "2400-02-29"),
-            (946_598_400, "1999-12-31"),
-        ] {
-            assert_eq!(day_label(seconds), day, "{seconds}");
-        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use http::{HeaderMap, StatusCode};
+use http::{HeaderMap, Method, StatusCode};
 use reconcile_core::{Address, ErrorKind, ReconcileError};
 use serde_json::Value;
 
@@ -45,6 +45,25 @@ impl Answer {
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or(Value::Null)
     }
+}
+
+/// How many times one request is sent at most when GitHub fails it in passing (a 5xx, a
+/// dropped connection): as many as AWS's reads get.
+pub const ATTEMPTS: u32 = 8;
+
+/// Whether a request that GitHub failed in passing (`status`, or no answer at all: `None`) is
+/// sent again: only one that means the same sent twice (GET, PUT, DELETE; not POST, which
+/// creates, nor PATCH), and only for a server error or no answer.
+pub fn retryable(method: &Method, status: Option<StatusCode>) -> bool {
+    let idempotent = matches!(*method, Method::GET | Method::PUT | Method::DELETE);
+    idempotent && status.is_none_or(|status| status.is_server_error())
+}
+
+/// How long to wait before the `retry`-th retry (1 for the first): the AWS SDK's backoff,
+/// `base` doubled each time up to four times `base`, with full jitter (`jitter` in [0, 1)).
+pub fn backoff(retry: u32, base: Duration, jitter: f64) -> Duration {
+    let doubled = base.saturating_mul(2u32.saturating_pow(retry.saturating_sub(1)));
+    doubled.min(base.saturating_mul(4)).mul_f64(jitter.clamp(0.0, 1.0))
 }
 
 /// Whether to wait `wait` once more, after `waits` waits already.
@@ -118,6 +137,32 @@ pub fn failure(answer: &Answer, address: Option<&Address>, what: &str) -> Reconc
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_requests_that_mean_the_same_twice_are_retried_and_only_after_a_passing_failure() {
+        for method in [Method::GET, Method::PUT, Method::DELETE] {
+            assert!(retryable(&method, None), "{method}: no answer");
+            assert!(retryable(&method, Some(StatusCode::BAD_GATEWAY)), "{method}");
+            assert!(retryable(&method, Some(StatusCode::INTERNAL_SERVER_ERROR)), "{method}");
+            assert!(!retryable(&method, Some(StatusCode::NOT_FOUND)), "{method}");
+            assert!(!retryable(&method, Some(StatusCode::OK)), "{method}");
+        }
+        for method in [Method::POST, Method::PATCH] {
+            assert!(!retryable(&method, None), "{method}");
+            assert!(!retryable(&method, Some(StatusCode::BAD_GATEWAY)), "{method}");
+        }
+    }
+
+    #[test]
+    fn the_backoff_doubles_to_four_times_the_base_with_jitter() {
+        let base = Duration::from_millis(100);
+        let waits: Vec<u128> = (1..=5).map(|retry| backoff(retry, base, 1.0).as_millis()).collect();
+        assert_eq!(waits, [100, 200, 400, 400, 400]);
+        assert_eq!(backoff(2, base, 0.5), Duration::from_millis(100));
+        assert_eq!(backoff(1, base, 0.0), Duration::ZERO);
+        assert_eq!(backoff(1, base, 7.0), base, "jitter is at most the whole wait");
+        assert_eq!(backoff(u32::MAX, base, 1.0), Duration::from_millis(400), "no overflow");
+    }
 
     fn answer(status: u16, headers: &[(&str, &str)], body: &str) -> Answer {
         let mut map = HeaderMap::new();

@@ -9,7 +9,7 @@ use octocrab::Octocrab;
 use reconcile_core::{Address, ErrorKind, ReconcileError};
 use serde_json::Value;
 
-use crate::answers::{Answer, failure, github, keep_waiting, next_page, rate_limited};
+use crate::answers::{ATTEMPTS, Answer, backoff, failure, github, keep_waiting, next_page, rate_limited, retryable};
 
 /// The REST API version every request asks for (`X-GitHub-Api-Version`), so a new default
 /// version cannot change an answer under us.
@@ -21,6 +21,8 @@ pub struct Api {
     octocrab: Octocrab,
     /// `/repos/{owner}/{name}`.
     root: String,
+    /// The first retry's delay, before jitter and doubling.
+    retry_base: Duration,
 }
 
 impl Api {
@@ -37,7 +39,13 @@ impl Api {
             .set_read_timeout(Some(Duration::from_secs(20)))
             .build()
             .map_err(|error| failed(error.to_string()))?;
-        Ok(Api { octocrab, root: format!("/repos/{owner}/{name}") })
+        Ok(Api { octocrab, root: format!("/repos/{owner}/{name}"), retry_base: Duration::from_secs(1) })
+    }
+
+    /// Retries start after `base` (1 s unless told; the fault tests shorten it).
+    pub fn with_retry_base(mut self, base: Duration) -> Api {
+        self.retry_base = base;
+        self
     }
 
     /// `path` under the repository, such as `/actions/variables`.
@@ -45,9 +53,42 @@ impl Api {
         format!("{}{path}", self.root)
     }
 
-    /// Sends one request, waiting out rate limits. Every answer comes back, errors included:
-    /// [`Api::expect`] decides which are errors.
+    /// Sends one request, waiting out rate limits, and sending an idempotent one again (with
+    /// backoff) when GitHub fails it in passing: a 5xx, or no answer. Every answer comes back,
+    /// errors included: [`Api::expect`] decides which are errors.
     async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        address: Option<&Address>,
+        what: &str,
+    ) -> Result<Answer, ReconcileError> {
+        let mut attempt = 1;
+        loop {
+            let result = self.send_once(method.clone(), path, body, address, what).await;
+            let status = match &result {
+                Ok(answer) => Some(answer.status),
+                Err(error) if error.kind == ErrorKind::Unreachable => None,
+                Err(_) => return result,
+            };
+            if attempt >= ATTEMPTS || !retryable(&method, status) {
+                return result;
+            }
+            let jitter = f64::from(
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().subsec_nanos()
+                    % 1000,
+            ) / 1000.0;
+            let wait = backoff(attempt, self.retry_base, jitter);
+            let failure = status.map_or_else(|| "no answer".to_owned(), |status| status.to_string());
+            tracing::warn!("GitHub failed ({failure}): trying again in {}ms ({what})", wait.as_millis());
+            tokio::time::sleep(wait).await;
+            attempt += 1;
+        }
+    }
+
+    /// One request, waiting out rate limits.
+    async fn send_once(
         &self,
         method: Method,
         path: &str,
@@ -66,14 +107,15 @@ impl Api {
                 _ => unreachable!("only the methods above are used"),
             };
             let response = response.map_err(|error| {
-                github(
-                    ReconcileError::new(
-                        address,
-                        what,
-                        format!("GitHub did not answer: {}", reconcile_core::reconciler::error_chain(&error)),
-                    )
-                    .with_kind(ErrorKind::Unreachable),
-                )
+                let chain = reconcile_core::reconciler::error_chain(&error);
+                // No answer in time is not retried (it took its whole timeout already); a
+                // connection refused or dropped is.
+                let kind = if chain.to_ascii_lowercase().contains("timed out") || chain.contains("timeout") {
+                    ErrorKind::Timeout
+                } else {
+                    ErrorKind::Unreachable
+                };
+                github(ReconcileError::new(address, what, format!("GitHub did not answer: {chain}")).with_kind(kind))
             })?;
             let status = response.status();
             let headers = response.headers().clone();

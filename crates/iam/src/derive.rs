@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use reconcile_core::Account;
-use reconcile_core::desired::{Desired, Role, log_group};
+use reconcile_core::desired::{APPLY_LOCK_KEY, Desired, Role, log_group};
 use reconcile_core::json::to_compact;
 use serde_json::{Value, json};
 
@@ -98,6 +98,19 @@ fn build(desired: &Desired, account: &Account, repository_arns: &[String], proje
             "Effect": "Allow",
             "Action": ["s3:GetBucketLocation", "s3:ListBucket"],
             "Resource": buckets,
+        }));
+    }
+    // The apply lock lives in the cache bucket, whose objects the role may write: a build runs
+    // code from the nightly's repository, and must not hold, forge or delete the lock of the
+    // applies that change the account. An explicit deny, which no allow overrides.
+    if let Some(bucket) = desired.s3.lock_bucket() {
+        let bucket = reconcile_aws::arn(account, "s3", &bucket.name.render(&account.id, &account.region));
+        let lock = APPLY_LOCK_KEY.rsplit_once('/').map_or(APPLY_LOCK_KEY, |(prefix, _)| prefix);
+        statements.push(json!({
+            "Sid": "NotTheApplyLock",
+            "Effect": "Deny",
+            "Action": ["s3:*"],
+            "Resource": [format!("{bucket}/{lock}/*")],
         }));
     }
     if !projects.is_empty() {

@@ -79,6 +79,13 @@ impl GithubServer {
         assert_eq!(self.call("POST", "/_test/deny", "test", &body).0, 204);
     }
 
+    /// The next `count` requests to `repository` answer with the server error `status` (502: a
+    /// backend down behind GitHub's front end).
+    pub fn fail(&self, repository: &str, count: u32, status: u16) {
+        let body = serde_json::json!({ "repository": repository, "count": count, "status": status });
+        assert_eq!(self.call("POST", "/_test/fail", "test", &body).0, 204);
+    }
+
     /// The next `count` requests to `repository` answer with a rate limit, `secondary`
     /// (`retry-after: 1`) or `primary` (`x-ratelimit-remaining: 0`, reset in a second).
     pub fn rate_limit(&self, repository: &str, count: u32, kind: &str) {

@@ -40,11 +40,10 @@ fn print(output: &Output, plan: &Plan, registry: &Usage, format: Format) -> Resu
             out(&format!("{}\n", json::to_pretty(&value)))?;
         }
         Format::Markdown => {
-            let comment = format!(
-                "{}\n{}",
-                reconcile_core::markdown::titled(plan, GITHUB_COMMENT_LIMIT - 4_000, "drift"),
-                usage::summary_text(registry, true)
-            );
+            // The registry's summary is bounded; the plan gets what is left of GitHub's limit.
+            let summary = usage::summary_text(registry, true);
+            let budget = GITHUB_COMMENT_LIMIT.saturating_sub(summary.len() + 1);
+            let comment = format!("{}\n{summary}", reconcile_core::markdown::titled(plan, budget, "drift"));
             out(&comment)?;
             step_summary(&comment)?;
         }

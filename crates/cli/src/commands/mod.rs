@@ -57,10 +57,10 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             let session = session(inputs, Purpose::Read, parallelism).await?;
             drift::run(&session, color, format).await
         }
-        Command::Unlock => {
+        Command::Unlock { force } => {
             let inputs = Inputs::load(&desired, None, false, false)?;
             let aws = Aws::load(&inputs.desired.region, Purpose::Apply, parallelism).await;
-            crate::lock::unlock(&aws, &inputs.desired).await
+            crate::lock::unlock(&aws, &inputs.desired, force).await
         }
         Command::Outputs { format } => {
             let inputs = Inputs::load(&desired, None, false, false)?;
@@ -69,7 +69,7 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
         }
         Command::Usage { format, since } => {
             let inputs = Inputs::load(&desired, None, false, false)?;
-            usage::run(&inputs.desired, format, &since, parallelism).await
+            usage::run(&inputs, format, &since, parallelism).await
         }
     }
 }

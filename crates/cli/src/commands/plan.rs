@@ -4,7 +4,6 @@
 use std::io::IsTerminal;
 use std::path::Path;
 
-use anyhow::Context;
 use reconcile_core::{json, saved};
 
 use crate::args::{ColorChoice, Format};
@@ -26,9 +25,8 @@ pub async fn run(
     // Saved before it is printed, so a reader that goes away cannot lose it; never when refused,
     // so a refused plan cannot be applied.
     if let (Some(path), Ok(())) = (out, &refused) {
-        let saved = json::to_pretty(&saved::to_json(&plan, &session.inputs().desired_text));
-        std::fs::write(path, saved + "\n")
-            .with_context(|| format!("failed to write the plan to {}", path.display()))?;
+        let saved = json::to_pretty(&saved::to_json(&plan, &session.inputs().desired_text, session.made_with()));
+        crate::files::write_atomically(path, &(saved + "\n"))?;
     }
     let output = Output::new(color_on(color, std::io::stdout().is_terminal()));
     print_plan(&output, &plan, format, "plan")?;

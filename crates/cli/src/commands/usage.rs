@@ -4,23 +4,40 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use reconcile_core::{Desired, json};
+use reconcile_core::json;
 use reconcile_ecr::usage;
 
 use crate::args::Format;
 use crate::aws::{Aws, Purpose};
 use crate::error::CliError;
 use crate::exit;
-use crate::files::read_capped;
+use crate::files::{Repository, read_capped};
 use crate::output::out;
+use crate::session::Inputs;
 use crate::summary::step_summary;
 
-pub async fn run(desired: &Desired, format: Format, since: &[PathBuf], parallelism: usize) -> Result<u8, CliError> {
+pub async fn run(inputs: &Inputs, format: Format, since: &[PathBuf], parallelism: usize) -> Result<u8, CliError> {
+    let desired = &inputs.desired;
     // Earlier reports are read first: a bad one stops before any AWS call.
-    let earlier = earlier_reports(since)?;
+    let earlier = earlier_reports(&inputs.repository, since)?;
     let aws = Aws::load(&desired.region, Purpose::Read, parallelism).await;
     let account = aws.account().await.map_err(|error| aws.failed(vec![error]))?;
     let report = crate::registry::registry_usage(&aws, &account, desired).await?;
+    // Growth is only growth against this registry, up to now.
+    for (file, earlier) in since_files(&inputs.repository, since)?.iter().zip(&earlier) {
+        let why =
+            if (earlier.account.as_str(), earlier.region.as_str()) != (account.id.as_str(), account.region.as_str()) {
+                format!(
+                    "it is a report of account {} in {}, not of account {} in {}",
+                    earlier.account, earlier.region, account.id, account.region
+                )
+            } else if earlier.generated_at > report.generated_at {
+                format!("it is dated {}, after now", reconcile_core::time::date_time(earlier.generated_at))
+            } else {
+                continue;
+            };
+        return Err(CliError::Input(vec![format!("{}: {why}", file.display())]));
+    }
     tracing::info!("usage: {}", aws.requests);
     match format {
         Format::Text => out(&format!("{}{}", usage::text(&report), usage::growth_text(&earlier, &report)))?,
@@ -49,11 +66,12 @@ pub async fn run(desired: &Desired, format: Format, since: &[PathBuf], paralleli
     Ok(exit::OK)
 }
 
-/// The reports `--since` names: files, or directories of `.json` files, in name order.
-fn earlier_reports(since: &[PathBuf]) -> Result<Vec<usage::Usage>, CliError> {
-    let mut earlier = Vec::new();
+/// The report files `--since` names: files, or directories of `.json` files, in name order;
+/// inside the repository, only where they stay inside it.
+fn since_files(repository: &Repository, since: &[PathBuf]) -> Result<Vec<PathBuf>, CliError> {
+    let mut found = Vec::new();
     for path in since {
-        let files = if path.is_dir() {
+        if path.is_dir() {
             let mut files: Vec<_> = std::fs::read_dir(path)
                 .with_context(|| format!("failed to read the directory {}", path.display()))?
                 .filter_map(Result::ok)
@@ -61,12 +79,25 @@ fn earlier_reports(since: &[PathBuf]) -> Result<Vec<usage::Usage>, CliError> {
                 .filter(|p| p.extension().is_some_and(|e| e == "json"))
                 .collect();
             files.sort();
-            files
+            found.extend(files);
         } else {
-            vec![path.clone()]
-        };
-        for file in files {
-            let text = read_capped(&file).map_err(|why| CliError::Input(vec![format!("{}: {why}", file.display())]))?;
+            found.push(path.clone());
+        }
+    }
+    for file in &found {
+        repository.typed(file).map_err(|why| CliError::Input(vec![format!("{}: {why}", file.display())]))?;
+    }
+    Ok(found)
+}
+
+/// The earlier reports, in the order of [`since_files`].
+fn earlier_reports(repository: &Repository, since: &[PathBuf]) -> Result<Vec<usage::Usage>, CliError> {
+    let mut earlier = Vec::new();
+    for file in since_files(repository, since)? {
+        {
+            let real =
+                repository.typed(&file).map_err(|why| CliError::Input(vec![format!("{}: {why}", file.display())]))?;
+            let text = read_capped(&real).map_err(|why| CliError::Input(vec![format!("{}: {why}", file.display())]))?;
             let report = serde_json::from_str(&text)
                 .map_err(|e| e.to_string())
                 .and_then(|value| usage::from_json(&value))

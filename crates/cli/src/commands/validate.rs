@@ -17,13 +17,14 @@ pub fn run(path: &Path, bake: Option<&Path>) -> Result<u8, CliError> {
         let check = bake.check(desired, None);
         if !check.accounts.is_empty() {
             let accounts: Vec<&str> = check.accounts.iter().map(String::as_str).collect();
-            eprintln!(
+            let line = format!(
                 "{}: {} references to ECR in {} checked, naming account {}.",
                 bake.name,
                 check.checked,
                 desired.region,
                 accounts.join(", ")
             );
+            eprintln!("{}", bake.redact(&line));
         }
     }
     let findings = inputs.findings(None);

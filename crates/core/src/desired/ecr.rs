@@ -937,6 +937,9 @@ mod tests {
             file(&[&rule], "", "").replace("[ecr.repositories]\n", "")
         };
         assert!(parse(&sized(MAX_POLICY_CHARS)).is_ok());
+        // A rule that is refused already: its policy's length is not said as well.
+        let refused_rule = sized(MAX_POLICY_CHARS + 10).replace("rulePriority = 1", "rulePriority = 0");
+        assert_eq!(refusals(&refused_rule), ["`ecr.lifecycle_policies.p.rules[0]`: `rulePriority` must be 1 or more"]);
         assert_eq!(
             refusals(&sized(MAX_POLICY_CHARS + 1)),
             [

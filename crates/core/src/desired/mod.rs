@@ -32,7 +32,7 @@ pub use ecr::{
 };
 pub use github::{APPROVAL_POLICIES, DERIVED_VARIABLES, Github};
 pub use iam::{Iam, Role};
-pub use s3::{Bucket, S3, S3LifecycleRule};
+pub use s3::{APPLY_LOCK_KEY, Bucket, S3, S3LifecycleRule};
 
 /// The whole desired state of the account, validated.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,13 +50,60 @@ pub struct Desired {
     pub github: Option<Github>,
     /// The nightly's bake file (`bake = "..."`), relative to desired.toml's directory: every ECR
     /// repository it names must be declared. `--bake` wins over it.
-    pub bake: Option<PathBuf>,
+    pub bake: Option<BakePath>,
+    /// The bake file's variables that may take their value from the environment
+    /// (`bake_variables`); any other keeps the file's default.
+    pub bake_variables: Vec<String>,
     /// The storage price `reconcile usage` estimates cost at, in dollars per GB-month
     /// (`[usage] price_per_gb_month`, default ECR's $0.10).
     pub price_per_gb_month: f64,
     /// What is allowed but probably wrong (warnings), or dangerous enough to refuse unless the
     /// resource overrides it by name (errors). Plans show them all.
     pub findings: Vec<DesiredFinding>,
+}
+
+/// The bake file desired.toml names, and where it names it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BakePath {
+    /// Joined to desired.toml's directory. Relative as written: whether it stays inside the
+    /// repository is the reader's to check, who knows where the repository is.
+    pub path: PathBuf,
+    /// The `bake` key's place, for a refusal of the path (its message is empty).
+    pub at: DesiredError,
+}
+
+impl BakePath {
+    /// A refusal of this path, at the `bake` key.
+    pub fn error(&self, message: impl Into<String>) -> DesiredError {
+        DesiredError { message: message.into(), ..self.at.clone() }
+    }
+}
+
+/// What a bake variable may not be named in `bake_variables`: names of credentials and of the
+/// CI's own settings. A pull request writes desired.toml, so it could list them; no value of
+/// them is ever wanted in a bake reference.
+const SECRET_VARIABLE_PREFIXES: [&str; 6] = ["AWS_", "GITHUB_", "GH_", "ACTIONS_", "RUNNER_", "CI_"];
+const SECRET_VARIABLE_WORDS: [&str; 8] =
+    ["TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE", "ACCESS_KEY", "API_KEY"];
+
+/// Why `name` cannot be a bake variable taken from the environment, if it cannot.
+fn check_bake_variable(name: &str) -> Result<(), String> {
+    let mut chars = name.chars();
+    let valid = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid {
+        return Err(format!("`{name}` is not a variable name: letters, digits and `_`, not starting with a digit"));
+    }
+    let upper = name.to_ascii_uppercase();
+    if SECRET_VARIABLE_PREFIXES.iter().any(|p| upper.starts_with(p))
+        || SECRET_VARIABLE_WORDS.iter().any(|w| upper.contains(w))
+    {
+        return Err(format!(
+            "`{name}` names a credential or the CI's own setting; a bake reference never needs one, and a pull request \
+             could use it to print it"
+        ));
+    }
+    Ok(())
 }
 
 /// The `[nightly]` section: settings of the nightly workflow that `reconcile outputs` prints as
@@ -314,8 +361,15 @@ fn parse_raw(text: &str) -> Result<RawDesired, (Option<Range<usize>>, String, St
 struct RawDesired {
     #[schemars(with = "String")]
     region: Spanned<String>,
-    /// The nightly's bake file, relative to this file: `docker buildx bake --print` JSON, or HCL.
-    bake: Option<String>,
+    /// The nightly's bake file, relative to this file and inside the repository:
+    /// `docker buildx bake --print` JSON, or HCL.
+    #[schemars(with = "Option<String>")]
+    bake: Option<Spanned<String>>,
+    /// The bake file's variables that take their value from the environment when set (as bake
+    /// resolves them); any other keeps the file's default.
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    bake_variables: Vec<Spanned<String>>,
     #[serde(default)]
     ecr: ecr::RawEcr,
     #[serde(default)]
@@ -455,6 +509,27 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
         Some(price) => *price.get_ref(),
         None => ECR_PRICE_PER_GB_MONTH,
     };
+    let bake = raw.bake.as_ref().map(|bake| {
+        let written = Path::new(bake.get_ref());
+        if written.is_absolute() || written.has_root() || bake.get_ref().is_empty() {
+            errors.push(locate.error(
+                Some(bake.span()),
+                "bake",
+                "the bake file must be a path relative to desired.toml, inside the repository",
+            ));
+        }
+        BakePath {
+            path: locate.path.parent().unwrap_or(Path::new("")).join(written),
+            at: locate.error(Some(bake.span()), "bake", ""),
+        }
+    });
+    let mut bake_variables = Vec::new();
+    for variable in &raw.bake_variables {
+        match check_bake_variable(variable.get_ref()) {
+            Ok(()) => bake_variables.push(variable.get_ref().clone()),
+            Err(why) => errors.push(locate.error(Some(variable.span()), "bake_variables", why)),
+        }
+    }
     Desired {
         path: locate.path.to_owned(),
         region: raw.region.into_inner(),
@@ -464,7 +539,8 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
         codebuild,
         nightly,
         github,
-        bake: raw.bake.map(|bake| locate.path.parent().unwrap_or(Path::new("")).join(bake)),
+        bake,
+        bake_variables,
         price_per_gb_month,
         findings,
     }

@@ -14,6 +14,17 @@ pub struct S3 {
     pub buckets: Vec<Bucket>,
 }
 
+/// Where the apply lock is kept, in the bucket [`S3::lock_bucket`] names. The runner's role may
+/// not touch it (its derived policy denies the key), since the runner runs the nightly's code.
+pub const APPLY_LOCK_KEY: &str = "reconcile/apply.lock";
+
+impl S3 {
+    /// The bucket that holds the apply lock: the first declared.
+    pub fn lock_bucket(&self) -> Option<&Bucket> {
+        self.buckets.first()
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bucket {
     /// The key under `[s3.buckets]`; the address name.
