@@ -104,12 +104,13 @@ pub fn load_desired(path: &Path) -> Result<(Desired, String), CliError> {
     }
 }
 
-/// A saved plan (`plan --out`), read back; whether it still holds is the session's to check.
-pub fn read_saved(path: &Path) -> Result<SavedPlan, CliError> {
-    let text = read_capped(path).map_err(|why| anyhow::anyhow!("failed to read the plan {}: {why}", path.display()))?;
-    let value: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("{} is not a JSON plan", path.display()))?;
-    Ok(saved::from_json(&value).map_err(|why| anyhow::anyhow!("{}: {why}", path.display()))?)
+/// A saved plan (`plan --out`) at `real`, named `name` in messages, read back; whether it still
+/// holds is the session's to check.
+pub fn read_saved(name: &Path, real: &Path) -> Result<SavedPlan, CliError> {
+    let name = name.display();
+    let text = read_capped(real).map_err(|why| anyhow::anyhow!("failed to read the plan {name}: {why}"))?;
+    let value: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("{name} is not a JSON plan"))?;
+    Ok(saved::from_json(&value).map_err(|why| anyhow::anyhow!("{name}: {why}"))?)
 }
 
 /// Writes `text` to `path` whole or not at all, and never through a link: a temporary file

@@ -395,7 +395,7 @@ impl<B: Backend> Session<B> {
             Some(path) => {
                 let real =
                     self.inputs.repository.typed(path).map_err(|why| input(format!("{}: {why}", path.display())))?;
-                Some(files::read_saved(&real)?)
+                Some(files::read_saved(path, &real)?)
             }
             None => None,
         };

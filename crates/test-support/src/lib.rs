@@ -331,3 +331,70 @@ impl TestAccount {
         assert!(status.success(), "seeding the 2026-11-11 account failed");
     }
 }
+
+/// What a Markdown comment renders beyond text, read as a CommonMark (and GFM tables)
+/// renderer reads it: its HTML (which must be only reconcile's own `<details>` blocks), its
+/// links and images (none), and any `@` outside code (GitHub would make it a mention, unless a
+/// zero-width joiner follows it).
+#[derive(Debug, Default)]
+pub struct Markup {
+    /// Every piece of raw HTML, in order.
+    pub html: Vec<String>,
+    pub links: usize,
+    pub images: usize,
+    /// Text (outside code) where an `@` is followed by a name.
+    pub mentions: Vec<String>,
+    /// Text (outside code) that GitHub's extended autolinks would make a link of.
+    pub autolinks: Vec<String>,
+}
+
+impl Markup {
+    /// Reads `markdown`.
+    pub fn of(markdown: &str) -> Markup {
+        use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+        let mut markup = Markup::default();
+        // A code block's text is code: GitHub links nothing in it.
+        let mut in_code_block = false;
+        for event in Parser::new_ext(markdown, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH) {
+            match event {
+                Event::Html(html) | Event::InlineHtml(html) => markup.html.push(html.into_string()),
+                Event::Start(Tag::Link { .. }) => markup.links += 1,
+                Event::Start(Tag::Image { .. }) => markup.images += 1,
+                Event::Start(Tag::CodeBlock(_)) => in_code_block = true,
+                Event::End(TagEnd::CodeBlock) => in_code_block = false,
+                Event::Text(text) if !in_code_block => {
+                    let mentioned = text
+                        .match_indices('@')
+                        .any(|(idx, _)| text[idx + 1..].chars().next().is_some_and(|c| c.is_ascii_alphanumeric()));
+                    if ["http://", "https://", "www."].iter().any(|start| text.contains(start)) {
+                        markup.autolinks.push(text.to_string());
+                    }
+                    if mentioned {
+                        markup.mentions.push(text.into_string());
+                    }
+                }
+                _ => {}
+            }
+        }
+        markup
+    }
+
+    /// Panics, saying what, unless the comment renders nothing but text, code and reconcile's own
+    /// `<details>` blocks, each closed.
+    pub fn assert_inert(markdown: &str) {
+        let markup = Markup::of(markdown);
+        let ours = ["<details>", "<summary>", "</summary>", "</details>", "<code>", "</code>"];
+        let tags: Vec<String> = markup
+            .html
+            .iter()
+            .flat_map(|html| html.split_inclusive('>').map(str::trim).filter(|t| t.starts_with('<')).map(str::to_owned))
+            .collect();
+        let foreign: Vec<&String> = tags.iter().filter(|tag| !ours.contains(&tag.as_str())).collect();
+        assert!(foreign.is_empty(), "HTML that is not reconcile's: {foreign:?}\n{markdown}");
+        let count = |tag: &str| tags.iter().filter(|t| *t == tag).count();
+        assert_eq!(count("<details>"), count("</details>"), "details opened and closed:\n{markdown}");
+        assert_eq!((markup.links, markup.images), (0, 0), "a link or an image:\n{markdown}");
+        assert!(markup.mentions.is_empty(), "a mention: {:?}\n{markdown}", markup.mentions);
+        assert!(markup.autolinks.is_empty(), "a link GitHub would make: {:?}\n{markdown}", markup.autolinks);
+    }
+}

@@ -357,3 +357,76 @@ async fn a_github_api_that_never_answers_fails_the_plan_in_seconds_naming_it() {
     assert!(!errors.is_empty() && errors.iter().all(|e| e.contains("GitHub did not answer")), "{}", plan.stderr);
     drop(listener);
 }
+
+/// The pull request as hostile input, on the GitHub side: a saved plan cut down to the change
+/// that turns the nightly on is refused, and so is one applied without the token it was made with.
+#[tokio::test]
+async fn a_saved_plan_cut_down_to_the_nightly_switch_or_applied_without_its_token_is_refused() {
+    let account = emulator().new_account().await;
+    let repository = github().new_repository();
+    codebuild_hook(&repository, true, &["workflow_job"]);
+    let desired = desired_file(&with_github(&repository, ""));
+    let saved = desired.path.with_file_name("plan.json");
+    let saved_arg = saved.to_str().unwrap();
+    let plan = run(&account, Some(TOKEN), &desired.path, &["plan", "--out", saved_arg]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    let whole: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    assert_eq!(whole["made_with"], json!({ "prune": false, "github": true }));
+
+    // Without the token it was made with: the token is named, nothing is written.
+    let writes = account.writes().len();
+    let tokenless = run(&account, None, &desired.path, &["apply", saved_arg]);
+    assert_eq!(tokenless.code, 1, "{}{}", tokenless.stdout, tokenless.stderr);
+    assert_eq!(
+        tokenless.stderr,
+        format!(
+            "error: {saved_arg}: the plan was made with the GitHub side checked ([github]), so applying it needs the \
+             same: set GITHUB_TOKEN or GH_TOKEN\n"
+        )
+    );
+
+    // Cut down to the one change that turns the nightly on, leaving fork approval loose.
+    let mut cut = whole.clone();
+    cut["resource_changes"] = Value::Array(
+        whole["resource_changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|change| change["address"] == "github_variable.NIGHTLY_ENABLED")
+            .cloned()
+            .collect(),
+    );
+    std::fs::write(&saved, serde_json::to_string_pretty(&cut).unwrap()).unwrap();
+    let refused = run(&account, Some(TOKEN), &desired.path, &["apply", saved_arg]);
+    assert_eq!(refused.code, 4, "{}{}", refused.stdout, refused.stderr);
+    assert!(
+        refused.stderr.contains("  - github_fork_pr_approval.rocm-bake-")
+            && refused.stderr.contains("needs a change the plan does not hold"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(account.writes().len(), writes, "nothing written to AWS");
+    assert!(github_writes(&repository).is_empty(), "nothing written to GitHub");
+}
+
+/// One 502 from GitHub (a backend down behind its front end) is retried, like AWS's 5xx: plan
+/// and drift go on.
+#[tokio::test]
+async fn one_github_502_is_retried_in_plan_and_drift() {
+    let account = emulator().new_account().await;
+    let repository = github().new_repository();
+    codebuild_hook(&repository, true, &["workflow_job"]);
+    let desired = desired_file(&with_github(&repository, ""));
+    let mut env = account.env();
+    env.push(("GITHUB_API_URL", github().endpoint().to_owned()));
+    env.push(("GITHUB_TOKEN", TOKEN.to_owned()));
+    env.push(("RECONCILE_RETRY_BASE_DELAY_MS", "50".to_owned()));
+    for command in ["plan", "drift"] {
+        github().fail(&repository, 1, 502);
+        let run = reconcile_in(&env, &desired.path, &[command, "--format", "json"]);
+        assert!([0, 2].contains(&run.code), "{command}: {}{}", run.stdout, run.stderr);
+        let failed = github().log(&repository).iter().filter(|entry| entry["status"] == 502).count();
+        assert!(failed >= 1, "the 502 was answered");
+        assert!(run.stderr.contains("GitHub failed (502 Bad Gateway): trying again"), "{command}: {}", run.stderr);
+    }
+}

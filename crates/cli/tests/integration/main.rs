@@ -12,6 +12,7 @@ mod github;
 mod hostile;
 mod input;
 mod performance;
+mod pull_request;
 mod review;
 mod s3_iam;
 mod safety;

