@@ -253,7 +253,8 @@ impl ApplyEvents for ApplyPrinter {
                 "{address}: Adopted after {seconds:.1}s: it already existed, so it was brought to the desired state"
             ),
             Outcome::Failed(error) => {
-                format!("{address}: {failed} after {seconds:.1}s: failed to {}: {}", error.operation, error.reason)
+                let reason = reconcile_core::render::printable(&error.reason);
+                format!("{address}: {failed} after {seconds:.1}s: failed to {}: {reason}", error.operation)
             }
             Outcome::Skipped { because } => format!("{address}: Skipped, because {because} did not apply"),
             Outcome::NotStarted => format!("{address}: Not started (interrupted)"),

@@ -349,20 +349,7 @@ impl<B: Backend> Session<B> {
         }
         // desired.toml's own refusals hold for a saved plan too (a refused plan is never saved).
         refuse_on(&self.inputs.findings(Some(&account.id)))?;
-        // A plan made with the GitHub side can only be checked with it.
-        if saved.made_with.github && !self.github.is_checked() {
-            return Err(CliError::Input(vec![format!(
-                "{}: the plan was made with the GitHub side checked ([github]), so applying it needs the same: set \
-                 GITHUB_TOKEN or GH_TOKEN",
-                path.display()
-            )]));
-        }
-        // Deleting repositories is pruning, which only a plan made with --prune holds.
-        if saved.plan.changes.iter().any(reconcile_ecr::prunes) && !saved.made_with.prune {
-            return Err(stale(vec![
-                "it deletes a repository, but was not made with --prune: the plan file was edited".to_owned(),
-            ]));
-        }
+        self.admit_saved(&saved, path)?;
         let prune = match saved.made_with.prune {
             true => Some(reconcile_ecr::Prune {
                 marker: reconcile_ecr::prune_marker(&self.inputs.desired).map_err(input)?,
@@ -382,6 +369,28 @@ impl<B: Backend> Session<B> {
         Ok(now)
     }
 
+    /// What can be told of a saved plan from the file and this run alone, before anything is
+    /// locked or read: it can be checked the way it was made (with the GitHub side, the token),
+    /// and only a plan made with `--prune` deletes repositories.
+    fn admit_saved(&self, saved: &SavedPlan, path: &Path) -> Result<(), CliError> {
+        if saved.made_with.github && !self.github.is_checked() {
+            return Err(CliError::Input(vec![format!(
+                "{}: the plan was made with the GitHub side checked ([github]), so applying it needs the same: set \
+                 GITHUB_TOKEN or GH_TOKEN",
+                path.display()
+            )]));
+        }
+        if saved.plan.changes.iter().any(reconcile_ecr::prunes) && !saved.made_with.prune {
+            return Err(CliError::Stale {
+                path: path.to_owned(),
+                reasons: vec![
+                    "it deletes a repository, but was not made with --prune: the plan file was edited".to_owned(),
+                ],
+            });
+        }
+        Ok(())
+    }
+
     /// How a plan made by this session is made, for saving it.
     pub fn made_with(&self) -> saved::MadeWith {
         saved::MadeWith { prune: self.inputs.prune.is_some(), github: matches!(self.github, GithubSide::Checked(_)) }
@@ -395,7 +404,9 @@ impl<B: Backend> Session<B> {
             Some(path) => {
                 let real =
                     self.inputs.repository.typed(path).map_err(|why| input(format!("{}: {why}", path.display())))?;
-                Some(files::read_saved(path, &real)?)
+                let saved = files::read_saved(path, &real)?;
+                self.admit_saved(&saved, path)?;
+                Some(saved)
             }
             None => None,
         };

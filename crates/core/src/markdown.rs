@@ -356,6 +356,12 @@ mod tests {
     }
 
     #[test]
+    fn a_terminal_is_sent_no_control_character() {
+        assert_eq!(crate::render::printable("plain"), "plain");
+        assert_eq!(crate::render::printable("a\u{1b}[2Jb\r"), "a\\u{1b}[2Jb\\u{d}");
+    }
+
+    #[test]
     fn html_text_is_entities() {
         assert_eq!(html("<b>\"x\" & 'y' @z\n"), "&lt;b&gt;&quot;x&quot; &amp; &#39;y&#39; @\u{200d}z ");
     }

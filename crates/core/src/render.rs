@@ -117,12 +117,27 @@ fn render_findings(out: &mut Styled, plan: &Plan) {
         };
         let overridden = overridden_note(finding);
         match &finding.address {
-            Some(address) => out
-                .line(style, format_args!("{severity} [{}] {address}: {}{overridden}", finding.code, finding.message)),
-            None => out.line(style, format_args!("{severity} [{}] {}{overridden}", finding.code, finding.message)),
+            Some(address) => out.line(
+                style,
+                format_args!("{severity} [{}] {address}: {}{overridden}", finding.code, printable(&finding.message)),
+            ),
+            None => out
+                .line(style, format_args!("{severity} [{}] {}{overridden}", finding.code, printable(&finding.message))),
         }
     }
     out.blank();
+}
+
+/// `text` as it may be shown on a terminal: a control character a live value carried (an escape
+/// sequence that would clear the screen or recolour what follows, a carriage return that would
+/// overwrite the line) is shown escaped, as `\u{1b}`, not sent to the terminal.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let escaped =
+        text.chars().map(|c| if c.is_control() { c.escape_unicode().to_string() } else { c.to_string() }).collect();
+    std::borrow::Cow::Owned(escaped)
 }
 
 /// What a finding that was overridden says about it, after its message.

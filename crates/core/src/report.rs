@@ -8,6 +8,7 @@ use crate::engine::{ApplyReport, Outcome};
 use crate::markdown::{code, message};
 use crate::plan::Plan;
 use crate::render::FORMAT_VERSION;
+use crate::render::printable;
 
 /// The closing lines of an apply, in text.
 pub fn text(plan: &Plan, report: &ApplyReport) -> String {
@@ -38,7 +39,7 @@ pub fn text(plan: &Plan, report: &ApplyReport) -> String {
     for (address, _, outcome, _) in &report.results {
         match outcome {
             Outcome::Failed(error) => {
-                writeln!(out, "Failed: {address}: failed to {}: {}", error.operation, error.reason)
+                writeln!(out, "Failed: {address}: failed to {}: {}", error.operation, printable(&error.reason))
             }
             Outcome::Skipped { because } => writeln!(out, "Skipped: {address}, because {because} did not apply"),
             Outcome::NotStarted => writeln!(out, "Not started: {address}"),

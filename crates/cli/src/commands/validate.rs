@@ -55,5 +55,5 @@ fn finding_line(finding: &Finding) -> String {
         .as_ref()
         .map(|key| format!(" (overridden: `{key} = true` on the resource)"))
         .unwrap_or_default();
-    format!("{severity}: [{}] {}{overridden}", finding.code, finding.message)
+    format!("{severity}: [{}] {}{overridden}", finding.code, reconcile_core::render::printable(&finding.message))
 }

@@ -106,6 +106,21 @@ print(json.dumps(runs))
     }
 }
 
+/// The pull request's plan is posted when it is refused (exit 3) too: that is when reviewers most
+/// need it. The comment step runs after the plan step lets exit 3 through, and the job fails
+/// after posting.
+#[test]
+fn the_pull_request_workflow_posts_a_refused_plan_then_fails() {
+    let workflow =
+        std::fs::read_to_string(workspace_root().join("examples/github-workflows/plan-on-pull-request.yml")).unwrap();
+    let plan = workflow.find("reconcile plan --format markdown").unwrap();
+    let lets_3_through = workflow[plan..].find("[ \"$code\" -ne 3 ]").map(|at| plan + at);
+    let comment = workflow.find("sticky-pull-request-comment").unwrap();
+    let fails = workflow.find("if: steps.plan.outputs.exit-code == '3'").unwrap();
+    assert!(lets_3_through.is_some_and(|at| at < comment), "the plan step lets exit 3 through to the comment");
+    assert!(comment < fails, "the job fails on a refusal only after posting it");
+}
+
 /// The command line's modules form no circle: a module that another one uses never uses it back,
 /// however far round (the session is used by the commands, never the other way). A module is a
 /// file under `crates/cli/src`, named as `crate::` paths name it.
