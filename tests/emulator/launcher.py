@@ -17,7 +17,18 @@ Beyond plain `python -m moto.server` it:
   (query protocol services only: moto's own authorization answers JSON services in XML);
   `&code=CODE&message=TEXT` answers another error instead, such as `ExpiredToken`.
 
-- behaves as AWS does where moto differs in a way a plan would see (see `patch_defaults`).
+- behaves as AWS does where moto differs in a way a plan would see (see `patch_defaults`);
+- is as strict as AWS about how CodeBuild reaches GitHub (see `patch_source_credentials`):
+  it serves `ImportSourceCredentials`, `ListSourceCredentials` and `DeleteSourceCredentials`, a
+  stand-in of CodeConnections' `GetConnection` (connections made with
+  `POST /_reconcile/codeconnections/connection?arn=ARN&status=AVAILABLE|PENDING|ERROR`), and
+  `POST /_reconcile/codebuild/source-credential?account=ID&region=R[&delete=1]` to give (or take)
+  an account's GitHub credential without a request of its own, and
+  refuses `CreateProject`, `UpdateProject` and `CreateWebhook` for a GitHub source without a
+  credential or an `AVAILABLE` connection, with AWS's exceptions and messages;
+- pages every list operation reconcile calls as AWS does (`maxResults`/`nextToken`,
+  `MaxItems`/`Marker`), and, for one account, in pages of at most N items:
+  `POST /_reconcile/page-size?account=ID&size=N` (see `patch_pagination`).
 
 Patches to moto's own behaviour must be applied in this process before the first request,
 which is why the harness starts this script rather than `python -m moto.server`.
@@ -43,6 +54,18 @@ FAIL_LOCK = threading.Lock()
 # Every webhook secret CreateWebhook has answered, for tests that prove no output holds one.
 WEBHOOK_SECRETS_PATH = "/_reconcile/codebuild/webhook-secrets"
 WEBHOOK_SECRETS = []
+
+SOURCE_CREDENTIAL_PATH = "/_reconcile/codebuild/source-credential"
+# (account, region) -> {server type: what ListSourceCredentials answers of it}.
+SOURCE_CREDENTIALS = {}
+
+CONNECTIONS_PATH = "/_reconcile/codeconnections/connection"
+# Connection ARN -> status; what GetConnection answers.
+CONNECTIONS = {}
+
+PAGE_SIZE_PATH = "/_reconcile/page-size"
+# Account id -> the largest page any list operation answers.
+PAGE_SIZE = {}
 
 DENY_PATH = "/_reconcile/deny"
 # (access key, action) -> the error code and message to answer with.
@@ -80,6 +103,30 @@ class RequestRecorder:
                 body = json.dumps(WEBHOOK_SECRETS).encode()
             start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
             return [body]
+        if path == SOURCE_CREDENTIAL_PATH:
+            query = {k: v[0] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
+            account, region = query["account"], query["region"]
+            with FAIL_LOCK:
+                mine = SOURCE_CREDENTIALS.setdefault((account, region), {})
+                if query.get("delete"):
+                    mine.clear()
+                else:
+                    mine["GITHUB"] = {"arn": f"arn:aws:codebuild:{region}:{account}:token/github",
+                                      "serverType": "GITHUB", "authType": "PERSONAL_ACCESS_TOKEN"}
+            start_response("204 No Content", [])
+            return [b""]
+        if path == CONNECTIONS_PATH:
+            query = {k: v[0] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
+            with FAIL_LOCK:
+                CONNECTIONS[query["arn"]] = query.get("status", "AVAILABLE")
+            start_response("204 No Content", [])
+            return [b""]
+        if path == PAGE_SIZE_PATH:
+            query = {k: v[0] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
+            with FAIL_LOCK:
+                PAGE_SIZE[query["account"]] = int(query["size"])
+            start_response("204 No Content", [])
+            return [b""]
         if path == DENY_PATH:
             query = {k: v[0] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
             action = f"{query['service']}:{query['action']}"
@@ -95,6 +142,8 @@ class RequestRecorder:
             entry = self.record(environ, path)
             with FAIL_LOCK:
                 denied = DENY.get((entry["access_key"], entry["action"]))
+            if entry["service"] == "codeconnections":
+                return get_connection(environ, entry, start_response)
             if denied is not None:
                 code, message = denied
                 body = (
@@ -164,13 +213,18 @@ def patch_codebuild():
 
     responses._validate_required_params_environment = widened_validate_environment
 
-    # AWS answers 60 and 480 for undeclared timeouts; moto answers 0.
+    # AWS answers 60 and 480 for undeclared timeouts; moto answers 0. And AWS adds a variable of
+    # its own to every new project's environment (terraform-provider-aws issue 37051).
     create_project_backend = models.CodeBuildBackend.create_project
 
     def create_project_with_default_timeouts(self, *args, **kwargs):
         metadata = create_project_backend(self, *args, **kwargs)
         metadata["timeoutInMinutes"] = metadata.get("timeoutInMinutes") or 60
         metadata["queuedTimeoutInMinutes"] = metadata.get("queuedTimeoutInMinutes") or 480
+        environment = metadata.setdefault("environment", {})
+        variables = environment.setdefault("environmentVariables", [])
+        if not any(v.get("name") == "CODEBUILD_CONFIG_AUTO_DISCOVER" for v in variables):
+            variables.append({"name": "CODEBUILD_CONFIG_AUTO_DISCOVER", "value": "true", "type": "PLAINTEXT"})
         return metadata
 
     models.CodeBuildBackend.create_project = create_project_with_default_timeouts
@@ -293,6 +347,185 @@ def patch_codebuild():
     responses.CodeBuildResponse.delete_webhook = delete_webhook
 
 
+def get_connection(environ, entry, start_response):
+    """CodeConnections' `GetConnection`, which moto lacks, as its API reference answers it
+    (https://docs.aws.amazon.com/codeconnections/latest/APIReference/API_GetConnection.html):
+    the connection, with its `ConnectionStatus` (`PENDING` until someone completes the handshake in
+    the console, then `AVAILABLE`), or `ResourceNotFoundException`."""
+    length = int(environ.get("CONTENT_LENGTH") or 0)
+    body = json.loads(environ["wsgi.input"].read(length) or b"{}") if length else {}
+    arn = body.get("ConnectionArn", "")
+    with FAIL_LOCK:
+        status = CONNECTIONS.get(arn)
+    if entry["action"] != "GetConnection" or status is None:
+        answer = {"__type": "ResourceNotFoundException", "Message": f"Connection {arn} does not exist"}
+        code = "400 Bad Request"
+    else:
+        parts = arn.split(":")
+        answer = {"Connection": {
+            "ConnectionName": arn.rsplit("/", 1)[-1], "ConnectionArn": arn, "ProviderType": "GitHub",
+            "OwnerAccountId": parts[4] if len(parts) > 4 else "", "ConnectionStatus": status,
+        }}
+        code = "200 OK"
+    data = json.dumps(answer).encode()
+    start_response(code, [("Content-Type", "application/x-amz-json-1.0"), ("Content-Length", str(len(data)))])
+    return [data]
+
+
+def patch_source_credentials():
+    """How CodeBuild reaches GitHub, which moto 5.2.5 does not model, as AWS does it.
+
+    A GitHub source needs the account's source credential for GitHub in the region
+    (`ImportSourceCredentials`: one per server type, listed by `ListSourceCredentials` without the
+    token, https://docs.aws.amazon.com/codebuild/latest/APIReference/API_ImportSourceCredentials.html)
+    or a connection named in the project's `source.auth` (`CODECONNECTIONS`) that is `AVAILABLE`.
+    Without one, AWS answers `CreateProject` with `InvalidInputException: No Access token found,
+    please visit AWS CodeBuild console to connect to GitHub` (aws-cdk issue 1844) and
+    `CreateWebhook` with `ResourceNotFoundException: Could not find access token for server type
+    github` (terraform-provider-aws PR 2814).
+    """
+    from moto.codebuild import responses
+    from moto.codebuild.exceptions import InvalidInputException, ResourceNotFoundException
+    from moto.core.responses import ActionResult
+
+    credentials = SOURCE_CREDENTIALS
+
+    def import_source_credentials(self):
+        server_type = self._get_param("serverType")
+        auth_type = self._get_param("authType")
+        if not self._get_param("token") or server_type not in ("GITHUB", "GITHUB_ENTERPRISE", "BITBUCKET", "GITLAB",
+                                                                 "GITLAB_SELF_MANAGED"):
+            raise InvalidInputException("Invalid source credentials")
+        arn = f"arn:aws:codebuild:{self.region}:{self.current_account}:token/{server_type.lower()}"
+        with FAIL_LOCK:
+            mine = credentials.setdefault((self.current_account, self.region), {})
+            if server_type in mine and not self._get_param("shouldOverwrite"):
+                raise InvalidInputException(f"Access token with server type {server_type} already exists")
+            mine[server_type] = {"arn": arn, "serverType": server_type, "authType": auth_type}
+        return ActionResult({"arn": arn})
+
+    def list_source_credentials(self):
+        with FAIL_LOCK:
+            infos = list(credentials.get((self.current_account, self.region), {}).values())
+        return ActionResult({"sourceCredentialsInfos": infos})
+
+    def delete_source_credentials(self):
+        arn = self._get_param("arn")
+        with FAIL_LOCK:
+            mine = credentials.get((self.current_account, self.region), {})
+            found = [t for t, info in mine.items() if info["arn"] == arn]
+            if not found:
+                raise ResourceNotFoundException(f"Could not find source credentials with arn {arn}")
+            del mine[found[0]]
+        return ActionResult({"arn": arn})
+
+    def way_to_github(self, source):
+        """Why CodeBuild cannot reach GitHub for `source`, as (exception, message), or None."""
+        if not source or source.get("type") != "GITHUB":
+            return None
+        auth = source.get("auth") or {}
+        if auth.get("type") == "CODECONNECTIONS":
+            with FAIL_LOCK:
+                status = CONNECTIONS.get(auth.get("resource"))
+            if status != "AVAILABLE":
+                return (InvalidInputException,
+                        f"Connection {auth.get('resource')} is not available (status: {status or 'not found'})")
+            return None
+        with FAIL_LOCK:
+            has = "GITHUB" in credentials.get((self.current_account, self.region), {})
+        return None if has else (InvalidInputException,
+                                 "No Access token found, please visit AWS CodeBuild console to connect to GitHub")
+
+    create_project = responses.CodeBuildResponse.create_project
+    update_project = responses.CodeBuildResponse.update_project
+    create_webhook = responses.CodeBuildResponse.create_webhook
+
+    def strict_create_project(self):
+        refused = way_to_github(self, self._get_param("source"))
+        if refused:
+            raise refused[0](refused[1])
+        return create_project(self)
+
+    def strict_update_project(self):
+        refused = way_to_github(self, self._get_param("source"))
+        if refused:
+            raise refused[0](refused[1])
+        return update_project(self)
+
+    def strict_create_webhook(self):
+        project = self.codebuild_backend.codebuild_projects.get(self._get_param("projectName"))
+        source = project.project_metadata.get("source") if project is not None else None
+        if way_to_github(self, source):
+            raise ResourceNotFoundException("Could not find access token for server type github")
+        return create_webhook(self)
+
+    responses.CodeBuildResponse.import_source_credentials = import_source_credentials
+    responses.CodeBuildResponse.list_source_credentials = list_source_credentials
+    responses.CodeBuildResponse.delete_source_credentials = delete_source_credentials
+    responses.CodeBuildResponse.create_project = strict_create_project
+    responses.CodeBuildResponse.update_project = strict_update_project
+    responses.CodeBuildResponse.create_webhook = strict_create_webhook
+
+
+def patch_pagination():
+    """The list operations reconcile calls, paged as AWS pages them (moto answers every list
+    in one page, whatever the page size asked): ECR's `DescribeRepositories` and
+    `DescribeImages` (`maxResults` 1 to 1000, `nextToken`,
+    https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_DescribeRepositories.html),
+    IAM's `ListRolePolicies` and `ListAttachedRolePolicies` (`MaxItems` 1 to 1000, `Marker`,
+    `IsTruncated`, https://docs.aws.amazon.com/IAM/latest/APIReference/API_ListRolePolicies.html).
+    A page is never larger than the account's forced size, when a test set one.
+    """
+    from moto.core.responses import ActionResult
+    from moto.ecr import responses as ecr_responses
+    from moto.iam import responses as iam_responses
+
+    def page(self, items, size, token):
+        with FAIL_LOCK:
+            forced = PAGE_SIZE.get(self.current_account)
+        size = min(size, forced) if forced else size
+        start = int(token) if token else 0
+        chunk = items[start:start + size]
+        more = start + size < len(items)
+        return chunk, (str(start + size) if more else None)
+
+    def ecr_paged(original, key):
+        def paged(self):
+            result = original(self).result
+            size = int(self._get_param("maxResults") or 100)
+            chunk, token = page(self, list(result.get(key, [])), size, self._get_param("nextToken"))
+            result = dict(result, **{key: chunk})
+            if token:
+                result["nextToken"] = token
+            return ActionResult(result)
+        return paged
+
+    def list_role_policies(self):
+        names = self.backend.list_role_policies(self._get_param("RoleName"))
+        chunk, marker = page(self, names, int(self._get_param("MaxItems") or 100), self._get_param("Marker"))
+        result = {"PolicyNames": chunk, "IsTruncated": bool(marker)}
+        if marker:
+            result["Marker"] = marker
+        return ActionResult(result)
+
+    def list_attached_role_policies(self):
+        policies, _ = self.backend.list_attached_role_policies(
+            self._get_param("RoleName"), marker=None, max_items=1_000_000,
+            path_prefix=self._get_param("PathPrefix", "/"))
+        everything = [{"PolicyName": p.name, "PolicyArn": p.arn} for p in policies]
+        chunk, marker = page(self, everything, int(self._get_param("MaxItems") or 100), self._get_param("Marker"))
+        result = {"AttachedPolicies": chunk, "IsTruncated": bool(marker)}
+        if marker:
+            result["Marker"] = marker
+        return ActionResult(result)
+
+    ecr_responses.ECRResponse.describe_repositories = ecr_paged(
+        ecr_responses.ECRResponse.describe_repositories, "repositories")
+    ecr_responses.ECRResponse.describe_images = ecr_paged(ecr_responses.ECRResponse.describe_images, "imageDetails")
+    iam_responses.IamResponse.list_role_policies = list_role_policies
+    iam_responses.IamResponse.list_attached_role_policies = list_attached_role_policies
+
+
 def patch_defaults():
     """Where moto 5.2.5 differs from AWS in a way a plan would see, behave as AWS does.
 
@@ -361,6 +594,8 @@ def main():
     args = parser.parse_args()
     FAIL_CREATE_PROJECT["*"] = [args.fail_create_project, "iam"]
     patch_codebuild()
+    patch_source_credentials()
+    patch_pagination()
     patch_defaults()
 
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app

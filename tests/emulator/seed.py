@@ -12,7 +12,8 @@ its trust and inline policy, pretty printed, statements in the script's order. E
   which also expires the live nightly tag;
 - the role lacks `ecr:CreateRepository`, which the nightly's `--ensure-ecr` needs.
 The runner project and its webhook are as declared, the webhook's filters written in another
-order and its EVENT pattern with a stray space (the console's way).
+order and its EVENT pattern with a stray space (the console's way), and CodeBuild reaches GitHub
+with the account's token (imported as a source credential).
 
 Credentials and endpoint come from the standard AWS environment (AWS_ENDPOINT_URL, ...); the
 region from desired.toml.
@@ -98,6 +99,9 @@ def main():
 
 def seed_project(project, account, region, roles):
     codebuild = boto3.client("codebuild", region_name=region)
+    # The script's first step: CodeBuild reaches GitHub with the account's token.
+    codebuild.import_source_credentials(token="ghp_the_setup_scripts_token", serverType="GITHUB",
+                                        authType="PERSONAL_ACCESS_TOKEN", shouldOverwrite=True)
     arguments = {
         "name": project["name"],
         "description": project.get("description", ""),

@@ -290,6 +290,8 @@ impl Aws {
         let s3 = self.s3_config();
         let iam = aws_sdk_iam::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
         let codebuild = aws_sdk_codebuild::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
+        let connections =
+            aws_sdk_codeconnections::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
         let ecr = self.ecr(account).with_price(price_per_gb_month);
         vec![
             Box::new(
@@ -304,11 +306,14 @@ impl Aws {
                 Some(prune) => ecr.pruning(prune),
                 None => ecr,
             }),
-            Box::new(reconcile_codebuild::CodebuildReconciler::new(
-                aws_sdk_codebuild::Client::from_conf(codebuild),
-                account.clone(),
-                reconcile_codebuild::IAM_PROPAGATION,
-            )),
+            Box::new(
+                reconcile_codebuild::CodebuildReconciler::new(
+                    aws_sdk_codebuild::Client::from_conf(codebuild),
+                    account.clone(),
+                    reconcile_codebuild::IAM_PROPAGATION,
+                )
+                .with_connections(aws_sdk_codeconnections::Client::from_conf(connections)),
+            ),
         ]
     }
 }

@@ -2,8 +2,9 @@
 //! canonical map: what desired.toml asks for, what observe saw, and what apply reads back.
 //!
 //! Only what desired.toml declares is compared (see `reconcile_core::plan::diff`), so the
-//! fields AWS fills in on its own (badge, cache `NO_CACHE`, `encryptionKey`, the
-//! `CODEBUILD_CONFIG_AUTO_DISCOVER` variable, `lastModified`, ...) are simply not fields here.
+//! fields AWS fills in on its own (badge, `encryptionKey`, `lastModified`, ...) are simply not
+//! fields here; what AWS fills into a field that is compared is folded away by
+//! [`SERVER_OWNED`].
 //! A webhook's server-owned fields (`url`, `payloadUrl`, `secret`, `status`,
 //! `lastModifiedSecret`) are never read at all, so the secret cannot reach a plan.
 
@@ -14,6 +15,19 @@ use reconcile_core::desired::{Project, Webhook};
 use reconcile_core::spec::attributes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+/// What CodeBuild fills in on a project by itself, so that none of it is drift, and apply never
+/// takes it away. One place, each with its source.
+pub(crate) mod server_owned {
+    /// The variable CodeBuild adds, `true`, to the environment of every project it creates
+    /// (terraform-provider-aws issue 37051, pulumi-aws PR 3843). Any other value is drift.
+    pub const AUTO_DISCOVER: (&str, &str) = ("CODEBUILD_CONFIG_AUTO_DISCOVER", "true");
+    // Not fields here, so never compared (listed so nobody makes them fields unaware): the
+    // `gitCloneDepth`, `insecureSsl` and `reportBuildStatus` CodeBuild fills in on a secondary
+    // source (only a secondary source's identifier, type, location and buildspec are read), and
+    // the default KMS key (`encryptionKey`, `alias/aws/s3`), which `BatchGetProjects` answers
+    // whether or not one was set (the Terraform provider suppresses it the same way).
+}
 
 /// `codebuild_project.<key>`: every project field reconcile sets.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,6 +48,9 @@ pub(crate) struct ProjectSpec {
     pub queued_timeout_in_minutes: Option<i32>,
     pub cloudwatch_logs: LogsSpec,
     pub tags: BTreeMap<String, String>,
+    /// The connection the source is reached through (`source.auth` of type `CODECONNECTIONS`);
+    /// none: the region's GitHub source credential of the account.
+    pub source_auth: Option<String>,
     // What follows is not declared in desired.toml: each has one desired value, "none", because
     // each, set out of band, changes what runs on the runner, where, or who can see it. A plan
     // shows any other value as drift, and apply clears it.
@@ -137,6 +154,7 @@ struct ProjectState<'a> {
     queued_timeout_in_minutes: Option<i32>,
     cloudwatch_logs: LogsState<'a>,
     tags: BTreeMap<String, String>,
+    source_auth: Option<&'a str>,
     buildspec: &'a str,
     insecure_ssl: bool,
     environment_variables: Vec<EnvironmentVariable>,
@@ -202,6 +220,7 @@ pub fn desired_project(project: &Project, role_arn: &str) -> Map<String, Value> 
         queued_timeout_in_minutes: project.queued_timeout_minutes.map(minutes),
         cloudwatch_logs: LogsSpec { status: "ENABLED".to_owned(), group_name: Some(project.log_group()) },
         tags: project.tags.clone(),
+        source_auth: project.source_auth.clone(),
         buildspec: String::new(),
         insecure_ssl: false,
         environment_variables: Vec::new(),
@@ -253,12 +272,16 @@ pub fn observed_project(project: &codebuild::types::Project) -> Map<String, Valu
         tags: reconcile_aws::visible_tags(
             project.tags().iter().filter_map(|t| Some((t.key()?, t.value().unwrap_or_default()))),
         ),
+        // An auth that names a resource (a connection, a secret) is one of the project's own; a
+        // bare `OAUTH` one is the account's credential, as none is.
+        source_auth: project.source().and_then(|s| s.auth()).and_then(|auth| auth.resource()),
         buildspec: project.source().and_then(|s| s.buildspec()).unwrap_or_default(),
         insecure_ssl: project.source().and_then(|s| s.insecure_ssl()).unwrap_or(false),
         environment_variables: environment.map_or_else(Vec::new, |e| {
             let mut variables: Vec<EnvironmentVariable> = e
                 .environment_variables()
                 .iter()
+                .filter(|v| !is_server_owned(v))
                 .map(|v| {
                     let kind = v.r#type().map_or("PLAINTEXT", |t| t.as_str());
                     // Parameter and secret references name where the value is, not the value.
@@ -338,6 +361,12 @@ pub fn observed_project(project: &codebuild::types::Project) -> Map<String, Valu
         ),
         project_visibility: project.project_visibility().map_or(PRIVATE, |v| v.as_str()),
     })
+}
+
+/// Whether CodeBuild put the variable there itself, as it is ([`server_owned::AUTO_DISCOVER`]).
+pub(crate) fn is_server_owned(variable: &codebuild::types::EnvironmentVariable) -> bool {
+    let plain = variable.r#type().is_none_or(|t| *t == codebuild::types::EnvironmentVariableType::Plaintext);
+    (variable.name(), variable.value()) == server_owned::AUTO_DISCOVER && plain
 }
 
 /// The desired webhook's fields.
@@ -434,6 +463,7 @@ pub(crate) fn test_project() -> Project {
         build_timeout_minutes: 240,
         queued_timeout_minutes: None,
         tags: BTreeMap::from([("project".to_owned(), "rocm-bake".to_owned())]),
+        source_auth: None,
         webhook: None,
     }
 }

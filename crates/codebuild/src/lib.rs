@@ -5,9 +5,16 @@
 //! creating or updating it waits out IAM's propagation delay: right after the role is created
 //! or its trust changes, CodeBuild answers that it may not assume it. A webhook whose scope or
 //! manual-creation flag differs cannot be updated and is replaced. Projects are never deleted.
+//!
+//! CodeBuild refuses a GitHub project, and its webhook, when it has no way to reach GitHub in
+//! the region: neither the account's source credential (`ImportSourceCredentials`) nor an
+//! `AVAILABLE` connection the project names. A plan that would create or change them says so
+//! (E103), and apply refuses it before its first write, rather than failing after every other.
 
 mod canonical;
 
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -15,8 +22,8 @@ use aws_sdk_codebuild as codebuild;
 use aws_sdk_codebuild::error::ProvideErrorMetadata;
 use reconcile_aws::{BATCH_SIZE, failed, gone_if, has_code};
 use reconcile_core::desired::Desired;
-use reconcile_core::plan::{Action, Change, DesiredResource, Observed};
-use reconcile_core::reconciler::Observations;
+use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Observed, Severity};
+use reconcile_core::reconciler::{Assessment, Observations};
 use reconcile_core::retry::Backoff;
 use reconcile_core::{Account, Address, Applied, Progress, ReconcileError, Reconciler, ResourceKind};
 
@@ -32,7 +39,6 @@ macro_rules! with_project_fields {
             .description(&$spec.description)
             .source(source($spec))
             .artifacts(artifacts($spec))
-            .environment(environment($spec))
             .service_role(&$spec.service_role)
             .timeout_in_minutes($spec.timeout_in_minutes)
             .set_queued_timeout_in_minutes($spec.queued_timeout_in_minutes)
@@ -62,15 +68,119 @@ reconcile_core::resource_kinds! {
     }
 }
 
+/// Finding code: CodeBuild has no way to reach GitHub in the region (no source credential, and
+/// no `AVAILABLE` connection named), so it refuses the project and its webhook. Stable; never
+/// reused.
+pub const NO_WAY_TO_GITHUB: &str = "E103";
+
 pub struct CodebuildReconciler {
     client: codebuild::Client,
     account: Account,
     iam_wait: Backoff,
+    /// For the connections desired.toml names (`source_auth`).
+    connections: Option<aws_sdk_codeconnections::Client>,
+    /// Why CodeBuild cannot reach GitHub for a project (by key), once a plan found it: what
+    /// apply refuses.
+    unreachable: Mutex<BTreeMap<String, String>>,
 }
 
 impl CodebuildReconciler {
     pub fn new(client: codebuild::Client, account: Account, iam_wait: Backoff) -> CodebuildReconciler {
-        CodebuildReconciler { client, account, iam_wait }
+        CodebuildReconciler { client, account, iam_wait, connections: None, unreachable: Mutex::default() }
+    }
+
+    /// Reads the connections projects name through `client`.
+    pub fn with_connections(mut self, client: aws_sdk_codeconnections::Client) -> CodebuildReconciler {
+        self.connections = Some(client);
+        self
+    }
+
+    /// E103 for each of the desired projects CodeBuild cannot reach GitHub for, remembered for
+    /// apply's refusal. Read only: `ListSourceCredentials` once, and each named connection.
+    async fn way_to_github(&self, desired: &[&DesiredResource]) -> Result<Vec<Finding>, ReconcileError> {
+        let projects: Vec<(&DesiredResource, ProjectSpec)> = desired
+            .iter()
+            .filter(|r| r.address.kind == ResourceKind::CodebuildProject)
+            .map(|r| Ok((*r, reconcile_core::spec::desired::<ProjectSpec>(r)?)))
+            .collect::<Result<_, ReconcileError>>()?;
+        let mut credential = None;
+        let mut findings = Vec::new();
+        for (resource, spec) in projects {
+            let why = match &spec.source_auth {
+                Some(connection) => self.unusable_connection(&resource.address, connection).await?,
+                None => {
+                    if credential.is_none() {
+                        credential = Some(self.has_github_credential(&resource.address).await?);
+                    }
+                    (credential == Some(false)).then(|| {
+                        let region = &self.account.region;
+                        format!(
+                            "CodeBuild has no way to reach GitHub in {region}: the account has no GitHub source \
+                             credential there, and the project names no connection (`source_auth`), so CodeBuild \
+                             refuses to create the project (\"No Access token found\") and its webhook; import one \
+                             (`aws codebuild import-source-credentials --region {region} --server-type GITHUB \
+                             --auth-type PERSONAL_ACCESS_TOKEN --token <token>`), or name a CodeConnections connection \
+                             to GitHub in `source_auth` once it is AVAILABLE"
+                        )
+                    })
+                }
+            };
+            let mut unreachable = self.unreachable.lock().expect("never poisoned");
+            match why {
+                Some(why) => {
+                    unreachable.insert(resource.address.name.clone(), why.clone());
+                    findings.push(Finding {
+                        code: NO_WAY_TO_GITHUB.to_owned(),
+                        severity: Severity::Error,
+                        address: Some(resource.address.clone()),
+                        message: why,
+                        overridden_by: None,
+                    });
+                }
+                None => {
+                    unreachable.remove(&resource.address.name);
+                }
+            }
+        }
+        Ok(findings)
+    }
+
+    /// Whether the account has a GitHub source credential in the region.
+    async fn has_github_credential(&self, address: &Address) -> Result<bool, ReconcileError> {
+        let output = self
+            .client
+            .list_source_credentials()
+            .send()
+            .await
+            .map_err(failed(Some(address), "list CodeBuild's source credentials"))?;
+        Ok(output
+            .source_credentials_infos()
+            .iter()
+            .any(|info| info.server_type().is_some_and(|t| *t == codebuild::types::ServerType::Github)))
+    }
+
+    /// Why the connection `arn` cannot carry the project to GitHub, if it cannot.
+    async fn unusable_connection(&self, address: &Address, arn: &str) -> Result<Option<String>, ReconcileError> {
+        let Some(connections) = &self.connections else {
+            return Err(ReconcileError::new(Some(address), "read the connection", "no CodeConnections client"));
+        };
+        let response = connections.get_connection().connection_arn(arn).send().await;
+        let connection = reconcile_aws::absent_if(response, &[NOT_FOUND])
+            .map_err(failed(Some(address), "read the connection desired.toml names"))?;
+        let status = connection.as_ref().and_then(|c| c.connection()).and_then(|c| c.connection_status());
+        Ok(match status {
+            None => Some(format!(
+                "the connection `{arn}` desired.toml names (`source_auth`) does not exist in the account, so CodeBuild \
+                 cannot reach GitHub through it; create it and complete it in the console, or name another"
+            )),
+            Some(status) if *status == aws_sdk_codeconnections::types::ConnectionStatus::Available => None,
+            Some(status) => Some(format!(
+                "the connection `{arn}` desired.toml names (`source_auth`) is {}, not AVAILABLE: a connection made by \
+                 API waits for its handshake, completed once in the console (Developer Tools > Settings > \
+                 Connections > Update pending connection); until then CodeBuild refuses the project and its webhook",
+                status.as_str()
+            )),
+        })
     }
 }
 
@@ -159,6 +269,34 @@ impl Reconciler for CodebuildReconciler {
         Ok(observations)
     }
 
+    /// Whether CodeBuild can reach GitHub, when the plan creates or changes a project or its
+    /// webhook (it refuses them otherwise).
+    async fn assess(
+        &self,
+        changes: &[&Change],
+        desired: &BTreeMap<Address, DesiredResource>,
+    ) -> Result<Assessment, ReconcileError> {
+        let touched = changes.iter().any(|c| c.action != Action::Delete);
+        if !touched {
+            return Ok(Assessment::default());
+        }
+        let projects: Vec<&DesiredResource> = desired.values().collect();
+        Ok(Assessment { impacts: BTreeMap::new(), findings: self.way_to_github(&projects).await? })
+    }
+
+    /// For the drift check: whether CodeBuild can reach GitHub at all, changes or not.
+    async fn survey(&self, desired: &[&DesiredResource]) -> Result<Vec<Finding>, ReconcileError> {
+        self.way_to_github(desired).await
+    }
+
+    /// A project or webhook CodeBuild would refuse for want of a way to GitHub.
+    fn refusal(&self, change: &Change) -> Option<String> {
+        if change.action == Action::Delete {
+            return None;
+        }
+        self.unreachable.lock().expect("never poisoned").get(&change.address.name).cloned()
+    }
+
     fn diff(&self, address: &Address, desired: Option<&DesiredResource>, observed: &Observed) -> Option<Change> {
         let mut change = reconcile_core::plan::diff(address, desired, observed)?;
         if address.kind == ResourceKind::CodebuildWebhook
@@ -233,7 +371,8 @@ impl CodebuildReconciler {
         let address = &change.address;
         let spec = project_spec(change)?;
         let request = || {
-            let builder = with_project_fields!(self.client.create_project(), &spec);
+            let builder =
+                with_project_fields!(self.client.create_project(), &spec).environment(environment(&spec, false));
             async move { builder.send().await }
         };
         match self.waiting_for_iam(address, progress, request).await {
@@ -257,8 +396,11 @@ impl CodebuildReconciler {
         // left out of the request. A project adopted unseen gets every empty form.
         let seen = reconcile_core::spec::before::<OutOfBand>(change)?;
         let set = |field: fn(&OutOfBand) -> bool| seen.as_ref().is_none_or(field);
+        // The environment replaces the live one whole: what CodeBuild put there itself stays.
+        let keep_server_owned = self.has_server_owned_variable(address, &spec.name).await?;
         let request = || {
-            let mut builder = with_project_fields!(self.client.update_project(), &spec);
+            let mut builder = with_project_fields!(self.client.update_project(), &spec)
+                .environment(environment(&spec, keep_server_owned));
             if set(|s| !s.secondary_sources.is_empty()) {
                 builder = builder.set_secondary_sources(Some(Vec::new()));
             }
@@ -290,6 +432,23 @@ impl CodebuildReconciler {
                 .map_err(failed(Some(address), "make the project private"))?;
         }
         Ok(())
+    }
+
+    /// Whether the live project carries the variable CodeBuild adds by itself.
+    async fn has_server_owned_variable(&self, address: &Address, name: &str) -> Result<bool, ReconcileError> {
+        let output = self
+            .client
+            .batch_get_projects()
+            .names(name)
+            .send()
+            .await
+            .map_err(failed(Some(address), "read the project's environment"))?;
+        Ok(output
+            .projects()
+            .iter()
+            .filter_map(|p| p.environment())
+            .flat_map(|e| e.environment_variables())
+            .any(canonical::is_server_owned))
     }
 
     async fn create_webhook(&self, change: &Change) -> Result<Applied, ReconcileError> {
@@ -364,11 +523,20 @@ struct OutOfBand {
 }
 
 fn source(spec: &ProjectSpec) -> codebuild::types::ProjectSource {
-    // No buildspec: the source object replaces the live one whole, which clears any.
+    // No buildspec: the source object replaces the live one whole, which clears any (and an auth
+    // desired.toml does not name).
+    let auth = spec.source_auth.as_ref().map(|connection| {
+        codebuild::types::SourceAuth::builder()
+            .r#type(codebuild::types::SourceAuthType::Codeconnections)
+            .resource(connection)
+            .build()
+            .expect("type is set")
+    });
     codebuild::types::ProjectSource::builder()
         .r#type(spec.source_type.as_str().into())
         .location(&spec.source_location)
         .insecure_ssl(spec.insecure_ssl)
+        .set_auth(auth)
         .build()
         .expect("type is set")
 }
@@ -385,9 +553,22 @@ fn artifacts(spec: &ProjectSpec) -> codebuild::types::ProjectArtifacts {
 }
 
 /// The whole environment: it replaces the live one, which clears any variable, certificate,
-/// registry credential or fleet set out of band.
-fn environment(spec: &ProjectSpec) -> codebuild::types::ProjectEnvironment {
+/// registry credential or fleet set out of band; with `server_owned`, the variable CodeBuild
+/// adds by itself, as it was.
+fn environment(spec: &ProjectSpec, server_owned: bool) -> codebuild::types::ProjectEnvironment {
+    let (name, value) = canonical::server_owned::AUTO_DISCOVER;
+    let variables = server_owned.then(|| {
+        vec![
+            codebuild::types::EnvironmentVariable::builder()
+                .name(name)
+                .value(value)
+                .r#type(codebuild::types::EnvironmentVariableType::Plaintext)
+                .build()
+                .expect("name and value are set"),
+        ]
+    });
     codebuild::types::ProjectEnvironment::builder()
+        .set_environment_variables(variables)
         .r#type(spec.environment_type.as_str().into())
         .compute_type(spec.compute_type.as_str().into())
         .image(&spec.image)
@@ -537,13 +718,33 @@ mod tests {
         seen.insert("vpc_config".into(), json!({"vpc_id": "vpc-1", "subnets": [], "security_group_ids": []}));
         let update = mock!(codebuild::Client::update_project)
             .match_requests(|request| {
+                // What CodeBuild put in the environment itself is sent back, so it stays.
+                let variables = request.environment().map(|e| e.environment_variables()).unwrap_or_default();
                 request.vpc_config().is_some()
                     && request.secondary_sources.is_none()
                     && request.file_system_locations.is_none()
                     && request.build_batch_config().is_none()
+                    && variables.len() == 1
+                    && canonical::is_server_owned(&variables[0])
             })
             .then_output(|| codebuild::operation::update_project::UpdateProjectOutput::builder().build());
-        let client = mock_client!(aws_sdk_codebuild, RuleMode::MatchAny, [&update]);
+        let live = mock!(codebuild::Client::batch_get_projects).then_output(|| {
+            let variable = codebuild::types::EnvironmentVariable::builder()
+                .name("CODEBUILD_CONFIG_AUTO_DISCOVER")
+                .value("true")
+                .build()
+                .unwrap();
+            let environment = codebuild::types::ProjectEnvironment::builder()
+                .r#type(codebuild::types::EnvironmentType::LinuxContainer)
+                .compute_type(codebuild::types::ComputeType::BuildGeneral1Xlarge)
+                .image("i")
+                .environment_variables(variable)
+                .build()
+                .unwrap();
+            let project = codebuild::types::Project::builder().name("rocm-bake").environment(environment).build();
+            codebuild::operation::batch_get_projects::BatchGetProjectsOutput::builder().projects(project).build()
+        });
+        let client = mock_client!(aws_sdk_codebuild, RuleMode::MatchAny, [&update, &live]);
         let reconciler = CodebuildReconciler::new(client, Account::new("123456789012", "us-east-1"), IAM_PROPAGATION);
         let change = Change {
             address: Address::new(ResourceKind::CodebuildProject, "runner"),

@@ -110,9 +110,17 @@ impl Emulator {
         &self.endpoint
     }
 
-    /// A fresh, empty account: credentials from `sts:AssumeRole` into a new account id, which
-    /// the emulator keeps apart from every other account.
+    /// A fresh account, ready as the nightly's is: empty, but for the GitHub source credential
+    /// CodeBuild needs in the tests' region (as on a real account, imported by hand once).
     pub async fn new_account(&self) -> TestAccount {
+        let account = self.empty_account().await;
+        account.import_github_credential(REGION);
+        account
+    }
+
+    /// A fresh, empty account: credentials from `sts:AssumeRole` into a new account id, which
+    /// the emulator keeps apart from every other account. Not even CodeBuild's GitHub credential.
+    pub async fn empty_account(&self) -> TestAccount {
         let n = NEXT_ACCOUNT.fetch_add(1, Ordering::Relaxed);
         let id = format!("{:012}", 100_000_000_000 + u64::from(std::process::id()) * 1000 + n);
         let bootstrap = self.sdk_config(Credentials::new("testing", "testing", None, None, "test"), REGION);
@@ -242,14 +250,7 @@ impl TestAccount {
 
     /// An SDK configuration for this account, for making changes out of band.
     pub fn sdk_config(&self) -> SdkConfig {
-        let credentials = Credentials::new(
-            &self.access_key_id,
-            &self.secret_access_key,
-            Some(self.session_token.clone()),
-            None,
-            "test",
-        );
-        emulator().sdk_config(credentials, REGION)
+        emulator().sdk_config(self.credentials(), REGION)
     }
 
     /// Every request this account has made so far.
@@ -314,6 +315,41 @@ impl TestAccount {
             "POST",
             &format!("/_reconcile/codebuild/fail-create-project?account={}&count={count}&reason={reason}", self.id),
         );
+    }
+
+    /// Gives the account a GitHub personal access token as CodeBuild's source credential in
+    /// `region`, as `aws codebuild import-source-credentials` does (through the launcher, so the
+    /// account's own request record stays the test's).
+    pub fn import_github_credential(&self, region: &str) {
+        emulator()
+            .control("POST", &format!("/_reconcile/codebuild/source-credential?account={}&region={region}", self.id));
+    }
+
+    /// Takes every CodeBuild source credential of the account in `region` away.
+    pub fn delete_source_credentials(&self, region: &str) {
+        emulator().control(
+            "POST",
+            &format!("/_reconcile/codebuild/source-credential?account={}&region={region}&delete=1", self.id),
+        );
+    }
+
+    /// A CodeConnections connection `arn`, in `status` (`AVAILABLE`, `PENDING`, ...).
+    pub fn connection(&self, arn: &str, status: &str) {
+        emulator().control("POST", &format!("/_reconcile/codeconnections/connection?arn={arn}&status={status}"));
+    }
+
+    /// Makes every list operation this account calls answer in pages of at most `size` items.
+    pub fn page_size(&self, size: u32) {
+        emulator().control("POST", &format!("/_reconcile/page-size?account={}&size={size}", self.id));
+    }
+
+    fn credentials(&self) -> Credentials {
+        Credentials::new(&self.access_key_id, &self.secret_access_key, Some(self.session_token.clone()), None, "test")
+    }
+
+    /// An SDK configuration for this account in `region`.
+    pub fn sdk_config_in(&self, region: &str) -> SdkConfig {
+        emulator().sdk_config(self.credentials(), region)
     }
 
     /// Loads the account as it stood on 2026-11-11, made by the old setup script from

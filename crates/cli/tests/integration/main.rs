@@ -13,6 +13,7 @@ mod hostile;
 mod input;
 mod performance;
 mod pull_request;
+mod real_aws;
 mod review;
 mod s3_iam;
 mod safety;

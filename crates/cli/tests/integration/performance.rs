@@ -156,10 +156,12 @@ async fn the_read_only_policy_allows_every_read_and_nothing_else_and_passes_parl
         allowed.extend(actions);
         resources.insert(statement["Resource"].as_str().unwrap().to_owned());
     }
-    // Scoped to the account's own resources, named as the real desired.toml names them.
+    // Scoped to the account's own resources, named as the real desired.toml names them; `*`
+    // only for `codebuild:ListSourceCredentials`, which has no resource to scope to.
     assert_eq!(
         resources,
         BTreeSet::from([
+            "*".to_owned(),
             "arn:aws:codebuild:us-east-1:123456789012:project/rocm-bake".to_owned(),
             "arn:aws:ecr:us-east-1:123456789012:repository/*".to_owned(),
             "arn:aws:iam::123456789012:role/rocm-bake-codebuild".to_owned(),

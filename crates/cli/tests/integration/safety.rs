@@ -13,7 +13,7 @@ use crate::support::{
 
 /// Pushes an image of `size` bytes (as the emulator sizes it: its manifest's `config.size`),
 /// tagged or not; `seed` makes its layers, and so its digest, its own.
-async fn push(client: &ecr::Client, repository: &str, tag: Option<&str>, size: u64, seed: &str) {
+pub(crate) async fn push(client: &ecr::Client, repository: &str, tag: Option<&str>, size: u64, seed: &str) {
     let manifest = serde_json::json!({
         "schemaVersion": 2,
         "mediaType": "application/vnd.docker.distribution.manifest.v2+json",

@@ -37,6 +37,9 @@ pub struct Project {
     pub build_timeout_minutes: u32,
     pub queued_timeout_minutes: Option<u32>,
     pub tags: BTreeMap<String, String>,
+    /// The CodeConnections connection the project reaches GitHub through (`source_auth`);
+    /// `None`: the region's GitHub source credential of the account.
+    pub source_auth: Option<String>,
     pub webhook: Option<Webhook>,
 }
 
@@ -91,6 +94,22 @@ fn is_github_repository_url(url: &str) -> bool {
         && repository != "."
         && repository != "..";
     owner_ok && repository_ok
+}
+
+/// `arn:<partition>:codeconnections:<region>:<account>:connection/<id>` (or the older
+/// `codestar-connections` service's).
+fn is_connection_arn(arn: &str) -> bool {
+    let parts: Vec<&str> = arn.splitn(6, ':').collect();
+    let [arn, partition, service, region, account, resource] = parts.as_slice() else { return false };
+    *arn == "arn"
+        && ["aws", "aws-cn", "aws-us-gov"].contains(partition)
+        && ["codeconnections", "codestar-connections"].contains(service)
+        && !region.is_empty()
+        && account.len() == 12
+        && account.chars().all(|c| c.is_ascii_digit())
+        && resource
+            .strip_prefix("connection/")
+            .is_some_and(|id| !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
 }
 
 /// Whether a webhook filter's pattern is a regular expression CodeBuild (Java's syntax) takes.
@@ -157,6 +176,9 @@ const EVENTS: [&str; 9] = [
 pub const ONLY_EVENT_FILTER: &str = "W201";
 /// Warning code: no filter group takes `WORKFLOW_JOB_QUEUED`, so the project is no runner.
 pub const NOT_A_RUNNER: &str = "W202";
+/// Warning code: a filter group takes a pull-request event, so CodeBuild builds pull requests
+/// itself, gated by the webhook's `pullRequestBuildPolicy`, which reconcile does not manage.
+pub const PULL_REQUEST_BUILDS: &str = "W203";
 
 #[derive(Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
@@ -181,6 +203,10 @@ struct RawProject {
     #[schemars(with = "Option<String>")]
     compute_type: Option<Spanned<String>>,
     image: Option<String>,
+    /// The ARN of a CodeConnections (or CodeStar Connections) connection to GitHub; without it,
+    /// the region's GitHub source credential of the account (`import-source-credentials`).
+    #[schemars(with = "Option<String>")]
+    source_auth: Option<Spanned<String>>,
     #[serde(default = "privileged")]
     #[schemars(with = "bool")]
     privileged_mode: Spanned<bool>,
@@ -346,6 +372,18 @@ pub(super) fn convert(
                 Err(why) => error(Some(value.span()), &format!("tags.{tag_key}"), why),
             }
         }
+        if let Some(auth) = &raw_project.source_auth
+            && !is_connection_arn(auth.get_ref())
+        {
+            error(
+                Some(auth.span()),
+                "source_auth",
+                format!(
+                    "`{}` is not the ARN of a connection: arn:aws:codeconnections:REGION:ACCOUNT:connection/ID",
+                    auth.get_ref()
+                ),
+            );
+        }
         let webhook = raw_project
             .webhook
             .as_ref()
@@ -363,6 +401,7 @@ pub(super) fn convert(
             build_timeout_minutes,
             queued_timeout_minutes: raw_project.queued_timeout_minutes.as_ref().map(|q| *q.get_ref()),
             tags,
+            source_auth: raw_project.source_auth.as_ref().map(|auth| auth.get_ref().clone()),
             webhook,
         });
     }
@@ -400,6 +439,7 @@ fn convert_webhook(
         ));
     }
     let mut runner = false;
+    let mut pull_requests = false;
     let mut filter_groups = Vec::new();
     for (group_idx, group) in raw.filter_groups.iter().enumerate() {
         let group_path = format!("{key_path}.filter_groups[{group_idx}]");
@@ -423,6 +463,7 @@ fn convert_webhook(
                         ));
                     }
                     runner |= event == "WORKFLOW_JOB_QUEUED" && !webhook_filter.exclude_matched_pattern;
+                    pull_requests |= event.starts_with("PULL_REQUEST_") && !webhook_filter.exclude_matched_pattern;
                 }
             }
             if webhook_filter.pattern.trim().is_empty() {
@@ -479,6 +520,19 @@ fn convert_webhook(
                 Some(webhook.span()),
                 &format!("{key_path}.filter_groups"),
                 "no filter group takes `WORKFLOW_JOB_QUEUED`, so GitHub Actions jobs will never reach this runner",
+            ),
+        ));
+    }
+    if pull_requests {
+        findings.push(DesiredFinding::warning(
+            PULL_REQUEST_BUILDS,
+            Some(Address::new(ResourceKind::CodebuildWebhook, project_key)),
+            locate.error(
+                Some(webhook.span()),
+                &format!("{key_path}.filter_groups"),
+                "a filter group takes a pull-request event, so CodeBuild builds pull requests itself, outside the \
+                 runner's workflow jobs; those builds are gated by the webhook's pullRequestBuildPolicy, which \
+                 reconcile does not manage: take only WORKFLOW_JOB_QUEUED, or set the policy by hand",
             ),
         ));
     }
@@ -802,6 +856,23 @@ scope = { name = "ROCm", scope = "GITHUB_ORGANIZATION", domain = "github.com" }"
             )),
             [format!("W202 codebuild.projects.runner.webhook.filter_groups: {not_a_runner}")]
         );
+        // Pull requests built by CodeBuild itself: the policy that gates them is not managed.
+        assert_eq!(
+            findings(&file(
+                "",
+                Some(
+                    r#"[[{ type = "EVENT", pattern = "WORKFLOW_JOB_QUEUED, PULL_REQUEST_CREATED" }, { type = "REPOSITORY_NAME", pattern = "x" }]]"#
+                )
+            )),
+            [
+                "W203 codebuild.projects.runner.webhook.filter_groups: a filter group takes a pull-request event, so CodeBuild builds pull requests itself, outside the runner's workflow jobs; those builds are gated by the webhook's pullRequestBuildPolicy, which reconcile does not manage: take only WORKFLOW_JOB_QUEUED, or set the policy by hand"
+            ]
+        );
+        assert_eq!(
+            findings(&file("", Some(r#"[[{ type = "EVENT", pattern = "WORKFLOW_JOB_QUEUED, PULL_REQUEST_CREATED", exclude_matched_pattern = false }, { type = "REPOSITORY_NAME", pattern = "x" }], [{ type = "EVENT", pattern = "PULL_REQUEST_MERGED", exclude_matched_pattern = true }, { type = "REPOSITORY_NAME", pattern = "x" }]]"#))).len(),
+            1,
+            "said once, and an excluded event is not taken"
+        );
         // One of several events, after a comma, is taken.
         assert_eq!(
             findings(&file(
@@ -811,6 +882,37 @@ scope = { name = "ROCm", scope = "GITHUB_ORGANIZATION", domain = "github.com" }"
                 )
             )),
             Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn a_connection_is_named_by_its_arn() {
+        let connection = "arn:aws:codeconnections:us-east-1:123456789012:connection/0a1b-2c3d";
+        let named = parse(&file(&format!("source_auth = \"{connection}\""), None)).unwrap();
+        assert_eq!(named.codebuild.projects[0].source_auth.as_deref(), Some(connection));
+        assert_eq!(parse(&file("", None)).unwrap().codebuild.projects[0].source_auth, None);
+        for good in [connection, "arn:aws-cn:codestar-connections:cn-north-1:123456789012:connection/abc"] {
+            assert!(is_connection_arn(good), "{good}");
+        }
+        for bad in [
+            "arn:aws:iam::123456789012:role/x",
+            "arn:aws:codeconnections:us-east-1:123456789012:host/abc",
+            "arn:aws:codeconnections:us-east-1:12345:connection/abc",
+            "arn:aws:codeconnections:us-east-1:12345678901x:connection/abc",
+            "arn:aws:codeconnections::123456789012:connection/abc",
+            "arn:aws:codeconnections:us-east-1:123456789012:connection/",
+            "arn:aws:codeconnections:us-east-1:123456789012:connection/a b",
+            "arn:evil:codeconnections:us-east-1:123456789012:connection/abc",
+            "nra:aws:codeconnections:us-east-1:123456789012:connection/abc",
+            "arn:aws:codeconnections",
+        ] {
+            assert!(!is_connection_arn(bad), "{bad}");
+        }
+        assert_eq!(
+            refusals(&file("source_auth = \"ghp_token\"", None)),
+            [
+                "`codebuild.projects.runner.source_auth`: `ghp_token` is not the ARN of a connection: arn:aws:codeconnections:REGION:ACCOUNT:connection/ID"
+            ]
         );
     }
 
