@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 /// Exit codes: 0 success or no changes, 1 error, 2 changes present (plan --detailed-exitcode,
 /// drift), 3 refused by a safety check, 4 stale saved plan.
 #[derive(Debug, Parser)]
-#[command(name = "reconcile", version)]
+#[command(name = "reconcile", version = crate::VERSION)]
 pub struct Args {
     /// The desired-state file.
     #[arg(long, global = true, default_value = "desired.toml", value_name = "PATH")]

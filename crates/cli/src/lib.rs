@@ -21,6 +21,15 @@ mod summary;
 
 use std::process::ExitCode;
 
+/// What `reconcile --version` says after the name: the version, the commit it was built from
+/// (`-dirty` when tracked files differed from it), and the target.
+pub const VERSION: &str =
+    concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("RECONCILE_COMMIT"), ", ", env!("RECONCILE_TARGET"), ")");
+
+/// What every plan names as having made it.
+pub const PLANNED_BY: &str =
+    concat!("reconcile ", env!("CARGO_PKG_VERSION"), " (commit ", env!("RECONCILE_COMMIT"), ")");
+
 use clap::Parser;
 
 /// Runs `reconcile` with the process's arguments; the one place errors are printed.

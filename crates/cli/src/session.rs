@@ -316,9 +316,10 @@ impl<B: Backend> Session<B> {
         let reconcilers = self.reconcilers(&account, prune);
         let findings = self.github.finding().into_iter().chain(self.inputs.bake_findings(Some(&account.id))).collect();
         let options = PlanOptions { when_unreadable: self.when_unreadable, findings };
-        let plan = engine::plan_with(&reconcilers, desired, &resources, &account, options)
+        let mut plan = engine::plan_with(&reconcilers, desired, &resources, &account, options)
             .await
             .map_err(|errors| self.backend.failed(errors))?;
+        plan.made_by = Some(crate::PLANNED_BY.to_owned());
         tracing::info!("plan: {}", self.backend.requests());
         Ok(Planned { plan, reconcilers, resources, account })
     }

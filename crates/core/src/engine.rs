@@ -159,7 +159,15 @@ pub async fn plan_with(
         return Err(errors);
     }
     Finding::rank(&mut findings);
-    Ok(Plan { account: account.id.clone(), region: account.region.clone(), changes, findings, observed, impacts })
+    Ok(Plan {
+        account: account.id.clone(),
+        region: account.region.clone(),
+        changes,
+        findings,
+        observed,
+        impacts,
+        made_by: None,
+    })
 }
 
 /// Every reconciler observes its share of `wanted`, all at once; the observations of those that
@@ -591,6 +599,7 @@ mod tests {
             findings: vec![],
             observed: BTreeMap::new(),
             impacts: BTreeMap::new(),
+            made_by: None,
         }
     }
 

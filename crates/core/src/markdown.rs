@@ -16,8 +16,8 @@ use crate::render::{action_words, severity_word, summary_line, unified_diff};
 /// GitHub's limit on a comment's body, in characters.
 pub const GITHUB_COMMENT_LIMIT: usize = 65_536;
 
-/// Room kept for the closing line that says what was left out.
-const CLOSING_RESERVE: usize = 400;
+/// Room kept for the closing lines: what was left out, and what made the plan.
+const CLOSING_RESERVE: usize = 500;
 
 /// The plan as Markdown of at most `limit` characters.
 pub fn markdown(plan: &Plan, limit: usize) -> String {
@@ -91,6 +91,9 @@ pub fn titled(plan: &Plan, limit: usize, command: &str) -> String {
 
     if left_out.any() {
         writeln!(out, "\n{}", left_out.sentence()).unwrap();
+    }
+    if let Some(by) = &plan.made_by {
+        writeln!(out, "\n_Planned by {}._", prose(by)).unwrap();
     }
     out
 }
@@ -359,6 +362,67 @@ mod tests {
     fn a_terminal_is_sent_no_control_character() {
         assert_eq!(crate::render::printable("plain"), "plain");
         assert_eq!(crate::render::printable("a\u{1b}[2Jb\r"), "a\\u{1b}[2Jb\\u{d}");
+    }
+
+    #[test]
+    fn what_fits_the_budget_exactly_is_kept_and_not_a_byte_more() {
+        let mut out = "ab".to_owned();
+        assert!(push(&mut out, "cd", 4));
+        assert!(!push(&mut out, "e", 4));
+        assert_eq!(out, "abcd");
+    }
+
+    #[test]
+    fn what_was_left_out_is_counted_by_kind_and_said_only_when_there_is_some() {
+        use crate::address::{Address, ResourceKind};
+        use crate::plan::{Action, Change, Finding, Impact, Severity};
+        let address = |name: &str| Address::new(ResourceKind::EcrRepository, name);
+        let change = |name: &str, action| Change {
+            address: address(name),
+            action,
+            before: Some(serde_json::Map::new()),
+            after: None,
+            depends_on: vec![],
+        };
+        let finding = |name: &str| Finding {
+            code: "D101".into(),
+            severity: Severity::Warning,
+            address: Some(address(name)),
+            message: "m".into(),
+            overridden_by: None,
+        };
+        let impact = Impact { context: "c".into(), line: "l".into(), alarming: false, numbers: serde_json::Map::new() };
+        let plan = Plan {
+            account: "123456789012".into(),
+            region: "us-east-1".into(),
+            changes: vec![change("a", Action::Delete), change("b", Action::Delete), change("c", Action::Update)],
+            findings: ["a", "b", "c", "d"].map(finding).to_vec(),
+            observed: std::collections::BTreeMap::new(),
+            impacts: ["x", "y", "z"].map(|n| (address(n), impact.clone())).into_iter().collect(),
+            made_by: None,
+        };
+        // Room for the heading and the summary line only.
+        let head = titled(&plan, usize::MAX, "plan").find("\n\n- ").unwrap() + 1;
+        let comment = titled(&plan, head + CLOSING_RESERVE, "plan");
+        assert!(comment.ends_with(
+            "_Left out to stay under GitHub's comment limit: 2 destructive changes, 4 findings, the details of 6 \
+             changed resources. Run `reconcile plan` (or see the job's `plan --format json` output) for the whole plan._\n"
+        ), "{comment}");
+        let whole = titled(&plan, usize::MAX, "plan");
+        assert!(!whole.contains("Left out"), "{whole}");
+
+        let sentence = |destructive, findings, details| LeftOut { destructive, findings, details };
+        assert!(!sentence(0, 0, 0).any());
+        for (left, said, unsaid) in [
+            (sentence(1, 0, 0), "1 destructive changes", ["findings", "the details"]),
+            (sentence(0, 1, 0), "1 findings", ["destructive", "the details"]),
+            (sentence(0, 0, 1), "the details of 1 changed resources", ["destructive", "findings"]),
+        ] {
+            assert!(left.any());
+            let text = left.sentence();
+            assert!(text.contains(said), "{text}");
+            assert!(unsaid.iter().all(|word| !text.contains(word)), "{text}");
+        }
     }
 
     #[test]

@@ -229,6 +229,9 @@ pub struct Plan {
     /// What changes will do beyond their fields, by address, as their reconcilers assessed it
     /// (what a lifecycle policy the plan puts will expire when it first runs).
     pub impacts: BTreeMap<Address, Impact>,
+    /// What made the plan, `reconcile 0.1.0 (commit ...)`, which every rendering names: a plan
+    /// in a pull request says which build of the tool to trust it from.
+    pub made_by: Option<String>,
 }
 
 /// What one change will do beyond the fields it sets, as its reconciler says it: a line for
@@ -449,6 +452,7 @@ mod tests {
             findings: vec![],
             observed: BTreeMap::new(),
             impacts: BTreeMap::new(),
+            made_by: None,
         };
         assert!(!plan.account_differs());
         plan.findings.push(finding("W201", Severity::Warning, "a"));

@@ -64,7 +64,8 @@ pub fn text(plan: &Plan) -> String {
 /// The plan as styled text: [`text`], with what each line means marked.
 pub fn styled_text(plan: &Plan) -> Styled {
     let mut out = Styled::default();
-    out.line(style::PLAIN, format_args!("Account {}, region {}.", plan.account, plan.region));
+    let made_by = plan.made_by.as_ref().map(|by| format!(", planned by {by}")).unwrap_or_default();
+    out.line(style::PLAIN, format_args!("Account {}, region {}{made_by}.", plan.account, plan.region));
     out.blank();
     if plan.changes.is_empty() {
         render_findings(&mut out, plan);
@@ -275,6 +276,7 @@ pub fn json(plan: &Plan) -> Value {
         .collect();
     json!({
         "format_version": FORMAT_VERSION,
+        "made_by": plan.made_by,
         "account": plan.account,
         "region": plan.region,
         "resource_changes": resource_changes,

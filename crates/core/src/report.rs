@@ -200,6 +200,7 @@ mod tests {
             findings: vec![],
             observed: BTreeMap::new(),
             impacts: BTreeMap::new(),
+            made_by: None,
         };
         let report = ApplyReport {
             results: vec![(address, Action::Create, Outcome::Adopted, Duration::ZERO)],

@@ -108,6 +108,7 @@ pub fn from_json(value: &Value) -> Result<SavedPlan, String> {
             findings: Vec::new(),
             observed: BTreeMap::new(),
             impacts: BTreeMap::new(),
+            made_by: None,
         },
         desired_fingerprint,
         observed_fingerprints,
@@ -181,6 +182,7 @@ mod tests {
             findings: vec![],
             observed: BTreeMap::from([(address, observed)]),
             impacts: BTreeMap::new(),
+            made_by: None,
         }
     }
 

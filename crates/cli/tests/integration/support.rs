@@ -89,9 +89,23 @@ rules = [
     text
 }
 
-/// Replaces what differs between runs (the account id, elapsed times) with placeholders.
+/// What the binary under test names as having made a plan: `reconcile 0.1.0 (commit ...)`,
+/// from its `--version` (`reconcile 0.1.0 (commit ..., target)`).
+pub fn planned_by() -> &'static str {
+    static PLANNED_BY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PLANNED_BY.get_or_init(|| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_reconcile")).arg("--version").output().unwrap();
+        let version = String::from_utf8(output.stdout).unwrap();
+        let (head, _target) = version.trim().rsplit_once(", ").expect("`reconcile X (commit C, TARGET)`");
+        format!("{head})")
+    })
+}
+
+/// Replaces what differs between runs (the account id, elapsed times, the commit the binary was
+/// built from) with placeholders.
 pub fn redact(text: &str, account: &TestAccount) -> String {
     text.replace(&account.id, "[ACCOUNT]")
+        .replace(planned_by(), "reconcile [VERSION]")
         .lines()
         .map(|line| match line.rsplit_once(" after ") {
             Some((head, tail)) if tail.ends_with('s') && tail[..tail.len() - 1].parse::<f64>().is_ok() => {
