@@ -130,7 +130,12 @@ pub enum Command {
         shell: clap_complete::Shell,
     },
     /// Print the man pages (roff): reconcile's, then each subcommand's.
-    Man,
+    Man {
+        /// Write them to this directory instead, one file each (reconcile.1, reconcile-plan.1,
+        /// ...), as a release archive ships them.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 /// The bake cross-check.

@@ -7,6 +7,7 @@
 //! fails, saying so, rather than being skipped.
 
 pub mod faults;
+pub mod files;
 pub mod github;
 
 use std::io::{BufRead, BufReader, Read, Write};

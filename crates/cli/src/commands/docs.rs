@@ -1,6 +1,9 @@
 //! `schema`, `completions` and `man`: what the command line and desired.toml are, for editors,
 //! shells and `man`. No desired.toml needed.
 
+use std::path::Path;
+
+use anyhow::Context;
 use clap::CommandFactory;
 
 use crate::args::Args;
@@ -20,17 +23,33 @@ pub fn completions(shell: clap_complete::Shell) -> Result<u8, CliError> {
     Ok(exit::OK)
 }
 
-/// The man page of `reconcile` and of each subcommand, one after another.
-pub fn man() -> Result<u8, CliError> {
+/// The man page of `reconcile` and of each subcommand: one after another on stdout, or one file
+/// each in `dir`.
+pub fn man(dir: Option<&Path>) -> Result<u8, CliError> {
     let mut command = Args::command();
     // Built, so each subcommand carries the global flags it accepts.
     command.build();
-    let mut stdout = std::io::stdout().lock();
-    clap_mangen::Man::new(command.clone()).render(&mut stdout)?;
+    let mut pages = vec![("reconcile".to_owned(), command.clone())];
     for sub in command.get_subcommands() {
         let name = format!("reconcile-{}", sub.get_name());
-        let sub = sub.clone().name(name.clone()).bin_name(name);
-        clap_mangen::Man::new(sub).render(&mut stdout)?;
+        pages.push((name.clone(), sub.clone().name(name.clone()).bin_name(name)));
+    }
+    match dir {
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            for (_, page) in pages {
+                clap_mangen::Man::new(page).render(&mut stdout)?;
+            }
+        }
+        Some(dir) => {
+            std::fs::create_dir_all(dir).with_context(|| format!("failed to create {}", dir.display()))?;
+            for (name, page) in pages {
+                let mut roff = Vec::new();
+                clap_mangen::Man::new(page).render(&mut roff)?;
+                let path = dir.join(format!("{name}.1"));
+                std::fs::write(&path, roff).with_context(|| format!("failed to write {}", path.display()))?;
+            }
+        }
     }
     Ok(exit::OK)
 }

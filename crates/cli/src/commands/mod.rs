@@ -22,7 +22,7 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
     match command {
         Command::Schema => docs::schema(),
         Command::Completions { shell } => docs::completions(shell),
-        Command::Man => docs::man(),
+        Command::Man { dir } => docs::man(dir.as_deref()),
         Command::Validate { bake } => validate::run(&desired, bake.bake.as_deref()),
         Command::Plan { format, detailed_exitcode, out, bake, prune } => {
             let inputs = Inputs::load(&desired, bake.bake.as_deref(), prune.prune, false)?;

@@ -17,5 +17,6 @@ mod real_aws;
 mod review;
 mod s3_iam;
 mod safety;
+mod shipping;
 mod support;
 mod tidy;

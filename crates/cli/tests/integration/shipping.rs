@@ -1,0 +1,288 @@
+//! Shipping: the archive the release workflow builds (scripts/package.sh, run here on the test
+//! build), served as a release page serves it, installed by scripts/install.sh, which installs
+//! nothing it cannot verify.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use reconcile_test_support::files::FileServer;
+use reconcile_test_support::workspace_root;
+
+/// The test build, packaged once for every test here, with its SHA256SUMS.
+struct Release {
+    _dir: tempfile::TempDir,
+    dir: PathBuf,
+    target: String,
+    version: String,
+}
+
+impl Release {
+    fn archive_name(&self) -> String {
+        format!("reconcile-{}.tar.gz", self.target)
+    }
+
+    /// A copy of the release's files, to serve as they are or altered.
+    fn copy(&self) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        for name in [self.archive_name(), "SHA256SUMS".to_owned()] {
+            std::fs::copy(self.dir.join(&name), dir.path().join(&name)).unwrap();
+        }
+        let path = dir.path().to_owned();
+        (dir, path)
+    }
+}
+
+fn version_line() -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_reconcile")).arg("--version").output().unwrap();
+    assert!(output.status.success());
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+fn script(name: &str) -> Command {
+    Command::new(workspace_root().join("scripts").join(name))
+}
+
+fn check(output: &Output, what: &str) -> String {
+    assert!(
+        output.status.success(),
+        "{what} failed: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn release() -> &'static Release {
+    static RELEASE: OnceLock<Release> = OnceLock::new();
+    RELEASE.get_or_init(|| {
+        // `reconcile 0.1.0 (commit abc, x86_64-unknown-linux-gnu)`
+        let line = version_line();
+        let (head, target) = line.trim_end_matches(')').rsplit_once(", ").unwrap();
+        let version = head.split_whitespace().nth(1).unwrap().to_owned();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_owned();
+        let archive = script("package.sh")
+            .args(["archive", env!("CARGO_BIN_EXE_reconcile"), target])
+            .arg(&path)
+            .output()
+            .unwrap();
+        check(&archive, "package.sh archive");
+        check(&script("package.sh").arg("sums").arg(&path).output().unwrap(), "package.sh sums");
+        Release { _dir: dir, dir: path, target: target.to_owned(), version }
+    })
+}
+
+/// Runs scripts/install.sh with `env` (and PATH, HOME) and nothing else of this environment.
+fn install(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = script("install.sh");
+    command.args(args).env_clear().env("PATH", std::env::var_os("PATH").unwrap()).env("HOME", "/nonexistent");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.output().unwrap()
+}
+
+fn refusal(output: &Output) -> String {
+    assert_eq!(output.status.code(), Some(1), "refused: {}", String::from_utf8_lossy(&output.stdout));
+    let stderr = String::from_utf8(output.stderr.clone()).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    stderr
+}
+
+fn tar_listing(archive: &Path) -> Vec<String> {
+    let listing = Command::new("tar").arg("-tzf").arg(archive).output().unwrap();
+    check(&listing, "tar -tzf").lines().map(str::to_owned).collect()
+}
+
+#[test]
+fn the_release_archive_installs_through_its_sums_and_names_its_commit() {
+    let release = release();
+    let name = format!("reconcile-{}", release.target);
+    let listing = tar_listing(&release.dir.join(release.archive_name()));
+    for file in [
+        "reconcile",
+        "README.md",
+        "LICENSE-MIT",
+        "LICENSE-APACHE",
+        "completions/reconcile.bash",
+        "completions/_reconcile",
+        "completions/reconcile.fish",
+        "man/man1/reconcile.1",
+        "man/man1/reconcile-plan.1",
+        "man/man1/reconcile-apply.1",
+    ] {
+        assert!(listing.contains(&format!("{name}/{file}")), "{file} in the archive: {listing:?}");
+    }
+    let sums = std::fs::read_to_string(release.dir.join("SHA256SUMS")).unwrap();
+    assert_eq!(sums.lines().count(), 1, "{sums}");
+    assert!(sums.ends_with(&format!("  {}\n", release.archive_name())), "{sums}");
+
+    let server = FileServer::start(&release.dir);
+    let bin = tempfile::tempdir().unwrap();
+    let into = bin.path().join("bin");
+    let installed = install(
+        &["--version", &release.version, "--dir", into.to_str().unwrap()],
+        &[("RECONCILE_DOWNLOAD_URL", server.endpoint())],
+    );
+    let said = check(&installed, "install.sh");
+    assert_eq!(server.requests(), ["/SHA256SUMS".to_owned(), format!("/{}", release.archive_name())]);
+
+    // The installed binary is the one packaged, and says which commit it was built from.
+    let version = Command::new(into.join("reconcile")).arg("--version").output().unwrap();
+    let version = check(&version, "the installed reconcile --version");
+    assert_eq!(version.trim(), version_line());
+    assert_eq!(said.trim(), format!("installed {} at {}", version_line(), into.join("reconcile").display()));
+    let head = Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).current_dir(workspace_root()).output();
+    let head = check(&head.unwrap(), "git rev-parse");
+    assert!(version.contains(&format!("(commit {}", head.trim())), "{version} names HEAD, {head}");
+
+    // `cargo binstall` fetches the same archive, by the template in the CLI's manifest.
+    let manifest: toml::Table =
+        std::fs::read_to_string(workspace_root().join("crates/cli/Cargo.toml")).unwrap().parse().unwrap();
+    let binstall = &manifest["package"]["metadata"]["binstall"];
+    let fill = |template: &str| {
+        template
+            .replace("{ repo }", "https://github.com/ROCm/reconcile")
+            .replace("{ version }", &release.version)
+            .replace("{ target }", &release.target)
+            .replace("{ bin }", "reconcile")
+            .replace("{ binary-ext }", "")
+    };
+    assert_eq!(
+        fill(binstall["pkg-url"].as_str().unwrap()),
+        format!("https://github.com/ROCm/reconcile/releases/download/v{}/{}", release.version, release.archive_name())
+    );
+    assert!(listing.contains(&fill(binstall["bin-dir"].as_str().unwrap())));
+}
+
+#[test]
+fn an_archive_altered_by_one_byte_is_refused_and_nothing_is_installed() {
+    let release = release();
+    let (_served, dir) = release.copy();
+    let archive = dir.join(release.archive_name());
+    let mut bytes = std::fs::read(&archive).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x01;
+    std::fs::write(&archive, bytes).unwrap();
+    let server = FileServer::start(&dir);
+    let bin = tempfile::tempdir().unwrap();
+
+    // Into a fresh directory: not even the directory is made.
+    let fresh = bin.path().join("fresh");
+    let refused = install(
+        &["--version", &release.version, "--dir", fresh.to_str().unwrap()],
+        &[("RECONCILE_DOWNLOAD_URL", server.endpoint())],
+    );
+    let stderr = refusal(&refused);
+    assert!(
+        stderr.starts_with(&format!("install.sh: {} does not match SHA256SUMS (expected ", release.archive_name())),
+        "{stderr}"
+    );
+    assert!(stderr.trim_end().ends_with("; nothing installed"), "{stderr}");
+    assert!(!fresh.exists());
+
+    // Over an earlier install: it stays as it was.
+    let earlier = bin.path().join("earlier");
+    std::fs::create_dir(&earlier).unwrap();
+    std::fs::write(earlier.join("reconcile"), "the earlier install").unwrap();
+    let refused = install(
+        &["--version", &release.version, "--dir", earlier.to_str().unwrap()],
+        &[("RECONCILE_DOWNLOAD_URL", server.endpoint())],
+    );
+    refusal(&refused);
+    assert_eq!(std::fs::read_to_string(earlier.join("reconcile")).unwrap(), "the earlier install");
+    assert_eq!(std::fs::read_dir(&earlier).unwrap().count(), 1, "no half-written file left beside it");
+}
+
+#[test]
+fn install_refuses_what_it_cannot_verify_or_find() {
+    let release = release();
+    let bin = tempfile::tempdir().unwrap();
+    let into = bin.path().join("bin");
+    let into = into.to_str().unwrap();
+
+    // SHA256SUMS without a line for this archive.
+    let (_served, dir) = release.copy();
+    std::fs::write(dir.join("SHA256SUMS"), "0000  reconcile-some-other-target.tar.gz\n").unwrap();
+    let server = FileServer::start(&dir);
+    let refused =
+        install(&["--version", &release.version, "--dir", into], &[("RECONCILE_DOWNLOAD_URL", server.endpoint())]);
+    assert_eq!(
+        refusal(&refused).trim(),
+        format!("install.sh: SHA256SUMS has no sum for {}; nothing installed", release.archive_name())
+    );
+
+    // A release with no files for this target.
+    let empty = tempfile::tempdir().unwrap();
+    let server = FileServer::start(empty.path());
+    let refused =
+        install(&["--version", &release.version, "--dir", into], &[("RECONCILE_DOWNLOAD_URL", server.endpoint())]);
+    assert!(refusal(&refused).contains("could not download"));
+
+    // Plain http anywhere but loopback, and a version that is not one, refused before a download.
+    let refused = install(
+        &["--version", &release.version, "--dir", into],
+        &[("RECONCILE_DOWNLOAD_URL", "http://mirror.example.com/reconcile")],
+    );
+    assert!(refusal(&refused).contains("refusing http://mirror.example.com/reconcile"));
+    let refused = install(&["--version", "1.0.0/../../evil", "--dir", into], &[]);
+    assert!(refusal(&refused).contains("is not a version"));
+    assert!(!Path::new(into).exists());
+
+    // Nothing is downloaded from where the version and target were only resolved.
+    let resolved = check(&install(&["--version", "v1.2.3", "--target", "aarch64-apple-darwin", "--resolve"], &[]), "");
+    assert_eq!(resolved, "version=1.2.3\ntarget=aarch64-apple-darwin\n");
+}
+
+/// `--verify-attestation` runs `gh attestation verify` on the downloaded archive, for the
+/// repository the release must come from, and installs nothing when it fails.
+#[test]
+fn an_attestation_that_does_not_verify_installs_nothing() {
+    let release = release();
+    let (_served, dir) = release.copy();
+    let server = FileServer::start(&dir);
+    let tools = tempfile::tempdir().unwrap();
+    let gh = tools.path().join("gh");
+    let called = tools.path().join("gh-was-called-with");
+    std::fs::write(
+        &gh,
+        format!(
+            "#!/bin/sh\necho \"$@\" > '{}'\n[ \"$GH_ANSWER\" = ok ] && exit 0\necho 'no matching attestations found' >&2\nexit 1\n",
+            called.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&gh, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", tools.path().display(), std::env::var("PATH").unwrap());
+    let bin = tempfile::tempdir().unwrap();
+    let into = bin.path().join("bin");
+    let run = |answer: &str| {
+        let mut command = script("install.sh");
+        command
+            .args(["--version", &release.version, "--dir", into.to_str().unwrap(), "--verify-attestation"])
+            .env_clear()
+            .env("PATH", &path)
+            .env("GH_ANSWER", answer)
+            .env("RECONCILE_DOWNLOAD_URL", server.endpoint());
+        command.output().unwrap()
+    };
+
+    let refused = run("no");
+    assert_eq!(
+        refusal(&refused).trim(),
+        format!(
+            "install.sh: the attestation of {} did not verify for ROCm/reconcile (no matching attestations found); \
+             nothing installed",
+            release.archive_name()
+        )
+    );
+    assert!(!into.exists());
+    let args = std::fs::read_to_string(&called).unwrap();
+    assert!(args.starts_with("attestation verify /"), "{args}");
+    assert!(args.trim_end().ends_with(&format!("/{} --repo ROCm/reconcile", release.archive_name())), "{args}");
+
+    check(&run("ok"), "install.sh --verify-attestation");
+    assert!(into.join("reconcile").exists());
+}
