@@ -551,6 +551,48 @@ mod tests {
     }
 
     #[test]
+    fn the_summary_names_ten_without_a_policy_and_counts_the_rest() {
+        let gb = 1_000_000_000;
+        let ten: Vec<_> = (0..10).map(|i| repository(&format!("big-{i}"), gb * (20 - i), 0, false)).collect();
+        let named = summary_text(&usage(0, ten.clone()), false);
+        assert!(!named.contains(" more holding "), "{named}");
+        assert!(named.contains("big-9 11.0 GB"), "{named}");
+
+        let mut twelve = ten;
+        twelve.extend([repository("small-a", 3 * gb, 0, false), repository("small-b", 2 * gb, 0, false)]);
+        twelve.push(repository("with-a-policy", 100 * gb, 0, true));
+        let counted = summary_text(&usage(0, twelve), true);
+        let more = format!("and 2 more holding {} (`reconcile usage` lists them)", human_bytes(5 * gb));
+        assert!(counted.contains(&more), "{counted}");
+        let without = counted.lines().find(|line| line.starts_with("Without a lifecycle policy")).unwrap();
+        assert!(!without.contains("small-a") && !without.contains("with-a-policy"), "{without}");
+    }
+
+    #[test]
+    fn a_report_past_any_registry_is_refused_and_one_at_the_bound_is_read() {
+        let report = usage(0, vec![repository("a", 5, 2, true)]);
+        let mut bounded = json(&report);
+        bounded["repositories"][0]["bytes"] = json!(MAX_PLAUSIBLE);
+        assert_eq!(from_json(&bounded).unwrap().repositories[0].bytes, MAX_PLAUSIBLE);
+        bounded["repositories"][0]["bytes"] = json!(MAX_PLAUSIBLE + 1);
+        assert!(from_json(&bounded).unwrap_err().contains("more than any registry holds"));
+
+        let one = json(&report)["repositories"][0].clone();
+        let mut most = json(&report);
+        most["repositories"] = Value::Array(vec![one.clone(); MAX_REPOSITORIES]);
+        assert_eq!(from_json(&most).unwrap().repositories.len(), MAX_REPOSITORIES);
+        most["repositories"] = Value::Array(vec![one; MAX_REPOSITORIES + 1]);
+        assert!(from_json(&most).unwrap_err().contains("more than ECR allows"));
+    }
+
+    #[test]
+    fn a_chart_title_keeps_no_quote_or_control_character() {
+        let mut out = String::new();
+        chart(&mut out, "a\"b\nc", &["d1".to_owned()], &["1".to_owned()]);
+        assert!(out.contains("title \"a'b'c\""), "{out}");
+    }
+
+    #[test]
     fn a_report_reads_back_as_it_was_written() {
         let report = usage(1_800_000_000, vec![repository("a", 5, 2, true), repository("b", 9, 0, false)]);
         assert_eq!(from_json(&json(&report)).unwrap(), report);

@@ -286,3 +286,68 @@ fn an_attestation_that_does_not_verify_installs_nothing() {
     check(&run("ok"), "install.sh --verify-attestation");
     assert!(into.join("reconcile").exists());
 }
+
+/// Runs the setup action (tests/action/run.py plays the runner) against the release served at
+/// `endpoint`, with `inputs` and the cache answering `cache_hit`.
+fn setup_action(work: &Path, endpoint: &str, inputs: serde_json::Value, cache_hit: &str) -> serde_json::Value {
+    let root = workspace_root();
+    let output = Command::new(reconcile_test_support::emulator_python())
+        .arg(root.join("tests/action/run.py"))
+        .arg(&root)
+        .arg(work)
+        .arg(inputs.to_string())
+        .arg(cache_hit)
+        .env("RECONCILE_DOWNLOAD_URL", endpoint)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|_| panic!("{stdout}{}", String::from_utf8_lossy(&output.stderr)));
+    serde_json::json!({ "succeeded": output.status.success(), "report": report })
+}
+
+#[test]
+fn the_setup_action_installs_a_verified_release_caches_it_and_puts_it_on_path() {
+    let release = release();
+    let (_served, dir) = release.copy();
+    let server = FileServer::start(&dir);
+    let work = tempfile::tempdir().unwrap();
+    let installed_in = work.path().join("tool-cache/reconcile").join(&release.version);
+    let key = format!("reconcile-{}-{}", release.version, release.target);
+
+    // No version given: the release of the commit the action is pinned to.
+    let first = setup_action(work.path(), server.endpoint(), serde_json::json!({}), "");
+    assert_eq!(first["succeeded"], true, "{first:#}");
+    let report = &first["report"];
+    assert_eq!(report["outputs"]["version"], version_line());
+    assert_eq!(report["path"], serde_json::json!([installed_in.to_str().unwrap()]));
+    assert!(installed_in.join("reconcile").exists());
+    let uses: Vec<(&str, &str, &str)> = report["uses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| (u["uses"].as_str().unwrap(), u["with"]["key"].as_str().unwrap(), u["with"]["path"].as_str().unwrap()))
+        .collect();
+    let path = installed_in.to_str().unwrap();
+    assert!(uses[0].0.starts_with("actions/cache/restore@") && uses[0].1 == key && uses[0].2 == path, "{uses:?}");
+    assert!(uses[1].0.starts_with("actions/cache/save@") && uses[1].1 == key && uses[1].2 == path, "{uses:?}");
+    assert_eq!(server.requests().len(), 2);
+
+    // A cache hit: nothing downloaded, nothing saved, the same binary on PATH.
+    let again = setup_action(work.path(), server.endpoint(), serde_json::json!({ "version": release.version }), "true");
+    assert_eq!(again["succeeded"], true, "{again:#}");
+    assert_eq!(again["report"]["outputs"]["version"], version_line());
+    assert_eq!(again["report"]["uses"].as_array().unwrap().len(), 1, "only the restore");
+    assert_eq!(server.requests().len(), 2, "no download on a cache hit");
+
+    // An altered archive fails the action at the download, before anything is on PATH or saved.
+    let mut bytes = std::fs::read(dir.join(release.archive_name())).unwrap();
+    bytes[100] ^= 0x80;
+    std::fs::write(dir.join(release.archive_name()), bytes).unwrap();
+    let fresh = tempfile::tempdir().unwrap();
+    let refused = setup_action(fresh.path(), server.endpoint(), serde_json::json!({}), "");
+    assert_eq!(refused["succeeded"], false);
+    assert_eq!(refused["report"]["failed"], "Download and verify");
+    assert!(refused["report"]["stderr"].as_str().unwrap().contains("does not match SHA256SUMS"), "{refused:#}");
+    assert!(!fresh.path().join("path").exists());
+}

