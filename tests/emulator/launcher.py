@@ -164,12 +164,36 @@ class RequestRecorder:
             service = scope[3] if len(scope) > 3 else ""
         action = environ.get("HTTP_X_AMZ_TARGET", "").rsplit(".", 1)[-1]
         content_type = environ.get("CONTENT_TYPE", "")
-        if not action and content_type.startswith("application/x-www-form-urlencoded"):
-            # Query protocol (IAM, STS): the action is a form field. Read the body and put it back.
+        # What the request acts on, for the tests that hold each request to a policy: the
+        # repository, project, role or provider it names (S3's is in its path).
+        resource = ""
+        if action or content_type.startswith("application/x-www-form-urlencoded"):
+            # Read the body and put it back.
             length = int(environ.get("CONTENT_LENGTH") or 0)
             body = environ["wsgi.input"].read(length) if length else b""
             environ["wsgi.input"] = io.BytesIO(body)
-            action = parse_qs(body.decode("utf-8", "replace")).get("Action", [""])[0]
+            if action:
+                # JSON protocol (ECR, CodeBuild).
+                try:
+                    fields = json.loads(body or b"{}")
+                except ValueError:
+                    fields = {}
+                if isinstance(fields, dict):
+                    for key in ("repositoryName", "projectName", "name", "projectArn", "resourceArn", "ConnectionArn"):
+                        if isinstance(fields.get(key), str):
+                            resource = fields[key]
+                            break
+                    else:
+                        if isinstance(fields.get("names"), list):
+                            resource = ",".join(str(name) for name in fields["names"])
+            else:
+                # Query protocol (IAM, STS): the action is a form field.
+                form = parse_qs(body.decode("utf-8", "replace"))
+                action = form.get("Action", [""])[0]
+                for key in ("RoleName", "OpenIDConnectProviderArn", "Url", "RoleArn"):
+                    if form.get(key):
+                        resource = form[key][0]
+                        break
         entry = {
             "access_key": access_key,
             "service": service,
@@ -177,6 +201,7 @@ class RequestRecorder:
             "method": environ.get("REQUEST_METHOD", ""),
             "path": path,
             "query": environ.get("QUERY_STRING", ""),
+            "resource": resource,
             # When it arrived, comparable with the GitHub stand-in's log (both time.time()).
             "at": time.time(),
         }
@@ -340,8 +365,31 @@ def patch_codebuild():
             raise ResourceNotFoundException(f"Webhook for project {name} not found")
         return EmptyResult()
 
+    def update_project_visibility(self):
+        """`UpdateProjectVisibility`, which moto lacks: `PUBLIC_READ` shows the project's builds
+        and logs to anyone with its alias
+        (https://docs.aws.amazon.com/codebuild/latest/APIReference/API_UpdateProjectVisibility.html)."""
+        arn = self._get_param("projectArn") or ""
+        visibility = self._get_param("projectVisibility")
+        if visibility not in ("PUBLIC_READ", "PRIVATE"):
+            raise InvalidInputException(f"Invalid project visibility: {visibility}")
+        metadata = project(self, arn.rsplit("/", 1)[-1]).project_metadata
+        metadata["projectVisibility"] = visibility
+        if visibility == "PUBLIC_READ":
+            metadata["publicProjectAlias"] = metadata.get("publicProjectAlias") or secrets.token_hex(8)
+            if self._get_param("resourceAccessRole"):
+                metadata["resourceAccessRole"] = self._get_param("resourceAccessRole")
+        else:
+            metadata.pop("resourceAccessRole", None)
+        return ActionResult({
+            "projectArn": arn,
+            "publicProjectAlias": metadata.get("publicProjectAlias"),
+            "projectVisibility": visibility,
+        })
+
     responses.CodeBuildResponse.create_project = create_project
     responses.CodeBuildResponse.update_project = update_project
+    responses.CodeBuildResponse.update_project_visibility = update_project_visibility
     responses.CodeBuildResponse.create_webhook = create_webhook
     responses.CodeBuildResponse.update_webhook = update_webhook
     responses.CodeBuildResponse.delete_webhook = delete_webhook
@@ -584,6 +632,34 @@ def patch_defaults():
     ecr_models.Image.__init__ = image_pushed_after_the_last
 
 
+def patch_oidc_providers():
+    """What moto 5.2.5's IAM lacks for GitHub's identity provider, as IAM does it:
+    `AddClientIDToOpenIDConnectProvider` and `RemoveClientIDFromOpenIDConnectProvider`
+    (https://docs.aws.amazon.com/IAM/latest/APIReference/API_AddClientIDToOpenIDConnectProvider.html:
+    adding one already there, or removing one that is not, succeeds), and `ListRoles` paged with
+    `MaxItems` and `Marker` like the other lists.
+    """
+    from moto.core.responses import ActionResult, EmptyResult
+    from moto.iam import responses as iam_responses
+
+    def add_client_id(self):
+        provider = self.backend.get_open_id_connect_provider(self._get_param("OpenIDConnectProviderArn"))
+        client_id = self._get_param("ClientID")
+        if client_id not in provider.client_id_list:
+            provider.client_id_list.append(client_id)
+        return EmptyResult()
+
+    def remove_client_id(self):
+        provider = self.backend.get_open_id_connect_provider(self._get_param("OpenIDConnectProviderArn"))
+        client_id = self._get_param("ClientID")
+        if client_id in provider.client_id_list:
+            provider.client_id_list.remove(client_id)
+        return EmptyResult()
+
+    iam_responses.IamResponse.add_client_id_to_open_id_connect_provider = add_client_id
+    iam_responses.IamResponse.remove_client_id_from_open_id_connect_provider = remove_client_id
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
@@ -597,6 +673,7 @@ def main():
     patch_source_credentials()
     patch_pagination()
     patch_defaults()
+    patch_oidc_providers()
 
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
     from werkzeug.serving import make_server

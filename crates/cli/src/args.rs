@@ -122,6 +122,16 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = OutputsFormat::Text)]
         format: OutputsFormat,
     },
+    /// Print a CI role's IAM policy, derived from desired.toml as apply derives it.
+    Policy {
+        /// `read-only` (the plan and drift roles') or `apply` (the apply role's).
+        #[arg(value_enum)]
+        role: PolicyRole,
+        /// The account id to write into the ARNs, instead of asking STS whose the credentials
+        /// are (then no AWS call is made).
+        #[arg(long, value_name = "ID")]
+        account: Option<String>,
+    },
     /// Print the JSON Schema of desired.toml, for editors.
     Schema,
     /// Print a shell completion script.
@@ -136,6 +146,13 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
+}
+
+/// Which CI role's policy `reconcile policy` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PolicyRole {
+    ReadOnly,
+    Apply,
 }
 
 /// The bake cross-check.

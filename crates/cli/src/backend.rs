@@ -14,6 +14,10 @@ impl Backend for Aws {
         self.account().await.map_err(|error| self.failed(vec![error]))
     }
 
+    async fn caller(&self) -> Result<String, CliError> {
+        self.caller_arn().await.map_err(|error| self.failed(vec![error]))
+    }
+
     fn reconcilers(
         &self,
         account: &Account,

@@ -19,6 +19,7 @@ use std::time::Duration;
 use anyhow::Context;
 use async_trait::async_trait;
 use futures::future::BoxFuture;
+use reconcile_core::desired::CiPurpose;
 use reconcile_core::engine::{
     self, ApplyEvents, ApplyOptions, ApplyReport, DesiredResources, PlanOptions, Refusal, WhenUnreadable,
 };
@@ -147,6 +148,9 @@ pub fn desired_resources(
 pub trait Backend: Send + Sync {
     /// The account and region the credentials are for.
     async fn identify(&self) -> Result<Account, CliError>;
+    /// Who the credentials are: the caller's ARN (`arn:aws:sts::ID:assumed-role/NAME/SESSION`
+    /// for a role).
+    async fn caller(&self) -> Result<String, CliError>;
     /// A reconciler per AWS resource crate; ECR's prunes when `prune` says how.
     fn reconcilers(
         &self,
@@ -397,6 +401,38 @@ impl<B: Backend> Session<B> {
         saved::MadeWith { prune: self.inputs.prune.is_some(), github: matches!(self.github, GithubSide::Checked(_)) }
     }
 
+    /// Every refusal of a plan before its first write: error findings about desired.toml, the
+    /// engine's preflight (deletes without `--allow-delete`, a reconciler's own refusal), and a
+    /// change to a CI identity asked of the apply role itself, which could widen its own trust
+    /// or permissions: only an administrator may make those.
+    async fn preflight(&self, planned: &Planned, allow_delete: bool) -> Result<(), CliError> {
+        refuse_on(&planned.plan.findings)?;
+        engine::preflight(&planned.reconcilers, &planned.plan, allow_delete).map_err(refused)?;
+        let apply_role = self.inputs.desired.ci.as_ref().and_then(|ci| ci.role(CiPurpose::Apply));
+        let identities: Vec<String> = planned
+            .plan
+            .changes
+            .iter()
+            .filter(|change| reconcile_iam::is_ci_identity(change.address.kind))
+            .map(|change| change.address.to_string())
+            .collect();
+        if let Some(apply_role) = apply_role
+            && !identities.is_empty()
+        {
+            let caller = self.backend.caller().await?;
+            if is_role_session(&caller, &apply_role.name) {
+                return Err(CliError::Refused(format!(
+                    "this plan changes {}, and these credentials are the apply role `{}` ({caller}): the apply role \
+                     never changes the CI identities, which would let it widen its own trust or permissions; an \
+                     administrator applies this plan",
+                    identities.join(", "),
+                    apply_role.name
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Makes the account match desired.toml, or carries out a saved plan: look, preflight, lock,
     /// plan under the lock, approve, apply, release. Returns the exit code.
     pub async fn apply(&self, console: &dyn Console, request: ApplyRequest<'_>) -> Result<u8, CliError> {
@@ -420,7 +456,7 @@ impl<B: Backend> Session<B> {
                 return self.carry_out(console, &look, request, &mut Interrupts::none()).await;
             }
             // Every refusal before the lock: a refused plan takes none.
-            if let Err(refusal) = preflight(&look, request.allow_delete) {
+            if let Err(refusal) = self.preflight(&look, request.allow_delete).await {
                 console.plan(&look.plan)?;
                 return Err(refusal);
             }
@@ -505,7 +541,7 @@ impl<B: Backend> Session<B> {
             console.report(plan, &report)?;
             return if report.succeeded() { Ok(exit::OK) } else { Err(CliError::ApplyFailed) };
         }
-        preflight(planned, request.allow_delete)?;
+        self.preflight(planned, request.allow_delete).await?;
         if !request.auto_approve {
             let approved = tokio::select! {
                 answer = console.approve() => answer?,
@@ -564,15 +600,16 @@ impl<B: Backend> Session<B> {
     }
 }
 
-/// Every refusal of a plan before its first write: error findings about desired.toml, then the
-/// engine's preflight (deletes without `--allow-delete`, a reconciler's own refusal).
-fn preflight(planned: &Planned, allow_delete: bool) -> Result<(), CliError> {
-    refuse_on(&planned.plan.findings)?;
-    engine::preflight(&planned.reconcilers, &planned.plan, allow_delete).map_err(refused)
-}
-
 fn refused(refusal: Refusal) -> CliError {
     CliError::Refused(refusal.to_string())
+}
+
+/// Whether `caller` is a session of the role named `role`: STS names an assumed role's session
+/// `arn:PARTITION:sts::ACCOUNT:assumed-role/ROLE/SESSION`.
+fn is_role_session(caller: &str, role: &str) -> bool {
+    caller.split_once(":assumed-role/").is_some_and(|(prefix, rest)| {
+        prefix.starts_with("arn:") && rest.split_once('/').is_some_and(|(name, _)| name == role)
+    })
 }
 
 /// Refuses (exit 3) when an error finding is about desired.toml itself.
@@ -638,6 +675,10 @@ pytorch = {}
     impl Backend for FakeBackend {
         async fn identify(&self) -> Result<Account, CliError> {
             Ok(Account::new("123456789012", "us-east-1"))
+        }
+
+        async fn caller(&self) -> Result<String, CliError> {
+            Ok("arn:aws:sts::123456789012:assumed-role/administrator/session".to_owned())
         }
 
         fn reconcilers(&self, _: &Account, _: &Desired, _: Option<reconcile_ecr::Prune>) -> Vec<Box<dyn Reconciler>> {

@@ -12,6 +12,9 @@ use std::str::FromStr;
 pub enum ResourceKind {
     IamRole,
     IamRolePolicy,
+    IamOidcProvider,
+    IamCiRole,
+    IamCiRolePolicy,
     S3Bucket,
     S3BucketLifecycle,
     EcrRepository,
@@ -24,9 +27,12 @@ pub enum ResourceKind {
 }
 
 impl ResourceKind {
-    pub const ALL: [ResourceKind; 11] = [
+    pub const ALL: [ResourceKind; 14] = [
         ResourceKind::IamRole,
         ResourceKind::IamRolePolicy,
+        ResourceKind::IamOidcProvider,
+        ResourceKind::IamCiRole,
+        ResourceKind::IamCiRolePolicy,
         ResourceKind::S3Bucket,
         ResourceKind::S3BucketLifecycle,
         ResourceKind::EcrRepository,
@@ -42,6 +48,9 @@ impl ResourceKind {
         match self {
             ResourceKind::IamRole => "iam_role",
             ResourceKind::IamRolePolicy => "iam_role_policy",
+            ResourceKind::IamOidcProvider => "iam_oidc_provider",
+            ResourceKind::IamCiRole => "iam_ci_role",
+            ResourceKind::IamCiRolePolicy => "iam_ci_role_policy",
             ResourceKind::S3Bucket => "s3_bucket",
             ResourceKind::S3BucketLifecycle => "s3_bucket_lifecycle",
             ResourceKind::EcrRepository => "ecr_repository",
@@ -77,8 +86,10 @@ impl ResourceKind {
     /// inside a declared one: the inline policies of a role, beside the one it declares.
     pub fn has_members(self) -> bool {
         match self {
-            ResourceKind::IamRolePolicy => true,
+            ResourceKind::IamRolePolicy | ResourceKind::IamCiRolePolicy => true,
             ResourceKind::IamRole
+            | ResourceKind::IamOidcProvider
+            | ResourceKind::IamCiRole
             | ResourceKind::S3Bucket
             | ResourceKind::S3BucketLifecycle
             | ResourceKind::EcrRepository

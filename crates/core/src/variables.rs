@@ -10,7 +10,8 @@ pub const NIGHTLY_ENABLED: &str = "NIGHTLY_ENABLED";
 
 /// The derived variables desired.toml implies, in the order they are set, `NIGHTLY_ENABLED`
 /// last: `CODEBUILD_PROJECT` only when a project is declared, `NIGHTLY_ARCHES` only when
-/// `[nightly] arches` is.
+/// `[nightly] arches` is, the CI roles' ARNs (`RECONCILE_PLAN_ROLE_ARN`, ...) only when `[ci]`
+/// is.
 pub fn derived(desired: &Desired, account: &Account) -> Vec<(&'static str, String)> {
     let domain = if account.partition == "aws-cn" { "amazonaws.com.cn" } else { "amazonaws.com" };
     let mut variables = Vec::new();
@@ -21,6 +22,10 @@ pub fn derived(desired: &Desired, account: &Account) -> Vec<(&'static str, Strin
     variables.push(("AWS_REGION", account.region.clone()));
     if let Some(arches) = &desired.nightly.arches {
         variables.push(("NIGHTLY_ARCHES", arches.clone()));
+    }
+    for role in desired.ci.iter().flat_map(|ci| &ci.roles) {
+        let arn = format!("arn:{}:iam::{}:role/{}", account.partition, account.id, role.name);
+        variables.push((role.purpose.variable(), arn));
     }
     variables.push((NIGHTLY_ENABLED, desired.nightly.enabled.to_string()));
     variables

@@ -26,8 +26,9 @@ use reconcile_core::reconciler::{Assessment, Observations};
 use reconcile_core::{Account, Address, Applied, Progress, ReconcileError, Reconciler, ResourceKind};
 
 pub use lifecycle::{canonical_policy, canonical_policy_text};
+pub use reconcile_core::desired::prune_marker;
+pub use spec::desired;
 use spec::{LifecyclePolicySpec, RepositorySpec, RepositoryState};
-pub use spec::{desired, prune_marker};
 
 /// Finding code: a repository desired.toml does not declare. Stable; never reused.
 pub const UNDECLARED_REPOSITORY: &str = "D101";

@@ -68,19 +68,3 @@ pub fn desired(desired: &Desired, _account: &Account) -> Result<Vec<DesiredResou
     }
     Ok(resources)
 }
-
-/// The tag that marks a repository as reconcile's, for `--prune`: the `managed-by` tag, with the
-/// value desired.toml gives every repository it declares. Without one, nothing can be told apart
-/// from a repository made by hand, so pruning is refused.
-pub fn prune_marker(desired: &Desired) -> Result<(String, String), String> {
-    const KEY: &str = "managed-by";
-    let values: std::collections::BTreeSet<Option<&String>> =
-        desired.ecr.repositories.iter().map(|r| r.tags.get(KEY)).collect();
-    match values.into_iter().collect::<Vec<_>>().as_slice() {
-        [Some(value)] => Ok((KEY.to_owned(), (*value).clone())),
-        _ => Err(format!(
-            "--prune deletes only repositories tagged `{KEY}` with the value desired.toml gives every repository it \
-             declares, and desired.toml gives them no single such value; set it in `[ecr.defaults.tags]`"
-        )),
-    }
-}

@@ -1,11 +1,15 @@
 //! The IAM reconciler: `iam_role.<key>` (trust policy, description, max session duration, tags)
 //! and `iam_role_policy.<key>` (the role's inline policy, derived from the rest of the desired
-//! state; see `derive`).
+//! state; see `derive`); and the CI identities of `[ci]` (see `ci`): `iam_oidc_provider.github`,
+//! `iam_ci_role.<plan|drift|apply>` and `iam_ci_role_policy.<...>`, a CI role being a role like
+//! the runner's with a trust and a policy of its own.
 //!
-//! Inline policies on the role that desired.toml does not declare are planned as deletes,
+//! Inline policies on a role that desired.toml does not declare are planned as deletes,
 //! addressed as members of the declared one, `iam_role_policy.<key>/<policy name>`; managed
-//! policies attached to the role are reported as findings. Roles themselves are never deleted.
+//! policies attached to the role are reported as findings. Roles and the provider are never
+//! deleted.
 
+mod ci;
 mod derive;
 mod policy;
 mod spec;
@@ -17,19 +21,32 @@ use aws_sdk_iam as iam;
 use reconcile_aws::{Parallelism, absent_if, after_create, failed, gone_if, has_code, visible_tags};
 use reconcile_core::json::{tag_changes, to_compact};
 use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Observed, Severity};
-use reconcile_core::reconciler::Observations;
+use reconcile_core::reconciler::{Assessment, Observations};
 use reconcile_core::spec::attributes;
 use reconcile_core::{Account, Address, Applied, Progress, ReconcileError, Reconciler, ResourceKind};
 use serde_json::Value;
 
+pub use ci::{apply_policy, provider_arn, read_only_policy, trust_widening};
 pub use derive::{INLINE_POLICY_LIMIT, inline_policy};
 pub use policy::{canonical, canonical_text, percent_decode};
-use spec::{RolePolicySpec, RoleSpec, RoleState};
+use spec::{ProviderSpec, RolePolicySpec, RoleSpec, RoleState};
 pub use spec::{desired, trust_policy};
 
 /// Finding code: a managed policy is attached to a managed role, widening it beyond what
 /// desired.toml derives (it replaced W101, a warning, which is retired). Stable; never reused.
 pub const ATTACHED_MANAGED_POLICY: &str = "S101";
+
+/// Finding code: a CI role's live trust policy lets more runs, repositories or principals assume
+/// it than the one derived: whoever it admits can plan, or apply, as reconcile. Stable.
+pub const CI_TRUST_WIDENED: &str = "S104";
+
+/// Finding code: a role desired.toml does not declare trusts GitHub's OIDC provider: some
+/// workflow can assume it, and reconcile does not check which. Stable.
+pub const UNDECLARED_GITHUB_ROLE: &str = "D107";
+
+/// Finding code: the plan changes a CI identity (the OIDC provider, a CI role or its policy),
+/// which the apply role can never do: an administrator applies it. Stable.
+pub const NEEDS_AN_ADMINISTRATOR: &str = "W501";
 
 /// IAM's answer for "there is no such role or policy".
 const NO_SUCH_ENTITY: &str = "NoSuchEntity";
@@ -39,6 +56,9 @@ reconcile_core::resource_kinds! {
     pub enum IamKind {
         Role = IamRole,
         RolePolicy = IamRolePolicy,
+        Provider = IamOidcProvider,
+        CiRole = IamCiRole,
+        CiRolePolicy = IamCiRolePolicy,
     }
 }
 
@@ -60,6 +80,36 @@ impl IamReconciler {
     }
 }
 
+/// The runner's roles and the CI roles are handled alike, each under kinds of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Family {
+    Runner,
+    Ci,
+}
+
+impl Family {
+    fn of(kind: ResourceKind) -> Family {
+        match kind {
+            ResourceKind::IamCiRole | ResourceKind::IamCiRolePolicy => Family::Ci,
+            _ => Family::Runner,
+        }
+    }
+
+    fn role(self) -> ResourceKind {
+        match self {
+            Family::Runner => ResourceKind::IamRole,
+            Family::Ci => ResourceKind::IamCiRole,
+        }
+    }
+
+    fn policy(self) -> ResourceKind {
+        match self {
+            Family::Runner => ResourceKind::IamRolePolicy,
+            Family::Ci => ResourceKind::IamCiRolePolicy,
+        }
+    }
+}
+
 #[async_trait]
 impl Reconciler for IamReconciler {
     fn kinds(&self) -> &'static [ResourceKind] {
@@ -67,22 +117,40 @@ impl Reconciler for IamReconciler {
     }
 
     async fn observe(&self, desired: &[&DesiredResource]) -> Result<Observations, ReconcileError> {
-        // Group the two kinds by role: one GetRole serves both.
-        let mut roles: BTreeMap<&str, (Option<&DesiredResource>, Option<&DesiredResource>)> = BTreeMap::new();
+        // Group each role's two kinds: one GetRole serves both.
+        type Pair<'a> = (Option<&'a DesiredResource>, Option<&'a DesiredResource>);
+        let mut roles: BTreeMap<(Family, &str), Pair<'_>> = BTreeMap::new();
+        let mut provider = None;
         for resource in desired {
-            let entry = roles.entry(resource.address.name.as_str()).or_default();
-            match resource.address.kind {
-                ResourceKind::IamRolePolicy => entry.1 = Some(resource),
+            let kind = resource.address.kind;
+            if kind == ResourceKind::IamOidcProvider {
+                provider = Some(*resource);
+                continue;
+            }
+            let entry = roles.entry((Family::of(kind), resource.address.name.as_str())).or_default();
+            match kind {
+                ResourceKind::IamRolePolicy | ResourceKind::IamCiRolePolicy => entry.1 = Some(resource),
                 _ => entry.0 = Some(resource),
             }
         }
-        let reads: Vec<_> =
-            roles.into_iter().map(|(key, (role, policy))| self.observe_role(key, role, policy)).collect();
+        let reads: Vec<_> = roles
+            .into_iter()
+            .map(|((family, key), (role, policy))| self.observe_role(family, key, role, policy))
+            .collect();
+        let (roles, provider) = futures::join!(futures::future::join_all(reads), async {
+            match provider {
+                Some(provider) => Some(self.observe_provider(provider).await),
+                None => None,
+            }
+        });
         let mut observations = Observations::default();
-        for result in futures::future::join_all(reads).await {
+        for result in roles {
             let role = result?;
             observations.resources.extend(role.resources);
             observations.findings.extend(role.findings);
+        }
+        if let Some(provider) = provider {
+            observations.resources.extend(provider?);
         }
         Ok(observations)
     }
@@ -90,31 +158,118 @@ impl Reconciler for IamReconciler {
     async fn apply(&self, change: &Change, _progress: &dyn Progress) -> Result<Applied, ReconcileError> {
         let address = &change.address;
         match (IamKind::of(address)?, change.action) {
-            (IamKind::Role, Action::Create) => self.create_role(change).await,
-            (IamKind::Role, Action::Update) => {
+            (IamKind::Role | IamKind::CiRole, Action::Create) => self.create_role(change).await,
+            (IamKind::Role | IamKind::CiRole, Action::Update) => {
                 let before = reconcile_core::spec::before::<RoleSpec>(change)?;
                 let current_tags = before.as_ref().map(|b| b.tags.clone()).unwrap_or_default();
                 self.converge_role(change, before.as_ref(), &current_tags).await?;
                 Ok(Applied::Done)
             }
-            (IamKind::Role, Action::Delete | Action::Replace) => Err(ReconcileError::never(address, "delete role")),
-            (IamKind::RolePolicy, Action::Create | Action::Update) => self.put_role_policy(change).await,
-            (IamKind::RolePolicy, Action::Delete) => self.delete_role_policy(change).await,
+            (IamKind::Role | IamKind::CiRole, Action::Delete | Action::Replace) => {
+                Err(ReconcileError::never(address, "delete role"))
+            }
+            (IamKind::RolePolicy | IamKind::CiRolePolicy, Action::Create | Action::Update) => {
+                self.put_role_policy(change).await
+            }
+            (IamKind::RolePolicy | IamKind::CiRolePolicy, Action::Delete) => self.delete_role_policy(change).await,
             // This reconciler's diff never plans one: a policy changes in place.
-            (IamKind::RolePolicy, Action::Replace) => Err(ReconcileError::never(address, "replace")),
+            (IamKind::RolePolicy | IamKind::CiRolePolicy, Action::Replace) => {
+                Err(ReconcileError::never(address, "replace"))
+            }
+            (IamKind::Provider, Action::Create) => self.create_provider(change).await,
+            (IamKind::Provider, Action::Update) => {
+                let before = reconcile_core::spec::before::<ProviderSpec>(change)?;
+                self.converge_provider(change, before.as_ref()).await?;
+                Ok(Applied::Done)
+            }
+            (IamKind::Provider, Action::Delete | Action::Replace) => {
+                Err(ReconcileError::never(address, "delete the identity provider"))
+            }
         }
     }
+
+    /// Roles desired.toml does not declare that GitHub's provider can be used to assume: some
+    /// workflow, of some repository, can act as them. Only when `[ci]` is declared (the
+    /// read-only policy allows `iam:ListRoles` then).
+    async fn survey(&self, desired: &[&DesiredResource]) -> Result<Vec<Finding>, ReconcileError> {
+        if !desired.iter().any(|r| r.address.kind == ResourceKind::IamOidcProvider) {
+            return Ok(Vec::new());
+        }
+        let declared: std::collections::BTreeSet<&str> = desired
+            .iter()
+            .filter(|r| matches!(r.address.kind, ResourceKind::IamRole | ResourceKind::IamCiRole))
+            .map(|r| r.remote_name.as_str())
+            .collect();
+        let mut pages = self.client.list_roles().into_paginator().send();
+        let mut findings = Vec::new();
+        while let Some(page) = self.parallelism.send(|| pages.next()).await {
+            for role in page.map_err(failed(None, "list roles"))?.roles() {
+                if declared.contains(role.role_name()) {
+                    continue;
+                }
+                let trust = role
+                    .assume_role_policy_document()
+                    .map_or(Value::Null, |text| policy::canonical_text(text, &self.account.partition));
+                if let Some(subjects) = ci::github_subjects(&trust) {
+                    findings.push(Finding {
+                        code: UNDECLARED_GITHUB_ROLE.to_owned(),
+                        severity: Severity::Warning,
+                        address: None,
+                        message: format!(
+                            "role `{}` is not in desired.toml and trusts GitHub's OIDC provider ({}): the workflows \
+                             it admits can act as it; declare what they need under [ci], or delete it",
+                            role.role_name(),
+                            subjects.join("; ")
+                        ),
+                        overridden_by: None,
+                    });
+                }
+            }
+        }
+        Ok(findings)
+    }
+
+    /// A plan that changes a CI identity says that the apply role cannot carry it out.
+    async fn assess(
+        &self,
+        changes: &[&Change],
+        _desired: &BTreeMap<Address, DesiredResource>,
+    ) -> Result<Assessment, ReconcileError> {
+        let identities: Vec<String> =
+            changes.iter().filter(|c| is_ci_identity(c.address.kind)).map(|c| format!("`{}`", c.address)).collect();
+        let mut assessment = Assessment::default();
+        if !identities.is_empty() {
+            assessment.findings.push(Finding {
+                code: NEEDS_AN_ADMINISTRATOR.to_owned(),
+                severity: Severity::Warning,
+                address: None,
+                message: format!(
+                    "this plan changes the CI identities {}: the apply role can never change them (it would widen \
+                     itself), so an administrator must apply it",
+                    identities.join(", ")
+                ),
+                overridden_by: None,
+            });
+        }
+        Ok(assessment)
+    }
+}
+
+/// Whether `kind` is one of the CI identities, which only an administrator may change.
+pub fn is_ci_identity(kind: ResourceKind) -> bool {
+    matches!(kind, ResourceKind::IamOidcProvider | ResourceKind::IamCiRole | ResourceKind::IamCiRolePolicy)
 }
 
 impl IamReconciler {
     async fn observe_role(
         &self,
+        family: Family,
         key: &str,
         role: Option<&DesiredResource>,
         policy: Option<&DesiredResource>,
     ) -> Result<Observations, ReconcileError> {
-        let role_address = Address::new(ResourceKind::IamRole, key);
-        let policy_address = Address::new(ResourceKind::IamRolePolicy, key);
+        let role_address = Address::new(family.role(), key);
+        let policy_address = Address::new(family.policy(), key);
         let Some(role_name) = role.or(policy).map(|r| r.remote_name.as_str()) else {
             return Ok(Observations::default());
         };
@@ -164,6 +319,11 @@ impl IamReconciler {
                         .map(str::to_owned),
                 },
             };
+            if family == Family::Ci
+                && let Some(role) = role
+            {
+                observations.findings.extend(self.widened_trust(&role_address, role, &state.spec)?);
+            }
             observations.resources.insert(role_address.clone(), Observed::Present(attributes(&state)));
         }
         if let Some(attached) = attached {
@@ -180,13 +340,146 @@ impl IamReconciler {
                     policy_address.clone()
                 } else {
                     // Undeclared: planned as a delete.
-                    Address::member(ResourceKind::IamRolePolicy, key, name)
+                    Address::member(family.policy(), key, name)
                 };
                 observations.resources.insert(address, observed);
             }
             observations.resources.entry(policy_address).or_insert(Observed::Absent);
         }
         Ok(observations)
+    }
+
+    /// The S104 finding when a CI role's live trust admits more than the derived one.
+    fn widened_trust(
+        &self,
+        address: &Address,
+        desired: &DesiredResource,
+        live: &RoleSpec,
+    ) -> Result<Option<Finding>, ReconcileError> {
+        let declared: RoleSpec = reconcile_core::spec::desired(desired)?;
+        if declared.assume_role_policy == live.assume_role_policy {
+            return Ok(None);
+        }
+        let reasons = ci::trust_widening(&live.assume_role_policy, &declared.assume_role_policy);
+        Ok((!reasons.is_empty()).then(|| Finding {
+            code: CI_TRUST_WIDENED.to_owned(),
+            severity: Severity::Error,
+            address: Some(address.clone()),
+            message: format!(
+                "the trust policy of CI role `{}` admits more than desired.toml derives: {}; whoever it admits can act \
+                 as reconcile; an administrator's apply puts it back",
+                live.name,
+                reasons.join("; ")
+            ),
+            overridden_by: None,
+        }))
+    }
+
+    async fn observe_provider(&self, desired: &DesiredResource) -> Result<BTreeMap<Address, Observed>, ReconcileError> {
+        let address = &desired.address;
+        let response = self
+            .parallelism
+            .send(|| {
+                self.client.get_open_id_connect_provider().open_id_connect_provider_arn(&desired.remote_name).send()
+            })
+            .await;
+        let observed = match absent_if(response, &[NO_SUCH_ENTITY])
+            .map_err(failed(Some(address), "read the identity provider"))?
+        {
+            None => Observed::Absent,
+            Some(live) => {
+                let mut client_ids = live.client_id_list().to_vec();
+                client_ids.sort();
+                client_ids.dedup();
+                let spec = ProviderSpec {
+                    url: live.url().unwrap_or_default().trim_start_matches("https://").to_owned(),
+                    client_ids,
+                    tags: visible_tags(live.tags().iter().map(|t| (t.key(), t.value()))),
+                };
+                Observed::Present(attributes(&spec))
+            }
+        };
+        Ok(BTreeMap::from([(address.clone(), observed)]))
+    }
+
+    async fn create_provider(&self, change: &Change) -> Result<Applied, ReconcileError> {
+        let address = &change.address;
+        let after: ProviderSpec = reconcile_core::spec::after(change)?;
+        let tags = tag_list(&after.tags);
+        let response = self
+            .client
+            .create_open_id_connect_provider()
+            .url(format!("https://{}", after.url))
+            .set_client_id_list(Some(after.client_ids.clone()))
+            .set_tags((!tags.is_empty()).then_some(tags))
+            .send()
+            .await;
+        match response {
+            Ok(_) => Ok(Applied::Done),
+            // Made since the plan was read: converge it instead.
+            Err(error) if has_code(&error, &["EntityAlreadyExists"]) => {
+                self.converge_provider(change, None).await?;
+                Ok(Applied::Adopted)
+            }
+            Err(error) => Err(failed(Some(address), "create the identity provider")(error)),
+        }
+    }
+
+    /// Makes the provider's audiences and tags match, touching only what differs from `before`
+    /// (read again when unknown).
+    async fn converge_provider(&self, change: &Change, before: Option<&ProviderSpec>) -> Result<(), ReconcileError> {
+        let address = &change.address;
+        let after: ProviderSpec = reconcile_core::spec::after(change)?;
+        let arn = provider_arn(&self.account);
+        let before = match before {
+            Some(before) => before.clone(),
+            None => {
+                let desired = DesiredResource::new(address.clone(), &arn, serde_json::Map::new());
+                match self.observe_provider(&desired).await?.remove(address) {
+                    Some(Observed::Present(fields)) => serde_json::from_value(Value::Object(fields))
+                        .map_err(|e| ReconcileError::new(Some(address), "read the identity provider", e.to_string()))?,
+                    _ => return Err(ReconcileError::new(Some(address), "update the identity provider", "it is gone")),
+                }
+            }
+        };
+        for client_id in after.client_ids.iter().filter(|id| !before.client_ids.contains(id)) {
+            self.client
+                .add_client_id_to_open_id_connect_provider()
+                .open_id_connect_provider_arn(&arn)
+                .client_id(client_id)
+                .send()
+                .await
+                .map_err(failed(Some(address), "add an audience to the identity provider"))?;
+        }
+        for client_id in before.client_ids.iter().filter(|id| !after.client_ids.contains(id)) {
+            self.client
+                .remove_client_id_from_open_id_connect_provider()
+                .open_id_connect_provider_arn(&arn)
+                .client_id(client_id)
+                .send()
+                .await
+                .map_err(failed(Some(address), "remove an audience from the identity provider"))?;
+        }
+        let (remove, set) = tag_changes(&before.tags, &after.tags);
+        if !remove.is_empty() {
+            self.client
+                .untag_open_id_connect_provider()
+                .open_id_connect_provider_arn(&arn)
+                .set_tag_keys(Some(remove))
+                .send()
+                .await
+                .map_err(failed(Some(address), "remove the identity provider's tags"))?;
+        }
+        if !set.is_empty() {
+            self.client
+                .tag_open_id_connect_provider()
+                .open_id_connect_provider_arn(&arn)
+                .set_tags(Some(tag_list(&set)))
+                .send()
+                .await
+                .map_err(failed(Some(address), "tag the identity provider"))?;
+        }
+        Ok(())
     }
 
     async fn inline_policy_names(&self, address: &Address, role_name: &str) -> Result<Vec<String>, ReconcileError> {

@@ -10,6 +10,7 @@ use reconcile_core::{Account, Address, ReconcileError, ResourceKind};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::ci;
 use crate::derive::inline_policy;
 use crate::policy::canonical;
 
@@ -43,6 +44,24 @@ pub(crate) struct RolePolicySpec {
     pub policy_name: String,
     pub document: Value,
 }
+
+/// `iam_oidc_provider.github`: GitHub Actions' identity provider. Its thumbprints are not
+/// managed: IAM verifies GitHub's tokens against its own trusted certificate authorities and
+/// ignores them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ProviderSpec {
+    /// The host, as IAM answers it (no `https://`).
+    pub url: String,
+    /// The audiences it accepts, sorted.
+    pub client_ids: Vec<String>,
+    pub tags: BTreeMap<String, String>,
+}
+
+/// The address name of the OIDC provider.
+pub const PROVIDER_KEY: &str = "github";
+
+/// The name of a CI role's one inline policy.
+pub const CI_POLICY_NAME: &str = "reconcile";
 
 /// The trust policy for a role that the given services assume.
 pub fn trust_policy(services: &[String]) -> Value {
@@ -87,6 +106,52 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
             document: canonical(&document, &account.partition),
         };
         resources.push(DesiredResource::new(policy_address, &role.name, attributes(&spec)).under(&role_address));
+    }
+    if let Some(declared) = &desired.ci {
+        let provider_address = Address::new(ResourceKind::IamOidcProvider, PROVIDER_KEY);
+        let provider = ProviderSpec {
+            url: reconcile_core::desired::GITHUB_OIDC_HOST.to_owned(),
+            client_ids: vec![reconcile_core::desired::GITHUB_OIDC_AUDIENCE.to_owned()],
+            tags: declared.tags.clone(),
+        };
+        resources.push(DesiredResource::new(
+            provider_address.clone(),
+            ci::provider_arn(account),
+            attributes(&provider),
+        ));
+        let max_session_duration = i32::try_from(declared.max_session_duration).map_err(|_| {
+            ReconcileError::new(Some(&provider_address), "read max_session_duration", "it is larger than IAM allows")
+        })?;
+        for role in &declared.roles {
+            let key = role.purpose.key();
+            let role_address = Address::new(ResourceKind::IamCiRole, key);
+            let spec = RoleSpec {
+                name: role.name.clone(),
+                assume_role_policy: canonical(&ci::trust_policy(role, account), &account.partition),
+                description: format!("reconcile's {key} role, assumed by {} only", role.subject),
+                max_session_duration,
+                tags: declared.tags.clone(),
+                permissions_boundary: None,
+            };
+            resources.push(
+                DesiredResource::new(role_address.clone(), &role.name, attributes(&spec))
+                    .depending_on([provider_address.clone()]),
+            );
+            let document = if role.purpose.reads_only() {
+                ci::read_only_policy(desired, account)
+            } else {
+                let policy_address = Address::new(ResourceKind::IamCiRolePolicy, key);
+                ci::apply_policy(desired, account)
+                    .map_err(|why| ReconcileError::new(Some(&policy_address), "derive the inline policy", why))?
+            };
+            let spec = RolePolicySpec {
+                role: role.name.clone(),
+                policy_name: CI_POLICY_NAME.to_owned(),
+                document: canonical(&document, &account.partition),
+            };
+            let policy_address = Address::new(ResourceKind::IamCiRolePolicy, key);
+            resources.push(DesiredResource::new(policy_address, &role.name, attributes(&spec)).under(&role_address));
+        }
     }
     Ok(resources)
 }

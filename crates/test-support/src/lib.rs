@@ -181,6 +181,7 @@ impl Emulator {
                     method: field("method"),
                     path: field("path"),
                     query: field("query"),
+                    resource: field("resource"),
                     at: entry["at"].as_f64().unwrap_or_default(),
                 }
             })
@@ -199,6 +200,9 @@ pub struct RecordedRequest {
     pub path: String,
     /// The query string: for S3's REST, which setting of a bucket (`tagging`, `acl`, ...).
     pub query: String,
+    /// What it names as its subject, for JSON and query protocols: the repository, project,
+    /// role or identity provider (S3's is in `path`).
+    pub resource: String,
     /// When it arrived, in seconds since the epoch: comparable with the GitHub stand-in's log.
     pub at: f64,
 }
@@ -252,6 +256,27 @@ impl TestAccount {
     /// An SDK configuration for this account, for making changes out of band.
     pub fn sdk_config(&self) -> SdkConfig {
         emulator().sdk_config(self.credentials(), REGION)
+    }
+
+    /// The same account as a session of its role `role_name`, as `aws sts assume-role` gives
+    /// one: its own keys (so its requests are told apart), and `GetCallerIdentity` answers
+    /// `arn:aws:sts::ID:assumed-role/ROLE/SESSION`.
+    pub async fn assume(&self, role_name: &str) -> TestAccount {
+        let assumed = aws_sdk_sts::Client::new(&self.sdk_config())
+            .assume_role()
+            .role_arn(format!("arn:aws:iam::{}:role/{role_name}", self.id))
+            .role_session_name("reconcile-test")
+            .send()
+            .await
+            .expect("the emulator answers AssumeRole");
+        let credentials = assumed.credentials().expect("AssumeRole returns credentials");
+        TestAccount {
+            id: self.id.clone(),
+            endpoint: self.endpoint.clone(),
+            access_key_id: credentials.access_key_id().to_owned(),
+            secret_access_key: credentials.secret_access_key().to_owned(),
+            session_token: credentials.session_token().to_owned(),
+        }
     }
 
     /// Every request this account has made so far.

@@ -6,6 +6,7 @@ mod docs;
 mod drift;
 mod outputs;
 mod plan;
+mod policy;
 mod usage;
 mod validate;
 
@@ -66,6 +67,10 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             let inputs = Inputs::load(&desired, None, false, false)?;
             outputs::run(&Aws::load(&inputs.desired.region, Purpose::Read, parallelism).await, &inputs.desired, format)
                 .await
+        }
+        Command::Policy { role, account } => {
+            let inputs = Inputs::load(&desired, None, false, false)?;
+            policy::run(&inputs.desired, role, account.as_deref(), parallelism).await
         }
         Command::Usage { format, since } => {
             let inputs = Inputs::load(&desired, None, false, false)?;

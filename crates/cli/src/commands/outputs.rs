@@ -23,8 +23,9 @@ pub async fn run(aws: &Aws, desired: &Desired, format: OutputsFormat) -> Result<
     let variables = reconcile_core::variables::derived(desired, &account);
     match format {
         OutputsFormat::Text => {
+            let width = variables.iter().map(|(name, _)| name.len()).max().unwrap_or(0);
             for (name, value) in &variables {
-                out(&format!("gh variable set {name:<17} --body {}\n", shell_quoted(value)?))?;
+                out(&format!("gh variable set {name:<width$} --body {}\n", shell_quoted(value)?))?;
             }
         }
         OutputsFormat::Json => {

@@ -16,9 +16,10 @@ async fn an_empty_account_is_built_and_a_second_apply_writes_nothing() {
     let first = reconcile(&account, &desired, &["apply", "--auto-approve"]);
     assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
     // 27 repositories and their policies, the bucket and its lifecycle, the role and its policy,
-    // the runner project and its webhook.
-    assert!(first.stdout.contains("Plan: 60 to create, 0 to update, 0 to delete."), "{}", first.stdout);
-    assert!(first.stdout.contains("Apply complete! Resources: 60 created, 0 updated, 0 deleted."));
+    // the runner project and its webhook, GitHub's identity provider and the three CI roles with
+    // their policies.
+    assert!(first.stdout.contains("Plan: 67 to create, 0 to update, 0 to delete."), "{}", first.stdout);
+    assert!(first.stdout.contains("Apply complete! Resources: 67 created, 0 updated, 0 deleted."));
 
     let config = account.sdk_config();
     let client = ecr::Client::new(&config);
@@ -82,10 +83,23 @@ async fn the_account_of_2026_11_11_is_planned_applied_and_converges() {
     insta::assert_snapshot!("apply_2026_11_11", redact(&report, &account));
     let mut writes: Vec<String> = account.writes()[before_apply..].iter().map(ToString::to_string).collect();
     writes.sort();
+    // The account had no CI identities then: this first apply (an administrator's) makes them.
     assert_eq!(
         writes,
-        ["ecr:PutLifecyclePolicy", "ecr:PutLifecyclePolicy", "ecr:PutLifecyclePolicy", "iam:PutRolePolicy"],
-        "exactly the three lifecycle policies and the role's policy are written"
+        [
+            "ecr:PutLifecyclePolicy",
+            "ecr:PutLifecyclePolicy",
+            "ecr:PutLifecyclePolicy",
+            "iam:CreateOpenIDConnectProvider",
+            "iam:CreateRole",
+            "iam:CreateRole",
+            "iam:CreateRole",
+            "iam:PutRolePolicy",
+            "iam:PutRolePolicy",
+            "iam:PutRolePolicy",
+            "iam:PutRolePolicy",
+        ],
+        "exactly the three lifecycle policies, the role's policy, and the CI identities are written"
     );
 
     let again = reconcile(&account, &desired, &["plan", "--detailed-exitcode"]);
@@ -116,9 +130,11 @@ async fn plan_reads_only_and_reads_each_thing_once() {
     // One batched describe for all 27 repositories, then one lifecycle policy, one repository
     // policy and one tag read each; one HeadBucket for the bucket and its lifecycle, then one read
     // per bucket setting (tags, Block Public Access, encryption, policy, Object Ownership, ACL,
-    // versioning, replication, website, logging, lifecycle); one GetRole for the role and its
-    // policy; one BatchGetProjects for the project and its webhook. And the images of the three
-    // repositories whose lifecycle policy the plan puts, to say what each policy will expire.
+    // versioning, replication, website, logging, lifecycle); one GetRole for each role and its
+    // policy, the runner's and the three CI roles (not made yet here: their two lists go out with
+    // GetRole and fail with it), and GitHub's identity provider; one BatchGetProjects for the
+    // project and its webhook. And the images of the three repositories whose lifecycle policy
+    // the plan puts, to say what each policy will expire.
     assert_eq!(
         counts.into_iter().collect::<Vec<_>>(),
         [
@@ -128,10 +144,11 @@ async fn plan_reads_only_and_reads_each_thing_once() {
             ("ecr:GetLifecyclePolicy".to_owned(), 27),
             ("ecr:GetRepositoryPolicy".to_owned(), 27),
             ("ecr:ListTagsForResource".to_owned(), 27),
-            ("iam:GetRole".to_owned(), 1),
+            ("iam:GetOpenIDConnectProvider".to_owned(), 1),
+            ("iam:GetRole".to_owned(), 4),
             ("iam:GetRolePolicy".to_owned(), 1),
-            ("iam:ListAttachedRolePolicies".to_owned(), 1),
-            ("iam:ListRolePolicies".to_owned(), 1),
+            ("iam:ListAttachedRolePolicies".to_owned(), 4),
+            ("iam:ListRolePolicies".to_owned(), 4),
             (format!("s3:GET {bucket}"), 11),
             (format!("s3:HEAD {bucket}"), 1),
             ("sts:GetCallerIdentity".to_owned(), 1),

@@ -145,3 +145,205 @@ async fn a_permissions_boundary_set_out_of_band_is_drift_and_removed() {
     let role = iam.get_role().role_name("rocm-bake-codebuild").send().await.unwrap();
     assert!(role.role().unwrap().permissions_boundary().is_none());
 }
+
+/// Changes, out of band, every setting of the small account with its runner
+/// (`small_account_with_runner(&["pytorch", "pytorch-cache"])`, applied) that apply puts back:
+/// the repository's tag mutability, scanning, tags, lifecycle policy and a repository policy;
+/// the bucket's policy, versioning, replication, website, logging, Object Ownership and ACL,
+/// Block Public Access, encryption, tags and lifecycle; the role's trust, description, session
+/// length, tags, inline policy, an extra inline policy and a permissions boundary; the project's
+/// description, its visibility and its webhook's filters. The policy test applies it all as the
+/// apply role.
+pub async fn vandalise_everything(account: &TestAccount) {
+    let ecr = ecr::Client::new(&account.sdk_config());
+    let repository = "pytorch-cache";
+    ecr.put_image_tag_mutability()
+        .repository_name(repository)
+        .image_tag_mutability(ecr::types::ImageTagMutability::Immutable)
+        .send()
+        .await
+        .unwrap();
+    ecr.put_image_scanning_configuration()
+        .repository_name(repository)
+        .image_scanning_configuration(ecr::types::ImageScanningConfiguration::builder().scan_on_push(true).build())
+        .send()
+        .await
+        .unwrap();
+    let arn = format!("arn:aws:ecr:us-east-1:{}:repository/{repository}", account.id);
+    let tag = |k: &str, v: &str| ecr::types::Tag::builder().key(k).value(v).build().unwrap();
+    ecr.tag_resource()
+        .resource_arn(&arn)
+        .tags(tag("owner", "someone"))
+        .tags(tag("project", "other"))
+        .send()
+        .await
+        .unwrap();
+    crate::support::put_lifecycle_policy(&ecr, repository, crate::support::OLD_14_DAY_POLICY).await;
+    let pull = r#"{"Version":"2012-10-17","Statement":[{"Sid":"x","Effect":"Allow","Principal":{"AWS":"arn:aws:iam::999999999999:root"},"Action":"ecr:BatchGetImage"}]}"#;
+    ecr.set_repository_policy().repository_name(repository).policy_text(pull).send().await.unwrap();
+
+    let s3 = s3::Client::from_conf(s3::config::Builder::from(&account.sdk_config()).force_path_style(true).build());
+    let bucket = format!("rocm-bake-sccache-{}", account.id);
+    let foreign = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::999999999999:root"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::BUCKET/*"}]}"#
+        .replace("BUCKET", &bucket);
+    s3.put_bucket_policy().bucket(&bucket).policy(foreign).send().await.unwrap();
+    let enabled =
+        s3::types::VersioningConfiguration::builder().status(s3::types::BucketVersioningStatus::Enabled).build();
+    s3.put_bucket_versioning().bucket(&bucket).versioning_configuration(enabled.clone()).send().await.unwrap();
+    let copies = format!("copies-{}", account.id);
+    s3.create_bucket().bucket(&copies).send().await.unwrap();
+    s3.put_bucket_versioning().bucket(&copies).versioning_configuration(enabled).send().await.unwrap();
+    let replication = s3::types::ReplicationConfiguration::builder()
+        .role(format!("arn:aws:iam::{}:role/replicator", account.id))
+        .rules(
+            s3::types::ReplicationRule::builder()
+                .id("everything")
+                .status(s3::types::ReplicationRuleStatus::Enabled)
+                .filter(s3::types::ReplicationRuleFilter::builder().prefix("").build())
+                .destination(
+                    s3::types::Destination::builder().bucket(format!("arn:aws:s3:::{copies}")).build().unwrap(),
+                )
+                .build()
+                .unwrap(),
+        )
+        .build()
+        .unwrap();
+    s3.put_bucket_replication().bucket(&bucket).replication_configuration(replication).send().await.unwrap();
+    let website = s3::types::WebsiteConfiguration::builder()
+        .index_document(s3::types::IndexDocument::builder().suffix("index.html").build().unwrap())
+        .build();
+    s3.put_bucket_website().bucket(&bucket).website_configuration(website).send().await.unwrap();
+    let writer = s3::types::OwnershipControls::builder()
+        .rules(
+            s3::types::OwnershipControlsRule::builder()
+                .object_ownership(s3::types::ObjectOwnership::ObjectWriter)
+                .build()
+                .unwrap(),
+        )
+        .build()
+        .unwrap();
+    s3.put_bucket_ownership_controls().bucket(&copies).ownership_controls(writer.clone()).send().await.unwrap();
+    s3.put_bucket_acl().bucket(&copies).acl("log-delivery-write".into()).send().await.unwrap();
+    let logging = s3::types::BucketLoggingStatus::builder()
+        .logging_enabled(
+            s3::types::LoggingEnabled::builder().target_bucket(&copies).target_prefix("x/").build().unwrap(),
+        )
+        .build();
+    s3.put_bucket_logging().bucket(&bucket).bucket_logging_status(logging).send().await.unwrap();
+    s3.put_bucket_ownership_controls().bucket(&bucket).ownership_controls(writer).send().await.unwrap();
+    s3.put_bucket_acl().bucket(&bucket).acl(s3::types::BucketCannedAcl::PublicRead).send().await.unwrap();
+    s3.delete_public_access_block().bucket(&bucket).send().await.unwrap();
+    let kms = s3::types::ServerSideEncryptionByDefault::builder()
+        .sse_algorithm(s3::types::ServerSideEncryption::AwsKms)
+        .build()
+        .unwrap();
+    let sse = s3::types::ServerSideEncryptionConfiguration::builder()
+        .rules(s3::types::ServerSideEncryptionRule::builder().apply_server_side_encryption_by_default(kms).build())
+        .build()
+        .unwrap();
+    s3.put_bucket_encryption().bucket(&bucket).server_side_encryption_configuration(sse).send().await.unwrap();
+    let tagging = s3::types::Tagging::builder()
+        .tag_set(s3::types::Tag::builder().key("owner").value("someone").build().unwrap())
+        .build()
+        .unwrap();
+    s3.put_bucket_tagging().bucket(&bucket).tagging(tagging).send().await.unwrap();
+    s3.delete_bucket_lifecycle().bucket(&bucket).send().await.unwrap();
+
+    let iam = iam::Client::new(&account.sdk_config());
+    let role = "rocm-bake-codebuild";
+    let wider = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":["codebuild.amazonaws.com","ec2.amazonaws.com"]},"Action":"sts:AssumeRole"}]}"#;
+    iam.update_assume_role_policy().role_name(role).policy_document(wider).send().await.unwrap();
+    iam.update_role().role_name(role).description("changed by hand").max_session_duration(7200).send().await.unwrap();
+    let tag = |k: &str, v: &str| iam::types::Tag::builder().key(k).value(v).build().unwrap();
+    iam.tag_role().role_name(role).tags(tag("owner", "someone")).tags(tag("project", "other")).send().await.unwrap();
+    crate::support::put_legacy_inline_policy(account).await;
+    let names = iam.list_role_policies().role_name(role).send().await.unwrap().policy_names;
+    let derived = names.iter().find(|n| *n != "legacy").unwrap();
+    let narrow =
+        r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:ListAllMyBuckets","Resource":"*"}]}"#;
+    iam.put_role_policy().role_name(role).policy_name(derived).policy_document(narrow).send().await.unwrap();
+    let boundary = iam.create_policy().policy_name("boundary").policy_document(narrow).send().await.unwrap();
+    iam.put_role_permissions_boundary()
+        .role_name(role)
+        .permissions_boundary(boundary.policy().unwrap().arn().unwrap())
+        .send()
+        .await
+        .unwrap();
+
+    let codebuild = aws_sdk_codebuild::Client::new(&account.sdk_config());
+    codebuild.update_project().name("rocm-bake").description("changed by hand").send().await.unwrap();
+    codebuild
+        .update_project_visibility()
+        .project_arn(format!("arn:aws:codebuild:us-east-1:{}:project/rocm-bake", account.id))
+        .project_visibility(aws_sdk_codebuild::types::ProjectVisibilityType::PublicRead)
+        .send()
+        .await
+        .unwrap();
+    let any_event = aws_sdk_codebuild::types::WebhookFilter::builder()
+        .r#type(aws_sdk_codebuild::types::WebhookFilterType::Event)
+        .pattern("WORKFLOW_JOB_QUEUED")
+        .build()
+        .unwrap();
+    codebuild.update_webhook().project_name("rocm-bake").filter_groups(vec![any_event]).send().await.unwrap();
+}
+
+/// Deletes, out of band, the repository `pytorch`, the bucket (emptied first), the runner's
+/// role and the project: apply makes each again.
+pub async fn remove_everything(account: &TestAccount) {
+    ecr::Client::new(&account.sdk_config())
+        .delete_repository()
+        .repository_name("pytorch")
+        .force(true)
+        .send()
+        .await
+        .unwrap();
+    let s3 = s3::Client::from_conf(s3::config::Builder::from(&account.sdk_config()).force_path_style(true).build());
+    let bucket = format!("rocm-bake-sccache-{}", account.id);
+    let versions = s3.list_object_versions().bucket(&bucket).send().await.unwrap();
+    for version in versions.versions() {
+        s3.delete_object()
+            .bucket(&bucket)
+            .key(version.key().unwrap())
+            .set_version_id(version.version_id().map(str::to_owned))
+            .send()
+            .await
+            .unwrap();
+    }
+    for marker in versions.delete_markers() {
+        s3.delete_object()
+            .bucket(&bucket)
+            .key(marker.key().unwrap())
+            .set_version_id(marker.version_id().map(str::to_owned))
+            .send()
+            .await
+            .unwrap();
+    }
+    s3.delete_bucket().bucket(&bucket).send().await.unwrap();
+    let iam = iam::Client::new(&account.sdk_config());
+    let role = "rocm-bake-codebuild";
+    for name in iam.list_role_policies().role_name(role).send().await.unwrap().policy_names {
+        iam.delete_role_policy().role_name(role).policy_name(name).send().await.unwrap();
+    }
+    iam.delete_role().role_name(role).send().await.unwrap();
+    aws_sdk_codebuild::Client::new(&account.sdk_config()).delete_project().name("rocm-bake").send().await.unwrap();
+}
+
+/// Makes the runner's webhook again by hand, as one created in the console is (manual creation),
+/// which only replacing it undoes.
+pub async fn remake_the_webhook_by_hand(account: &TestAccount) {
+    let codebuild = aws_sdk_codebuild::Client::new(&account.sdk_config());
+    codebuild.delete_webhook().project_name("rocm-bake").send().await.unwrap();
+    let event = aws_sdk_codebuild::types::WebhookFilter::builder()
+        .r#type(aws_sdk_codebuild::types::WebhookFilterType::Event)
+        .pattern("WORKFLOW_JOB_QUEUED")
+        .build()
+        .unwrap();
+    codebuild
+        .create_webhook()
+        .project_name("rocm-bake")
+        .manual_creation(true)
+        .filter_groups(vec![event])
+        .send()
+        .await
+        .unwrap();
+}

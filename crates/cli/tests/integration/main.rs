@@ -4,6 +4,7 @@
 //! gets its own emulator account, so tests run in parallel and never see each other's resources.
 
 mod account;
+mod ci;
 mod codebuild;
 mod ecr;
 mod errors;
@@ -12,6 +13,7 @@ mod github;
 mod hostile;
 mod input;
 mod performance;
+mod policies;
 mod pull_request;
 mod real_aws;
 mod review;

@@ -193,7 +193,7 @@ async fn drift_names_an_undeclared_repository_without_a_lifecycle_policy() {
 }
 
 #[tokio::test]
-async fn outputs_prints_the_runbooks_five_lines_with_nightly_enabled_last() {
+async fn outputs_prints_the_runbooks_lines_and_the_ci_roles_with_nightly_enabled_last() {
     let account = emulator().new_account().await;
     let run = reconcile(&account, &real_desired(), &["outputs"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -201,17 +201,32 @@ async fn outputs_prints_the_runbooks_five_lines_with_nightly_enabled_last() {
     assert_eq!(
         run.stdout,
         format!(
-            "gh variable set CODEBUILD_PROJECT --body rocm-bake\n\
-             gh variable set ECR_REGISTRY      --body {id}.dkr.ecr.us-east-1.amazonaws.com\n\
-             gh variable set AWS_REGION        --body us-east-1\n\
-             gh variable set NIGHTLY_ARCHES    --body gfx1201\n\
-             gh variable set NIGHTLY_ENABLED   --body true\n"
+            "gh variable set CODEBUILD_PROJECT        --body rocm-bake\n\
+             gh variable set ECR_REGISTRY             --body {id}.dkr.ecr.us-east-1.amazonaws.com\n\
+             gh variable set AWS_REGION               --body us-east-1\n\
+             gh variable set NIGHTLY_ARCHES           --body gfx1201\n\
+             gh variable set RECONCILE_PLAN_ROLE_ARN  --body arn:aws:iam::{id}:role/rocm-bake-reconcile-plan\n\
+             gh variable set RECONCILE_DRIFT_ROLE_ARN --body arn:aws:iam::{id}:role/rocm-bake-reconcile-drift\n\
+             gh variable set RECONCILE_APPLY_ROLE_ARN --body arn:aws:iam::{id}:role/rocm-bake-reconcile-apply\n\
+             gh variable set NIGHTLY_ENABLED          --body true\n"
         )
     );
     let json = reconcile(&account, &real_desired(), &["outputs", "--format", "json"]);
     let json: Value = serde_json::from_str(&json.stdout).unwrap();
     let names: Vec<&str> = json.as_array().unwrap().iter().map(|v| v["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["CODEBUILD_PROJECT", "ECR_REGISTRY", "AWS_REGION", "NIGHTLY_ARCHES", "NIGHTLY_ENABLED"]);
+    assert_eq!(
+        names,
+        [
+            "CODEBUILD_PROJECT",
+            "ECR_REGISTRY",
+            "AWS_REGION",
+            "NIGHTLY_ARCHES",
+            "RECONCILE_PLAN_ROLE_ARN",
+            "RECONCILE_DRIFT_ROLE_ARN",
+            "RECONCILE_APPLY_ROLE_ARN",
+            "NIGHTLY_ENABLED"
+        ]
+    );
 }
 
 #[tokio::test]
@@ -467,7 +482,7 @@ async fn outputs_quotes_every_value_for_the_shell_and_refuses_control_characters
     let run = reconcile(&account, &desired.path, &["outputs"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let line = run.stdout.lines().find(|l| l.contains("NIGHTLY_ARCHES")).unwrap();
-    assert_eq!(line, r#"gh variable set NIGHTLY_ARCHES    --body 'gfx1201; rm -rf / $(id) '\''x'\'''"#);
+    assert_eq!(line, r#"gh variable set NIGHTLY_ARCHES           --body 'gfx1201; rm -rf / $(id) '\''x'\'''"#);
     // What a shell makes of the quoted word is the value, whole, and nothing runs.
     let quoted = line.split_once("--body ").unwrap().1;
     let echoed = Command::new("sh").args(["-c", &format!("printf %s {quoted}")]).output().unwrap();

@@ -543,6 +543,22 @@ fn check_repository_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The tag that marks a repository as reconcile's, for `--prune`: the `managed-by` tag, with the
+/// value desired.toml gives every repository it declares. Without one, nothing can be told apart
+/// from a repository made by hand, so pruning is refused.
+pub fn prune_marker(desired: &super::Desired) -> Result<(String, String), String> {
+    const KEY: &str = "managed-by";
+    let values: std::collections::BTreeSet<Option<&String>> =
+        desired.ecr.repositories.iter().map(|r| r.tags.get(KEY)).collect();
+    match values.into_iter().collect::<Vec<_>>().as_slice() {
+        [Some(value)] => Ok((KEY.to_owned(), (*value).clone())),
+        _ => Err(format!(
+            "--prune deletes only repositories tagged `{KEY}` with the value desired.toml gives every repository it \
+             declares, and desired.toml gives them no single such value; set it in `[ecr.defaults.tags]`"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     //! The `[ecr]` section: what it fills in, what it refuses (as ECR would, before ECR sees it)

@@ -13,8 +13,16 @@ use super::{DesiredError, GITHUB_VARIABLE_LIMIT, Locator};
 
 /// The repository variables the nightly reads, derived from the rest of desired.toml and the
 /// account, in the order they are set: `NIGHTLY_ENABLED`, the off switch, last.
-pub const DERIVED_VARIABLES: [&str; 5] =
-    ["CODEBUILD_PROJECT", "ECR_REGISTRY", "AWS_REGION", "NIGHTLY_ARCHES", "NIGHTLY_ENABLED"];
+pub const DERIVED_VARIABLES: [&str; 8] = [
+    "CODEBUILD_PROJECT",
+    "ECR_REGISTRY",
+    "AWS_REGION",
+    "NIGHTLY_ARCHES",
+    "RECONCILE_PLAN_ROLE_ARN",
+    "RECONCILE_DRIFT_ROLE_ARN",
+    "RECONCILE_APPLY_ROLE_ARN",
+    "NIGHTLY_ENABLED",
+];
 
 /// GitHub's three fork pull-request approval policies, most permissive first.
 pub const APPROVAL_POLICIES: [&str; 3] =

@@ -134,7 +134,7 @@ pub(super) fn convert(locate: &Locator<'_>, raw: &RawIam, errors: &mut Vec<Desir
 }
 
 /// IAM's rule for role and policy names: letters, digits and `+=,.@_-`.
-fn check_iam_name(name: &str, max: usize) -> Result<(), String> {
+pub(super) fn check_iam_name(name: &str, max: usize) -> Result<(), String> {
     if name.is_empty() || name.len() > max {
         return Err(format!("`{name}` must be 1 to {max} characters long"));
     }

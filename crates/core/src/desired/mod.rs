@@ -7,6 +7,7 @@
 //!
 //! One submodule per section of the file; this module holds what they share.
 
+mod ci;
 mod codebuild;
 mod ecr;
 mod github;
@@ -23,12 +24,13 @@ use toml::Spanned;
 
 use crate::plan::Severity;
 
+pub use ci::{Ci, CiPurpose, CiRole, GITHUB_OIDC_AUDIENCE, GITHUB_OIDC_HOST};
 pub use codebuild::{
     Codebuild, NOT_A_RUNNER, ONLY_EVENT_FILTER, Project, Webhook, WebhookFilter, WebhookScope, log_group,
 };
 pub use ecr::{
     AGE_BASED_UNTAGGED_EXPIRY, ALLOW_TAGGED_EXPIRY, Ecr, EcrRepository, FEW_UNTAGGED_KEPT, LifecyclePolicy,
-    TAGGED_EXPIRY, TagMutability, UNTAGGED_NEVER_EXPIRE,
+    TAGGED_EXPIRY, TagMutability, UNTAGGED_NEVER_EXPIRE, prune_marker,
 };
 pub use github::{APPROVAL_POLICIES, DERIVED_VARIABLES, Github};
 pub use iam::{Iam, Role};
@@ -48,6 +50,8 @@ pub struct Desired {
     pub nightly: Nightly,
     /// The nightly's GitHub repository (`[github]`), when its side is reconciled too.
     pub github: Option<Github>,
+    /// The identities the repository's workflows run reconcile as (`[ci]`), when declared.
+    pub ci: Option<Ci>,
     /// The nightly's bake file (`bake = "..."`), relative to desired.toml's directory: every ECR
     /// repository it names must be declared. `--bake` wins over it.
     pub bake: Option<BakePath>,
@@ -381,6 +385,8 @@ struct RawDesired {
     #[serde(default)]
     nightly: RawNightly,
     github: Option<github::RawGithub>,
+    #[schemars(with = "Option<ci::RawCi>")]
+    ci: Option<Spanned<ci::RawCi>>,
     #[serde(default)]
     usage: RawUsage,
 }
@@ -497,6 +503,8 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
     let nightly =
         Nightly { arches: raw.nightly.arches.map(Spanned::into_inner), enabled: raw.nightly.enabled.unwrap_or(true) };
     let github = raw.github.as_ref().map(|raw| github::convert(locate, raw, errors));
+    let role_names: Vec<&str> = iam.roles.iter().map(|r| r.name.as_str()).collect();
+    let ci = raw.ci.as_ref().map(|raw| ci::convert(locate, raw, github.as_ref(), &role_names, errors));
     let price_per_gb_month = match &raw.usage.price_per_gb_month {
         Some(price) if !(price.get_ref().is_finite() && *price.get_ref() > 0.0) => {
             errors.push(locate.error(
@@ -539,6 +547,7 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
         codebuild,
         nightly,
         github,
+        ci,
         bake,
         bake_variables,
         price_per_gb_month,

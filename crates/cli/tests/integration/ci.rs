@@ -1,0 +1,279 @@
+//! The CI identities (`[ci]`): GitHub's OIDC provider and the plan, drift and apply roles, each
+//! trusting exactly one kind of run of the `[github]` repository; what each may do derived from
+//! desired.toml; the apply role never changing them.
+
+use aws_sdk_iam::Client as Iam;
+use reconcile_core::json::to_pretty;
+use reconcile_test_support::{TestAccount, emulator};
+use serde_json::{Value, json};
+
+use crate::support::{DesiredFile, desired_file, reconcile, small_account_with_runner};
+
+/// The `[github]` and `[ci]` sections of the nightly's desired.toml.
+pub const CI: &str = r#"
+[github]
+repository = "ROCm/rocm-bake"
+
+[ci]
+plan_role = "rocm-bake-reconcile-plan"
+drift_role = "rocm-bake-reconcile-drift"
+apply_role = "rocm-bake-reconcile-apply"
+environment = "aws-production"
+tags = { project = "rocm-bake", managed-by = "reconcile" }
+"#;
+
+const PROVIDER_HOST: &str = "token.actions.githubusercontent.com";
+
+fn desired_with_ci() -> DesiredFile {
+    desired_file(&format!("{}{CI}", small_account_with_runner(&["pytorch", "pytorch-cache"])))
+}
+
+/// The role's trust policy, as IAM answers it, decoded.
+async fn trust_of(iam: &Iam, role: &str) -> Value {
+    let role = iam.get_role().role_name(role).send().await.unwrap().role.unwrap();
+    let text = reconcile_iam::percent_decode(role.assume_role_policy_document().unwrap());
+    serde_json::from_str(&text).unwrap()
+}
+
+async fn inline_policy_of(iam: &Iam, role: &str) -> Value {
+    let names = iam.list_role_policies().role_name(role).send().await.unwrap().policy_names;
+    assert_eq!(names, ["reconcile"], "one inline policy, the derived one");
+    let policy = iam.get_role_policy().role_name(role).policy_name("reconcile").send().await.unwrap();
+    serde_json::from_str(&reconcile_iam::percent_decode(policy.policy_document())).unwrap()
+}
+
+/// Applies desired.toml with the CI identities to an empty account, as the administrator who
+/// bootstraps it.
+async fn bootstrapped() -> (TestAccount, DesiredFile) {
+    let account = emulator().new_account().await;
+    let desired = desired_with_ci();
+    let applied = reconcile(&account, &desired.path, &["apply", "--auto-approve"]);
+    assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
+    (account, desired)
+}
+
+#[tokio::test]
+async fn an_empty_account_gets_the_provider_and_three_roles_each_trusting_exactly_its_runs() {
+    let account = emulator().new_account().await;
+    let desired = desired_with_ci();
+    let plan = reconcile(&account, &desired.path, &["plan"]);
+    for address in [
+        "iam_oidc_provider.github",
+        "iam_ci_role.plan",
+        "iam_ci_role.drift",
+        "iam_ci_role.apply",
+        "iam_ci_role_policy.plan",
+        "iam_ci_role_policy.drift",
+        "iam_ci_role_policy.apply",
+    ] {
+        assert!(plan.stdout.contains(&format!("+ {address}")), "{address} created: {}", plan.stdout);
+    }
+    assert!(plan.stdout.contains("W501"), "{}", plan.stdout);
+    let applied = reconcile(&account, &desired.path, &["apply", "--auto-approve"]);
+    assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
+    let again = reconcile(&account, &desired.path, &["plan", "--detailed-exitcode"]);
+    assert_eq!(again.code, 0, "a second plan is clean: {}{}", again.stdout, again.stderr);
+
+    let iam = Iam::new(&account.sdk_config());
+    let provider_arn = format!("arn:aws:iam::{}:oidc-provider/{PROVIDER_HOST}", account.id);
+    let provider = iam.get_open_id_connect_provider().open_id_connect_provider_arn(&provider_arn).send().await.unwrap();
+    assert_eq!(provider.url(), Some(PROVIDER_HOST));
+    assert_eq!(provider.client_id_list(), ["sts.amazonaws.com"]);
+
+    for (role, subject) in [
+        ("rocm-bake-reconcile-plan", "repo:ROCm/rocm-bake:pull_request"),
+        ("rocm-bake-reconcile-drift", "repo:ROCm/rocm-bake:ref:refs/heads/main"),
+        ("rocm-bake-reconcile-apply", "repo:ROCm/rocm-bake:environment:aws-production"),
+    ] {
+        let trust = trust_of(&iam, role).await;
+        assert_eq!(trust["Version"], "2012-10-17", "{role}");
+        let statements = trust["Statement"].as_array().unwrap();
+        assert_eq!(statements.len(), 1, "{role}: one statement");
+        let statement = statements[0].as_object().unwrap();
+        assert_eq!(
+            statement.keys().collect::<Vec<_>>(),
+            ["Action", "Condition", "Effect", "Principal"],
+            "{role}: nothing else"
+        );
+        assert_eq!(statement["Effect"], "Allow", "{role}");
+        // As reconcile writes them: every value a list.
+        assert_eq!(statement["Principal"], json!({ "Federated": [provider_arn] }), "{role}");
+        assert_eq!(statement["Action"], json!(["sts:AssumeRoleWithWebIdentity"]), "{role}");
+        assert_eq!(
+            statement["Condition"],
+            json!({ "StringEquals": {
+                "token.actions.githubusercontent.com:aud": ["sts.amazonaws.com"],
+                "token.actions.githubusercontent.com:sub": [subject],
+            }}),
+            "{role}: the audience and exactly one subject, compared for equality"
+        );
+    }
+
+    // Each role's one inline policy is what `reconcile policy` prints for the account.
+    for (role, which) in [
+        ("rocm-bake-reconcile-plan", "read-only"),
+        ("rocm-bake-reconcile-drift", "read-only"),
+        ("rocm-bake-reconcile-apply", "apply"),
+    ] {
+        let printed = reconcile(&account, &desired.path, &["policy", which, "--account", &account.id]);
+        assert_eq!(printed.code, 0, "{}", printed.stderr);
+        let derived: Value = serde_json::from_str(&printed.stdout).unwrap();
+        let live = inline_policy_of(&iam, role).await;
+        assert_eq!(
+            reconcile_iam::canonical(&live, "aws"),
+            reconcile_iam::canonical(&derived, "aws"),
+            "{role}: {}",
+            to_pretty(&live)
+        );
+    }
+
+    // And the workflows find their ARNs in repository variables.
+    let outputs = reconcile(&account, &desired.path, &["outputs"]);
+    for (variable, role) in [
+        ("RECONCILE_PLAN_ROLE_ARN", "rocm-bake-reconcile-plan"),
+        ("RECONCILE_DRIFT_ROLE_ARN", "rocm-bake-reconcile-drift"),
+        ("RECONCILE_APPLY_ROLE_ARN", "rocm-bake-reconcile-apply"),
+    ] {
+        let line = format!("gh variable set {variable:<24} --body arn:aws:iam::{}:role/{role}", account.id);
+        assert!(outputs.stdout.contains(&line), "{line}\n{}", outputs.stdout);
+    }
+}
+
+#[tokio::test]
+async fn a_trust_widened_to_the_whole_organisation_is_a_security_finding_and_drift_and_apply_narrows_it() {
+    let (account, desired) = bootstrapped().await;
+    let iam = Iam::new(&account.sdk_config());
+    let mut widened = trust_of(&iam, "rocm-bake-reconcile-plan").await;
+    let condition = widened["Statement"][0]["Condition"].take();
+    widened["Statement"][0]["Condition"] = json!({
+        "StringEquals": { "token.actions.githubusercontent.com:aud": condition["StringEquals"]["token.actions.githubusercontent.com:aud"] },
+        "StringLike": { "token.actions.githubusercontent.com:sub": "repo:ROCm/*" },
+    });
+    iam.update_assume_role_policy()
+        .role_name("rocm-bake-reconcile-plan")
+        .policy_document(widened.to_string())
+        .send()
+        .await
+        .unwrap();
+
+    let drift = reconcile(&account, &desired.path, &["drift"]);
+    assert_eq!(drift.code, 2, "{}{}", drift.stdout, drift.stderr);
+    assert!(drift.stdout.contains("S104"), "{}", drift.stdout);
+    assert!(
+        drift.stdout.contains("it matches the subject by StringLike `repo:ROCm/*`"),
+        "the finding says how: {}",
+        drift.stdout
+    );
+    assert!(drift.stdout.contains("~ iam_ci_role.plan"), "{}", drift.stdout);
+
+    let applied = reconcile(&account, &desired.path, &["apply", "--auto-approve"]);
+    assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
+    let narrowed = trust_of(&iam, "rocm-bake-reconcile-plan").await;
+    assert_eq!(
+        narrowed["Statement"][0]["Condition"]["StringEquals"]["token.actions.githubusercontent.com:sub"],
+        json!(["repo:ROCm/rocm-bake:pull_request"])
+    );
+    assert!(narrowed["Statement"][0]["Condition"].get("StringLike").is_none());
+    assert_eq!(reconcile(&account, &desired.path, &["drift"]).code, 0);
+
+    // Each way of trusting more is named: another repository, no audience, another principal.
+    for (what, statement, says) in [
+        (
+            "another repository",
+            json!({ "Effect": "Allow", "Principal": { "Federated": format!("arn:aws:iam::{}:oidc-provider/{PROVIDER_HOST}", account.id) },
+                    "Action": "sts:AssumeRoleWithWebIdentity",
+                    "Condition": { "StringEquals": { "token.actions.githubusercontent.com:aud": "sts.amazonaws.com",
+                                                     "token.actions.githubusercontent.com:sub": "repo:someone/else:pull_request" } } }),
+            "it trusts the subjects `repo:someone/else:pull_request`",
+        ),
+        (
+            "no audience",
+            json!({ "Effect": "Allow", "Principal": { "Federated": format!("arn:aws:iam::{}:oidc-provider/{PROVIDER_HOST}", account.id) },
+                    "Action": "sts:AssumeRoleWithWebIdentity",
+                    "Condition": { "StringEquals": { "token.actions.githubusercontent.com:sub": "repo:ROCm/rocm-bake:pull_request" } } }),
+            "it does not require the audience `sts.amazonaws.com`",
+        ),
+        (
+            "another principal",
+            json!({ "Effect": "Allow", "Principal": { "AWS": "arn:aws:iam::210987654321:root" }, "Action": "sts:AssumeRole" }),
+            "it trusts AWS principal `arn:aws:iam::210987654321:root`",
+        ),
+    ] {
+        let trust = json!({ "Version": "2012-10-17", "Statement": [statement] });
+        iam.update_assume_role_policy()
+            .role_name("rocm-bake-reconcile-drift")
+            .policy_document(trust.to_string())
+            .send()
+            .await
+            .unwrap();
+        let drift = reconcile(&account, &desired.path, &["drift"]);
+        assert_eq!(drift.code, 2, "{what}");
+        assert!(drift.stdout.contains(says), "{what}: {}", drift.stdout);
+    }
+}
+
+#[tokio::test]
+async fn the_apply_role_refuses_a_plan_that_changes_a_ci_identity_before_any_write() {
+    let (account, desired) = bootstrapped().await;
+    let iam = Iam::new(&account.sdk_config());
+    iam.tag_role()
+        .role_name("rocm-bake-reconcile-apply")
+        .tags(aws_sdk_iam::types::Tag::builder().key("owner").value("someone").build().unwrap())
+        .send()
+        .await
+        .unwrap();
+    let apply_role = account.assume("rocm-bake-reconcile-apply").await;
+    let refused = reconcile(&apply_role, &desired.path, &["apply", "--auto-approve"]);
+    assert_eq!(refused.code, 3, "{}{}", refused.stdout, refused.stderr);
+    assert!(refused.stderr.contains("this plan changes iam_ci_role.apply"), "{}", refused.stderr);
+    assert!(refused.stderr.contains("the apply role `rocm-bake-reconcile-apply`"), "{}", refused.stderr);
+    assert!(refused.stdout.contains("W501"), "the plan said so: {}", refused.stdout);
+    let writes: Vec<String> = apply_role.requests().iter().filter(|r| r.is_write()).map(ToString::to_string).collect();
+    assert!(writes.is_empty(), "no write, not even the lock: {writes:?}");
+
+    // A plan that touches no CI identity, the apply role applies.
+    aws_sdk_ecr::Client::new(&account.sdk_config())
+        .delete_lifecycle_policy()
+        .repository_name("pytorch")
+        .send()
+        .await
+        .unwrap();
+    iam.untag_role().role_name("rocm-bake-reconcile-apply").tag_keys("owner").send().await.unwrap();
+    let applied = reconcile(&apply_role, &desired.path, &["apply", "--auto-approve"]);
+    assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
+}
+
+#[tokio::test]
+async fn drift_names_an_undeclared_role_that_trusts_github_and_what_it_admits() {
+    let (account, desired) = bootstrapped().await;
+    let trust = json!({ "Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow",
+        "Principal": { "Federated": format!("arn:aws:iam::{}:oidc-provider/{PROVIDER_HOST}", account.id) },
+        "Action": "sts:AssumeRoleWithWebIdentity",
+        "Condition": { "StringLike": { "token.actions.githubusercontent.com:sub": "repo:ROCm/*" } },
+    }]});
+    let iam = Iam::new(&account.sdk_config());
+    iam.create_role()
+        .role_name("copied-from-a-blog")
+        .assume_role_policy_document(trust.to_string())
+        .send()
+        .await
+        .unwrap();
+    iam.create_role()
+        .role_name("not-github")
+        .assume_role_policy_document(
+            json!({ "Version": "2012-10-17", "Statement": [{ "Effect": "Allow", "Principal": { "Service": "ec2.amazonaws.com" }, "Action": "sts:AssumeRole" }]}).to_string(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let drift = reconcile(&account, &desired.path, &["drift"]);
+    assert_eq!(drift.code, 2, "{}{}", drift.stdout, drift.stderr);
+    assert!(drift.stdout.contains("D107"), "{}", drift.stdout);
+    assert!(
+        drift.stdout.contains("role `copied-from-a-blog` is not in desired.toml and trusts GitHub's OIDC provider (StringLike `repo:ROCm/*`)"),
+        "{}",
+        drift.stdout
+    );
+    assert!(!drift.stdout.contains("not-github"), "{}", drift.stdout);
+}

@@ -1,0 +1,292 @@
+//! The CI roles' policies, held to what reconcile actually sends: every request the read
+//! commands make is allowed by the derived read-only policy and every action it allows is used;
+//! every write a sequence of applies makes (as the apply role, through every kind of change) is
+//! allowed by the derived apply policy on its resource, and it allows no write never made.
+//! parliament, the IAM policy linter, finds nothing in either.
+
+use std::collections::BTreeSet;
+use std::process::Command;
+
+use aws_sdk_iam::Client as Iam;
+use reconcile_test_support::{RecordedRequest, TestAccount, emulator, emulator_python, workspace_root};
+use serde_json::{Value, json};
+
+use crate::ci::CI;
+use crate::support::{desired_file, real_desired, reconcile, small_account_with_runner};
+
+/// The IAM action a recorded request needs and the ARN of what it acts on; `None` for STS
+/// `GetCallerIdentity`, which needs no permission at all.
+fn permission(request: &RecordedRequest, account: &TestAccount) -> Option<(String, String)> {
+    let (id, region) = (account.id.as_str(), "us-east-1");
+    let named = |service: &str, kind: &str| {
+        let name = request.resource.rsplit('/').next().unwrap_or_default();
+        match service {
+            "iam" => format!("arn:aws:iam::{id}:{kind}/{name}"),
+            _ => format!("arn:aws:{service}:{region}:{id}:{kind}/{name}"),
+        }
+    };
+    let (service, action) = (request.service.as_str(), request.action.as_str());
+    let resource = match (service, action) {
+        ("sts", "GetCallerIdentity") => return None,
+        ("s3", _) => return Some(s3_permission(request)),
+        ("ecr", _) => named("ecr", "repository"),
+        ("codebuild", "ListSourceCredentials") | ("iam", "ListRoles") => "*".to_owned(),
+        ("codebuild", _) => named("codebuild", "project"),
+        ("iam", _) if request.resource.starts_with("arn:") => request.resource.clone(),
+        ("iam", _) => named("iam", "role"),
+        ("codeconnections", _) => request.resource.clone(),
+        other => panic!("a request this test does not know: {other:?} {request}"),
+    };
+    Some((format!("{service}:{action}"), resource))
+}
+
+/// S3's REST requests: the action by method and the setting in the query, as the IAM
+/// reference for S3 names them.
+fn s3_permission(request: &RecordedRequest) -> (String, String) {
+    let setting = request.query.split(['&', '=']).next().unwrap_or_default();
+    let path = request.path.trim_matches('/');
+    let is_object = path.contains('/');
+    let action = match (request.method.as_str(), setting, is_object) {
+        ("GET" | "HEAD", _, true) => "GetObject",
+        ("PUT", _, true) => "PutObject",
+        ("DELETE", _, true) => "DeleteObject",
+        ("HEAD", _, false) => "ListBucket",
+        ("PUT", "", false) => "CreateBucket",
+        ("GET", "tagging", _) => "GetBucketTagging",
+        ("PUT" | "DELETE", "tagging", _) => "PutBucketTagging",
+        ("GET", "publicAccessBlock", _) => "GetBucketPublicAccessBlock",
+        ("PUT", "publicAccessBlock", _) => "PutBucketPublicAccessBlock",
+        ("GET", "encryption", _) => "GetEncryptionConfiguration",
+        ("PUT", "encryption", _) => "PutEncryptionConfiguration",
+        ("GET", "policy", _) => "GetBucketPolicy",
+        ("PUT", "policy", _) => "PutBucketPolicy",
+        ("DELETE", "policy", _) => "DeleteBucketPolicy",
+        ("GET", "ownershipControls", _) => "GetBucketOwnershipControls",
+        ("PUT", "ownershipControls", _) => "PutBucketOwnershipControls",
+        ("GET", "acl", _) => "GetBucketAcl",
+        ("PUT", "acl", _) => "PutBucketAcl",
+        ("GET", "versioning", _) => "GetBucketVersioning",
+        ("PUT", "versioning", _) => "PutBucketVersioning",
+        ("GET", "replication", _) => "GetReplicationConfiguration",
+        ("PUT" | "DELETE", "replication", _) => "PutReplicationConfiguration",
+        ("GET", "website", _) => "GetBucketWebsite",
+        ("DELETE", "website", _) => "DeleteBucketWebsite",
+        ("GET", "logging", _) => "GetBucketLogging",
+        ("PUT", "logging", _) => "PutBucketLogging",
+        ("GET", "lifecycle", _) => "GetLifecycleConfiguration",
+        ("PUT" | "DELETE", "lifecycle", _) => "PutLifecycleConfiguration",
+        other => panic!("an S3 request this test does not know: {other:?} {request}"),
+    };
+    (format!("s3:{action}"), format!("arn:aws:s3:::{path}"))
+}
+
+/// Whether IAM's wildcard `pattern` (`*` any run of characters) matches `text`.
+fn matches(pattern: &str, text: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == text,
+        Some((head, tail)) => {
+            text.starts_with(head) && (0..=text.len() - head.len()).any(|at| matches(tail, &text[head.len() + at..]))
+        }
+    }
+}
+
+fn list(value: &Value) -> Vec<String> {
+    match value {
+        Value::String(one) => vec![one.clone()],
+        many => many.as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_owned()).collect(),
+    }
+}
+
+/// The statement of `policy` that allows `action` on `resource`, if one does.
+fn allowing<'a>(policy: &'a Value, action: &str, resource: &str) -> Option<&'a Value> {
+    policy["Statement"].as_array().unwrap().iter().find(|statement| {
+        statement["Effect"] == "Allow"
+            && list(&statement["Action"]).iter().any(|a| a == action)
+            && list(&statement["Resource"]).iter().any(|r| matches(r, resource))
+    })
+}
+
+fn actions(policy: &Value) -> BTreeSet<String> {
+    policy["Statement"].as_array().unwrap().iter().flat_map(|s| list(&s["Action"])).collect()
+}
+
+/// What parliament (with its community auditors, at every severity) finds in `policy`: each
+/// finding's issue and detail.
+fn parliament(policy: &Value) -> Vec<String> {
+    let parliament = emulator_python().with_file_name("parliament");
+    let output = Command::new(&parliament)
+        .args(["--json", "--include-community-auditors", "--minimum_severity", "INFO", "--string", &policy.to_string()])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    // It exits 1 when it finds something, and says why on stderr when it fails.
+    assert!(output.status.code().is_some_and(|c| c <= 1), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let finding: Value = serde_json::from_str(line).unwrap();
+            let mut actions: Vec<&str> = finding["location"]["actions"]
+                .as_array()
+                .map(|actions| actions.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            actions.sort_unstable();
+            format!(
+                "{}: {}{}",
+                finding["issue"].as_str().unwrap(),
+                finding["detail"].as_str().unwrap(),
+                actions.join(" ")
+            )
+        })
+        .collect()
+}
+
+fn printed_policy(account: &TestAccount, desired: &std::path::Path, which: &str) -> Value {
+    let printed = reconcile(account, desired, &["policy", which, "--account", &account.id]);
+    assert_eq!(printed.code, 0, "{}", printed.stderr);
+    serde_json::from_str(&printed.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn the_read_only_policy_is_derived_allows_every_read_and_nothing_else_and_passes_parliament() {
+    // docs/read-only-policy.json is the derivation's, for the project's desired.toml.
+    let documented: Value =
+        serde_json::from_str(&std::fs::read_to_string(workspace_root().join("docs/read-only-policy.json")).unwrap())
+            .unwrap();
+    let derived = reconcile(
+        &emulator().new_account().await,
+        &real_desired(),
+        &["policy", "read-only", "--account", "123456789012"],
+    );
+    assert_eq!(serde_json::from_str::<Value>(&derived.stdout).unwrap(), documented, "{}", derived.stderr);
+    assert_eq!(parliament(&documented), Vec::<String>::new());
+
+    // Everything the read-only commands send, on the account as it stood (so the plan has
+    // policies to put, and reads the images they would expire), once the CI identities exist.
+    let account = emulator().new_account().await;
+    let desired = real_desired();
+    account.seed_2026_11_11(&desired);
+    assert_eq!(reconcile(&account, &desired, &["apply", "--auto-approve"]).code, 0);
+    let policy = printed_policy(&account, &desired, "read-only");
+    let plan_role = account.assume("rocm-bake-reconcile-plan").await;
+    for args in [&["plan"][..], &["drift"], &["usage"], &["outputs"], &["plan", "--prune"]] {
+        let run = reconcile(&plan_role, &desired, args);
+        assert!(run.code == 0 || run.code == 2, "{args:?}: {}", run.stderr);
+    }
+    let mut used = BTreeSet::new();
+    for request in plan_role.requests() {
+        assert!(!request.is_write(), "{request}");
+        let Some((action, resource)) = permission(&request, &account) else { continue };
+        assert!(allowing(&policy, &action, &resource).is_some(), "{action} on {resource} is not allowed");
+        used.insert(action);
+    }
+    assert_eq!(used, actions(&policy), "every read allowed, and nothing allowed that is never read");
+}
+
+#[tokio::test]
+async fn the_apply_policy_allows_every_write_apply_makes_and_no_other() {
+    // Made by the administrator, then changed out of band in every way apply undoes, and applied
+    // as the apply role, three times: settings, then resources gone, then an undeclared one to
+    // prune. The apply role's requests are everything it needed.
+    let account = emulator().new_account().await;
+    // The repositories carry the tag --prune deletes by.
+    let text = format!("{}{CI}", small_account_with_runner(&["pytorch", "pytorch-cache"])).replacen(
+        "tags = { project = \"rocm-bake\" }",
+        "tags = { project = \"rocm-bake\", managed-by = \"reconcile\" }",
+        1,
+    );
+    let desired = desired_file(&text);
+    let admin = reconcile(&account, &desired.path, &["apply", "--auto-approve"]);
+    assert_eq!(admin.code, 0, "{}{}", admin.stdout, admin.stderr);
+    let policy = printed_policy(&account, &desired.path, "apply");
+    // What parliament finds is what the apply role is for: it manages the runner's role (and
+    // passes it to CodeBuild), removes a bucket policy and unblocks nothing; it resets a bucket
+    // ACL that grants someone else (S3 will not turn ACLs off until then), so it could grant one
+    // instead; and it sets the cache's expiry, which deletes objects. Exactly that, on the
+    // runner's role and the cache bucket only; the apply role runs behind a protected
+    // environment because of it (docs/desired.md).
+    let bucket = format!("arn:aws:s3:::rocm-bake-sccache-{}", account.id);
+    let escalation = |object: &str, bucket_action: &str| {
+        format!(
+            "RESOURCE_POLICY_PRIVILEGE_ESCALATION: Possible resource policy privilege escalation on {bucket} due to \
+             s3:{object} not being allowed, but does allow s3:{bucket_action}"
+        )
+    };
+    assert_eq!(
+        parliament(&policy),
+        [
+            escalation("PutObject", "PutBucketAcl"),
+            escalation("GetObject", "PutBucketAcl"),
+            escalation("DeleteObject", "PutBucketAcl"),
+            escalation("DeleteObject", "PutLifecycleConfiguration"),
+            "PERMISSIONS_MANAGEMENT_ACTIONS: iam:createrole iam:deleterolepermissionsboundary iam:deleterolepolicy \
+             iam:passrole iam:putrolepolicy iam:updateassumerolepolicy iam:updaterole s3:deletebucketpolicy \
+             s3:putbucketacl s3:putbucketpublicaccessblock"
+                .to_owned(),
+        ]
+    );
+    let apply_role = account.assume("rocm-bake-reconcile-apply").await;
+    let apply = |args: &[&str]| {
+        let run = reconcile(&apply_role, &desired.path, args);
+        assert_eq!(run.code, 0, "{args:?}: {}{}", run.stdout, run.stderr);
+        let again = reconcile(&account, &desired.path, &["plan", "--detailed-exitcode"]);
+        assert_eq!(again.code, 0, "converged: {}", again.stdout);
+    };
+
+    crate::hostile::vandalise_everything(&account).await;
+    apply(&["apply", "--auto-approve", "--allow-delete"]);
+    crate::hostile::remove_everything(&account).await;
+    apply(&["apply", "--auto-approve"]);
+    let ecr = aws_sdk_ecr::Client::new(&account.sdk_config());
+    let tag = aws_sdk_ecr::types::Tag::builder().key("managed-by").value("reconcile").build().unwrap();
+    ecr.create_repository().repository_name("retired-wheel").tags(tag).send().await.unwrap();
+    crate::hostile::remake_the_webhook_by_hand(&account).await;
+    apply(&["apply", "--auto-approve", "--prune", "--allow-delete"]);
+
+    // The lock, read as `unlock` reads it (apply itself reads it only when another holds it).
+    let unlock = reconcile(&apply_role, &desired.path, &["unlock"]);
+    assert_eq!(unlock.code, 0, "{}", unlock.stderr);
+
+    let mut used = BTreeSet::new();
+    for request in apply_role.requests() {
+        let Some((action, resource)) = permission(&request, &account) else { continue };
+        let statement = allowing(&policy, &action, &resource);
+        assert!(statement.is_some(), "{action} on {resource} is not allowed");
+        if action == "ecr:DeleteRepository" {
+            // Only what carries reconcile's tag, which the one pruned repository does.
+            assert_eq!(
+                statement.unwrap()["Condition"],
+                json!({ "StringEquals": { "aws:ResourceTag/managed-by": "reconcile" } })
+            );
+        }
+        used.insert(action);
+    }
+    // PassRole is not a request of its own: IAM checks it inside CreateProject and UpdateProject.
+    used.insert("iam:PassRole".to_owned());
+    assert_eq!(used, actions(&policy), "every request allowed, and nothing allowed that is never made");
+    let reads = actions(&printed_policy(&account, &desired.path, "read-only"));
+    let writes: BTreeSet<String> = actions(&policy).difference(&reads).cloned().collect();
+
+    // Nothing on the CI identities; PassRole of the runner's role only, to CodeBuild only.
+    let iam = Iam::new(&account.sdk_config());
+    let provider = format!("arn:aws:iam::{}:oidc-provider/token.actions.githubusercontent.com", account.id);
+    for statement in policy["Statement"].as_array().unwrap() {
+        let resources = list(&statement["Resource"]);
+        let writes_here: Vec<String> = list(&statement["Action"]).into_iter().filter(|a| writes.contains(a)).collect();
+        if writes_here.is_empty() {
+            continue;
+        }
+        for resource in &resources {
+            assert!(!resource.contains("rocm-bake-reconcile-") && *resource != provider, "{statement:#}");
+        }
+        if writes_here.contains(&"iam:PassRole".to_owned()) {
+            assert_eq!(writes_here, ["iam:PassRole"], "{statement:#}");
+            assert_eq!(resources, [format!("arn:aws:iam::{}:role/rocm-bake-codebuild", account.id)]);
+            assert_eq!(
+                statement["Condition"],
+                json!({ "StringEquals": { "iam:PassedToService": "codebuild.amazonaws.com" } })
+            );
+        }
+    }
+    assert!(iam.get_role().role_name("rocm-bake-reconcile-apply").send().await.is_ok());
+}

@@ -1,0 +1,229 @@
+//! `[ci]`: the identities the nightly repository's workflows run `reconcile` as. GitHub's OIDC
+//! identity provider in the account, and three roles, each trusted by exactly one kind of
+//! workflow run of the `[github]` repository: pull requests plan, the default branch's scheduled
+//! job checks drift, the job in a protected environment applies. What each role may do is
+//! derived from the rest of desired.toml, as the runner role's is.
+//!
+//! These roles are the account's real boundary: whoever can assume the apply role can change
+//! everything reconcile manages. So the apply role can never change this section's resources;
+//! an administrator applies those (see docs/desired.md).
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::{DesiredError, Locator, check_tag};
+use crate::desired::github::Github;
+
+/// The host of GitHub Actions' OIDC tokens: the identity provider's URL without `https://`,
+/// and the prefix of its condition keys (`token.actions.githubusercontent.com:sub`).
+pub const GITHUB_OIDC_HOST: &str = "token.actions.githubusercontent.com";
+
+/// The audience GitHub's tokens carry for AWS (what `configure-aws-credentials` asks for).
+pub const GITHUB_OIDC_AUDIENCE: &str = "sts.amazonaws.com";
+
+/// What a CI role is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CiPurpose {
+    /// `reconcile plan` on pull requests: reads only.
+    Plan,
+    /// The scheduled `reconcile drift` on the default branch: reads only.
+    Drift,
+    /// `reconcile apply`, in the protected environment: reads and the writes apply makes.
+    Apply,
+}
+
+impl CiPurpose {
+    pub const ALL: [CiPurpose; 3] = [CiPurpose::Plan, CiPurpose::Drift, CiPurpose::Apply];
+
+    /// The address name of its role, and its key in `[ci]` without `_role`.
+    pub fn key(self) -> &'static str {
+        match self {
+            CiPurpose::Plan => "plan",
+            CiPurpose::Drift => "drift",
+            CiPurpose::Apply => "apply",
+        }
+    }
+
+    /// The repository variable the workflows read the role's ARN from.
+    pub fn variable(self) -> &'static str {
+        match self {
+            CiPurpose::Plan => "RECONCILE_PLAN_ROLE_ARN",
+            CiPurpose::Drift => "RECONCILE_DRIFT_ROLE_ARN",
+            CiPurpose::Apply => "RECONCILE_APPLY_ROLE_ARN",
+        }
+    }
+
+    /// Whether the role only reads.
+    pub fn reads_only(self) -> bool {
+        !matches!(self, CiPurpose::Apply)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ci {
+    /// Plan, drift, apply: in that order.
+    pub roles: Vec<CiRole>,
+    /// Seconds, 3600 to 43200, for every CI role.
+    pub max_session_duration: u32,
+    /// On the identity provider and every CI role.
+    pub tags: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CiRole {
+    pub purpose: CiPurpose,
+    pub name: String,
+    /// The one `sub` claim the role trusts, such as `repo:ROCm/rocm-bake:pull_request`.
+    pub subject: String,
+}
+
+impl Ci {
+    pub fn role(&self, purpose: CiPurpose) -> Option<&CiRole> {
+        self.roles.iter().find(|role| role.purpose == purpose)
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCi {
+    /// The role pull-request workflows assume to plan (read only).
+    #[schemars(with = "String")]
+    plan_role: Spanned<String>,
+    /// The role the scheduled drift check on `branch` assumes (read only).
+    #[schemars(with = "String")]
+    drift_role: Spanned<String>,
+    /// The role the apply job, in `environment`, assumes.
+    #[schemars(with = "String")]
+    apply_role: Spanned<String>,
+    /// The branch the drift check runs on; default `main`.
+    #[schemars(with = "Option<String>")]
+    branch: Option<Spanned<String>>,
+    /// The GitHub environment (with required reviewers) the apply job runs in.
+    #[schemars(with = "String")]
+    environment: Spanned<String>,
+    /// Seconds a CI session may last, 3600 (default) to 43200.
+    #[schemars(with = "Option<u32>")]
+    max_session_duration: Option<Spanned<u32>>,
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, String>")]
+    tags: BTreeMap<String, Spanned<String>>,
+}
+
+/// Checks `[ci]` against `[github]` (whose repository the roles trust) and the other roles'
+/// names, and converts it.
+pub(super) fn convert(
+    locate: &Locator<'_>,
+    raw: &Spanned<RawCi>,
+    github: Option<&Github>,
+    other_role_names: &[&str],
+    errors: &mut Vec<DesiredError>,
+) -> Ci {
+    let section = raw.span();
+    let raw = raw.get_ref();
+    let repository = match github {
+        Some(github) => format!("{}/{}", github.owner, github.repository),
+        None => {
+            errors.push(locate.error(
+                Some(section.clone()),
+                "ci",
+                "the CI roles trust workflows of the repository `[github]` names: declare `[github]` with its \
+                 `repository`",
+            ));
+            String::new()
+        }
+    };
+    let branch = raw.branch.as_ref().map_or("main", |b| b.get_ref().as_str());
+    if let Some(written) = &raw.branch
+        && let Err(why) = check_branch(written.get_ref())
+    {
+        errors.push(locate.error(Some(written.span()), "ci.branch", why));
+    }
+    if let Err(why) = check_environment(raw.environment.get_ref()) {
+        errors.push(locate.error(Some(raw.environment.span()), "ci.environment", why));
+    }
+    let subjects = [
+        (CiPurpose::Plan, &raw.plan_role, format!("repo:{repository}:pull_request")),
+        (CiPurpose::Drift, &raw.drift_role, format!("repo:{repository}:ref:refs/heads/{branch}")),
+        (CiPurpose::Apply, &raw.apply_role, format!("repo:{repository}:environment:{}", raw.environment.get_ref())),
+    ];
+    let mut roles = Vec::new();
+    for (purpose, name, subject) in subjects {
+        let key = format!("ci.{}_role", purpose.key());
+        if let Err(why) = super::iam::check_iam_name(name.get_ref(), 64) {
+            errors.push(locate.error(Some(name.span()), &key, why));
+        } else if other_role_names.contains(&name.get_ref().as_str()) {
+            errors.push(locate.error(
+                Some(name.span()),
+                &key,
+                format!(
+                    "role `{}` is also declared under `[iam.roles]`; one AWS name can be declared only once",
+                    name.get_ref()
+                ),
+            ));
+        } else if roles.iter().any(|role: &CiRole| role.name == *name.get_ref()) {
+            errors.push(locate.error(
+                Some(name.span()),
+                &key,
+                format!(
+                    "role `{}` is declared for two purposes; each CI role is trusted by one kind of run only",
+                    name.get_ref()
+                ),
+            ));
+        }
+        roles.push(CiRole { purpose, name: name.get_ref().clone(), subject });
+    }
+    let max_session_duration = raw.max_session_duration.as_ref().map_or(3600, |d| *d.get_ref());
+    if let Some(duration) = &raw.max_session_duration
+        && !(3600..=43200).contains(duration.get_ref())
+    {
+        errors.push(locate.error(
+            Some(duration.span()),
+            "ci.max_session_duration",
+            "must be 3600 to 43200 seconds (1 to 12 hours)",
+        ));
+    }
+    let mut tags = BTreeMap::new();
+    for (tag_key, value) in &raw.tags {
+        match check_tag(tag_key, value.get_ref()) {
+            Ok(()) => {
+                tags.insert(tag_key.clone(), value.get_ref().clone());
+            }
+            Err(why) => errors.push(locate.error(Some(value.span()), &format!("ci.tags.{tag_key}"), why)),
+        }
+    }
+    Ci { roles, max_session_duration, tags }
+}
+
+/// A branch name as it appears in a `sub` claim: git's rules, narrowed to what a condition
+/// value can hold without being read as something else (no `*`, `?`, `$`, `:`).
+fn check_branch(branch: &str) -> Result<(), String> {
+    let valid = !branch.is_empty()
+        && branch.len() <= 255
+        && branch.chars().all(|c| c.is_ascii_alphanumeric() || "._/-".contains(c))
+        && !branch.starts_with(['/', '-', '.'])
+        && !branch.ends_with(['/', '.'])
+        && !branch.contains("..")
+        && !branch.contains("//")
+        && !branch.ends_with(".lock");
+    if valid {
+        Ok(())
+    } else {
+        Err(format!("`{branch}` is not a branch name: letters, digits and `._/-`, as git allows them"))
+    }
+}
+
+/// A GitHub environment name, narrowed the same way.
+fn check_environment(environment: &str) -> Result<(), String> {
+    let valid = !environment.is_empty()
+        && environment.len() <= 255
+        && environment.chars().all(|c| c.is_ascii_alphanumeric() || "._- ".contains(c))
+        && environment.trim() == environment;
+    if valid {
+        Ok(())
+    } else {
+        Err(format!("`{environment}` is not an environment name: letters, digits, spaces and `._-`"))
+    }
+}

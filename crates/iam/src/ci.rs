@@ -1,0 +1,412 @@
+//! The CI identities (`[ci]`): GitHub's OIDC provider, each CI role's trust (one exact `sub`),
+//! and what each may do, derived from the rest of desired.toml: the read-only policy of the plan
+//! and drift roles, and the apply role's, which adds exactly the writes apply makes on exactly
+//! the declared resources and nothing on the CI identities themselves.
+//!
+//! The actions here are the ones the resource crates call. A test runs every read command and
+//! a sequence of applies that makes every kind of write, maps each request the emulator
+//! recorded to its IAM action and resource, and holds these policies to exactly that set: a
+//! reconciler that starts calling something new fails it until the derivation names it.
+
+use reconcile_core::Account;
+use reconcile_core::desired::{APPLY_LOCK_KEY, CiRole, Desired, GITHUB_OIDC_AUDIENCE, GITHUB_OIDC_HOST, prune_marker};
+use serde_json::{Value, json};
+
+use crate::derive::{INLINE_POLICY_LIMIT, size};
+
+/// The OIDC provider's ARN: IAM names it by its host.
+pub fn provider_arn(account: &Account) -> String {
+    reconcile_aws::arn(account, "iam", &format!("oidc-provider/{GITHUB_OIDC_HOST}"))
+}
+
+/// Whether `arn` is GitHub Actions' OIDC provider, in any account or partition.
+pub fn is_github_provider(arn: &str) -> bool {
+    arn.starts_with("arn:") && arn.ends_with(&format!(":oidc-provider/{GITHUB_OIDC_HOST}"))
+}
+
+/// The trust policy of a CI role: web identity from GitHub's provider only, for the AWS
+/// audience, for exactly one subject (`StringEquals`, never `StringLike`).
+pub fn trust_policy(role: &CiRole, account: &Account) -> Value {
+    json!({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Effect": "Allow",
+            "Principal": { "Federated": provider_arn(account) },
+            "Action": "sts:AssumeRoleWithWebIdentity",
+            "Condition": {
+                "StringEquals": {
+                    format!("{GITHUB_OIDC_HOST}:aud"): GITHUB_OIDC_AUDIENCE,
+                    format!("{GITHUB_OIDC_HOST}:sub"): role.subject,
+                },
+            },
+        }],
+    })
+}
+
+/// What a live trust policy allows beyond the `derived` one (both canonical), each as a phrase:
+/// another principal, another action, a missing or different audience, a subject matched by
+/// pattern or another subject. Empty when it allows nothing more.
+pub fn trust_widening(live: &Value, derived: &Value) -> Vec<String> {
+    let first = |value: &Value| strings(value).into_iter().next().unwrap_or_default();
+    let derived_statement = &derived["Statement"][0];
+    let provider = first(&derived_statement["Principal"]["Federated"]);
+    let subject = first(&derived_statement["Condition"]["StringEquals"][format!("{GITHUB_OIDC_HOST}:sub")]);
+    let Some(statements) = live.get("Statement").and_then(Value::as_array) else {
+        return vec!["it is not a policy document".to_owned()];
+    };
+    let mut reasons = Vec::new();
+    for statement in statements.iter().filter(|s| s.get("Effect").and_then(Value::as_str) == Some("Allow")) {
+        if statement.get("NotPrincipal").is_some() || statement.get("NotAction").is_some() {
+            reasons.push("a statement allows by exclusion (NotPrincipal or NotAction)".to_owned());
+            continue;
+        }
+        match statement.get("Principal") {
+            Some(Value::Object(principals)) => {
+                for (kind, values) in principals {
+                    for value in strings(values) {
+                        if !(kind == "Federated" && value == provider) {
+                            reasons.push(format!("it trusts {kind} principal `{value}`"));
+                        }
+                    }
+                }
+            }
+            Some(other) => reasons.push(format!("it trusts principal `{}`", strings(other).join(", "))),
+            None => reasons.push("a statement names no principal".to_owned()),
+        }
+        for action in statement.get("Action").map(strings).unwrap_or_default() {
+            if action != "sts:AssumeRoleWithWebIdentity" {
+                reasons.push(format!("it allows `{action}`"));
+            }
+        }
+        let conditions = statement.get("Condition").and_then(Value::as_object);
+        let equals = |key: &str| -> Option<Vec<String>> {
+            conditions?.get("StringEquals")?.get(format!("{GITHUB_OIDC_HOST}:{key}")).map(strings)
+        };
+        match equals("aud") {
+            Some(audiences) if audiences == [GITHUB_OIDC_AUDIENCE] => {}
+            Some(audiences) => reasons.push(format!("its audience is {}", quoted(&audiences))),
+            None => reasons.push(format!("it does not require the audience `{GITHUB_OIDC_AUDIENCE}`")),
+        }
+        match equals("sub") {
+            Some(subjects) if subjects == [subject.clone()] => {}
+            Some(subjects) => reasons.push(format!("it trusts the subjects {}", quoted(&subjects))),
+            None => {
+                let patterns: Vec<String> = conditions
+                    .into_iter()
+                    .flat_map(|c| c.iter())
+                    .filter_map(|(operator, keys)| {
+                        let values = keys.get(format!("{GITHUB_OIDC_HOST}:sub"))?;
+                        Some(format!("{operator} {}", quoted(&strings(values))))
+                    })
+                    .collect();
+                if patterns.is_empty() {
+                    reasons.push("it trusts any subject (no `sub` condition)".to_owned());
+                } else {
+                    reasons.push(format!("it matches the subject by {}", patterns.join(", ")));
+                }
+            }
+        }
+    }
+    reasons.sort();
+    reasons.dedup();
+    reasons
+}
+
+/// The `sub` conditions of the statements of `trust` (canonical form) that trust GitHub's
+/// provider, as `operator value` phrases; `None` when no statement trusts it.
+pub fn github_subjects(trust: &Value) -> Option<Vec<String>> {
+    let statements = trust.get("Statement")?.as_array()?;
+    let mut subjects = Vec::new();
+    let mut trusted = false;
+    for statement in statements {
+        let federated = statement.get("Principal").and_then(|p| p.get("Federated")).map(strings).unwrap_or_default();
+        if !federated.iter().any(|arn| is_github_provider(arn)) {
+            continue;
+        }
+        trusted = true;
+        let conditions = statement.get("Condition").and_then(Value::as_object);
+        let before = subjects.len();
+        for (operator, keys) in conditions.into_iter().flat_map(|c| c.iter()) {
+            if let Some(values) = keys.get(format!("{GITHUB_OIDC_HOST}:sub")) {
+                subjects.push(format!("{operator} {}", quoted(&strings(values))));
+            }
+        }
+        if subjects.len() == before {
+            subjects.push("any subject".to_owned());
+        }
+    }
+    trusted.then_some(subjects)
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    match value {
+        Value::Array(items) => items.iter().flat_map(strings).collect(),
+        Value::String(text) => vec![text.clone()],
+        other => vec![other.to_string()],
+    }
+}
+
+fn quoted(values: &[String]) -> String {
+    values.iter().map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", ")
+}
+
+/// What every read command (`plan`, `drift`, `usage`, `outputs`, `plan --prune`) reads.
+const ECR_READS: [&str; 5] = [
+    "ecr:DescribeRepositories",
+    "ecr:GetLifecyclePolicy",
+    "ecr:GetRepositoryPolicy",
+    "ecr:ListTagsForResource",
+    "ecr:DescribeImages",
+];
+const S3_READS: [&str; 12] = [
+    "s3:ListBucket",
+    "s3:GetBucketTagging",
+    "s3:GetBucketPublicAccessBlock",
+    "s3:GetEncryptionConfiguration",
+    "s3:GetBucketPolicy",
+    "s3:GetBucketOwnershipControls",
+    "s3:GetBucketAcl",
+    "s3:GetBucketVersioning",
+    "s3:GetReplicationConfiguration",
+    "s3:GetBucketWebsite",
+    "s3:GetBucketLogging",
+    "s3:GetLifecycleConfiguration",
+];
+const ROLE_READS: [&str; 4] =
+    ["iam:GetRole", "iam:ListRolePolicies", "iam:GetRolePolicy", "iam:ListAttachedRolePolicies"];
+
+/// What apply writes, by resource: only what it can be led to write by some state of the
+/// account. desired.toml declares no repository or bucket policy, so apply only ever deletes
+/// one; every declared repository has a lifecycle policy, so apply only ever puts one.
+const ECR_WRITES: [&str; 6] = [
+    "ecr:CreateRepository",
+    "ecr:PutLifecyclePolicy",
+    "ecr:DeleteRepositoryPolicy",
+    "ecr:UntagResource",
+    "ecr:PutImageTagMutability",
+    "ecr:PutImageScanningConfiguration",
+];
+/// `DeleteBucketTagging` needs `s3:PutBucketTagging`, `DeleteBucketReplication`
+/// `s3:PutReplicationConfiguration`, `DeleteBucketLifecycle` `s3:PutLifecycleConfiguration`.
+const S3_WRITES: [&str; 11] = [
+    "s3:CreateBucket",
+    "s3:PutBucketTagging",
+    "s3:PutBucketPublicAccessBlock",
+    "s3:PutEncryptionConfiguration",
+    "s3:DeleteBucketPolicy",
+    "s3:PutBucketOwnershipControls",
+    "s3:PutBucketAcl",
+    "s3:PutBucketVersioning",
+    "s3:PutReplicationConfiguration",
+    "s3:DeleteBucketWebsite",
+    "s3:PutBucketLogging",
+];
+const LOCK_WRITES: [&str; 3] = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"];
+/// On the runner's roles only: never on a CI role, and never a permissions boundary put (apply
+/// only ever removes one).
+const ROLE_WRITES: [&str; 7] = [
+    "iam:CreateRole",
+    "iam:UpdateAssumeRolePolicy",
+    "iam:UpdateRole",
+    "iam:UntagRole",
+    "iam:PutRolePolicy",
+    "iam:DeleteRolePolicy",
+    "iam:DeleteRolePermissionsBoundary",
+];
+/// A webhook a project does not declare is deleted; only a declared one is made or updated.
+const PROJECT_WRITES: [&str; 4] = [
+    "codebuild:CreateProject",
+    "codebuild:UpdateProject",
+    "codebuild:UpdateProjectVisibility",
+    "codebuild:DeleteWebhook",
+];
+const WEBHOOK_WRITES: [&str; 2] = ["codebuild:CreateWebhook", "codebuild:UpdateWebhook"];
+
+fn statement(sid: &str, actions: &[&str], resources: Vec<String>) -> Value {
+    json!({ "Sid": sid, "Effect": "Allow", "Action": actions, "Resource": resources })
+}
+
+fn bucket_arns(desired: &Desired, account: &Account) -> Vec<String> {
+    desired
+        .s3
+        .buckets
+        .iter()
+        .map(|b| reconcile_aws::arn(account, "s3", &b.name.render(&account.id, &account.region)))
+        .collect()
+}
+
+fn role_arn(account: &Account, name: &str) -> String {
+    reconcile_aws::arn(account, "iam", &format!("role/{name}"))
+}
+
+fn project_arns(desired: &Desired, account: &Account) -> Vec<String> {
+    desired
+        .codebuild
+        .projects
+        .iter()
+        .map(|p| reconcile_aws::arn(account, "codebuild", &format!("project/{}", p.name)))
+        .collect()
+}
+
+/// What a plan reads, and with `survey` what the drift check reads besides (every role, for
+/// those that trust GitHub).
+fn read_statements(desired: &Desired, account: &Account, survey: bool) -> Vec<Value> {
+    let mut statements = Vec::new();
+    if !desired.ecr.repositories.is_empty() {
+        // Every repository, not only the declared: the drift check looks for undeclared ones.
+        statements.push(statement(
+            "EveryRepositoryOfTheRegistry",
+            &ECR_READS,
+            vec![reconcile_aws::arn(account, "ecr", "repository/*")],
+        ));
+    }
+    let buckets = bucket_arns(desired, account);
+    if !buckets.is_empty() {
+        statements.push(statement("TheCompilerCacheBucketsSettings", &S3_READS, buckets));
+    }
+    let mut roles: Vec<String> = desired.iam.roles.iter().map(|r| role_arn(account, &r.name)).collect();
+    roles.extend(desired.ci.iter().flat_map(|ci| &ci.roles).map(|r| role_arn(account, &r.name)));
+    if !roles.is_empty() {
+        statements.push(statement("TheManagedRoles", &ROLE_READS, roles));
+    }
+    if desired.ci.is_some() {
+        statements.push(statement(
+            "GitHubsIdentityProvider",
+            &["iam:GetOpenIDConnectProvider"],
+            vec![provider_arn(account)],
+        ));
+    }
+    if desired.ci.is_some() && survey {
+        // ListRoles has no resource to scope to: the drift check's search for other roles that
+        // trust GitHub.
+        statements.push(statement("RolesThatTrustGitHub", &["iam:ListRoles"], vec!["*".to_owned()]));
+    }
+    let projects = project_arns(desired, account);
+    if !projects.is_empty() {
+        statements.push(statement("TheRunnerProjectAndItsWebhook", &["codebuild:BatchGetProjects"], projects));
+    }
+    if desired.codebuild.projects.iter().any(|p| p.source_auth.is_none()) {
+        statements.push(statement(
+            "HowCodeBuildReachesGitHub",
+            &["codebuild:ListSourceCredentials"],
+            vec!["*".to_owned()],
+        ));
+    }
+    let connections: Vec<String> = desired.codebuild.projects.iter().filter_map(|p| p.source_auth.clone()).collect();
+    if !connections.is_empty() {
+        statements.push(statement("TheConnectionToGitHub", &["codeconnections:GetConnection"], connections));
+    }
+    statements
+}
+
+/// The plan and drift roles' policy, and `docs/read-only-policy.json`'s.
+pub fn read_only_policy(desired: &Desired, account: &Account) -> Value {
+    json!({ "Version": "2012-10-17", "Statement": read_statements(desired, account, true) })
+}
+
+/// The apply role's policy: the reads, and exactly the writes apply makes on the declared
+/// resources. Nothing on the OIDC provider or any CI role; `iam:PassRole` only for the roles
+/// CodeBuild projects run as, only to CodeBuild. `Err` when it would not fit in a role's inline
+/// policies.
+pub fn apply_policy(desired: &Desired, account: &Account) -> Result<Value, String> {
+    // A plan's reads (apply plans first); not the drift check's.
+    let mut statements = read_statements(desired, account, false);
+    let repositories: Vec<String> = desired
+        .ecr
+        .repositories
+        .iter()
+        .map(|r| reconcile_aws::arn(account, "ecr", &format!("repository/{}", r.name)))
+        .collect();
+    if !repositories.is_empty() {
+        statements.push(statement("TheDeclaredRepositories", &ECR_WRITES, repositories));
+    }
+    // Tags are only ever set where desired.toml declares some (a create sends them too, which
+    // needs the same permission); undeclared ones are removed anywhere.
+    let tagged: Vec<String> = desired
+        .ecr
+        .repositories
+        .iter()
+        .filter(|r| !r.tags.is_empty())
+        .map(|r| reconcile_aws::arn(account, "ecr", &format!("repository/{}", r.name)))
+        .collect();
+    if !tagged.is_empty() {
+        statements.push(statement("TheDeclaredRepositoriesTags", &["ecr:TagResource"], tagged));
+    }
+    // `--prune` deletes repositories desired.toml no longer declares, so their names are not
+    // known here: only those carrying the tag that marks reconcile's own.
+    if let Ok((key, value)) = prune_marker(desired) {
+        statements.push(json!({
+            "Sid": "PruneOnlyWhatReconcileMade",
+            "Effect": "Allow",
+            "Action": ["ecr:DeleteRepository"],
+            "Resource": [reconcile_aws::arn(account, "ecr", "repository/*")],
+            "Condition": { "StringEquals": { format!("aws:ResourceTag/{key}"): value } },
+        }));
+    }
+    let buckets = bucket_arns(desired, account);
+    if !buckets.is_empty() {
+        statements.push(statement("TheCompilerCacheBucket", &S3_WRITES, buckets));
+    }
+    let lifecycles: Vec<String> = desired
+        .s3
+        .buckets
+        .iter()
+        .filter(|b| b.lifecycle_rules.is_some())
+        .map(|b| reconcile_aws::arn(account, "s3", &b.name.render(&account.id, &account.region)))
+        .collect();
+    if !lifecycles.is_empty() {
+        statements.push(statement("TheCompilerCachesExpiry", &["s3:PutLifecycleConfiguration"], lifecycles));
+    }
+    if let Some(bucket) = desired.s3.lock_bucket() {
+        let bucket = reconcile_aws::arn(account, "s3", &bucket.name.render(&account.id, &account.region));
+        statements.push(statement("TheApplyLock", &LOCK_WRITES, vec![format!("{bucket}/{APPLY_LOCK_KEY}")]));
+    }
+    let runner_roles: Vec<String> = desired.iam.roles.iter().map(|r| role_arn(account, &r.name)).collect();
+    if !runner_roles.is_empty() {
+        statements.push(statement("TheRunnersRole", &ROLE_WRITES, runner_roles));
+    }
+    let tagged: Vec<String> =
+        desired.iam.roles.iter().filter(|r| !r.tags.is_empty()).map(|r| role_arn(account, &r.name)).collect();
+    if !tagged.is_empty() {
+        statements.push(statement("TheRunnersRoleTags", &["iam:TagRole"], tagged));
+    }
+    let passed: Vec<String> = desired
+        .iam
+        .roles
+        .iter()
+        .filter(|role| desired.codebuild.projects.iter().any(|p| p.service_role == role.key))
+        .map(|role| role_arn(account, &role.name))
+        .collect();
+    if !passed.is_empty() {
+        statements.push(json!({
+            "Sid": "PassTheRunnersRoleToCodeBuildOnly",
+            "Effect": "Allow",
+            "Action": ["iam:PassRole"],
+            "Resource": passed,
+            "Condition": { "StringEquals": { "iam:PassedToService": "codebuild.amazonaws.com" } },
+        }));
+    }
+    let projects = project_arns(desired, account);
+    if !projects.is_empty() {
+        statements.push(statement("TheRunnerProject", &PROJECT_WRITES, projects));
+    }
+    let hooked: Vec<String> = desired
+        .codebuild
+        .projects
+        .iter()
+        .filter(|p| p.webhook.is_some())
+        .map(|p| reconcile_aws::arn(account, "codebuild", &format!("project/{}", p.name)))
+        .collect();
+    if !hooked.is_empty() {
+        statements.push(statement("TheRunnersWebhook", &WEBHOOK_WRITES, hooked));
+    }
+    let policy = json!({ "Version": "2012-10-17", "Statement": statements });
+    if size(&policy) > INLINE_POLICY_LIMIT {
+        return Err(format!(
+            "the derived policy of the apply role would be {} characters, over IAM's limit of {INLINE_POLICY_LIMIT} \
+             for a role's inline policies",
+            size(&policy)
+        ));
+    }
+    Ok(policy)
+}
