@@ -408,10 +408,13 @@ impl<B: Backend> Session<B> {
     async fn preflight(&self, planned: &Planned, allow_delete: bool) -> Result<(), CliError> {
         refuse_on(&planned.plan.findings)?;
         engine::preflight(&planned.reconcilers, &planned.plan, allow_delete).map_err(refused)?;
+        self.refuse_ci_changes(&planned.plan.changes).await
+    }
+
+    /// Refuses changes to a CI identity when these credentials are the apply role's.
+    async fn refuse_ci_changes(&self, changes: &[reconcile_core::Change]) -> Result<(), CliError> {
         let apply_role = self.inputs.desired.ci.as_ref().and_then(|ci| ci.role(CiPurpose::Apply));
-        let identities: Vec<String> = planned
-            .plan
-            .changes
+        let identities: Vec<String> = changes
             .iter()
             .filter(|change| reconcile_iam::is_ci_identity(change.address.kind))
             .map(|change| change.address.to_string())
@@ -448,6 +451,10 @@ impl<B: Backend> Session<B> {
             None => None,
         };
         let account = self.backend.identify().await?;
+        if let Some(saved) = &saved {
+            // What the file says it changes is enough to refuse it before the lock.
+            self.refuse_ci_changes(&saved.plan.changes).await?;
+        }
         if saved.is_none() {
             // A first look, without the lock: an apply with nothing to do writes nothing, not
             // even a lock object, so a scheduled apply of an account that matches stays read-only.

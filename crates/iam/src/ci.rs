@@ -248,9 +248,9 @@ fn project_arns(desired: &Desired, account: &Account) -> Vec<String> {
         .collect()
 }
 
-/// What a plan reads, and with `survey` what the drift check reads besides (every role, for
-/// those that trust GitHub).
-fn read_statements(desired: &Desired, account: &Account, survey: bool) -> Vec<Value> {
+/// What a plan reads (and so apply, which plans first, and the drift check, which reads more of
+/// the same services only).
+fn read_statements(desired: &Desired, account: &Account) -> Vec<Value> {
     let mut statements = Vec::new();
     if !desired.ecr.repositories.is_empty() {
         // Every repository, not only the declared: the drift check looks for undeclared ones.
@@ -275,10 +275,7 @@ fn read_statements(desired: &Desired, account: &Account, survey: bool) -> Vec<Va
             &["iam:GetOpenIDConnectProvider"],
             vec![provider_arn(account)],
         ));
-    }
-    if desired.ci.is_some() && survey {
-        // ListRoles has no resource to scope to: the drift check's search for other roles that
-        // trust GitHub.
+        // ListRoles has no resource to scope to: the search for other roles that trust GitHub.
         statements.push(statement("RolesThatTrustGitHub", &["iam:ListRoles"], vec!["*".to_owned()]));
     }
     let projects = project_arns(desired, account);
@@ -301,7 +298,7 @@ fn read_statements(desired: &Desired, account: &Account, survey: bool) -> Vec<Va
 
 /// The plan and drift roles' policy, and `docs/read-only-policy.json`'s.
 pub fn read_only_policy(desired: &Desired, account: &Account) -> Value {
-    json!({ "Version": "2012-10-17", "Statement": read_statements(desired, account, true) })
+    json!({ "Version": "2012-10-17", "Statement": read_statements(desired, account) })
 }
 
 /// The apply role's policy: the reads, and exactly the writes apply makes on the declared
@@ -309,8 +306,7 @@ pub fn read_only_policy(desired: &Desired, account: &Account) -> Value {
 /// CodeBuild projects run as, only to CodeBuild. `Err` when it would not fit in a role's inline
 /// policies.
 pub fn apply_policy(desired: &Desired, account: &Account) -> Result<Value, String> {
-    // A plan's reads (apply plans first); not the drift check's.
-    let mut statements = read_statements(desired, account, false);
+    let mut statements = read_statements(desired, account);
     let repositories: Vec<String> = desired
         .ecr
         .repositories
@@ -409,4 +405,127 @@ pub fn apply_policy(desired: &Desired, account: &Account) -> Result<Value, Strin
         ));
     }
     Ok(policy)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use reconcile_core::desired::CiPurpose;
+
+    use super::*;
+    use crate::policy::canonical;
+
+    const BASE: &str = r#"region = "us-east-1"
+[ecr.defaults]
+lifecycle_policy = "p"
+[ecr.lifecycle_policies.p]
+rules = [{ rulePriority = 1, selection = { tagStatus = "untagged", countType = "imageCountMoreThan", countNumber = 3 }, action = { type = "expire" } }]
+[ecr.repositories]
+pytorch = {}
+[s3.buckets.cache]
+name = "cache-${account_id}"
+[iam.roles.codebuild]
+name = "runner"
+trusted_services = ["codebuild.amazonaws.com"]
+[codebuild.projects.runner]
+name = "rocm-bake"
+source_location = "https://github.com/ROCm/rocm-bake"
+service_role = "codebuild"
+build_timeout_hours = 4
+[github]
+repository = "ROCm/rocm-bake"
+[ci]
+plan_role = "p"
+drift_role = "d"
+apply_role = "a"
+environment = "prod"
+"#;
+
+    fn account() -> Account {
+        Account::new("123456789012", "us-east-1")
+    }
+
+    fn sids(policy: &Value) -> Vec<&str> {
+        policy["Statement"].as_array().unwrap().iter().map(|s| s["Sid"].as_str().unwrap()).collect()
+    }
+
+    #[test]
+    fn the_apply_policy_grants_only_what_this_desired_file_can_lead_apply_to_write() {
+        // No tags, no managed-by marker, no webhook, no bucket expiry: nothing to tag, nothing to
+        // prune, no webhook to make, no lifecycle to put; a webhook can still be deleted.
+        let bare = Desired::parse(Path::new("desired.toml"), BASE).unwrap();
+        let policy = apply_policy(&bare, &account()).unwrap();
+        let granted = sids(&policy);
+        for absent in [
+            "TheDeclaredRepositoriesTags",
+            "PruneOnlyWhatReconcileMade",
+            "TheRunnersRoleTags",
+            "TheRunnersWebhook",
+            "TheCompilerCachesExpiry",
+        ] {
+            assert!(!granted.contains(&absent), "{absent}: {granted:?}");
+        }
+        assert!(policy.to_string().contains("codebuild:DeleteWebhook"));
+
+        let full = BASE
+            .replace("lifecycle_policy = \"p\"\n", "lifecycle_policy = \"p\"\ntags = { managed-by = \"reconcile\" }\n")
+            .replace("name = \"cache-${account_id}\"\n", "name = \"cache-${account_id}\"\nlifecycle_rules = [{ id = \"x\", expiration_days = 30 }]\n")
+            .replace("trusted_services = [\"codebuild.amazonaws.com\"]\n", "trusted_services = [\"codebuild.amazonaws.com\"]\ntags = { a = \"b\" }\n")
+            .replace("build_timeout_hours = 4\n", "build_timeout_hours = 4\n[codebuild.projects.runner.webhook]\nfilter_groups = [[{ type = \"EVENT\", pattern = \"WORKFLOW_JOB_QUEUED\" }]]\n");
+        let full = Desired::parse(Path::new("desired.toml"), &full).unwrap();
+        let granted_all = apply_policy(&full, &account()).unwrap();
+        for present in [
+            "TheDeclaredRepositoriesTags",
+            "PruneOnlyWhatReconcileMade",
+            "TheRunnersRoleTags",
+            "TheRunnersWebhook",
+            "TheCompilerCachesExpiry",
+        ] {
+            assert!(sids(&granted_all).contains(&present), "{present}");
+        }
+        // The CI roles themselves appear only where they are read.
+        for statement in granted_all["Statement"].as_array().unwrap() {
+            let text = statement.to_string();
+            if text.contains(":role/a\"") || text.contains(":role/p\"") || text.contains("oidc-provider") {
+                assert!(
+                    statement["Action"].as_array().unwrap().iter().all(|a| {
+                        let a = a.as_str().unwrap();
+                        a.starts_with("iam:Get") || a.starts_with("iam:List")
+                    }),
+                    "{statement}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_derived_trust_admits_nothing_more_and_each_widening_is_named() {
+        let desired = Desired::parse(Path::new("desired.toml"), BASE).unwrap();
+        let role = desired.ci.as_ref().unwrap().role(CiPurpose::Apply).unwrap().clone();
+        let derived = canonical(&trust_policy(&role, &account()), "aws");
+        assert_eq!(trust_widening(&derived, &derived), Vec::<String>::new());
+        assert_eq!(
+            github_subjects(&derived),
+            Some(vec!["StringEquals `repo:ROCm/rocm-bake:environment:prod`".to_owned()])
+        );
+
+        let mut open = derived.clone();
+        open["Statement"][0]["Condition"] = json!({});
+        assert_eq!(
+            trust_widening(&open, &derived),
+            ["it does not require the audience `sts.amazonaws.com`", "it trusts any subject (no `sub` condition)",]
+        );
+        assert_eq!(github_subjects(&open), Some(vec!["any subject".to_owned()]));
+        let mut other = derived.clone();
+        other["Statement"][0]["Principal"] = json!({ "AWS": ["*"] });
+        other["Statement"][0]["Action"] = json!(["sts:AssumeRole"]);
+        assert_eq!(trust_widening(&other, &derived), ["it allows `sts:AssumeRole`", "it trusts AWS principal `*`"]);
+        assert_eq!(github_subjects(&other), None);
+        assert_eq!(trust_widening(&json!("not json"), &derived), ["it is not a policy document"]);
+        // A deny narrows: it is not a widening.
+        let mut denied = derived.clone();
+        denied["Statement"].as_array_mut().unwrap().push(json!({ "Effect": "Deny", "Principal": "*", "Action": "*" }));
+        assert_eq!(trust_widening(&denied, &derived), Vec::<String>::new());
+    }
 }

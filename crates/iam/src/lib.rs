@@ -137,9 +137,11 @@ impl Reconciler for IamReconciler {
             .into_iter()
             .map(|((family, key), (role, policy))| self.observe_role(family, key, role, policy))
             .collect();
+        // With the CI identities declared, every plan also looks for other roles GitHub's
+        // provider can assume: one ListRoles, read with the rest.
         let (roles, provider) = futures::join!(futures::future::join_all(reads), async {
             match provider {
-                Some(provider) => Some(self.observe_provider(provider).await),
+                Some(provider) => Some(futures::join!(self.observe_provider(provider), self.github_roles(desired))),
                 None => None,
             }
         });
@@ -149,8 +151,9 @@ impl Reconciler for IamReconciler {
             observations.resources.extend(role.resources);
             observations.findings.extend(role.findings);
         }
-        if let Some(provider) = provider {
+        if let Some((provider, github_roles)) = provider {
             observations.resources.extend(provider?);
+            observations.findings.extend(github_roles?);
         }
         Ok(observations)
     }
@@ -186,47 +189,6 @@ impl Reconciler for IamReconciler {
                 Err(ReconcileError::never(address, "delete the identity provider"))
             }
         }
-    }
-
-    /// Roles desired.toml does not declare that GitHub's provider can be used to assume: some
-    /// workflow, of some repository, can act as them. Only when `[ci]` is declared (the
-    /// read-only policy allows `iam:ListRoles` then).
-    async fn survey(&self, desired: &[&DesiredResource]) -> Result<Vec<Finding>, ReconcileError> {
-        if !desired.iter().any(|r| r.address.kind == ResourceKind::IamOidcProvider) {
-            return Ok(Vec::new());
-        }
-        let declared: std::collections::BTreeSet<&str> = desired
-            .iter()
-            .filter(|r| matches!(r.address.kind, ResourceKind::IamRole | ResourceKind::IamCiRole))
-            .map(|r| r.remote_name.as_str())
-            .collect();
-        let mut pages = self.client.list_roles().into_paginator().send();
-        let mut findings = Vec::new();
-        while let Some(page) = self.parallelism.send(|| pages.next()).await {
-            for role in page.map_err(failed(None, "list roles"))?.roles() {
-                if declared.contains(role.role_name()) {
-                    continue;
-                }
-                let trust = role
-                    .assume_role_policy_document()
-                    .map_or(Value::Null, |text| policy::canonical_text(text, &self.account.partition));
-                if let Some(subjects) = ci::github_subjects(&trust) {
-                    findings.push(Finding {
-                        code: UNDECLARED_GITHUB_ROLE.to_owned(),
-                        severity: Severity::Warning,
-                        address: None,
-                        message: format!(
-                            "role `{}` is not in desired.toml and trusts GitHub's OIDC provider ({}): the workflows \
-                             it admits can act as it; declare what they need under [ci], or delete it",
-                            role.role_name(),
-                            subjects.join("; ")
-                        ),
-                        overridden_by: None,
-                    });
-                }
-            }
-        }
-        Ok(findings)
     }
 
     /// A plan that changes a CI identity says that the apply role cannot carry it out.
@@ -347,6 +309,43 @@ impl IamReconciler {
             observations.resources.entry(policy_address).or_insert(Observed::Absent);
         }
         Ok(observations)
+    }
+
+    /// Roles desired.toml does not declare that GitHub's provider can be used to assume (D107):
+    /// some workflow, of some repository, can act as them.
+    async fn github_roles(&self, desired: &[&DesiredResource]) -> Result<Vec<Finding>, ReconcileError> {
+        let declared: std::collections::BTreeSet<&str> = desired
+            .iter()
+            .filter(|r| matches!(r.address.kind, ResourceKind::IamRole | ResourceKind::IamCiRole))
+            .map(|r| r.remote_name.as_str())
+            .collect();
+        let mut pages = self.client.list_roles().into_paginator().send();
+        let mut findings = Vec::new();
+        while let Some(page) = self.parallelism.send(|| pages.next()).await {
+            for role in page.map_err(failed(None, "list roles"))?.roles() {
+                if declared.contains(role.role_name()) {
+                    continue;
+                }
+                let trust = role
+                    .assume_role_policy_document()
+                    .map_or(Value::Null, |text| policy::canonical_text(text, &self.account.partition));
+                if let Some(subjects) = ci::github_subjects(&trust) {
+                    findings.push(Finding {
+                        code: UNDECLARED_GITHUB_ROLE.to_owned(),
+                        severity: Severity::Warning,
+                        address: None,
+                        message: format!(
+                            "role `{}` is not in desired.toml and trusts GitHub's OIDC provider ({}): the workflows \
+                             it admits can act as it; declare what they need under [ci], or delete it",
+                            role.role_name(),
+                            subjects.join("; ")
+                        ),
+                        overridden_by: None,
+                    });
+                }
+            }
+        }
+        Ok(findings)
     }
 
     /// The S104 finding when a CI role's live trust admits more than the derived one.

@@ -32,8 +32,12 @@ pub fn run(path: &Path, bake: Option<&Path>) -> Result<u8, CliError> {
         eprintln!("{}", finding_line(finding));
     }
     refuse_on(&findings)?;
+    let ci = match &desired.ci {
+        Some(ci) => format!(", {} CI roles", ci.roles.len()),
+        None => String::new(),
+    };
     out(&format!(
-        "{} is valid: region {}, {} ECR repositories, {} S3 buckets, {} IAM roles, {} CodeBuild projects.\n",
+        "{} is valid: region {}, {} ECR repositories, {} S3 buckets, {} IAM roles, {} CodeBuild projects{ci}.\n",
         path.display(),
         desired.region,
         desired.ecr.repositories.len(),

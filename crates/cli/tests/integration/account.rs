@@ -132,7 +132,8 @@ async fn plan_reads_only_and_reads_each_thing_once() {
     // per bucket setting (tags, Block Public Access, encryption, policy, Object Ownership, ACL,
     // versioning, replication, website, logging, lifecycle); one GetRole for each role and its
     // policy, the runner's and the three CI roles (not made yet here: their two lists go out with
-    // GetRole and fail with it), and GitHub's identity provider; one BatchGetProjects for the
+    // GetRole and fail with it), GitHub's identity provider, and one ListRoles for any other role
+    // that trusts it; one BatchGetProjects for the
     // project and its webhook. And the images of the three repositories whose lifecycle policy
     // the plan puts, to say what each policy will expire.
     assert_eq!(
@@ -149,6 +150,7 @@ async fn plan_reads_only_and_reads_each_thing_once() {
             ("iam:GetRolePolicy".to_owned(), 1),
             ("iam:ListAttachedRolePolicies".to_owned(), 4),
             ("iam:ListRolePolicies".to_owned(), 4),
+            ("iam:ListRoles".to_owned(), 1),
             (format!("s3:GET {bucket}"), 11),
             (format!("s3:HEAD {bucket}"), 1),
             ("sts:GetCallerIdentity".to_owned(), 1),

@@ -231,6 +231,16 @@ async fn the_apply_role_refuses_a_plan_that_changes_a_ci_identity_before_any_wri
     let writes: Vec<String> = apply_role.requests().iter().filter(|r| r.is_write()).map(ToString::to_string).collect();
     assert!(writes.is_empty(), "no write, not even the lock: {writes:?}");
 
+    // Nor a saved plan an administrator made: refused from what the file says, before the lock.
+    let saved = desired.path.with_file_name("plan.json");
+    let made = reconcile(&account, &desired.path, &["plan", "--out", saved.to_str().unwrap()]);
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    let refused = reconcile(&apply_role, &desired.path, &["apply", saved.to_str().unwrap()]);
+    assert_eq!(refused.code, 3, "{}{}", refused.stdout, refused.stderr);
+    assert!(refused.stderr.contains("this plan changes iam_ci_role.apply"), "{}", refused.stderr);
+    let writes: Vec<String> = apply_role.requests().iter().filter(|r| r.is_write()).map(ToString::to_string).collect();
+    assert!(writes.is_empty(), "no write, not even the lock: {writes:?}");
+
     // A plan that touches no CI identity, the apply role applies.
     aws_sdk_ecr::Client::new(&account.sdk_config())
         .delete_lifecycle_policy()

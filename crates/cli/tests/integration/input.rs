@@ -46,7 +46,7 @@ async fn validate_accepts_the_real_desired_file_without_aws() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
         run.stdout.ends_with(
-            "is valid: region us-east-1, 27 ECR repositories, 1 S3 buckets, 1 IAM roles, 1 CodeBuild projects.\n"
+            "is valid: region us-east-1, 27 ECR repositories, 1 S3 buckets, 1 IAM roles, 1 CodeBuild projects, 3 CI roles.\n"
         ),
         "{}",
         run.stdout

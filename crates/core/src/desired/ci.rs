@@ -227,3 +227,55 @@ fn check_environment(environment: &str) -> Result<(), String> {
         Err(format!("`{environment}` is not an environment name: letters, digits, spaces and `._-`"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::desired::{CiPurpose, Desired};
+
+    fn parse(ci: &str) -> Desired {
+        let text = format!("region = \"us-east-1\"\n[github]\nrepository = \"ROCm/rocm-bake\"\n[ci]\n{ci}");
+        Desired::parse(Path::new("desired.toml"), &text).unwrap()
+    }
+
+    const ROLES: &str = "plan_role = \"p\"\ndrift_role = \"d\"\napply_role = \"a\"\nenvironment = \"aws-production\"\n";
+
+    #[test]
+    fn each_role_trusts_one_kind_of_run_of_the_github_repository() {
+        let ci = parse(ROLES).ci.unwrap();
+        let subjects: Vec<(CiPurpose, &str, &str)> =
+            ci.roles.iter().map(|r| (r.purpose, r.name.as_str(), r.subject.as_str())).collect();
+        assert_eq!(
+            subjects,
+            [
+                (CiPurpose::Plan, "p", "repo:ROCm/rocm-bake:pull_request"),
+                (CiPurpose::Drift, "d", "repo:ROCm/rocm-bake:ref:refs/heads/main"),
+                (CiPurpose::Apply, "a", "repo:ROCm/rocm-bake:environment:aws-production"),
+            ]
+        );
+        assert_eq!((ci.max_session_duration, ci.tags.len()), (3600, 0));
+        let release = parse(&format!("{ROLES}branch = \"release/7.1\"\nmax_session_duration = 7200\n")).ci.unwrap();
+        assert_eq!(release.role(CiPurpose::Drift).unwrap().subject, "repo:ROCm/rocm-bake:ref:refs/heads/release/7.1");
+        assert_eq!(release.max_session_duration, 7200);
+        assert_eq!(
+            CiPurpose::ALL.map(CiPurpose::variable),
+            ["RECONCILE_PLAN_ROLE_ARN", "RECONCILE_DRIFT_ROLE_ARN", "RECONCILE_APPLY_ROLE_ARN"]
+        );
+        assert!(CiPurpose::Plan.reads_only() && CiPurpose::Drift.reads_only() && !CiPurpose::Apply.reads_only());
+    }
+
+    #[test]
+    fn a_branch_or_environment_that_could_read_as_a_pattern_or_another_claim_is_refused() {
+        for branch in ["*", "main*", "a..b", "/main", "main/", "a:b", "x.lock", "-x", ""] {
+            assert!(super::check_branch(branch).is_err(), "{branch}");
+        }
+        for branch in ["main", "release/7.1", "feature_x-y"] {
+            assert!(super::check_branch(branch).is_ok(), "{branch}");
+        }
+        for environment in ["a:b", "prod*", " prod", "", "a/b"] {
+            assert!(super::check_environment(environment).is_err(), "{environment}");
+        }
+        assert!(super::check_environment("aws production_1.x").is_ok());
+    }
+}
