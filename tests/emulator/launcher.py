@@ -26,6 +26,9 @@ Beyond plain `python -m moto.server` it:
   an account's GitHub credential without a request of its own, and
   refuses `CreateProject`, `UpdateProject` and `CreateWebhook` for a GitHub source without a
   credential or an `AVAILABLE` connection, with AWS's exceptions and messages;
+- serves what a night's cost is read from (see `billing.py`): builds with given times, the Price
+  List, CloudWatch's bucket size in CBOR; and pushes images at a time the demo sets
+  (`POST /_reconcile/ecr/push-time?account=ID&at=EPOCH`, 0 for now);
 - pages every list operation reconcile calls as AWS does (`maxResults`/`nextToken`,
   `MaxItems`/`Marker`), and, for one account, in pages of at most N items:
   `POST /_reconcile/page-size?account=ID&size=N` (see `patch_pagination`).
@@ -42,6 +45,8 @@ import sys
 import time
 import threading
 from urllib.parse import parse_qs
+
+import billing
 
 RECORDS_PATH = "/_reconcile/requests"
 FAIL_CREATE_PROJECT_PATH = "/_reconcile/codebuild/fail-create-project"
@@ -66,6 +71,10 @@ CONNECTIONS = {}
 PAGE_SIZE_PATH = "/_reconcile/page-size"
 # Account id -> the largest page any list operation answers.
 PAGE_SIZE = {}
+# Account id -> when its next image is pushed (seconds since the epoch), each next one a second
+# later; 0 or missing: now. For the demo's history (`seed.py --history`).
+PUSH_TIME_PATH = "/_reconcile/ecr/push-time"
+PUSH_CLOCK = {}
 
 DENY_PATH = "/_reconcile/deny"
 # (access key, action) -> the error code and message to answer with.
@@ -121,6 +130,12 @@ class RequestRecorder:
                 CONNECTIONS[query["arn"]] = query.get("status", "AVAILABLE")
             start_response("204 No Content", [])
             return [b""]
+        if path == PUSH_TIME_PATH:
+            query = {k: v[0] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
+            with FAIL_LOCK:
+                PUSH_CLOCK[query["account"]] = int(query["at"])
+            start_response("204 No Content", [])
+            return [b""]
         if path == PAGE_SIZE_PATH:
             query = {k: v[0] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
             with FAIL_LOCK:
@@ -138,12 +153,26 @@ class RequestRecorder:
                 DENY[(query["access_key"], query["action"])] = (query.get("code", "AccessDenied"), message)
             start_response("204 No Content", [])
             return [b""]
+        answered = billing.control(path, environ, start_response)
+        if answered is not None:
+            return answered
         if not path.startswith("/moto-api"):
             entry = self.record(environ, path)
             with FAIL_LOCK:
                 denied = DENY.get((entry["access_key"], entry["action"]))
             if entry["service"] == "codeconnections":
                 return get_connection(environ, entry, start_response)
+            if denied is not None and environ.get("HTTP_X_AMZ_TARGET"):
+                # JSON protocol services (Price List, Cost Explorer) answer errors in JSON.
+                code, message = denied
+                return billing.json_error(start_response, code, message)
+            if denied is None:
+                from moto.iam.models import get_account_id_from
+
+                account = get_account_id_from(entry["access_key"]) if entry["access_key"] else ""
+                answered = billing.serve(environ, entry, start_response, account, entry["region"])
+                if answered is not None:
+                    return answered
             if denied is not None:
                 code, message = denied
                 body = (
@@ -156,18 +185,23 @@ class RequestRecorder:
         return self.app(environ, start_response)
 
     def record(self, environ, path):
-        access_key, service = "", ""
+        access_key, service, region = "", "", ""
         authorization = environ.get("HTTP_AUTHORIZATION", "")
         if "Credential=" in authorization:
             scope = authorization.split("Credential=", 1)[1].split(",", 1)[0].split("/")
             access_key = scope[0]
+            region = scope[2] if len(scope) > 2 else ""
             service = scope[3] if len(scope) > 3 else ""
         action = environ.get("HTTP_X_AMZ_TARGET", "").rsplit(".", 1)[-1]
+        if path.startswith(billing.CBOR_PREFIX):
+            # Smithy RPC v2 CBOR (CloudWatch): the operation is the path's last part.
+            action = path.rsplit("/", 1)[-1]
         content_type = environ.get("CONTENT_TYPE", "")
         # What the request acts on, for the tests that hold each request to a policy: the
         # repository, project, role or provider it names (S3's is in its path).
         resource = ""
-        if action or content_type.startswith("application/x-www-form-urlencoded"):
+        if (action and not path.startswith(billing.CBOR_PREFIX)) or content_type.startswith(
+                "application/x-www-form-urlencoded"):
             # Read the body and put it back.
             length = int(environ.get("CONTENT_LENGTH") or 0)
             body = environ["wsgi.input"].read(length) if length else b""
@@ -184,8 +218,10 @@ class RequestRecorder:
                             resource = fields[key]
                             break
                     else:
-                        if isinstance(fields.get("names"), list):
-                            resource = ",".join(str(name) for name in fields["names"])
+                        for key in ("names", "ids"):
+                            if isinstance(fields.get(key), list):
+                                resource = ",".join(str(name) for name in fields[key])
+                                break
             else:
                 # Query protocol (IAM, STS): the action is a form field.
                 form = parse_qs(body.decode("utf-8", "replace"))
@@ -202,6 +238,7 @@ class RequestRecorder:
             "path": path,
             "query": environ.get("QUERY_STRING", ""),
             "resource": resource,
+            "region": region,
             # When it arrived, comparable with the GitHub stand-in's log (both time.time()).
             "at": time.time(),
         }
@@ -626,6 +663,12 @@ def patch_defaults():
 
     def image_pushed_after_the_last(self, *args, **kwargs):
         image_init(self, *args, **kwargs)
+        with FAIL_LOCK:
+            if PUSH_CLOCK.get(self.registry_id):
+                # The demo's history: pushes at the times it set, a second apart.
+                self.image_pushed_at = PUSH_CLOCK[self.registry_id]
+                PUSH_CLOCK[self.registry_id] += 1
+                return
         self.image_pushed_at = max(self.image_pushed_at, last_push[0] + 1)
         last_push[0] = self.image_pushed_at
 

@@ -15,13 +15,22 @@ The runner project and its webhook are as declared, the webhook's filters writte
 order and its EVENT pattern with a stray space (the console's way), and CodeBuild reaches GitHub
 with the account's token (imported as a source credential).
 
+With `--history` (the demo), the account also holds what it had stored and built by then: the
+registry's 738 GB, 347 GB of it untagged images in the two cache repositories without a policy;
+a week of nightly builds on xlarge (warm ones of 34 minutes, a cold one of 54m 24s, and two
+quiet days the gate skipped); and the compiler cache's daily size in CloudWatch.
+
 Credentials and endpoint come from the standard AWS environment (AWS_ENDPOINT_URL, ...); the
 region from desired.toml.
 """
 
 import argparse
+import hashlib
 import json
+import os
+import time
 import tomllib
+import urllib.request
 
 import boto3
 
@@ -61,6 +70,7 @@ def script_style(policy):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--desired", required=True)
+    parser.add_argument("--history", action="store_true", help="also images, a week of builds, the cache's size")
     args = parser.parse_args()
     with open(args.desired, "rb") as file:
         desired = tomllib.load(file)
@@ -95,6 +105,77 @@ def main():
         seed_role(role, account, region, repositories, buckets, log_groups)
     for project in desired.get("codebuild", {}).get("projects", {}).values():
         seed_project(project, account, region, roles)
+    if args.history:
+        seed_history(desired, account, region, buckets)
+
+
+GB = 1_000_000_000
+DAY = 86_400
+
+
+def push(ecr, repository, size, tag, seed):
+    """An image of `size` bytes, as the emulator sizes it: its manifest's config size."""
+    digest = hashlib.sha256(seed.encode()).hexdigest()
+    manifest = {
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+        "config": {"mediaType": "application/vnd.docker.container.image.v1+json", "size": size,
+                   "digest": f"sha256:{digest}"},
+        "layers": [{"mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip", "size": size,
+                    "digest": f"sha256:{hashlib.sha256((seed + 'l').encode()).hexdigest()}"}],
+    }
+    arguments = {"repositoryName": repository, "imageManifest": json.dumps(manifest)}
+    if tag:
+        arguments["imageTag"] = tag
+    ecr.put_image(**arguments)
+
+
+def control(path, body=None):
+    request = urllib.request.Request(os.environ["AWS_ENDPOINT_URL"] + path, method="POST",
+                                     data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(request).read()
+
+
+def seed_history(desired, account, region, buckets):
+    ecr = boto3.client("ecr", region_name=region)
+    repositories = sorted(desired.get("ecr", {}).get("repositories", {}))
+    today = int(time.time()) // DAY * DAY
+    # The two cache repositories nobody gave a policy: an untagged image a night for 20 nights,
+    # each push orphaning the one before, 347 GB between them.
+    for n in range(20):
+        control(f"/_reconcile/ecr/push-time?account={account}&at={today - (19 - n) * DAY + 3 * 3600}")
+        for name, each in (("atom-wheel-cache", 9_000_000_000), ("torchvision-wheel-cache", 8_350_000_000)):
+            push(ecr, name, each, None, f"{name}-{n}")
+    # The rest, 391 GB: two untagged predecessors and the live nightly tag in each, pushed over
+    # the last three nights.
+    others = [r for r in repositories if r not in NO_POLICY]
+    per_repository = 391 * GB // len(others)
+    for days_ago in (3, 2, 1):
+        control(f"/_reconcile/ecr/push-time?account={account}&at={today - days_ago * DAY + 3 * 3600}")
+        for name in others:
+            if days_ago > 1:
+                push(ecr, name, per_repository // 8, None, f"{name}-{days_ago}")
+            else:
+                push(ecr, name, per_repository - 2 * (per_repository // 8), "nightly", f"{name}-nightly")
+    control(f"/_reconcile/ecr/push-time?account={account}&at=0")
+    # A week of nightly builds at 02:17: warm, warm, skipped, skipped (main had not moved), cold,
+    # warm, and tonight's.
+    nightly = 2 * 3600 + 17 * 60
+    builds = []
+    for days_ago, seconds in ((6, 34 * 60), (5, 34 * 60), (2, 54 * 60 + 24), (1, 34 * 60), (0, 34 * 60)):
+        start = today - days_ago * DAY + nightly
+        if start + seconds < time.time():
+            builds.append({"project": "rocm-bake", "start": start, "end": start + seconds,
+                           "computeType": "BUILD_GENERAL1_XLARGE"})
+    control(f"/_reconcile/codebuild/builds?account={account}&region={region}", builds)
+    # The compiler cache, as CloudWatch reports it: a day's size the day after.
+    for days_ago in range(1, 8):
+        day = time.strftime("%Y-%m-%d", time.gmtime(today - days_ago * DAY))
+        for bucket in buckets:
+            size = (52 - days_ago) * GB
+            control(f"/_reconcile/cloudwatch/bucket-size?account={account}&region={region}&bucket={bucket}"
+                    f"&storage=StandardStorage&day={day}&bytes={size}")
 
 
 def seed_project(project, account, region, roles):

@@ -111,6 +111,20 @@ pub enum Command {
         #[arg(long, value_name = "FILE_OR_DIR", num_args = 1..)]
         since: Vec<PathBuf>,
     },
+    /// What the last nights cost: the runner's builds at CodeBuild's rates (from the Price List,
+    /// confirmed against Cost Explorer when it can be), and the registry's and the compiler
+    /// cache's storage, per UTC day. Never writes.
+    Cost {
+        /// How many UTC days, today included.
+        #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..=90))]
+        days: u32,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Read every page of Cost Explorer's answer (each request costs $0.01); without it, at
+        /// most one request is made.
+        #[arg(long)]
+        verify: bool,
+    },
     /// Break the apply lock (say whose it was): for when the apply that held it is gone.
     Unlock {
         /// Break it even when its process still runs on this host.

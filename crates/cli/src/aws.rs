@@ -268,6 +268,36 @@ impl Aws {
         }
     }
 
+    /// A CodeBuild client on its own, for the runner's builds (`cost`).
+    pub fn codebuild(&self) -> aws_sdk_codebuild::Client {
+        let config = aws_sdk_codebuild::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
+        aws_sdk_codebuild::Client::from_conf(config)
+    }
+
+    /// CloudWatch, for S3's daily storage metric (`cost`).
+    pub fn cloudwatch(&self) -> aws_sdk_cloudwatch::Client {
+        let config = aws_sdk_cloudwatch::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
+        aws_sdk_cloudwatch::Client::from_conf(config)
+    }
+
+    /// The Price List API, served from us-east-1 whatever the account's region.
+    pub fn pricing(&self) -> aws_sdk_pricing::Client {
+        let config = aws_sdk_pricing::config::Builder::from(&self.sdk)
+            .region(Region::new("us-east-1"))
+            .interceptor(self.requests.clone())
+            .build();
+        aws_sdk_pricing::Client::from_conf(config)
+    }
+
+    /// Cost Explorer: one global endpoint, in us-east-1.
+    pub fn cost_explorer(&self) -> aws_sdk_costexplorer::Client {
+        let config = aws_sdk_costexplorer::config::Builder::from(&self.sdk)
+            .region(Region::new("us-east-1"))
+            .interceptor(self.requests.clone())
+            .build();
+        aws_sdk_costexplorer::Client::from_conf(config)
+    }
+
     /// One service's share of the parallelism: each reconciler gets its own.
     fn limit(&self) -> reconcile_aws::Parallelism {
         reconcile_aws::Parallelism::new(self.parallelism)

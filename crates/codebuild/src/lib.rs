@@ -11,6 +11,7 @@
 //! `AVAILABLE` connection the project names. A plan that would create or change them says so
 //! (E103), and apply refuses it before its first write, rather than failing after every other.
 
+pub mod builds;
 mod canonical;
 
 use std::collections::BTreeMap;

@@ -692,6 +692,23 @@ impl EcrReconciler {
         futures::future::join_all(reads).await.into_iter().collect()
     }
 
+    /// Every image of every repository of the registry, as (pushed at, bytes), for what the
+    /// registry stored day by day (`reconcile cost`): one paginated listing, then each
+    /// repository's images, concurrently.
+    pub async fn stored_images(&self) -> Result<Vec<(i64, u64)>, ReconcileError> {
+        let names: Vec<String> =
+            self.list_all_repositories().await?.iter().filter_map(|r| r.repository_name().map(str::to_owned)).collect();
+        let reads = names.iter().map(|name| async move {
+            let address = Address::new(ResourceKind::EcrRepository, name);
+            self.images(&address, name).await
+        });
+        let mut stored = Vec::new();
+        for images in futures::future::join_all(reads).await {
+            stored.extend(images?.iter().map(|image| (image.pushed_at, image.size)));
+        }
+        Ok(stored)
+    }
+
     /// S102 when the repository's live policy lets anyone outside the account in.
     fn foreign_access(&self, address: &Address, policy: &serde_json::Value) -> Option<Finding> {
         let foreign = reconcile_core::policy::foreign_principals(policy, &self.account.id);

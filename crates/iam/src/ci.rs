@@ -296,9 +296,32 @@ fn read_statements(desired: &Desired, account: &Account) -> Vec<Value> {
     statements
 }
 
-/// The plan and drift roles' policy, and `docs/read-only-policy.json`'s.
+/// The plan and drift roles' policy, and `docs/read-only-policy.json`'s: a plan's reads, and what
+/// `cost` reads besides (the drift check reports the nights' cost).
 pub fn read_only_policy(desired: &Desired, account: &Account) -> Value {
-    json!({ "Version": "2012-10-17", "Statement": read_statements(desired, account) })
+    let mut statements = read_statements(desired, account);
+    let projects = project_arns(desired, account);
+    if !projects.is_empty() {
+        statements.push(statement(
+            "TheRunnersBuilds",
+            &["codebuild:ListBuildsForProject", "codebuild:BatchGetBuilds"],
+            projects,
+        ));
+        // None of these has a resource to scope to.
+        statements.push(statement(
+            "WhatAMinuteCostsAndWhatWasBilled",
+            &["pricing:GetProducts", "ce:GetCostAndUsage"],
+            vec!["*".to_owned()],
+        ));
+    }
+    if !desired.s3.buckets.is_empty() {
+        statements.push(statement(
+            "WhatTheCacheStoresEachDay",
+            &["cloudwatch:ListMetrics", "cloudwatch:GetMetricStatistics"],
+            vec!["*".to_owned()],
+        ));
+    }
+    json!({ "Version": "2012-10-17", "Statement": statements })
 }
 
 /// The apply role's policy: the reads, and exactly the writes apply makes on the declared

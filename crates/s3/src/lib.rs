@@ -8,6 +8,7 @@
 mod lifecycle;
 pub mod lock;
 mod spec;
+pub mod storage;
 
 use std::collections::BTreeMap;
 

@@ -153,9 +153,19 @@ impl Emulator {
 
     /// Sends one request to the launcher's own endpoints and returns the response body.
     fn control(&self, method: &str, path: &str) -> String {
+        self.control_with(method, path, "")
+    }
+
+    /// The same, with a JSON body.
+    fn control_with(&self, method: &str, path: &str, body: &str) -> String {
         let mut stream = TcpStream::connect(&self.address).expect("the emulator is listening");
-        write!(stream, "{method} {path} HTTP/1.0\r\nHost: {}\r\nContent-Length: 0\r\n\r\n", self.address)
-            .expect("write");
+        write!(
+            stream,
+            "{method} {path} HTTP/1.0\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            self.address,
+            body.len()
+        )
+        .expect("write");
         let mut response = String::new();
         stream.read_to_string(&mut response).expect("read");
         response.split_once("\r\n\r\n").map_or_else(String::new, |(_, body)| body.to_owned())
@@ -364,6 +374,35 @@ impl TestAccount {
         emulator().control("POST", &format!("/_reconcile/codeconnections/connection?arn={arn}&status={status}"));
     }
 
+    /// Gives the account CodeBuild builds in `region`: each `{"project", "start", "end",
+    /// "computeType", "status"}`, times in seconds since the epoch, `end` null while running.
+    pub fn seed_builds(&self, region: &str, builds: &serde_json::Value) {
+        emulator().control_with(
+            "POST",
+            &format!("/_reconcile/codebuild/builds?account={}&region={region}", self.id),
+            &builds.to_string(),
+        );
+    }
+
+    /// What CloudWatch says `bucket` stored on `day` (`YYYY-MM-DD`) in `storage`
+    /// (`StandardStorage`, ...), as S3's daily `BucketSizeBytes`.
+    pub fn bucket_size(&self, region: &str, bucket: &str, storage: &str, day: &str, bytes: u64) {
+        emulator().control(
+            "POST",
+            &format!(
+                "/_reconcile/cloudwatch/bucket-size?account={}&region={region}&bucket={bucket}&storage={storage}&day={day}&bytes={bytes}",
+                self.id
+            ),
+        );
+    }
+
+    /// Queues Cost Explorer's next answer to a `GetCostAndUsage` of this account (moto's own
+    /// switch: each new request takes the next queued answer).
+    pub fn cost_explorer_answers(&self, answer: &serde_json::Value) {
+        let body = serde_json::json!({ "results": [answer], "account_id": self.id });
+        emulator().control_with("POST", "/moto-api/static/ce/cost-and-usage-results", &body.to_string());
+    }
+
     /// Makes every list operation this account calls answer in pages of at most `size` items.
     pub fn page_size(&self, size: u32) {
         emulator().control("POST", &format!("/_reconcile/page-size?account={}&size={size}", self.id));
@@ -382,11 +421,23 @@ impl TestAccount {
     /// `desired`: every repository, but `atom-wheel-cache` and `torchvision-wheel-cache` with no
     /// lifecycle policy and `pytorch-cache` with the old 14-day `tagStatus any` rule.
     pub fn seed_2026_11_11(&self, desired: &Path) {
+        self.seed(desired, &[]);
+    }
+
+    /// The same, with what the account had stored and built by then, as the demo loads it: the
+    /// registry's 738 GB (347 GB untagged in the two cache repositories without a policy), a
+    /// week of nightly builds, the compiler cache's daily size.
+    pub fn seed_2026_11_11_with_history(&self, desired: &Path) {
+        self.seed(desired, &["--history"]);
+    }
+
+    fn seed(&self, desired: &Path, more: &[&str]) {
         let script = workspace_root().join("tests/emulator/seed.py");
         let status = Command::new(emulator_python())
             .arg(script)
             .arg("--desired")
             .arg(desired)
+            .args(more)
             .envs(self.env())
             .status()
             .expect("the seed script runs");

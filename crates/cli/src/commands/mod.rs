@@ -2,6 +2,7 @@
 //! what it returns, pick the exit code. What a run *is* lives in `crate::session`.
 
 mod apply;
+mod cost;
 mod docs;
 mod drift;
 mod outputs;
@@ -71,6 +72,10 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
         Command::Policy { role, account } => {
             let inputs = Inputs::load(&desired, None, false, false)?;
             policy::run(&inputs.desired, role, account.as_deref(), parallelism).await
+        }
+        Command::Cost { days, format, verify } => {
+            let inputs = Inputs::load(&desired, None, false, false)?;
+            cost::run(&inputs.desired, format, days, verify, parallelism).await
         }
         Command::Usage { format, since } => {
             let inputs = Inputs::load(&desired, None, false, false)?;

@@ -6,6 +6,7 @@
 mod account;
 mod ci;
 mod codebuild;
+mod cost;
 mod ecr;
 mod errors;
 mod faults;

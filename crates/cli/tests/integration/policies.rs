@@ -31,12 +31,19 @@ fn permission(request: &RecordedRequest, account: &TestAccount) -> Option<(Strin
         ("s3", _) => return Some(s3_permission(request)),
         ("ecr", _) => named("ecr", "repository"),
         ("codebuild", "ListSourceCredentials") | ("iam", "ListRoles") => "*".to_owned(),
+        ("codebuild", "BatchGetBuilds") => {
+            let project = request.resource.split(':').next().unwrap_or_default();
+            format!("arn:aws:codebuild:{region}:{id}:project/{project}")
+        }
+        ("pricing" | "ce" | "monitoring", _) => "*".to_owned(),
         ("codebuild", _) => named("codebuild", "project"),
         ("iam", _) if request.resource.starts_with("arn:") => request.resource.clone(),
         ("iam", _) => named("iam", "role"),
         ("codeconnections", _) => request.resource.clone(),
         other => panic!("a request this test does not know: {other:?} {request}"),
     };
+    // CloudWatch signs as `monitoring`; IAM names its actions `cloudwatch:`.
+    let service = if service == "monitoring" { "cloudwatch" } else { service };
     Some((format!("{service}:{action}"), resource))
 }
 
@@ -169,7 +176,20 @@ async fn the_read_only_policy_is_derived_allows_every_read_and_nothing_else_and_
     assert_eq!(reconcile(&account, &desired, &["apply", "--auto-approve"]).code, 0);
     let policy = printed_policy(&account, &desired, "read-only");
     let plan_role = account.assume("rocm-bake-reconcile-plan").await;
-    for args in [&["plan"][..], &["drift"], &["usage"], &["outputs"], &["plan", "--prune"]] {
+    account.seed_builds(
+        "us-east-1",
+        &json!([{ "project": "rocm-bake", "start": 1_796_000_000, "end": 1_796_002_040, "computeType": "BUILD_GENERAL1_XLARGE" }]),
+    );
+    account.bucket_size(
+        "us-east-1",
+        &format!("rocm-bake-sccache-{}", account.id),
+        "StandardStorage",
+        &reconcile_core::time::day(
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64 - 86_400,
+        ),
+        1 << 30,
+    );
+    for args in [&["plan"][..], &["drift"], &["usage"], &["outputs"], &["plan", "--prune"], &["cost", "--days", "90"]] {
         let run = reconcile(&plan_role, &desired, args);
         assert!(run.code == 0 || run.code == 2, "{args:?}: {}", run.stderr);
     }

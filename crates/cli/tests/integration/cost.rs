@@ -1,0 +1,273 @@
+//! `reconcile cost` against the emulator: the runner's builds (seeded with their times and
+//! compute), the Price List's rates, Cost Explorer's bill, CloudWatch's daily bucket size and
+//! the registry's images, read and priced.
+
+use reconcile_test_support::{TestAccount, emulator};
+use serde_json::{Value, json};
+
+use crate::support::{DesiredFile, desired_file, reconcile, small_account_with_runner};
+
+const DAY: i64 = 86_400;
+const XLARGE: &str = "BUILD_GENERAL1_XLARGE";
+
+fn today() -> i64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    now.div_euclid(DAY) * DAY
+}
+
+/// The runner project, and the team's two measured builds on xlarge: a warm one of 34 minutes
+/// yesterday, a cold one of 54m 24s the day before, both at 02:17.
+async fn measured() -> (TestAccount, DesiredFile) {
+    let account = emulator().new_account().await;
+    let desired = desired_file(&small_account_with_runner(&["pytorch"]));
+    let nightly = today() - DAY + 2 * 3600 + 17 * 60;
+    account.seed_builds(
+        "us-east-1",
+        &json!([
+            { "project": "rocm-bake", "start": nightly, "end": nightly + 34 * 60, "computeType": XLARGE },
+            { "project": "rocm-bake", "start": nightly - DAY, "end": nightly - DAY + 54 * 60 + 24, "computeType": XLARGE },
+        ]),
+    );
+    (account, desired)
+}
+
+fn cost_json(account: &TestAccount, desired: &DesiredFile, args: &[&str]) -> Value {
+    let mut all = vec!["cost", "--format", "json"];
+    all.extend_from_slice(args);
+    let run = reconcile(account, &desired.path, &all);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    serde_json::from_str(&run.stdout).unwrap()
+}
+
+/// Cost Explorer's answer for CodeBuild: `minutes` of xlarge billed at `usd_per_minute`.
+fn bill(minutes: f64, usd_per_minute: f64, next_page: Option<&str>) -> Value {
+    let mut answer = json!({
+        "ResultsByTime": [{
+            "TimePeriod": { "Start": "2026-11-28", "End": "2026-11-29" },
+            "Total": {},
+            "Groups": [{
+                "Keys": ["USE1-Build-Min:Linux:g1.xlarge"],
+                "Metrics": {
+                    "UnblendedCost": { "Amount": format!("{:.6}", minutes * usd_per_minute), "Unit": "USD" },
+                    "UsageQuantity": { "Amount": format!("{minutes}"), "Unit": "Minutes" },
+                },
+            }],
+            "Estimated": false,
+        }],
+        "DimensionValueAttributes": [],
+    });
+    if let Some(token) = next_page {
+        answer["NextPageToken"] = json!(token);
+    }
+    answer
+}
+
+fn requests(account: &TestAccount, action: &str) -> usize {
+    account.requests().iter().filter(|r| r.action == action).count()
+}
+
+#[tokio::test]
+async fn the_measured_builds_cost_what_the_team_said_and_stay_unverified_until_the_bill_agrees() {
+    let (account, desired) = measured().await;
+    let report = cost_json(&account, &desired, &[]);
+    let builds: Vec<(u64, f64, String)> = report["builds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (b["billed_minutes"].as_u64().unwrap(), b["cost_usd"].as_f64().unwrap(), b["usage_type"].to_string()))
+        .collect();
+    assert_eq!(
+        builds,
+        [
+            (34, 2.7132, "\"USE1-Build-Min:Linux:g1.xlarge\"".to_owned()),
+            (55, 4.389, "\"USE1-Build-Min:Linux:g1.xlarge\"".to_owned()),
+        ]
+    );
+    let rate = &report["rates"][0];
+    assert_eq!((rate["usd_per_minute"].as_f64(), rate["source"].as_str()), (Some(0.0798), Some("price_list")));
+    // Cost Explorer was asked once and billed nothing of it: unverified.
+    assert_eq!(rate["verification"], "not_billed");
+    assert_eq!(report["cost_explorer_requests"], 1);
+    assert_eq!(requests(&account, "GetCostAndUsage"), 1);
+    assert_eq!(report["total_rate_verified"], false);
+
+    let text = reconcile(&account, &desired.path, &["cost"]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert!(
+        text.stdout.contains("34m 00s -> 34 min  BUILD_GENERAL1_XLARGE  $2.71 (rate unverified)"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout.contains("54m 24s -> 55 min  BUILD_GENERAL1_XLARGE  $4.39 (rate unverified)"),
+        "{}",
+        text.stdout
+    );
+    assert!(text.stdout.contains("rounded up, from when a build is submitted until it ends"), "{}", text.stdout);
+    let markdown = reconcile(&account, &desired.path, &["cost", "--format", "markdown"]);
+    assert!(markdown.stdout.contains("| $4.39 (rate unverified) |"), "{}", markdown.stdout);
+    assert!(markdown.stdout.contains("```mermaid\nxychart-beta"), "{}", markdown.stdout);
+
+    // A bill of 89 minutes at $0.0800 confirms the rate (within 1%): no figure is marked.
+    let (account, desired) = measured().await;
+    account.cost_explorer_answers(&bill(89.0, 0.0800, None));
+    let confirmed = reconcile(&account, &desired.path, &["cost"]);
+    assert!(confirmed.stdout.contains("confirmed: Cost Explorer billed $0.0800/min"), "{}", confirmed.stdout);
+    assert!(!confirmed.stdout.contains("(rate unverified)"), "{}", confirmed.stdout);
+    assert!(confirmed.stdout.contains("$2.71"), "{}", confirmed.stdout);
+
+    // One 10% off: a finding naming both rates, and every figure unverified.
+    let (account, desired) = measured().await;
+    account.cost_explorer_answers(&bill(89.0, 0.0878, None));
+    let report = cost_json(&account, &desired, &[]);
+    assert_eq!(report["rates"][0]["verification"], "disagrees");
+    assert_eq!(report["findings"][0]["code"], "E104");
+    assert_eq!(
+        report["findings"][0]["message"],
+        "USE1-Build-Min:Linux:g1.xlarge: the rate used is $0.0798/min (the Price List API), but Cost Explorer billed \
+         $0.0878/min, 10.0% off; the figures using it are unverified"
+    );
+}
+
+#[tokio::test]
+async fn cost_explorer_is_asked_once_unless_verify_reads_every_page() {
+    let (account, desired) = measured().await;
+    account.cost_explorer_answers(&bill(89.0, 0.0800, Some("page-2")));
+    let report = cost_json(&account, &desired, &[]);
+    assert_eq!((report["cost_explorer_requests"].as_u64(), requests(&account, "GetCostAndUsage")), (Some(1), 1));
+    let notes = report["notes"].to_string();
+    assert!(notes.contains("1 request(s), $0.01, more pages left unread (--verify reads them all)"), "{notes}");
+
+    let (account, desired) = measured().await;
+    account.cost_explorer_answers(&bill(89.0, 0.0800, Some("page-2")));
+    account.cost_explorer_answers(&bill(0.0, 0.0, None));
+    let report = cost_json(&account, &desired, &["--verify"]);
+    assert_eq!((report["cost_explorer_requests"].as_u64(), requests(&account, "GetCostAndUsage")), (Some(2), 2));
+    assert_eq!(report["rates"][0]["verification"], "confirmed");
+}
+
+#[tokio::test]
+async fn without_permission_for_the_rates_the_last_known_one_is_used_with_one_warning() {
+    let (account, desired) = measured().await;
+    account.deny("pricing", "GetProducts", "*");
+    account.deny("ce", "GetCostAndUsage", "*");
+    let report = cost_json(&account, &desired, &[]);
+    let rate = &report["rates"][0];
+    assert_eq!((rate["source"].as_str(), rate["as_of"].as_str()), (Some("known"), Some("2026-11-12")));
+    assert_eq!(rate["verification"], "unverified");
+    assert_eq!(report["builds"][1]["cost_usd"], 4.389);
+    let findings = report["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "one warning: {findings:?}");
+    assert_eq!(findings[0]["code"], "E105");
+    let message = findings[0]["message"].as_str().unwrap();
+    assert!(message.contains("the Price List (pricing:GetProducts), Cost Explorer (ce:GetCostAndUsage)"), "{message}");
+}
+
+#[tokio::test]
+async fn storage_is_the_registrys_images_and_the_buckets_daily_size_and_a_running_build_counts_to_now() {
+    let (account, desired) = measured().await;
+    let bucket = format!("rocm-bake-sccache-{}", account.id);
+    assert_eq!(reconcile(&account, &desired.path, &["apply", "--auto-approve"]).code, 0);
+    let yesterday = reconcile_core::time::day(today() - DAY);
+    account.bucket_size("us-east-1", &bucket, "StandardStorage", &yesterday, 60 * (1 << 30));
+    account.bucket_size("us-east-1", &bucket, "StandardIAStorage", &yesterday, 10 * (1 << 30));
+    let ecr = aws_sdk_ecr::Client::new(&account.sdk_config());
+    crate::safety::push(&ecr, "pytorch", Some("nightly"), 5_000_000_000, "a1").await;
+    let started = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64 - 600;
+    account.seed_builds(
+        "us-east-1",
+        &json!([{ "project": "rocm-bake", "start": started, "end": null, "computeType": XLARGE }]),
+    );
+
+    let report = cost_json(&account, &desired, &["--days", "2"]);
+    let nights = report["nights"].as_array().unwrap();
+    assert_eq!(nights.len(), 2);
+    assert_eq!(nights[0]["cache_bucket_bytes"], 70 * (1u64 << 30));
+    assert!(nights[0]["cache_bucket_usd"].as_f64().unwrap() > 0.0);
+    assert_eq!(nights[1]["cache_bucket_bytes"], Value::Null, "today's is not published yet");
+    assert_eq!(nights[1]["registry_bytes"], 5_000_000_000u64);
+    let running = &report["builds"][0];
+    assert_eq!(running["running"], true);
+    assert!(running["billed_minutes"].as_u64().unwrap() >= 10, "{running}");
+    // The window is two days: the cold build of three days ago is not counted.
+    assert_eq!(report["builds"].as_array().unwrap().len(), 2);
+    assert_eq!(requests(&account, "ListMetrics"), 1);
+    assert_eq!(requests(&account, "GetMetricStatistics"), 2, "one per storage type");
+}
+
+/// A month of a busy runner: 3,000 builds in 30 days, read one list page and one batch read per
+/// hundred (the time it takes is scripts/bench-cost.sh's, in docs/performance.md).
+#[tokio::test]
+async fn a_month_of_three_thousand_builds_is_read_a_hundred_at_a_time() {
+    let account = emulator().new_account().await;
+    let desired = desired_file(&small_account_with_runner(&["pytorch"]));
+    let first = today() - 29 * DAY;
+    let builds: Vec<Value> = (0..3000)
+        .map(|n| {
+            let start = first + n * 860;
+            json!({ "project": "rocm-bake", "start": start, "end": start + 600, "computeType": XLARGE })
+        })
+        .collect();
+    account.seed_builds("us-east-1", &Value::Array(builds));
+    let report = cost_json(&account, &desired, &["--days", "30"]);
+    let counted = report["builds"].as_array().unwrap().len();
+    assert!(counted >= 2999, "{counted}");
+    let (lists, batches) = (requests(&account, "ListBuildsForProject"), requests(&account, "BatchGetBuilds"));
+    assert!(lists <= 30 && batches <= 31, "{lists} list pages, {batches} batch reads");
+}
+
+/// The demo's account (`scripts/demo.sh`): the plan says what the keep-3 policy frees in the two
+/// cache repositories and what it saves a month, and what it changes on GitHub; the plan after
+/// apply is clean; `usage` shows the 347 GB and the 738; `cost` prices the week's builds.
+#[tokio::test]
+async fn the_demos_account_shows_what_the_policy_frees_the_github_side_and_what_the_nights_cost() {
+    use reconcile_test_support::github::github;
+    let account = emulator().new_account().await;
+    let desired = crate::support::real_desired();
+    account.seed_2026_11_11_with_history(&desired);
+    let hook = json!({
+        "name": "web", "active": true, "events": ["workflow_job"],
+        "config": { "url": "https://codebuild.us-east-1.amazonaws.com/webhooks?t=demo&v=1", "content_type": "json" },
+    });
+    assert_eq!(github().call("POST", "/repos/ROCm/rocm-bake/hooks", "ghp_demo", &hook).0, 201);
+    let mut env = account.env();
+    env.push(("GITHUB_API_URL", github().endpoint().to_owned()));
+    env.push(("GITHUB_TOKEN", "ghp_demo".to_owned()));
+    let run = |args: &[&str]| crate::support::reconcile_in(&env, &desired, args);
+
+    let plan = run(&["plan"]);
+    assert_eq!(plan.code, 0, "{}{}", plan.stdout, plan.stderr);
+    for line in [
+        "the policy expires 17 untagged images, 153.0 GB (about $14.25 a month)",
+        "the policy expires 17 untagged images, 141.9 GB (about $13.22 a month)",
+        "~ github_fork_pr_approval.rocm-bake",
+        "+ github_variable.NIGHTLY_ENABLED",
+    ] {
+        assert!(plan.stdout.contains(line), "{line}\n{}", plan.stdout);
+    }
+    assert!(!plan.stdout.contains("E102"), "the GitHub side is checked: {}", plan.stdout);
+    assert_eq!(run(&["apply", "--auto-approve"]).code, 0);
+    let clean = run(&["plan", "--detailed-exitcode"]);
+    assert_eq!(clean.code, 0, "{}{}", clean.stdout, clean.stderr);
+
+    let usage = run(&["usage", "--format", "json"]);
+    let usage: Value = serde_json::from_str(&usage.stdout).unwrap();
+    assert_eq!(usage["total"]["bytes"], 738_000_000_000u64);
+    let caches: u64 = usage["repositories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| ["atom-wheel-cache", "torchvision-wheel-cache"].contains(&r["name"].as_str().unwrap()))
+        .map(|r| r["bytes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(caches, 347_000_000_000);
+
+    let cost = run(&["cost"]);
+    assert_eq!(cost.code, 0, "{}", cost.stderr);
+    assert!(
+        cost.stdout.contains("54m 24s -> 55 min  BUILD_GENERAL1_XLARGE  $4.39 (rate unverified)"),
+        "{}",
+        cost.stdout
+    );
+    assert!(cost.stdout.lines().any(|l| l.starts_with("total ")), "{}", cost.stdout);
+}
