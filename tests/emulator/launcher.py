@@ -26,6 +26,8 @@ Beyond plain `python -m moto.server` it:
   an account's GitHub credential without a request of its own, and
   refuses `CreateProject`, `UpdateProject` and `CreateWebhook` for a GitHub source without a
   credential or an `AVAILABLE` connection, with AWS's exceptions and messages;
+- keeps a CloudTrail event history of every write it serves and answers `LookupEvents` from it
+  (see `cloudtrail.py`);
 - serves what a night's cost is read from (see `billing.py`): builds with given times, the Price
   List, CloudWatch's bucket size in CBOR; and pushes images at a time the demo sets
   (`POST /_reconcile/ecr/push-time?account=ID&at=EPOCH`, 0 for now);
@@ -47,6 +49,7 @@ import threading
 from urllib.parse import parse_qs
 
 import billing
+import cloudtrail
 
 RECORDS_PATH = "/_reconcile/requests"
 FAIL_CREATE_PROJECT_PATH = "/_reconcile/codebuild/fail-create-project"
@@ -153,7 +156,7 @@ class RequestRecorder:
                 DENY[(query["access_key"], query["action"])] = (query.get("code", "AccessDenied"), message)
             start_response("204 No Content", [])
             return [b""]
-        answered = billing.control(path, environ, start_response)
+        answered = billing.control(path, environ, start_response) or cloudtrail.control(path, environ, start_response)
         if answered is not None:
             return answered
         if not path.startswith("/moto-api"):
@@ -170,9 +173,12 @@ class RequestRecorder:
                 from moto.iam.models import get_account_id_from
 
                 account = get_account_id_from(entry["access_key"]) if entry["access_key"] else ""
+                if entry["service"] == "cloudtrail" and entry["action"] == "LookupEvents":
+                    return cloudtrail.lookup_events(environ, start_response, account, entry["region"])
                 answered = billing.serve(environ, entry, start_response, account, entry["region"])
                 if answered is not None:
                     return answered
+                return self.traced(environ, start_response, entry, account)
             if denied is not None:
                 code, message = denied
                 body = (
@@ -183,6 +189,23 @@ class RequestRecorder:
                 start_response("403 Forbidden", [("Content-Type", "text/xml"), ("Content-Length", str(len(body)))])
                 return [body]
         return self.app(environ, start_response)
+
+    def traced(self, environ, start_response, entry, account):
+        """Serves the request with moto, and keeps it in the CloudTrail stand-in's history when it
+        succeeded (what CloudTrail records of a write: see `cloudtrail.py`)."""
+        body = b""
+        if isinstance(environ.get("wsgi.input"), io.BytesIO):
+            body = environ["wsgi.input"].getvalue()
+        status = []
+
+        def remembering(code, headers, *rest):
+            status.append(code)
+            return start_response(code, headers, *rest)
+
+        answer = self.app(environ, remembering)
+        if status and status[0].startswith("2") and account:
+            cloudtrail.record(environ, entry, account, body)
+        return answer
 
     def record(self, environ, path):
         access_key, service, region = "", "", ""

@@ -59,6 +59,11 @@ pub enum Command {
         /// Also save the plan for `apply <file>`, with fingerprints of what it was made against.
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
+        /// Say who last changed each resource that differs, from CloudTrail (as drift does).
+        #[arg(long)]
+        attribute: bool,
+        #[command(flatten)]
+        since: SinceDays,
         #[command(flatten)]
         bake: Bake,
         #[command(flatten)]
@@ -96,6 +101,8 @@ pub enum Command {
     Drift {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        #[command(flatten)]
+        since: SinceDays,
         #[command(flatten)]
         bake: Bake,
         #[command(flatten)]
@@ -167,6 +174,14 @@ pub enum Command {
 pub enum PolicyRole {
     ReadOnly,
     Apply,
+}
+
+/// How far back drift attribution looks in CloudTrail.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct SinceDays {
+    /// Days of CloudTrail's event history to look back for who changed what (it keeps 90).
+    #[arg(long, value_name = "DAYS", default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..=90))]
+    pub since_days: u32,
 }
 
 /// The bake cross-check.

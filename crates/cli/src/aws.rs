@@ -193,6 +193,9 @@ impl Aws {
     pub async fn load(region: &str, purpose: Purpose, parallelism: usize) -> Aws {
         let sdk = aws_config::defaults(BehaviorVersion::latest())
             .region(Region::new(region.to_owned()))
+            // `app/reconcile` in every request's user agent: CloudTrail records it, and drift
+            // attribution tells reconcile's own changes apart by it.
+            .app_name(aws_config::AppName::new("reconcile").expect("a valid app name"))
             .timeout_config(timeouts(purpose))
             .retry_config(retry_config(purpose))
             .load()
@@ -278,6 +281,15 @@ impl Aws {
     pub fn cloudwatch(&self) -> aws_sdk_cloudwatch::Client {
         let config = aws_sdk_cloudwatch::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
         aws_sdk_cloudwatch::Client::from_conf(config)
+    }
+
+    /// CloudTrail's event history in `region` (IAM's is in us-east-1).
+    pub fn cloudtrail(&self, region: &str) -> aws_sdk_cloudtrail::Client {
+        let config = aws_sdk_cloudtrail::config::Builder::from(&self.sdk)
+            .region(Region::new(region.to_owned()))
+            .interceptor(self.requests.clone())
+            .build();
+        aws_sdk_cloudtrail::Client::from_conf(config)
     }
 
     /// The Price List API, served from us-east-1 whatever the account's region.

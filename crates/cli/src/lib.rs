@@ -5,6 +5,7 @@
 //! call the session and print.
 
 mod args;
+mod attribution;
 mod aws;
 mod backend;
 mod bake;

@@ -166,6 +166,8 @@ pub async fn plan_with(
         findings,
         observed,
         impacts,
+        attributions: BTreeMap::new(),
+        attribution_note: None,
         made_by: None,
     })
 }
@@ -599,6 +601,8 @@ mod tests {
             findings: vec![],
             observed: BTreeMap::new(),
             impacts: BTreeMap::new(),
+            attributions: BTreeMap::new(),
+            attribution_note: None,
             made_by: None,
         }
     }

@@ -78,6 +78,19 @@ pub fn titled(plan: &Plan, limit: usize, command: &str) -> String {
         }
     }
 
+    if !plan.attributions.is_empty() {
+        push(&mut out, "\n**Who changed it** (CloudTrail)\n\n| resource | who, when, what |\n|---|---|\n", budget);
+        for (address, attribution) in &plan.attributions {
+            let line = format!("| {} | {} |\n", cell(&address.to_string()), in_cell(&message(&attribution.line())));
+            if !push(&mut out, &line, budget) {
+                left_out.findings += 1;
+            }
+        }
+        if let Some(note) = &plan.attribution_note {
+            push(&mut out, &format!("\n{}\n", message(note)), budget);
+        }
+    }
+
     if plan.has_changes() {
         push(&mut out, "\n", budget);
         // Destructive changes first here too: if anything's detail is left out, not theirs.
@@ -94,6 +107,21 @@ pub fn titled(plan: &Plan, limit: usize, command: &str) -> String {
     }
     if let Some(by) = &plan.made_by {
         writeln!(out, "\n_Planned by {}._", prose(by)).unwrap();
+    }
+    out
+}
+
+/// Rendered Markdown made safe in a table cell: a `|` that nothing escaped yet (one inside a code
+/// span) is escaped, which GFM honours even inside a span; prose's `\|` is left as it is.
+fn in_cell(rendered: &str) -> String {
+    let mut out = String::with_capacity(rendered.len());
+    let mut previous = None;
+    for c in rendered.chars() {
+        if c == '|' && previous != Some('\\') {
+            out.push('\\');
+        }
+        out.push(c);
+        previous = Some(c);
     }
     out
 }
@@ -400,6 +428,8 @@ mod tests {
             observed: std::collections::BTreeMap::new(),
             impacts: ["x", "y", "z"].map(|n| (address(n), impact.clone())).into_iter().collect(),
             made_by: None,
+            attributions: std::collections::BTreeMap::new(),
+            attribution_note: None,
         };
         // Room for the heading and the summary line only.
         let head = titled(&plan, usize::MAX, "plan").find("\n\n- ").unwrap() + 1;

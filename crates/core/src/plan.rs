@@ -232,6 +232,68 @@ pub struct Plan {
     /// What made the plan, `reconcile 0.1.0 (commit ...)`, which every rendering names: a plan
     /// in a pull request says which build of the tool to trust it from.
     pub made_by: Option<String>,
+    /// Who last changed each drifted resource (or one a finding is about), from CloudTrail's
+    /// event history, when the run asked (`drift`, `plan --attribute`).
+    pub attributions: BTreeMap<Address, Attribution>,
+    /// What every attribution shares: how far back it looked, and CloudTrail's delivery delay.
+    pub attribution_note: Option<String>,
+}
+
+/// Who last changed a resource, as CloudTrail tells it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Attribution {
+    /// The most recent event that could have caused the drift.
+    Event(ChangeEvent),
+    /// No such event in the window looked at, of this many days.
+    NoneFound { days: u32 },
+    /// It could not be looked up: why (never a guess).
+    Unknown(String),
+}
+
+/// One CloudTrail management event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangeEvent {
+    /// Such as `PutLifecyclePolicy`.
+    pub event: String,
+    /// Seconds since the epoch.
+    pub at: i64,
+    /// The caller's ARN as CloudTrail has it (a role's session: `arn:aws:sts::ID:assumed-role/R/S`).
+    pub principal: String,
+    /// For a role's session: the role, and the session's name.
+    pub role: Option<String>,
+    pub session: Option<String>,
+    pub source_ip: String,
+    pub user_agent: String,
+    pub event_id: String,
+    /// Made by reconcile's own apply (its user agent, or the apply role): not the cause.
+    pub by_reconcile: bool,
+}
+
+impl Attribution {
+    /// One line for people: who, when, what, from where.
+    pub fn line(&self) -> String {
+        match self {
+            Attribution::Event(event) => {
+                let who = match (&event.role, &event.session) {
+                    (Some(role), Some(session)) => format!("role `{role}` (session `{session}`)"),
+                    _ => format!("`{}`", event.principal),
+                };
+                let verb = if event.by_reconcile { "applied by reconcile, as" } else { "last changed by" };
+                format!(
+                    "{verb} {who} at {}: `{}` from {}, user agent `{}`, event `{}`",
+                    crate::time::date_time(event.at),
+                    event.event,
+                    event.source_ip,
+                    event.user_agent,
+                    event.event_id
+                )
+            }
+            Attribution::NoneFound { days } => {
+                format!("no CloudTrail event that could have changed it in the last {days} days")
+            }
+            Attribution::Unknown(why) => format!("who changed it is unknown: {why}"),
+        }
+    }
 }
 
 /// What one change will do beyond the fields it sets, as its reconciler says it: a line for
@@ -453,6 +515,8 @@ mod tests {
             observed: BTreeMap::new(),
             impacts: BTreeMap::new(),
             made_by: None,
+            attributions: BTreeMap::new(),
+            attribution_note: None,
         };
         assert!(!plan.account_differs());
         plan.findings.push(finding("W201", Severity::Warning, "a"));

@@ -69,6 +69,7 @@ pub fn styled_text(plan: &Plan) -> Styled {
     out.blank();
     if plan.changes.is_empty() {
         render_findings(&mut out, plan);
+        render_attribution_note(&mut out, plan);
         if plan.account_differs() {
             out.line(style::SUMMARY, summary_line(plan));
         } else {
@@ -84,9 +85,13 @@ pub fn styled_text(plan: &Plan) -> Styled {
             let style = if impact.alarming { style::DESTROY } else { style::PLAIN };
             out.line(style, format_args!("    # {} {}", impact.context, impact.line));
         }
+        if let Some(attribution) = plan.attributions.get(&change.address) {
+            out.line(style::PLAIN, format_args!("    # {}", printable(&attribution.line())));
+        }
     }
     out.blank();
     render_findings(&mut out, plan);
+    render_attribution_note(&mut out, plan);
     out.line(style::SUMMARY, summary_line(plan));
     out
 }
@@ -125,8 +130,44 @@ fn render_findings(out: &mut Styled, plan: &Plan) {
             None => out
                 .line(style, format_args!("{severity} [{}] {}{overridden}", finding.code, printable(&finding.message))),
         }
+        // Who made what a finding is about, when it is not a change (whose line has it).
+        if let Some(address) = &finding.address
+            && !plan.changes.iter().any(|c| &c.address == address)
+            && let Some(attribution) = plan.attributions.get(address)
+        {
+            out.line(style::PLAIN, format_args!("    # {}", printable(&attribution.line())));
+        }
     }
     out.blank();
+}
+
+/// What every attribution shares (the window, CloudTrail's delay), once.
+fn render_attribution_note(out: &mut Styled, plan: &Plan) {
+    if let Some(note) = &plan.attribution_note {
+        out.line(style::PLAIN, format_args!("{note}"));
+        out.blank();
+    }
+}
+
+/// An attribution as JSON: what CloudTrail said, or why it said nothing.
+fn attribution_json(attribution: Option<&crate::plan::Attribution>) -> Value {
+    use crate::plan::Attribution;
+    match attribution {
+        None => Value::Null,
+        Some(Attribution::Event(event)) => json!({
+            "status": if event.by_reconcile { "applied_by_reconcile" } else { "event" },
+            "event_name": event.event,
+            "event_time": crate::time::date_time(event.at),
+            "principal": event.principal,
+            "role": event.role,
+            "session": event.session,
+            "source_ip": event.source_ip,
+            "user_agent": event.user_agent,
+            "event_id": event.event_id,
+        }),
+        Some(Attribution::NoneFound { days }) => json!({ "status": "none_found", "days": days }),
+        Some(Attribution::Unknown(why)) => json!({ "status": "unknown", "reason": why }),
+    }
 }
 
 /// `text` as it may be shown on a terminal: a control character a live value carried (an escape
@@ -258,6 +299,7 @@ pub fn json(plan: &Plan) -> Value {
                 "depends_on": change.depends_on.iter().map(ToString::to_string).collect::<Vec<_>>(),
                 // What the change does beyond its fields, as its reconciler numbered it.
                 "expires": plan.impacts.get(&change.address).map(|impact| &impact.numbers),
+                "attribution": attribution_json(plan.attributions.get(&change.address)),
             })
         })
         .collect();
@@ -271,6 +313,7 @@ pub fn json(plan: &Plan) -> Value {
                 "address": finding.address.as_ref().map(ToString::to_string),
                 "message": finding.message,
                 "overridden_by": finding.overridden_by,
+                "attribution": attribution_json(finding.address.as_ref().and_then(|a| plan.attributions.get(a))),
             })
         })
         .collect();
@@ -281,6 +324,7 @@ pub fn json(plan: &Plan) -> Value {
         "region": plan.region,
         "resource_changes": resource_changes,
         "findings": findings,
+        "attribution_note": plan.attribution_note,
         "summary": { "create": summary.create, "update": summary.update, "delete": summary.delete },
     })
 }

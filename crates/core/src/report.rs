@@ -200,6 +200,8 @@ mod tests {
             findings: vec![],
             observed: BTreeMap::new(),
             impacts: BTreeMap::new(),
+            attributions: BTreeMap::new(),
+            attribution_note: None,
             made_by: None,
         };
         let report = ApplyReport {

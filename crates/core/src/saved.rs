@@ -108,6 +108,8 @@ pub fn from_json(value: &Value) -> Result<SavedPlan, String> {
             findings: Vec::new(),
             observed: BTreeMap::new(),
             impacts: BTreeMap::new(),
+            attributions: BTreeMap::new(),
+            attribution_note: None,
             made_by: None,
         },
         desired_fingerprint,
@@ -182,6 +184,8 @@ mod tests {
             findings: vec![],
             observed: BTreeMap::from([(address, observed)]),
             impacts: BTreeMap::new(),
+            attributions: BTreeMap::new(),
+            attribution_note: None,
             made_by: None,
         }
     }

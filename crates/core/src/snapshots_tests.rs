@@ -39,6 +39,8 @@ fn plan(mut changes: Vec<Change>, findings: Vec<Finding>) -> Plan {
         findings,
         observed: BTreeMap::new(),
         impacts: BTreeMap::new(),
+        attributions: BTreeMap::new(),
+        attribution_note: None,
         made_by: Some("reconcile 0.1.0 (commit 1a2b3c4d5e6f)".into()),
     }
 }

@@ -255,16 +255,20 @@ pub fn report(inputs: Inputs) -> CostReport {
             }
         })
         .collect();
+    // Builds without a rate, one finding per compute: a busy month is thousands of builds.
+    let mut unpriced: BTreeMap<(&str, Option<&str>), usize> = BTreeMap::new();
     for build in builds.iter().filter(|b| b.cost.is_none()) {
+        *unpriced.entry((build.compute_type.as_str(), build.usage_type.as_deref())).or_default() += 1;
+    }
+    for ((compute_type, usage), count) in unpriced {
         findings.push(Finding {
             code: RATES_UNREAD.to_owned(),
             severity: Severity::Warning,
             address: None,
             message: format!(
-                "build {} ran on {}, whose rate is not known here ({}): it is counted in minutes, not dollars",
-                build.id,
-                build.compute_type,
-                build.usage_type.as_deref().unwrap_or("no usage type known for it in this region")
+                "{count} build(s) ran on {compute_type}, whose rate is not known here ({}): they are counted in \
+                 minutes, not dollars",
+                usage.unwrap_or("no usage type known for it in this region")
             ),
             overridden_by: None,
         });
@@ -702,7 +706,17 @@ mod tests {
         // Today: December, 31 days; no bucket figure yet.
         assert!((report.nights[2].registry - 73.8 / 31.0).abs() < 1e-9);
         assert_eq!(report.nights[2].bucket_bytes, None);
-        assert!(report.findings.iter().any(|f| f.code == RATES_UNREAD && f.message.contains("BUILD_LAMBDA_1GB")));
+        let unread: Vec<&str> =
+            report.findings.iter().filter(|f| f.code == RATES_UNREAD).map(|f| f.message.as_str()).collect();
+        assert_eq!(
+            unread,
+            [
+                "2 build(s) ran on BUILD_GENERAL1_XLARGE, whose rate is not known here (USE1-Build-Min:Linux:g1.xlarge): \
+                 they are counted in minutes, not dollars",
+                "1 build(s) ran on BUILD_LAMBDA_1GB, whose rate is not known here (no usage type known for it in this \
+                 region): they are counted in minutes, not dollars",
+            ]
+        );
         assert_eq!(days_in_month(TODAY - 92 * DAY + 1), 31, "August");
         assert_eq!(days_in_month(1_709_164_800), 29, "2024-02-29");
         assert_eq!(days_in_month(1_677_628_800 - 1), 28, "the last second of 2023-02-28");

@@ -297,7 +297,7 @@ fn read_statements(desired: &Desired, account: &Account) -> Vec<Value> {
 }
 
 /// The plan and drift roles' policy, and `docs/read-only-policy.json`'s: a plan's reads, and what
-/// `cost` reads besides (the drift check reports the nights' cost).
+/// the drift check reads besides (who made the drift, and the nights' cost).
 pub fn read_only_policy(desired: &Desired, account: &Account) -> Value {
     let mut statements = read_statements(desired, account);
     let projects = project_arns(desired, account);
@@ -314,6 +314,8 @@ pub fn read_only_policy(desired: &Desired, account: &Account) -> Value {
             vec!["*".to_owned()],
         ));
     }
+    // Who made the drift: CloudTrail's event history, which has no resource to scope to.
+    statements.push(statement("WhoChangedIt", &["cloudtrail:LookupEvents"], vec!["*".to_owned()]));
     if !desired.s3.buckets.is_empty() {
         statements.push(statement(
             "WhatTheCacheStoresEachDay",

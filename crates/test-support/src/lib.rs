@@ -223,7 +223,7 @@ impl RecordedRequest {
         if self.action.is_empty() {
             return !matches!(self.method.as_str(), "GET" | "HEAD");
         }
-        !["Get", "List", "Describe", "BatchGet", "Head"].iter().any(|read| self.action.starts_with(read))
+        !["Get", "List", "Describe", "BatchGet", "Head", "Lookup"].iter().any(|read| self.action.starts_with(read))
     }
 }
 
@@ -401,6 +401,25 @@ impl TestAccount {
     pub fn cost_explorer_answers(&self, answer: &serde_json::Value) {
         let body = serde_json::json!({ "results": [answer], "account_id": self.id });
         emulator().control_with("POST", "/moto-api/static/ce/cost-and-usage-results", &body.to_string());
+    }
+
+    /// Records a CloudTrail management event in the stand-in's history for `region`, as if a
+    /// call had made it: `eventName`, `eventSource`, `eventTime` (ISO 8601), `requestParameters`,
+    /// `arn` (the caller), and optionally `userAgent`, `sourceIPAddress`, `eventID`.
+    pub fn cloudtrail_event(&self, region: &str, event: &serde_json::Value) {
+        emulator().control_with(
+            "POST",
+            &format!("/_reconcile/cloudtrail/event?account={}&region={region}", self.id),
+            &event.to_string(),
+        );
+    }
+
+    /// Makes the next `count` CloudTrail lookups of this account in `region` answer throttling.
+    pub fn throttle_cloudtrail(&self, region: &str, count: u32) {
+        emulator().control(
+            "POST",
+            &format!("/_reconcile/cloudtrail/throttle?account={}&region={region}&count={count}", self.id),
+        );
     }
 
     /// Makes every list operation this account calls answer in pages of at most `size` items.

@@ -15,8 +15,10 @@ use crate::output::{Output, color_on, out};
 use crate::session::Session;
 use crate::summary::step_summary;
 
-pub async fn run(session: &Session<Aws>, color: ColorChoice, format: Format) -> Result<u8, CliError> {
-    let drift = session.drift().await?;
+pub async fn run(session: &Session<Aws>, color: ColorChoice, format: Format, since_days: u32) -> Result<u8, CliError> {
+    let mut drift = session.drift().await?;
+    // Who made each difference, from CloudTrail: it only informs, too.
+    crate::attribution::attribute(session.backend(), &mut drift, &session.inputs().desired, since_days).await;
     // What the registry holds and costs: it only informs, the exit code is drift's.
     let aws = session.backend();
     let registry = crate::registry::registry_usage(aws, &drift.account, &session.inputs().desired).await?;

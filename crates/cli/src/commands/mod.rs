@@ -26,10 +26,11 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
         Command::Completions { shell } => docs::completions(shell),
         Command::Man { dir } => docs::man(dir.as_deref()),
         Command::Validate { bake } => validate::run(&desired, bake.bake.as_deref()),
-        Command::Plan { format, detailed_exitcode, out, bake, prune } => {
+        Command::Plan { format, detailed_exitcode, out, attribute, since, bake, prune } => {
             let inputs = Inputs::load(&desired, bake.bake.as_deref(), prune.prune, false)?;
             let session = session(inputs, Purpose::Read, parallelism).await?;
-            plan::run(&session, color, format, detailed_exitcode, out.as_deref()).await
+            let attribute = attribute.then_some(since.since_days);
+            plan::run(&session, color, format, detailed_exitcode, out.as_deref(), attribute).await
         }
         Command::Apply {
             plan_file,
@@ -54,10 +55,10 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             };
             apply::run(&session, color, format, request).await
         }
-        Command::Drift { format, bake, prune } => {
+        Command::Drift { format, since, bake, prune } => {
             let inputs = Inputs::load(&desired, bake.bake.as_deref(), prune.prune, false)?;
             let session = session(inputs, Purpose::Read, parallelism).await?;
-            drift::run(&session, color, format).await
+            drift::run(&session, color, format, since.since_days).await
         }
         Command::Unlock { force } => {
             let inputs = Inputs::load(&desired, None, false, false)?;

@@ -4,6 +4,7 @@
 //! gets its own emulator account, so tests run in parallel and never see each other's resources.
 
 mod account;
+mod attribution;
 mod ci;
 mod codebuild;
 mod cost;

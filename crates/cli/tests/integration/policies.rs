@@ -35,7 +35,7 @@ fn permission(request: &RecordedRequest, account: &TestAccount) -> Option<(Strin
             let project = request.resource.split(':').next().unwrap_or_default();
             format!("arn:aws:codebuild:{region}:{id}:project/{project}")
         }
-        ("pricing" | "ce" | "monitoring", _) => "*".to_owned(),
+        ("pricing" | "ce" | "monitoring" | "cloudtrail", _) => "*".to_owned(),
         ("codebuild", _) => named("codebuild", "project"),
         ("iam", _) if request.resource.starts_with("arn:") => request.resource.clone(),
         ("iam", _) => named("iam", "role"),
@@ -175,6 +175,9 @@ async fn the_read_only_policy_is_derived_allows_every_read_and_nothing_else_and_
     account.seed_2026_11_11(&desired);
     assert_eq!(reconcile(&account, &desired, &["apply", "--auto-approve"]).code, 0);
     let policy = printed_policy(&account, &desired, "read-only");
+    // Something for the drift check to find, and to say who did.
+    let ecr = aws_sdk_ecr::Client::new(&account.sdk_config());
+    crate::support::put_lifecycle_policy(&ecr, "pytorch", crate::support::OLD_14_DAY_POLICY).await;
     let plan_role = account.assume("rocm-bake-reconcile-plan").await;
     account.seed_builds(
         "us-east-1",

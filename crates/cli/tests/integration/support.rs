@@ -104,6 +104,51 @@ pub fn planned_by() -> &'static str {
 /// Replaces what differs between runs (the account id, elapsed times, the commit the binary was
 /// built from) with placeholders.
 pub fn redact(text: &str, account: &TestAccount) -> String {
+    redact_attributions(&redact_run(text, account))
+}
+
+/// What a CloudTrail attribution holds that differs between runs: the event's time, its id and
+/// the SDK's user agent.
+pub fn redact_attributions(text: &str) -> String {
+    let mut out = text.to_owned();
+    for (start, end, placeholder) in
+        [("user agent `", "`", "user agent `[USER AGENT]`"), ("event `", "`", "event `[EVENT]`")]
+    {
+        let mut redacted = String::new();
+        let mut rest = out.as_str();
+        while let Some(at) = rest.find(start) {
+            redacted.push_str(&rest[..at]);
+            let after = &rest[at + start.len()..];
+            let Some(close) = after.find(end) else {
+                redacted.push_str(&rest[at..]);
+                rest = "";
+                break;
+            };
+            redacted.push_str(placeholder);
+            rest = &after[close + end.len()..];
+        }
+        redacted.push_str(rest);
+        out = redacted;
+    }
+    // ` at 2026-12-01T19:29:52Z:` in an attribution line.
+    let mut redacted = String::new();
+    let mut rest = out.as_str();
+    while let Some(at) = rest.find(") at 20") {
+        let stamp = &rest[at + 5..];
+        if stamp.len() >= 21 && stamp.as_bytes()[10] == b'T' && stamp.as_bytes()[19] == b'Z' {
+            redacted.push_str(&rest[..at + 5]);
+            redacted.push_str("[TIME]");
+            rest = &stamp[20..];
+        } else {
+            redacted.push_str(&rest[..at + 5]);
+            rest = stamp;
+        }
+    }
+    redacted.push_str(rest);
+    redacted
+}
+
+fn redact_run(text: &str, account: &TestAccount) -> String {
     text.replace(&account.id, "[ACCOUNT]")
         .replace(planned_by(), "reconcile [VERSION]")
         .lines()
