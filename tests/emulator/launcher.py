@@ -262,12 +262,22 @@ class RequestRecorder:
             "query": environ.get("QUERY_STRING", ""),
             "resource": resource,
             "region": region,
+            # The SDK numbers a request's attempts (`amz-sdk-request: attempt=2; max=8`).
+            "attempt": attempt_of(environ),
             # When it arrived, comparable with the GitHub stand-in's log (both time.time()).
             "at": time.time(),
         }
         with self.lock:
             self.records.append(entry)
         return entry
+
+
+def attempt_of(environ):
+    for part in environ.get("HTTP_AMZ_SDK_REQUEST", "").split(";"):
+        name, _, value = part.strip().partition("=")
+        if name == "attempt" and value.isdigit():
+            return int(value)
+    return 1
 
 
 def patch_codebuild():

@@ -143,6 +143,18 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = OutputsFormat::Text)]
         format: OutputsFormat,
     },
+    /// Write the ECR repositories the bake file names and desired.toml lacks into desired.toml,
+    /// as their siblings are declared, and nothing else. No AWS call.
+    Declare {
+        #[command(flatten)]
+        bake: Bake,
+        /// Change nothing: print the diff that would be written, and exit 1 if there is one.
+        #[arg(long)]
+        check: bool,
+        /// This account's id, when the bake file names more than one account's registry.
+        #[arg(long, value_name = "ID")]
+        account: Option<String>,
+    },
     /// Print a CI role's IAM policy, derived from desired.toml as apply derives it.
     Policy {
         /// `read-only` (the plan and drift roles') or `apply` (the apply role's).

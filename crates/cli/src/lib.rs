@@ -10,6 +10,7 @@ mod aws;
 mod backend;
 mod bake;
 mod commands;
+mod declare;
 mod error;
 mod exit;
 mod files;

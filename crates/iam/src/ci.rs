@@ -332,37 +332,58 @@ pub fn read_only_policy(desired: &Desired, account: &Account) -> Value {
 /// policies.
 pub fn apply_policy(desired: &Desired, account: &Account) -> Result<Value, String> {
     let mut statements = read_statements(desired, account);
-    let repositories: Vec<String> = desired
-        .ecr
-        .repositories
-        .iter()
-        .map(|r| reconcile_aws::arn(account, "ecr", &format!("repository/{}", r.name)))
-        .collect();
-    if !repositories.is_empty() {
-        statements.push(statement("TheDeclaredRepositories", &ECR_WRITES, repositories));
-    }
-    // Tags are only ever set where desired.toml declares some (a create sends them too, which
-    // needs the same permission); undeclared ones are removed anywhere.
-    let tagged: Vec<String> = desired
-        .ecr
-        .repositories
-        .iter()
-        .filter(|r| !r.tags.is_empty())
-        .map(|r| reconcile_aws::arn(account, "ecr", &format!("repository/{}", r.name)))
-        .collect();
-    if !tagged.is_empty() {
-        statements.push(statement("TheDeclaredRepositoriesTags", &["ecr:TagResource"], tagged));
-    }
-    // `--prune` deletes repositories desired.toml no longer declares, so their names are not
-    // known here: only those carrying the tag that marks reconcile's own.
-    if let Ok((key, value)) = prune_marker(desired) {
-        statements.push(json!({
-            "Sid": "PruneOnlyWhatReconcileMade",
-            "Effect": "Allow",
-            "Action": ["ecr:DeleteRepository"],
-            "Resource": [reconcile_aws::arn(account, "ecr", "repository/*")],
-            "Condition": { "StringEquals": { format!("aws:ResourceTag/{key}"): value } },
-        }));
+    let every_repository = vec![reconcile_aws::arn(account, "ecr", "repository/*")];
+    match prune_marker(desired) {
+        // Every declared repository carries reconcile's tag: the repositories are granted by it,
+        // not by name, so declaring one more (the second use of this tool, after a bake target
+        // is added) changes no CI policy, and the apply role applies it. Only a repository made
+        // with the tag may be made, only one carrying it changed, tagged (so no other is taken
+        // over by tagging it) or, with `--prune`, deleted.
+        Ok((key, value)) => {
+            let tagged = json!({ "StringEquals": { format!("aws:ResourceTag/{key}"): value } });
+            let created = json!({ "StringEquals": { format!("aws:RequestTag/{key}"): value } });
+            let mut writes: Vec<&str> = ECR_WRITES.iter().copied().filter(|a| *a != "ecr:CreateRepository").collect();
+            writes.extend(["ecr:TagResource", "ecr:DeleteRepository"]);
+            statements.push(json!({
+                "Sid": "TheRepositoriesReconcileManages",
+                "Effect": "Allow",
+                "Action": writes,
+                "Resource": every_repository,
+                "Condition": tagged,
+            }));
+            statements.push(json!({
+                "Sid": "MakeRepositoriesTaggedAsReconciles",
+                "Effect": "Allow",
+                "Action": ["ecr:CreateRepository", "ecr:TagResource"],
+                "Resource": every_repository,
+                "Condition": created,
+            }));
+        }
+        // Without one tag on every repository, nothing tells them apart from a repository made
+        // by hand: they are granted by name (and nothing is pruned).
+        Err(_) => {
+            let repositories: Vec<String> = desired
+                .ecr
+                .repositories
+                .iter()
+                .map(|r| reconcile_aws::arn(account, "ecr", &format!("repository/{}", r.name)))
+                .collect();
+            if !repositories.is_empty() {
+                statements.push(statement("TheDeclaredRepositories", &ECR_WRITES, repositories));
+            }
+            // Tags are only ever set where desired.toml declares some (a create sends them too,
+            // which needs the same permission); undeclared ones are removed anywhere.
+            let tagged: Vec<String> = desired
+                .ecr
+                .repositories
+                .iter()
+                .filter(|r| !r.tags.is_empty())
+                .map(|r| reconcile_aws::arn(account, "ecr", &format!("repository/{}", r.name)))
+                .collect();
+            if !tagged.is_empty() {
+                statements.push(statement("TheDeclaredRepositoriesTags", &["ecr:TagResource"], tagged));
+            }
+        }
     }
     let buckets = bucket_arns(desired, account);
     if !buckets.is_empty() {
@@ -484,7 +505,7 @@ environment = "prod"
         let granted = sids(&policy);
         for absent in [
             "TheDeclaredRepositoriesTags",
-            "PruneOnlyWhatReconcileMade",
+            "TheRepositoriesReconcileManages",
             "TheRunnersRoleTags",
             "TheRunnersWebhook",
             "TheCompilerCachesExpiry",
@@ -501,8 +522,8 @@ environment = "prod"
         let full = Desired::parse(Path::new("desired.toml"), &full).unwrap();
         let granted_all = apply_policy(&full, &account()).unwrap();
         for present in [
-            "TheDeclaredRepositoriesTags",
-            "PruneOnlyWhatReconcileMade",
+            "TheRepositoriesReconcileManages",
+            "MakeRepositoriesTaggedAsReconciles",
             "TheRunnersRoleTags",
             "TheRunnersWebhook",
             "TheCompilerCachesExpiry",

@@ -192,6 +192,7 @@ impl Emulator {
                     path: field("path"),
                     query: field("query"),
                     resource: field("resource"),
+                    attempt: entry["attempt"].as_u64().unwrap_or(1),
                     at: entry["at"].as_f64().unwrap_or_default(),
                 }
             })
@@ -213,6 +214,8 @@ pub struct RecordedRequest {
     /// What it names as its subject, for JSON and query protocols: the repository, project,
     /// role or identity provider (S3's is in `path`).
     pub resource: String,
+    /// Which attempt of its operation it was (1, or a retry's number), as the SDK numbers them.
+    pub attempt: u64,
     /// When it arrived, in seconds since the epoch: comparable with the GitHub stand-in's log.
     pub at: f64,
 }

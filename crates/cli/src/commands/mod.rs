@@ -3,6 +3,7 @@
 
 mod apply;
 mod cost;
+mod declare;
 mod docs;
 mod drift;
 mod outputs;
@@ -69,6 +70,9 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             let inputs = Inputs::load(&desired, None, false, false)?;
             outputs::run(&Aws::load(&inputs.desired.region, Purpose::Read, parallelism).await, &inputs.desired, format)
                 .await
+        }
+        Command::Declare { bake, check, account } => {
+            declare::run(&desired, bake.bake.as_deref(), check, account.as_deref())
         }
         Command::Policy { role, account } => {
             let inputs = Inputs::load(&desired, None, false, false)?;

@@ -31,6 +31,12 @@ pub fn run(path: &Path, bake: Option<&Path>) -> Result<u8, CliError> {
     for finding in &findings {
         eprintln!("{}", finding_line(finding));
     }
+    if findings.iter().any(|f| f.code == crate::bake::UNDECLARED_BAKE_REPOSITORY)
+        && let Some(bake) = &inputs.bake
+        && let Some(hint) = crate::declare::hint(&inputs.desired_text, desired, bake, None)
+    {
+        eprint!("{}", bake.redact(&crate::declare::hint_text(&hint)));
+    }
     refuse_on(&findings)?;
     let ci = match &desired.ci {
         Some(ci) => format!(", {} CI roles", ci.roles.len()),

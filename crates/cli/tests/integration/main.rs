@@ -8,6 +8,7 @@ mod attribution;
 mod ci;
 mod codebuild;
 mod cost;
+mod declare;
 mod ecr;
 mod errors;
 mod faults;

@@ -1,0 +1,196 @@
+//! `reconcile declare`: after a bake target is added, the repositories it names are written into
+//! desired.toml as their siblings are, and nothing else of the file changes.
+
+use reconcile_test_support::{TestAccount, emulator, workspace_root};
+use serde_json::Value;
+
+use crate::support::{json_changes, real_desired, reconcile_with};
+
+const FOO_HCL: &str = r#"
+target "foo" {
+  dockerfile = "docker/foo.Dockerfile"
+  tags = ["${ECR_REGISTRY}/foo:${TAG}"]
+  cache-from = ["type=registry,ref=${ECR_REGISTRY}/foo-cache:buildcache"]
+  cache-to = ["type=registry,ref=${ECR_REGISTRY}/foo-cache:buildcache,mode=max,ignore-error=true"]
+}
+"#;
+
+/// A checkout of the nightly's repository: desired.toml (the project's, letting the bake file
+/// take the registry from the environment) and the bake file with target `foo` added, as HCL or
+/// as `docker buildx bake --print` JSON.
+fn checkout(json: bool, registry: &str) -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let desired = dir.path().join("desired.toml");
+    let before = format!("bake_variables = [\"ECR_REGISTRY\"]\n{}", std::fs::read_to_string(real_desired()).unwrap());
+    std::fs::write(&desired, &before).unwrap();
+    let bake_dir = workspace_root().join("tests/bake");
+    let bake = if json {
+        let mut print: Value =
+            serde_json::from_str(&std::fs::read_to_string(bake_dir.join("rocm-bake.print.json")).unwrap()).unwrap();
+        print["target"]["foo"] = serde_json::json!({
+            "context": ".", "dockerfile": "docker/foo.Dockerfile", "tags": ["REGISTRY/foo:nightly"],
+            "cache-from": [{ "type": "registry", "ref": "REGISTRY/foo-cache:buildcache" }],
+            "cache-to": [{ "type": "registry", "ref": "REGISTRY/foo-cache:buildcache", "mode": "max", "ignore-error": "true" }],
+        });
+        let path = dir.path().join("bake.json");
+        std::fs::write(&path, print.to_string().replace("REGISTRY", registry)).unwrap();
+        path
+    } else {
+        let path = dir.path().join("rocm-bake.hcl");
+        let hcl = std::fs::read_to_string(bake_dir.join("rocm-bake.hcl")).unwrap();
+        std::fs::write(&path, format!("{hcl}{FOO_HCL}")).unwrap();
+        path
+    };
+    (dir, desired, bake, before)
+}
+
+fn run(account: &TestAccount, desired: &std::path::Path, args: &[&str], registry: &str) -> crate::support::Run {
+    reconcile_with(account, desired, args, &[("ECR_REGISTRY", registry)])
+}
+
+#[tokio::test]
+async fn declare_adds_exactly_the_new_targets_repositories_keeping_everything_else() {
+    let account = emulator().new_account().await;
+    let registry = format!("{}.dkr.ecr.us-east-1.amazonaws.com", account.id);
+    for json in [false, true] {
+        let (_dir, desired, bake, before) = checkout(json, &registry);
+        let bake = bake.to_str().unwrap();
+        assert_eq!(run(&account, &desired, &["validate", "--bake", bake], &registry).code, 3);
+
+        let declared = run(&account, &desired, &["declare", "--bake", bake], &registry);
+        assert_eq!(declared.code, 0, "{}", declared.stderr);
+        let after = std::fs::read_to_string(&desired).unwrap();
+        // Only two lines added, next to each other, at the end of the repositories; every
+        // comment and blank line as it was.
+        let diff = similar::TextDiff::from_lines(&before, &after);
+        let changed: Vec<String> = diff
+            .iter_all_changes()
+            .filter(|c| c.tag() != similar::ChangeTag::Equal)
+            .map(|c| format!("{}{}", c.tag(), c.value().trim_end()))
+            .collect();
+        assert_eq!(changed, ["+foo = {}", "+foo-cache = { tags = { kind = \"buildkit-cache\" } }"], "json: {json}");
+        assert!(after.contains("sglang-cache = { tags = { kind = \"buildkit-cache\" } }\nfoo = {}\n"), "{after}");
+        assert_eq!(before.matches('#').count(), after.matches('#').count());
+
+        assert_eq!(run(&account, &desired, &["validate", "--bake", bake], &registry).code, 0);
+        // Twice changes nothing, and --check agrees.
+        assert_eq!(run(&account, &desired, &["declare", "--bake", bake], &registry).code, 0);
+        assert_eq!(std::fs::read_to_string(&desired).unwrap(), after);
+        let check = run(&account, &desired, &["declare", "--check", "--bake", bake], &registry);
+        assert_eq!((check.code, check.stdout.as_str()), (0, ""), "{}", check.stderr);
+    }
+}
+
+#[tokio::test]
+async fn the_plan_after_declare_creates_the_two_repositories_their_policies_and_the_role_update() {
+    let account = emulator().new_account().await;
+    let registry = format!("{}.dkr.ecr.us-east-1.amazonaws.com", account.id);
+    let (_dir, desired, bake, _) = checkout(false, &registry);
+    let bake = bake.to_str().unwrap();
+    // The account as desired.toml made it, before the target was added.
+    let applied = run(&account, &desired, &["apply", "--auto-approve"], &registry);
+    assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
+
+    // The pull request's plan is refused, and says exactly what to add and how.
+    let refused = run(&account, &desired, &["plan", "--bake", bake, "--format", "markdown"], &registry);
+    assert_eq!(refused.code, 3, "{}", refused.stderr);
+    assert!(
+        refused.stdout.contains(&format!(
+            "**To declare them**, add under `[ecr.repositories]` in desired.toml:\n\n```toml\nfoo = {{}}\nfoo-cache = {{ tags = {{ kind = \"buildkit-cache\" }} }}\n```\n\nor run `reconcile declare --bake {bake}`."
+        )),
+        "{}",
+        refused.stdout
+    );
+    reconcile_test_support::Markup::assert_inert(&refused.stdout);
+
+    assert_eq!(run(&account, &desired, &["declare", "--bake", bake], &registry).code, 0);
+    let plan = run(&account, &desired, &["plan", "--bake", bake, "--format", "json"], &registry);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    assert_eq!(
+        json_changes(&plan.stdout),
+        [
+            "update iam_role_policy.codebuild",
+            "create ecr_repository.foo",
+            "create ecr_repository.foo-cache",
+            "create ecr_lifecycle_policy.foo",
+            "create ecr_lifecycle_policy.foo-cache",
+        ]
+    );
+    // No CI identity changes: the apply role manages repositories by reconcile's tag, so it
+    // applies this plan itself.
+    let apply_role = account.assume("rocm-bake-reconcile-apply").await;
+    let applied = run(&apply_role, &desired, &["apply", "--auto-approve", "--bake", bake], &registry);
+    assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
+}
+
+#[tokio::test]
+async fn declare_puts_a_cache_beside_its_image_and_skips_other_registries_saying_why() {
+    let account = emulator().new_account().await;
+    let registry = format!("{}.dkr.ecr.us-east-1.amazonaws.com", account.id);
+    let (_dir, desired, bake, before) = checkout(false, &registry);
+    let extra = r#"
+target "rocm-base-cached" {
+  inherits = ["rocm-base"]
+  cache-to = ["type=registry,ref=${ECR_REGISTRY}/rocm-base-cache:buildcache,mode=max"]
+}
+target "elsewhere" {
+  tags = ["999999999999.dkr.ecr.us-east-1.amazonaws.com/theirs:nightly", "123456789012.dkr.ecr.eu-west-1.amazonaws.com/west:nightly", "docker.io/rocm/foo:nightly"]
+}
+"#;
+    let text = std::fs::read_to_string(&bake).unwrap().replace(FOO_HCL, extra);
+    std::fs::write(&bake, text).unwrap();
+    let bake = bake.to_str().unwrap();
+    let declared = run(&account, &desired, &["declare", "--bake", bake, "--account", &account.id], &registry);
+    assert_eq!(declared.code, 0, "{}", declared.stderr);
+    let after = std::fs::read_to_string(&desired).unwrap();
+    assert!(
+        after.contains("rocm-base = {}\nrocm-base-cache = { tags = { kind = \"buildkit-cache\" } }\npytorch-base = {}"),
+        "{after}"
+    );
+    for skipped in [
+        "skipped account 999999999999's ECR registry: another account (1 reference(s))",
+        "skipped account 123456789012's ECR registry in eu-west-1: another region (1 reference(s))",
+        "skipped docker.io: not an ECR registry (the fleet's, or another) (1 reference(s))",
+    ] {
+        assert!(declared.stderr.contains(skipped), "{skipped}\n{}", declared.stderr);
+    }
+    assert_eq!(
+        similar::TextDiff::from_lines(&before, &after)
+            .iter_all_changes()
+            .filter(|c| c.tag() != similar::ChangeTag::Equal)
+            .count(),
+        1
+    );
+
+    // Two accounts' registries and no --account: refused, nothing written.
+    let unsure = run(&account, &desired, &["declare", "--bake", bake], &registry);
+    assert_eq!(unsure.code, 1, "{}", unsure.stderr);
+    assert!(unsure.stderr.contains("say which is this account's with --account"), "{}", unsure.stderr);
+    assert_eq!(std::fs::read_to_string(&desired).unwrap(), after);
+
+    // A bad desired.toml: validate's error, and nothing written.
+    std::fs::write(&desired, format!("{after}\nnot toml = = =\n")).unwrap();
+    let bad = run(&account, &desired, &["declare", "--bake", bake, "--account", &account.id], &registry);
+    assert_eq!(bad.code, 1, "{}", bad.stderr);
+    assert!(bad.stderr.contains("desired.toml:"), "{}", bad.stderr);
+}
+
+#[tokio::test]
+async fn declare_check_prints_the_diff_of_a_stale_desired_file_and_writes_nothing() {
+    let account = emulator().new_account().await;
+    let registry = format!("{}.dkr.ecr.us-east-1.amazonaws.com", account.id);
+    let (_dir, desired, bake, before) = checkout(false, &registry);
+    let check = run(&account, &desired, &["declare", "--check", "--bake", bake.to_str().unwrap()], &registry);
+    assert_eq!(check.code, 1, "{}", check.stderr);
+    assert!(
+        check.stdout.starts_with(&format!("--- {}\n+++ {}\n@@ ", desired.display(), desired.display())),
+        "{}",
+        check.stdout
+    );
+    assert!(
+        check.stdout.contains("\n+foo = {}\n+foo-cache = { tags = { kind = \"buildkit-cache\" } }\n"),
+        "{}",
+        check.stdout
+    );
+    assert_eq!(std::fs::read_to_string(&desired).unwrap(), before);
+}
