@@ -125,21 +125,7 @@ impl Emulator {
         let n = NEXT_ACCOUNT.fetch_add(1, Ordering::Relaxed);
         let id = format!("{:012}", 100_000_000_000 + u64::from(std::process::id()) * 1000 + n);
         let bootstrap = self.sdk_config(Credentials::new("testing", "testing", None, None, "test"), REGION);
-        let assumed = aws_sdk_sts::Client::new(&bootstrap)
-            .assume_role()
-            .role_arn(format!("arn:aws:iam::{id}:role/reconcile-test"))
-            .role_session_name("reconcile-test")
-            .send()
-            .await
-            .expect("the emulator answers AssumeRole");
-        let credentials = assumed.credentials().expect("AssumeRole returns credentials");
-        TestAccount {
-            id,
-            endpoint: self.endpoint.clone(),
-            access_key_id: credentials.access_key_id().to_owned(),
-            secret_access_key: credentials.secret_access_key().to_owned(),
-            session_token: credentials.session_token().to_owned(),
-        }
+        assumed(&bootstrap, &id, "reconcile-test", &self.endpoint).await
     }
 
     fn sdk_config(&self, credentials: Credentials, region: &str) -> SdkConfig {
@@ -197,6 +183,25 @@ impl Emulator {
                 }
             })
             .collect()
+    }
+}
+
+/// A session of role `role` of account `id`, from `sts:AssumeRole` with `config`'s credentials.
+async fn assumed(config: &SdkConfig, id: &str, role: &str, endpoint: &str) -> TestAccount {
+    let assumed = aws_sdk_sts::Client::new(config)
+        .assume_role()
+        .role_arn(format!("arn:aws:iam::{id}:role/{role}"))
+        .role_session_name("reconcile-test")
+        .send()
+        .await
+        .expect("the emulator answers AssumeRole");
+    let credentials = assumed.credentials().expect("AssumeRole returns credentials");
+    TestAccount {
+        id: id.to_owned(),
+        endpoint: endpoint.to_owned(),
+        access_key_id: credentials.access_key_id().to_owned(),
+        secret_access_key: credentials.secret_access_key().to_owned(),
+        session_token: credentials.session_token().to_owned(),
     }
 }
 
@@ -275,21 +280,7 @@ impl TestAccount {
     /// one: its own keys (so its requests are told apart), and `GetCallerIdentity` answers
     /// `arn:aws:sts::ID:assumed-role/ROLE/SESSION`.
     pub async fn assume(&self, role_name: &str) -> TestAccount {
-        let assumed = aws_sdk_sts::Client::new(&self.sdk_config())
-            .assume_role()
-            .role_arn(format!("arn:aws:iam::{}:role/{role_name}", self.id))
-            .role_session_name("reconcile-test")
-            .send()
-            .await
-            .expect("the emulator answers AssumeRole");
-        let credentials = assumed.credentials().expect("AssumeRole returns credentials");
-        TestAccount {
-            id: self.id.clone(),
-            endpoint: self.endpoint.clone(),
-            access_key_id: credentials.access_key_id().to_owned(),
-            secret_access_key: credentials.secret_access_key().to_owned(),
-            session_token: credentials.session_token().to_owned(),
-        }
+        assumed(&self.sdk_config(), &self.id, role_name, &self.endpoint).await
     }
 
     /// Every request this account has made so far.

@@ -14,7 +14,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::{DesiredError, Locator, check_tag};
+use super::{DesiredError, Locator, convert_tags};
 use crate::desired::github::Github;
 
 /// The host of GitHub Actions' OIDC tokens: the identity provider's URL without `https://`,
@@ -186,14 +186,7 @@ pub(super) fn convert(
         ));
     }
     let mut tags = BTreeMap::new();
-    for (tag_key, value) in &raw.tags {
-        match check_tag(tag_key, value.get_ref()) {
-            Ok(()) => {
-                tags.insert(tag_key.clone(), value.get_ref().clone());
-            }
-            Err(why) => errors.push(locate.error(Some(value.span()), &format!("ci.tags.{tag_key}"), why)),
-        }
-    }
+    convert_tags(locate, "ci", &raw.tags, &mut tags, errors);
     Ci { roles, max_session_duration, tags }
 }
 

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use super::{DesiredError, DesiredFinding, Locator, check_tag};
+use super::{DesiredError, DesiredFinding, Locator, convert_tags};
 use crate::lifecycle::{Count, Policy, RuleAction, TagStatus as EvaluatedStatus};
 use crate::plan::Severity;
 use crate::{Address, ResourceKind};
@@ -271,14 +271,7 @@ pub(super) fn convert(
 
         let mut tags = BTreeMap::new();
         for (section, section_tags) in [("ecr.defaults", &defaults.tags), (key_path.as_str(), &repository_ref.tags)] {
-            for (key, value) in section_tags {
-                match check_tag(key, value.get_ref()) {
-                    Ok(()) => {
-                        tags.insert(key.clone(), value.get_ref().clone());
-                    }
-                    Err(why) => errors.push(locate.error(Some(value.span()), &format!("{section}.tags.{key}"), why)),
-                }
-            }
+            convert_tags(locate, section, section_tags, &mut tags, errors);
         }
         if tags.len() > 50 {
             errors.push(locate.error(

@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::{DesiredError, Locator, check_tag};
+use super::{DesiredError, Locator, convert_tags};
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Iam {
@@ -103,14 +103,7 @@ pub(super) fn convert(locate: &Locator<'_>, raw: &RawIam, errors: &mut Vec<Desir
             ));
         }
         let mut tags = BTreeMap::new();
-        for (tag_key, value) in &raw_role.tags {
-            match check_tag(tag_key, value.get_ref()) {
-                Ok(()) => {
-                    tags.insert(tag_key.clone(), value.get_ref().clone());
-                }
-                Err(why) => errors.push(locate.error(Some(value.span()), &format!("{key_path}.tags.{tag_key}"), why)),
-            }
-        }
+        convert_tags(locate, &key_path, &raw_role.tags, &mut tags, errors);
         let mut trusted_services = services.clone();
         trusted_services.sort();
         trusted_services.dedup();

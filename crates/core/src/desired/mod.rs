@@ -609,6 +609,25 @@ pub(super) fn check_unique_names(
     }
 }
 
+/// Checks the tags written under `key_path` (such as `iam.roles.codebuild`), putting each valid
+/// one into `into` (a later section's value wins) and an error for each other.
+pub(super) fn convert_tags(
+    locate: &Locator<'_>,
+    key_path: &str,
+    raw: &std::collections::BTreeMap<String, Spanned<String>>,
+    into: &mut std::collections::BTreeMap<String, String>,
+    errors: &mut Vec<DesiredError>,
+) {
+    for (key, value) in raw {
+        match check_tag(key, value.get_ref()) {
+            Ok(()) => {
+                into.insert(key.clone(), value.get_ref().clone());
+            }
+            Err(why) => errors.push(locate.error(Some(value.span()), &format!("{key_path}.tags.{key}"), why)),
+        }
+    }
+}
+
 pub(super) fn check_tag(key: &str, value: &str) -> Result<(), String> {
     if key.is_empty() || key.chars().count() > 128 {
         return Err("a tag key must be 1 to 128 characters long".to_owned());

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::{DesiredError, Locator, Template, check_tag};
+use super::{DesiredError, Locator, Template, convert_tags};
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct S3 {
@@ -126,14 +126,7 @@ pub(super) fn convert(locate: &Locator<'_>, raw: &RawS3, errors: &mut Vec<Desire
             ));
         }
         let mut tags = BTreeMap::new();
-        for (tag_key, value) in &raw_bucket.tags {
-            match check_tag(tag_key, value.get_ref()) {
-                Ok(()) => {
-                    tags.insert(tag_key.clone(), value.get_ref().clone());
-                }
-                Err(why) => errors.push(locate.error(Some(value.span()), &format!("{key_path}.tags.{tag_key}"), why)),
-            }
-        }
+        convert_tags(locate, &key_path, &raw_bucket.tags, &mut tags, errors);
         let lifecycle_rules = raw_bucket.lifecycle_rules.as_ref().map(|rules| {
             let rules_path = format!("{key_path}.lifecycle_rules");
             if rules.get_ref().is_empty() {
