@@ -69,27 +69,11 @@ async fn every_bucket_setting_that_opens_or_bloats_the_cache_is_drift() {
     // Access logs shipped to a bucket the log delivery group may write.
     let logs = format!("logs-{}", account.id);
     client.create_bucket().bucket(&logs).send().await.unwrap();
-    let writer = s3::types::OwnershipControls::builder()
-        .rules(
-            s3::types::OwnershipControlsRule::builder()
-                .object_ownership(s3::types::ObjectOwnership::ObjectWriter)
-                .build()
-                .unwrap(),
-        )
-        .build()
-        .unwrap();
-    client.put_bucket_ownership_controls().bucket(&logs).ownership_controls(writer.clone()).send().await.unwrap();
-    client.put_bucket_acl().bucket(&logs).acl("log-delivery-write".into()).send().await.unwrap();
-    let logging = s3::types::BucketLoggingStatus::builder()
-        .logging_enabled(
-            s3::types::LoggingEnabled::builder().target_bucket(&logs).target_prefix("sccache/").build().unwrap(),
-        )
-        .build();
-    client.put_bucket_logging().bucket(&bucket).bucket_logging_status(logging).send().await.unwrap();
+    log_access(&client, &bucket, &logs, "sccache/").await;
     drift_then_converge(&account, &desired.path, "access logging", &update);
 
     // ACLs back on, and the bucket made public-read through one.
-    client.put_bucket_ownership_controls().bucket(&bucket).ownership_controls(writer).send().await.unwrap();
+    client.put_bucket_ownership_controls().bucket(&bucket).ownership_controls(object_writer()).send().await.unwrap();
     client.put_bucket_acl().bucket(&bucket).acl(s3::types::BucketCannedAcl::PublicRead).send().await.unwrap();
     let plan = drift_then_converge(&account, &desired.path, "public ACL", &update);
     assert!(plan.contains("ACL grant http://acs.amazonaws.com/groups/global/AllUsers READ"), "{plan}");
@@ -213,24 +197,8 @@ pub async fn vandalise_everything(account: &TestAccount) {
         .index_document(s3::types::IndexDocument::builder().suffix("index.html").build().unwrap())
         .build();
     s3.put_bucket_website().bucket(&bucket).website_configuration(website).send().await.unwrap();
-    let writer = s3::types::OwnershipControls::builder()
-        .rules(
-            s3::types::OwnershipControlsRule::builder()
-                .object_ownership(s3::types::ObjectOwnership::ObjectWriter)
-                .build()
-                .unwrap(),
-        )
-        .build()
-        .unwrap();
-    s3.put_bucket_ownership_controls().bucket(&copies).ownership_controls(writer.clone()).send().await.unwrap();
-    s3.put_bucket_acl().bucket(&copies).acl("log-delivery-write".into()).send().await.unwrap();
-    let logging = s3::types::BucketLoggingStatus::builder()
-        .logging_enabled(
-            s3::types::LoggingEnabled::builder().target_bucket(&copies).target_prefix("x/").build().unwrap(),
-        )
-        .build();
-    s3.put_bucket_logging().bucket(&bucket).bucket_logging_status(logging).send().await.unwrap();
-    s3.put_bucket_ownership_controls().bucket(&bucket).ownership_controls(writer).send().await.unwrap();
+    log_access(&s3, &bucket, &copies, "x/").await;
+    s3.put_bucket_ownership_controls().bucket(&bucket).ownership_controls(object_writer()).send().await.unwrap();
     s3.put_bucket_acl().bucket(&bucket).acl(s3::types::BucketCannedAcl::PublicRead).send().await.unwrap();
     s3.delete_public_access_block().bucket(&bucket).send().await.unwrap();
     let kms = s3::types::ServerSideEncryptionByDefault::builder()
@@ -346,4 +314,23 @@ pub async fn remake_the_webhook_by_hand(account: &TestAccount) {
         .send()
         .await
         .unwrap();
+}
+
+/// Object ownership that leaves ACLs in force (S3's default since 2023 turns them off).
+fn object_writer() -> s3::types::OwnershipControls {
+    let rule = s3::types::OwnershipControlsRule::builder()
+        .object_ownership(s3::types::ObjectOwnership::ObjectWriter)
+        .build()
+        .unwrap();
+    s3::types::OwnershipControls::builder().rules(rule).build().unwrap()
+}
+
+/// `bucket`'s access logs shipped to `logs` under `prefix`, `logs` made writable by S3's log
+/// delivery group as the logging API requires.
+async fn log_access(s3: &s3::Client, bucket: &str, logs: &str, prefix: &str) {
+    s3.put_bucket_ownership_controls().bucket(logs).ownership_controls(object_writer()).send().await.unwrap();
+    s3.put_bucket_acl().bucket(logs).acl("log-delivery-write".into()).send().await.unwrap();
+    let target = s3::types::LoggingEnabled::builder().target_bucket(logs).target_prefix(prefix).build().unwrap();
+    let logging = s3::types::BucketLoggingStatus::builder().logging_enabled(target).build();
+    s3.put_bucket_logging().bucket(bucket).bucket_logging_status(logging).send().await.unwrap();
 }
