@@ -83,7 +83,7 @@ pub fn titled(plan: &Plan, limit: usize, command: &str) -> String {
         for (address, attribution) in &plan.attributions {
             let line = format!("| {} | {} |\n", cell(&address.to_string()), in_cell(&message(&attribution.line())));
             if !push(&mut out, &line, budget) {
-                left_out.findings += 1;
+                left_out.attributions += 1;
             }
         }
         if let Some(note) = &plan.attribution_note {
@@ -140,12 +140,13 @@ fn push(out: &mut String, text: &str, budget: usize) -> bool {
 struct LeftOut {
     destructive: usize,
     findings: usize,
+    attributions: usize,
     details: usize,
 }
 
 impl LeftOut {
     fn any(&self) -> bool {
-        self.destructive + self.findings + self.details > 0
+        self.destructive + self.findings + self.attributions + self.details > 0
     }
 
     fn sentence(&self) -> String {
@@ -155,6 +156,9 @@ impl LeftOut {
         }
         if self.findings > 0 {
             parts.push(format!("{} findings", self.findings));
+        }
+        if self.attributions > 0 {
+            parts.push(format!("who changed {} resources", self.attributions));
         }
         if self.details > 0 {
             parts.push(format!("the details of {} changed resources", self.details));
@@ -403,7 +407,7 @@ mod tests {
     #[test]
     fn what_was_left_out_is_counted_by_kind_and_said_only_when_there_is_some() {
         use crate::address::{Address, ResourceKind};
-        use crate::plan::{Action, Change, Finding, Impact, Severity};
+        use crate::plan::{Action, Attribution, Change, Finding, Impact, Severity};
         let address = |name: &str| Address::new(ResourceKind::EcrRepository, name);
         let change = |name: &str, action| Change {
             address: address(name),
@@ -428,31 +432,55 @@ mod tests {
             observed: std::collections::BTreeMap::new(),
             impacts: ["x", "y", "z"].map(|n| (address(n), impact.clone())).into_iter().collect(),
             made_by: None,
-            attributions: std::collections::BTreeMap::new(),
-            attribution_note: None,
+            attributions: [
+                (address("a"), Attribution::NoneFound { days: 7 }),
+                (address("b"), Attribution::Unknown("throttled".into())),
+            ]
+            .into_iter()
+            .collect(),
+            attribution_note: Some("looked back 7 days".into()),
         };
         // Room for the heading and the summary line only.
         let head = titled(&plan, usize::MAX, "plan").find("\n\n- ").unwrap() + 1;
         let comment = titled(&plan, head + CLOSING_RESERVE, "plan");
         assert!(comment.ends_with(
-            "_Left out to stay under GitHub's comment limit: 2 destructive changes, 4 findings, the details of 6 \
-             changed resources. Run `reconcile plan` (or see the job's `plan --format json` output) for the whole plan._\n"
+            "_Left out to stay under GitHub's comment limit: 2 destructive changes, 4 findings, who changed 2 \
+             resources, the details of 6 changed resources. Run `reconcile plan` (or see the job's `plan --format json` output) for the whole plan._\n"
         ), "{comment}");
         let whole = titled(&plan, usize::MAX, "plan");
         assert!(!whole.contains("Left out"), "{whole}");
+        assert!(
+            whole.contains(
+                "| resource | who, when, what |\n|---|---|\n\
+                 | `ecr_repository.a` | no CloudTrail event that could have changed it in the last 7 days |\n\
+                 | `ecr_repository.b` | who changed it is unknown: throttled |\n\nlooked back 7 days\n"
+            ),
+            "{whole}"
+        );
 
-        let sentence = |destructive, findings, details| LeftOut { destructive, findings, details };
-        assert!(!sentence(0, 0, 0).any());
+        let sentence =
+            |destructive, findings, attributions, details| LeftOut { destructive, findings, attributions, details };
+        assert!(!sentence(0, 0, 0, 0).any());
         for (left, said, unsaid) in [
-            (sentence(1, 0, 0), "1 destructive changes", ["findings", "the details"]),
-            (sentence(0, 1, 0), "1 findings", ["destructive", "the details"]),
-            (sentence(0, 0, 1), "the details of 1 changed resources", ["destructive", "findings"]),
+            (sentence(1, 0, 0, 0), "1 destructive changes", ["findings", "who changed", "the details"]),
+            (sentence(0, 1, 0, 0), "1 findings", ["destructive", "who changed", "the details"]),
+            (sentence(0, 0, 1, 0), "who changed 1 resources", ["destructive", "findings", "the details"]),
+            (sentence(0, 0, 0, 1), "the details of 1 changed resources", ["destructive", "findings", "who changed"]),
         ] {
             assert!(left.any());
             let text = left.sentence();
             assert!(text.contains(said), "{text}");
             assert!(unsaid.iter().all(|word| !text.contains(word)), "{text}");
         }
+    }
+
+    #[test]
+    fn a_table_cell_escapes_the_pipes_nothing_escaped_yet() {
+        // One inside a code span (which `message` leaves alone) would end the cell; prose's `\|`
+        // is escaped already and must not become `\\|`.
+        assert_eq!(in_cell("role `a|b` and c \\| d|"), "role `a\\|b` and c \\| d\\|");
+        assert_eq!(in_cell(&message("session `x|y` | z")), "session `x\\|y` \\| z");
+        assert_eq!(in_cell(""), "");
     }
 
     #[test]

@@ -396,6 +396,46 @@ mod tests {
     use crate::address::ResourceKind;
     use serde_json::json;
 
+    #[test]
+    fn an_attribution_names_a_roles_session_or_else_the_principal_and_says_whose_apply_it_was() {
+        let event = ChangeEvent {
+            event: "PutLifecyclePolicy".into(),
+            at: 1_796_000_000,
+            principal: "arn:aws:sts::123456789012:assumed-role/admin/alice".into(),
+            role: Some("admin".into()),
+            session: Some("alice".into()),
+            source_ip: "192.0.2.7".into(),
+            user_agent: "aws-cli/2.17".into(),
+            event_id: "e-1".into(),
+            by_reconcile: false,
+        };
+        assert_eq!(
+            Attribution::Event(event.clone()).line(),
+            "last changed by role `admin` (session `alice`) at 2026-11-30T00:53:20Z: `PutLifecyclePolicy` from \
+             192.0.2.7, user agent `aws-cli/2.17`, event `e-1`"
+        );
+        // A user, or a role whose session CloudTrail did not name: the principal as it is.
+        let user = ChangeEvent {
+            principal: "arn:aws:iam::123456789012:user/bob".into(),
+            role: None,
+            session: None,
+            by_reconcile: true,
+            ..event.clone()
+        };
+        assert!(
+            Attribution::Event(user)
+                .line()
+                .starts_with("applied by reconcile, as `arn:aws:iam::123456789012:user/bob` at 2026-11-30T00:53:20Z")
+        );
+        let half = ChangeEvent { session: None, ..event };
+        assert!(Attribution::Event(half).line().contains(" `arn:aws:sts::123456789012:assumed-role/admin/alice` at "));
+        assert_eq!(
+            Attribution::NoneFound { days: 7 }.line(),
+            "no CloudTrail event that could have changed it in the last 7 days"
+        );
+        assert_eq!(Attribution::Unknown("no permission".into()).line(), "who changed it is unknown: no permission");
+    }
+
     fn object(value: Value) -> Map<String, Value> {
         match value {
             Value::Object(map) => map,

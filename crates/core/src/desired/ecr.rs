@@ -601,6 +601,27 @@ mod tests {
     }
 
     #[test]
+    fn pruning_needs_one_managed_by_value_on_every_declared_repository() {
+        let marker = |defaults: &str, repositories: &str| {
+            prune_marker(
+                &parse(&file(&[KEEP_3], &format!("lifecycle_policy = \"p\"\n{defaults}"), repositories)).unwrap(),
+            )
+        };
+        assert_eq!(
+            marker("tags = { managed-by = \"reconcile\" }", "ra = {}\nrb = { tags = { kind = \"cache\" } }"),
+            Ok(("managed-by".to_owned(), "reconcile".to_owned()))
+        );
+        for (defaults, repositories) in [
+            ("", "ra = {}"),
+            ("tags = { managed-by = \"reconcile\" }", "ra = {}\nrb = { tags = { managed-by = \"team\" } }"),
+            ("", "ra = { tags = { managed-by = \"reconcile\" } }\nrb = {}"),
+        ] {
+            let refused = marker(defaults, repositories).expect_err(repositories);
+            assert!(refused.contains("set it in `[ecr.defaults.tags]`"), "{refused}");
+        }
+    }
+
+    #[test]
     fn a_repository_takes_its_settings_from_itself_then_the_defaults_then_ecr() {
         let text = file(
             &[KEEP_3],
