@@ -4,8 +4,9 @@ Beyond plain `python -m moto.server` it:
 - prints `listening http://HOST:PORT` once it accepts connections, so a free port (0) can be
   asked for and learned;
 - records every request (service, action, access key) in memory, served as JSON at
-  `GET /_reconcile/requests` and cleared by `POST /_reconcile/requests/reset`, so tests can count
-  the calls one test account made, even with many tests sharing one server;
+  `GET /_reconcile/requests` (`?access_key=KEY`: one caller's) and cleared by
+  `POST /_reconcile/requests/reset`, so tests can count the calls one test account made, even
+  with many tests sharing one server;
 - exits when its standard input closes (`--exit-with-parent`), so a test process that dies
   never leaves a server behind;
 - adds to CodeBuild what moto 5.2.5 lacks (see `patch_codebuild`), and a switch that makes
@@ -95,8 +96,12 @@ class RequestRecorder:
     def __call__(self, environ, start_response):
         path = environ.get("PATH_INFO", "")
         if path == RECORDS_PATH:
+            # `?access_key=KEY`: one caller's requests only, so a check after each of a
+            # thousand runs does not read every other test's requests each time.
+            keys = parse_qs(environ.get("QUERY_STRING", "")).get("access_key")
             with self.lock:
-                body = json.dumps(self.records).encode()
+                records = [r for r in self.records if not keys or r["access_key"] in keys]
+                body = json.dumps(records).encode()
             start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
             return [body]
         if path == RECORDS_PATH + "/reset":
@@ -170,9 +175,7 @@ class RequestRecorder:
                 code, message = denied
                 return billing.json_error(start_response, code, message)
             if denied is None:
-                from moto.iam.models import get_account_id_from
-
-                account = get_account_id_from(entry["access_key"]) if entry["access_key"] else ""
+                account = entry["account"]
                 if entry["service"] == "cloudtrail" and entry["action"] == "LookupEvents":
                     return cloudtrail.lookup_events(environ, start_response, account, entry["region"])
                 answered = billing.serve(environ, entry, start_response, account, entry["region"])
@@ -253,8 +256,12 @@ class RequestRecorder:
                     if form.get(key):
                         resource = form[key][0]
                         break
+        from moto.iam.models import get_account_id_from
+
         entry = {
             "access_key": access_key,
+            # The account the keys are of, so a test can derive the policy for that account.
+            "account": get_account_id_from(access_key) if access_key else "",
             "service": service,
             "action": action,
             "method": environ.get("REQUEST_METHOD", ""),
@@ -262,6 +269,9 @@ class RequestRecorder:
             "query": environ.get("QUERY_STRING", ""),
             "resource": resource,
             "region": region,
+            # The SDK's user agent names the application (`app/reconcile`): what the binary
+            # sent, told apart from a test's own calls with the same keys.
+            "user_agent": environ.get("HTTP_USER_AGENT", ""),
             # The SDK numbers a request's attempts (`amz-sdk-request: attempt=2; max=8`).
             "attempt": attempt_of(environ),
             # When it arrived, comparable with the GitHub stand-in's log (both time.time()).

@@ -162,9 +162,12 @@ impl Emulator {
         serde_json::from_str(&self.control("GET", "/_reconcile/codebuild/webhook-secrets")).expect("a JSON list")
     }
 
-    /// Every request the emulator has recorded.
-    fn recorded(&self) -> Vec<RecordedRequest> {
-        let body = self.control("GET", "/_reconcile/requests");
+    /// Every request the emulator has recorded from the keys `access_key`, in the order they
+    /// arrived.
+    pub fn requests_of(&self, access_key: &str) -> Vec<RecordedRequest> {
+        // Access keys are letters and digits: nothing to escape in a query.
+        assert!(access_key.bytes().all(|b| b.is_ascii_alphanumeric()), "an access key: {access_key:?}");
+        let body = self.control("GET", &format!("/_reconcile/requests?access_key={access_key}"));
         serde_json::from_str::<Vec<serde_json::Value>>(&body)
             .expect("the recorder answers JSON")
             .into_iter()
@@ -172,6 +175,9 @@ impl Emulator {
                 let field = |name: &str| entry[name].as_str().unwrap_or_default().to_owned();
                 RecordedRequest {
                     access_key: field("access_key"),
+                    account: field("account"),
+                    region: field("region"),
+                    user_agent: field("user_agent"),
                     service: field("service"),
                     action: field("action"),
                     method: field("method"),
@@ -209,6 +215,13 @@ async fn assumed(config: &SdkConfig, id: &str, role: &str, endpoint: &str) -> Te
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedRequest {
     pub access_key: String,
+    /// The account the keys are of.
+    pub account: String,
+    /// The region the request was signed for.
+    pub region: String,
+    /// The `User-Agent` header: the binary's names it (`app/reconcile`), a test's own SDK
+    /// calls do not.
+    pub user_agent: String,
     pub service: String,
     /// The API action for JSON and query protocols (`PutLifecyclePolicy`); empty for S3's REST.
     pub action: String,
@@ -226,6 +239,11 @@ pub struct RecordedRequest {
 }
 
 impl RecordedRequest {
+    /// Whether the `reconcile` binary sent it (rather than a test setting the account up).
+    pub fn is_reconciles(&self) -> bool {
+        self.user_agent.split(' ').any(|part| part == "app/reconcile")
+    }
+
     /// Whether the request can change anything.
     pub fn is_write(&self) -> bool {
         if self.action.is_empty() {
@@ -285,7 +303,7 @@ impl TestAccount {
 
     /// Every request this account has made so far.
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        emulator().recorded().into_iter().filter(|r| r.access_key == self.access_key_id).collect()
+        emulator().requests_of(&self.access_key_id)
     }
 
     /// The requests this account has made so far that could change one of its resources: every

@@ -5,6 +5,7 @@
 use reconcile_test_support::faults::{Fault, FaultProxy, Rule};
 use reconcile_test_support::{TestAccount, emulator};
 
+use crate::permissions::Watch;
 use crate::support::{Run, desired_file, json_changes, reconcile, reconcile_in, small_account_with_runner};
 
 /// About a fifth of all requests fail, in every way the proxy knows.
@@ -170,11 +171,13 @@ async fn interrupted_by(name: &str, code: i32) {
     // The bucket exists, so the apply takes the lock, and must let it go when interrupted.
     bucket_of(&account).await;
     let proxy = FaultProxy::start(emulator().endpoint(), 1, slow(250));
+    let watch = Watch::start(&account.env());
     let mut child = spawn_apply(&proxy, &account, &desired.path);
     let (mut stdout, mut rest) = read_until(&mut child, ": Creating");
     signal(&child, name);
     rest.read_to_string(&mut stdout).unwrap();
     let status = child.wait().unwrap();
+    watch.check(&desired.path, None);
     let mut stderr = String::new();
     child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
     assert_eq!(status.code(), Some(code), "{stdout}{stderr}");
@@ -205,6 +208,7 @@ async fn a_second_sigint_exits_at_once() {
     let desired = desired_file(&small_account_with_runner(&["pytorch"]));
     // Slow enough that waiting for the running changes would take seconds.
     let proxy = FaultProxy::start(emulator().endpoint(), 1, slow(2_000));
+    let watch = Watch::start(&account.env());
     let mut child = spawn_apply(&proxy, &account, &desired.path);
     let _ = read_until(&mut child, ": Creating");
     signal(&child, "INT");
@@ -212,6 +216,7 @@ async fn a_second_sigint_exits_at_once() {
     let second = std::time::Instant::now();
     signal(&child, "INT");
     let status = child.wait().unwrap();
+    watch.check(&desired.path, None);
     assert_eq!(status.code(), Some(130));
     assert!(second.elapsed() < std::time::Duration::from_millis(1_500), "{:?}", second.elapsed());
 }
@@ -224,18 +229,22 @@ async fn killed_at(points: std::ops::Range<u32>, minimum_partial: usize) {
     let account = emulator().new_account().await;
     let proxy = FaultProxy::start(emulator().endpoint(), 1, slow(60));
     let start = std::time::Instant::now();
+    let watch = Watch::start(&account.env());
     assert!(spawn_apply(&proxy, &account, &desired.path).wait().unwrap().success());
+    watch.check(&desired.path, None);
     let whole = start.elapsed();
     let mut partial = 0;
     for point in points {
         let account = emulator().new_account().await;
         // The bucket exists, so every apply takes the lock, and a killed one leaves it behind.
         bucket_of(&account).await;
+        let watch = Watch::start(&account.env());
         let mut child = spawn_apply(&proxy, &account, &desired.path);
         // Spread over the run: point k of 20 lands k/20 of the way through it.
         std::thread::sleep(whole.mul_f64(f64::from(point) / 20.0));
         signal(&child, "KILL");
         let _ = child.wait();
+        watch.check(&desired.path, None);
         // Killed mid-apply: some of it written, some not.
         let written = !account.writes().is_empty();
         let left = reconcile(&account, &desired.path, &["plan", "--detailed-exitcode"]).code == 2;
@@ -361,6 +370,7 @@ async fn two_applies_never_run_at_once_and_a_stale_lock_is_broken_saying_whose()
     // is.)
     let proxy = FaultProxy::start(emulator().endpoint(), 1, slow(500));
     let both = desired_file(&small_account_with_runner(&["pytorch", "vllm", "sglang"]));
+    let watch = Watch::start(&account.env());
     let mut first = spawn_apply(&proxy, &account, &both.path);
     let (mut first_out, mut rest) = read_until(&mut first, "...");
     // The lock names who holds it, and holds no secret.
@@ -381,6 +391,7 @@ async fn two_applies_never_run_at_once_and_a_stale_lock_is_broken_saying_whose()
     let second = reconcile(&account, &both.path, &["apply", "--auto-approve", "--lock-timeout", "60"]);
     std::io::Read::read_to_string(&mut rest, &mut first_out).unwrap();
     assert!(first.wait().unwrap().success(), "{first_out}");
+    watch.check(&both.path, None);
     assert_eq!(second.code, 0, "{}{}", second.stdout, second.stderr);
     assert!(second.stderr.contains("Waiting up to 60s for the apply lock of "), "{}", second.stderr);
     assert!(!second.stdout.contains("Adopted"), "the second began after the first ended: {}", second.stdout);

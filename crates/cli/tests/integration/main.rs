@@ -16,6 +16,7 @@ mod github;
 mod hostile;
 mod input;
 mod performance;
+mod permissions;
 mod policies;
 mod pull_request;
 mod real_aws;

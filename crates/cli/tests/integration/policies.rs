@@ -8,114 +8,12 @@ use std::collections::BTreeSet;
 use std::process::Command;
 
 use aws_sdk_iam::Client as Iam;
-use reconcile_test_support::{RecordedRequest, TestAccount, emulator, emulator_python, workspace_root};
+use reconcile_test_support::{TestAccount, emulator, emulator_python, workspace_root};
 use serde_json::{Value, json};
 
 use crate::ci::CI;
-use crate::support::{desired_file, real_desired, reconcile, small_account_with_runner};
-
-/// The IAM action a recorded request needs and the ARN of what it acts on; `None` for STS
-/// `GetCallerIdentity`, which needs no permission at all.
-fn permission(request: &RecordedRequest, account: &TestAccount) -> Option<(String, String)> {
-    let (id, region) = (account.id.as_str(), "us-east-1");
-    let named = |service: &str, kind: &str| {
-        let name = request.resource.rsplit('/').next().unwrap_or_default();
-        match service {
-            "iam" => format!("arn:aws:iam::{id}:{kind}/{name}"),
-            _ => format!("arn:aws:{service}:{region}:{id}:{kind}/{name}"),
-        }
-    };
-    let (service, action) = (request.service.as_str(), request.action.as_str());
-    let resource = match (service, action) {
-        ("sts", "GetCallerIdentity") => return None,
-        ("s3", _) => return Some(s3_permission(request)),
-        ("ecr", _) => named("ecr", "repository"),
-        ("codebuild", "ListSourceCredentials") | ("iam", "ListRoles") => "*".to_owned(),
-        ("codebuild", "BatchGetBuilds") => {
-            let project = request.resource.split(':').next().unwrap_or_default();
-            format!("arn:aws:codebuild:{region}:{id}:project/{project}")
-        }
-        ("pricing" | "ce" | "monitoring" | "cloudtrail", _) => "*".to_owned(),
-        ("codebuild", _) => named("codebuild", "project"),
-        ("iam", _) if request.resource.starts_with("arn:") => request.resource.clone(),
-        ("iam", _) => named("iam", "role"),
-        ("codeconnections", _) => request.resource.clone(),
-        other => panic!("a request this test does not know: {other:?} {request}"),
-    };
-    // CloudWatch signs as `monitoring`; IAM names its actions `cloudwatch:`.
-    let service = if service == "monitoring" { "cloudwatch" } else { service };
-    Some((format!("{service}:{action}"), resource))
-}
-
-/// S3's REST requests: the action by method and the setting in the query, as the IAM
-/// reference for S3 names them.
-fn s3_permission(request: &RecordedRequest) -> (String, String) {
-    let setting = request.query.split(['&', '=']).next().unwrap_or_default();
-    let path = request.path.trim_matches('/');
-    let is_object = path.contains('/');
-    let action = match (request.method.as_str(), setting, is_object) {
-        ("GET" | "HEAD", _, true) => "GetObject",
-        ("PUT", _, true) => "PutObject",
-        ("DELETE", _, true) => "DeleteObject",
-        ("HEAD", _, false) => "ListBucket",
-        ("PUT", "", false) => "CreateBucket",
-        ("GET", "tagging", _) => "GetBucketTagging",
-        ("PUT" | "DELETE", "tagging", _) => "PutBucketTagging",
-        ("GET", "publicAccessBlock", _) => "GetBucketPublicAccessBlock",
-        ("PUT", "publicAccessBlock", _) => "PutBucketPublicAccessBlock",
-        ("GET", "encryption", _) => "GetEncryptionConfiguration",
-        ("PUT", "encryption", _) => "PutEncryptionConfiguration",
-        ("GET", "policy", _) => "GetBucketPolicy",
-        ("PUT", "policy", _) => "PutBucketPolicy",
-        ("DELETE", "policy", _) => "DeleteBucketPolicy",
-        ("GET", "ownershipControls", _) => "GetBucketOwnershipControls",
-        ("PUT", "ownershipControls", _) => "PutBucketOwnershipControls",
-        ("GET", "acl", _) => "GetBucketAcl",
-        ("PUT", "acl", _) => "PutBucketAcl",
-        ("GET", "versioning", _) => "GetBucketVersioning",
-        ("PUT", "versioning", _) => "PutBucketVersioning",
-        ("GET", "replication", _) => "GetReplicationConfiguration",
-        ("PUT" | "DELETE", "replication", _) => "PutReplicationConfiguration",
-        ("GET", "website", _) => "GetBucketWebsite",
-        ("DELETE", "website", _) => "DeleteBucketWebsite",
-        ("GET", "logging", _) => "GetBucketLogging",
-        ("PUT", "logging", _) => "PutBucketLogging",
-        ("GET", "lifecycle", _) => "GetLifecycleConfiguration",
-        ("PUT" | "DELETE", "lifecycle", _) => "PutLifecycleConfiguration",
-        other => panic!("an S3 request this test does not know: {other:?} {request}"),
-    };
-    (format!("s3:{action}"), format!("arn:aws:s3:::{path}"))
-}
-
-/// Whether IAM's wildcard `pattern` (`*` any run of characters) matches `text`.
-fn matches(pattern: &str, text: &str) -> bool {
-    match pattern.split_once('*') {
-        None => pattern == text,
-        Some((head, tail)) => {
-            text.starts_with(head) && (0..=text.len() - head.len()).any(|at| matches(tail, &text[head.len() + at..]))
-        }
-    }
-}
-
-fn list(value: &Value) -> Vec<String> {
-    match value {
-        Value::String(one) => vec![one.clone()],
-        many => many.as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_owned()).collect(),
-    }
-}
-
-/// The statement of `policy` that allows `action` on `resource`, if one does.
-fn allowing<'a>(policy: &'a Value, action: &str, resource: &str) -> Option<&'a Value> {
-    policy["Statement"].as_array().unwrap().iter().find(|statement| {
-        statement["Effect"] == "Allow"
-            && list(&statement["Action"]).iter().any(|a| a == action)
-            && list(&statement["Resource"]).iter().any(|r| matches(r, resource))
-    })
-}
-
-fn actions(policy: &Value) -> BTreeSet<String> {
-    policy["Statement"].as_array().unwrap().iter().flat_map(|s| list(&s["Action"])).collect()
-}
+use crate::permissions::{Watch, actions, allowing, apply_policy, list, not_allowed, permission};
+use crate::support::{desired_file, real_desired, reconcile, reconcile_in, small_account_with_runner};
 
 /// What parliament (with its community auditors, at every severity) finds in `policy`: each
 /// finding's issue and detail.
@@ -199,7 +97,7 @@ async fn the_read_only_policy_is_derived_allows_every_read_and_nothing_else_and_
     let mut used = BTreeSet::new();
     for request in plan_role.requests() {
         assert!(!request.is_write(), "{request}");
-        let Some((action, resource)) = permission(&request, &account) else { continue };
+        let Some((action, resource)) = permission(&request) else { continue };
         assert!(allowing(&policy, &action, &resource).is_some(), "{action} on {resource} is not allowed");
         used.insert(action);
     }
@@ -272,7 +170,7 @@ async fn the_apply_policy_allows_every_write_apply_makes_and_no_other() {
 
     let mut used = BTreeSet::new();
     for request in apply_role.requests() {
-        let Some((action, resource)) = permission(&request, &account) else { continue };
+        let Some((action, resource)) = permission(&request) else { continue };
         let statement = allowing(&policy, &action, &resource);
         assert!(statement.is_some(), "{action} on {resource} is not allowed");
         if action == "ecr:DeleteRepository" {
@@ -312,4 +210,34 @@ async fn the_apply_policy_allows_every_write_apply_makes_and_no_other() {
         }
     }
     assert!(iam.get_role().role_name("rocm-bake-reconcile-apply").send().await.is_ok());
+}
+
+#[tokio::test]
+async fn every_run_of_the_suite_has_its_writes_held_to_the_apply_policy_derived_for_it() {
+    // What every run of the binary in this suite goes through (`reconcile_in`, the terminal's
+    // apply, the tests that start it themselves): the watch sees the run's writes, not a test's
+    // own calls with the same keys, and a policy short of one of them names it.
+    let account = emulator().new_account().await;
+    let desired = desired_file(&small_account_with_runner(&["pytorch"]));
+    let env = account.env();
+    let watch = Watch::start(&env);
+    let ecr = aws_sdk_ecr::Client::new(&account.sdk_config());
+    ecr.create_repository().repository_name("made-by-hand").send().await.unwrap();
+    let run = reconcile_in(&env, &desired.path, &["apply", "--auto-approve"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let writes = watch.writes();
+    let seen: BTreeSet<String> = writes.iter().map(ToString::to_string).collect();
+    let bucket = format!("s3:PUT /rocm-bake-sccache-{}/", account.id);
+    for made in ["ecr:CreateRepository", "codebuild:CreateProject", "iam:CreateRole", &bucket] {
+        assert!(seen.contains(made), "{made}: {seen:?}");
+    }
+    assert!(writes.iter().all(|w| w.resource != "made-by-hand"), "{seen:?}");
+    let policy = apply_policy(&desired.path, None, &account.id);
+    assert_eq!(not_allowed(&writes, &policy, &[]), Vec::<String>::new());
+    let mut short = policy.clone();
+    short["Statement"].as_array_mut().unwrap().retain(|statement| statement["Sid"] != "TheRunnerProject");
+    assert_eq!(
+        not_allowed(&writes, &short, &[]),
+        [format!("codebuild:CreateProject on arn:aws:codebuild:us-east-1:{}:project/rocm-bake", account.id)]
+    );
 }

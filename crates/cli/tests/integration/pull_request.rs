@@ -12,6 +12,7 @@ use reconcile_test_support::faults::{Fault, FaultProxy, Rule};
 use reconcile_test_support::{Markup, TestAccount, emulator};
 use serde_json::{Value, json};
 
+use crate::permissions::Watch;
 use crate::support::{
     desired_file, reconcile, reconcile_in, reconcile_with, small_account, small_account_with_runner, small_desired,
 };
@@ -74,24 +75,7 @@ async fn a_hostile_live_description_renders_as_text_in_the_plan_and_drift_commen
 /// Whether the derived policy's statements deny `action` on `resource` outright (an explicit
 /// deny, which no allow overrides): IAM's `*` wildcards, as policies use them.
 fn denied(policy: &Value, action: &str, resource: &str) -> bool {
-    let matches = |pattern: &str, text: &str| {
-        let parts: Vec<&str> = pattern.split('*').collect();
-        let mut rest = text;
-        for (idx, part) in parts.iter().enumerate() {
-            match rest.find(part) {
-                Some(at) if idx > 0 || at == 0 => rest = &rest[at + part.len()..],
-                _ => return false,
-            }
-        }
-        parts.last().is_none_or(|last| last.is_empty() || text.ends_with(last))
-    };
-    let list = |value: &Value| -> Vec<String> {
-        match value {
-            Value::String(one) => vec![one.clone()],
-            Value::Array(many) => many.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect(),
-            _ => vec![],
-        }
-    };
+    use crate::permissions::{list, matches};
     policy["Statement"].as_array().unwrap().iter().any(|statement| {
         statement["Effect"] == "Deny"
             && list(&statement["Action"]).iter().any(|a| matches(a, action))
@@ -189,10 +173,12 @@ async fn two_applies_breaking_one_expired_lock_cannot_both_hold_it() {
         1,
         vec![Rule::always(Fault::Delay(Duration::from_secs(2))).service("s3").operation("PUT")],
     );
+    let watch = Watch::start(&account.env());
     let first = spawn_through(&proxy, &account, &desired.path);
     std::thread::sleep(Duration::from_millis(300));
     let second = spawn_through(&proxy, &account, &desired.path);
     let outputs = [first.wait_with_output().unwrap(), second.wait_with_output().unwrap()];
+    watch.check(&desired.path, None);
     let codes: Vec<i32> = outputs.iter().map(|o| o.status.code().unwrap()).collect();
     let stderr: Vec<String> = outputs.iter().map(|o| String::from_utf8_lossy(&o.stderr).into_owned()).collect();
     assert_eq!(codes.iter().filter(|code| **code == 0).count(), 1, "exactly one holds it: {codes:?} {stderr:?}");
@@ -220,6 +206,7 @@ async fn sigterm_while_planning_under_the_lock_releases_it() {
         vec![Rule::always(Fault::Delay(Duration::from_millis(1500))).service("ecr")],
     );
     let writes = account.writes().len();
+    let watch = Watch::start(&account.env());
     let child = spawn_through(&proxy, &account, &desired.path);
     // Wait for the lock to be taken, then signal while the locked plan reads ECR.
     let start = std::time::Instant::now();
@@ -230,6 +217,7 @@ async fn sigterm_while_planning_under_the_lock_releases_it() {
     let status = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(status.success());
     let output = child.wait_with_output().unwrap();
+    watch.check(&desired.path, None);
     assert_eq!(output.status.code(), Some(143), "{}", String::from_utf8_lossy(&output.stderr));
     assert_eq!(account.writes().len(), writes, "nothing applied: {:?}", account.writes());
     drop(proxy);
@@ -449,6 +437,7 @@ async fn every_hostile_input_is_refused_with_its_message_and_leaks_nothing() {
             env.push((name.clone().leak(), fill(value.as_str().unwrap())));
         }
         let args = strings("args");
+        let watch = Watch::start(&env);
         let output = std::process::Command::new(env!("CARGO_BIN_EXE_reconcile"))
             .current_dir(dir.path())
             .arg("--desired")
@@ -460,6 +449,7 @@ async fn every_hostile_input_is_refused_with_its_message_and_leaks_nothing() {
             .stdin(std::process::Stdio::null())
             .output()
             .unwrap();
+        watch.check(Path::new("desired.toml"), Some(dir.path()));
         let (stdout, stderr) = (
             String::from_utf8_lossy(&output.stdout).into_owned(),
             String::from_utf8_lossy(&output.stderr).into_owned(),

@@ -4,6 +4,8 @@ use std::path::{Path, PathBuf};
 
 use reconcile_test_support::TestAccount;
 
+use crate::permissions::Watch;
+
 /// What one run of `reconcile` did.
 #[derive(Debug)]
 pub struct Run {
@@ -28,8 +30,9 @@ pub fn reconcile_with(account: &TestAccount, desired: &Path, args: &[&str], env:
 }
 
 /// Runs `reconcile --desired <desired> <args>` with exactly `env` (and `PATH`), no stdin, and
-/// at most a minute to finish.
+/// at most a minute to finish. Whatever it writes is held to the derived apply policy.
 pub fn reconcile_in(env: &[(&str, String)], desired: &Path, args: &[&str]) -> Run {
+    let watch = Watch::start(env);
     let output = assert_cmd::Command::new(env!("CARGO_BIN_EXE_reconcile"))
         .arg("--desired")
         .arg(desired)
@@ -41,6 +44,7 @@ pub fn reconcile_in(env: &[(&str, String)], desired: &Path, args: &[&str]) -> Ru
         .timeout(std::time::Duration::from_secs(60))
         .output()
         .expect("the binary runs");
+    watch.check(desired, None);
     Run {
         code: output.status.code().expect("exited, not killed"),
         stdout: String::from_utf8(output.stdout).expect("utf-8 stdout"),
@@ -221,6 +225,7 @@ pub fn small_account_with_runner(repositories: &[&str]) -> String {
 /// typing `answer` at the prompt. Returns the exit code and everything the terminal showed.
 pub fn apply_on_a_terminal(account: &TestAccount, desired: &Path, args: &str, answer: &str) -> (i32, String) {
     use std::io::Write;
+    let watch = Watch::start(&account.env());
     let command = format!("{} --desired {} apply {args}", env!("CARGO_BIN_EXE_reconcile"), desired.display());
     let mut child = std::process::Command::new("script")
         .args(["--quiet", "--return", "--command", &command, "/dev/null"])
@@ -232,6 +237,7 @@ pub fn apply_on_a_terminal(account: &TestAccount, desired: &Path, args: &str, an
         .expect("script (util-linux) runs");
     child.stdin.take().unwrap().write_all(format!("{answer}\n").as_bytes()).unwrap();
     let output = child.wait_with_output().unwrap();
+    watch.check(desired, None);
     (output.status.code().unwrap(), String::from_utf8_lossy(&output.stdout).into_owned())
 }
 

@@ -1,0 +1,217 @@
+//! Holding what the binary sends to the permissions a policy grants: the IAM action and
+//! resource of each recorded request, IAM's wildcard matching, and the check every run in this
+//! suite goes through: each write it made is allowed by the apply policy derived for its
+//! desired.toml (`Watch`).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use reconcile_test_support::{RecordedRequest, emulator};
+use serde_json::Value;
+
+/// The IAM action a recorded request needs and the ARN of what it acts on; `None` for STS
+/// `GetCallerIdentity`, which needs no permission at all.
+pub fn permission(request: &RecordedRequest) -> Option<(String, String)> {
+    let (id, region) = (request.account.as_str(), request.region.as_str());
+    let named = |service: &str, kind: &str| {
+        let name = request.resource.rsplit('/').next().unwrap_or_default();
+        match service {
+            "iam" => format!("arn:aws:iam::{id}:{kind}/{name}"),
+            _ => format!("arn:aws:{service}:{region}:{id}:{kind}/{name}"),
+        }
+    };
+    let (service, action) = (request.service.as_str(), request.action.as_str());
+    let resource = match (service, action) {
+        ("sts", "GetCallerIdentity") => return None,
+        ("s3", _) => return Some(s3_permission(request)),
+        ("ecr", _) => named("ecr", "repository"),
+        ("codebuild", "ListSourceCredentials") | ("iam", "ListRoles") => "*".to_owned(),
+        ("codebuild", "BatchGetBuilds") => {
+            let project = request.resource.split(':').next().unwrap_or_default();
+            format!("arn:aws:codebuild:{region}:{id}:project/{project}")
+        }
+        ("pricing" | "ce" | "monitoring" | "cloudtrail", _) => "*".to_owned(),
+        ("codebuild", _) => named("codebuild", "project"),
+        ("iam", "CreateOpenIDConnectProvider") => {
+            let host = request.resource.trim_start_matches("https://");
+            format!("arn:aws:iam::{id}:oidc-provider/{host}")
+        }
+        ("iam", _) if request.resource.starts_with("arn:") => request.resource.clone(),
+        ("iam", _) => named("iam", "role"),
+        ("codeconnections", _) => request.resource.clone(),
+        other => panic!("a request this test does not know: {other:?} {request}"),
+    };
+    // CloudWatch signs as `monitoring`; IAM names its actions `cloudwatch:`.
+    let service = if service == "monitoring" { "cloudwatch" } else { service };
+    Some((format!("{service}:{action}"), resource))
+}
+
+/// S3's REST requests: the action by method and the setting in the query, as the IAM
+/// reference for S3 names them.
+fn s3_permission(request: &RecordedRequest) -> (String, String) {
+    let setting = request.query.split(['&', '=']).next().unwrap_or_default();
+    let path = request.path.trim_matches('/');
+    let is_object = path.contains('/');
+    let action = match (request.method.as_str(), setting, is_object) {
+        ("GET" | "HEAD", _, true) => "GetObject",
+        ("PUT", _, true) => "PutObject",
+        ("DELETE", _, true) => "DeleteObject",
+        ("HEAD", _, false) => "ListBucket",
+        ("PUT", "", false) => "CreateBucket",
+        ("GET", "tagging", _) => "GetBucketTagging",
+        ("PUT" | "DELETE", "tagging", _) => "PutBucketTagging",
+        ("GET", "publicAccessBlock", _) => "GetBucketPublicAccessBlock",
+        ("PUT", "publicAccessBlock", _) => "PutBucketPublicAccessBlock",
+        ("GET", "encryption", _) => "GetEncryptionConfiguration",
+        ("PUT", "encryption", _) => "PutEncryptionConfiguration",
+        ("GET", "policy", _) => "GetBucketPolicy",
+        ("PUT", "policy", _) => "PutBucketPolicy",
+        ("DELETE", "policy", _) => "DeleteBucketPolicy",
+        ("GET", "ownershipControls", _) => "GetBucketOwnershipControls",
+        ("PUT", "ownershipControls", _) => "PutBucketOwnershipControls",
+        ("GET", "acl", _) => "GetBucketAcl",
+        ("PUT", "acl", _) => "PutBucketAcl",
+        ("GET", "versioning", _) => "GetBucketVersioning",
+        ("PUT", "versioning", _) => "PutBucketVersioning",
+        ("GET", "replication", _) => "GetReplicationConfiguration",
+        ("PUT" | "DELETE", "replication", _) => "PutReplicationConfiguration",
+        ("GET", "website", _) => "GetBucketWebsite",
+        ("DELETE", "website", _) => "DeleteBucketWebsite",
+        ("GET", "logging", _) => "GetBucketLogging",
+        ("PUT", "logging", _) => "PutBucketLogging",
+        ("GET", "lifecycle", _) => "GetLifecycleConfiguration",
+        ("PUT" | "DELETE", "lifecycle", _) => "PutLifecycleConfiguration",
+        other => panic!("an S3 request this test does not know: {other:?} {request}"),
+    };
+    (format!("s3:{action}"), format!("arn:aws:s3:::{path}"))
+}
+
+/// Whether IAM's wildcard `pattern` (`*` any run of characters) matches `text`.
+pub fn matches(pattern: &str, text: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == text,
+        Some((head, tail)) => {
+            text.starts_with(head) && (0..=text.len() - head.len()).any(|at| matches(tail, &text[head.len() + at..]))
+        }
+    }
+}
+
+/// A policy element that is one string or a list of them.
+pub fn list(value: &Value) -> Vec<String> {
+    match value {
+        Value::String(one) => vec![one.clone()],
+        Value::Array(many) => many.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect(),
+        _ => vec![],
+    }
+}
+
+/// The statement of `policy` that allows `action` on `resource`, if one does.
+pub fn allowing<'a>(policy: &'a Value, action: &str, resource: &str) -> Option<&'a Value> {
+    policy["Statement"].as_array().unwrap().iter().find(|statement| {
+        statement["Effect"] == "Allow"
+            && list(&statement["Action"]).iter().any(|a| a == action)
+            && list(&statement["Resource"]).iter().any(|r| matches(r, resource))
+    })
+}
+
+/// Every action `policy` names.
+pub fn actions(policy: &Value) -> BTreeSet<String> {
+    policy["Statement"].as_array().unwrap().iter().flat_map(|s| list(&s["Action"])).collect()
+}
+
+/// One run of the binary, watched: every write it sends must be allowed by the apply policy
+/// derived for its desired.toml, whatever the test is about. Made before the run starts, checked
+/// once it has ended.
+pub struct Watch {
+    access_key: Option<String>,
+    since: f64,
+}
+
+impl Watch {
+    /// Watches the requests made with the keys in `env` from now on.
+    pub fn start(env: &[(&str, String)]) -> Watch {
+        let access_key = env.iter().find(|(name, _)| *name == "AWS_ACCESS_KEY_ID").map(|(_, key)| key.clone());
+        let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+        Watch { access_key, since }
+    }
+
+    /// Holds every write the binary sent since `start` to the apply policy `reconcile policy
+    /// apply` derives from `desired` (relative to `dir`) for the account the keys are of.
+    ///
+    /// Writes to the CI identities are the one exception, and only an administrator makes them:
+    /// the apply role is never allowed them, and apply refuses them when it is the caller
+    /// (tests in ci.rs).
+    pub fn check(self, desired: &Path, dir: Option<&Path>) {
+        let writes = self.writes();
+        let Some(first) = writes.first() else { return };
+        let policy = apply_policy(desired, dir, &first.account);
+        let refused = not_allowed(&writes, &policy, &ci_identities(desired, dir, &first.account));
+        assert!(
+            refused.is_empty(),
+            "{} was applied with writes the apply policy derived for it does not allow: {refused:#?}\n{policy:#}",
+            desired.display()
+        );
+    }
+
+    /// Every write the binary sent with these keys since `start`.
+    pub fn writes(&self) -> Vec<RecordedRequest> {
+        // A run without keys reaches no account (or not the emulator's).
+        let Some(access_key) = self.access_key.as_deref().filter(|key| key.bytes().all(|b| b.is_ascii_alphanumeric()))
+        else {
+            return Vec::new();
+        };
+        emulator()
+            .requests_of(access_key)
+            .into_iter()
+            .filter(|r| r.at >= self.since && r.is_reconciles() && r.is_write())
+            .collect()
+    }
+}
+
+/// Each of `writes` that `policy` does not allow on its resource, as `action on resource`, but
+/// for those on the ARNs `exempt`.
+pub fn not_allowed(writes: &[RecordedRequest], policy: &Value, exempt: &[String]) -> Vec<String> {
+    writes
+        .iter()
+        .map(|request| permission(request).unwrap_or_else(|| panic!("{request} is not a write")))
+        .filter(|(action, resource)| !exempt.contains(resource) && allowing(policy, action, resource).is_none())
+        .map(|(action, resource)| format!("{action} on {resource}"))
+        .collect()
+}
+
+/// `reconcile policy apply` for `desired` in `account`.
+pub fn apply_policy(desired: &Path, dir: Option<&Path>, account: &str) -> Value {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_reconcile"));
+    if let Some(dir) = dir {
+        command.current_dir(dir);
+    }
+    let output = command
+        .arg("--desired")
+        .arg(desired)
+        .args(["policy", "apply", "--account", account])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{} was applied, but no apply policy derives from it: {}",
+        desired.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// The ARNs of the CI identities `desired` declares (`[ci]`): its roles and GitHub's identity
+/// provider.
+fn ci_identities(desired: &Path, dir: Option<&Path>, account: &str) -> Vec<String> {
+    let path = dir.map_or_else(|| desired.to_path_buf(), |dir| dir.join(desired));
+    let Ok(text) = std::fs::read_to_string(&path) else { return Vec::new() };
+    let Ok(parsed) = reconcile_core::Desired::parse(&path, &text) else { return Vec::new() };
+    let Some(ci) = parsed.ci else { return Vec::new() };
+    let mut identities: Vec<String> =
+        ci.roles.iter().map(|role| format!("arn:aws:iam::{account}:role/{}", role.name)).collect();
+    identities.push(format!("arn:aws:iam::{account}:oidc-provider/token.actions.githubusercontent.com"));
+    identities
+}
