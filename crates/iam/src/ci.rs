@@ -188,14 +188,13 @@ const ECR_WRITES: [&str; 6] = [
 ];
 /// `DeleteBucketTagging` needs `s3:PutBucketTagging`, `DeleteBucketReplication`
 /// `s3:PutReplicationConfiguration`, `DeleteBucketLifecycle` `s3:PutLifecycleConfiguration`.
-const S3_WRITES: [&str; 11] = [
+const S3_WRITES: [&str; 10] = [
     "s3:CreateBucket",
     "s3:PutBucketTagging",
     "s3:PutBucketPublicAccessBlock",
     "s3:PutEncryptionConfiguration",
     "s3:DeleteBucketPolicy",
     "s3:PutBucketOwnershipControls",
-    "s3:PutBucketAcl",
     "s3:PutBucketVersioning",
     "s3:PutReplicationConfiguration",
     "s3:DeleteBucketWebsite",
@@ -387,7 +386,17 @@ pub fn apply_policy(desired: &Desired, account: &Account) -> Result<Value, Strin
     }
     let buckets = bucket_arns(desired, account);
     if !buckets.is_empty() {
-        statements.push(statement("TheCompilerCacheBucket", &S3_WRITES, buckets));
+        statements.push(statement("TheCompilerCacheBucket", &S3_WRITES, buckets.clone()));
+        // Apply only ever resets a bucket's ACL to the canned `private` one (before S3 lets it
+        // turn ACLs off); an ACL that grants anyone, the way to open the cache to a writer
+        // that poisons it, is not allowed.
+        statements.push(json!({
+            "Sid": "TheCompilerCacheBucketsACLToPrivateOnly",
+            "Effect": "Allow",
+            "Action": ["s3:PutBucketAcl"],
+            "Resource": buckets,
+            "Condition": { "StringEquals": { "s3:x-amz-acl": "private" } },
+        }));
     }
     let lifecycles: Vec<String> = desired
         .s3

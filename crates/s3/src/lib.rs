@@ -639,7 +639,16 @@ mod tests {
     /// The writes that turn off, on a bucket someone else made, everything reconcile keeps off.
     fn everything_off() -> Vec<Rule> {
         vec![
+            // Only ever the canned `private` ACL, sent as `x-amz-acl`: the apply role's policy
+            // allows no other (reconcile-iam's ci.rs).
             mock!(s3::Client::put_bucket_acl)
+                .match_requests(|request| {
+                    request.acl() == Some(&s3::types::BucketCannedAcl::Private)
+                        && request.access_control_policy().is_none()
+                        && request.grant_read().is_none()
+                        && request.grant_write().is_none()
+                        && request.grant_full_control().is_none()
+                })
                 .then_output(|| s3::operation::put_bucket_acl::PutBucketAclOutput::builder().build()),
             mock!(s3::Client::put_bucket_ownership_controls).then_output(|| {
                 s3::operation::put_bucket_ownership_controls::PutBucketOwnershipControlsOutput::builder().build()

@@ -122,9 +122,10 @@ async fn the_apply_policy_allows_every_write_apply_makes_and_no_other() {
     let policy = printed_policy(&account, &desired.path, "apply");
     // What parliament finds is what the apply role is for: it manages the runner's role (and
     // passes it to CodeBuild), removes a bucket policy and unblocks nothing; it resets a bucket
-    // ACL that grants someone else (S3 will not turn ACLs off until then), so it could grant one
-    // instead; and it sets the cache's expiry, which deletes objects. Exactly that, on the
-    // runner's role and the cache bucket only; the apply role runs behind a protected
+    // ACL that grants someone else (S3 will not turn ACLs off until then), which parliament
+    // takes for a way to grant one, as it does not read the condition that allows only the
+    // canned `private` ACL; and it sets the cache's expiry, which deletes objects. Exactly that,
+    // on the runner's role and the cache bucket only; the apply role runs behind a protected
     // environment because of it (docs/desired.md).
     let bucket = format!("arn:aws:s3:::rocm-bake-sccache-{}", account.id);
     let escalation = |object: &str, bucket_action: &str| {
@@ -173,6 +174,11 @@ async fn the_apply_policy_allows_every_write_apply_makes_and_no_other() {
         let Some((action, resource)) = permission(&request) else { continue };
         let statement = allowing(&policy, &action, &resource);
         assert!(statement.is_some(), "{action} on {resource} is not allowed");
+        if action == "s3:PutBucketAcl" {
+            // Only the canned `private` ACL, which grants no one (what s3's unit tests show
+            // apply sends).
+            assert_eq!(statement.unwrap()["Condition"], json!({ "StringEquals": { "s3:x-amz-acl": "private" } }));
+        }
         if action == "ecr:DeleteRepository" {
             // Only what carries reconcile's tag, which the one pruned repository does.
             assert_eq!(
