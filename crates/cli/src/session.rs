@@ -403,35 +403,36 @@ impl<B: Backend> Session<B> {
 
     /// Every refusal of a plan before its first write: error findings about desired.toml, the
     /// engine's preflight (deletes without `--allow-delete`, a reconciler's own refusal), and a
-    /// change to a CI identity asked of the apply role itself, which could widen its own trust
-    /// or permissions: only an administrator may make those.
+    /// change only an administrator makes asked of the apply role itself (one that could widen
+    /// its own trust or permissions, or delete or open the cache's objects).
     async fn preflight(&self, planned: &Planned, allow_delete: bool) -> Result<(), CliError> {
         refuse_on(&planned.plan.findings)?;
         engine::preflight(&planned.reconcilers, &planned.plan, allow_delete).map_err(refused)?;
-        self.refuse_ci_changes(&planned.plan.changes).await
+        self.refuse_administrators_only(&planned.reconcilers, &planned.plan.changes).await
     }
 
-    /// Refuses changes to a CI identity when these credentials are the apply role's.
-    async fn refuse_ci_changes(&self, changes: &[reconcile_core::Change]) -> Result<(), CliError> {
-        let apply_role = self.inputs.desired.ci.as_ref().and_then(|ci| ci.role(CiPurpose::Apply));
-        let identities: Vec<String> = changes
-            .iter()
-            .filter(|change| reconcile_iam::is_ci_identity(change.address.kind))
-            .map(|change| change.address.to_string())
-            .collect();
-        if let Some(apply_role) = apply_role
-            && !identities.is_empty()
-        {
-            let caller = self.backend.caller().await?;
-            if is_role_session(&caller, &apply_role.name) {
-                return Err(CliError::Refused(format!(
-                    "this plan changes {}, and these credentials are the apply role `{}` ({caller}): the apply role \
-                     never changes the CI identities, which would let it widen its own trust or permissions; an \
-                     administrator applies this plan",
-                    identities.join(", "),
-                    apply_role.name
-                )));
-            }
+    /// Refuses the changes only an administrator makes when these credentials are the apply
+    /// role's.
+    async fn refuse_administrators_only(
+        &self,
+        reconcilers: &[Box<dyn Reconciler>],
+        changes: &[reconcile_core::Change],
+    ) -> Result<(), CliError> {
+        let Some(apply_role) = self.inputs.desired.ci.as_ref().and_then(|ci| ci.role(CiPurpose::Apply)) else {
+            return Ok(());
+        };
+        let administrators = engine::administrators_only(reconcilers, changes);
+        if administrators.is_empty() {
+            return Ok(());
+        }
+        let caller = self.backend.caller().await?;
+        if is_role_session(&caller, &apply_role.name) {
+            return Err(CliError::Refused(format!(
+                "this plan changes {}, and these credentials are the apply role `{}` ({caller}): the apply role never \
+                 makes these changes (its policy grants none of them); an administrator applies this plan",
+                administrators.join("; "),
+                apply_role.name
+            )));
         }
         Ok(())
     }
@@ -453,7 +454,7 @@ impl<B: Backend> Session<B> {
         let account = self.backend.identify().await?;
         if let Some(saved) = &saved {
             // What the file says it changes is enough to refuse it before the lock.
-            self.refuse_ci_changes(&saved.plan.changes).await?;
+            self.refuse_administrators_only(&self.reconcilers(&account, None), &saved.plan.changes).await?;
         }
         if saved.is_none() {
             // A first look, without the lock: an apply with nothing to do writes nothing, not

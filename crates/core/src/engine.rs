@@ -20,6 +20,11 @@ pub type DesiredResources = BTreeMap<Address, DesiredResource>;
 /// leaves it, and everything that depends on it, alone. Stable; never reused.
 pub const UNREADABLE: &str = "E101";
 
+/// Finding code: with `[ci]` declared, the plan makes a change only an administrator makes (a CI
+/// identity, a bucket's expiry, an ACL that grants someone else): the apply role cannot apply
+/// it. Stable.
+pub const NEEDS_AN_ADMINISTRATOR: &str = "W501";
+
 /// What a plan does when one reconciler cannot read its resources.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WhenUnreadable {
@@ -157,6 +162,19 @@ pub async fn plan_with(
     }
     if !errors.is_empty() {
         return Err(errors);
+    }
+    let administrators = administrators_only(reconcilers, &changes);
+    if desired.ci.is_some() && !administrators.is_empty() {
+        findings.push(Finding {
+            code: NEEDS_AN_ADMINISTRATOR.to_owned(),
+            severity: Severity::Warning,
+            address: None,
+            message: format!(
+                "this plan changes {}, which the apply role never does: an administrator must apply it",
+                administrators.join("; ")
+            ),
+            overridden_by: None,
+        });
     }
     Finding::rank(&mut findings);
     Ok(Plan {
@@ -394,6 +412,23 @@ impl ApplyOptions<'_> {
     }
 }
 
+/// The changes of `changes` only an administrator makes, grouped by why, in plan order:
+/// ``"`iam_ci_role.apply`, `iam_ci_role.plan` (the CI identities: ...)"`` each. Empty when the
+/// apply role may make them all.
+pub fn administrators_only(reconcilers: &[Box<dyn Reconciler>], changes: &[Change]) -> Vec<String> {
+    let mut groups: Vec<(&'static str, Vec<String>)> = Vec::new();
+    for change in changes {
+        let why = reconciler_for(reconcilers, change.address.kind).and_then(|r| r.administrators_only(change));
+        let Some(why) = why else { continue };
+        let address = format!("`{}`", change.address);
+        match groups.iter_mut().find(|(reason, _)| *reason == why) {
+            Some((_, addresses)) => addresses.push(address),
+            None => groups.push((why, vec![address])),
+        }
+    }
+    groups.into_iter().map(|(why, addresses)| format!("{} ({why})", addresses.join(", "))).collect()
+}
+
 /// Everything apply checks before its first call: deletes allowed, a reconciler for every
 /// change, and no reconciler's own refusal. Apply runs it itself; the binary runs it earlier too,
 /// so that a refused plan takes no lock either.
@@ -581,6 +616,30 @@ mod tests {
         assert_eq!(action(Some(&desired), &Observed::Absent, true), Some(Action::Create));
         assert_eq!(action(None, &same, true), Some(Action::Delete));
         assert_eq!(action(None, &Observed::Absent, true), None);
+    }
+
+    #[test]
+    fn changes_only_an_administrator_makes_are_named_together_by_why_in_plan_order() {
+        let fake = FakeReconciler {
+            administrators: BTreeMap::from([("a", "why one"), ("b", "why two"), ("c", "why one")])
+                .into_iter()
+                .map(|(name, why)| (name.to_owned(), why))
+                .collect(),
+            ..FakeReconciler::default()
+        };
+        let reconcilers: Vec<Box<dyn Reconciler>> = vec![Box::new(fake)];
+        let changes: Vec<Change> = ["a", "free", "b", "c"]
+            .iter()
+            .map(|name| change(ResourceKind::EcrRepository, name, Action::Update, &[]))
+            .collect();
+        assert_eq!(
+            administrators_only(&reconcilers, &changes),
+            ["`ecr_repository.a`, `ecr_repository.c` (why one)", "`ecr_repository.b` (why two)"]
+        );
+        assert_eq!(administrators_only(&reconcilers, &changes[1..2]), Vec::<String>::new());
+        // A kind no reconciler owns is not the apply role's business here (preflight refuses it).
+        let github = change(ResourceKind::GithubVariable, "a", Action::Update, &[]);
+        assert_eq!(administrators_only(&reconcilers, &[github]), Vec::<String>::new());
     }
 
     fn change(kind: ResourceKind, name: &str, action: Action, depends_on: &[Address]) -> Change {

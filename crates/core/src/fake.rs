@@ -32,6 +32,8 @@ pub struct FakeReconciler {
     pub fail_after: Option<usize>,
     /// How many observes were asked for so far.
     pub observes: AtomicUsize,
+    /// The names whose change only an administrator makes, and why.
+    pub administrators: BTreeMap<String, &'static str>,
 }
 
 impl FakeReconciler {
@@ -78,5 +80,9 @@ impl Reconciler for FakeReconciler {
             return Err(ReconcileError::new(Some(&change.address), "create", "boom"));
         }
         Ok(if change.address.name == "adopted" { Applied::Adopted } else { Applied::Done })
+    }
+
+    fn administrators_only(&self, change: &Change) -> Option<&'static str> {
+        self.administrators.get(&change.address.name).copied()
     }
 }

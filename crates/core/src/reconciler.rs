@@ -245,6 +245,14 @@ pub trait Reconciler: Send + Sync {
     fn refusal(&self, _change: &Change) -> Option<String> {
         None
     }
+
+    /// What `change` touches that only an administrator changes, never `[ci]`'s apply role (so
+    /// its derived policy grants no such write): what would let it widen itself, delete objects
+    /// or open them to someone else. Changes with the same answer are named together, as
+    /// `this plan changes <addresses> (<answer>)`. `None` when the apply role may make it.
+    fn administrators_only(&self, _change: &Change) -> Option<&'static str> {
+        None
+    }
 }
 
 /// What a reconciler's `assess` found.

@@ -188,8 +188,12 @@ const ECR_WRITES: [&str; 6] = [
 ];
 /// `DeleteBucketTagging` needs `s3:PutBucketTagging`, `DeleteBucketReplication`
 /// `s3:PutReplicationConfiguration`, `DeleteBucketLifecycle` `s3:PutLifecycleConfiguration`.
-const S3_WRITES: [&str; 10] = [
-    "s3:CreateBucket",
+///
+/// Never a bucket's expiry (`s3:PutLifecycleConfiguration`, which deletes its objects) or its ACL
+/// (`s3:PutBucketAcl`, who may reach them): those changes are an administrator's
+/// (`Reconciler::administrators_only`), and a bucket that declares an expiry is made with it, so
+/// by an administrator too.
+const S3_WRITES: [&str; 9] = [
     "s3:PutBucketTagging",
     "s3:PutBucketPublicAccessBlock",
     "s3:PutEncryptionConfiguration",
@@ -386,27 +390,17 @@ pub fn apply_policy(desired: &Desired, account: &Account) -> Result<Value, Strin
     }
     let buckets = bucket_arns(desired, account);
     if !buckets.is_empty() {
-        statements.push(statement("TheCompilerCacheBucket", &S3_WRITES, buckets.clone()));
-        // Apply only ever resets a bucket's ACL to the canned `private` one (before S3 lets it
-        // turn ACLs off); an ACL that grants anyone, the way to open the cache to a writer
-        // that poisons it, is not allowed.
-        statements.push(json!({
-            "Sid": "TheCompilerCacheBucketsACLToPrivateOnly",
-            "Effect": "Allow",
-            "Action": ["s3:PutBucketAcl"],
-            "Resource": buckets,
-            "Condition": { "StringEquals": { "s3:x-amz-acl": "private" } },
-        }));
+        statements.push(statement("TheCompilerCacheBucket", &S3_WRITES, buckets));
     }
-    let lifecycles: Vec<String> = desired
+    let unexpiring: Vec<String> = desired
         .s3
         .buckets
         .iter()
-        .filter(|b| b.lifecycle_rules.is_some())
+        .filter(|b| b.lifecycle_rules.is_none())
         .map(|b| reconcile_aws::arn(account, "s3", &b.name.render(&account.id, &account.region)))
         .collect();
-    if !lifecycles.is_empty() {
-        statements.push(statement("TheCompilerCachesExpiry", &["s3:PutLifecycleConfiguration"], lifecycles));
+    if !unexpiring.is_empty() {
+        statements.push(statement("MakeTheBucketsWithoutAnExpiry", &["s3:CreateBucket"], unexpiring));
     }
     if let Some(bucket) = desired.s3.lock_bucket() {
         let bucket = reconcile_aws::arn(account, "s3", &bucket.name.render(&account.id, &account.region));
@@ -508,20 +502,18 @@ environment = "prod"
     #[test]
     fn the_apply_policy_grants_only_what_this_desired_file_can_lead_apply_to_write() {
         // No tags, no managed-by marker, no webhook, no bucket expiry: nothing to tag, nothing to
-        // prune, no webhook to make, no lifecycle to put; a webhook can still be deleted.
+        // prune, no webhook to make; a webhook can still be deleted, and the bucket, which has no
+        // expiry to be made with, made.
         let bare = Desired::parse(Path::new("desired.toml"), BASE).unwrap();
         let policy = apply_policy(&bare, &account()).unwrap();
         let granted = sids(&policy);
-        for absent in [
-            "TheDeclaredRepositoriesTags",
-            "TheRepositoriesReconcileManages",
-            "TheRunnersRoleTags",
-            "TheRunnersWebhook",
-            "TheCompilerCachesExpiry",
-        ] {
+        for absent in
+            ["TheDeclaredRepositoriesTags", "TheRepositoriesReconcileManages", "TheRunnersRoleTags", "TheRunnersWebhook"]
+        {
             assert!(!granted.contains(&absent), "{absent}: {granted:?}");
         }
         assert!(policy.to_string().contains("codebuild:DeleteWebhook"));
+        assert!(granted.contains(&"MakeTheBucketsWithoutAnExpiry"), "{granted:?}");
 
         let full = BASE
             .replace("lifecycle_policy = \"p\"\n", "lifecycle_policy = \"p\"\ntags = { managed-by = \"reconcile\" }\n")
@@ -535,9 +527,15 @@ environment = "prod"
             "MakeRepositoriesTaggedAsReconciles",
             "TheRunnersRoleTags",
             "TheRunnersWebhook",
-            "TheCompilerCachesExpiry",
         ] {
             assert!(sids(&granted_all).contains(&present), "{present}");
+        }
+        // A bucket's expiry and ACL, and so making a bucket that declares an expiry, are an
+        // administrator's: never granted.
+        assert!(!sids(&granted_all).contains(&"MakeTheBucketsWithoutAnExpiry"));
+        for never in ["s3:PutLifecycleConfiguration", "s3:PutBucketAcl", "s3:CreateBucket"] {
+            assert!(!granted_all.to_string().contains(never), "{never}");
+            assert!(!policy.to_string().contains(never) || never == "s3:CreateBucket", "{never}");
         }
         // The CI roles themselves appear only where they are read.
         for statement in granted_all["Statement"].as_array().unwrap() {

@@ -21,7 +21,7 @@ use aws_sdk_iam as iam;
 use reconcile_aws::{Parallelism, absent_if, after_create, failed, gone_if, has_code, visible_tags};
 use reconcile_core::json::{tag_changes, to_compact};
 use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Observed, Severity};
-use reconcile_core::reconciler::{Assessment, Observations};
+use reconcile_core::reconciler::Observations;
 use reconcile_core::spec::attributes;
 use reconcile_core::{Account, Address, Applied, Progress, ReconcileError, Reconciler, ResourceKind};
 use serde_json::Value;
@@ -43,10 +43,6 @@ pub const CI_TRUST_WIDENED: &str = "S104";
 /// Finding code: a role desired.toml does not declare trusts GitHub's OIDC provider: some
 /// workflow can assume it, and reconcile does not check which. Stable.
 pub const UNDECLARED_GITHUB_ROLE: &str = "D107";
-
-/// Finding code: the plan changes a CI identity (the OIDC provider, a CI role or its policy),
-/// which the apply role can never do: an administrator applies it. Stable.
-pub const NEEDS_AN_ADMINISTRATOR: &str = "W501";
 
 /// IAM's answer for "there is no such role or policy".
 const NO_SUCH_ENTITY: &str = "NoSuchEntity";
@@ -191,34 +187,15 @@ impl Reconciler for IamReconciler {
         }
     }
 
-    /// A plan that changes a CI identity says that the apply role cannot carry it out.
-    async fn assess(
-        &self,
-        changes: &[&Change],
-        _desired: &BTreeMap<Address, DesiredResource>,
-    ) -> Result<Assessment, ReconcileError> {
-        let identities: Vec<String> =
-            changes.iter().filter(|c| is_ci_identity(c.address.kind)).map(|c| format!("`{}`", c.address)).collect();
-        let mut assessment = Assessment::default();
-        if !identities.is_empty() {
-            assessment.findings.push(Finding {
-                code: NEEDS_AN_ADMINISTRATOR.to_owned(),
-                severity: Severity::Warning,
-                address: None,
-                message: format!(
-                    "this plan changes the CI identities {}: the apply role can never change them (it would widen \
-                     itself), so an administrator must apply it",
-                    identities.join(", ")
-                ),
-                overridden_by: None,
-            });
-        }
-        Ok(assessment)
+    /// The CI identities are an administrator's: the apply role changing them could widen its
+    /// own trust or permissions.
+    fn administrators_only(&self, change: &Change) -> Option<&'static str> {
+        is_ci_identity(change.address.kind).then_some("the CI identities: the apply role would widen itself")
     }
 }
 
 /// Whether `kind` is one of the CI identities, which only an administrator may change.
-pub fn is_ci_identity(kind: ResourceKind) -> bool {
+fn is_ci_identity(kind: ResourceKind) -> bool {
     matches!(kind, ResourceKind::IamOidcProvider | ResourceKind::IamCiRole | ResourceKind::IamCiRolePolicy)
 }
 

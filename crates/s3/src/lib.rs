@@ -111,6 +111,25 @@ impl Reconciler for S3Reconciler {
             (S3Kind::Lifecycle, Action::Replace) => Err(ReconcileError::never(address, "replace")),
         }
     }
+
+    /// A bucket's expiry deletes its objects, and an ACL reset is a write of who may reach
+    /// them: neither is the apply role's (parliament's resource-policy escalation: either could
+    /// be turned to delete, or to open, the compiler cache the nightly builds from).
+    fn administrators_only(&self, change: &Change) -> Option<&'static str> {
+        match change.address.kind {
+            ResourceKind::S3BucketLifecycle => Some("a bucket's expiry, which deletes its objects"),
+            ResourceKind::S3Bucket if change.action == Action::Update && grants_someone(change) => {
+                Some("an ACL that grants someone else: who reaches the bucket")
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Whether the bucket as observed has an ACL grant beyond its owner's, which apply resets.
+fn grants_someone(change: &Change) -> bool {
+    let grants = change.before.as_ref().and_then(|before| before.get("acl_grants"));
+    grants.and_then(serde_json::Value::as_array).is_some_and(|grants| !grants.is_empty())
 }
 
 impl S3Reconciler {
@@ -639,8 +658,7 @@ mod tests {
     /// The writes that turn off, on a bucket someone else made, everything reconcile keeps off.
     fn everything_off() -> Vec<Rule> {
         vec![
-            // Only ever the canned `private` ACL, sent as `x-amz-acl`: the apply role's policy
-            // allows no other (reconcile-iam's ci.rs).
+            // Only ever the canned `private` ACL, sent as `x-amz-acl`: a reset grants no one.
             mock!(s3::Client::put_bucket_acl)
                 .match_requests(|request| {
                     request.acl() == Some(&s3::types::BucketCannedAcl::Private)
@@ -683,6 +701,30 @@ mod tests {
     fn missing() -> Rule {
         mock!(s3::Client::head_bucket)
             .then_error(|| HeadBucketError::NotFound(NotFound::builder().meta(code("NotFound")).build()))
+    }
+
+    #[test]
+    fn a_buckets_expiry_and_an_acl_reset_are_an_administrators() {
+        let reconciler = reconciler(&[]);
+        let made = create_change();
+        assert_eq!(reconciler.administrators_only(&made), None, "a new bucket has no grant to reset");
+        let mut opened = create_change();
+        opened.action = Action::Update;
+        opened.before = made.after.clone();
+        assert_eq!(reconciler.administrators_only(&opened), None, "encryption, tags and the like are the apply role's");
+        opened.before.as_mut().unwrap().insert("acl_grants".into(), json!(["AllUsers READ"]));
+        assert_eq!(
+            reconciler.administrators_only(&opened),
+            Some("an ACL that grants someone else: who reaches the bucket")
+        );
+        for action in [Action::Create, Action::Update, Action::Delete] {
+            let expiry = Change {
+                address: Address::new(ResourceKind::S3BucketLifecycle, "sccache"),
+                action,
+                ..create_change()
+            };
+            assert_eq!(reconciler.administrators_only(&expiry), Some("a bucket's expiry, which deletes its objects"));
+        }
     }
 
     #[tokio::test]

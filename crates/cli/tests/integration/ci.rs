@@ -225,7 +225,7 @@ async fn the_apply_role_refuses_a_plan_that_changes_a_ci_identity_before_any_wri
     let apply_role = account.assume("rocm-bake-reconcile-apply").await;
     let refused = reconcile(&apply_role, &desired.path, &["apply", "--auto-approve"]);
     assert_eq!(refused.code, 3, "{}{}", refused.stdout, refused.stderr);
-    assert!(refused.stderr.contains("this plan changes iam_ci_role.apply"), "{}", refused.stderr);
+    assert!(refused.stderr.contains("this plan changes `iam_ci_role.apply` (the CI identities"), "{}", refused.stderr);
     assert!(refused.stderr.contains("the apply role `rocm-bake-reconcile-apply`"), "{}", refused.stderr);
     assert!(refused.stdout.contains("W501"), "the plan said so: {}", refused.stdout);
     let writes: Vec<String> = apply_role.requests().iter().filter(|r| r.is_write()).map(ToString::to_string).collect();
@@ -237,7 +237,7 @@ async fn the_apply_role_refuses_a_plan_that_changes_a_ci_identity_before_any_wri
     assert_eq!(made.code, 0, "{}", made.stderr);
     let refused = reconcile(&apply_role, &desired.path, &["apply", saved.to_str().unwrap()]);
     assert_eq!(refused.code, 3, "{}{}", refused.stdout, refused.stderr);
-    assert!(refused.stderr.contains("this plan changes iam_ci_role.apply"), "{}", refused.stderr);
+    assert!(refused.stderr.contains("this plan changes `iam_ci_role.apply` (the CI identities"), "{}", refused.stderr);
     let writes: Vec<String> = apply_role.requests().iter().filter(|r| r.is_write()).map(ToString::to_string).collect();
     assert!(writes.is_empty(), "no write, not even the lock: {writes:?}");
 

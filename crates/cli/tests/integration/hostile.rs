@@ -131,13 +131,13 @@ async fn a_permissions_boundary_set_out_of_band_is_drift_and_removed() {
 }
 
 /// Changes, out of band, every setting of the small account with its runner
-/// (`small_account_with_runner(&["pytorch", "pytorch-cache"])`, applied) that apply puts back:
-/// the repository's tag mutability, scanning, tags, lifecycle policy and a repository policy;
-/// the bucket's policy, versioning, replication, website, logging, Object Ownership and ACL,
-/// Block Public Access, encryption, tags and lifecycle; the role's trust, description, session
+/// (`small_account_with_runner(&["pytorch", "pytorch-cache"])`, applied) that the apply role
+/// puts back: the repository's tag mutability, scanning, tags, lifecycle policy and a
+/// repository policy; the bucket's policy, versioning, replication, website, logging, Object
+/// Ownership, Block Public Access, encryption and tags; the role's trust, description, session
 /// length, tags, inline policy, an extra inline policy and a permissions boundary; the project's
 /// description, its visibility and its webhook's filters. The policy test applies it all as the
-/// apply role.
+/// apply role. (What only an administrator puts back is `open_and_unexpire_the_cache`.)
 pub async fn vandalise_everything(account: &TestAccount) {
     let ecr = ecr::Client::new(&account.sdk_config());
     let repository = "pytorch-cache";
@@ -199,7 +199,6 @@ pub async fn vandalise_everything(account: &TestAccount) {
     s3.put_bucket_website().bucket(&bucket).website_configuration(website).send().await.unwrap();
     log_access(&s3, &bucket, &copies, "x/").await;
     s3.put_bucket_ownership_controls().bucket(&bucket).ownership_controls(object_writer()).send().await.unwrap();
-    s3.put_bucket_acl().bucket(&bucket).acl(s3::types::BucketCannedAcl::PublicRead).send().await.unwrap();
     s3.delete_public_access_block().bucket(&bucket).send().await.unwrap();
     let kms = s3::types::ServerSideEncryptionByDefault::builder()
         .sse_algorithm(s3::types::ServerSideEncryption::AwsKms)
@@ -215,7 +214,6 @@ pub async fn vandalise_everything(account: &TestAccount) {
         .build()
         .unwrap();
     s3.put_bucket_tagging().bucket(&bucket).tagging(tagging).send().await.unwrap();
-    s3.delete_bucket_lifecycle().bucket(&bucket).send().await.unwrap();
 
     let iam = iam::Client::new(&account.sdk_config());
     let role = "rocm-bake-codebuild";
@@ -255,8 +253,19 @@ pub async fn vandalise_everything(account: &TestAccount) {
     codebuild.update_webhook().project_name("rocm-bake").filter_groups(vec![any_event]).send().await.unwrap();
 }
 
-/// Deletes, out of band, the repository `pytorch`, the bucket (emptied first), the runner's
-/// role and the project: apply makes each again.
+/// Opens the compiler cache's bucket to everyone through its ACL (ACLs on first) and removes
+/// its expiry, out of band: what only an administrator puts back.
+pub async fn open_and_unexpire_the_cache(account: &TestAccount) {
+    let s3 = s3::Client::from_conf(s3::config::Builder::from(&account.sdk_config()).force_path_style(true).build());
+    let bucket = format!("rocm-bake-sccache-{}", account.id);
+    s3.put_bucket_ownership_controls().bucket(&bucket).ownership_controls(object_writer()).send().await.unwrap();
+    s3.put_bucket_acl().bucket(&bucket).acl(s3::types::BucketCannedAcl::PublicRead).send().await.unwrap();
+    s3.delete_bucket_lifecycle().bucket(&bucket).send().await.unwrap();
+}
+
+/// Deletes, out of band, the repository `pytorch`, the runner's role and the project: the apply
+/// role makes each again. (Not the bucket: one that declares an expiry is made with it, by an
+/// administrator.)
 pub async fn remove_everything(account: &TestAccount) {
     ecr::Client::new(&account.sdk_config())
         .delete_repository()
@@ -265,28 +274,6 @@ pub async fn remove_everything(account: &TestAccount) {
         .send()
         .await
         .unwrap();
-    let s3 = s3::Client::from_conf(s3::config::Builder::from(&account.sdk_config()).force_path_style(true).build());
-    let bucket = format!("rocm-bake-sccache-{}", account.id);
-    let versions = s3.list_object_versions().bucket(&bucket).send().await.unwrap();
-    for version in versions.versions() {
-        s3.delete_object()
-            .bucket(&bucket)
-            .key(version.key().unwrap())
-            .set_version_id(version.version_id().map(str::to_owned))
-            .send()
-            .await
-            .unwrap();
-    }
-    for marker in versions.delete_markers() {
-        s3.delete_object()
-            .bucket(&bucket)
-            .key(marker.key().unwrap())
-            .set_version_id(marker.version_id().map(str::to_owned))
-            .send()
-            .await
-            .unwrap();
-    }
-    s3.delete_bucket().bucket(&bucket).send().await.unwrap();
     let iam = iam::Client::new(&account.sdk_config());
     let role = "rocm-bake-codebuild";
     for name in iam.list_role_policies().role_name(role).send().await.unwrap().policy_names {
