@@ -2,6 +2,8 @@
 //! trusting exactly one kind of run of the `[github]` repository; what each may do derived from
 //! desired.toml; the apply role never changing them.
 
+use std::path::Path;
+
 use aws_sdk_iam::Client as Iam;
 use reconcile_core::json::to_pretty;
 use reconcile_test_support::{TestAccount, emulator};
@@ -212,6 +214,17 @@ async fn a_trust_widened_to_the_whole_organisation_is_a_security_finding_and_dri
     }
 }
 
+/// Saves the plan an administrator makes of `desired` and applies the file as `apply_role`,
+/// which refuses it (exit 3). Returns what the refusal said.
+pub fn saved_plan_refused(account: &TestAccount, apply_role: &TestAccount, desired: &Path) -> String {
+    let saved = desired.with_file_name("plan.json");
+    let made = reconcile(account, desired, &["plan", "--out", saved.to_str().unwrap()]);
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    let refused = reconcile(apply_role, desired, &["apply", saved.to_str().unwrap()]);
+    assert_eq!(refused.code, 3, "{}{}", refused.stdout, refused.stderr);
+    refused.stderr
+}
+
 #[tokio::test]
 async fn the_apply_role_refuses_a_plan_that_changes_a_ci_identity_before_any_write() {
     let (account, desired) = bootstrapped().await;
@@ -232,12 +245,8 @@ async fn the_apply_role_refuses_a_plan_that_changes_a_ci_identity_before_any_wri
     assert!(writes.is_empty(), "no write, not even the lock: {writes:?}");
 
     // Nor a saved plan an administrator made: refused from what the file says, before the lock.
-    let saved = desired.path.with_file_name("plan.json");
-    let made = reconcile(&account, &desired.path, &["plan", "--out", saved.to_str().unwrap()]);
-    assert_eq!(made.code, 0, "{}", made.stderr);
-    let refused = reconcile(&apply_role, &desired.path, &["apply", saved.to_str().unwrap()]);
-    assert_eq!(refused.code, 3, "{}{}", refused.stdout, refused.stderr);
-    assert!(refused.stderr.contains("this plan changes `iam_ci_role.apply` (the CI identities"), "{}", refused.stderr);
+    let refused = saved_plan_refused(&account, &apply_role, &desired.path);
+    assert!(refused.contains("this plan changes `iam_ci_role.apply` (the CI identities"), "{refused}");
     let writes: Vec<String> = apply_role.requests().iter().filter(|r| r.is_write()).map(ToString::to_string).collect();
     assert!(writes.is_empty(), "no write, not even the lock: {writes:?}");
 

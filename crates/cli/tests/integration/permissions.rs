@@ -145,10 +145,10 @@ impl Watch {
         let writes = self.writes();
         let Some(first) = writes.first() else { return };
         let policy = apply_policy(desired, dir, &first.account);
-        let ci = ci_identities(desired, dir, &first.account);
-        let theirs: Vec<RecordedRequest> =
-            writes.into_iter().filter(|request| !administrators(request, &ci)).collect();
-        let refused = not_allowed(&theirs, &policy);
+        let administrators = Administrators::of(desired, dir, &first.account);
+        let apply_roles: Vec<RecordedRequest> =
+            writes.into_iter().filter(|request| !administrators.write(request)).collect();
+        let refused = not_allowed(&apply_roles, &policy);
         assert!(
             refused.is_empty(),
             "{} was applied with writes the apply policy derived for it does not allow: {refused:#?}\n{policy:#}",
@@ -181,15 +181,6 @@ pub fn not_allowed(writes: &[RecordedRequest], policy: &Value) -> Vec<String> {
         .collect()
 }
 
-/// Whether `request` is a write only an administrator makes, never the apply role: to a CI
-/// identity (`ci`), or a bucket's expiry, its ACL or making it (a bucket is made with its
-/// expiry). What `Reconciler::administrators_only` says, restated from the outside.
-pub fn administrators(request: &RecordedRequest, ci: &[String]) -> bool {
-    let Some((action, resource)) = permission(request) else { return false };
-    ci.contains(&resource)
-        || ["s3:PutLifecycleConfiguration", "s3:PutBucketAcl", "s3:CreateBucket"].contains(&action.as_str())
-}
-
 /// `reconcile policy apply` for `desired` in `account`.
 pub fn apply_policy(desired: &Path, dir: Option<&Path>, account: &str) -> Value {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_reconcile"));
@@ -214,15 +205,50 @@ pub fn apply_policy(desired: &Path, dir: Option<&Path>, account: &str) -> Value 
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
-/// The ARNs of the CI identities `desired` declares (`[ci]`): its roles and GitHub's identity
-/// provider.
-fn ci_identities(desired: &Path, dir: Option<&Path>, account: &str) -> Vec<String> {
-    let path = dir.map_or_else(|| desired.to_path_buf(), |dir| dir.join(desired));
-    let Ok(text) = std::fs::read_to_string(&path) else { return Vec::new() };
-    let Ok(parsed) = reconcile_core::Desired::parse(&path, &text) else { return Vec::new() };
-    let Some(ci) = parsed.ci else { return Vec::new() };
-    let mut identities: Vec<String> =
-        ci.roles.iter().map(|role| format!("arn:aws:iam::{account}:role/{}", role.name)).collect();
-    identities.push(format!("arn:aws:iam::{account}:oidc-provider/token.actions.githubusercontent.com"));
-    identities
+/// What only an administrator writes in the account of a desired.toml, never the apply role:
+/// the CI identities it declares (`[ci]`), any bucket's expiry or ACL, and making a bucket that
+/// declares an expiry (it is made with it). What `Reconciler::administrators_only` and the apply
+/// policy's derivation say, restated from the outside.
+pub struct Administrators {
+    /// The ARNs of the CI roles and of GitHub's identity provider.
+    ci: Vec<String>,
+    /// The ARNs of the buckets that declare an expiry.
+    expiring: Vec<String>,
+}
+
+impl Administrators {
+    pub fn of(desired: &Path, dir: Option<&Path>, account: &str) -> Administrators {
+        let path = dir.map_or_else(|| desired.to_path_buf(), |dir| dir.join(desired));
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let Ok(parsed) = reconcile_core::Desired::parse(&path, &text) else {
+            return Administrators { ci: Vec::new(), expiring: Vec::new() };
+        };
+        let mut ci: Vec<String> = parsed
+            .ci
+            .iter()
+            .flat_map(|ci| &ci.roles)
+            .map(|role| format!("arn:aws:iam::{account}:role/{}", role.name))
+            .collect();
+        if parsed.ci.is_some() {
+            ci.push(format!("arn:aws:iam::{account}:oidc-provider/token.actions.githubusercontent.com"));
+        }
+        let expiring = parsed
+            .s3
+            .buckets
+            .iter()
+            .filter(|bucket| bucket.lifecycle_rules.is_some())
+            .map(|bucket| format!("arn:aws:s3:::{}", bucket.name.render(account, &parsed.region)))
+            .collect();
+        Administrators { ci, expiring }
+    }
+
+    /// Whether `request` is one of theirs.
+    pub fn write(&self, request: &RecordedRequest) -> bool {
+        let Some((action, resource)) = permission(request) else { return false };
+        match action.as_str() {
+            "s3:PutLifecycleConfiguration" | "s3:PutBucketAcl" => true,
+            "s3:CreateBucket" => self.expiring.contains(&resource),
+            _ => self.ci.contains(&resource),
+        }
+    }
 }

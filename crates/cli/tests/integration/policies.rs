@@ -13,7 +13,7 @@ use reconcile_test_support::{TestAccount, emulator, emulator_python, workspace_r
 use serde_json::{Value, json};
 
 use crate::ci::CI;
-use crate::permissions::{Watch, actions, administrators, allowing, apply_policy, list, not_allowed, permission};
+use crate::permissions::{Administrators, Watch, actions, allowing, apply_policy, list, not_allowed, permission};
 use crate::support::{desired_file, real_desired, reconcile, reconcile_in, small_account_with_runner};
 
 /// What parliament (at every severity; with its community auditors when `community`) finds in
@@ -106,6 +106,11 @@ async fn the_read_only_policy_is_derived_allows_every_read_and_nothing_else_and_
     assert_eq!(used, actions(&policy), "every read allowed, and nothing allowed that is never read");
 }
 
+/// How many writes `who` has sent, the lock's included.
+fn every_write(who: &TestAccount) -> usize {
+    who.requests().iter().filter(|request| request.is_write()).count()
+}
+
 #[tokio::test]
 async fn the_apply_policy_allows_every_write_apply_makes_and_no_other() {
     // Made by the administrator, then changed out of band in every way apply undoes, and applied
@@ -144,7 +149,7 @@ async fn the_apply_policy_allows_every_write_apply_makes_and_no_other() {
     // The cache opened to everyone and its expiry gone: the apply role refuses the plan before
     // any write, naming both, and an administrator applies it.
     crate::hostile::open_and_unexpire_the_cache(&account).await;
-    let writes = apply_role.writes().len();
+    let writes = every_write(&apply_role);
     let refused = reconcile(&apply_role, &desired.path, &["apply", "--auto-approve"]);
     assert_eq!(refused.code, 3, "{}{}", refused.stdout, refused.stderr);
     assert!(
@@ -157,7 +162,11 @@ async fn the_apply_policy_allows_every_write_apply_makes_and_no_other() {
         refused.stderr
     );
     assert!(refused.stdout.contains("Warning [W501] this plan changes `s3_bucket.sccache`"), "{}", refused.stdout);
-    assert_eq!(apply_role.writes().len(), writes, "no write");
+    assert_eq!(every_write(&apply_role), writes, "no write");
+    // Nor the same plan saved by an administrator: refused from the file, before the lock.
+    let refused = crate::ci::saved_plan_refused(&account, &apply_role, &desired.path);
+    assert!(refused.contains("this plan changes `s3_bucket.sccache`"), "{refused}");
+    assert_eq!(every_write(&apply_role), writes, "no write, not even the lock");
     assert_eq!(reconcile(&account, &desired.path, &["apply", "--auto-approve"]).code, 0);
 
     crate::hostile::vandalise_everything(&account).await;
@@ -239,7 +248,8 @@ async fn every_run_of_the_suite_has_its_writes_held_to_the_apply_policy_derived_
     }
     assert!(writes.iter().all(|w| w.resource != "made-by-hand"), "{seen:?}");
     // Making the bucket with its expiry is an administrator's, set aside; the rest is allowed.
-    let (theirs, writes): (Vec<_>, Vec<_>) = writes.into_iter().partition(|write| administrators(write, &[]));
+    let administrators = Administrators::of(&desired.path, None, &account.id);
+    let (theirs, writes): (Vec<_>, Vec<_>) = writes.into_iter().partition(|write| administrators.write(write));
     let theirs: Vec<String> = theirs.iter().map(|write| permission(write).unwrap().0).collect();
     assert_eq!(theirs, ["s3:CreateBucket", "s3:PutLifecycleConfiguration"]);
     let policy = apply_policy(&desired.path, None, &account.id);
