@@ -642,6 +642,38 @@ mod tests {
         assert_eq!(administrators_only(&reconcilers, &[github]), Vec::<String>::new());
     }
 
+    #[test]
+    fn a_plan_says_an_administrator_must_apply_it_only_where_ci_is_declared() {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let resources = desired_resources(["a", "b"].map(|name| {
+            DesiredResource::new(Address::new(ResourceKind::EcrRepository, name), name, Map::new())
+        }));
+        let w501 = |ci: &str| {
+            let fake = FakeReconciler {
+                administrators: BTreeMap::from([("a".to_owned(), "why")]),
+                ..FakeReconciler::default()
+            };
+            let reconcilers: Vec<Box<dyn Reconciler>> = vec![Box::new(fake)];
+            let text = format!("region = \"us-east-1\"\n{ci}");
+            let desired = Desired::parse(std::path::Path::new("desired.toml"), &text).unwrap();
+            let account = Account::new("123456789012", "us-east-1");
+            let plan = runtime.block_on(plan(&reconcilers, &desired, &resources, &account)).unwrap();
+            assert_eq!(plan.changes.len(), 2);
+            plan.findings.into_iter().filter(|f| f.code == NEEDS_AN_ADMINISTRATOR).collect::<Vec<_>>()
+        };
+        assert_eq!(w501(""), []);
+        let said = w501(
+            "[github]\nrepository = \"ROCm/rocm-bake\"\n[ci]\nplan_role = \"p\"\ndrift_role = \"d\"\n\
+             apply_role = \"a\"\nenvironment = \"aws-production\"\n",
+        );
+        assert_eq!(said.len(), 1);
+        assert_eq!(said[0].severity, Severity::Warning);
+        assert_eq!(
+            said[0].message,
+            "this plan changes `ecr_repository.a` (why), which the apply role never does: an administrator must apply it"
+        );
+    }
+
     fn change(kind: ResourceKind, name: &str, action: Action, depends_on: &[Address]) -> Change {
         Change {
             address: Address::new(kind, name),

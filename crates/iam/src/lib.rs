@@ -679,6 +679,28 @@ mod tests {
         IamReconciler::new(client, Account::new("123456789012", "us-east-1"))
     }
 
+    #[test]
+    fn only_the_ci_identities_are_an_administrators() {
+        let reconciler = reconciler(&[]);
+        let change = |kind| Change {
+            address: Address::new(kind, "apply"),
+            action: Action::Update,
+            before: None,
+            after: Some(Map::new()),
+            depends_on: vec![],
+        };
+        for kind in [ResourceKind::IamOidcProvider, ResourceKind::IamCiRole, ResourceKind::IamCiRolePolicy] {
+            assert_eq!(
+                reconciler.administrators_only(&change(kind)),
+                Some("the CI identities: the apply role would widen itself"),
+                "{kind:?}"
+            );
+        }
+        for kind in [ResourceKind::IamRole, ResourceKind::IamRolePolicy] {
+            assert_eq!(reconciler.administrators_only(&change(kind)), None, "the runner's: {kind:?}");
+        }
+    }
+
     #[tokio::test]
     async fn a_missing_role_is_absent_with_its_policy_and_no_policy_is_read() {
         // The role's name is all three first reads need, so they go out at once; the two lists
