@@ -126,6 +126,24 @@ impl Reconciler for S3Reconciler {
     }
 }
 
+/// A bucket ACL's grants beyond its owner's full control, as `<grantee> <permission>`, sorted.
+fn foreign_grants(acl: &s3::operation::get_bucket_acl::GetBucketAclOutput) -> Vec<String> {
+    let owner = acl.owner().and_then(|o| o.id());
+    let mut grants: Vec<String> = acl
+        .grants()
+        .iter()
+        .filter_map(|grant| {
+            let grantee = grant.grantee()?;
+            let permission = grant.permission().map_or("?", |p| p.as_str());
+            let who = grantee.uri().or(grantee.id()).or(grantee.email_address()).unwrap_or("?");
+            let owners_own = grantee.id().is_some() && grantee.id() == owner && permission == "FULL_CONTROL";
+            (!owners_own).then(|| format!("{who} {permission}"))
+        })
+        .collect();
+    grants.sort();
+    grants
+}
+
 /// Whether the bucket as observed has an ACL grant beyond its owner's, which apply resets.
 fn grants_someone(change: &Change) -> bool {
     let grants = change.before.as_ref().and_then(|before| before.get("acl_grants"));
@@ -246,20 +264,7 @@ impl S3Reconciler {
             })
             .unwrap_or_else(|| "ObjectWriter".to_owned());
 
-        let acl = acl.map_err(failed(Some(address), "read bucket ACL"))?;
-        let owner = acl.owner().and_then(|o| o.id());
-        let mut acl_grants: Vec<String> = acl
-            .grants()
-            .iter()
-            .filter_map(|grant| {
-                let grantee = grant.grantee()?;
-                let permission = grant.permission().map_or("?", |p| p.as_str());
-                let who = grantee.uri().or(grantee.id()).or(grantee.email_address()).unwrap_or("?");
-                let owners_own = grantee.id().is_some() && grantee.id() == owner && permission == "FULL_CONTROL";
-                (!owners_own).then(|| format!("{who} {permission}"))
-            })
-            .collect();
-        acl_grants.sort();
+        let acl_grants = foreign_grants(&acl.map_err(failed(Some(address), "read bucket ACL"))?);
 
         let versioning = versioning.map_err(failed(Some(address), "read versioning"))?;
         let versioning = match versioning.status() {
@@ -366,8 +371,17 @@ impl S3Reconciler {
         let differs = |field: fn(&BucketSpec) -> bool| made == Made::ByOthers && before.is_none_or(field);
 
         // ACL grants go before Object Ownership: S3 refuses to disable ACLs while one grants
-        // to someone else.
-        if differs(|b| !b.acl_grants.is_empty()) {
+        // to someone else. A bucket adopted unseen has its ACL read first: resetting one is an
+        // administrator's write (`administrators_only`), so the apply role, which may adopt a
+        // bucket that declares no expiry, makes it only where there is a grant to take away.
+        let grants = match (made, before) {
+            (Made::ByOthers, None) => {
+                let acl = self.client.get_bucket_acl().bucket(name).send().await;
+                !foreign_grants(&acl.map_err(failed(Some(address), "read bucket ACL"))?).is_empty()
+            }
+            _ => differs(|b| !b.acl_grants.is_empty()),
+        };
+        if grants {
             self.client
                 .put_bucket_acl()
                 .bucket(name)
@@ -814,13 +828,55 @@ mod tests {
         });
         let [block, encryption, untag] = settings_writes();
         let off = everything_off();
-        let mut rules = vec![&head, &create, &block, &encryption, &untag];
+        // Its ACL grants everyone reading: read first, and reset.
+        let acl = mock!(s3::Client::get_bucket_acl).then_output(|| acl_granting(Some("READ")));
+        let mut rules = vec![&head, &create, &block, &encryption, &untag, &acl];
         rules.extend(off.iter());
         let applied = reconciler(&rules).apply(&create_change(), &Silent).await.unwrap();
         assert_eq!(applied, Applied::Adopted);
         assert_eq!((block.num_calls(), encryption.num_calls(), untag.num_calls()), (1, 1, 1), "converged, not failed");
         // Made by someone else, so everything reconcile keeps off is turned off, once each.
         assert!(off.iter().all(|rule| rule.num_calls() == 1));
+    }
+
+    #[tokio::test]
+    async fn a_bucket_adopted_unseen_has_its_acl_reset_only_when_it_grants_someone() {
+        use aws_sdk_s3::types::error::BucketAlreadyOwnedByYou;
+        let head = missing();
+        let create = mock!(s3::Client::create_bucket).then_error(|| {
+            CreateBucketError::BucketAlreadyOwnedByYou(
+                BucketAlreadyOwnedByYou::builder().meta(code("BucketAlreadyOwnedByYou")).build(),
+            )
+        });
+        let [block, encryption, untag] = settings_writes();
+        let off = everything_off();
+        // Only its owner's full control: nothing to reset, so no ACL write (an administrator's).
+        let acl = mock!(s3::Client::get_bucket_acl).then_output(|| acl_granting(None));
+        let mut rules = vec![&head, &create, &block, &encryption, &untag, &acl];
+        rules.extend(off.iter());
+        let applied = reconciler(&rules).apply(&create_change(), &Silent).await.unwrap();
+        assert_eq!(applied, Applied::Adopted);
+        assert_eq!(acl.num_calls(), 1);
+        assert_eq!(off[0].num_calls(), 0, "no PutBucketAcl");
+        assert!(off[1..].iter().all(|rule| rule.num_calls() == 1));
+    }
+
+    /// A bucket ACL: its owner's full control, and everyone's `everyone` permission if any.
+    fn acl_granting(everyone: Option<&str>) -> s3::operation::get_bucket_acl::GetBucketAclOutput {
+        use s3::types::{Grant, Grantee, Owner, Permission, Type};
+        let owner = Grantee::builder().r#type(Type::CanonicalUser).id("owner").build().unwrap();
+        let mut acl = s3::operation::get_bucket_acl::GetBucketAclOutput::builder()
+            .owner(Owner::builder().id("owner").build())
+            .grants(Grant::builder().grantee(owner).permission(Permission::FullControl).build());
+        if let Some(permission) = everyone {
+            let all = Grantee::builder()
+                .r#type(Type::Group)
+                .uri("http://acs.amazonaws.com/groups/global/AllUsers")
+                .build()
+                .unwrap();
+            acl = acl.grants(Grant::builder().grantee(all).permission(Permission::from(permission)).build());
+        }
+        acl.build()
     }
 
     #[tokio::test]
