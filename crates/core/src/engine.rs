@@ -645,9 +645,10 @@ mod tests {
     #[test]
     fn a_plan_says_an_administrator_must_apply_it_only_where_ci_is_declared() {
         let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
-        let resources = desired_resources(["a", "b"].map(|name| {
-            DesiredResource::new(Address::new(ResourceKind::EcrRepository, name), name, Map::new())
-        }));
+        let resources = desired_resources(
+            ["a", "b"]
+                .map(|name| DesiredResource::new(Address::new(ResourceKind::EcrRepository, name), name, Map::new())),
+        );
         let w501 = |ci: &str| {
             let fake = FakeReconciler {
                 administrators: BTreeMap::from([("a".to_owned(), "why")]),

@@ -507,9 +507,12 @@ environment = "prod"
         let bare = Desired::parse(Path::new("desired.toml"), BASE).unwrap();
         let policy = apply_policy(&bare, &account()).unwrap();
         let granted = sids(&policy);
-        for absent in
-            ["TheDeclaredRepositoriesTags", "TheRepositoriesReconcileManages", "TheRunnersRoleTags", "TheRunnersWebhook"]
-        {
+        for absent in [
+            "TheDeclaredRepositoriesTags",
+            "TheRepositoriesReconcileManages",
+            "TheRunnersRoleTags",
+            "TheRunnersWebhook",
+        ] {
             assert!(!granted.contains(&absent), "{absent}: {granted:?}");
         }
         assert!(policy.to_string().contains("codebuild:DeleteWebhook"));

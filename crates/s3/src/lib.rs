@@ -732,11 +732,8 @@ mod tests {
             Some("an ACL that grants someone else: who reaches the bucket")
         );
         for action in [Action::Create, Action::Update, Action::Delete] {
-            let expiry = Change {
-                address: Address::new(ResourceKind::S3BucketLifecycle, "sccache"),
-                action,
-                ..create_change()
-            };
+            let expiry =
+                Change { address: Address::new(ResourceKind::S3BucketLifecycle, "sccache"), action, ..create_change() };
             assert_eq!(reconciler.administrators_only(&expiry), Some("a bucket's expiry, which deletes its objects"));
         }
     }
@@ -859,6 +856,44 @@ mod tests {
         assert_eq!(acl.num_calls(), 1);
         assert_eq!(off[0].num_calls(), 0, "no PutBucketAcl");
         assert!(off[1..].iter().all(|rule| rule.num_calls() == 1));
+    }
+
+    #[tokio::test]
+    async fn an_update_resets_the_acl_only_when_it_grants_someone() {
+        for (grants, resets) in [(json!(["http://acs.amazonaws.com/groups/global/AllUsers READ"]), 1), (json!([]), 0)] {
+            let put = mock!(s3::Client::put_bucket_acl)
+                .then_output(|| s3::operation::put_bucket_acl::PutBucketAclOutput::builder().build());
+            let mut change = create_change();
+            change.action = Action::Update;
+            change.before = change.after.clone();
+            change.before.as_mut().unwrap().insert("acl_grants".into(), grants);
+            reconciler(&[&put]).apply(&change, &Silent).await.unwrap();
+            assert_eq!(put.num_calls(), resets);
+        }
+    }
+
+    #[test]
+    fn only_the_owners_full_control_is_not_a_foreign_grant() {
+        use s3::types::{Grant, Grantee, Owner, Permission, Type};
+        let user = |id: &str| Grantee::builder().r#type(Type::CanonicalUser).id(id).build().unwrap();
+        let grant =
+            |grantee: Grantee, permission: Permission| Grant::builder().grantee(grantee).permission(permission).build();
+        let acl = s3::operation::get_bucket_acl::GetBucketAclOutput::builder()
+            .owner(Owner::builder().id("owner").build())
+            .grants(grant(user("owner"), Permission::FullControl))
+            .grants(grant(user("owner"), Permission::Read))
+            .grants(grant(user("another-account"), Permission::FullControl))
+            .grants(grant(user("another-account"), Permission::Read))
+            .build();
+        assert_eq!(
+            foreign_grants(&acl),
+            ["another-account FULL_CONTROL", "another-account READ", "owner READ"],
+            "sorted; only the owner's own full control left out"
+        );
+        assert_eq!(
+            foreign_grants(&acl_granting(Some("FULL_CONTROL"))),
+            ["http://acs.amazonaws.com/groups/global/AllUsers FULL_CONTROL"]
+        );
     }
 
     /// A bucket ACL: its owner's full control, and everyone's `everyone` permission if any.
