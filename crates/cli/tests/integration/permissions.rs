@@ -138,7 +138,7 @@ impl Watch {
     /// Holds every write the binary sent since `start` to the apply policy `reconcile policy
     /// apply` derives from `desired` (relative to `dir`) for the account the keys are of.
     ///
-    /// What only an administrator writes is the exception (`administrators`): the apply role
+    /// What only an administrator writes is the exception (`Administrators`): the apply role
     /// is never allowed it, and apply refuses it when the apply role is the caller (ci.rs, and
     /// policies.rs, which holds the apply role's own writes to its policy with no exception).
     pub fn check(self, desired: &Path, dir: Option<&Path>) {
