@@ -817,45 +817,29 @@ mod tests {
     #[tokio::test]
     async fn a_bucket_already_owned_by_this_account_is_adopted() {
         use aws_sdk_s3::types::error::BucketAlreadyOwnedByYou;
-        let head = missing();
-        let create = mock!(s3::Client::create_bucket).then_error(|| {
-            CreateBucketError::BucketAlreadyOwnedByYou(
-                BucketAlreadyOwnedByYou::builder().meta(code("BucketAlreadyOwnedByYou")).build(),
-            )
-        });
-        let [block, encryption, untag] = settings_writes();
-        let off = everything_off();
-        // Its ACL grants everyone reading: read first, and reset.
-        let acl = mock!(s3::Client::get_bucket_acl).then_output(|| acl_granting(Some("READ")));
-        let mut rules = vec![&head, &create, &block, &encryption, &untag, &acl];
-        rules.extend(off.iter());
-        let applied = reconciler(&rules).apply(&create_change(), &Silent).await.unwrap();
-        assert_eq!(applied, Applied::Adopted);
-        assert_eq!((block.num_calls(), encryption.num_calls(), untag.num_calls()), (1, 1, 1), "converged, not failed");
-        // Made by someone else, so everything reconcile keeps off is turned off, once each.
-        assert!(off.iter().all(|rule| rule.num_calls() == 1));
-    }
-
-    #[tokio::test]
-    async fn a_bucket_adopted_unseen_has_its_acl_reset_only_when_it_grants_someone() {
-        use aws_sdk_s3::types::error::BucketAlreadyOwnedByYou;
-        let head = missing();
-        let create = mock!(s3::Client::create_bucket).then_error(|| {
-            CreateBucketError::BucketAlreadyOwnedByYou(
-                BucketAlreadyOwnedByYou::builder().meta(code("BucketAlreadyOwnedByYou")).build(),
-            )
-        });
-        let [block, encryption, untag] = settings_writes();
-        let off = everything_off();
-        // Only its owner's full control: nothing to reset, so no ACL write (an administrator's).
-        let acl = mock!(s3::Client::get_bucket_acl).then_output(|| acl_granting(None));
-        let mut rules = vec![&head, &create, &block, &encryption, &untag, &acl];
-        rules.extend(off.iter());
-        let applied = reconciler(&rules).apply(&create_change(), &Silent).await.unwrap();
-        assert_eq!(applied, Applied::Adopted);
-        assert_eq!(acl.num_calls(), 1);
-        assert_eq!(off[0].num_calls(), 0, "no PutBucketAcl");
-        assert!(off[1..].iter().all(|rule| rule.num_calls() == 1));
+        // Its ACL grants everyone reading, then only its owner's full control: read first, and
+        // reset only when it grants someone (an ACL write is an administrator's).
+        for (everyone, acl_writes) in [(Some("READ"), 1), (None, 0)] {
+            let head = missing();
+            let create = mock!(s3::Client::create_bucket).then_error(|| {
+                CreateBucketError::BucketAlreadyOwnedByYou(
+                    BucketAlreadyOwnedByYou::builder().meta(code("BucketAlreadyOwnedByYou")).build(),
+                )
+            });
+            let [block, encryption, untag] = settings_writes();
+            let off = everything_off();
+            let acl = mock!(s3::Client::get_bucket_acl).then_output(move || acl_granting(everyone));
+            let mut rules = vec![&head, &create, &block, &encryption, &untag, &acl];
+            rules.extend(off.iter());
+            let applied = reconciler(&rules).apply(&create_change(), &Silent).await.unwrap();
+            assert_eq!(applied, Applied::Adopted);
+            assert_eq!((block.num_calls(), encryption.num_calls(), untag.num_calls()), (1, 1, 1), "converged");
+            assert_eq!(acl.num_calls(), 1);
+            // `off[0]` is the ACL reset; made by someone else, so everything else reconcile
+            // keeps off is turned off, once each.
+            assert_eq!(off[0].num_calls(), acl_writes, "{everyone:?}");
+            assert!(off[1..].iter().all(|rule| rule.num_calls() == 1));
+        }
     }
 
     #[tokio::test]
