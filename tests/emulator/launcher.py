@@ -32,6 +32,8 @@ Beyond plain `python -m moto.server` it:
 - serves what a night's cost is read from (see `billing.py`): builds with given times, the Price
   List, CloudWatch's bucket size in CBOR; and pushes images at a time the demo sets
   (`POST /_reconcile/ecr/push-time?account=ID&at=EPOCH`, 0 for now);
+- refuses, as AWS would, what a gated role's policies do not allow, deciding through the test
+  (see `gate.py`);
 - pages every list operation reconcile calls as AWS does (`maxResults`/`nextToken`,
   `MaxItems`/`Marker`), and, for one account, in pages of at most N items:
   `POST /_reconcile/page-size?account=ID&size=N` (see `patch_pagination`).
@@ -51,6 +53,7 @@ from urllib.parse import parse_qs
 
 import billing
 import cloudtrail
+import gate
 
 RECORDS_PATH = "/_reconcile/requests"
 FAIL_CREATE_PROJECT_PATH = "/_reconcile/codebuild/fail-create-project"
@@ -161,11 +164,18 @@ class RequestRecorder:
                 DENY[(query["access_key"], query["action"])] = (query.get("code", "AccessDenied"), message)
             start_response("204 No Content", [])
             return [b""]
-        answered = billing.control(path, environ, start_response) or cloudtrail.control(path, environ, start_response)
+        answered = (
+            billing.control(path, environ, start_response)
+            or cloudtrail.control(path, environ, start_response)
+            or gate.control(path, environ, start_response)
+        )
         if answered is not None:
             return answered
         if not path.startswith("/moto-api"):
             entry = self.record(environ, path)
+            refused = gate.check(environ, entry, start_response)
+            if refused is not None:
+                return refused
             with FAIL_LOCK:
                 denied = DENY.get((entry["access_key"], entry["action"]))
             if entry["service"] == "codeconnections":
@@ -252,7 +262,7 @@ class RequestRecorder:
                 # Query protocol (IAM, STS): the action is a form field.
                 form = parse_qs(body.decode("utf-8", "replace"))
                 action = form.get("Action", [""])[0]
-                for key in ("RoleName", "OpenIDConnectProviderArn", "Url", "RoleArn"):
+                for key in ("RoleName", "OpenIDConnectProviderArn", "Url", "RoleArn", "PolicyArn", "PolicyName"):
                     if form.get(key):
                         resource = form[key][0]
                         break

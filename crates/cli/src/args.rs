@@ -155,11 +155,16 @@ pub enum Command {
         #[arg(long, value_name = "ID")]
         account: Option<String>,
     },
-    /// Print a CI role's IAM policy, derived from desired.toml as apply derives it.
+    /// Print an IAM policy derived from desired.toml as apply derives it: a CI role's, or the
+    /// runner's role's inline policy or permissions boundary.
     Policy {
-        /// `read-only` (the plan and drift roles') or `apply` (the apply role's).
+        /// `read-only` (the plan and drift roles'), `apply` (the apply role's), `runner` (the
+        /// runner's role's inline policy) or `boundary` (its permissions boundary).
         #[arg(value_enum)]
         role: PolicyRole,
+        /// Which role under `[iam.roles]`, for `runner` and `boundary`, when there are several.
+        #[arg(long = "role", value_name = "KEY")]
+        key: Option<String>,
         /// The account id to write into the ARNs, instead of asking STS whose the credentials
         /// are (then no AWS call is made).
         #[arg(long, value_name = "ID")]
@@ -186,6 +191,8 @@ pub enum Command {
 pub enum PolicyRole {
     ReadOnly,
     Apply,
+    Runner,
+    Boundary,
 }
 
 /// How far back drift attribution looks in CloudTrail.

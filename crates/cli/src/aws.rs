@@ -222,6 +222,13 @@ impl Aws {
         Ok(Account::new(id, region))
     }
 
+    /// An IAM client, counted.
+    pub fn iam(&self) -> aws_sdk_iam::Client {
+        aws_sdk_iam::Client::from_conf(
+            aws_sdk_iam::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build(),
+        )
+    }
+
     /// The caller's ARN, for the apply lock.
     pub async fn caller_arn(&self) -> Result<String, ReconcileError> {
         Ok(self.identity().await?.1.clone())
@@ -330,16 +337,12 @@ impl Aws {
         prune: Option<reconcile_ecr::Prune>,
     ) -> Vec<Box<dyn Reconciler>> {
         let s3 = self.s3_config();
-        let iam = aws_sdk_iam::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
         let codebuild = aws_sdk_codebuild::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
         let connections =
             aws_sdk_codeconnections::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
         let ecr = self.ecr(account).with_price(price_per_gb_month);
         vec![
-            Box::new(
-                reconcile_iam::IamReconciler::new(aws_sdk_iam::Client::from_conf(iam), account.clone())
-                    .with_parallelism(self.limit()),
-            ),
+            Box::new(reconcile_iam::IamReconciler::new(self.iam(), account.clone()).with_parallelism(self.limit())),
             Box::new(
                 reconcile_s3::S3Reconciler::new(aws_sdk_s3::Client::from_conf(s3), account.clone())
                     .with_parallelism(self.limit()),

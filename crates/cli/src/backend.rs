@@ -18,6 +18,10 @@ impl Backend for Aws {
         self.caller_arn().await.map_err(|error| self.failed(vec![error]))
     }
 
+    async fn trusts_github(&self, account: &Account, name: &str) -> Result<Option<bool>, CliError> {
+        reconcile_iam::role_trusts_github(&self.iam(), account, name).await.map_err(|error| self.failed(vec![error]))
+    }
+
     fn reconcilers(
         &self,
         account: &Account,

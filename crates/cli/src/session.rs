@@ -19,7 +19,6 @@ use std::time::Duration;
 use anyhow::Context;
 use async_trait::async_trait;
 use futures::future::BoxFuture;
-use reconcile_core::desired::CiPurpose;
 use reconcile_core::engine::{
     self, ApplyEvents, ApplyOptions, ApplyReport, DesiredResources, PlanOptions, Refusal, WhenUnreadable,
 };
@@ -43,8 +42,6 @@ pub struct Inputs {
     pub bake: Option<BakeFile>,
     /// `--prune`: how the ECR reconciler recognizes what it may delete.
     pub prune: Option<reconcile_ecr::Prune>,
-    /// `--force-delete-images`, for a saved plan made with `--prune`.
-    pub force_delete_images: bool,
 }
 
 impl Inputs {
@@ -80,7 +77,7 @@ impl Inputs {
             }),
             false => None,
         };
-        Ok(Inputs { repository, desired, desired_text, bake, prune, force_delete_images })
+        Ok(Inputs { repository, desired, desired_text, bake, prune })
     }
 
     /// What the bake cross-check finds, for `account` when it is known (any account's registry
@@ -151,6 +148,9 @@ pub trait Backend: Send + Sync {
     /// Who the credentials are: the caller's ARN (`arn:aws:sts::ID:assumed-role/NAME/SESSION`
     /// for a role).
     async fn caller(&self) -> Result<String, CliError>;
+    /// Whether the live role `name` trusts GitHub's OIDC provider: `None` when these credentials
+    /// may not read it.
+    async fn trusts_github(&self, account: &Account, name: &str) -> Result<Option<bool>, CliError>;
     /// A reconciler per AWS resource crate; ECR's prunes when `prune` says how.
     fn reconcilers(
         &self,
@@ -355,14 +355,7 @@ impl<B: Backend> Session<B> {
         // desired.toml's own refusals hold for a saved plan too (a refused plan is never saved).
         refuse_on(&self.inputs.findings(Some(&account.id)))?;
         self.admit_saved(&saved, path)?;
-        let prune = match saved.made_with.prune {
-            true => Some(reconcile_ecr::Prune {
-                marker: reconcile_ecr::prune_marker(&self.inputs.desired).map_err(input)?,
-                force_delete_images: self.inputs.force_delete_images,
-            }),
-            false => None,
-        };
-        let now = self.plan_in(account, prune).await?;
+        let now = self.plan_in(account, self.inputs.prune.clone()).await?;
         let mut reasons = saved::staleness(&saved, &self.inputs.desired_text, &now.plan.observed);
         // Only when nothing moved can the changes be derived again and compared with the file's.
         if reasons.is_empty() {
@@ -375,23 +368,45 @@ impl<B: Backend> Session<B> {
     }
 
     /// What can be told of a saved plan from the file and this run alone, before anything is
-    /// locked or read: it can be checked the way it was made (with the GitHub side, the token),
-    /// and only a plan made with `--prune` deletes repositories.
+    /// locked or read. Nothing in the file decides how it is checked: it is planned again the way
+    /// desired.toml and this apply say (the GitHub side whenever desired.toml declares one, so the
+    /// token is needed; `--prune` only when this apply is given it), and the file must say it was
+    /// made that way too, or it is not the plan this apply would make.
     fn admit_saved(&self, saved: &SavedPlan, path: &Path) -> Result<(), CliError> {
-        if saved.made_with.github && !self.github.is_checked() {
+        let declared = !matches!(self.github, GithubSide::Undeclared);
+        if declared && !self.github.is_checked() {
             return Err(CliError::Input(vec![format!(
-                "{}: the plan was made with the GitHub side checked ([github]), so applying it needs the same: set \
-                 GITHUB_TOKEN or GH_TOKEN",
+                "{}: desired.toml declares [github], so a saved plan is checked with the GitHub side too, which \
+                 needs a token: set GITHUB_TOKEN or GH_TOKEN",
                 path.display()
             )]));
         }
-        if saved.plan.changes.iter().any(reconcile_ecr::prunes) && !saved.made_with.prune {
-            return Err(CliError::Stale {
-                path: path.to_owned(),
-                reasons: vec![
-                    "it deletes a repository, but was not made with --prune: the plan file was edited".to_owned(),
-                ],
-            });
+        let stale = |reason: String| CliError::Stale { path: path.to_owned(), reasons: vec![reason] };
+        if saved.made_with.github != declared {
+            return Err(stale(if declared {
+                "it says it was made without the GitHub side, but desired.toml declares [github]: plan again with a \
+                 token (a plan made without one, or an edited file, is not the whole plan)"
+                    .to_owned()
+            } else {
+                "it says it was made with the GitHub side, but desired.toml declares no [github]: the plan file was \
+                 edited"
+                    .to_owned()
+            }));
+        }
+        let pruning = self.inputs.prune.is_some();
+        if saved.made_with.prune != pruning {
+            return Err(stale(if pruning {
+                "this apply was given --prune, but the plan was made without it: plan again with --prune".to_owned()
+            } else {
+                "it was made with --prune: apply it with --prune too (deleting repositories is this command's to \
+                 ask for, not the file's)"
+                    .to_owned()
+            }));
+        }
+        if saved.plan.changes.iter().any(reconcile_ecr::prunes) && !pruning {
+            return Err(stale(
+                "it deletes a repository, but was not made with --prune: the plan file was edited".to_owned(),
+            ));
         }
         Ok(())
     }
@@ -408,53 +423,64 @@ impl<B: Backend> Session<B> {
     async fn preflight(&self, planned: &Planned, allow_delete: bool) -> Result<(), CliError> {
         refuse_on(&planned.plan.findings)?;
         engine::preflight(&planned.reconcilers, &planned.plan, allow_delete).map_err(refused)?;
-        self.refuse_administrators_only(&planned.reconcilers, &planned.plan.changes).await
+        self.refuse_administrators_only(&planned.account, &planned.reconcilers, &planned.plan.changes).await
     }
 
     /// Refuses the changes only an administrator makes when these credentials are the apply
     /// role's.
+    /// Refuses `changes` when one of them is only an administrator's and the caller is CI: a
+    /// session of a role desired.toml names in `[ci]` (compared as IAM compares names, without
+    /// case), or of any live role that trusts GitHub's OIDC provider. Who the caller is comes from
+    /// the account, so renaming or removing a CI role in desired.toml changes nothing.
     async fn refuse_administrators_only(
         &self,
+        account: &Account,
         reconcilers: &[Box<dyn Reconciler>],
         changes: &[reconcile_core::Change],
     ) -> Result<(), CliError> {
-        let Some(apply_role) = self.inputs.desired.ci.as_ref().and_then(|ci| ci.role(CiPurpose::Apply)) else {
-            return Ok(());
-        };
         let administrators = engine::administrators_only(reconcilers, changes);
         if administrators.is_empty() {
             return Ok(());
         }
         let caller = self.backend.caller().await?;
-        if is_role_session(&caller, &apply_role.name) {
-            return Err(CliError::Refused(format!(
-                "this plan changes {}, and these credentials are the apply role `{}` ({caller}): the apply role never \
-                 makes these changes (its policy grants none of them); an administrator applies this plan",
-                administrators.join("; "),
-                apply_role.name
-            )));
-        }
-        Ok(())
+        // A user, or the account's root: not a role GitHub can assume.
+        let Some(role) = role_of_session(&caller) else { return Ok(()) };
+        let declared =
+            self.inputs.desired.ci.iter().flat_map(|ci| &ci.roles).find(|r| r.name.eq_ignore_ascii_case(role));
+        let who = match declared {
+            Some(declared) => format!("the {} role `{role}` ({caller})", declared.purpose.key()),
+            None => match self.backend.trusts_github(account, role).await? {
+                Some(false) => return Ok(()),
+                Some(true) => format!("role `{role}` ({caller}), which trusts GitHub's OIDC provider"),
+                None => format!(
+                    "role `{role}` ({caller}), which may not read its own trust, so it cannot be told apart from a CI \
+                     role"
+                ),
+            },
+        };
+        Err(CliError::Refused(format!(
+            "this plan changes {}, and these credentials are {who}: a CI role never makes these changes (the apply \
+             role's policy grants none of them); an administrator applies this plan",
+            administrators.join("; "),
+        )))
     }
 
-    /// Makes the account match desired.toml, or carries out a saved plan: look, preflight, lock,
-    /// plan under the lock, approve, apply, release. Returns the exit code.
     pub async fn apply(&self, console: &dyn Console, request: ApplyRequest<'_>) -> Result<u8, CliError> {
         // A saved plan is read before anything is locked: a file that is not one locks nothing.
         let saved = match request.saved {
             Some(path) => {
                 let real =
                     self.inputs.repository.typed(path).map_err(|why| input(format!("{}: {why}", path.display())))?;
-                let saved = files::read_saved(path, &real)?;
-                self.admit_saved(&saved, path)?;
-                Some(saved)
+                Some(files::read_saved(path, &real)?)
             }
             None => None,
         };
         let account = self.backend.identify().await?;
-        if let Some(saved) = &saved {
-            // What the file says it changes is enough to refuse it before the lock.
-            self.refuse_administrators_only(&self.reconcilers(&account, None), &saved.plan.changes).await?;
+        if let (Some(saved), Some(path)) = (&saved, request.saved) {
+            // What the file says it changes is enough to refuse it before the lock: first whether
+            // this caller may make such changes at all, then whether it can be checked.
+            self.refuse_administrators_only(&account, &self.reconcilers(&account, None), &saved.plan.changes).await?;
+            self.admit_saved(saved, path)?;
         }
         if saved.is_none() {
             // A first look, without the lock: an apply with nothing to do writes nothing, not
@@ -614,10 +640,11 @@ fn refused(refusal: Refusal) -> CliError {
 
 /// Whether `caller` is a session of the role named `role`: STS names an assumed role's session
 /// `arn:PARTITION:sts::ACCOUNT:assumed-role/ROLE/SESSION`.
-fn is_role_session(caller: &str, role: &str) -> bool {
-    caller.split_once(":assumed-role/").is_some_and(|(prefix, rest)| {
-        prefix.starts_with("arn:") && rest.split_once('/').is_some_and(|(name, _)| name == role)
-    })
+/// The role of an assumed-role session's ARN (`arn:aws:sts::ID:assumed-role/NAME/SESSION`).
+fn role_of_session(caller: &str) -> Option<&str> {
+    let (prefix, rest) = caller.split_once(":assumed-role/")?;
+    let (name, _session) = rest.split_once('/')?;
+    (prefix.starts_with("arn:") && !name.is_empty()).then_some(name)
 }
 
 /// Refuses (exit 3) when an error finding is about desired.toml itself.
@@ -677,6 +704,8 @@ pytorch = {}
         /// Whether there is a lock, and whether someone else holds it for ever.
         lock: Option<bool>,
         locked: Arc<Notify>,
+        /// Who the credentials are, and whether their role trusts GitHub (`None`: unreadable).
+        caller: (&'static str, Option<bool>),
     }
 
     #[async_trait]
@@ -686,7 +715,12 @@ pytorch = {}
         }
 
         async fn caller(&self) -> Result<String, CliError> {
-            Ok("arn:aws:sts::123456789012:assumed-role/administrator/session".to_owned())
+            Ok(self.caller.0.to_owned())
+        }
+
+        async fn trusts_github(&self, _: &Account, name: &str) -> Result<Option<bool>, CliError> {
+            record(&self.log, &format!("read role {name}"));
+            Ok(self.caller.1)
         }
 
         fn reconcilers(&self, _: &Account, _: &Desired, _: Option<reconcile_ecr::Prune>) -> Vec<Box<dyn Reconciler>> {
@@ -827,6 +861,7 @@ pytorch = {}
             setup: Box::new(setup),
             lock,
             locked: Arc::clone(&locked),
+            caller: ("arn:aws:sts::123456789012:assumed-role/administrator/session", Some(false)),
         };
         let parsed = Desired::parse(Path::new("desired.toml"), desired).expect("a valid desired.toml");
         let inputs = Inputs {
@@ -835,7 +870,6 @@ pytorch = {}
             desired_text: desired.to_owned(),
             bake: None,
             prune: None,
-            force_delete_images: false,
         };
         let (signals, interrupts) = Interrupts::channel();
         let console = FakeConsole {
@@ -920,6 +954,46 @@ pytorch = {}
         assert_eq!(error.exit_code(), exit::REFUSED);
         assert!(error.render()[0].contains("pass --allow-delete to allow it"), "{:?}", error.render());
         assert_eq!(rig.log(), ["observe", "show plan"]);
+    }
+
+    #[tokio::test]
+    async fn an_administrators_change_is_refused_to_any_caller_github_can_be_from_the_account_not_the_file() {
+        let admins = |_: usize, fake: &mut FakeReconciler| {
+            fake.administrators.insert("pytorch".to_owned(), "what every build may do");
+        };
+        let ci = format!(
+            "{DESIRED}[github]\nrepository = \"ROCm/rocm-bake\"\n[ci]\nplan_role = \"p\"\ndrift_role = \"d\"\n\
+             apply_role = \"reconcile-apply\"\nenvironment = \"prod\"\n"
+        );
+        for (desired, caller, trust, refused) in [
+            // A role of the account that trusts GitHub, whatever desired.toml names (or not).
+            (DESIRED, "arn:aws:sts::123456789012:assumed-role/renamed/s", Some(true), Some("which trusts GitHub")),
+            // The apply role desired.toml names, in another case: one name to IAM.
+            (
+                ci.as_str(),
+                "arn:aws:sts::123456789012:assumed-role/Reconcile-Apply/s",
+                Some(false),
+                Some("the apply role"),
+            ),
+            // A role that may not read its own trust cannot be told apart from a CI role.
+            (DESIRED, "arn:aws:sts::123456789012:assumed-role/narrow/s", None, Some("may not read its own trust")),
+            // An administrator: a role GitHub cannot assume, or a user.
+            (DESIRED, "arn:aws:sts::123456789012:assumed-role/admin/s", Some(false), None),
+            (DESIRED, "arn:aws:iam::123456789012:user/alice", None, None),
+        ] {
+            let mut rig = new_rig(desired, Answer::Yes, admins);
+            rig.session.backend.caller = (caller, trust);
+            let result = rig.apply(request(true, false)).await;
+            match refused {
+                Some(said) => {
+                    let error = result.unwrap_err();
+                    assert_eq!(error.exit_code(), exit::REFUSED, "{caller}");
+                    assert!(error.render()[0].contains(said), "{caller}: {:?}", error.render());
+                    assert!(!rig.log().contains(&"lock".to_owned()), "{caller}: no lock: {:?}", rig.log());
+                }
+                None => assert_eq!(result.unwrap(), exit::OK, "{caller}"),
+            }
+        }
     }
 
     #[tokio::test]

@@ -10,6 +10,7 @@ use std::str::FromStr;
 /// The string forms are part of the plan format and must never change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ResourceKind {
+    IamRoleBoundary,
     IamRole,
     IamRolePolicy,
     IamOidcProvider,
@@ -27,7 +28,8 @@ pub enum ResourceKind {
 }
 
 impl ResourceKind {
-    pub const ALL: [ResourceKind; 14] = [
+    pub const ALL: [ResourceKind; 15] = [
+        ResourceKind::IamRoleBoundary,
         ResourceKind::IamRole,
         ResourceKind::IamRolePolicy,
         ResourceKind::IamOidcProvider,
@@ -46,6 +48,7 @@ impl ResourceKind {
 
     pub fn as_str(self) -> &'static str {
         match self {
+            ResourceKind::IamRoleBoundary => "iam_role_boundary",
             ResourceKind::IamRole => "iam_role",
             ResourceKind::IamRolePolicy => "iam_role_policy",
             ResourceKind::IamOidcProvider => "iam_oidc_provider",
@@ -87,7 +90,8 @@ impl ResourceKind {
     pub fn has_members(self) -> bool {
         match self {
             ResourceKind::IamRolePolicy | ResourceKind::IamCiRolePolicy => true,
-            ResourceKind::IamRole
+            ResourceKind::IamRoleBoundary
+            | ResourceKind::IamRole
             | ResourceKind::IamOidcProvider
             | ResourceKind::IamCiRole
             | ResourceKind::S3Bucket

@@ -12,7 +12,7 @@ use reconcile_core::Account;
 use reconcile_core::desired::{APPLY_LOCK_KEY, CiRole, Desired, GITHUB_OIDC_AUDIENCE, GITHUB_OIDC_HOST, prune_marker};
 use serde_json::{Value, json};
 
-use crate::derive::{INLINE_POLICY_LIMIT, size};
+use crate::derive::{INLINE_POLICY_LIMIT, boundary_name, size};
 
 /// The OIDC provider's ARN: IAM names it by its host.
 pub fn provider_arn(account: &Account) -> String {
@@ -112,6 +112,26 @@ pub fn trust_widening(live: &Value, derived: &Value) -> Vec<String> {
     reasons
 }
 
+/// The one subject a live trust admits when it is the `derived` trust (both canonical) in every
+/// way but the subject: the trust of another repository, branch or environment, exactly. `None`
+/// when it differs in anything else (what [`trust_widening`] names then).
+pub fn other_subject(live: &Value, derived: &Value) -> Option<String> {
+    let key = format!("{GITHUB_OIDC_HOST}:sub");
+    let subject = live.get("Statement")?.get(0)?.get("Condition")?.get("StringEquals")?.get(&key)?;
+    let subjects = strings(subject);
+    let [one] = subjects.as_slice() else { return None };
+    let mut same = derived.clone();
+    *same.get_mut("Statement")?.get_mut(0)?.get_mut("Condition")?.get_mut("StringEquals")?.get_mut(&key)? =
+        subject.clone();
+    (same == *live).then(|| one.clone())
+}
+
+/// The subject the `derived` trust admits.
+pub fn derived_subject(derived: &Value) -> String {
+    let subject = &derived["Statement"][0]["Condition"]["StringEquals"][format!("{GITHUB_OIDC_HOST}:sub")];
+    strings(subject).into_iter().next().unwrap_or_default()
+}
+
 /// The `sub` conditions of the statements of `trust` (canonical form) that trust GitHub's
 /// provider, as `operator value` phrases; `None` when no statement trusts it.
 pub fn github_subjects(trust: &Value) -> Option<Vec<String>> {
@@ -205,16 +225,28 @@ const S3_WRITES: [&str; 9] = [
     "s3:PutBucketLogging",
 ];
 const LOCK_WRITES: [&str; 3] = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"];
-/// On the runner's roles only: never on a CI role, and never a permissions boundary put (apply
-/// only ever removes one).
-const ROLE_WRITES: [&str; 7] = [
-    "iam:CreateRole",
-    "iam:UpdateAssumeRolePolicy",
-    "iam:UpdateRole",
-    "iam:UntagRole",
-    "iam:PutRolePolicy",
-    "iam:DeleteRolePolicy",
-    "iam:DeleteRolePermissionsBoundary",
+/// Never granted to the apply role, whatever else a policy attached to it by hand may grant: every
+/// write in IAM (who may assume a role, what a role may do, a boundary, a new identity, the OIDC
+/// provider) and assuming a role. `iam:PassRole` is not among them: apply passes the runner's
+/// role to CodeBuild, and its own statement allows only that.
+const NEVER: [&str; 17] = [
+    "iam:Add*",
+    "iam:Attach*",
+    "iam:Change*",
+    "iam:Create*",
+    "iam:Deactivate*",
+    "iam:Delete*",
+    "iam:Detach*",
+    "iam:Enable*",
+    "iam:Put*",
+    "iam:Remove*",
+    "iam:Reset*",
+    "iam:Set*",
+    "iam:Tag*",
+    "iam:Untag*",
+    "iam:Update*",
+    "iam:Upload*",
+    "sts:AssumeRole",
 ];
 /// A webhook a project does not declare is deleted; only a declared one is made or updated.
 const PROJECT_WRITES: [&str; 4] = [
@@ -271,6 +303,11 @@ fn read_statements(desired: &Desired, account: &Account) -> Vec<Value> {
     roles.extend(desired.ci.iter().flat_map(|ci| &ci.roles).map(|r| role_arn(account, &r.name)));
     if !roles.is_empty() {
         statements.push(statement("TheManagedRoles", &ROLE_READS, roles));
+    }
+    let boundaries: Vec<String> =
+        desired.iam.roles.iter().map(|role| crate::spec::policy_arn(account, &boundary_name(role))).collect();
+    if !boundaries.is_empty() {
+        statements.push(statement("TheRunnersRolesBoundaries", &["iam:GetPolicy", "iam:GetPolicyVersion"], boundaries));
     }
     if desired.ci.is_some() {
         statements.push(statement(
@@ -330,9 +367,10 @@ pub fn read_only_policy(desired: &Desired, account: &Account) -> Value {
 }
 
 /// The apply role's policy: the reads, and exactly the writes apply makes on the declared
-/// resources. Nothing on the OIDC provider or any CI role; `iam:PassRole` only for the roles
-/// CodeBuild projects run as, only to CodeBuild. `Err` when it would not fit in a role's inline
-/// policies.
+/// resources. No write in IAM at all (every IAM change is an administrator's), and a statement
+/// that denies every one, and assuming a role, so that nothing attached to the role later grants
+/// them; `iam:PassRole` only for the roles CodeBuild projects run as, only to CodeBuild. `Err`
+/// when it would not fit in a role's inline policies.
 pub fn apply_policy(desired: &Desired, account: &Account) -> Result<Value, String> {
     let mut statements = read_statements(desired, account);
     let every_repository = vec![reconcile_aws::arn(account, "ecr", "repository/*")];
@@ -406,15 +444,6 @@ pub fn apply_policy(desired: &Desired, account: &Account) -> Result<Value, Strin
         let bucket = reconcile_aws::arn(account, "s3", &bucket.name.render(&account.id, &account.region));
         statements.push(statement("TheApplyLock", &LOCK_WRITES, vec![format!("{bucket}/{APPLY_LOCK_KEY}")]));
     }
-    let runner_roles: Vec<String> = desired.iam.roles.iter().map(|r| role_arn(account, &r.name)).collect();
-    if !runner_roles.is_empty() {
-        statements.push(statement("TheRunnersRole", &ROLE_WRITES, runner_roles));
-    }
-    let tagged: Vec<String> =
-        desired.iam.roles.iter().filter(|r| !r.tags.is_empty()).map(|r| role_arn(account, &r.name)).collect();
-    if !tagged.is_empty() {
-        statements.push(statement("TheRunnersRoleTags", &["iam:TagRole"], tagged));
-    }
     let passed: Vec<String> = desired
         .iam
         .roles
@@ -445,6 +474,12 @@ pub fn apply_policy(desired: &Desired, account: &Account) -> Result<Value, Strin
     if !hooked.is_empty() {
         statements.push(statement("TheRunnersWebhook", &WEBHOOK_WRITES, hooked));
     }
+    statements.push(json!({
+        "Sid": "NeverAnIdentityOrPermissionChangeNorAnotherRole",
+        "Effect": "Deny",
+        "Action": NEVER,
+        "Resource": ["*"],
+    }));
     let policy = json!({ "Version": "2012-10-17", "Statement": statements });
     if size(&policy) > INLINE_POLICY_LIMIT {
         return Err(format!(
@@ -507,12 +542,7 @@ environment = "prod"
         let bare = Desired::parse(Path::new("desired.toml"), BASE).unwrap();
         let policy = apply_policy(&bare, &account()).unwrap();
         let granted = sids(&policy);
-        for absent in [
-            "TheDeclaredRepositoriesTags",
-            "TheRepositoriesReconcileManages",
-            "TheRunnersRoleTags",
-            "TheRunnersWebhook",
-        ] {
+        for absent in ["TheDeclaredRepositoriesTags", "TheRepositoriesReconcileManages", "TheRunnersWebhook"] {
             assert!(!granted.contains(&absent), "{absent}: {granted:?}");
         }
         assert!(policy.to_string().contains("codebuild:DeleteWebhook"));
@@ -525,12 +555,7 @@ environment = "prod"
             .replace("build_timeout_hours = 4\n", "build_timeout_hours = 4\n[codebuild.projects.runner.webhook]\nfilter_groups = [[{ type = \"EVENT\", pattern = \"WORKFLOW_JOB_QUEUED\" }]]\n");
         let full = Desired::parse(Path::new("desired.toml"), &full).unwrap();
         let granted_all = apply_policy(&full, &account()).unwrap();
-        for present in [
-            "TheRepositoriesReconcileManages",
-            "MakeRepositoriesTaggedAsReconciles",
-            "TheRunnersRoleTags",
-            "TheRunnersWebhook",
-        ] {
+        for present in ["TheRepositoriesReconcileManages", "MakeRepositoriesTaggedAsReconciles", "TheRunnersWebhook"] {
             assert!(sids(&granted_all).contains(&present), "{present}");
         }
         // A bucket's expiry and ACL, and so making a bucket that declares an expiry, are an
@@ -540,19 +565,183 @@ environment = "prod"
             assert!(!granted_all.to_string().contains(never), "{never}");
             assert!(!policy.to_string().contains(never) || never == "s3:CreateBucket", "{never}");
         }
-        // The CI roles themselves appear only where they are read.
-        for statement in granted_all["Statement"].as_array().unwrap() {
-            let text = statement.to_string();
-            if text.contains(":role/a\"") || text.contains(":role/p\"") || text.contains("oidc-provider") {
-                assert!(
-                    statement["Action"].as_array().unwrap().iter().all(|a| {
-                        let a = a.as_str().unwrap();
-                        a.starts_with("iam:Get") || a.starts_with("iam:List")
-                    }),
-                    "{statement}"
-                );
+        // Nothing in IAM is written but passing the runner's role, and every write there, and
+        // assuming a role, is denied.
+        for policy in [&policy, &granted_all] {
+            for statement in policy["Statement"].as_array().unwrap() {
+                let actions: Vec<&str> =
+                    statement["Action"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+                if statement["Effect"] == "Deny" {
+                    assert_eq!(statement["Resource"], json!(["*"]));
+                    assert!(actions.contains(&"iam:Put*") && actions.contains(&"sts:AssumeRole"), "{statement}");
+                    continue;
+                }
+                for action in actions.iter().filter(|a| a.starts_with("iam:")) {
+                    assert!(
+                        action.starts_with("iam:Get") || action.starts_with("iam:List") || *action == "iam:PassRole",
+                        "{statement}"
+                    );
+                }
+                assert!(!actions.iter().any(|a| a.starts_with("sts:")), "{statement}");
             }
         }
+    }
+
+    /// The account as desired.toml derives it: the three CI roles, the runner's role with its
+    /// inline policy and boundary, and the project that runs as it.
+    fn derived_account(desired: &Desired) -> crate::reach::Model {
+        let account = account();
+        let arn = |name: &str| role_arn(&account, name);
+        let ci = desired.ci.as_ref().unwrap();
+        let mut roles: Vec<crate::reach::Role> = ci
+            .roles
+            .iter()
+            .map(|role| crate::reach::Role {
+                arn: arn(&role.name),
+                policies: vec![if role.purpose.reads_only() {
+                    read_only_policy(desired, &account)
+                } else {
+                    apply_policy(desired, &account).unwrap()
+                }],
+                boundary: None,
+            })
+            .collect();
+        for role in &desired.iam.roles {
+            let projects: Vec<String> = desired.codebuild.projects.iter().map(|p| p.name.clone()).collect();
+            roles.push(crate::reach::Role {
+                arn: arn(&role.name),
+                policies: vec![crate::derive::inline_policy(desired, role, &account, &projects).unwrap()],
+                boundary: Some((
+                    crate::spec::policy_arn(&account, &boundary_name(role)),
+                    crate::derive::boundary_policy(desired, role, &account, &projects).unwrap(),
+                )),
+            });
+        }
+        let projects = desired
+            .codebuild
+            .projects
+            .iter()
+            .map(|p| crate::reach::Project {
+                arn: reconcile_aws::arn(&account, "codebuild", &format!("project/{}", p.name)),
+                service_role: arn(&desired.iam.roles.iter().find(|r| r.key == p.service_role).unwrap().name),
+            })
+            .collect();
+        crate::reach::Model { account: account.id, roles, projects }
+    }
+
+    #[test]
+    fn no_ci_role_nor_any_role_it_reaches_can_widen_anything() {
+        use crate::evaluate::{Context, Request};
+        let tagged = BASE
+            .replace("lifecycle_policy = \"p\"\n", "lifecycle_policy = \"p\"\ntags = { managed-by = \"reconcile\" }\n");
+        for text in [BASE, tagged.as_str()] {
+            let desired = Desired::parse(Path::new("desired.toml"), text).unwrap();
+            let model = derived_account(&desired);
+            let runner = "arn:aws:iam::123456789012:role/runner";
+            for role in ["p", "d", "a"] {
+                let from = format!("arn:aws:iam::123456789012:role/{role}");
+                assert_eq!(model.escalations_through(&from), Vec::new(), "{role}");
+                let reached: Vec<String> = model.reach(&from).into_iter().map(|path| path.role).collect();
+                // The apply role reaches the runner's role: it may change the project, whose next
+                // build runs as it. Bounded by its boundary, that is no escalation.
+                let expected = if role == "a" { vec![from.clone(), runner.to_owned()] } else { vec![from.clone()] };
+                assert_eq!(reached, expected);
+            }
+            // The four calls of the attack, as the apply role: none allowed.
+            let apply = model.role("arn:aws:iam::123456789012:role/a").unwrap();
+            let principal = crate::evaluate::Principal { policies: &apply.policies, boundary: None };
+            let boundary =
+                Context::new().with("iam:PermissionsBoundary", &["arn:aws:iam::123456789012:policy/runner-boundary"]);
+            for (action, resource) in [
+                ("iam:PutRolePolicy", runner),
+                ("iam:UpdateAssumeRolePolicy", runner),
+                ("sts:AssumeRole", runner),
+                ("iam:PutRolePolicy", "arn:aws:iam::123456789012:role/a"),
+                ("iam:DeleteRolePermissionsBoundary", runner),
+                ("iam:PutRolePermissionsBoundary", runner),
+                ("iam:CreateRole", "arn:aws:iam::123456789012:role/new"),
+                ("iam:CreatePolicyVersion", "arn:aws:iam::123456789012:policy/runner-boundary"),
+                ("iam:AttachRolePolicy", runner),
+            ] {
+                for context in [&Context::new(), &boundary] {
+                    assert_eq!(
+                        principal.decide(Request { action, resource, context }),
+                        crate::evaluate::Decision::Denied,
+                        "{action} on {resource}"
+                    );
+                }
+            }
+            // Were the runner's inline policy rewritten to allow everything, its boundary would
+            // still bound it: no escalation through the project either.
+            let mut rewritten = model.clone();
+            let runner_role = rewritten.roles.iter_mut().find(|r| r.arn == runner).unwrap();
+            runner_role.policies =
+                vec![json!({ "Statement": [{ "Effect": "Allow", "Action": "*", "Resource": "*" }] })];
+            assert_eq!(rewritten.escalations_through("arn:aws:iam::123456789012:role/a"), Vec::new());
+            let bounded = rewritten.role(runner).unwrap();
+            let bounded = crate::evaluate::Principal {
+                policies: &bounded.policies,
+                boundary: bounded.boundary.as_ref().map(|(_, document)| document),
+            };
+            let none = Context::new();
+            assert!(!bounded.allows(Request { action: "iam:PutRolePolicy", resource: runner, context: &none }));
+            assert!(!bounded.allows(Request {
+                action: "s3:PutObject",
+                resource: "arn:aws:s3:::cache-123456789012/reconcile/apply.lock",
+                context: &none
+            }));
+            assert!(bounded.allows(Request {
+                action: "s3:PutObject",
+                resource: "arn:aws:s3:::cache-123456789012/sccache/x",
+                context: &none
+            }));
+        }
+    }
+
+    #[test]
+    fn the_runners_policy_grants_repositories_by_reconciles_tag_and_never_changes_with_them() {
+        use crate::evaluate::{Context, Principal, Request};
+        let tagged = BASE
+            .replace("lifecycle_policy = \"p\"\n", "lifecycle_policy = \"p\"\ntags = { managed-by = \"reconcile\" }\n");
+        let one = Desired::parse(Path::new("desired.toml"), &tagged).unwrap();
+        let three = Desired::parse(
+            Path::new("desired.toml"),
+            &tagged.replace("pytorch = {}\n", "pytorch = {}\nvllm = {}\nvllm-cache = {}\n"),
+        )
+        .unwrap();
+        let account = account();
+        let role = &one.iam.roles[0];
+        let projects = ["rocm-bake".to_owned()];
+        let inline = crate::derive::inline_policy(&one, role, &account, &projects).unwrap();
+        let boundary = crate::derive::boundary_policy(&one, role, &account, &projects).unwrap();
+        assert_eq!(inline, crate::derive::inline_policy(&three, &three.iam.roles[0], &account, &projects).unwrap());
+        assert_eq!(boundary, crate::derive::boundary_policy(&three, &three.iam.roles[0], &account, &projects).unwrap());
+        let runner = Principal { policies: std::slice::from_ref(&inline), boundary: Some(&boundary) };
+        let repository = "arn:aws:ecr:us-east-1:123456789012:repository/vllm";
+        let ours = Context::new().with("aws:ResourceTag/managed-by", &["reconcile"]);
+        let theirs = Context::new().with("aws:ResourceTag/managed-by", &["someone"]);
+        assert!(runner.allows(Request { action: "ecr:PutImage", resource: repository, context: &ours }));
+        assert!(!runner.allows(Request { action: "ecr:PutImage", resource: repository, context: &theirs }));
+        assert!(!runner.allows(Request { action: "ecr:PutImage", resource: repository, context: &Context::new() }));
+        let made = Context::new().with("aws:RequestTag/managed-by", &["reconcile"]);
+        assert!(runner.allows(Request { action: "ecr:CreateRepository", resource: repository, context: &made }));
+        assert!(!runner.allows(Request {
+            action: "ecr:CreateRepository",
+            resource: repository,
+            context: &Context::new()
+        }));
+        assert!(!runner.allows(Request { action: "ecr:TagResource", resource: repository, context: &made }));
+        assert!(runner.allows(Request {
+            action: "ecr:DescribeRepositories",
+            resource: repository,
+            context: &Context::new()
+        }));
+        // Untagged repositories: named in the inline policy, the region's registry in the boundary.
+        let bare = Desired::parse(Path::new("desired.toml"), BASE).unwrap();
+        let boundary = crate::derive::boundary_policy(&bare, &bare.iam.roles[0], &account, &projects).unwrap();
+        assert!(boundary.to_string().contains("\"arn:aws:ecr:us-east-1:123456789012:repository/*\""), "{boundary}");
+        let inline = crate::derive::inline_policy(&bare, &bare.iam.roles[0], &account, &projects).unwrap();
+        assert!(inline.to_string().contains("repository/pytorch\""), "{inline}");
     }
 
     #[test]
@@ -565,6 +754,31 @@ environment = "prod"
             github_subjects(&derived),
             Some(vec!["StringEquals `repo:ROCm/rocm-bake:environment:prod`".to_owned()])
         );
+
+        // Exactly another subject: the plan's change of whom it trusts, not a widening.
+        let mut forked = derived.clone();
+        forked["Statement"][0]["Condition"]["StringEquals"][format!("{GITHUB_OIDC_HOST}:sub")] =
+            json!(["repo:attacker/fork:environment:prod"]);
+        assert_eq!(other_subject(&forked, &derived), Some("repo:attacker/fork:environment:prod".to_owned()));
+        assert_eq!(derived_subject(&derived), "repo:ROCm/rocm-bake:environment:prod");
+        assert_eq!(other_subject(&derived, &derived), Some("repo:ROCm/rocm-bake:environment:prod".to_owned()));
+        let mut two = derived.clone();
+        two["Statement"][0]["Condition"]["StringEquals"][format!("{GITHUB_OIDC_HOST}:sub")] =
+            json!(["repo:a/b:pull_request", "repo:ROCm/rocm-bake:environment:prod"]);
+        assert_eq!(other_subject(&two, &derived), None, "two subjects admit more");
+        let mut pattern = derived.clone();
+        pattern["Statement"][0]["Condition"] = json!({
+            "StringEquals": { format!("{GITHUB_OIDC_HOST}:aud"): ["sts.amazonaws.com"] },
+            "StringLike": { format!("{GITHUB_OIDC_HOST}:sub"): ["repo:ROCm/*"] },
+        });
+        assert_eq!(other_subject(&pattern, &derived), None);
+        assert_eq!(trust_widening(&pattern, &derived), ["it matches the subject by StringLike `repo:ROCm/*`"]);
+        let mut no_audience = forked.clone();
+        no_audience["Statement"][0]["Condition"]["StringEquals"]
+            .as_object_mut()
+            .unwrap()
+            .remove(&format!("{GITHUB_OIDC_HOST}:aud"));
+        assert_eq!(other_subject(&no_audience, &derived), None);
 
         let mut open = derived.clone();
         open["Statement"][0]["Condition"] = json!({});

@@ -1,27 +1,33 @@
-//! The role's inline policy, derived from the rest of the desired state: push and pull on
-//! exactly the declared repositories, the compiler cache's objects, and the logs of the
-//! projects that run as the role. Never a hand-kept list of ARNs, so declaring a repository
-//! extends the role in the same plan.
+//! The runner's role policies, derived from the rest of the desired state: its inline policy
+//! (push and pull on the declared repositories, the compiler cache's objects, the logs of the
+//! projects that run as the role) and its permissions boundary (the most the role may ever do,
+//! whatever its inline policy says). Never a hand-kept list of ARNs.
+//!
+//! When every declared repository carries reconcile's `managed-by` tag, both grant the
+//! repositories by that tag, not by name: declaring a repository (a bake target added) changes
+//! neither, so no IAM change follows one, and the apply role, which changes nothing in IAM, can
+//! apply it. Without one tag on every repository they are named (the inline policy, grouped by
+//! name prefix under IAM's size limit), and the boundary allows the region's registry.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use reconcile_core::Account;
-use reconcile_core::desired::{APPLY_LOCK_KEY, Desired, Role, log_group};
+use reconcile_core::desired::{APPLY_LOCK_KEY, Desired, Role, log_group, prune_marker};
 use reconcile_core::json::to_compact;
 use serde_json::{Value, json};
 
 /// IAM's limit on the total size of a role's inline policies, in characters without whitespace.
 pub const INLINE_POLICY_LIMIT: usize = 10_240;
 
-/// What a pushing and pulling build (BuildKit's registry cache included) needs on a repository,
-/// plus `ecr:CreateRepository` for the nightly's `--ensure-ecr`.
-const ECR_ACTIONS: [&str; 11] = [
+/// IAM's limit on a managed policy (a permissions boundary), in characters without whitespace.
+pub const MANAGED_POLICY_LIMIT: usize = 6_144;
+
+/// What a pushing and pulling build (BuildKit's registry cache included) needs on a repository.
+const PUSH_PULL: [&str; 9] = [
     "ecr:BatchCheckLayerAvailability",
     "ecr:BatchGetImage",
     "ecr:CompleteLayerUpload",
-    "ecr:CreateRepository",
     "ecr:DescribeImages",
-    "ecr:DescribeRepositories",
     "ecr:GetDownloadUrlForLayer",
     "ecr:InitiateLayerUpload",
     "ecr:ListImages",
@@ -32,14 +38,19 @@ const ECR_ACTIONS: [&str; 11] = [
 /// The derived inline policy of `role`, or why it cannot be one.
 pub fn inline_policy(desired: &Desired, role: &Role, account: &Account, projects: &[String]) -> Result<Value, String> {
     let repository_arn = |pattern: &str| reconcile_aws::arn(account, "ecr", &format!("repository/{pattern}"));
+    if let Ok(marker) = prune_marker(desired) {
+        return Ok(build(desired, account, &Repositories::Tagged(marker), projects));
+    }
     let names: Vec<&str> = desired.ecr.repositories.iter().map(|r| r.name.as_str()).collect();
 
     let arns: Vec<String> = names.iter().map(|name| repository_arn(name)).collect();
     // Too long with every repository listed: cover repositories that share a name prefix with
     // one `prefix*` pattern, until it fits or nothing is left to group (none, when it fits).
-    let excess = size(&build(desired, account, &arns, projects)).saturating_sub(INLINE_POLICY_LIMIT);
+    let excess =
+        size(&build(desired, account, &Repositories::Named(arns), projects)).saturating_sub(INLINE_POLICY_LIMIT);
     let patterns = group_by_prefix(&names, excess, |pattern| repository_arn(pattern).chars().count());
-    let policy = build(desired, account, &patterns.iter().map(|p| repository_arn(p)).collect::<Vec<_>>(), projects);
+    let named = Repositories::Named(patterns.iter().map(|p| repository_arn(p)).collect());
+    let policy = build(desired, account, &named, projects);
     let n_characters = size(&policy);
     if !fits(n_characters) {
         return Err(format!(
@@ -54,6 +65,38 @@ pub fn inline_policy(desired: &Desired, role: &Role, account: &Account, projects
     Ok(policy)
 }
 
+/// The permissions boundary of `role`: what its inline policy grants, with the repositories by
+/// reconcile's tag, or (without one on every repository) the region's whole registry, so that it
+/// never changes when a repository is declared. Only an administrator puts it; the role is
+/// never without it.
+pub fn boundary_policy(
+    desired: &Desired,
+    role: &Role,
+    account: &Account,
+    projects: &[String],
+) -> Result<Value, String> {
+    let repositories = match prune_marker(desired) {
+        Ok(marker) => Repositories::Tagged(marker),
+        Err(_) => Repositories::Registry,
+    };
+    let policy = build(desired, account, &repositories, projects);
+    let n_characters = size(&policy);
+    if n_characters > MANAGED_POLICY_LIMIT {
+        return Err(format!(
+            "the derived permissions boundary `{}` of role `{}` would be {n_characters} characters, over IAM's limit \
+             of {MANAGED_POLICY_LIMIT} for a managed policy",
+            boundary_name(role),
+            role.name
+        ));
+    }
+    Ok(policy)
+}
+
+/// The name of the managed policy that is `role`'s permissions boundary.
+pub fn boundary_name(role: &Role) -> String {
+    format!("{}-boundary", role.name)
+}
+
 /// Whether a policy of this many characters is within IAM's limit for a role's inline policies.
 fn fits(n_characters: usize) -> bool {
     n_characters <= INLINE_POLICY_LIMIT
@@ -64,7 +107,18 @@ pub fn size(policy: &Value) -> usize {
     to_compact(policy).chars().count()
 }
 
-fn build(desired: &Desired, account: &Account, repository_arns: &[String], projects: &[String]) -> Value {
+/// How a policy grants the repositories.
+enum Repositories {
+    /// These ARNs (and `prefix*` patterns).
+    Named(Vec<String>),
+    /// Every repository carrying reconcile's tag (key, value).
+    Tagged((String, String)),
+    /// The region's registry.
+    Registry,
+}
+
+fn build(desired: &Desired, account: &Account, repositories: &Repositories, projects: &[String]) -> Value {
+    let every_repository = reconcile_aws::arn(account, "ecr", "repository/*");
     let mut statements = vec![json!({
         "Sid": "EcrLogin",
         "Effect": "Allow",
@@ -72,13 +126,55 @@ fn build(desired: &Desired, account: &Account, repository_arns: &[String], proje
         "Action": ["ecr:GetAuthorizationToken"],
         "Resource": ["*"],
     })];
-    if !repository_arns.is_empty() {
-        statements.push(json!({
-            "Sid": "EcrPushPull",
-            "Effect": "Allow",
-            "Action": ECR_ACTIONS,
-            "Resource": repository_arns,
-        }));
+    match repositories {
+        Repositories::Named(arns) if arns.is_empty() => {}
+        Repositories::Named(arns) => {
+            // `ecr:CreateRepository` for the nightly's `--ensure-ecr`.
+            let mut actions: Vec<&str> = PUSH_PULL.to_vec();
+            actions.extend(["ecr:CreateRepository", "ecr:DescribeRepositories"]);
+            actions.sort_unstable();
+            statements.push(json!({ "Sid": "EcrPushPull", "Effect": "Allow", "Action": actions, "Resource": arns }));
+        }
+        Repositories::Tagged((key, value)) => {
+            // What exists, so the nightly's `--ensure-ecr` learns which it must make: metadata
+            // only, and what "not found" needs (a tag condition on a missing repository would
+            // answer "access denied" instead).
+            statements.push(json!({
+                "Sid": "EcrWhichRepositoriesExist",
+                "Effect": "Allow",
+                "Action": ["ecr:DescribeRepositories"],
+                "Resource": [every_repository],
+            }));
+            statements.push(json!({
+                "Sid": "EcrPushPull",
+                "Effect": "Allow",
+                "Action": PUSH_PULL,
+                "Resource": [every_repository],
+                "Condition": { "StringEquals": { format!("aws:ResourceTag/{key}"): value } },
+            }));
+            // `--ensure-ecr` may make a repository only as reconcile's, so that reconcile manages
+            // it (a lifecycle policy on the next apply, drift until it is declared). Never
+            // `ecr:TagResource`: with it, a build could mark any repository as reconcile's and
+            // push to it.
+            statements.push(json!({
+                "Sid": "EcrMakeOnlyAsReconciles",
+                "Effect": "Allow",
+                "Action": ["ecr:CreateRepository"],
+                "Resource": [every_repository],
+                "Condition": { "StringEquals": { format!("aws:RequestTag/{key}"): value } },
+            }));
+        }
+        Repositories::Registry => {
+            let mut actions: Vec<&str> = PUSH_PULL.to_vec();
+            actions.extend(["ecr:CreateRepository", "ecr:DescribeRepositories"]);
+            actions.sort_unstable();
+            statements.push(json!({
+                "Sid": "EcrPushPull",
+                "Effect": "Allow",
+                "Action": actions,
+                "Resource": [every_repository],
+            }));
+        }
     }
     let buckets: Vec<String> = desired
         .s3

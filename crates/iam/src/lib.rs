@@ -1,17 +1,24 @@
-//! The IAM reconciler: `iam_role.<key>` (trust policy, description, max session duration, tags)
-//! and `iam_role_policy.<key>` (the role's inline policy, derived from the rest of the desired
-//! state; see `derive`); and the CI identities of `[ci]` (see `ci`): `iam_oidc_provider.github`,
-//! `iam_ci_role.<plan|drift|apply>` and `iam_ci_role_policy.<...>`, a CI role being a role like
-//! the runner's with a trust and a policy of its own.
+//! The IAM reconciler: `iam_role.<key>` (trust policy, description, max session duration, tags,
+//! permissions boundary), `iam_role_policy.<key>` (the role's inline policy, derived from the
+//! rest of the desired state; see `derive`) and `iam_role_boundary.<key>` (the managed policy
+//! that bounds the role, derived too); and the CI identities of `[ci]` (see `ci`):
+//! `iam_oidc_provider.github`, `iam_ci_role.<plan|drift|apply>` and `iam_ci_role_policy.<...>`,
+//! a CI role being a role like the runner's with a trust and a policy of its own.
+//!
+//! Every change in IAM is an administrator's (`administrators_only`): the apply role writes
+//! nothing here, so nothing it can do widens who assumes a role or what one may do (`reach`
+//! proves it of the derived policies, over `evaluate`, IAM's evaluation logic).
 //!
 //! Inline policies on a role that desired.toml does not declare are planned as deletes,
 //! addressed as members of the declared one, `iam_role_policy.<key>/<policy name>`; managed
-//! policies attached to the role are reported as findings. Roles and the provider are never
-//! deleted.
+//! policies attached to the role are reported as findings. Roles, boundaries and the provider
+//! are never deleted.
 
 mod ci;
 mod derive;
+pub mod evaluate;
 mod policy;
+pub mod reach;
 mod spec;
 
 use std::collections::BTreeMap;
@@ -27,10 +34,10 @@ use reconcile_core::{Account, Address, Applied, Progress, ReconcileError, Reconc
 use serde_json::Value;
 
 pub use ci::{apply_policy, provider_arn, read_only_policy, trust_widening};
-pub use derive::{INLINE_POLICY_LIMIT, inline_policy};
+pub use derive::{INLINE_POLICY_LIMIT, MANAGED_POLICY_LIMIT, boundary_name, boundary_policy, inline_policy};
 pub use policy::{canonical, canonical_text, percent_decode};
-use spec::{ProviderSpec, RolePolicySpec, RoleSpec, RoleState};
-pub use spec::{desired, trust_policy};
+use spec::{BoundarySpec, ProviderSpec, RolePolicySpec, RoleSpec, RoleState};
+pub use spec::{desired, policy_arn, trust_policy};
 
 /// Finding code: a managed policy is attached to a managed role, widening it beyond what
 /// desired.toml derives (it replaced W101, a warning, which is retired). Stable; never reused.
@@ -44,12 +51,20 @@ pub const CI_TRUST_WIDENED: &str = "S104";
 /// workflow can assume it, and reconcile does not check which. Stable.
 pub const UNDECLARED_GITHUB_ROLE: &str = "D107";
 
+/// Finding code: a CI role trusts exactly one kind of run, but not the one desired.toml derives
+/// (another repository, branch, environment or subject template): the plan changes whom it
+/// trusts, and the finding names who would be trusted after it. A pull request that changes
+/// `[github]` or `[ci]` shows here; so does a trust changed by hand to another exact subject.
+/// Stable.
+pub const CI_TRUST_CHANGED: &str = "D108";
+
 /// IAM's answer for "there is no such role or policy".
 const NO_SUCH_ENTITY: &str = "NoSuchEntity";
 
 reconcile_core::resource_kinds! {
     /// The kinds this crate owns.
     pub enum IamKind {
+        Boundary = IamRoleBoundary,
         Role = IamRole,
         RolePolicy = IamRolePolicy,
         Provider = IamOidcProvider,
@@ -117,10 +132,15 @@ impl Reconciler for IamReconciler {
         type Pair<'a> = (Option<&'a DesiredResource>, Option<&'a DesiredResource>);
         let mut roles: BTreeMap<(Family, &str), Pair<'_>> = BTreeMap::new();
         let mut provider = None;
+        let mut boundaries = Vec::new();
         for resource in desired {
             let kind = resource.address.kind;
             if kind == ResourceKind::IamOidcProvider {
                 provider = Some(*resource);
+                continue;
+            }
+            if kind == ResourceKind::IamRoleBoundary {
+                boundaries.push(self.observe_boundary(resource));
                 continue;
             }
             let entry = roles.entry((Family::of(kind), resource.address.name.as_str())).or_default();
@@ -135,13 +155,21 @@ impl Reconciler for IamReconciler {
             .collect();
         // With the CI identities declared, every plan also looks for other roles GitHub's
         // provider can assume: one ListRoles, read with the rest.
-        let (roles, provider) = futures::join!(futures::future::join_all(reads), async {
-            match provider {
-                Some(provider) => Some(futures::join!(self.observe_provider(provider), self.github_roles(desired))),
-                None => None,
-            }
-        });
+        let (roles, provider, boundaries) = futures::join!(
+            futures::future::join_all(reads),
+            async {
+                match provider {
+                    Some(provider) => Some(futures::join!(self.observe_provider(provider), self.github_roles(desired))),
+                    None => None,
+                }
+            },
+            futures::future::join_all(boundaries),
+        );
         let mut observations = Observations::default();
+        for boundary in boundaries {
+            let (address, observed) = boundary?;
+            observations.resources.insert(address, observed);
+        }
         for result in roles {
             let role = result?;
             observations.resources.extend(role.resources);
@@ -184,14 +212,56 @@ impl Reconciler for IamReconciler {
             (IamKind::Provider, Action::Delete | Action::Replace) => {
                 Err(ReconcileError::never(address, "delete the identity provider"))
             }
+            (IamKind::Boundary, Action::Create) => self.create_boundary(change).await,
+            (IamKind::Boundary, Action::Update) => {
+                let before = reconcile_core::spec::before::<BoundarySpec>(change)?;
+                self.converge_boundary(change, before.as_ref()).await?;
+                Ok(Applied::Done)
+            }
+            (IamKind::Boundary, Action::Delete | Action::Replace) => {
+                Err(ReconcileError::never(address, "delete a permissions boundary"))
+            }
         }
     }
 
-    /// The CI identities are an administrator's: the apply role changing them could widen its
-    /// own trust or permissions.
+    /// Every change in IAM is an administrator's. The CI identities: the apply role changing
+    /// them would widen itself. The runner's role, its policy and its boundary: whoever writes
+    /// them decides what every build may do (and with the trust, who may assume the role), and
+    /// the apply role can already change what a build runs (`codebuild:UpdateProject`).
     fn administrators_only(&self, change: &Change) -> Option<&'static str> {
-        is_ci_identity(change.address.kind).then_some("the CI identities: the apply role would widen itself")
+        Some(if is_ci_identity(change.address.kind) {
+            "the CI identities: the apply role would widen itself"
+        } else {
+            "the runner's role, its policy or its permissions boundary: what every build may do"
+        })
     }
+}
+
+/// Whether the live role `name` trusts GitHub's OIDC provider (some workflow can assume it):
+/// how a run tells that its caller is a CI role from the account itself, not from what
+/// desired.toml calls the CI roles. `None` when these credentials may not read the role; a role
+/// that no longer exists trusts no one.
+pub async fn role_trusts_github(
+    client: &iam::Client,
+    account: &Account,
+    name: &str,
+) -> Result<Option<bool>, ReconcileError> {
+    let response = absent_if(client.get_role().role_name(name).send().await, &[NO_SUCH_ENTITY]);
+    let live = match response {
+        Ok(None) => return Ok(Some(false)),
+        Ok(Some(output)) => output.role,
+        Err(error) => {
+            let error = failed(None, "read the caller's role")(error);
+            return match error.kind {
+                reconcile_core::reconciler::ErrorKind::AccessDenied => Ok(None),
+                _ => Err(error),
+            };
+        }
+    };
+    let trust = live
+        .and_then(|role| role.assume_role_policy_document)
+        .map_or(Value::Null, |text| policy::canonical_text(&text, &account.partition));
+    Ok(Some(ci::github_subjects(&trust).is_some()))
 }
 
 /// Whether `kind` is one of the CI identities, which only an administrator may change.
@@ -325,7 +395,9 @@ impl IamReconciler {
         Ok(findings)
     }
 
-    /// The S104 finding when a CI role's live trust admits more than the derived one.
+    /// What a CI role's live trust is, next to the derived one: the same (no finding); exactly
+    /// another subject (D108, the plan's change, naming who is trusted after it); or more than
+    /// the derived one admits (S104, naming what).
     fn widened_trust(
         &self,
         address: &Address,
@@ -335,6 +407,21 @@ impl IamReconciler {
         let declared: RoleSpec = reconcile_core::spec::desired(desired)?;
         if declared.assume_role_policy == live.assume_role_policy {
             return Ok(None);
+        }
+        if let Some(trusted) = ci::other_subject(&live.assume_role_policy, &declared.assume_role_policy) {
+            let after = ci::derived_subject(&declared.assume_role_policy);
+            return Ok(Some(Finding {
+                code: CI_TRUST_CHANGED.to_owned(),
+                severity: Severity::Error,
+                address: Some(address.clone()),
+                message: format!(
+                    "this plan changes whom CI role `{}` trusts: after it, the runs whose subject is `{after}` can \
+                     act as it (desired.toml), where `{trusted}` can now (the account); check that the new subject \
+                     is this repository's; an administrator applies it",
+                    live.name
+                ),
+                overridden_by: None,
+            }));
         }
         let reasons = ci::trust_widening(&live.assume_role_policy, &declared.assume_role_policy);
         Ok((!reasons.is_empty()).then(|| Finding {
@@ -376,6 +463,134 @@ impl IamReconciler {
             }
         };
         Ok(BTreeMap::from([(address.clone(), observed)]))
+    }
+
+    /// The boundary's default version and tags: `GetPolicy`, then the version it names.
+    async fn observe_boundary(&self, desired: &DesiredResource) -> Result<(Address, Observed), ReconcileError> {
+        let address = &desired.address;
+        let arn = desired.remote_name.as_str();
+        let response = self.parallelism.send(|| self.client.get_policy().policy_arn(arn).send()).await;
+        let Some(live) = absent_if(response, &[NO_SUCH_ENTITY])
+            .map_err(failed(Some(address), "read the permissions boundary"))?
+            .and_then(|output| output.policy)
+        else {
+            return Ok((address.clone(), Observed::Absent));
+        };
+        let version = live.default_version_id().unwrap_or("v1");
+        let document = self
+            .parallelism
+            .send(|| self.client.get_policy_version().policy_arn(arn).version_id(version).send())
+            .await
+            .map_err(failed(Some(address), "read the permissions boundary's document"))?
+            .policy_version
+            .and_then(|version| version.document)
+            .map_or(Value::Null, |text| policy::canonical_text(&text, &self.account.partition));
+        let spec = BoundarySpec {
+            name: live.policy_name().unwrap_or_default().to_owned(),
+            document,
+            tags: visible_tags(live.tags().iter().map(|t| (t.key(), t.value()))),
+        };
+        Ok((address.clone(), Observed::Present(attributes(&spec))))
+    }
+
+    async fn create_boundary(&self, change: &Change) -> Result<Applied, ReconcileError> {
+        let address = &change.address;
+        let after: BoundarySpec = reconcile_core::spec::after(change)?;
+        let tags = tag_list(&after.tags);
+        let response = self
+            .client
+            .create_policy()
+            .policy_name(&after.name)
+            .description("The most the role may ever do, whatever its own policies say; derived by reconcile")
+            .policy_document(to_compact(&after.document))
+            .set_tags((!tags.is_empty()).then_some(tags))
+            .send()
+            .await;
+        match response {
+            Ok(_) => Ok(Applied::Done),
+            // Made since the plan was read: converge it instead.
+            Err(error) if has_code(&error, &["EntityAlreadyExists"]) => {
+                self.converge_boundary(change, None).await?;
+                Ok(Applied::Adopted)
+            }
+            Err(error) => Err(failed(Some(address), "create the permissions boundary")(error)),
+        }
+    }
+
+    /// A new default version when the document differs (a managed policy keeps at most five:
+    /// the oldest that is not the default goes first), and the tags.
+    async fn converge_boundary(&self, change: &Change, before: Option<&BoundarySpec>) -> Result<(), ReconcileError> {
+        let address = &change.address;
+        let after: BoundarySpec = reconcile_core::spec::after(change)?;
+        let arn = policy_arn(&self.account, &after.name);
+        let before = match before {
+            Some(before) => before.clone(),
+            None => {
+                let desired = DesiredResource::new(address.clone(), &arn, serde_json::Map::new());
+                match self.observe_boundary(&desired).await?.1 {
+                    Observed::Present(fields) => serde_json::from_value(Value::Object(fields)).map_err(|e| {
+                        ReconcileError::new(Some(address), "read the permissions boundary", e.to_string())
+                    })?,
+                    Observed::Absent => {
+                        return Err(ReconcileError::new(
+                            Some(address),
+                            "update the permissions boundary",
+                            "it is gone",
+                        ));
+                    }
+                }
+            }
+        };
+        if before.document != after.document {
+            let versions = self
+                .client
+                .list_policy_versions()
+                .policy_arn(&arn)
+                .send()
+                .await
+                .map_err(failed(Some(address), "list the permissions boundary's versions"))?;
+            let mut old: Vec<_> = versions.versions().iter().filter(|v| !v.is_default_version()).collect();
+            if versions.versions().len() >= 5 {
+                old.sort_by_key(|v| v.create_date().map(|d| (d.secs(), d.subsec_nanos())));
+                if let Some(oldest) = old.first().and_then(|v| v.version_id()) {
+                    self.client
+                        .delete_policy_version()
+                        .policy_arn(&arn)
+                        .version_id(oldest)
+                        .send()
+                        .await
+                        .map_err(failed(Some(address), "delete the permissions boundary's oldest version"))?;
+                }
+            }
+            self.client
+                .create_policy_version()
+                .policy_arn(&arn)
+                .policy_document(to_compact(&after.document))
+                .set_as_default(true)
+                .send()
+                .await
+                .map_err(failed(Some(address), "put the permissions boundary's new version"))?;
+        }
+        let (remove, set) = tag_changes(&before.tags, &after.tags);
+        if !remove.is_empty() {
+            self.client
+                .untag_policy()
+                .policy_arn(&arn)
+                .set_tag_keys(Some(remove))
+                .send()
+                .await
+                .map_err(failed(Some(address), "remove the permissions boundary's tags"))?;
+        }
+        if !set.is_empty() {
+            self.client
+                .tag_policy()
+                .policy_arn(&arn)
+                .set_tags(Some(tag_list(&set)))
+                .send()
+                .await
+                .map_err(failed(Some(address), "tag the permissions boundary"))?;
+        }
+        Ok(())
     }
 
     async fn create_provider(&self, change: &Change) -> Result<Applied, ReconcileError> {
@@ -524,6 +739,8 @@ impl IamReconciler {
             .assume_role_policy_document(to_compact(&after.assume_role_policy))
             .set_description((!after.description.is_empty()).then(|| after.description.clone()))
             .max_session_duration(after.max_session_duration)
+            // Bounded from its first moment: the boundary is made first (the role depends on it).
+            .set_permissions_boundary(after.permissions_boundary.clone())
             .set_tags((!tags.is_empty()).then_some(tags))
             .send()
             .await;
@@ -680,7 +897,7 @@ mod tests {
     }
 
     #[test]
-    fn only_the_ci_identities_are_an_administrators() {
+    fn every_change_in_iam_is_an_administrators() {
         let reconciler = reconciler(&[]);
         let change = |kind| Change {
             address: Address::new(kind, "apply"),
@@ -696,8 +913,12 @@ mod tests {
                 "{kind:?}"
             );
         }
-        for kind in [ResourceKind::IamRole, ResourceKind::IamRolePolicy] {
-            assert_eq!(reconciler.administrators_only(&change(kind)), None, "the runner's: {kind:?}");
+        for kind in [ResourceKind::IamRole, ResourceKind::IamRolePolicy, ResourceKind::IamRoleBoundary] {
+            assert_eq!(
+                reconciler.administrators_only(&change(kind)),
+                Some("the runner's role, its policy or its permissions boundary: what every build may do"),
+                "the runner's: {kind:?}"
+            );
         }
     }
 

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::ci;
-use crate::derive::inline_policy;
+use crate::derive::{boundary_name, boundary_policy, inline_policy};
 use crate::policy::canonical;
 
 /// `iam_role.<key>`: the role's settings and tags that reconcile manages.
@@ -23,9 +23,20 @@ pub(crate) struct RoleSpec {
     pub description: String,
     pub max_session_duration: i32,
     pub tags: BTreeMap<String, String>,
-    /// Not declared in desired.toml: none. A boundary set out of band can silently take away
-    /// what the build needs (or, removed later, give back what someone meant to withhold).
+    /// The runner's roles: their derived boundary (`iam_role_boundary.<key>`), which no one
+    /// but an administrator puts or removes. The CI roles: none. A boundary set out of band can
+    /// silently take away what a role needs; one removed leaves the role unbounded.
     pub permissions_boundary: Option<String>,
+}
+
+/// `iam_role_boundary.<key>`: the managed policy that is a runner role's permissions boundary,
+/// its default version's document in canonical form. Its description is not managed: IAM
+/// cannot change a managed policy's description, and it grants nothing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct BoundarySpec {
+    pub name: String,
+    pub document: Value,
+    pub tags: BTreeMap<String, String>,
 }
 
 /// A live role: its spec, and what IAM tells besides, shown but never compared.
@@ -75,6 +86,11 @@ pub fn trust_policy(services: &[String]) -> Value {
     })
 }
 
+/// The ARN of the managed policy `name`.
+pub fn policy_arn(account: &Account, name: &str) -> String {
+    reconcile_aws::arn(account, "iam", &format!("policy/{name}"))
+}
+
 /// The projects that run as the role with this key, whose log groups the role may write.
 fn projects_using(desired: &Desired, role_key: &str) -> Vec<String> {
     desired.codebuild.projects.iter().filter(|p| p.service_role == role_key).map(|p| p.name.clone()).collect()
@@ -88,15 +104,27 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
         let max_session_duration = i32::try_from(role.max_session_duration).map_err(|_| {
             ReconcileError::new(Some(&role_address), "read max_session_duration", "it is larger than IAM allows")
         })?;
+        let boundary_address = Address::new(ResourceKind::IamRoleBoundary, &role.key);
+        let boundary = boundary_policy(desired, role, account, &projects_using(desired, &role.key))
+            .map_err(|why| ReconcileError::new(Some(&boundary_address), "derive the permissions boundary", why))?;
+        let boundary_arn = policy_arn(account, &boundary_name(role));
+        let spec = BoundarySpec {
+            name: boundary_name(role),
+            document: canonical(&boundary, &account.partition),
+            tags: role.tags.clone(),
+        };
+        resources.push(DesiredResource::new(boundary_address.clone(), &boundary_arn, attributes(&spec)));
         let spec = RoleSpec {
             name: role.name.clone(),
             assume_role_policy: canonical(&trust_policy(&role.trusted_services), &account.partition),
             description: role.description.clone(),
             max_session_duration,
             tags: role.tags.clone(),
-            permissions_boundary: None,
+            permissions_boundary: Some(boundary_arn),
         };
-        resources.push(DesiredResource::new(role_address.clone(), &role.name, attributes(&spec)));
+        resources.push(
+            DesiredResource::new(role_address.clone(), &role.name, attributes(&spec)).depending_on([boundary_address]),
+        );
         let policy_address = Address::new(ResourceKind::IamRolePolicy, &role.key);
         let document = inline_policy(desired, role, account, &projects_using(desired, &role.key))
             .map_err(|why| ReconcileError::new(Some(&policy_address), "derive the inline policy", why))?;

@@ -8,6 +8,7 @@
 
 pub mod faults;
 pub mod files;
+pub mod gate;
 pub mod github;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -170,25 +171,19 @@ impl Emulator {
         let body = self.control("GET", &format!("/_reconcile/requests?access_key={access_key}"));
         serde_json::from_str::<Vec<serde_json::Value>>(&body)
             .expect("the recorder answers JSON")
-            .into_iter()
-            .map(|entry| {
-                let field = |name: &str| entry[name].as_str().unwrap_or_default().to_owned();
-                RecordedRequest {
-                    access_key: field("access_key"),
-                    account: field("account"),
-                    region: field("region"),
-                    user_agent: field("user_agent"),
-                    service: field("service"),
-                    action: field("action"),
-                    method: field("method"),
-                    path: field("path"),
-                    query: field("query"),
-                    resource: field("resource"),
-                    attempt: entry["attempt"].as_u64().unwrap_or(1),
-                    at: entry["at"].as_f64().unwrap_or_default(),
-                }
-            })
+            .iter()
+            .map(RecordedRequest::from_json)
             .collect()
+    }
+
+    /// Sends every request made with `access_key` to the decider at `url` first
+    /// (`tests/emulator/gate.py`), or (`None`) no longer.
+    pub(crate) fn gate(&self, access_key: &str, url: Option<&str>) {
+        assert!(access_key.bytes().all(|b| b.is_ascii_alphanumeric()), "an access key: {access_key:?}");
+        match url {
+            Some(url) => self.control("POST", &format!("/_reconcile/gate?access_key={access_key}&decider={url}")),
+            None => self.control("POST", &format!("/_reconcile/gate?access_key={access_key}&off=1")),
+        };
     }
 }
 
@@ -239,6 +234,25 @@ pub struct RecordedRequest {
 }
 
 impl RecordedRequest {
+    /// What the launcher's record (or its gate) says of a request.
+    pub fn from_json(entry: &serde_json::Value) -> RecordedRequest {
+        let field = |name: &str| entry[name].as_str().unwrap_or_default().to_owned();
+        RecordedRequest {
+            access_key: field("access_key"),
+            account: field("account"),
+            region: field("region"),
+            user_agent: field("user_agent"),
+            service: field("service"),
+            action: field("action"),
+            method: field("method"),
+            path: field("path"),
+            query: field("query"),
+            resource: field("resource"),
+            attempt: entry["attempt"].as_u64().unwrap_or(1),
+            at: entry["at"].as_f64().unwrap_or_default(),
+        }
+    }
+
     /// Whether the `reconcile` binary sent it (rather than a test setting the account up).
     pub fn is_reconciles(&self) -> bool {
         self.user_agent.split(' ').any(|part| part == "app/reconcile")

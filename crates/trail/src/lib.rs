@@ -88,6 +88,18 @@ pub const EVENTS: &[(ResourceKind, &[&str])] = &[
         ],
     ),
     (ResourceKind::S3BucketLifecycle, &["PutBucketLifecycle", "DeleteBucketLifecycle"]),
+    (
+        ResourceKind::IamRoleBoundary,
+        &[
+            "CreatePolicy",
+            "CreatePolicyVersion",
+            "SetDefaultPolicyVersion",
+            "DeletePolicyVersion",
+            "DeletePolicy",
+            "TagPolicy",
+            "UntagPolicy",
+        ],
+    ),
     (ResourceKind::IamRole, ROLE_EVENTS),
     (ResourceKind::IamCiRole, ROLE_EVENTS),
     (ResourceKind::IamRolePolicy, &["PutRolePolicy", "DeleteRolePolicy"]),
@@ -158,6 +170,8 @@ fn field_events(kind: ResourceKind, field: &str) -> Option<&'static [&'static st
             &["PutRolePermissionsBoundary", "DeleteRolePermissionsBoundary"]
         }
         (K::IamRolePolicy | K::IamCiRolePolicy, _) => &["PutRolePolicy"],
+        (K::IamRoleBoundary, "document") => &["CreatePolicyVersion", "SetDefaultPolicyVersion"],
+        (K::IamRoleBoundary, "tags") => &["TagPolicy", "UntagPolicy"],
         (K::IamOidcProvider, "client_ids") => {
             &["AddClientIDToOpenIDConnectProvider", "RemoveClientIDFromOpenIDConnectProvider"]
         }
@@ -180,6 +194,7 @@ fn removals(kind: ResourceKind) -> &'static [&'static str] {
         K::IamRole | K::IamCiRole => &["DeleteRole"],
         K::IamRolePolicy | K::IamCiRolePolicy => &["DeleteRolePolicy"],
         K::IamOidcProvider => &["DeleteOpenIDConnectProvider"],
+        K::IamRoleBoundary => &["DeletePolicy"],
         K::CodebuildProject => &["DeleteProject"],
         K::CodebuildWebhook => &["DeleteWebhook"],
         _ => &[],
@@ -224,7 +239,7 @@ pub fn events_for_finding(code: &str, kind: ResourceKind) -> Vec<&'static str> {
         "S101" => &["AttachRolePolicy"],
         "S102" => &["SetRepositoryPolicy"],
         "S103" => &["PutBucketPolicy", "PutBucketAcl"],
-        "S104" => &["UpdateAssumeRolePolicy"],
+        "S104" | "D108" => &["UpdateAssumeRolePolicy"],
         "D101" | "D102" => &["CreateRepository"],
         "D103" => &["PutLifecyclePolicy"],
         _ => events(kind),
@@ -236,7 +251,8 @@ pub fn events_for_finding(code: &str, kind: ResourceKind) -> Vec<&'static str> {
 fn global(kind: ResourceKind) -> bool {
     matches!(
         kind,
-        ResourceKind::IamRole
+        ResourceKind::IamRoleBoundary
+            | ResourceKind::IamRole
             | ResourceKind::IamCiRole
             | ResourceKind::IamRolePolicy
             | ResourceKind::IamCiRolePolicy
@@ -258,6 +274,10 @@ pub fn names(kind: ResourceKind, name: &str, parameters: &Value) -> bool {
         | ResourceKind::IamCiRole
         | ResourceKind::IamRolePolicy
         | ResourceKind::IamCiRolePolicy => is("roleName"),
+        // Named by its ARN.
+        ResourceKind::IamRoleBoundary => {
+            is("policyArn") || text("policyName").is_some_and(|policy| name.ends_with(&format!(":policy/{policy}")))
+        }
         ResourceKind::IamOidcProvider => {
             is("openIDConnectProviderArn")
                 || name

@@ -74,9 +74,9 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
         Command::Declare { bake, check, account } => {
             declare::run(&desired, bake.bake.as_deref(), check, account.as_deref())
         }
-        Command::Policy { role, account } => {
+        Command::Policy { role, key, account } => {
             let inputs = Inputs::load(&desired, None, false, false)?;
-            policy::run(&inputs.desired, role, account.as_deref(), parallelism).await
+            policy::run(&inputs.desired, role, key.as_deref(), account.as_deref(), parallelism).await
         }
         Command::Cost { days, format, verify } => {
             let inputs = Inputs::load(&desired, None, false, false)?;

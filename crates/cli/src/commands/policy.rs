@@ -1,7 +1,9 @@
-//! `reconcile policy read-only|apply`: the policy of a CI role (`[ci]`) as apply derives it, for
-//! the bootstrap an administrator does by hand and for review (`docs/read-only-policy.json` is
-//! its output for the project's desired.toml).
+//! `reconcile policy read-only|apply|runner|boundary`: the policy of a CI role (`[ci]`), or the
+//! runner's role's inline policy or permissions boundary, as apply derives it, for the bootstrap
+//! an administrator does and for review (`docs/read-only-policy.json` is the read-only one for
+//! the project's desired.toml).
 
+use reconcile_core::desired::Role;
 use reconcile_core::{Account, Desired, json};
 
 use crate::args::PolicyRole;
@@ -13,9 +15,17 @@ use crate::output::out;
 pub async fn run(
     desired: &Desired,
     role: PolicyRole,
+    key: Option<&str>,
     account: Option<&str>,
     parallelism: usize,
 ) -> Result<u8, CliError> {
+    // Which role is known before any AWS call.
+    let which = match role {
+        PolicyRole::ReadOnly => Which::ReadOnly,
+        PolicyRole::Apply => Which::Apply,
+        PolicyRole::Runner => Which::Runner(runner_role(desired, key)?),
+        PolicyRole::Boundary => Which::Boundary(runner_role(desired, key)?),
+    };
     let account = match account {
         Some(id) if id.len() == 12 && id.bytes().all(|b| b.is_ascii_digit()) => Account::new(id, &desired.region),
         Some(id) => {
@@ -26,12 +36,44 @@ pub async fn run(
             aws.account().await.map_err(|error| aws.failed(vec![error]))?
         }
     };
-    let policy = match role {
-        PolicyRole::ReadOnly => reconcile_iam::read_only_policy(desired, &account),
-        PolicyRole::Apply => {
-            reconcile_iam::apply_policy(desired, &account).map_err(|why| CliError::Input(vec![why]))?
-        }
+    let projects = |role: &Role| -> Vec<String> {
+        desired.codebuild.projects.iter().filter(|p| p.service_role == role.key).map(|p| p.name.clone()).collect()
     };
+    let policy = match which {
+        Which::ReadOnly => Ok(reconcile_iam::read_only_policy(desired, &account)),
+        Which::Apply => reconcile_iam::apply_policy(desired, &account),
+        Which::Runner(role) => reconcile_iam::inline_policy(desired, role, &account, &projects(role)),
+        Which::Boundary(role) => reconcile_iam::boundary_policy(desired, role, &account, &projects(role)),
+    }
+    .map_err(|why| CliError::Input(vec![why]))?;
     out(&format!("{}\n", json::to_pretty(&policy)))?;
     Ok(exit::OK)
+}
+
+enum Which<'a> {
+    ReadOnly,
+    Apply,
+    Runner(&'a Role),
+    Boundary(&'a Role),
+}
+
+/// The role under `[iam.roles]` that `key` names, or the only one.
+fn runner_role<'a>(desired: &'a Desired, key: Option<&str>) -> Result<&'a Role, CliError> {
+    let keys: Vec<&str> = desired.iam.roles.iter().map(|role| role.key.as_str()).collect();
+    match key {
+        Some(key) => desired.iam.roles.iter().find(|role| role.key == key).ok_or_else(|| {
+            CliError::Input(vec![format!(
+                "--role: desired.toml declares no `[iam.roles.{key}]` (it declares: {})",
+                keys.join(", ")
+            )])
+        }),
+        None => match desired.iam.roles.as_slice() {
+            [role] => Ok(role),
+            [] => Err(CliError::Input(vec!["desired.toml declares no role under `[iam.roles]`".to_owned()])),
+            _ => Err(CliError::Input(vec![format!(
+                "desired.toml declares several roles under `[iam.roles]` ({}): say which with --role",
+                keys.join(", ")
+            )])),
+        },
+    }
 }

@@ -15,11 +15,11 @@ async fn an_empty_account_is_built_and_a_second_apply_writes_nothing() {
 
     let first = reconcile(&account, &desired, &["apply", "--auto-approve"]);
     assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
-    // 27 repositories and their policies, the bucket and its lifecycle, the role and its policy,
-    // the runner project and its webhook, GitHub's identity provider and the three CI roles with
-    // their policies.
-    assert!(first.stdout.contains("Plan: 67 to create, 0 to update, 0 to delete."), "{}", first.stdout);
-    assert!(first.stdout.contains("Apply complete! Resources: 67 created, 0 updated, 0 deleted."));
+    // 27 repositories and their policies, the bucket and its lifecycle, the role with its policy
+    // and its boundary, the runner project and its webhook, GitHub's identity provider and the
+    // three CI roles with their policies.
+    assert!(first.stdout.contains("Plan: 68 to create, 0 to update, 0 to delete."), "{}", first.stdout);
+    assert!(first.stdout.contains("Apply complete! Resources: 68 created, 0 updated, 0 deleted."));
 
     let config = account.sdk_config();
     let client = ecr::Client::new(&config);
@@ -91,15 +91,17 @@ async fn the_account_of_2026_11_11_is_planned_applied_and_converges() {
             "ecr:PutLifecyclePolicy",
             "ecr:PutLifecyclePolicy",
             "iam:CreateOpenIDConnectProvider",
+            "iam:CreatePolicy",
             "iam:CreateRole",
             "iam:CreateRole",
             "iam:CreateRole",
+            "iam:PutRolePermissionsBoundary",
             "iam:PutRolePolicy",
             "iam:PutRolePolicy",
             "iam:PutRolePolicy",
             "iam:PutRolePolicy",
         ],
-        "exactly the three lifecycle policies, the role's policy, and the CI identities are written"
+        "exactly the three lifecycle policies, the role's policy and boundary, and the CI identities are written"
     );
 
     let again = reconcile(&account, &desired, &["plan", "--detailed-exitcode"]);
@@ -132,8 +134,9 @@ async fn plan_reads_only_and_reads_each_thing_once() {
     // per bucket setting (tags, Block Public Access, encryption, policy, Object Ownership, ACL,
     // versioning, replication, website, logging, lifecycle); one GetRole for each role and its
     // policy, the runner's and the three CI roles (not made yet here: their two lists go out with
-    // GetRole and fail with it), GitHub's identity provider, and one ListRoles for any other role
-    // that trusts it; one BatchGetProjects for the
+    // GetRole and fail with it), the runner's boundary (not made yet: GetPolicy, and its
+    // document only once it exists), GitHub's identity provider, and one ListRoles for any other
+    // role that trusts it; one BatchGetProjects for the
     // project and its webhook. And the images of the three repositories whose lifecycle policy
     // the plan puts, to say what each policy will expire.
     assert_eq!(
@@ -146,6 +149,7 @@ async fn plan_reads_only_and_reads_each_thing_once() {
             ("ecr:GetRepositoryPolicy".to_owned(), 27),
             ("ecr:ListTagsForResource".to_owned(), 27),
             ("iam:GetOpenIDConnectProvider".to_owned(), 1),
+            ("iam:GetPolicy".to_owned(), 1),
             ("iam:GetRole".to_owned(), 4),
             ("iam:GetRolePolicy".to_owned(), 1),
             ("iam:ListAttachedRolePolicies".to_owned(), 4),

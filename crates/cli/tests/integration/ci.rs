@@ -178,7 +178,8 @@ async fn a_trust_widened_to_the_whole_organisation_is_a_security_finding_and_dri
     assert!(narrowed["Statement"][0]["Condition"].get("StringLike").is_none());
     assert_eq!(reconcile(&account, &desired.path, &["drift"]).code, 0);
 
-    // Each way of trusting more is named: another repository, no audience, another principal.
+    // Each way of trusting more is named (no audience, another principal); one exact subject of
+    // another repository is the change the plan makes, named as such (D108).
     for (what, statement, says) in [
         (
             "another repository",
@@ -186,7 +187,9 @@ async fn a_trust_widened_to_the_whole_organisation_is_a_security_finding_and_dri
                     "Action": "sts:AssumeRoleWithWebIdentity",
                     "Condition": { "StringEquals": { "token.actions.githubusercontent.com:aud": "sts.amazonaws.com",
                                                      "token.actions.githubusercontent.com:sub": "repo:someone/else:pull_request" } } }),
-            "it trusts the subjects `repo:someone/else:pull_request`",
+            "this plan changes whom CI role `rocm-bake-reconcile-drift` trusts: after it, the runs whose subject is \
+             `repo:ROCm/rocm-bake:ref:refs/heads/main` can act as it (desired.toml), where \
+             `repo:someone/else:pull_request` can now (the account)",
         ),
         (
             "no audience",
@@ -295,4 +298,61 @@ async fn drift_names_an_undeclared_role_that_trusts_github_and_what_it_admits() 
         drift.stdout
     );
     assert!(!drift.stdout.contains("not-github"), "{}", drift.stdout);
+}
+
+#[tokio::test]
+async fn a_pull_request_changing_the_repository_is_an_error_naming_who_would_be_trusted_not_a_widening() {
+    let (account, desired) = bootstrapped().await;
+    // The pull request's desired.toml: another repository (a fork's), nothing else.
+    let text = std::fs::read_to_string(&desired.path).unwrap().replace("ROCm/rocm-bake\"", "attacker/rocm-bake\"");
+    let forked = crate::support::desired_file(&text);
+    let plan = reconcile(&account, &forked.path, &["plan", "--format", "json"]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    let plan: Value = serde_json::from_str(&plan.stdout).unwrap();
+    let findings = plan["findings"].as_array().unwrap();
+    assert!(
+        !findings.iter().any(|f| f["code"] == "S104"),
+        "the account's exact trusts are not widenings: {findings:#?}"
+    );
+    let changed: Vec<(&str, &str)> = findings
+        .iter()
+        .filter(|f| f["code"] == "D108")
+        .map(|f| (f["severity"].as_str().unwrap(), f["address"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        changed,
+        [("error", "iam_ci_role.apply"), ("error", "iam_ci_role.drift"), ("error", "iam_ci_role.plan")]
+    );
+    for (role, subject) in [
+        ("plan", "repo:attacker/rocm-bake:pull_request"),
+        ("drift", "repo:attacker/rocm-bake:ref:refs/heads/main"),
+        ("apply", "repo:attacker/rocm-bake:environment:aws-production"),
+    ] {
+        let finding =
+            findings.iter().find(|f| f["code"] == "D108" && f["address"] == format!("iam_ci_role.{role}")).unwrap();
+        let message = finding["message"].as_str().unwrap();
+        assert!(
+            message.contains(&format!("after it, the runs whose subject is `{subject}` can act as it")),
+            "{message}"
+        );
+    }
+    // In the pull request's comment too, an error, with W501 saying an administrator applies it.
+    let comment = reconcile(&account, &forked.path, &["plan", "--format", "markdown"]);
+    assert!(comment.stdout.contains("D108"), "{}", comment.stdout);
+    assert!(comment.stdout.contains("W501"), "{}", comment.stdout);
+    // A hand-widened trust is still a widening, with desired.toml unchanged.
+    let iam = Iam::new(&account.sdk_config());
+    let mut widened = trust_of(&iam, "rocm-bake-reconcile-plan").await;
+    widened["Statement"][0]["Condition"]["StringEquals"]["token.actions.githubusercontent.com:sub"] =
+        json!(["repo:ROCm/rocm-bake:pull_request", "repo:attacker/rocm-bake:pull_request"]);
+    iam.update_assume_role_policy()
+        .role_name("rocm-bake-reconcile-plan")
+        .policy_document(widened.to_string())
+        .send()
+        .await
+        .unwrap();
+    let drift = reconcile(&account, &desired.path, &["drift"]);
+    assert_eq!(drift.code, 2);
+    assert!(drift.stdout.contains("Error [S104]"), "{}", drift.stdout);
+    assert!(!drift.stdout.contains("D108"), "{}", drift.stdout);
 }

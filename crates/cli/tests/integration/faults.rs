@@ -40,7 +40,7 @@ async fn converge_under_faults(seeds: std::ops::Range<u64>) {
             json_changes(&plan.stdout).iter().all(|c| c.starts_with("create ")),
             "seed {seed}: every resource is a create"
         );
-        assert_eq!(json_changes(&plan.stdout).len(), 10, "seed {seed}");
+        assert_eq!(json_changes(&plan.stdout).len(), 11, "seed {seed}");
         let apply = through(&proxy, &account, &desired.path, &["apply", "--auto-approve", "-v"]);
         assert_eq!(apply.code, 0, "seed {seed}: {}{}", apply.stdout, apply.stderr);
         assert!(apply.stderr.contains("of them retries"), "seed {seed}: -v counts retries: {}", apply.stderr);

@@ -373,16 +373,38 @@ async fn a_saved_plan_cut_down_to_the_nightly_switch_or_applied_without_its_toke
     let whole: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
     assert_eq!(whole["made_with"], json!({ "prune": false, "github": true }));
 
-    // Without the token it was made with: the token is named, nothing is written.
+    // Without the token: desired.toml declares [github], so the token is named, nothing is written.
     let writes = account.writes().len();
     let tokenless = run(&account, None, &desired.path, &["apply", saved_arg]);
     assert_eq!(tokenless.code, 1, "{}{}", tokenless.stdout, tokenless.stderr);
-    assert_eq!(
-        tokenless.stderr,
-        format!(
-            "error: {saved_arg}: the plan was made with the GitHub side checked ([github]), so applying it needs the \
-             same: set GITHUB_TOKEN or GH_TOKEN\n"
-        )
+    let needs_token = format!(
+        "error: {saved_arg}: desired.toml declares [github], so a saved plan is checked with the GitHub side too, \
+         which needs a token: set GITHUB_TOKEN or GH_TOKEN\n"
+    );
+    assert_eq!(tokenless.stderr, needs_token);
+
+    // Nothing in the file decides how it is checked: edited to say it was made without the
+    // GitHub side, its GitHub changes removed, it is refused without the token and with it.
+    let mut aws_only = whole.clone();
+    aws_only["made_with"]["github"] = json!(false);
+    aws_only["resource_changes"] = Value::Array(
+        whole["resource_changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|change| !change["address"].as_str().unwrap().starts_with("github_"))
+            .cloned()
+            .collect(),
+    );
+    std::fs::write(&saved, serde_json::to_string_pretty(&aws_only).unwrap()).unwrap();
+    let tokenless = run(&account, None, &desired.path, &["apply", saved_arg]);
+    assert_eq!((tokenless.code, tokenless.stderr.as_str()), (1, needs_token.as_str()));
+    let refused = run(&account, Some(TOKEN), &desired.path, &["apply", saved_arg]);
+    assert_eq!(refused.code, 4, "{}{}", refused.stdout, refused.stderr);
+    assert!(
+        refused.stderr.contains("it says it was made without the GitHub side, but desired.toml declares [github]"),
+        "{}",
+        refused.stderr
     );
 
     // Cut down to the one change that turns the nightly on, leaving fork approval loose.

@@ -110,11 +110,17 @@ async fn an_administrator_policy_on_the_role_fails_drift_louder_than_an_undeclar
 }
 
 #[tokio::test]
-async fn a_permissions_boundary_set_out_of_band_is_drift_and_removed() {
+async fn a_permissions_boundary_changed_or_removed_out_of_band_is_drift_and_put_back() {
     let account = emulator().new_account().await;
     let desired = desired_file(&small_account(&["pytorch"]));
     assert_eq!(reconcile(&account, &desired.path, &["apply", "--auto-approve"]).code, 0);
     let iam = iam::Client::new(&account.sdk_config());
+    let derived = format!("arn:aws:iam::{}:policy/rocm-bake-codebuild-boundary", account.id);
+    let boundary_of = |iam: iam::Client| async move {
+        let role = iam.get_role().role_name("rocm-bake-codebuild").send().await.unwrap();
+        role.role().unwrap().permissions_boundary().and_then(|b| b.permissions_boundary_arn()).map(str::to_owned)
+    };
+    assert_eq!(boundary_of(iam.clone()).await.as_deref(), Some(derived.as_str()), "made bounded");
     let narrow =
         r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:ListAllMyBuckets","Resource":"*"}]}"#;
     let policy = iam.create_policy().policy_name("boundary").policy_document(narrow).send().await.unwrap();
@@ -126,19 +132,25 @@ async fn a_permissions_boundary_set_out_of_band_is_drift_and_removed() {
         .await
         .unwrap();
     drift_then_converge(&account, &desired.path, "permissions boundary", &["update iam_role.codebuild"]);
-    let role = iam.get_role().role_name("rocm-bake-codebuild").send().await.unwrap();
-    assert!(role.role().unwrap().permissions_boundary().is_none());
+    assert_eq!(boundary_of(iam.clone()).await.as_deref(), Some(derived.as_str()));
+    // Removed: the role is unbounded, which is drift, and the boundary goes back on.
+    iam.delete_role_permissions_boundary().role_name("rocm-bake-codebuild").send().await.unwrap();
+    drift_then_converge(&account, &desired.path, "permissions boundary", &["update iam_role.codebuild"]);
+    assert_eq!(boundary_of(iam.clone()).await.as_deref(), Some(derived.as_str()));
+    // The boundary's own document widened by hand: a new default version puts it back.
+    let wide = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"*","Resource":"*"}]}"#;
+    iam.create_policy_version().policy_arn(&derived).policy_document(wide).set_as_default(true).send().await.unwrap();
+    drift_then_converge(&account, &desired.path, "document", &["update iam_role_boundary.codebuild"]);
 }
 
 /// Changes, out of band, every setting of the small account with its runner
 /// (`small_account_with_runner(&["pytorch", "pytorch-cache"])`, applied) that the apply role
 /// puts back: the repository's tag mutability, scanning, tags, lifecycle policy and a
 /// repository policy; the bucket's policy, versioning, replication, website, logging, Object
-/// Ownership, Block Public Access, encryption and tags; the role's trust, description, session
-/// length, tags, inline policy, an extra inline policy and a permissions boundary; the project's
-/// description, its visibility and its webhook's filters. The policy test applies it all as the
-/// apply role. (What only an administrator puts back is `open_and_unexpire_the_cache`.)
-pub async fn vandalise_everything(account: &TestAccount) {
+/// Ownership, Block Public Access, encryption and tags; the project's description, its visibility
+/// and its webhook's filters. The policy test applies it all as the apply role. (What only an
+/// administrator puts back is `vandalise_the_runners_role` and `open_and_unexpire_the_cache`.)
+pub async fn vandalise_all_but_iam(account: &TestAccount) {
     let ecr = ecr::Client::new(&account.sdk_config());
     let repository = "pytorch-cache";
     ecr.put_image_tag_mutability()
@@ -215,6 +227,26 @@ pub async fn vandalise_everything(account: &TestAccount) {
         .unwrap();
     s3.put_bucket_tagging().bucket(&bucket).tagging(tagging).send().await.unwrap();
 
+    let codebuild = aws_sdk_codebuild::Client::new(&account.sdk_config());
+    codebuild.update_project().name("rocm-bake").description("changed by hand").send().await.unwrap();
+    codebuild
+        .update_project_visibility()
+        .project_arn(format!("arn:aws:codebuild:us-east-1:{}:project/rocm-bake", account.id))
+        .project_visibility(aws_sdk_codebuild::types::ProjectVisibilityType::PublicRead)
+        .send()
+        .await
+        .unwrap();
+    let any_event = aws_sdk_codebuild::types::WebhookFilter::builder()
+        .r#type(aws_sdk_codebuild::types::WebhookFilterType::Event)
+        .pattern("WORKFLOW_JOB_QUEUED")
+        .build()
+        .unwrap();
+    codebuild.update_webhook().project_name("rocm-bake").filter_groups(vec![any_event]).send().await.unwrap();
+}
+
+/// Every setting of the runner's role changed by hand (its trust, description, session length,
+/// tags, inline policies and boundary): what only an administrator puts back.
+pub async fn vandalise_the_runners_role(account: &TestAccount) {
     let iam = iam::Client::new(&account.sdk_config());
     let role = "rocm-bake-codebuild";
     let wider = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":["codebuild.amazonaws.com","ec2.amazonaws.com"]},"Action":"sts:AssumeRole"}]}"#;
@@ -235,22 +267,6 @@ pub async fn vandalise_everything(account: &TestAccount) {
         .send()
         .await
         .unwrap();
-
-    let codebuild = aws_sdk_codebuild::Client::new(&account.sdk_config());
-    codebuild.update_project().name("rocm-bake").description("changed by hand").send().await.unwrap();
-    codebuild
-        .update_project_visibility()
-        .project_arn(format!("arn:aws:codebuild:us-east-1:{}:project/rocm-bake", account.id))
-        .project_visibility(aws_sdk_codebuild::types::ProjectVisibilityType::PublicRead)
-        .send()
-        .await
-        .unwrap();
-    let any_event = aws_sdk_codebuild::types::WebhookFilter::builder()
-        .r#type(aws_sdk_codebuild::types::WebhookFilterType::Event)
-        .pattern("WORKFLOW_JOB_QUEUED")
-        .build()
-        .unwrap();
-    codebuild.update_webhook().project_name("rocm-bake").filter_groups(vec![any_event]).send().await.unwrap();
 }
 
 /// Opens the compiler cache's bucket to everyone through its ACL (ACLs on first) and removes
@@ -263,9 +279,9 @@ pub async fn open_and_unexpire_the_cache(account: &TestAccount) {
     s3.delete_bucket_lifecycle().bucket(&bucket).send().await.unwrap();
 }
 
-/// Deletes, out of band, the repository `pytorch`, the runner's role and the project: the apply
-/// role makes each again. (Not the bucket: one that declares an expiry is made with it, by an
-/// administrator.)
+/// Deletes, out of band, the repository `pytorch` and the project: the apply role makes each
+/// again. (Not the bucket, which one that declares an expiry is made with, nor the runner's role,
+/// whose trust comes with it: an administrator makes those.)
 pub async fn remove_everything(account: &TestAccount) {
     ecr::Client::new(&account.sdk_config())
         .delete_repository()
@@ -274,12 +290,6 @@ pub async fn remove_everything(account: &TestAccount) {
         .send()
         .await
         .unwrap();
-    let iam = iam::Client::new(&account.sdk_config());
-    let role = "rocm-bake-codebuild";
-    for name in iam.list_role_policies().role_name(role).send().await.unwrap().policy_names {
-        iam.delete_role_policy().role_name(role).policy_name(name).send().await.unwrap();
-    }
-    iam.delete_role().role_name(role).send().await.unwrap();
     aws_sdk_codebuild::Client::new(&account.sdk_config()).delete_project().name("rocm-bake").send().await.unwrap();
 }
 

@@ -83,7 +83,7 @@ async fn apply_on_a_terminal_asks_and_only_yes_applies() {
 }
 
 #[tokio::test]
-async fn one_role_name_under_two_keys_is_refused_by_validate_plan_and_apply() {
+async fn one_role_name_under_two_keys_or_two_cases_is_refused_by_validate_plan_and_apply() {
     let account = emulator().new_account().await;
     let twice = crate::support::small_account(&["pytorch"]).replace("[iam.roles.codebuild]", "[iam.roles.builder]")
         + "\n[iam.roles.codebuild]\nname = \"rocm-bake-codebuild\"\ntrusted_services = [\"codebuild.amazonaws.com\"]\n";
@@ -99,6 +99,23 @@ async fn one_role_name_under_two_keys_is_refused_by_validate_plan_and_apply() {
             run.stderr
         );
     }
+    // IAM does not tell role names apart by case: a CI role spelt as the runner's in capitals is
+    // the runner's, and refused the same way.
+    let variant = format!(
+        "{}{}",
+        crate::support::small_account(&["pytorch"]),
+        crate::ci::CI.replace("apply_role = \"rocm-bake-reconcile-apply\"", "apply_role = \"ROCM-BAKE-CODEBUILD\"")
+    );
+    let run = reconcile(&account, &desired_file(&variant).path, &["validate"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "`ci.apply_role`: role `ROCM-BAKE-CODEBUILD` is also declared under `[iam.roles]` as `rocm-bake-codebuild`: \
+             IAM does not tell role names apart by case"
+        ),
+        "{}",
+        run.stderr
+    );
     assert_eq!(account.requests(), [], "nothing was sent to AWS");
 }
 

@@ -11,6 +11,7 @@ mod cost;
 mod declare;
 mod ecr;
 mod errors;
+mod escalation;
 mod faults;
 mod github;
 mod hostile;

@@ -11,9 +11,10 @@ use crate::support::{real_desired, reconcile};
 
 /// The reads that do not grow with the account: STS, the repository listing, the bucket's
 /// `HeadBucket` and its eleven settings, the runner's role with its policies and attachments
-/// (four), one `BatchGetProjects` for the project and its webhook, GitHub's identity provider,
-/// the three CI roles (four reads each), and one `ListRoles` for other roles that trust GitHub.
-const FIXED_READS: usize = 1 + 1 + 12 + 4 + 1 + 1 + 3 * 4 + 1;
+/// (four) and its boundary (the policy and its document), one `BatchGetProjects` for the project
+/// and its webhook, GitHub's identity provider, the three CI roles (four reads each), and one
+/// `ListRoles` for other roles that trust GitHub.
+const FIXED_READS: usize = 1 + 1 + 12 + 4 + 2 + 1 + 1 + 3 * 4 + 1;
 
 /// The repositories of the account: (declared in the real desired.toml, the others).
 async fn repositories(account: &reconcile_test_support::TestAccount) -> (usize, usize) {

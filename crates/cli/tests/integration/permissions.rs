@@ -6,7 +6,9 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use reconcile_test_support::{RecordedRequest, emulator};
+use reconcile_iam::evaluate::{Context, Decision, Principal, Request};
+use reconcile_test_support::gate::{Gate, Question};
+use reconcile_test_support::{RecordedRequest, TestAccount, emulator};
 use serde_json::Value;
 
 /// The IAM action a recorded request needs and the ARN of what it acts on; `None` for STS
@@ -32,6 +34,8 @@ pub fn permission(request: &RecordedRequest) -> Option<(String, String)> {
         }
         ("pricing" | "ce" | "monitoring" | "cloudtrail", _) => "*".to_owned(),
         ("codebuild", _) => named("codebuild", "project"),
+        ("sts", "AssumeRole") => request.resource.clone(),
+        ("iam", "CreatePolicy") => named("iam", "policy"),
         ("iam", "CreateOpenIDConnectProvider") => {
             let host = request.resource.trim_start_matches("https://");
             format!("arn:aws:iam::{id}:oidc-provider/{host}")
@@ -86,15 +90,7 @@ fn s3_permission(request: &RecordedRequest) -> (String, String) {
     (format!("s3:{action}"), format!("arn:aws:s3:::{path}"))
 }
 
-/// Whether IAM's wildcard `pattern` (`*` any run of characters) matches `text`.
-pub fn matches(pattern: &str, text: &str) -> bool {
-    match pattern.split_once('*') {
-        None => pattern == text,
-        Some((head, tail)) => {
-            text.starts_with(head) && (0..=text.len() - head.len()).any(|at| matches(tail, &text[head.len() + at..]))
-        }
-    }
-}
+pub use reconcile_iam::evaluate::matches;
 
 /// A policy element that is one string or a list of them.
 pub fn list(value: &Value) -> Vec<String> {
@@ -114,9 +110,15 @@ pub fn allowing<'a>(policy: &'a Value, action: &str, resource: &str) -> Option<&
     })
 }
 
-/// Every action `policy` names.
+/// Every action `policy` allows somewhere.
 pub fn actions(policy: &Value) -> BTreeSet<String> {
-    policy["Statement"].as_array().unwrap().iter().flat_map(|s| list(&s["Action"])).collect()
+    policy["Statement"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["Effect"] == "Allow")
+        .flat_map(|s| list(&s["Action"]))
+        .collect()
 }
 
 /// One run of the binary, watched: every write it sends must be allowed by the apply policy
@@ -206,12 +208,11 @@ pub fn apply_policy(desired: &Path, dir: Option<&Path>, account: &str) -> Value 
 }
 
 /// What only an administrator writes in the account of a desired.toml, never the apply role:
-/// the CI identities it declares (`[ci]`), any bucket's expiry or ACL, and making a bucket that
-/// declares an expiry (it is made with it). What `Reconciler::administrators_only` and the apply
-/// policy's derivation say, restated from the outside.
+/// anything in IAM (the CI identities, the runner's role, its policy and its boundary), any
+/// bucket's expiry or ACL, and making a bucket that declares an expiry (it is made with it). What
+/// `Reconciler::administrators_only` and the apply policy's derivation say, restated from the
+/// outside.
 pub struct Administrators {
-    /// The ARNs of the CI roles and of GitHub's identity provider.
-    ci: Vec<String>,
     /// The ARNs of the buckets that declare an expiry.
     expiring: Vec<String>,
 }
@@ -221,17 +222,8 @@ impl Administrators {
         let path = dir.map_or_else(|| desired.to_path_buf(), |dir| dir.join(desired));
         let text = std::fs::read_to_string(&path).unwrap_or_default();
         let Ok(parsed) = reconcile_core::Desired::parse(&path, &text) else {
-            return Administrators { ci: Vec::new(), expiring: Vec::new() };
+            return Administrators { expiring: Vec::new() };
         };
-        let mut ci: Vec<String> = parsed
-            .ci
-            .iter()
-            .flat_map(|ci| &ci.roles)
-            .map(|role| format!("arn:aws:iam::{account}:role/{}", role.name))
-            .collect();
-        if parsed.ci.is_some() {
-            ci.push(format!("arn:aws:iam::{account}:oidc-provider/token.actions.githubusercontent.com"));
-        }
         let expiring = parsed
             .s3
             .buckets
@@ -239,7 +231,7 @@ impl Administrators {
             .filter(|bucket| bucket.lifecycle_rules.is_some())
             .map(|bucket| format!("arn:aws:s3:::{}", bucket.name.render(account, &parsed.region)))
             .collect();
-        Administrators { ci, expiring }
+        Administrators { expiring }
     }
 
     /// Whether `request` is one of theirs.
@@ -248,7 +240,93 @@ impl Administrators {
         match action.as_str() {
             "s3:PutLifecycleConfiguration" | "s3:PutBucketAcl" => true,
             "s3:CreateBucket" => self.expiring.contains(&resource),
-            _ => self.ci.contains(&resource),
+            _ => action.starts_with("iam:"),
         }
     }
+}
+
+/// What IAM holds for role `name` in `account`: its inline and attached policies (decoded), and
+/// its permissions boundary (the managed policy's ARN and document), read as an administrator.
+pub async fn live_policies(account: &TestAccount, name: &str) -> (Vec<Value>, Option<(String, Value)>) {
+    let iam = aws_sdk_iam::Client::new(&account.sdk_config());
+    let document = |text: &str| reconcile_iam::canonical_text(text, "aws");
+    let managed = |arn: String| {
+        let iam = iam.clone();
+        async move {
+            let policy = iam.get_policy().policy_arn(&arn).send().await.unwrap().policy.unwrap();
+            let version = iam
+                .get_policy_version()
+                .policy_arn(&arn)
+                .version_id(policy.default_version_id().unwrap())
+                .send()
+                .await
+                .unwrap();
+            version.policy_version.unwrap().document.unwrap()
+        }
+    };
+    let mut policies = Vec::new();
+    for policy in iam.list_role_policies().role_name(name).send().await.unwrap().policy_names() {
+        let text = iam.get_role_policy().role_name(name).policy_name(policy).send().await.unwrap().policy_document;
+        policies.push(document(&text));
+    }
+    let attached = iam.list_attached_role_policies().role_name(name).send().await.unwrap();
+    for policy in attached.attached_policies() {
+        policies.push(document(&managed(policy.policy_arn().unwrap().to_owned()).await));
+    }
+    let role = iam.get_role().role_name(name).send().await.unwrap().role.unwrap();
+    let boundary = match role.permissions_boundary().and_then(|b| b.permissions_boundary_arn()) {
+        Some(arn) => Some((arn.to_owned(), document(&managed(arn.to_owned()).await))),
+        None => None,
+    };
+    (policies, boundary)
+}
+
+/// A session of role `name` whose every request the emulator first holds to that role's live
+/// policies and boundary, with IAM's evaluation (`reconcile_iam::evaluate`: conditions on tags
+/// and on the boundary included, a deny winning), refusing what they do not allow as AWS would.
+/// The policies are read once, now. Dropping the gate lets the session's requests through again.
+pub async fn enforced(account: &TestAccount, name: &str) -> (TestAccount, Gate) {
+    let (policies, boundary) = live_policies(account, name).await;
+    let boundary = boundary.map(|(_, document)| document);
+    let session = account.assume(name).await;
+    let caller = format!("arn:aws:sts::{}:assumed-role/{name}/reconcile-test", account.id);
+    let gate = Gate::start(move |question: &Question| {
+        let principal = Principal { policies: &policies, boundary: boundary.as_ref() };
+        let Some((action, resource)) = permission(&question.request) else { return Ok(()) };
+        let mut context = Context::new();
+        for (key, values) in &question.context {
+            let values: Vec<&str> = values.iter().map(String::as_str).collect();
+            context = context.with(key, &values);
+        }
+        let mut needed = vec![(action.clone(), resource.clone(), context.clone())];
+        if let Some(role) = &question.passes_role {
+            let passed = Context::new().with("iam:PassedToService", &["codebuild.amazonaws.com"]);
+            needed.push(("iam:PassRole".to_owned(), role.clone(), passed));
+        }
+        // Tags sent with a new repository are authorized as tagging it too.
+        if action == "ecr:CreateRepository" && !question.context.keys().all(|k| !k.starts_with("aws:RequestTag/")) {
+            needed.push(("ecr:TagResource".to_owned(), resource.clone(), context.clone()));
+        }
+        for (action, resource, context) in &needed {
+            let why = match principal.decide(Request { action, resource, context }) {
+                Decision::Allowed => continue,
+                Decision::Denied => "with an explicit deny in an identity-based policy",
+                Decision::NotAllowed
+                    if boundary.is_some()
+                        && Principal { policies: &policies, boundary: None }.allows(Request {
+                            action,
+                            resource,
+                            context,
+                        }) =>
+                {
+                    "because no permissions boundary allows the action"
+                }
+                Decision::NotAllowed => "because no identity-based policy allows the action",
+            };
+            return Err(format!("User: {caller} is not authorized to perform: {action} on resource: {resource} {why}"));
+        }
+        Ok(())
+    });
+    gate.hold(&session);
+    (session, gate)
 }

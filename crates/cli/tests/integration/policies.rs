@@ -115,7 +115,8 @@ fn every_write(who: &TestAccount) -> usize {
 async fn the_apply_policy_allows_every_write_apply_makes_and_no_other() {
     // Made by the administrator, then changed out of band in every way apply undoes, and applied
     // as the apply role, three times: settings, then resources gone, then an undeclared one to
-    // prune. The apply role's requests are everything it needed.
+    // prune; every request of the apply role held by the emulator to its live policy as IAM
+    // would (conditions included). The apply role's requests are everything it needed.
     let account = emulator().new_account().await;
     // The repositories carry the tag --prune deletes by.
     let text = format!("{}{CI}", small_account_with_runner(&["pytorch", "pytorch-cache"])).replacen(
@@ -127,18 +128,23 @@ async fn the_apply_policy_allows_every_write_apply_makes_and_no_other() {
     let admin = reconcile(&account, &desired.path, &["apply", "--auto-approve"]);
     assert_eq!(admin.code, 0, "{}{}", admin.stdout, admin.stderr);
     let policy = printed_policy(&account, &desired.path, "apply");
-    // parliament finds nothing, at every severity: no bucket write that could open the cache's
-    // objects or delete them (its ACL and expiry are an administrator's). Its community auditors
-    // name what the role is for: it manages the runner's role (and passes it to CodeBuild),
-    // removes a bucket policy and unblocks nothing.
+    // parliament finds nothing, at every severity: no escalation (no write in IAM at all), no
+    // mismatched condition type, no bucket write that could open the cache's objects or delete
+    // them (its ACL and expiry are an administrator's). Its community auditors name what the role
+    // is for: it passes the runner's role to CodeBuild, removes a bucket policy and keeps public
+    // access blocked. In the runner's policy and its boundary, only the registry login, whose
+    // answer is a credential by design.
     assert_eq!(parliament(&policy, false), Vec::<String>::new());
     assert_eq!(
         parliament(&policy, true),
-        ["PERMISSIONS_MANAGEMENT_ACTIONS: iam:createrole iam:deleterolepermissionsboundary iam:deleterolepolicy \
-          iam:passrole iam:putrolepolicy iam:updateassumerolepolicy iam:updaterole s3:deletebucketpolicy \
-          s3:putbucketpublicaccessblock"]
+        ["PERMISSIONS_MANAGEMENT_ACTIONS: iam:passrole s3:deletebucketpolicy s3:putbucketpublicaccessblock"]
     );
-    let apply_role = account.assume("rocm-bake-reconcile-apply").await;
+    for runners in ["runner", "boundary"] {
+        let derived = printed_policy(&account, &desired.path, runners);
+        assert_eq!(parliament(&derived, false), Vec::<String>::new(), "{runners}");
+        assert_eq!(parliament(&derived, true), ["CREDENTIALS_EXPOSURE: ecr:getauthorizationtoken"], "{runners}");
+    }
+    let (apply_role, gate) = crate::permissions::enforced(&account, "rocm-bake-reconcile-apply").await;
     let apply = |args: &[&str]| {
         let run = reconcile(&apply_role, &desired.path, args);
         assert_eq!(run.code, 0, "{args:?}: {}{}", run.stdout, run.stderr);
@@ -169,7 +175,23 @@ async fn the_apply_policy_allows_every_write_apply_makes_and_no_other() {
     assert_eq!(every_write(&apply_role), writes, "no write, not even the lock");
     assert_eq!(reconcile(&account, &desired.path, &["apply", "--auto-approve"]).code, 0);
 
-    crate::hostile::vandalise_everything(&account).await;
+    // The runner's role changed by hand in every way: only an administrator puts it back.
+    crate::hostile::vandalise_the_runners_role(&account).await;
+    let refused = reconcile(&apply_role, &desired.path, &["apply", "--auto-approve", "--allow-delete"]);
+    assert_eq!(refused.code, 3, "{}{}", refused.stdout, refused.stderr);
+    assert!(
+        refused.stderr.contains(
+            "this plan changes `iam_role_policy.codebuild/legacy`, `iam_role.codebuild`, `iam_role_policy.codebuild` \
+             (the runner's role, its policy or its permissions boundary: what every build may do), and these \
+             credentials are the apply role `rocm-bake-reconcile-apply`"
+        ),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(every_write(&apply_role), writes, "no write");
+    assert_eq!(reconcile(&account, &desired.path, &["apply", "--auto-approve", "--allow-delete"]).code, 0);
+
+    crate::hostile::vandalise_all_but_iam(&account).await;
     apply(&["apply", "--auto-approve", "--allow-delete"]);
     crate::hostile::remove_everything(&account).await;
     apply(&["apply", "--auto-approve"]);
@@ -197,13 +219,15 @@ async fn the_apply_policy_allows_every_write_apply_makes_and_no_other() {
         }
         used.insert(action);
     }
-    // PassRole is not a request of its own: IAM checks it inside CreateProject and UpdateProject.
+    assert_eq!(gate.refused(), Vec::<String>::new(), "the live policy allowed every request");
+    // PassRole is not a request of its own: IAM checks it inside CreateProject and UpdateProject
+    // (and the gate checked it there).
     used.insert("iam:PassRole".to_owned());
     assert_eq!(used, actions(&policy), "every request allowed, and nothing allowed that is never made");
     let reads = actions(&printed_policy(&account, &desired.path, "read-only"));
     let writes: BTreeSet<String> = actions(&policy).difference(&reads).cloned().collect();
 
-    // Nothing on the CI identities; PassRole of the runner's role only, to CodeBuild only.
+    // Nothing written in IAM but passing the runner's role, only it, to CodeBuild only.
     let iam = Iam::new(&account.sdk_config());
     let provider = format!("arn:aws:iam::{}:oidc-provider/token.actions.githubusercontent.com", account.id);
     for statement in policy["Statement"].as_array().unwrap() {
@@ -215,6 +239,7 @@ async fn the_apply_policy_allows_every_write_apply_makes_and_no_other() {
         for resource in &resources {
             assert!(!resource.contains("rocm-bake-reconcile-") && *resource != provider, "{statement:#}");
         }
+        assert!(writes_here.iter().all(|w| !w.starts_with("iam:") || w == "iam:PassRole"), "{statement:#}");
         if writes_here.contains(&"iam:PassRole".to_owned()) {
             assert_eq!(writes_here, ["iam:PassRole"], "{statement:#}");
             assert_eq!(resources, [format!("arn:aws:iam::{}:role/rocm-bake-codebuild", account.id)]);
@@ -247,11 +272,17 @@ async fn every_run_of_the_suite_has_its_writes_held_to_the_apply_policy_derived_
         assert!(seen.contains(made), "{made}: {seen:?}");
     }
     assert!(writes.iter().all(|w| w.resource != "made-by-hand"), "{seen:?}");
-    // Making the bucket with its expiry is an administrator's, set aside; the rest is allowed.
+    // Making the bucket with its expiry, and everything in IAM, is an administrator's, set aside;
+    // the rest is allowed.
     let administrators = Administrators::of(&desired.path, None, &account.id);
     let (theirs, writes): (Vec<_>, Vec<_>) = writes.into_iter().partition(|write| administrators.write(write));
-    let theirs: Vec<String> = theirs.iter().map(|write| permission(write).unwrap().0).collect();
-    assert_eq!(theirs, ["s3:CreateBucket", "s3:PutLifecycleConfiguration"]);
+    // (Changes are applied concurrently: sorted.)
+    let mut theirs: Vec<String> = theirs.iter().map(|write| permission(write).unwrap().0).collect();
+    theirs.sort();
+    assert_eq!(
+        theirs,
+        ["iam:CreatePolicy", "iam:CreateRole", "iam:PutRolePolicy", "s3:CreateBucket", "s3:PutLifecycleConfiguration"]
+    );
     let policy = apply_policy(&desired.path, None, &account.id);
     assert_eq!(not_allowed(&writes, &policy), Vec::<String>::new());
     let mut short = policy.clone();

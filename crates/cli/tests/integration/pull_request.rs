@@ -301,10 +301,15 @@ async fn a_saved_plan_with_a_prune_delete_spliced_in_is_refused() {
         refused.stderr
     );
     assert_eq!(account.writes().len(), writes);
-    // Made with --prune, it is applied, with the flags a delete needs.
-    let without_flag = reconcile(&account, &desired.path, &["apply", pruning.to_str().unwrap()]);
+    // Made with --prune, it is applied with --prune (the command asks for deletes, not the file),
+    // and the flags a delete needs.
+    let unasked = reconcile(&account, &desired.path, &["apply", pruning.to_str().unwrap(), "--allow-delete"]);
+    assert_eq!(unasked.code, 4, "{}", unasked.stderr);
+    assert!(unasked.stderr.contains("  - it was made with --prune: apply it with --prune too"), "{}", unasked.stderr);
+    let without_flag = reconcile(&account, &desired.path, &["apply", pruning.to_str().unwrap(), "--prune"]);
     assert_eq!(without_flag.code, 3, "{}", without_flag.stderr);
-    let applied = reconcile(&account, &desired.path, &["apply", pruning.to_str().unwrap(), "--allow-delete"]);
+    let applied =
+        reconcile(&account, &desired.path, &["apply", pruning.to_str().unwrap(), "--prune", "--allow-delete"]);
     assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
     assert!(client.describe_repositories().repository_names("retired").send().await.is_err(), "deleted");
 }

@@ -247,7 +247,7 @@ async fn a_partial_apply_skips_dependents_goes_on_with_the_rest_and_reports_it()
     assert_eq!(outcome("codebuild_webhook.runner")["outcome"], "skipped");
     assert_eq!(outcome("codebuild_webhook.runner")["because"], "codebuild_project.runner");
     assert_eq!(outcome("ecr_repository.pytorch")["outcome"], "applied");
-    assert_eq!(report["summary"], serde_json::json!({"applied": 6, "failed": 1, "skipped": 1, "not_started": 0}));
+    assert_eq!(report["summary"], serde_json::json!({"applied": 7, "failed": 1, "skipped": 1, "not_started": 0}));
     // Progress went to stderr, one line as each resource starts and finishes.
     assert!(apply.stderr.contains("codebuild_project.runner: Creation failed after"), "{}", apply.stderr);
     assert!(apply.stderr.contains("codebuild_webhook.runner: Skipped, because codebuild_project.runner did not apply"));
@@ -284,7 +284,7 @@ async fn plan_markdown_goes_to_stdout_and_the_step_summary() {
         &[("GITHUB_STEP_SUMMARY", summary.path().to_str().unwrap())],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(run.stdout.contains("**Plan: 6 to create, 0 to update, 0 to delete**"), "{}", run.stdout);
+    assert!(run.stdout.contains("**Plan: 7 to create, 0 to update, 0 to delete**"), "{}", run.stdout);
     assert!(run.stdout.contains("<details><summary><code>+ iam_role.codebuild</code> will be created</summary>"));
     assert_eq!(std::fs::read_to_string(summary.path()).unwrap(), format!("{}\n", run.stdout));
 }

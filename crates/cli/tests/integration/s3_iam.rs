@@ -50,7 +50,7 @@ fn reversed(value: &Value) -> Value {
 }
 
 #[tokio::test]
-async fn a_bucket_and_role_made_by_the_old_script_are_adopted_without_drift() {
+async fn a_bucket_and_role_made_by_the_old_script_are_adopted_with_only_the_boundary_added() {
     let account = emulator().new_account().await;
     let text = small_account(&["pytorch", "pytorch-cache"]);
     let desired_path = desired_file(&text);
@@ -121,9 +121,19 @@ async fn a_bucket_and_role_made_by_the_old_script_are_adopted_without_drift() {
         .await
         .unwrap();
 
+    // Everything the script made reads as declared, whatever the formatting; what the script
+    // never made is the role's permissions boundary, which the plan adds, and only that.
     let writes = account.writes().len();
-    let plan = reconcile(&account, &desired_path.path, &["plan", "--detailed-exitcode"]);
+    let plan = reconcile(&account, &desired_path.path, &["plan", "--format", "json"]);
     assert_eq!(plan.code, 0, "{}{}", plan.stdout, plan.stderr);
+    assert_eq!(json_changes(&plan.stdout), ["create iam_role_boundary.codebuild", "update iam_role.codebuild"]);
+    let plan: serde_json::Value = serde_json::from_str(&plan.stdout).unwrap();
+    let role =
+        plan["resource_changes"].as_array().unwrap().iter().find(|c| c["address"] == "iam_role.codebuild").unwrap();
+    let (before, after) = (&role["change"]["before"], &role["change"]["after"]);
+    let differing: Vec<&String> =
+        after.as_object().unwrap().keys().filter(|key| before.get(key.as_str()) != after.get(key.as_str())).collect();
+    assert_eq!(differing, ["permissions_boundary"], "{role:#}");
     assert_eq!(account.writes().len(), writes);
 }
 

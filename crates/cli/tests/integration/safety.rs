@@ -429,16 +429,13 @@ async fn prune_deletes_only_what_reconcile_made_and_only_when_told_twice() {
 
     // `old` and `old-empty` leave desired.toml.
     let desired = desired_file(&managed("keep = {}\n"));
-    // (The role's policy narrows to the repositories still declared, in every plan.)
+    // (The role's policy grants repositories by reconcile's tag: it does not change.)
     let plan = reconcile(&account, &desired.path, &["plan", "--format", "json"]);
-    assert_eq!(json_changes(&plan.stdout), ["update iam_role_policy.codebuild"], "no delete without --prune");
+    assert_eq!(json_changes(&plan.stdout), Vec::<String>::new(), "no delete without --prune");
 
     let plan = reconcile(&account, &desired.path, &["plan", "--prune", "--format", "json"]);
     assert_eq!(plan.code, 0, "{}", plan.stderr);
-    assert_eq!(
-        json_changes(&plan.stdout),
-        ["delete ecr_repository.old", "delete ecr_repository.old-empty", "update iam_role_policy.codebuild"]
-    );
+    assert_eq!(json_changes(&plan.stdout), ["delete ecr_repository.old", "delete ecr_repository.old-empty"]);
     let json: Value = serde_json::from_str(&plan.stdout).unwrap();
     assert_eq!(json["resource_changes"][0]["change"]["before"]["images"], 2);
     let d104 = json["findings"].as_array().unwrap().iter().find(|f| f["code"] == "D104").expect("D104");
@@ -463,17 +460,19 @@ async fn prune_deletes_only_what_reconcile_made_and_only_when_told_twice() {
     assert_eq!(account.writes().len(), writes, "refused before any write");
 
     // A saved plan carries its deletes to the apply that reviews approved, and the same flags
-    // stand between it and them.
+    // stand between it and them: --prune itself among them (the file does not ask for it).
     let saved = desired.path.with_file_name("plan.json");
     let plan = reconcile(&account, &desired.path, &["plan", "--prune", "--out", saved.to_str().unwrap()]);
     assert_eq!(plan.code, 0, "{}", plan.stderr);
-    let refused = reconcile(&account, &desired.path, &["apply", saved.to_str().unwrap(), "--allow-delete"]);
+    let unasked = reconcile(&account, &desired.path, &["apply", saved.to_str().unwrap(), "--allow-delete"]);
+    assert_eq!(unasked.code, 4, "{}{}", unasked.stdout, unasked.stderr);
+    let refused = reconcile(&account, &desired.path, &["apply", saved.to_str().unwrap(), "--prune", "--allow-delete"]);
     assert_eq!(refused.code, 3, "{}{}", refused.stdout, refused.stderr);
     assert_eq!(account.writes().len(), writes, "refused before any write");
     let forced = reconcile(
         &account,
         &desired.path,
-        &["apply", saved.to_str().unwrap(), "--allow-delete", "--force-delete-images"],
+        &["apply", saved.to_str().unwrap(), "--prune", "--allow-delete", "--force-delete-images"],
     );
     assert_eq!(forced.code, 0, "{}{}", forced.stdout, forced.stderr);
     let names: Vec<String> = client

@@ -154,16 +154,21 @@ pub(super) fn convert(
         let key = format!("ci.{}_role", purpose.key());
         if let Err(why) = super::iam::check_iam_name(name.get_ref(), 64) {
             errors.push(locate.error(Some(name.span()), &key, why));
-        } else if other_role_names.contains(&name.get_ref().as_str()) {
+        } else if let Some(other) = other_role_names.iter().find(|other| other.eq_ignore_ascii_case(name.get_ref())) {
+            let spelt = if *other == name.get_ref() {
+                String::new()
+            } else {
+                format!(" as `{other}`: IAM does not tell role names apart by case")
+            };
             errors.push(locate.error(
                 Some(name.span()),
                 &key,
                 format!(
-                    "role `{}` is also declared under `[iam.roles]`; one AWS name can be declared only once",
+                    "role `{}` is also declared under `[iam.roles]`{spelt}; one AWS name can be declared only once",
                     name.get_ref()
                 ),
             ));
-        } else if roles.iter().any(|role: &CiRole| role.name == *name.get_ref()) {
+        } else if roles.iter().any(|role: &CiRole| role.name.eq_ignore_ascii_case(name.get_ref())) {
             errors.push(locate.error(
                 Some(name.span()),
                 &key,

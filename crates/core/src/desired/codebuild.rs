@@ -410,7 +410,7 @@ pub(super) fn convert(
         .iter()
         .map(|(key, project)| (key.as_str(), project.get_ref().name.get_ref().clone(), project.get_ref().name.span()))
         .collect();
-    super::check_unique_names(locate, "codebuild.projects", "project name", names, errors);
+    super::check_unique_names(locate, "codebuild.projects", "project name", names, super::Case::Sensitive, errors);
     Codebuild { projects }
 }
 

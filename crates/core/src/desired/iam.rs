@@ -122,7 +122,7 @@ pub(super) fn convert(locate: &Locator<'_>, raw: &RawIam, errors: &mut Vec<Desir
         .iter()
         .map(|(key, role)| (key.as_str(), role.get_ref().name.get_ref().clone(), role.get_ref().name.span()))
         .collect();
-    super::check_unique_names(locate, "iam.roles", "role name", names, errors);
+    super::check_unique_names(locate, "iam.roles", "role name", names, super::Case::Insensitive, errors);
     Iam { roles }
 }
 

@@ -575,35 +575,59 @@ fn is_region(region: &str) -> bool {
         && (AREAS.contains(&area) || MORE_AREAS.contains(&area))
 }
 
+/// Whether AWS tells two names apart by case: IAM does not (`Runner` and `runner` are one role).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Case {
+    Sensitive,
+    Insensitive,
+}
+
+impl Case {
+    /// The form two names are compared in.
+    pub(super) fn fold(self, name: &str) -> String {
+        match self {
+            Case::Sensitive => name.to_owned(),
+            Case::Insensitive => name.to_ascii_lowercase(),
+        }
+    }
+}
+
 /// One AWS name declared under two keys is refused: the two would fight over one resource,
 /// plans flipping between them forever (and with two roles, one's apply would delete the other's
 /// inline policy). `names` are (key, name as AWS will see it, where the name is written), under
-/// `section` (such as `iam.roles`); the error names both keys and both lines.
+/// `section` (such as `iam.roles`), compared as AWS compares them (`case`); the error names both
+/// keys and both lines.
 pub(super) fn check_unique_names(
     locate: &Locator<'_>,
     section: &str,
     what: &str,
     mut names: Vec<(&str, String, Range<usize>)>,
+    case: Case,
     errors: &mut Vec<DesiredError>,
 ) {
     // In the order they are written, so the later one is the one reported.
     names.sort_by_key(|(_, _, span)| span.start);
-    let mut first: std::collections::HashMap<&str, (&str, Range<usize>)> = std::collections::HashMap::new();
+    let mut first: std::collections::HashMap<String, (&str, &str, Range<usize>)> = std::collections::HashMap::new();
     for (key, name, span) in &names {
-        match first.get(name.as_str()) {
-            Some((first_key, first_span)) => {
+        match first.get(&case.fold(name)) {
+            Some((first_key, first_name, first_span)) => {
                 let (line, _) = line_column(locate.text, first_span.start);
+                let spelt = if first_name == name {
+                    String::new()
+                } else {
+                    format!(" as `{first_name}`: AWS does not tell them apart by case")
+                };
                 errors.push(locate.error(
                     Some(span.clone()),
                     &format!("{section}.{key}.name"),
                     format!(
-                        "{what} `{name}` is also declared by `{section}.{first_key}` (line {line}); one AWS name \
-                         can be declared only once"
+                        "{what} `{name}` is also declared by `{section}.{first_key}` (line {line}){spelt}; one AWS \
+                         name can be declared only once"
                     ),
                 ));
             }
             None => {
-                first.insert(name.as_str(), (*key, span.clone()));
+                first.insert(case.fold(name), (*key, name.as_str(), span.clone()));
             }
         }
     }

@@ -183,7 +183,7 @@ pub(super) fn convert(locate: &Locator<'_>, raw: &RawS3, errors: &mut Vec<Desire
         .zip(&buckets)
         .map(|((key, raw_bucket), bucket)| (key.as_str(), bucket.name.example(), raw_bucket.get_ref().name.span()))
         .collect();
-    super::check_unique_names(locate, "s3.buckets", "bucket name", names, errors);
+    super::check_unique_names(locate, "s3.buckets", "bucket name", names, super::Case::Sensitive, errors);
     S3 { buckets }
 }
 
