@@ -21,6 +21,26 @@ as the REST reference (API version 2022-11-28) documents, and no further:
 - Repository webhooks, https://docs.github.com/en/rest/repos/webhooks: list `GET
   /repos/{o}/{r}/hooks` (`per_page` default 30, at most 100), create `POST` (201), update
   `PATCH .../hooks/{id}` (200), delete `DELETE .../hooks/{id}` (204).
+- Pull requests, https://docs.github.com/en/rest/pulls/pulls: list `GET /repos/{o}/{r}/pulls`
+  (`state` open by default, `per_page` default 30, at most 100), each with `head.sha`,
+  `head.ref` and `head.repo.full_name` (a fork's for a fork's pull request).
+- Issues, https://docs.github.com/en/rest/issues/issues: list `GET /repos/{o}/{r}/issues`
+  (`state` open|closed|all, `labels` comma-separated, all required, `creator`, newest first; pull
+  requests are listed too, with a `pull_request` key), create `POST` (201), update `PATCH
+  .../issues/{n}` (`body`, `state`, `state_reason`; 200). Pull requests share the numbering.
+- Issue comments, https://docs.github.com/en/rest/issues/comments: list `GET
+  .../issues/{n}/comments` (oldest first), create `POST` (201), update `PATCH
+  .../issues/comments/{id}` (200; 403 for a comment of another user's, as for a token without
+  the right to moderate).
+- Commit statuses, https://docs.github.com/en/rest/commits/statuses: `POST
+  /repos/{o}/{r}/statuses/{sha}` (`state` error|failure|pending|success, `context`,
+  `description`; 201).
+- The OIDC subject claim template, https://docs.github.com/en/rest/actions/oidc: `GET`/`PUT
+  /repos/{o}/{r}/actions/oidc/customization/sub` (`use_default`, `include_claim_keys`, keys of
+  letters, digits and `_`; `PUT` answers 201). A new repository uses the default.
+- Who the token is: `GET /user` answers a personal token's login; a workflow's token (as the test
+  registers one) answers 403 `Resource not accessible by integration`, and what it writes is by
+  `github-actions[bot]`, a `Bot`.
 - Authentication (https://docs.github.com/en/rest/authentication): no `Authorization` is 401
   `Requires authentication`. A token the test has denied a permission answers 403 `Resource not
   accessible by personal access token` with `X-Accepted-GitHub-Permissions` naming the
@@ -34,6 +54,13 @@ A new repository starts as GitHub left repositories made before February 2023: f
 
 Test controls, outside GitHub's API:
 - `POST /_test/deny` `{"token", "permissions": ["actions_variables", ...]}`
+- `POST /_test/token` `{"token", "login"}` for a person's token, or `{"token", "workflow": true,
+  "read_only": bool}` for a workflow's `GITHUB_TOKEN` (a fork's pull request gets a read-only one:
+  every write answers 403, as GitHub's maximum for forks says).
+- `POST /_test/pull` `{"repository", "head_sha", "head_repository", "head_ref"}`: opens a pull
+  request, answers `{"number"}`.
+- `GET /_test/state?repository=o/r`: the repository's pull requests, issues, comments, statuses
+  and OIDC subject template, for the test to read.
 - `POST /_test/rate-limit` `{"repository": "o/r", "count": N, "kind": "secondary"|"primary"}`
 - `POST /_test/fail` `{"repository": "o/r", "count": N, "status": 502}`: the next N requests to
   the repository answer with that server error, as GitHub's front end does when a backend is
@@ -55,6 +82,9 @@ NOT_ACCESSIBLE = "Resource not accessible by personal access token"
 lock = threading.Lock()
 repositories = {}
 denied = {}  # token -> set of permissions
+identities = {}  # token -> {"login"} or {"workflow": True, "read_only": bool}
+BOT = {"login": "github-actions[bot]", "type": "Bot"}
+next_id = [1000]
 rate_limits = {}  # repository -> [count, kind]
 failures = {}  # repository -> [count, status]
 log = []
@@ -68,8 +98,25 @@ def repository(key):
             "approval_policy": "first_time_contributors",
             "workflow": {"default_workflow_permissions": "write", "can_approve_pull_request_reviews": True},
             "hooks": [],
+            "oidc_sub": {"use_default": True},
+            "issues": {},  # number -> issue (pull requests included)
+            "comments": [],
+            "statuses": [],
+            "next_number": 1,
         }
     return repositories[key]
+
+
+def author(token):
+    identity = identities.get(token, {})
+    if identity.get("workflow"):
+        return dict(BOT)
+    return {"login": identity.get("login", "reconcile-tester"), "type": "User"}
+
+
+def new_id():
+    next_id[0] += 1
+    return next_id[0]
 
 
 def now_iso():
@@ -132,6 +179,11 @@ class Handler(BaseHTTPRequestHandler):
         body = self.body() if method in ("POST", "PATCH", "PUT") else {}
         if parts[:1] == ["_test"]:
             return self.control(method, parts[1:], query, body)
+        if parts == ["user"] and method == "GET":
+            token = self.headers.get("Authorization", " ").split(" ", 1)[1]
+            if identities.get(token, {}).get("workflow"):
+                return self.answer(403, {"message": "Resource not accessible by integration"})
+            return self.answer(200, author(token))
         if len(parts) < 3 or parts[0] != "repos":
             return self.answer(404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
         key = f"{parts[1]}/{parts[2]}"
@@ -161,14 +213,22 @@ class Handler(BaseHTTPRequestHandler):
                     ("x-ratelimit-used", "5000"), ("x-ratelimit-reset", str(reset)))
             return 403, {"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you "
                                     "try again."}, (("retry-after", "1"),)
+        repo = repository(key)
+        is_pull = rest[:1] == ["issues"] and rest[1:2] and rest[1].isdigit() and \
+            "pull_request" in repo["issues"].get(int(rest[1]), {})
         permission = {"actions": "actions_variables" if rest[1:2] == ["variables"] else "administration",
-                      "hooks": "repository_hooks"}.get(rest[0] if rest else "", "metadata")
+                      "hooks": "repository_hooks", "pulls": "pull_requests",
+                      "issues": "pull_requests" if is_pull else "issues",
+                      "statuses": "statuses"}.get(rest[0] if rest else "", "metadata")
         level = "read" if method == "GET" else "write"
+        if level == "write" and identities.get(token, {}).get("read_only"):
+            return 403, {"message": "Resource not accessible by integration",
+                         "documentation_url": "https://docs.github.com/rest"}, (
+                ("X-Accepted-GitHub-Permissions", f"{permission}={level}"),)
         if permission in denied.get(token, set()):
             return 403, {"message": NOT_ACCESSIBLE,
                          "documentation_url": "https://docs.github.com/rest"}, (
                 ("X-Accepted-GitHub-Permissions", f"{permission}={level}"),)
-        repo = repository(key)
         if rest[:2] == ["actions", "variables"]:
             return self.variables(method, repo, rest[2:], query, body, path)
         if rest == ["actions", "permissions", "fork-pr-contributor-approval"]:
@@ -187,9 +247,101 @@ class Handler(BaseHTTPRequestHandler):
                     return 422, {"message": "Invalid request."}, ()
                 repo["workflow"].update({k: v for k, v in body.items() if k in repo["workflow"]})
                 return 204, None, ()
+        if rest == ["actions", "oidc", "customization", "sub"]:
+            if method == "GET":
+                return 200, dict(repo["oidc_sub"]), ()
+            if method == "PUT":
+                keys = (body or {}).get("include_claim_keys")
+                if body is None or not isinstance(body.get("use_default"), bool) or (
+                        keys is not None and not all(isinstance(k, str) and k.replace("_", "").isalnum()
+                                                     for k in keys)):
+                    return 422, {"message": "Invalid request."}, ()
+                repo["oidc_sub"] = {"use_default": body["use_default"]}
+                if keys is not None:
+                    repo["oidc_sub"]["include_claim_keys"] = list(keys)
+                return 201, {}, ()
         if rest[:1] == ["hooks"]:
             return self.hooks(method, repo, rest[1:], query, body, path)
+        if rest[:1] == ["pulls"] and method == "GET" and len(rest) == 1:
+            wanted = query.get("state", "open")
+            pulls = [issue["pull"] for _, issue in sorted(repo["issues"].items())
+                     if "pull_request" in issue and (wanted == "all" or issue["state"] == wanted)]
+            chosen, headers = self.page(pulls, query, 30, 100, path)
+            return 200, chosen, headers
+        if rest[:1] == ["issues"]:
+            return self.issues(method, repo, rest[1:], query, body, path, token)
+        if rest[:1] == ["statuses"] and method == "POST" and len(rest) == 2:
+            if (body or {}).get("state") not in ("error", "failure", "pending", "success"):
+                return 422, {"message": "Validation Failed"}, ()
+            status = {"id": new_id(), "sha": rest[1], "state": body["state"], "context": body.get("context", "default"),
+                      "description": body.get("description"), "creator": author(token)}
+            repo["statuses"].append(status)
+            return 201, status, ()
         return 404, {"message": "Not Found"}, ()
+
+    def issues(self, method, repo, rest, query, body, path, token):
+        issues = repo["issues"]
+        if not rest:
+            if method == "GET":
+                wanted = query.get("state", "open")
+                labels = [label for label in query.get("labels", "").split(",") if label]
+                found = [
+                    self.issue_view(issue) for _, issue in sorted(issues.items(), reverse=True)
+                    if (wanted == "all" or issue["state"] == wanted)
+                    and all(label in issue["labels"] for label in labels)
+                    and ("creator" not in query or issue["user"]["login"] == query["creator"])
+                ]
+                chosen, headers = self.page(found, query, 30, 100, path)
+                return 200, chosen, headers
+            if method == "POST":
+                if not isinstance((body or {}).get("title"), str) or not body["title"]:
+                    return 422, {"message": "Validation Failed"}, ()
+                number = repo["next_number"]
+                repo["next_number"] += 1
+                issues[number] = {"number": number, "title": body["title"], "body": body.get("body") or "",
+                                  "labels": list(body.get("labels") or []), "state": "open", "state_reason": None,
+                                  "user": author(token), "created_at": now_iso()}
+                return 201, self.issue_view(issues[number]), ()
+            return 404, {"message": "Not Found"}, ()
+        if rest[0] == "comments" and len(rest) == 2 and method == "PATCH":
+            found = [c for c in repo["comments"] if str(c["id"]) == rest[1]]
+            if not found:
+                return 404, {"message": "Not Found"}, ()
+            if found[0]["user"] != author(token):
+                return 403, {"message": "Must have admin rights to Repository."}, ()
+            if not isinstance((body or {}).get("body"), str):
+                return 422, {"message": "Validation Failed"}, ()
+            found[0]["body"] = body["body"]
+            return 200, found[0], ()
+        if not rest[0].isdigit() or int(rest[0]) not in issues:
+            return 404, {"message": "Not Found"}, ()
+        issue = issues[int(rest[0])]
+        if len(rest) == 1 and method == "PATCH":
+            if "body" in (body or {}):
+                issue["body"] = body["body"]
+            if (body or {}).get("state") in ("open", "closed"):
+                issue["state"] = body["state"]
+                issue["state_reason"] = body.get("state_reason") if body["state"] == "closed" else "reopened"
+            return 200, self.issue_view(issue), ()
+        if rest[1:] == ["comments"]:
+            if method == "GET":
+                mine = [c for c in repo["comments"] if c["issue_number"] == issue["number"]]
+                chosen, headers = self.page(mine, query, 30, 100, path)
+                return 200, chosen, headers
+            if method == "POST":
+                if not isinstance((body or {}).get("body"), str) or len(body["body"]) > 65536:
+                    return 422, {"message": "Validation Failed"}, ()
+                comment = {"id": new_id(), "issue_number": issue["number"], "body": body["body"],
+                           "user": author(token), "created_at": now_iso()}
+                repo["comments"].append(comment)
+                return 201, comment, ()
+        return 404, {"message": "Not Found"}, ()
+
+    @staticmethod
+    def issue_view(issue):
+        view = {k: v for k, v in issue.items() if k != "pull"}
+        view["labels"] = [{"name": label} for label in issue["labels"]]
+        return view
 
     def page(self, items, query, default, largest, path):
         per_page = max(1, min(int(query.get("per_page", default)), largest))
@@ -272,6 +424,27 @@ class Handler(BaseHTTPRequestHandler):
             if method == "POST" and parts == ["deny"]:
                 denied.setdefault(body["token"], set()).update(body["permissions"])
                 return self.answer(204)
+            if method == "POST" and parts == ["token"]:
+                identities[body["token"]] = {k: v for k, v in body.items() if k != "token"}
+                return self.answer(204)
+            if method == "POST" and parts == ["pull"]:
+                repo = repository(body["repository"])
+                number = repo["next_number"]
+                repo["next_number"] += 1
+                pull = {"number": number, "state": "open",
+                        "head": {"sha": body["head_sha"], "ref": body.get("head_ref", "topic"),
+                                 "repo": {"full_name": body.get("head_repository", body["repository"])}},
+                        "base": {"ref": "main", "repo": {"full_name": body["repository"]}}}
+                repo["issues"][number] = {"number": number, "title": body.get("title", "a pull request"), "body": "",
+                                          "labels": [], "state": "open", "state_reason": None,
+                                          "user": {"login": "contributor", "type": "User"},
+                                          "created_at": now_iso(), "pull_request": {"url": ""}, "pull": pull}
+                return self.answer(201, {"number": number})
+            if method == "GET" and parts == ["state"]:
+                repo = repository(query["repository"])
+                return self.answer(200, {
+                    "issues": [self.issue_view(issue) for _, issue in sorted(repo["issues"].items())],
+                    "comments": repo["comments"], "statuses": repo["statuses"], "oidc_sub": repo["oidc_sub"]})
             if method == "POST" and parts == ["fail"]:
                 failures[body["repository"]] = [body.get("count", 1), body.get("status", 502)]
                 return self.answer(204)

@@ -101,6 +101,13 @@ pub enum Command {
     Drift {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// Keep the one GitHub issue labelled LABEL (opened by this token) true to the drift:
+        /// opened on drift, its body replaced when the drift changes (a comment says what
+        /// changed), closed when the account is clean again, reopened when it drifts again. In
+        /// the repository $GITHUB_REPOSITORY (else `[github]`'s), with the token in
+        /// $RECONCILE_ISSUE_TOKEN (else GITHUB_TOKEN or GH_TOKEN): Issues read and write.
+        #[arg(long, value_name = "LABEL")]
+        issue: Option<String>,
         #[command(flatten)]
         since: SinceDays,
         #[command(flatten)]
@@ -137,6 +144,34 @@ pub enum Command {
         /// Break it even when its process still runs on this host.
         #[arg(long)]
         force: bool,
+    },
+    /// Keep one comment with a plan on the open pull request whose head is COMMIT of
+    /// HEAD_REPOSITORY, and set the commit status `reconcile plan` on that commit: for the
+    /// trusted workflow that plans pull requests (forks' included) from their artifacts. The
+    /// repository is --repository, else $GITHUB_REPOSITORY; the token GITHUB_TOKEN or GH_TOKEN
+    /// (pull requests and statuses, write). No AWS call.
+    Comment {
+        /// The pull request's head commit, as the `workflow_run` event gives it (never a number
+        /// the pull request's own artifact claims).
+        #[arg(long, value_name = "COMMIT")]
+        head_sha: String,
+        /// The repository the head commit is in, `owner/name` (a fork's, or this one).
+        #[arg(long, value_name = "OWNER/NAME")]
+        head_repository: String,
+        /// The plan's Markdown (`plan --format markdown`); missing or empty when the plan failed.
+        #[arg(long, value_name = "FILE")]
+        body: PathBuf,
+        /// The plan's exit code, with detailed exit codes: 0 no changes, 2 changes, 3 refused,
+        /// anything else failed.
+        #[arg(long, value_name = "CODE")]
+        plan_exit_code: u8,
+        /// The conclusion of the pull request's own check run (validate, declare --check), as the
+        /// `workflow_run` event gives it: `success`, `failure`, ...
+        #[arg(long, value_name = "CONCLUSION")]
+        check_conclusion: String,
+        /// The repository the pull request is in (default: $GITHUB_REPOSITORY).
+        #[arg(long, value_name = "OWNER/NAME")]
+        repository: Option<String>,
     },
     /// Print the `gh variable set` lines that wire the GitHub repository to the account.
     Outputs {

@@ -371,7 +371,7 @@ pub fn check(
             address: Some(Address::new(ResourceKind::EcrRepository, &ecr.repository)),
             message: format!(
                 "{file}: target `{}` {} `{}`, but desired.toml declares no repository `{}`: declare it under \
-                 `[ecr.repositories]`, and the plan creates it with its lifecycle policy and extends the role to it",
+                 `[ecr.repositories]`, and the plan creates it with its lifecycle policy",
                 reference.target,
                 match reference.field {
                     "tags" => "pushes to",
@@ -560,8 +560,7 @@ target "foo" { tags = ["${REGISTRY}/leak-${LEAK}:t"] }
         assert_eq!(
             finding.message,
             "bake.hcl: target `foo` pushes to `${REGISTRY}/leak-${LEAK}:t`, but desired.toml declares no repository \
-             `leak-${LEAK}`: declare it under `[ecr.repositories]`, and the plan creates it with its lifecycle policy \
-             and extends the role to it"
+             `leak-${LEAK}`: declare it under `[ecr.repositories]`, and the plan creates it with its lifecycle policy"
         );
         assert_eq!(listed.redact(&format!("a {secret} and {HOST}")), "a ${LEAK} and ${REGISTRY}");
         // A variable with no default that the environment does not set is refused, naming it

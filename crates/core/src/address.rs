@@ -24,11 +24,12 @@ pub enum ResourceKind {
     CodebuildWebhook,
     GithubForkPrApproval,
     GithubWorkflowPermissions,
+    GithubOidcSubject,
     GithubVariable,
 }
 
 impl ResourceKind {
-    pub const ALL: [ResourceKind; 15] = [
+    pub const ALL: [ResourceKind; 16] = [
         ResourceKind::IamRoleBoundary,
         ResourceKind::IamRole,
         ResourceKind::IamRolePolicy,
@@ -43,6 +44,7 @@ impl ResourceKind {
         ResourceKind::CodebuildWebhook,
         ResourceKind::GithubForkPrApproval,
         ResourceKind::GithubWorkflowPermissions,
+        ResourceKind::GithubOidcSubject,
         ResourceKind::GithubVariable,
     ];
 
@@ -62,6 +64,7 @@ impl ResourceKind {
             ResourceKind::CodebuildWebhook => "codebuild_webhook",
             ResourceKind::GithubForkPrApproval => "github_fork_pr_approval",
             ResourceKind::GithubWorkflowPermissions => "github_workflow_permissions",
+            ResourceKind::GithubOidcSubject => "github_oidc_subject",
             ResourceKind::GithubVariable => "github_variable",
         }
     }
@@ -102,6 +105,7 @@ impl ResourceKind {
             | ResourceKind::CodebuildWebhook
             | ResourceKind::GithubForkPrApproval
             | ResourceKind::GithubWorkflowPermissions
+            | ResourceKind::GithubOidcSubject
             | ResourceKind::GithubVariable => false,
         }
     }

@@ -344,6 +344,31 @@ impl Plan {
     pub fn account_differs(&self) -> bool {
         self.has_changes() || self.findings.iter().any(Finding::is_drift)
     }
+
+    /// Each way the account differs from desired.toml, as one short stable line, sorted: a change
+    /// by its action and address (an update by each field that differs), a finding that says the
+    /// account differs by its code and address. Two drift checks that find the same drift give the
+    /// same lines, whatever else (attribution, sizes, wording) moved.
+    pub fn differences(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for change in &self.changes {
+            match change.action {
+                Action::Update => lines.extend(
+                    change.field_changes().iter().map(|field| format!("update {}: {}", change.address, field.name)),
+                ),
+                action => lines.push(format!("{} {}", action.as_str(), change.address)),
+            }
+        }
+        for finding in self.findings.iter().filter(|finding| finding.is_drift()) {
+            match &finding.address {
+                Some(address) => lines.push(format!("{} {address}", finding.code)),
+                None => lines.push(finding.code.clone()),
+            }
+        }
+        lines.sort();
+        lines.dedup();
+        lines
+    }
 }
 
 /// Puts changes in the order every format lists them: what destroys something first (a reviewer
@@ -441,6 +466,60 @@ mod tests {
             Value::Object(map) => map,
             _ => panic!("not an object"),
         }
+    }
+
+    #[test]
+    fn the_differences_are_stable_lines_whatever_else_a_drift_check_says() {
+        let change = |kind, name: &str, action, before: Option<Value>, after: Option<Value>| Change {
+            address: Address::new(kind, name),
+            action,
+            before: before.map(object),
+            after: after.map(object),
+            depends_on: vec![],
+        };
+        let finding = |code: &str, severity, address: Option<Address>, message: &str| Finding {
+            code: code.to_owned(),
+            severity,
+            address,
+            message: message.to_owned(),
+            overridden_by: None,
+        };
+        let mut plan = Plan {
+            account: "1".to_owned(),
+            region: "r".to_owned(),
+            changes: vec![
+                change(
+                    ResourceKind::IamRole,
+                    "codebuild",
+                    Action::Update,
+                    Some(json!({ "description": "a", "name": "n", "tags": {} })),
+                    Some(json!({ "description": "b", "name": "n", "tags": { "k": "v" } })),
+                ),
+                change(ResourceKind::EcrRepository, "stray", Action::Delete, Some(json!({})), None),
+            ],
+            findings: vec![
+                finding("S104", Severity::Error, Some(Address::new(ResourceKind::IamCiRole, "plan")), "3 GB"),
+                finding("W303", Severity::Warning, None, "desired.toml's own"),
+                finding("D102", Severity::Error, None, "undeclared"),
+            ],
+            observed: BTreeMap::new(),
+            impacts: BTreeMap::new(),
+            attributions: BTreeMap::new(),
+            attribution_note: None,
+            made_by: None,
+        };
+        let lines = [
+            "D102",
+            "S104 iam_ci_role.plan",
+            "delete ecr_repository.stray",
+            "update iam_role.codebuild: description",
+            "update iam_role.codebuild: tags",
+        ];
+        assert_eq!(plan.differences(), lines);
+        // Another wording, another attribution: the same lines.
+        plan.findings[0].message = "4 GB".to_owned();
+        plan.attribution_note = Some("looked back 7 days".to_owned());
+        assert_eq!(plan.differences(), lines);
     }
 
     fn check(desired: Option<Value>, observed: Option<Value>) -> Option<(Action, Vec<String>)> {

@@ -145,6 +145,17 @@ impl Api {
         }
     }
 
+    /// [`Api::send`] to a path of the API's own (not under the repository), whatever it answers.
+    pub async fn send_any(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        what: &str,
+    ) -> Result<Answer, ReconcileError> {
+        self.send(method, path, body, None, what).await
+    }
+
     /// [`Api::send`], with every answer but a success (or one of `accepted`) an error.
     pub async fn expect(
         &self,

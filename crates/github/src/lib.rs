@@ -8,6 +8,7 @@
 
 mod answers;
 mod api;
+pub mod conversation;
 
 use std::collections::BTreeMap;
 
@@ -33,6 +34,26 @@ pub const UNDECLARED_VARIABLE: &str = "D106";
 
 /// Finding code: the GitHub side was not checked, for want of a token. Stable; never reused.
 pub const NOT_CHECKED: &str = "E102";
+
+/// Finding code: desired.toml's `[github]` repository is not the one this run plans for (a pull
+/// request's desired.toml, planned by the trusted workflow, naming another repository), so the
+/// GitHub side was not read with this run's token. Stable; never reused.
+pub const NOT_THIS_REPOSITORY: &str = "E107";
+
+/// The warning a plan carries when `[github]` names `declared` but the run plans for `expected`
+/// (`RECONCILE_GITHUB_REPOSITORY`): this run's token is never used on another repository.
+pub fn not_this_repository(declared: &str, expected: &str) -> Finding {
+    Finding {
+        code: NOT_THIS_REPOSITORY.to_owned(),
+        severity: Severity::Warning,
+        address: None,
+        message: format!(
+            "desired.toml's [github] repository is `{declared}`, not `{expected}`, the repository this run plans for: \
+             the GitHub side was not read (this run's token is that repository's alone)"
+        ),
+        overridden_by: None,
+    }
+}
 
 /// The one-line warning a plan carries when `[github]` is declared and there is no token to
 /// check it with: the plan is then the AWS side's alone.
@@ -68,6 +89,28 @@ struct WorkflowPermissionsSpec {
     can_approve_pull_request_reviews: bool,
 }
 
+/// The claims every workflow run's OIDC subject is made of (`use_default`: GitHub's, whatever
+/// the list says, which then is empty).
+#[derive(Debug, Serialize, Deserialize)]
+struct OidcSubjectSpec {
+    use_default: bool,
+    include_claim_keys: Vec<String>,
+}
+
+impl OidcSubjectSpec {
+    /// What GitHub answers, in the one form: a default template's keys are ignored.
+    fn of(answer: &Value) -> OidcSubjectSpec {
+        let use_default = answer["use_default"] != false;
+        let keys = answer["include_claim_keys"]
+            .as_array()
+            .map(|keys| keys.iter().filter_map(|key| key.as_str().map(str::to_owned)).collect::<Vec<_>>());
+        OidcSubjectSpec {
+            use_default,
+            include_claim_keys: if use_default { Vec::new() } else { keys.unwrap_or_default() },
+        }
+    }
+}
+
 /// The GitHub resources desired.toml asks for, none without `[github]`. Pure: no client, no
 /// network. `NIGHTLY_ENABLED`, the nightly's on switch, is among them, applied last: only once
 /// every other change of the plan, AWS and GitHub, succeeded.
@@ -89,6 +132,22 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
             }),
         ),
     ];
+    if desired.ci.is_some() {
+        // The CI roles trust subjects made of these claims: their trusts change first.
+        let trusts =
+            reconcile_core::desired::CiPurpose::ALL.map(|purpose| Address::new(ResourceKind::IamCiRole, purpose.key()));
+        resources.push(
+            DesiredResource::new(
+                Address::new(ResourceKind::GithubOidcSubject, &github.repository),
+                &remote,
+                reconcile_core::spec::attributes(&OidcSubjectSpec {
+                    use_default: false,
+                    include_claim_keys: reconcile_core::desired::SUBJECT_CLAIMS.map(str::to_owned).to_vec(),
+                }),
+            )
+            .depending_on(trusts),
+        );
+    }
     let derived = reconcile_core::variables::derived(desired, account);
     let by_hand = github.variables.iter().map(|(name, value)| (name.as_str(), value.clone()));
     for (name, value) in derived.into_iter().chain(by_hand) {
@@ -109,6 +168,7 @@ reconcile_core::resource_kinds! {
     pub enum GithubKind {
         ForkPrApproval = GithubForkPrApproval,
         WorkflowPermissions = GithubWorkflowPermissions,
+        OidcSubject = GithubOidcSubject,
         Variable = GithubVariable,
     }
 }
@@ -227,6 +287,7 @@ impl GithubReconciler {
 
 const APPROVAL_PATH: &str = "/actions/permissions/fork-pr-contributor-approval";
 const WORKFLOW_PATH: &str = "/actions/permissions/workflow";
+const OIDC_SUBJECT_PATH: &str = "/actions/oidc/customization/sub";
 
 #[async_trait]
 impl Reconciler for GithubReconciler {
@@ -238,7 +299,8 @@ impl Reconciler for GithubReconciler {
         let wants_variables = desired.iter().any(|r| r.address.kind == ResourceKind::GithubVariable);
         let settings = desired.iter().find(|r| r.address.kind == ResourceKind::GithubForkPrApproval);
         let permissions = desired.iter().find(|r| r.address.kind == ResourceKind::GithubWorkflowPermissions);
-        let (variables, approval, workflow, hook) = futures::join!(
+        let template = desired.iter().find(|r| r.address.kind == ResourceKind::GithubOidcSubject);
+        let (variables, approval, workflow, hook, subject) = futures::join!(
             async { if wants_variables { self.variables().await.map(Some) } else { Ok(None) } },
             async {
                 match settings {
@@ -258,8 +320,17 @@ impl Reconciler for GithubReconciler {
                 }
             },
             async { if settings.or(permissions).is_some() { self.runner_hook().await } else { Ok(None) } },
+            async {
+                match template {
+                    Some(r) => self
+                        .setting(&r.address, OIDC_SUBJECT_PATH, "read the OIDC subject claim template")
+                        .await
+                        .map(Some),
+                    None => Ok(None),
+                }
+            },
         );
-        let (variables, approval, workflow) = (variables?, approval?, workflow?);
+        let (variables, approval, workflow, subject) = (variables?, approval?, workflow?, subject?);
         let mut observations = Observations::default();
         observations.replace.extend(hook?);
         for resource in desired {
@@ -271,6 +342,9 @@ impl Reconciler for GithubReconciler {
                     })),
                     None => Observed::Absent,
                 },
+                ResourceKind::GithubOidcSubject => Observed::Present(reconcile_core::spec::attributes(
+                    &OidcSubjectSpec::of(&subject.clone().unwrap_or_default()),
+                )),
                 ResourceKind::GithubForkPrApproval => {
                     let policy = approval.as_ref().and_then(|a| a["approval_policy"].as_str()).unwrap_or_default();
                     Observed::Present(reconcile_core::spec::attributes(&ApprovalSpec {
@@ -333,10 +407,24 @@ impl Reconciler for GithubReconciler {
                 )
                 .await
             }
+            (GithubKind::OidcSubject, Action::Create | Action::Update) => {
+                self.put_setting::<OidcSubjectSpec>(change, OIDC_SUBJECT_PATH, "set the OIDC subject claim template")
+                    .await
+            }
             (
-                GithubKind::Variable | GithubKind::ForkPrApproval | GithubKind::WorkflowPermissions,
+                GithubKind::Variable
+                | GithubKind::ForkPrApproval
+                | GithubKind::WorkflowPermissions
+                | GithubKind::OidcSubject,
                 Action::Delete | Action::Replace,
             ) => Err(ReconcileError::never(address, "delete")),
         }
+    }
+
+    /// The subject template decides which runs the CI roles' trusts admit: the apply role
+    /// changing it could change who may act as reconcile.
+    fn administrators_only(&self, change: &Change) -> Option<&'static str> {
+        (change.address.kind == ResourceKind::GithubOidcSubject)
+            .then_some("the OIDC subject template: which runs each CI role's trust admits")
     }
 }

@@ -92,4 +92,36 @@ impl GithubServer {
         let body = serde_json::json!({ "repository": repository, "count": count, "kind": kind });
         assert_eq!(self.call("POST", "/_test/rate-limit", "test", &body).0, 204);
     }
+
+    /// Makes `token` a workflow's `GITHUB_TOKEN` (no login; what it writes is a bot's), read
+    /// only for a fork's pull request.
+    pub fn workflow_token(&self, token: &str, read_only: bool) {
+        let body = serde_json::json!({ "token": token, "workflow": true, "read_only": read_only });
+        assert_eq!(self.call("POST", "/_test/token", "test", &body).0, 204);
+    }
+
+    /// Makes `token` a person's, `login`.
+    pub fn person_token(&self, token: &str, login: &str) {
+        let body = serde_json::json!({ "token": token, "login": login });
+        assert_eq!(self.call("POST", "/_test/token", "test", &body).0, 204);
+    }
+
+    /// Opens a pull request on `repository` whose head is commit `sha` of `head_repository`
+    /// (`owner/name`: a fork's, or the repository itself). Its number.
+    pub fn pull_request(&self, repository: &str, sha: &str, head_repository: &str) -> u64 {
+        let body = serde_json::json!({
+            "repository": repository, "head_sha": sha, "head_repository": head_repository, "head_ref": "topic",
+        });
+        let (status, answer) = self.call("POST", "/_test/pull", "test", &body);
+        assert_eq!(status, 201, "{answer}");
+        answer["number"].as_u64().expect("a number")
+    }
+
+    /// `repository`'s pull requests and issues, comments, statuses and OIDC subject template.
+    pub fn state(&self, repository: &str) -> serde_json::Value {
+        let (status, state) =
+            self.call("GET", &format!("/_test/state?repository={repository}"), "test", &serde_json::Value::Null);
+        assert_eq!(status, 200, "{state}");
+        state
+    }
 }

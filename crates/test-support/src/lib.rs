@@ -538,7 +538,7 @@ impl Markup {
     }
 
     /// Panics, saying what, unless the comment renders nothing but text, code and reconcile's own
-    /// `<details>` blocks, each closed.
+    /// `<details>` blocks, each closed, and its own hidden markers (`<!-- reconcile:... -->`).
     pub fn assert_inert(markdown: &str) {
         let markup = Markup::of(markdown);
         let ours = ["<details>", "<summary>", "</summary>", "</details>", "<code>", "</code>"];
@@ -547,7 +547,12 @@ impl Markup {
             .iter()
             .flat_map(|html| html.split_inclusive('>').map(str::trim).filter(|t| t.starts_with('<')).map(str::to_owned))
             .collect();
-        let foreign: Vec<&String> = tags.iter().filter(|tag| !ours.contains(&tag.as_str())).collect();
+        let marker = |tag: &str| {
+            tag.strip_prefix("<!-- reconcile:").and_then(|t| t.strip_suffix(" -->")).is_some_and(|name| {
+                name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_ %.:/@[]".contains(&b)) && !name.contains("--")
+            })
+        };
+        let foreign: Vec<&String> = tags.iter().filter(|tag| !ours.contains(&tag.as_str()) && !marker(tag)).collect();
         assert!(foreign.is_empty(), "HTML that is not reconcile's: {foreign:?}\n{markdown}");
         let count = |tag: &str| tags.iter().filter(|t| *t == tag).count();
         assert_eq!(count("<details>"), count("</details>"), "details opened and closed:\n{markdown}");

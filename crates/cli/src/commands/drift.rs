@@ -15,7 +15,16 @@ use crate::output::{Output, color_on, out};
 use crate::session::Session;
 use crate::summary::step_summary;
 
-pub async fn run(session: &Session<Aws>, color: ColorChoice, format: Format, since_days: u32) -> Result<u8, CliError> {
+/// The drift issue to keep true, when asked: the repository's API and the issue's label.
+pub type Issue = (reconcile_github::Api, String);
+
+pub async fn run(
+    session: &Session<Aws>,
+    color: ColorChoice,
+    format: Format,
+    since_days: u32,
+    issue: Option<Issue>,
+) -> Result<u8, CliError> {
     let mut drift = session.drift().await?;
     // Who made each difference, from CloudTrail: it only informs, too.
     crate::attribution::attribute(session.backend(), &mut drift, &session.inputs().desired, since_days).await;
@@ -26,7 +35,42 @@ pub async fn run(session: &Session<Aws>, color: ColorChoice, format: Format, sin
     tracing::info!("drift: {}", aws.requests);
     let output = Output::new(color_on(color, std::io::stdout().is_terminal()));
     print(&output, &plan, &registry, format)?;
+    if let Some((api, label)) = issue {
+        keep_issue(api, &label, &plan, &registry).await?;
+    }
     Ok(if plan.account_differs() { exit::CHANGES } else { exit::OK })
+}
+
+/// Keeps the drift issue true to this check: the report and its differences when the account
+/// differs, none when it does not. Says what it did on stderr.
+async fn keep_issue(api: reconcile_github::Api, label: &str, plan: &Plan, registry: &Usage) -> Result<(), CliError> {
+    use reconcile_github::conversation::{Conversation, Drift, Outcome};
+    let failed = |error: reconcile_core::ReconcileError| CliError::Other(anyhow::Error::new(error));
+    let drift = plan.account_differs().then(|| {
+        let items = plan.differences();
+        let report = comment(plan, registry, GITHUB_COMMENT_LIMIT.saturating_sub(Drift::overhead(&items)));
+        Drift { items, report }
+    });
+    let conversation = Conversation::connect(api).await.map_err(failed)?;
+    let outcome = conversation.keep_drift_issue(label, drift.as_ref()).await.map_err(failed)?;
+    let said = match outcome {
+        Outcome::Created(number) => format!("opened drift issue #{number}"),
+        Outcome::Updated(number) => format!("updated drift issue #{number}: the drift changed"),
+        Outcome::Unchanged(number) => format!("left drift issue #{number} as it was: the same drift"),
+        Outcome::Closed(number) => format!("closed drift issue #{number}: the account matches desired.toml"),
+        Outcome::Reopened(number) => format!("reopened drift issue #{number}: the account drifted again"),
+        Outcome::Nothing => "no drift, and no open drift issue: nothing to say".to_owned(),
+    };
+    eprintln!("{said}");
+    Ok(())
+}
+
+/// The drift comment of at most `limit` characters: the plan, then the registry's summary.
+fn comment(plan: &Plan, registry: &Usage, limit: usize) -> String {
+    // The registry's summary is bounded; the plan gets what is left of the limit.
+    let summary = usage::summary_text(registry, true);
+    let budget = limit.saturating_sub(summary.len() + 1);
+    format!("{}\n{summary}", reconcile_core::markdown::titled(plan, budget, "drift"))
 }
 
 /// The drift check's output: the plan, then what the registry holds and costs.
@@ -42,10 +86,7 @@ fn print(output: &Output, plan: &Plan, registry: &Usage, format: Format) -> Resu
             out(&format!("{}\n", json::to_pretty(&value)))?;
         }
         Format::Markdown => {
-            // The registry's summary is bounded; the plan gets what is left of GitHub's limit.
-            let summary = usage::summary_text(registry, true);
-            let budget = GITHUB_COMMENT_LIMIT.saturating_sub(summary.len() + 1);
-            let comment = format!("{}\n{summary}", reconcile_core::markdown::titled(plan, budget, "drift"));
+            let comment = comment(plan, registry, GITHUB_COMMENT_LIMIT);
             out(&comment)?;
             step_summary(&comment)?;
         }

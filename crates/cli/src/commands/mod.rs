@@ -2,6 +2,7 @@
 //! what it returns, pick the exit code. What a run *is* lives in `crate::session`.
 
 mod apply;
+mod comment;
 mod cost;
 mod declare;
 mod docs;
@@ -56,10 +57,22 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             };
             apply::run(&session, color, format, request).await
         }
-        Command::Drift { format, since, bake, prune } => {
+        Command::Drift { format, issue, since, bake, prune } => {
             let inputs = Inputs::load(&desired, bake.bake.as_deref(), prune.prune, false)?;
+            // The issue's repository and token are known before any AWS call.
+            let issue = match issue {
+                Some(label) => {
+                    Some((crate::github::conversation(&inputs.desired, None, crate::github::ISSUE_TOKENS)?, label))
+                }
+                None => None,
+            };
             let session = session(inputs, Purpose::Read, parallelism).await?;
-            drift::run(&session, color, format, since.since_days).await
+            drift::run(&session, color, format, since.since_days, issue).await
+        }
+        Command::Comment { head_sha, head_repository, body, plan_exit_code, check_conclusion, repository } => {
+            let request =
+                comment::Request { head_sha, head_repository, body, plan_exit_code, check_conclusion, repository };
+            comment::run(request).await
         }
         Command::Unlock { force } => {
             let inputs = Inputs::load(&desired, None, false, false)?;

@@ -26,6 +26,12 @@ tags = { project = "rocm-bake", managed-by = "reconcile" }
 
 const PROVIDER_HOST: &str = "token.actions.githubusercontent.com";
 
+/// The subject GitHub mints, with the template reconcile manages (`repo`, `context`,
+/// `job_workflow_ref`), for a job of `workflow` on the default branch of `repository` in `context`.
+pub fn subject(repository: &str, context: &str, workflow: &str) -> String {
+    format!("repo:{repository}:{context}:job_workflow_ref:{repository}/.github/workflows/{workflow}@refs/heads/main")
+}
+
 fn desired_with_ci() -> DesiredFile {
     desired_file(&format!("{}{CI}", small_account_with_runner(&["pytorch", "pytorch-cache"])))
 }
@@ -83,9 +89,9 @@ async fn an_empty_account_gets_the_provider_and_three_roles_each_trusting_exactl
     assert_eq!(provider.client_id_list(), ["sts.amazonaws.com"]);
 
     for (role, subject) in [
-        ("rocm-bake-reconcile-plan", "repo:ROCm/rocm-bake:pull_request"),
-        ("rocm-bake-reconcile-drift", "repo:ROCm/rocm-bake:ref:refs/heads/main"),
-        ("rocm-bake-reconcile-apply", "repo:ROCm/rocm-bake:environment:aws-production"),
+        ("rocm-bake-reconcile-plan", subject("ROCm/rocm-bake", "ref:refs/heads/main", "pull-request-plan.yml")),
+        ("rocm-bake-reconcile-drift", subject("ROCm/rocm-bake", "ref:refs/heads/main", "nightly-drift.yml")),
+        ("rocm-bake-reconcile-apply", subject("ROCm/rocm-bake", "environment:aws-production", "apply-after-merge.yml")),
     ] {
         let trust = trust_of(&iam, role).await;
         assert_eq!(trust["Version"], "2012-10-17", "{role}");
@@ -173,7 +179,7 @@ async fn a_trust_widened_to_the_whole_organisation_is_a_security_finding_and_dri
     let narrowed = trust_of(&iam, "rocm-bake-reconcile-plan").await;
     assert_eq!(
         narrowed["Statement"][0]["Condition"]["StringEquals"]["token.actions.githubusercontent.com:sub"],
-        json!(["repo:ROCm/rocm-bake:pull_request"])
+        json!([subject("ROCm/rocm-bake", "ref:refs/heads/main", "pull-request-plan.yml")])
     );
     assert!(narrowed["Statement"][0]["Condition"].get("StringLike").is_none());
     assert_eq!(reconcile(&account, &desired.path, &["drift"]).code, 0);
@@ -188,14 +194,15 @@ async fn a_trust_widened_to_the_whole_organisation_is_a_security_finding_and_dri
                     "Condition": { "StringEquals": { "token.actions.githubusercontent.com:aud": "sts.amazonaws.com",
                                                      "token.actions.githubusercontent.com:sub": "repo:someone/else:pull_request" } } }),
             "this plan changes whom CI role `rocm-bake-reconcile-drift` trusts: after it, the runs whose subject is \
-             `repo:ROCm/rocm-bake:ref:refs/heads/main` can act as it (desired.toml), where \
-             `repo:someone/else:pull_request` can now (the account)",
+             `repo:ROCm/rocm-bake:ref:refs/heads/main:job_workflow_ref:ROCm/rocm-bake/.github/workflows/\
+             nightly-drift.yml@refs/heads/main` can act as it (desired.toml), where `repo:someone/else:pull_request` \
+             can now (the account)",
         ),
         (
             "no audience",
             json!({ "Effect": "Allow", "Principal": { "Federated": format!("arn:aws:iam::{}:oidc-provider/{PROVIDER_HOST}", account.id) },
                     "Action": "sts:AssumeRoleWithWebIdentity",
-                    "Condition": { "StringEquals": { "token.actions.githubusercontent.com:sub": "repo:ROCm/rocm-bake:pull_request" } } }),
+                    "Condition": { "StringEquals": { "token.actions.githubusercontent.com:sub": subject("ROCm/rocm-bake", "ref:refs/heads/main", "nightly-drift.yml") } } }),
             "it does not require the audience `sts.amazonaws.com`",
         ),
         (
@@ -324,9 +331,9 @@ async fn a_pull_request_changing_the_repository_is_an_error_naming_who_would_be_
         [("error", "iam_ci_role.apply"), ("error", "iam_ci_role.drift"), ("error", "iam_ci_role.plan")]
     );
     for (role, subject) in [
-        ("plan", "repo:attacker/rocm-bake:pull_request"),
-        ("drift", "repo:attacker/rocm-bake:ref:refs/heads/main"),
-        ("apply", "repo:attacker/rocm-bake:environment:aws-production"),
+        ("plan", subject("attacker/rocm-bake", "ref:refs/heads/main", "pull-request-plan.yml")),
+        ("drift", subject("attacker/rocm-bake", "ref:refs/heads/main", "nightly-drift.yml")),
+        ("apply", subject("attacker/rocm-bake", "environment:aws-production", "apply-after-merge.yml")),
     ] {
         let finding =
             findings.iter().find(|f| f["code"] == "D108" && f["address"] == format!("iam_ci_role.{role}")).unwrap();
@@ -343,8 +350,10 @@ async fn a_pull_request_changing_the_repository_is_an_error_naming_who_would_be_
     // A hand-widened trust is still a widening, with desired.toml unchanged.
     let iam = Iam::new(&account.sdk_config());
     let mut widened = trust_of(&iam, "rocm-bake-reconcile-plan").await;
-    widened["Statement"][0]["Condition"]["StringEquals"]["token.actions.githubusercontent.com:sub"] =
-        json!(["repo:ROCm/rocm-bake:pull_request", "repo:attacker/rocm-bake:pull_request"]);
+    widened["Statement"][0]["Condition"]["StringEquals"]["token.actions.githubusercontent.com:sub"] = json!([
+        subject("ROCm/rocm-bake", "ref:refs/heads/main", "pull-request-plan.yml"),
+        subject("attacker/rocm-bake", "ref:refs/heads/main", "pull-request-plan.yml")
+    ]);
     iam.update_assume_role_policy()
         .role_name("rocm-bake-reconcile-plan")
         .policy_document(widened.to_string())

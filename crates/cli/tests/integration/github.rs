@@ -26,7 +26,7 @@ fn run(account: &TestAccount, token: Option<&str>, desired: &std::path::Path, ar
 }
 
 /// The hook CodeBuild makes on the repository when its webhook is created.
-fn codebuild_hook(repository: &str, active: bool, events: &[&str]) -> u64 {
+pub fn codebuild_hook(repository: &str, active: bool, events: &[&str]) -> u64 {
     let body = json!({
         "name": "web",
         "active": active,

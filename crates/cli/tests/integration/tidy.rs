@@ -67,7 +67,7 @@ async fn every_example_desired_file_validates() {
 fn example_workflows_parse_and_call_real_commands() {
     let mut files = Vec::new();
     files_under(&workspace_root().join("examples/github-workflows"), "yml", &mut files);
-    assert_eq!(files.len(), 3);
+    assert_eq!(files.len(), 4);
     let script = r#"
 import json, sys, yaml
 workflow = yaml.safe_load(open(sys.argv[1]))
@@ -106,19 +106,25 @@ print(json.dumps(runs))
     }
 }
 
-/// The pull request's plan is posted when it is refused (exit 3) too: that is when reviewers most
-/// need it. The comment step runs after the plan step lets exit 3 through, and the job fails
-/// after posting.
+/// The pull request's plan is posted whatever it concludes: refused (exit 3) is when reviewers
+/// most need it, and a plan that failed is said to have failed. The trusted workflow's plan step
+/// lets every exit code through to the comment step, which reports it as the commit status; the
+/// untrusted check hands its files on even when it failed, and only then fails.
 #[test]
-fn the_pull_request_workflow_posts_a_refused_plan_then_fails() {
-    let workflow =
-        std::fs::read_to_string(workspace_root().join("examples/github-workflows/plan-on-pull-request.yml")).unwrap();
-    let plan = workflow.find("reconcile plan --format markdown").unwrap();
-    let lets_3_through = workflow[plan..].find("[ \"$code\" -ne 3 ]").map(|at| plan + at);
-    let comment = workflow.find("sticky-pull-request-comment").unwrap();
-    let fails = workflow.find("if: steps.plan.outputs.exit-code == '3'").unwrap();
-    assert!(lets_3_through.is_some_and(|at| at < comment), "the plan step lets exit 3 through to the comment");
-    assert!(comment < fails, "the job fails on a refusal only after posting it");
+fn the_pull_request_workflows_post_every_plan_and_hand_on_every_check() {
+    let read =
+        |name: &str| std::fs::read_to_string(workspace_root().join("examples/github-workflows").join(name)).unwrap();
+    let plan = read("pull-request-plan.yml");
+    let planned = plan.find("reconcile plan --desired").unwrap();
+    let set_e = plan[..planned].rfind("set +e").unwrap();
+    assert!(plan[set_e..planned].lines().count() <= 2, "the plan step lets every exit code through");
+    let comment = plan.find("reconcile comment").unwrap();
+    assert!(planned < comment && plan[comment..].contains("--plan-exit-code \"$PLAN_EXIT_CODE\""));
+    assert!(!plan.contains("actions/checkout"), "the trusted workflow checks out nothing");
+    let check = read("pull-request-check.yml");
+    let upload = check.find("actions/upload-artifact").unwrap();
+    assert!(check[..upload].rfind("if: always()").is_some_and(|at| upload - at < 40), "handed on even on failure");
+    assert!(check.find("exit 1").is_some_and(|fails| fails > upload), "fails only after handing the files on");
 }
 
 /// The command line's modules form no circle: a module that another one uses never uses it back,
@@ -251,7 +257,7 @@ fn workflows_pin_actions_by_commit_and_install_reconcile_with_the_action() {
     let mut files = vec![root.join("action.yml"), root.join("README.md")];
     files_under(&root.join(".github/workflows"), "yml", &mut files);
     files_under(&root.join("examples/github-workflows"), "yml", &mut files);
-    assert_eq!(files.len(), 7, "{files:?}");
+    assert_eq!(files.len(), 8, "{files:?}");
     for file in &files {
         let text = std::fs::read_to_string(file).unwrap();
         assert!(

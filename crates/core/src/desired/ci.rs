@@ -24,6 +24,15 @@ pub const GITHUB_OIDC_HOST: &str = "token.actions.githubusercontent.com";
 /// The audience GitHub's tokens carry for AWS (what `configure-aws-credentials` asks for).
 pub const GITHUB_OIDC_AUDIENCE: &str = "sts.amazonaws.com";
 
+/// The claims every workflow run's OIDC subject is made of, with `[ci]` declared: the repository
+/// (`repo:OWNER/NAME`), the run's context (`environment:NAME`, `ref:REF` or `pull_request`) and
+/// the workflow file that runs the job (`job_workflow_ref:OWNER/NAME/.github/workflows/FILE@REF`).
+/// GitHub's default (`repo` and `context`) cannot tell apart two workflows on the default
+/// branch: the trusted pull-request plan and the drift check. reconcile manages the repository's
+/// template (`github_oidc_subject.<repository>`) so that the subjects below are the ones GitHub
+/// mints.
+pub const SUBJECT_CLAIMS: [&str; 3] = ["repo", "context", "job_workflow_ref"];
+
 /// What a CI role is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum CiPurpose {
@@ -66,6 +75,8 @@ impl CiPurpose {
 pub struct Ci {
     /// Plan, drift, apply: in that order.
     pub roles: Vec<CiRole>,
+    /// The default branch, whose workflow files the roles trust.
+    pub branch: String,
     /// Seconds, 3600 to 43200, for every CI role.
     pub max_session_duration: u32,
     /// On the identity provider and every CI role.
@@ -76,7 +87,10 @@ pub struct Ci {
 pub struct CiRole {
     pub purpose: CiPurpose,
     pub name: String,
-    /// The one `sub` claim the role trusts, such as `repo:ROCm/rocm-bake:pull_request`.
+    /// The workflow file (under `.github/workflows/`) whose jobs assume the role.
+    pub workflow: String,
+    /// The one `sub` claim the role trusts, in the form [`SUBJECT_CLAIMS`] makes:
+    /// `repo:ROCm/rocm-bake:ref:refs/heads/main:job_workflow_ref:ROCm/rocm-bake/.github/workflows/pull-request-plan.yml@refs/heads/main`.
     pub subject: String,
 }
 
@@ -89,7 +103,8 @@ impl Ci {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawCi {
-    /// The role pull-request workflows assume to plan (read only).
+    /// The role the trusted pull-request plan workflow (`workflow_run`, on `branch`) assumes to
+    /// plan (read only).
     #[schemars(with = "String")]
     plan_role: Spanned<String>,
     /// The role the scheduled drift check on `branch` assumes (read only).
@@ -98,9 +113,18 @@ pub(super) struct RawCi {
     /// The role the apply job, in `environment`, assumes.
     #[schemars(with = "String")]
     apply_role: Spanned<String>,
-    /// The branch the drift check runs on; default `main`.
+    /// The default branch, whose workflow files the roles trust; default `main`.
     #[schemars(with = "Option<String>")]
     branch: Option<Spanned<String>>,
+    /// The trusted plan workflow's file under `.github/workflows/`; default `pull-request-plan.yml`.
+    #[schemars(with = "Option<String>")]
+    plan_workflow: Option<Spanned<String>>,
+    /// The drift check's workflow file; default `nightly-drift.yml`.
+    #[schemars(with = "Option<String>")]
+    drift_workflow: Option<Spanned<String>>,
+    /// The apply workflow's file; default `apply-after-merge.yml`.
+    #[schemars(with = "Option<String>")]
+    apply_workflow: Option<Spanned<String>>,
     /// The GitHub environment (with required reviewers) the apply job runs in.
     #[schemars(with = "String")]
     environment: Spanned<String>,
@@ -144,13 +168,28 @@ pub(super) fn convert(
     if let Err(why) = check_environment(raw.environment.get_ref()) {
         errors.push(locate.error(Some(raw.environment.span()), "ci.environment", why));
     }
+    let mut workflow = |written: &Option<Spanned<String>>, key: &str, default: &str| -> String {
+        let Some(written) = written else { return default.to_owned() };
+        if let Err(why) = check_workflow(written.get_ref()) {
+            errors.push(locate.error(Some(written.span()), &format!("ci.{key}"), why));
+        }
+        written.get_ref().clone()
+    };
+    let workflows = [
+        workflow(&raw.plan_workflow, "plan_workflow", "pull-request-plan.yml"),
+        workflow(&raw.drift_workflow, "drift_workflow", "nightly-drift.yml"),
+        workflow(&raw.apply_workflow, "apply_workflow", "apply-after-merge.yml"),
+    ];
+    let on_branch = format!("ref:refs/heads/{branch}");
+    let environment = format!("environment:{}", raw.environment.get_ref());
     let subjects = [
-        (CiPurpose::Plan, &raw.plan_role, format!("repo:{repository}:pull_request")),
-        (CiPurpose::Drift, &raw.drift_role, format!("repo:{repository}:ref:refs/heads/{branch}")),
-        (CiPurpose::Apply, &raw.apply_role, format!("repo:{repository}:environment:{}", raw.environment.get_ref())),
+        (CiPurpose::Plan, &raw.plan_role, &on_branch, &workflows[0]),
+        (CiPurpose::Drift, &raw.drift_role, &on_branch, &workflows[1]),
+        (CiPurpose::Apply, &raw.apply_role, &environment, &workflows[2]),
     ];
     let mut roles = Vec::new();
-    for (purpose, name, subject) in subjects {
+    for (purpose, name, context, workflow) in subjects {
+        let subject = subject(&repository, context, workflow, branch);
         let key = format!("ci.{}_role", purpose.key());
         if let Err(why) = super::iam::check_iam_name(name.get_ref(), 64) {
             errors.push(locate.error(Some(name.span()), &key, why));
@@ -178,7 +217,7 @@ pub(super) fn convert(
                 ),
             ));
         }
-        roles.push(CiRole { purpose, name: name.get_ref().clone(), subject });
+        roles.push(CiRole { purpose, name: name.get_ref().clone(), workflow: workflow.clone(), subject });
     }
     let max_session_duration = raw.max_session_duration.as_ref().map_or(3600, |d| *d.get_ref());
     if let Some(duration) = &raw.max_session_duration
@@ -192,7 +231,29 @@ pub(super) fn convert(
     }
     let mut tags = BTreeMap::new();
     convert_tags(locate, "ci", &raw.tags, &mut tags, errors);
-    Ci { roles, max_session_duration, tags }
+    Ci { roles, branch: branch.to_owned(), max_session_duration, tags }
+}
+
+/// The `sub` GitHub mints, with the template [`SUBJECT_CLAIMS`], for a job of `workflow` (a file
+/// under `.github/workflows/` on `branch`) of `repository` running in `context`.
+fn subject(repository: &str, context: &str, workflow: &str, branch: &str) -> String {
+    format!(
+        "repo:{repository}:{context}:job_workflow_ref:{repository}/.github/workflows/{workflow}@refs/heads/{branch}"
+    )
+}
+
+/// A workflow file's name: letters, digits and `._-`, ending `.yml` or `.yaml` (nothing that
+/// could read as a pattern, a path or another claim).
+fn check_workflow(file: &str) -> Result<(), String> {
+    let valid = (file.ends_with(".yml") || file.ends_with(".yaml"))
+        && file.len() <= 255
+        && file.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+        && !file.starts_with('.');
+    if valid {
+        Ok(())
+    } else {
+        Err(format!("`{file}` is not a workflow file name: letters, digits and `._-`, ending `.yml` or `.yaml`"))
+    }
 }
 
 /// A branch name as it appears in a `sub` claim: git's rules, narrowed to what a condition
@@ -244,17 +305,39 @@ mod tests {
         let ci = parse(ROLES).ci.unwrap();
         let subjects: Vec<(CiPurpose, &str, &str)> =
             ci.roles.iter().map(|r| (r.purpose, r.name.as_str(), r.subject.as_str())).collect();
+        let file = |name: &str| format!("job_workflow_ref:ROCm/rocm-bake/.github/workflows/{name}@refs/heads/main");
         assert_eq!(
             subjects,
             [
-                (CiPurpose::Plan, "p", "repo:ROCm/rocm-bake:pull_request"),
-                (CiPurpose::Drift, "d", "repo:ROCm/rocm-bake:ref:refs/heads/main"),
-                (CiPurpose::Apply, "a", "repo:ROCm/rocm-bake:environment:aws-production"),
+                (
+                    CiPurpose::Plan,
+                    "p",
+                    format!("repo:ROCm/rocm-bake:ref:refs/heads/main:{}", file("pull-request-plan.yml")).as_str()
+                ),
+                (
+                    CiPurpose::Drift,
+                    "d",
+                    format!("repo:ROCm/rocm-bake:ref:refs/heads/main:{}", file("nightly-drift.yml")).as_str()
+                ),
+                (
+                    CiPurpose::Apply,
+                    "a",
+                    format!("repo:ROCm/rocm-bake:environment:aws-production:{}", file("apply-after-merge.yml"))
+                        .as_str()
+                ),
             ]
         );
         assert_eq!((ci.max_session_duration, ci.tags.len()), (3600, 0));
-        let release = parse(&format!("{ROLES}branch = \"release/7.1\"\nmax_session_duration = 7200\n")).ci.unwrap();
-        assert_eq!(release.role(CiPurpose::Drift).unwrap().subject, "repo:ROCm/rocm-bake:ref:refs/heads/release/7.1");
+        let release = parse(&format!(
+            "{ROLES}branch = \"release/7.1\"\nmax_session_duration = 7200\ndrift_workflow = \"drift.yaml\"\n"
+        ))
+        .ci
+        .unwrap();
+        assert_eq!(
+            release.role(CiPurpose::Drift).unwrap().subject,
+            "repo:ROCm/rocm-bake:ref:refs/heads/release/7.1:job_workflow_ref:ROCm/rocm-bake/.github/workflows/\
+             drift.yaml@refs/heads/release/7.1"
+        );
         assert_eq!(release.max_session_duration, 7200);
         assert_eq!(
             CiPurpose::ALL.map(CiPurpose::variable),
@@ -273,6 +356,12 @@ mod tests {
         }
         for environment in ["a:b", "prod*", " prod", "", "a/b"] {
             assert!(super::check_environment(environment).is_err(), "{environment}");
+        }
+        for workflow in ["x", "a/b.yml", "../x.yml", "*.yml", "a:b.yml", ".yml", "x.yml@main"] {
+            assert!(super::check_workflow(workflow).is_err(), "{workflow}");
+        }
+        for workflow in ["pull-request-plan.yml", "drift_1.yaml"] {
+            assert!(super::check_workflow(workflow).is_ok(), "{workflow}");
         }
         assert!(super::check_environment("aws production_1.x").is_ok());
     }

@@ -24,7 +24,7 @@ use toml::Spanned;
 
 use crate::plan::Severity;
 
-pub use ci::{Ci, CiPurpose, CiRole, GITHUB_OIDC_AUDIENCE, GITHUB_OIDC_HOST};
+pub use ci::{Ci, CiPurpose, CiRole, GITHUB_OIDC_AUDIENCE, GITHUB_OIDC_HOST, SUBJECT_CLAIMS};
 pub use codebuild::{
     Codebuild, NOT_A_RUNNER, ONLY_EVENT_FILTER, Project, Webhook, WebhookFilter, WebhookScope, log_group,
 };
