@@ -14,8 +14,10 @@
 #                         setup action keys its cache on them).
 #
 # RECONCILE_DOWNLOAD_URL overrides where the release's files are (a mirror, or the tests'
-# loopback server): https, or http on loopback only. RECONCILE_REPOSITORY names the repository
-# the attestation must come from (default ROCm/reconcile).
+# loopback server): https, or http to a literal loopback address (127.0.0.1, [::1]) only, never
+# with a user name or password in it; a redirect is followed to https only. RECONCILE_REPOSITORY
+# names the repository the attestation must come from (default ROCm/reconcile). Downloads need
+# curl (wget cannot be told to follow redirects to https only).
 #
 # A mismatch, a missing sum, a failed attestation: one line on stderr, exit 1, nothing installed.
 set -euo pipefail
@@ -43,9 +45,10 @@ if [ -z "$version" ]; then
   version="$(sed -n 's/^version = "\(.*\)"$/\1/p' "$manifest" | head -n 1)"
 fi
 version="${version#v}"
-# The version lands in a URL and a cache key: nothing but a version, or `latest`.
-if [ "$version" != latest ] && ! printf '%s\n' "$version" | grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?$'; then
-  die "\"$version\" is not a version (like 0.1.0) or latest"
+# The version lands in a URL, a cache key and the action's outputs: nothing but a version, or
+# `latest`, matched as one string (a line-by-line match would let a second line through).
+if [ "$version" != latest ] && ! [[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?$ ]]; then
+  die "$(printf '%q' "$version") is not a version (like 0.1.0) or latest"
 fi
 
 if [ -z "$target" ]; then
@@ -57,7 +60,7 @@ if [ -z "$target" ]; then
     *) die "no release is built for $(uname -s) $(uname -m)" ;;
   esac
 fi
-printf '%s\n' "$target" | grep -Eq '^[a-z0-9_]+(-[a-z0-9_]+){2,3}$' || die "\"$target\" is not a target triple"
+[[ "$target" =~ ^[a-z0-9_]+(-[a-z0-9_]+){2,3}$ ]] || die "$(printf '%q' "$target") is not a target triple"
 
 if $resolve; then
   echo "version=$version"
@@ -72,20 +75,30 @@ else
 fi
 base="${RECONCILE_DOWNLOAD_URL:-$default_url}"
 base="${base%/}"
-case "$base" in
-  https://*) ;;
-  http://127.0.0.1:* | http://127.0.0.1/* | http://localhost:* | http://localhost/* | http://\[::1\]:*) ;;
-  *) die "refusing $base: downloads are https (or http on loopback)" ;;
+# The URL parsed, not matched by a pattern: its scheme, and its authority (up to the first `/`),
+# which may hold no user name or password (`http://127.0.0.1:1@elsewhere` connects elsewhere),
+# and for http must be a literal loopback address with at most a port.
+refuse_url() { die "refusing $(printf '%q' "$base"): downloads are https, or http to 127.0.0.1 or [::1]; $1"; }
+[[ "$base" =~ ^[[:print:]]+$ ]] || refuse_url "it holds a control character"
+scheme="${base%%://*}"
+[ "$scheme" != "$base" ] || refuse_url "it has no scheme"
+rest="${base#*://}"
+authority="${rest%%/*}"
+case "$authority" in
+  *@*) refuse_url "it names a user" ;;
+  "") refuse_url "it names no host" ;;
 esac
+case "$scheme" in
+  https) [[ "$authority" =~ ^[A-Za-z0-9.-]+(:[0-9]+)?$|^\[[0-9A-Fa-f:]+\](:[0-9]+)?$ ]] || refuse_url "its host is not a host" ;;
+  http) [[ "$authority" =~ ^(127\.0\.0\.1|\[::1\])(:[0-9]+)?$ ]] || refuse_url "plain http goes to loopback only" ;;
+  *) refuse_url "the scheme is $(printf '%q' "$scheme")" ;;
+esac
+command -v curl > /dev/null || die "downloads need curl, which is not installed; nothing installed"
 
+# Redirects (GitHub's release downloads are one) are followed to https only; the first request
+# goes where the URL says, over what it says.
 fetch() {
-  if command -v curl > /dev/null; then
-    curl --fail --silent --location --retry 3 --proto-redir =https --output "$2" "$1"
-  elif command -v wget > /dev/null; then
-    wget --quiet --output-document "$2" "$1"
-  else
-    die "neither curl nor wget is installed"
-  fi
+  curl --fail --silent --location --retry 3 --proto =https,http --proto-redir =https --output "$2" "$1"
 }
 
 sha256() {
@@ -128,8 +141,12 @@ mkdir -p "$work/unpacked"
 tar -xzf "$work/$archive" -C "$work/unpacked" "reconcile-$target/reconcile" 2> /dev/null \
   || die "$archive holds no reconcile-$target/reconcile; nothing installed"
 mkdir -p "$dir" || die "could not create $dir; nothing installed"
-# Copied beside its final name and renamed over it, so `reconcile` is never half written.
-cp "$work/unpacked/reconcile-$target/reconcile" "$dir/.reconcile.$$"
-chmod 755 "$dir/.reconcile.$$"
-mv -f "$dir/.reconcile.$$" "$dir/reconcile"
+# Copied into a directory made new beside its final name (mktemp makes it, never an existing
+# name, readable by this user only: nothing planted there is written through) and renamed over
+# it, so `reconcile` is never half written and a link at its name is replaced, not followed.
+staging="$(mktemp -d "$dir/.reconcile.XXXXXXXX")" || die "could not write in $dir; nothing installed"
+trap 'rm -rf "$work" "$staging"' EXIT
+cp "$work/unpacked/reconcile-$target/reconcile" "$staging/reconcile"
+chmod 755 "$staging/reconcile"
+mv -f "$staging/reconcile" "$dir/reconcile"
 echo "installed $("$dir/reconcile" --version) at $dir/reconcile"

@@ -9,5 +9,8 @@ scripts/emulator-venv.sh
 # a test also runs).
 scripts/lint-workflows.sh
 cargo test --workspace --locked "$@"
+# The fuzz targets are not workspace members (cargo fuzz builds them with nightly): checking
+# them here keeps them compiling against the crates they fuzz.
+cargo check --manifest-path fuzz/Cargo.toml --bins --locked
 # The workspace's lints (Cargo.toml, [workspace.lints]) are part of the bar, not advice.
 cargo clippy --workspace --all-targets --locked -- -D warnings

@@ -56,6 +56,28 @@ inputs = {name: expand(text) for name, text in inputs.items()}
 output_file, path_file = os.path.join(work, "output"), os.path.join(work, "path")
 tool_cache = os.path.join(work, "tool-cache")
 report = {"uses": [], "ran": [], "path": []}
+def outputs(text):
+    """`NAME=value` lines and `NAME<<DELIMITER` blocks, as the runner reads GITHUB_OUTPUT."""
+    found, lines, index = {}, text.splitlines(), 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delimiter = line.split("<<", 1)
+            value = []
+            while index < len(lines) and lines[index] != delimiter:
+                value.append(lines[index])
+                index += 1
+            if index == len(lines):
+                raise SystemExit(f"GITHUB_OUTPUT: {name} has no closing {delimiter}")
+            index += 1
+            found[name] = "\n".join(value)
+        elif "=" in line:
+            name, value = line.split("=", 1)
+            found[name] = value
+    return found
+
+
 for step in action["runs"]["steps"]:
     if "if" in step and not condition(step["if"]):
         continue
@@ -81,7 +103,7 @@ for step in action["runs"]["steps"]:
     if done.returncode != 0:
         print(json.dumps({"failed": step.get("name"), "stderr": done.stderr, "stdout": done.stdout}))
         sys.exit(1)
-    steps[step.get("id", "")] = dict(line.split("=", 1) for line in open(output_file).read().splitlines() if "=" in line)
+    steps[step.get("id", "")] = outputs(open(output_file).read())
 
 if os.path.exists(path_file):
     report["path"] = open(path_file).read().splitlines()

@@ -19,8 +19,12 @@ API reference documents it
 IAM is global: its events are kept in us-east-1, whatever region the request was signed for.
 Test controls: `POST /_reconcile/cloudtrail/throttle?account=ID&region=R&count=N` throttles the
 next N lookups whatever their rate; `POST /_reconcile/cloudtrail/event?account=ID&region=R`
-with a JSON event (`eventName`, `eventSource`, `eventTime`, `requestParameters`, `arn`, ...)
-records one as if a request had made it (for an old event, or two hundred).
+with a JSON event (`eventName`, `eventSource`, `eventTime`, `requestParameters`, `arn`,
+`errorCode`, `resources`, `recipientAccountId`, `awsRegion`, ...) records one as if a request had
+made it (for an old event, or two hundred, or a failed call). A write the emulator refuses (the
+policy gate, a denial a test set) is recorded with its `errorCode` and no resources, as
+CloudTrail records a denied call; `ResourceName` lookups find an event by the resources it names
+(S3 buckets and IAM roles).
 """
 
 import datetime
@@ -97,8 +101,24 @@ def request_parameters(environ, entry, body):
     return {k[0].lower() + k[1:]: v[0] for k, v in form.items() if k not in ("Action", "Version")}
 
 
-def record(environ, entry, account, body):
-    """Keeps a write as CloudTrail would: reads and the emulator's own requests are not events."""
+def resources(entry, parameters):
+    """The resources CloudTrail indexes a successful event under (`ResourceName` lookups find it
+    by them): S3's bucket, IAM's role, and ECR's repository and CodeBuild's project only when the
+    request names them by name (not reliably: a `resourceArn` call, `TagResource`, is not
+    indexed here); a failed call names none."""
+    kinds = {"s3": ("bucketName", "AWS::S3::Bucket"), "iam": ("roleName", "AWS::IAM::Role"),
+             "ecr": ("repositoryName", "AWS::ECR::Repository"), "codebuild": ("name", "AWS::CodeBuild::Project")}
+    key, kind = kinds.get(entry["service"], (None, None))
+    name = parameters.get(key) if key else None
+    if entry["service"] == "codebuild":
+        name = name or parameters.get("projectName")
+    return [{"ResourceType": kind, "ResourceName": name}] if isinstance(name, str) and name else []
+
+
+def record(environ, entry, account, body, failure=None):
+    """Keeps a write as CloudTrail would: reads and the emulator's own requests are not events.
+    A write that failed is kept too, with its `errorCode` and `errorMessage` (`failure`, a pair)
+    and no resources, as CloudTrail keeps a denied call."""
     if not entry["action"] and entry["service"] != "s3":
         return
     if entry["service"] not in SOURCES or entry["service"] == "sts":
@@ -113,6 +133,7 @@ def record(environ, entry, account, body):
             return
     region = "us-east-1" if entry["service"] == "iam" else entry["region"]
     now = datetime.datetime.now(datetime.timezone.utc)
+    parameters = request_parameters(environ, entry, body)
     event = {
         "eventVersion": "1.09",
         "userIdentity": principal(entry["access_key"], account, region),
@@ -123,14 +144,17 @@ def record(environ, entry, account, body):
         "awsRegion": region,
         "sourceIPAddress": environ.get("REMOTE_ADDR", "127.0.0.1"),
         "userAgent": environ.get("HTTP_USER_AGENT", ""),
-        "requestParameters": request_parameters(environ, entry, body),
+        "requestParameters": parameters,
         "responseElements": None,
         "eventID": str(uuid.uuid4()),
         "readOnly": False,
         "eventType": "AwsApiCall",
         "managementEvent": True,
         "recipientAccountId": account,
+        "_resources": [] if failure else resources(entry, parameters),
     }
+    if failure:
+        event["errorCode"], event["errorMessage"] = failure
     with LOCK:
         EVENTS.setdefault((account, region), []).append(event)
 
@@ -171,24 +195,35 @@ def control(path, environ, start_response):
         length = int(environ.get("CONTENT_LENGTH") or 0)
         given = json.loads(environ["wsgi.input"].read(length) if length else b"{}")
         account, region = query["account"], query["region"]
-        at = datetime.datetime.fromisoformat(given["eventTime"].replace("Z", "+00:00"))
-        identity = {"type": "IAMUser", "arn": given.get("arn", f"arn:aws:iam::{account}:user/someone"),
-                    "accountId": account, "accessKeyId": given.get("accessKeyId", "AKIAEXAMPLE")}
-        event = {
-            "eventVersion": "1.09", "userIdentity": identity, "eventTime": given["eventTime"],
-            "_at": at.timestamp(), "eventSource": given["eventSource"], "eventName": given["eventName"],
-            "awsRegion": region, "sourceIPAddress": given.get("sourceIPAddress", "203.0.113.7"),
-            "userAgent": given.get("userAgent", "console.amazonaws.com"),
-            "requestParameters": given.get("requestParameters", {}), "responseElements": None,
-            "eventID": given.get("eventID", str(uuid.uuid4())), "readOnly": False, "eventType": "AwsApiCall",
-            "managementEvent": True, "recipientAccountId": account,
-        }
+        made = [given_event(one, account, region) for one in (given if isinstance(given, list) else [given])]
         with LOCK:
             events = EVENTS.setdefault((account, region), [])
-            events.append(event)
+            events.extend(made)
             events.sort(key=lambda e: e["_at"])
         return respond(start_response, "204 No Content", b"")
     return None
+
+
+def given_event(given, account, region):
+    """An event a test gives, as CloudTrail would have recorded it."""
+    at = datetime.datetime.fromisoformat(given["eventTime"].replace("Z", "+00:00"))
+    identity = {"type": "IAMUser", "arn": given.get("arn", f"arn:aws:iam::{account}:user/someone"),
+                "accountId": account, "accessKeyId": given.get("accessKeyId", "AKIAEXAMPLE")}
+    event = {
+        "eventVersion": "1.09", "userIdentity": identity, "eventTime": given["eventTime"],
+        "_at": at.timestamp(), "eventSource": given["eventSource"], "eventName": given["eventName"],
+        "awsRegion": given.get("awsRegion", region), "sourceIPAddress": given.get("sourceIPAddress", "203.0.113.7"),
+        "userAgent": given.get("userAgent", "console.amazonaws.com"),
+        "requestParameters": given.get("requestParameters", {}), "responseElements": None,
+        "eventID": given.get("eventID", str(uuid.uuid4())), "readOnly": False, "eventType": "AwsApiCall",
+        "managementEvent": True, "recipientAccountId": given.get("recipientAccountId", account),
+        "_resources": given.get("resources", [] if given.get("errorCode") else resources(
+            {"service": given["eventSource"].split(".")[0]}, given.get("requestParameters", {}))),
+    }
+    if given.get("errorCode"):
+        event["errorCode"] = given["errorCode"]
+        event["errorMessage"] = given.get("errorMessage", "")
+    return event
 
 
 def lookup_events(environ, start_response, account, region):
@@ -235,7 +270,12 @@ def lookup_events(environ, start_response, account, region):
             return "false"
         return event.get(ATTRIBUTES[key])
 
-    matching = [e for e in events if start <= e["_at"] <= end and attribute_of(e) == value]
+    def matches(event):
+        if key == "ResourceName":
+            return any(r.get("ResourceName") == value for r in event["_resources"])
+        return attribute_of(event) == value
+
+    matching = [e for e in events if start <= e["_at"] <= end and matches(e)]
     token = request.get("NextToken")
     offset = 0
     if token:
@@ -247,8 +287,8 @@ def lookup_events(environ, start_response, account, region):
     answer = {"Events": [{
         "EventId": e["eventID"], "EventName": e["eventName"], "ReadOnly": "false",
         "AccessKeyId": e["userIdentity"].get("accessKeyId"), "EventTime": e["_at"],
-        "EventSource": e["eventSource"], "Username": attribute_of_username(e), "Resources": [],
-        "CloudTrailEvent": json.dumps({k: v for k, v in e.items() if k != "_at"}),
+        "EventSource": e["eventSource"], "Username": attribute_of_username(e), "Resources": e["_resources"],
+        "CloudTrailEvent": json.dumps({k: v for k, v in e.items() if not k.startswith("_")}),
     } for e in page]}
     if offset + size < len(matching):
         answer["NextToken"] = json.dumps({"query": [key, value, start, end], "offset": offset + size})

@@ -175,6 +175,7 @@ class RequestRecorder:
             entry = self.record(environ, path)
             refused = gate.check(environ, entry, start_response)
             if refused is not None:
+                self.trail_failure(environ, entry, ("AccessDenied", "refused by the test's policy gate"))
                 return refused
             with FAIL_LOCK:
                 denied = DENY.get((entry["access_key"], entry["action"]))
@@ -194,6 +195,7 @@ class RequestRecorder:
                 return self.traced(environ, start_response, entry, account)
             if denied is not None:
                 code, message = denied
+                self.trail_failure(environ, entry, denied)
                 body = (
                     '<ErrorResponse xmlns="https://iam.amazonaws.com/doc/2010-05-08/"><Error><Type>Sender</Type>'
                     f"<Code>{code}</Code><Message>{message}</Message></Error>"
@@ -204,8 +206,8 @@ class RequestRecorder:
         return self.app(environ, start_response)
 
     def traced(self, environ, start_response, entry, account):
-        """Serves the request with moto, and keeps it in the CloudTrail stand-in's history when it
-        succeeded (what CloudTrail records of a write: see `cloudtrail.py`)."""
+        """Serves the request with moto, and keeps it in the CloudTrail stand-in's history, a failure
+        with its error code (what CloudTrail records of a write: see `cloudtrail.py`)."""
         body = b""
         if isinstance(environ.get("wsgi.input"), io.BytesIO):
             body = environ["wsgi.input"].getvalue()
@@ -216,9 +218,17 @@ class RequestRecorder:
             return start_response(code, headers, *rest)
 
         answer = self.app(environ, remembering)
-        if status and status[0].startswith("2") and account:
-            cloudtrail.record(environ, entry, account, body)
+        if status and account:
+            failure = None if status[0].startswith("2") else ("Error" + status[0].split()[0], "the request failed")
+            cloudtrail.record(environ, entry, account, body, failure)
         return answer
+
+    def trail_failure(self, environ, entry, failure):
+        """Keeps a refused write in the CloudTrail stand-in's history, as CloudTrail keeps a denied
+        call."""
+        if entry.get("account"):
+            body = environ["wsgi.input"].getvalue() if isinstance(environ.get("wsgi.input"), io.BytesIO) else b""
+            cloudtrail.record(environ, entry, entry["account"], body, failure)
 
     def record(self, environ, path):
         access_key, service, region = "", "", ""

@@ -16,6 +16,32 @@ use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use reconcile_core::retry::{Backoff, retry};
 use reconcile_core::{Account, Address, ErrorKind, ReconcileError};
 
+/// The most pages one paginated read asks for: ten million ECR images at ECR's largest page.
+pub const MAX_PAGES: usize = 10_000;
+
+/// A paginated read's pages (the SDK's paginators stop on a token repeated at once, not on one
+/// that comes round again, and never on a count): call [`Pages::page`] with each page's token.
+#[derive(Debug)]
+pub struct Pages(reconcile_core::pages::Pages);
+
+impl Default for Pages {
+    fn default() -> Pages {
+        Pages(reconcile_core::pages::Pages::new(MAX_PAGES))
+    }
+}
+
+impl Pages {
+    /// Counts a page, whose next token is `token`: an error (what was being read, and that the
+    /// rest was not) when no further page may be asked for. Part of a list would read as the
+    /// whole (a repository not listed is one to create), so it is never used as one.
+    pub fn page(&mut self, token: Option<&str>, address: Option<&Address>, what: &str) -> Result<(), ReconcileError> {
+        match self.0.next(token) {
+            Ok(_) => Ok(()),
+            Err(stop) => Err(ReconcileError::new(address, what, format!("{stop}; the rest is not read"))),
+        }
+    }
+}
+
 /// How many requests to one service a run has in flight at once, unless `--parallelism` says
 /// otherwise: enough that the 27-repository account's 81 ECR reads go out in one wave. AWS
 /// publishes no rate for the control-plane reads used (docs/performance.md); throttling is met

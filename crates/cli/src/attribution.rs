@@ -3,7 +3,7 @@
 
 use reconcile_core::plan::{Attribution, Finding, Severity};
 use reconcile_core::{Desired, ErrorKind};
-use reconcile_trail::{DELIVERY_NOTE, Target, Trail};
+use reconcile_trail::{DELIVERY_NOTE, Place, Target, Trail};
 
 use crate::aws::Aws;
 use crate::session::Planned;
@@ -47,6 +47,8 @@ pub async fn attribute(aws: &Aws, planned: &mut Planned, desired: &Desired, days
     let trail = Trail {
         regional: aws.cloudtrail(&region),
         global: (region != "us-east-1").then(|| aws.cloudtrail("us-east-1")),
+        place: Place { account: planned.account.id.clone(), region: region.clone() },
+        caller: aws.caller_arn().await.ok(),
         own_roles: desired
             .ci
             .iter()

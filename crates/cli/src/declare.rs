@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use reconcile_core::Desired;
 use toml_edit::{DocumentMut, InlineTable, Item, Key, Table, Value};
 
-use crate::bake::{BakeFile, ecr_reference};
+use reconcile_bake::{BakeFile, ecr_reference};
 
 /// A repository to declare.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,6 +72,17 @@ pub fn declare(text: &str, desired: &Desired, bake: &BakeFile, account: Option<&
     for (ecr, field) in candidates {
         if ecr.account != account {
             *skipped.entry(format!("account {}'s ECR registry: another account", ecr.account)).or_default() += 1;
+            continue;
+        }
+        // A name made with a value from the environment would write that value into
+        // desired.toml, and show it in every plan: it is never declared.
+        let shown = bake.redact(&ecr.repository);
+        if shown != ecr.repository {
+            *skipped
+                .entry(format!(
+                    "repository `{shown}`: its name holds a value from the environment, which is never written"
+                ))
+                .or_default() += 1;
             continue;
         }
         let cache = field != "tags";

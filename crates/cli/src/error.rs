@@ -23,6 +23,9 @@ pub enum CliError {
     },
     /// Refused by a safety check before any write.
     Refused(String),
+    /// An input refused before it is used, as a safety check refuses: a bake file that would
+    /// expand past a bound.
+    RefusedInput(String),
     /// `unlock` refused: the lock's process still runs on this host.
     RefusedUnlock(String),
     /// Refused because of error findings about desired.toml (already shown): code and address.
@@ -60,7 +63,10 @@ impl CliError {
         match self {
             CliError::Input(_) | CliError::Aws { .. } | CliError::ApplyFailed | CliError::Cancelled => exit::ERROR,
             CliError::Other(_) => exit::ERROR,
-            CliError::Refused(_) | CliError::RefusedFindings(_) | CliError::RefusedUnlock(_) => exit::REFUSED,
+            CliError::Refused(_)
+            | CliError::RefusedInput(_)
+            | CliError::RefusedFindings(_)
+            | CliError::RefusedUnlock(_) => exit::REFUSED,
             CliError::Stale { .. } => exit::STALE_PLAN,
             CliError::Interrupted(code) => *code,
         }
@@ -80,6 +86,7 @@ impl CliError {
             CliError::Input(lines) => lines.iter().map(|line| format!("error: {line}")).collect(),
             CliError::Aws { errors, endpoint } => errors.iter().map(|error| render_aws(error, endpoint)).collect(),
             CliError::Refused(why) => vec![format!("error: refusing to apply: {why}")],
+            CliError::RefusedInput(why) => vec![format!("error: refused: {why}")],
             CliError::RefusedUnlock(why) => vec![format!("error: refusing to break the apply lock: {why}")],
             CliError::RefusedFindings(findings) => vec![format!(
                 "error: refused: {} error finding(s) about desired.toml ({}); fix desired.toml, or set the key a \

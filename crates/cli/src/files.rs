@@ -113,6 +113,22 @@ pub fn read_saved(name: &Path, real: &Path) -> Result<SavedPlan, CliError> {
     Ok(saved::from_json(&value).map_err(|why| anyhow::anyhow!("{name}: {why}"))?)
 }
 
+/// What a file that is not a regular one is, for messages.
+fn file_kind(kind: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else {
+        "not a file"
+    }
+}
+
 /// Writes `text` to `path` whole or not at all, and never through a link: a temporary file
 /// beside it, created new, renamed over it (a link at `path` is replaced, not followed).
 pub fn write_atomically(path: &Path, text: &str) -> Result<(), CliError> {
@@ -131,10 +147,21 @@ pub fn write_atomically(path: &Path, text: &str) -> Result<(), CliError> {
     Ok(written.with_context(|| format!("failed to write {}", path.display()))?)
 }
 
-/// A text file of at most [`FILE_LIMIT`] bytes (desired.toml, a bake file, a usage report).
+/// A regular text file of at most [`FILE_LIMIT`] bytes (desired.toml, a bake file, a usage
+/// report). Opened without blocking and then looked at: a FIFO (which would wait for a writer
+/// for ever), a device or a directory is refused at once.
 pub fn read_capped(path: &Path) -> Result<String, String> {
     use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|error| error.to_string())?;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|error| error.to_string())?;
+    let kind = file.metadata().map_err(|error| error.to_string())?.file_type();
+    if !kind.is_file() {
+        return Err(format!("it is not a regular file, but {}", file_kind(kind)));
+    }
     let mut bytes = Vec::new();
     file.take(FILE_LIMIT + 1).read_to_end(&mut bytes).map_err(|error| error.to_string())?;
     if bytes.len() as u64 > FILE_LIMIT {

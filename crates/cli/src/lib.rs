@@ -8,7 +8,6 @@ mod args;
 mod attribution;
 mod aws;
 mod backend;
-mod bake;
 mod commands;
 mod declare;
 mod error;
@@ -19,7 +18,6 @@ mod lock;
 mod output;
 mod registry;
 mod session;
-mod summary;
 
 use std::process::ExitCode;
 
@@ -41,7 +39,7 @@ pub fn main() -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("error: failed to start the async runtime: {error}");
+            output::err(&format!("error: failed to start the async runtime: {error}"));
             return ExitCode::from(exit::ERROR);
         }
     };
@@ -55,7 +53,7 @@ pub fn main() -> ExitCode {
         Err(error) if error.is_broken_pipe() => ExitCode::from(exit::OK),
         Err(error) => {
             for line in error.render() {
-                eprintln!("{line}");
+                output::err(&line);
             }
             ExitCode::from(error.exit_code())
         }

@@ -49,17 +49,22 @@ impl ApplyLock for AwsLock<'_> {
         let take = |wait| self.lock.take(&holder, wait, Duration::from_secs(2), &gone);
         let mut taken = take(Duration::ZERO).await.map_err(|error| aws.failed(vec![error]))?;
         if let (Taken::Busy(other), false) = (&taken, wait.is_zero()) {
-            eprintln!("Waiting up to {}s for the apply lock of {other}.", wait.as_secs());
+            crate::output::err(&format!("Waiting up to {}s for the apply lock of {other}.", wait.as_secs()));
             taken = take(wait).await.map_err(|error| aws.failed(vec![error]))?;
         }
         match taken {
             Taken::Held => Ok(true),
             Taken::Broke(old) => {
-                eprintln!("Broke the apply lock of {old}: its lease had run out, or its process is gone.");
+                crate::output::err(&format!(
+                    "Broke the apply lock of {old}: its lease had run out, or its process is gone."
+                ));
                 Ok(true)
             }
             Taken::NoBucket => {
-                eprintln!("The bucket {} does not exist yet, so this apply runs without a lock.", self.lock.bucket());
+                crate::output::err(&format!(
+                    "The bucket {} does not exist yet, so this apply runs without a lock.",
+                    self.lock.bucket()
+                ));
                 Ok(false)
             }
             Taken::Busy(other) => Err(CliError::Other(anyhow::anyhow!(

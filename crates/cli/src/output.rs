@@ -1,4 +1,6 @@
-//! What the binary writes while it works: logs to stderr, colour on terminals, apply progress.
+//! Every way out of the binary: stdout, stderr lines, log lines and the GitHub Actions job
+//! summary, each written for its medium and with nothing [`never_show`] was given; colour on
+//! terminals; apply progress.
 
 use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
@@ -8,7 +10,8 @@ use std::time::Duration;
 use reconcile_core::engine::{ApplyEvents, ApplyReport, Outcome};
 use reconcile_core::markdown::GITHUB_COMMENT_LIMIT;
 use reconcile_core::plan::{Action, Change, Plan};
-use reconcile_core::render::Styled;
+use reconcile_core::redact::Redactor;
+use reconcile_core::render::{Styled, printable};
 use reconcile_core::{Address, Progress, json, render, report};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::filter::{FilterExt, filter_fn};
@@ -16,7 +19,6 @@ use tracing_subscriber::prelude::*;
 
 use crate::args::{ColorChoice, Format};
 use crate::error::CliError;
-use crate::summary::step_summary;
 
 /// Logs go to stderr, so stdout stays the plan (or its JSON) alone.
 /// The crates below reconcile that log wire traffic.
@@ -50,9 +52,10 @@ pub fn init_logging(verbose: u8, color: ColorChoice) {
     let no_wire_bodies = filter_fn(|metadata| {
         *metadata.level() != tracing::Level::TRACE || !SDK_TARGETS.iter().any(|t| metadata.target().starts_with(t))
     });
+    let ansi = color_on(color, std::io::stderr().is_terminal());
     let layer = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_ansi(color_on(color, std::io::stderr().is_terminal()))
+        .with_writer(move || LogWriter { ansi })
+        .with_ansi(ansi)
         .with_target(false)
         .with_filter(filter.and(no_wire_bodies));
     tracing_subscriber::registry().with(layer).init();
@@ -67,12 +70,85 @@ pub fn color_on(choice: ColorChoice, terminal: bool) -> bool {
     }
 }
 
+/// The values no byte the run writes may hold (a bake file's values from the environment),
+/// added as they are read. Every way out below takes them out.
+static NEVER_SHOWN: Mutex<Option<Redactor>> = Mutex::new(None);
+
+/// From now on, no output holds any value of `redactor`, whole or in part.
+pub fn never_show(redactor: &Redactor) {
+    let mut never = NEVER_SHOWN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    never.get_or_insert_with(Redactor::default).extend(redactor);
+}
+
+/// `text` without any value [`never_show`] was given.
+pub fn redacted(text: &str) -> String {
+    let never = NEVER_SHOWN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    match never.as_ref() {
+        Some(redactor) => redactor.redact(text).into_owned(),
+        None => text.to_owned(),
+    }
+}
+
 /// Writes to stdout, flushed, returning the error rather than panicking as `print!` does, so a
-/// reader that went away (`reconcile plan | head`) ends the run quietly (see `main`).
+/// reader that went away (`reconcile plan | head`) ends the run quietly (see `main`). The text
+/// was made for its medium (a terminal's escapes, JSON's, Markdown's); here only what must never
+/// be shown is taken out.
 pub fn out(text: &str) -> std::io::Result<()> {
+    let text = redacted(text);
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(text.as_bytes())?;
     stdout.flush()
+}
+
+/// Writes one line to stderr: every hidden character in it (a line break, an escape, a
+/// bidirectional control) shown escaped, so it stays one line on a terminal and in a job log,
+/// where a line of its own starting `::` would be a workflow command; and nothing never shown.
+pub fn err(line: &str) {
+    let line = redacted(line);
+    let _ = writeln!(std::io::stderr().lock(), "{}", printable(&line));
+}
+
+/// [`err`] for each line of `text`, our own line breaks kept.
+pub fn err_lines(text: &str) {
+    for line in text.lines() {
+        err(line);
+    }
+}
+
+/// Log lines, as [`err`] writes lines: tracing formats a whole event and writes it at once, so
+/// each write is one event, which may hold a live value.
+struct LogWriter {
+    /// Whether the log is coloured: its own SGR escapes are kept.
+    ansi: bool,
+}
+
+impl Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        let text = redacted(&text);
+        let body = text.strip_suffix('\n').unwrap_or(&text);
+        let mut line = String::with_capacity(body.len() + 1);
+        let mut chars = body.chars().peekable();
+        while let Some(c) = chars.next() {
+            // The colour escapes tracing writes (`ESC [ digits ; m`) are its own.
+            if c == '\u{1b}' && self.ansi && chars.peek() == Some(&'[') {
+                let sgr: String = chars.clone().take_while(|c| *c != 'm').collect();
+                if sgr.len() < 16 && sgr[1..].bytes().all(|b| b.is_ascii_digit() || b == b';') {
+                    line.push(c);
+                    line.extend(chars.by_ref().take(sgr.len() + 1));
+                    continue;
+                }
+            }
+            line.push_str(&printable(&c.to_string()));
+        }
+        line.push('\n');
+        std::io::stderr().lock().write_all(line.as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
 }
 
 /// A plan in `format` on stdout; in Markdown, also to the job summary. `command` titles the
@@ -165,7 +241,7 @@ impl ApplyPrinter {
     /// Progress is best effort: a closed stdout must not stop an apply halfway.
     pub fn line(&self, text: &str) {
         if self.to_stderr {
-            eprintln!("{text}");
+            err(text);
             return;
         }
         match &self.spinner {
@@ -260,4 +336,17 @@ impl ApplyEvents for ApplyPrinter {
             Outcome::NotStarted => format!("{address}: Not started (interrupted)"),
         });
     }
+}
+
+/// Appends Markdown to the GitHub Actions job summary (`$GITHUB_STEP_SUMMARY`), when running in a
+/// job: every Markdown report is also put there.
+pub fn step_summary(markdown: &str) -> Result<(), CliError> {
+    use anyhow::Context;
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else { return Ok(()) };
+    let mut file =
+        std::fs::OpenOptions::new().create(true).append(true).open(&path).with_context(|| {
+            format!("failed to open $GITHUB_STEP_SUMMARY ({})", std::path::Path::new(&path).display())
+        })?;
+    writeln!(file, "{}", redacted(markdown)).context("failed to write $GITHUB_STEP_SUMMARY")?;
+    Ok(())
 }

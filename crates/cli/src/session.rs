@@ -25,11 +25,11 @@ use reconcile_core::engine::{
 use reconcile_core::saved::{self, SavedPlan};
 use reconcile_core::{Account, Desired, DesiredResource, Finding, Plan, ReconcileError, Reconciler};
 
-use crate::bake::BakeFile;
 use crate::error::CliError;
 use crate::exit;
 use crate::files;
 use crate::github::GithubSide;
+use reconcile_bake::BakeFile;
 
 /// What a run is made from besides AWS, read and checked before any AWS call (or even the AWS
 /// configuration): bad input stops here, every problem at once.
@@ -109,7 +109,13 @@ fn load_bake(name: &Path, real: &Path, desired: &Desired) -> Result<BakeFile, Cl
         }
         std::env::var(variable).ok()
     };
-    BakeFile::read(&name, &text, &desired.bake_variables, &env).map_err(|why| input(format!("{name}: {why}")))
+    let bake = BakeFile::read(&name, &text, &desired.bake_variables, &env).map_err(|error| match error {
+        reconcile_bake::Error::Refusal(why) => CliError::RefusedInput(format!("{name}: {why}")),
+        reconcile_bake::Error::Unreadable(why) => input(format!("{name}: {why}")),
+    })?;
+    // Whatever any part of the run prints, these values are not in it.
+    crate::output::never_show(bake.redactor());
+    Ok(bake)
 }
 
 type DesiredFn = fn(&Desired, &Account) -> Result<Vec<DesiredResource>, ReconcileError>;

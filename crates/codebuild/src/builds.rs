@@ -22,6 +22,9 @@ pub struct Build {
     pub compute_type: String,
 }
 
+/// The most pages of build ids read: 100,000 builds, far more than a month of any runner.
+const MAX_PAGES: usize = 1000;
+
 /// What reading the builds took, for the benchmark and `-v`.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Reads {
@@ -40,6 +43,7 @@ pub async fn since(
     let mut builds = Vec::new();
     let mut reads = Reads::default();
     let mut token: Option<String> = None;
+    let mut pages = reconcile_core::pages::Pages::new(MAX_PAGES);
     loop {
         let page = client
             .list_builds_for_project()
@@ -71,8 +75,14 @@ pub async fn since(
                 compute_type: build.environment().map_or_else(String::new, |e| e.compute_type().as_str().to_owned()),
             });
         }
-        token = page.next_token().map(str::to_owned);
-        if reached_back || token.is_none() {
+        if reached_back {
+            break;
+        }
+        // A cost from part of the builds would be too low, and look right: an error instead.
+        token = pages.next(page.next_token()).map_err(|stop| {
+            ReconcileError::new(Some(&address), "list builds", format!("{stop}; the builds before are not read"))
+        })?;
+        if token.is_none() {
             break;
         }
     }

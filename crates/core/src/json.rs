@@ -63,9 +63,19 @@ pub fn to_compact(value: &Value) -> String {
     serde_json::to_string(&sorted_keys(value)).expect("a serde_json::Value always serializes")
 }
 
-/// The pretty canonical text of a value, as shown in plans and diffs.
+/// The pretty canonical text of a value, as shown in plans and diffs and printed as JSON: with
+/// the control characters JSON escapes, the bidirectional controls escaped too (a reader's terminal or
+/// browser would reorder the text around them), as `\u202e`: the same string to a parser.
 pub fn to_pretty(value: &Value) -> String {
-    serde_json::to_string_pretty(&sorted_keys(value)).expect("a serde_json::Value always serializes")
+    let text = serde_json::to_string_pretty(&sorted_keys(value)).expect("a serde_json::Value always serializes");
+    if !text.chars().any(crate::render::is_bidi) {
+        return text;
+    }
+    // Outside its strings JSON holds only ASCII, so each is inside a string, where the escape
+    // means the character itself.
+    text.chars()
+        .map(|c| if crate::render::is_bidi(c) { format!("\\u{:04x}", c as u32) } else { c.to_string() })
+        .collect()
 }
 
 /// A short, stable fingerprint of a value's canonical form (64-bit FNV-1a, hex).

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::json::to_pretty;
 use crate::plan::{Action, Change, Plan};
-use crate::render::{action_words, severity_word, summary_line, unified_diff};
+use crate::render::{action_words, is_bidi, severity_word, summary_line, unified_diff};
 
 /// GitHub's limit on a comment's body, in characters.
 pub const GITHUB_COMMENT_LIMIT: usize = 65_536;
@@ -81,7 +81,11 @@ pub fn titled(plan: &Plan, limit: usize, command: &str) -> String {
     if !plan.attributions.is_empty() {
         push(&mut out, "\n**Who changed it** (CloudTrail)\n\n| resource | who, when, what |\n|---|---|\n", budget);
         for (address, attribution) in &plan.attributions {
-            let line = format!("| {} | {} |\n", cell(&address.to_string()), in_cell(&message(&attribution.line())));
+            let said = match attribution.event_parts() {
+                Some(parts) => parts.iter().map(|(words, value)| format!("{}{}", prose(words), code(value))).collect(),
+                None => message(&attribution.line()),
+            };
+            let line = format!("| {} | {} |\n", cell(&address.to_string()), in_cell(&said));
             if !push(&mut out, &line, budget) {
                 left_out.attributions += 1;
             }
@@ -106,7 +110,7 @@ pub fn titled(plan: &Plan, limit: usize, command: &str) -> String {
         writeln!(out, "\n{}", left_out.sentence()).unwrap();
     }
     if let Some(by) = &plan.made_by {
-        writeln!(out, "\n_Planned by {}._", prose(by)).unwrap();
+        writeln!(out, "\n_Planned by {}._", code(by)).unwrap();
     }
     out
 }
@@ -266,17 +270,65 @@ pub fn prose(text: &str) -> String {
                 out.push(JOINER);
             }
             c if c.is_control() => out.push(' '),
+            c if is_bidi(c) => out.push_str(&shown(c)),
             c => out.push(c),
         }
     }
-    out.replace("://", &format!(":{JOINER}//")).replace("www.", &format!("www{JOINER}."))
+    unlinked(&out.replace("://", &format!(":{JOINER}//")).replace("www.", &format!("www{JOINER}.")))
+}
+
+/// Prose with GitHub's other autolinks broken by a joiner: an issue reference (`#12`, `GH-12`)
+/// and what could be a commit SHA (seven or more hex digits, letters and digits both: an
+/// account id stays as it is).
+fn unlinked(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while at < chars.len() {
+        let c = chars[at];
+        let word_start = at == 0 || !chars[at - 1].is_ascii_alphanumeric();
+        if c.is_ascii_hexdigit() && word_start {
+            let end = chars[at..].iter().position(|c| !c.is_ascii_alphanumeric()).map_or(chars.len(), |n| at + n);
+            let word = &chars[at..end];
+            let hex = word.len() >= 7
+                && word.iter().all(char::is_ascii_hexdigit)
+                && word.iter().any(char::is_ascii_digit)
+                && word.iter().any(char::is_ascii_alphabetic);
+            out.extend(&word[..word.len().min(6)]);
+            if hex {
+                out.push(JOINER);
+            }
+            out.extend(word.iter().skip(6));
+            at = end;
+            continue;
+        }
+        out.push(c);
+        if (c == '#'
+            || (c == '-'
+                && at >= 2
+                && chars[at - 2].eq_ignore_ascii_case(&'G')
+                && chars[at - 1].eq_ignore_ascii_case(&'H')))
+            && chars.get(at + 1).is_some_and(char::is_ascii_digit)
+        {
+            out.push(JOINER);
+        }
+        at += 1;
+    }
+    out
 }
 
 /// A value as a code span: nothing inside one renders, not HTML, a link or a mention. The fence
 /// is one backtick longer than the longest run inside; line breaks become spaces (a code span
 /// cannot hold one, and a blank line would end the comment's paragraph).
 pub fn code(text: &str) -> String {
-    let text: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    let text: String = text
+        .chars()
+        .map(|c| match c {
+            c if c.is_control() => " ".to_owned(),
+            c if is_bidi(c) => shown(c),
+            c => c.to_string(),
+        })
+        .collect();
     if text.is_empty() {
         // An empty span does not exist in Markdown: one space shows there is nothing.
         return "` `".to_owned();
@@ -296,9 +348,11 @@ pub fn cell(text: &str) -> String {
 }
 
 /// Text as a fenced code block of `info` (`diff`, `mermaid`): a fence longer than any run of
-/// backticks inside, so the text cannot close it; carriage returns dropped.
+/// backticks inside, so the text cannot close it; carriage returns dropped, bidirectional
+/// controls named.
 pub fn fence(text: &str, info: &str) -> String {
-    let text = text.replace('\r', "");
+    let text: String =
+        text.chars().filter(|c| *c != '\r').map(|c| if is_bidi(c) { shown(c) } else { c.to_string() }).collect();
     let fence = "`".repeat((longest_run(&text, '`') + 1).max(3));
     let newline = if text.ends_with('\n') || text.is_empty() { "" } else { "\n" };
     format!("{fence}{info}\n{text}{newline}{fence}\n")
@@ -320,10 +374,17 @@ pub fn html(text: &str) -> String {
                 out.push(JOINER);
             }
             c if c.is_control() => out.push(' '),
+            c if is_bidi(c) => out.push_str(&shown(c)),
             c => out.push(c),
         }
     }
     out
+}
+
+/// A bidirectional control as what it is (`U+202E`): as itself it would reorder the text around
+/// it, in a browser as on a terminal.
+fn shown(c: char) -> String {
+    format!("U+{:04X}", c as u32)
 }
 
 fn longest_run(text: &str, of: char) -> usize {
@@ -499,5 +560,52 @@ mod tests {
         assert_eq!(message("an unpaired ` backtick"), "an unpaired \\` backtick");
         assert_eq!(message("a `b` c `d"), "a `b` c \\`d");
         assert_eq!(message("``"), "` `");
+    }
+
+    #[test]
+    fn prose_breaks_issue_references_and_commit_shas_but_not_account_ids() {
+        assert_eq!(prose("see #12 and gh-7"), "see #\u{200d}12 and gh-\u{200d}7");
+        assert_eq!(prose("commit 3f9a1c7e0b"), "commit 3f9a1c\u{200d}7e0b");
+        assert_eq!(prose("account 123456789012, word deadbeef-free"), "account 123456789012, word deadbeef-free");
+        assert_eq!(prose("# heading-ish"), "# heading-ish");
+    }
+
+    #[test]
+    fn a_bidirectional_control_is_named_in_every_markdown_form() {
+        let value = "abc\u{202e}xyz";
+        for rendered in [prose(value), code(value), html(value), fence(value, "diff")] {
+            assert!(!rendered.chars().any(crate::render::is_bidi), "{rendered:?}");
+            assert!(rendered.contains("abcU+202Exyz"), "{rendered:?}");
+        }
+    }
+
+    #[test]
+    fn an_attribution_quotes_each_live_value_whatever_backticks_it_holds() {
+        use crate::plan::{Attribution, ChangeEvent};
+        let event = ChangeEvent {
+            event: "PutLifecyclePolicy".into(),
+            at: 1_796_000_000,
+            principal: "arn:aws:iam::123456789012:user/bob".into(),
+            role: None,
+            session: None,
+            source_ip: "192.0.2.7".into(),
+            user_agent: "x` see #1 3f9a1c7e0b @org ``".into(),
+            event_id: "e-1".into(),
+            by_reconcile: false,
+        };
+        let address = crate::Address::new(crate::ResourceKind::EcrRepository, "pytorch");
+        let plan = Plan {
+            account: "123456789012".into(),
+            region: "us-east-1".into(),
+            changes: Vec::new(),
+            findings: Vec::new(),
+            observed: std::collections::BTreeMap::new(),
+            impacts: std::collections::BTreeMap::new(),
+            made_by: None,
+            attributions: [(address, Attribution::Event(event))].into_iter().collect(),
+            attribution_note: None,
+        };
+        let rendered = markdown(&plan, usize::MAX);
+        assert!(rendered.contains("user agent ``` x` see #1 3f9a1c7e0b @org `` ```, event `e-1`"), "{rendered}");
     }
 }

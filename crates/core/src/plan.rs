@@ -272,22 +272,34 @@ pub struct ChangeEvent {
 impl Attribution {
     /// One line for people: who, when, what, from where.
     pub fn line(&self) -> String {
-        match self {
-            Attribution::Event(event) => {
-                let who = match (&event.role, &event.session) {
-                    (Some(role), Some(session)) => format!("role `{role}` (session `{session}`)"),
-                    _ => format!("`{}`", event.principal),
-                };
-                let verb = if event.by_reconcile { "applied by reconcile, as" } else { "last changed by" };
-                format!(
-                    "{verb} {who} at {}: `{}` from {}, user agent `{}`, event `{}`",
-                    crate::time::date_time(event.at),
-                    event.event,
-                    event.source_ip,
-                    event.user_agent,
-                    event.event_id
-                )
+        match self.event_parts() {
+            Some(parts) => parts.iter().map(|(words, value)| format!("{words}`{value}`")).collect(),
+            None => self.other_line(),
+        }
+    }
+
+    /// An event's line as our words each followed by the value it introduces, so that every
+    /// medium quotes the values its own way (a value may hold backticks): `None` for the other
+    /// kinds, whose line holds no live value.
+    pub fn event_parts(&self) -> Option<Vec<(String, String)>> {
+        let Attribution::Event(event) = self else { return None };
+        let verb = if event.by_reconcile { "applied by reconcile, as" } else { "last changed by" };
+        let mut parts = match (&event.role, &event.session) {
+            (Some(role), Some(session)) => {
+                vec![(format!("{verb} role "), role.clone()), (" (session ".to_owned(), session.clone())]
             }
+            _ => vec![(format!("{verb} "), event.principal.clone())],
+        };
+        let close = if event.role.is_some() && event.session.is_some() { ")" } else { "" };
+        parts.push((format!("{close} at {}: ", crate::time::date_time(event.at)), event.event.clone()));
+        parts.push((format!(" from {}, user agent ", event.source_ip), event.user_agent.clone()));
+        parts.push((", event ".to_owned(), event.event_id.clone()));
+        Some(parts)
+    }
+
+    fn other_line(&self) -> String {
+        match self {
+            Attribution::Event(_) => unreachable!("an event has parts"),
             Attribution::NoneFound { days } => {
                 format!("no CloudTrail event that could have changed it in the last {days} days")
             }

@@ -170,15 +170,27 @@ fn attribution_json(attribution: Option<&crate::plan::Attribution>) -> Value {
     }
 }
 
-/// `text` as it may be shown on a terminal: a control character a live value carried (an escape
-/// sequence that would clear the screen or recolour what follows, a carriage return that would
-/// overwrite the line) is shown escaped, as `\u{1b}`, not sent to the terminal.
+/// A character that must not reach a reader as itself: a control character (an escape sequence
+/// that would clear the screen or recolour what follows, a carriage return that would overwrite
+/// the line, a line break that would start a workflow command in a job log) or a bidirectional
+/// control (U+202E and its kin), which makes text read in another order than it is written.
+pub fn is_hidden(c: char) -> bool {
+    c.is_control() || is_bidi(c)
+}
+
+/// A bidirectional control: the marks, embeddings, overrides and isolates.
+pub fn is_bidi(c: char) -> bool {
+    matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` as it may be shown on a terminal or a log line: every [hidden](is_hidden) character a
+/// live value carried is shown escaped, as `\u{1b}`, not sent.
 pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(char::is_control) {
+    if !text.chars().any(is_hidden) {
         return std::borrow::Cow::Borrowed(text);
     }
     let escaped =
-        text.chars().map(|c| if c.is_control() { c.escape_unicode().to_string() } else { c.to_string() }).collect();
+        text.chars().map(|c| if is_hidden(c) { c.escape_unicode().to_string() } else { c.to_string() }).collect();
     std::borrow::Cow::Owned(escaped)
 }
 

@@ -189,7 +189,10 @@ fn a_2000_resource_plan_stays_under_githubs_limit_and_says_what_it_left_out() {
     let comment = markdown(&plan, GITHUB_COMMENT_LIMIT);
     assert!(comment.chars().count() <= GITHUB_COMMENT_LIMIT, "{}", comment.chars().count());
     assert!(comment.contains("for the whole plan._\n"), "{}", &comment[comment.len() - 300..]);
-    assert!(comment.trim_end().ends_with("_Planned by reconcile 0.1.0 (commit 1a2b3c4d5e6f)._"), "the footer fits too");
+    assert!(
+        comment.trim_end().ends_with("_Planned by `reconcile 0.1.0 (commit 1a2b3c4d5e6f)`._"),
+        "the footer fits too"
+    );
     assert_eq!(comment.matches("<details>").count(), comment.matches("</details>").count(), "no block is cut");
     insta::assert_snapshot!("two_thousand_markdown", comment);
 }

@@ -24,15 +24,24 @@ pub struct Billed {
     pub by_usage_type: BTreeMap<String, (f64, f64)>,
     /// Requests made (each one billed).
     pub requests: usize,
-    /// Whether there were more pages than were read.
-    pub truncated: bool,
+    /// Why pages were left unread, when some were.
+    pub unread: Option<String>,
 }
+
+/// The largest amount (dollars, or minutes) a day's group is believed to hold: a number past it
+/// (or not a number) is a fault, and summed it would make every figure infinite.
+const MAX_AMOUNT: f64 = 1e12;
+
+/// The most pages `--verify` reads: $0.50 of requests. A month of one service's daily costs by
+/// usage type is a page or two.
+pub const MAX_PAGES: usize = 50;
 
 /// CodeBuild's cost and usage from `start` to `end` (`YYYY-MM-DD`, end exclusive): one request,
 /// or every page with `all_pages`.
 pub async fn billed(client: &ce::Client, start: &str, end: &str, all_pages: bool) -> Result<Billed, ReconcileError> {
     let mut billed = Billed::default();
     let mut token: Option<String> = None;
+    let mut pages = reconcile_core::pages::Pages::new(if all_pages { MAX_PAGES } else { 1 });
     loop {
         let period = DateInterval::builder()
             .start(start)
@@ -65,7 +74,7 @@ pub async fn billed(client: &ce::Client, start: &str, end: &str, all_pages: bool
                         .and_then(|m| m.get(metric))
                         .and_then(|v| v.amount())
                         .and_then(|a| a.parse::<f64>().ok())
-                        .filter(|a| a.is_finite())
+                        .filter(|a| a.abs() <= MAX_AMOUNT)
                         .unwrap_or(0.0)
                 };
                 let entry = billed.by_usage_type.entry(usage_type.clone()).or_insert((0.0, 0.0));
@@ -73,13 +82,17 @@ pub async fn billed(client: &ce::Client, start: &str, end: &str, all_pages: bool
                 entry.1 += amount("UsageQuantity");
             }
         }
-        token = answer.next_page_token().map(str::to_owned);
-        if token.is_none() {
-            break;
-        }
-        if !all_pages {
-            billed.truncated = true;
-            break;
+        match pages.next(answer.next_page_token()) {
+            Ok(Some(next)) => token = Some(next),
+            Ok(None) => break,
+            Err(_) if !all_pages => {
+                billed.unread = Some("--verify reads them all".to_owned());
+                break;
+            }
+            Err(stop) => {
+                billed.unread = Some(stop.to_string().replace("the service", "Cost Explorer"));
+                break;
+            }
         }
     }
     Ok(billed)

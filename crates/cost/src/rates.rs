@@ -119,12 +119,22 @@ pub async fn price_list(client: &pricing::Client, usage_types: &[String]) -> Res
     Ok(rates)
 }
 
-/// The first on-demand price per unit in USD of one Price List product (a JSON string).
+/// The highest rate believed: CodeBuild's dearest compute (a GPU fleet) is well under $1 a
+/// minute, so a Price List answer past this is a fault, not a price, and would make every sum
+/// infinite.
+const MAX_USD_PER_MINUTE: f64 = 100.0;
+
+/// The first on-demand price per unit in USD of one Price List product (a JSON string), when it
+/// is a number from 0 to [`MAX_USD_PER_MINUTE`].
 fn on_demand_usd(product: &str) -> Option<f64> {
     let product: Value = serde_json::from_str(product).ok()?;
     product["terms"]["OnDemand"].as_object()?.values().find_map(|term| {
         term["priceDimensions"].as_object()?.values().find_map(|dimension| {
-            dimension["pricePerUnit"]["USD"].as_str()?.parse::<f64>().ok().filter(|usd| usd.is_finite() && *usd >= 0.0)
+            dimension["pricePerUnit"]["USD"]
+                .as_str()?
+                .parse::<f64>()
+                .ok()
+                .filter(|usd| (0.0..=MAX_USD_PER_MINUTE).contains(usd))
         })
     })
 }
@@ -153,5 +163,12 @@ mod tests {
             None
         );
         assert_eq!(on_demand_usd("not json"), None);
+        // A number no rate is, or none at all, is not believed.
+        for usd in ["1e308", "inf", "NaN", "-0.5"] {
+            let product = format!(
+                r#"{{"terms":{{"OnDemand":{{"A":{{"priceDimensions":{{"B":{{"pricePerUnit":{{"USD":"{usd}"}}}}}}}}}}}}}}"#
+            );
+            assert_eq!(on_demand_usd(&product), None, "{usd}");
+        }
     }
 }

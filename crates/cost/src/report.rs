@@ -130,7 +130,7 @@ pub struct CostReport {
     pub rates: Vec<PricedRate>,
     pub registry_price: f64,
     /// Cost Explorer requests made, and whether more pages were left unread.
-    pub explorer: Option<(usize, bool)>,
+    pub explorer: Option<(usize, Option<String>)>,
     pub findings: Vec<Finding>,
 }
 
@@ -282,7 +282,7 @@ pub fn report(inputs: Inputs) -> CostReport {
         builds,
         rates,
         registry_price: inputs.registry_price,
-        explorer: inputs.billed.as_ref().map(|b| (b.requests, b.truncated)),
+        explorer: inputs.billed.as_ref().map(|b| (b.requests, b.unread.clone())),
         findings,
     }
 }
@@ -361,12 +361,12 @@ impl CostReport {
              without one shows no figure).",
             self.registry_price
         ));
-        notes.push(match self.explorer {
-            Some((requests, truncated)) => format!(
+        notes.push(match &self.explorer {
+            Some((requests, unread)) => format!(
                 "Cost Explorer: {requests} request(s), ${:.2}{}; only days at least two days old are asked, as its data \
                  lags.",
-                requests as f64 * USD_PER_REQUEST,
-                if truncated { ", more pages left unread (--verify reads them all)" } else { "" }
+                *requests as f64 * USD_PER_REQUEST,
+                unread.as_ref().map(|why| format!(", more pages left unread ({why})")).unwrap_or_default()
             ),
             None => "Cost Explorer was not asked: every rate is unverified.".to_owned(),
         });
@@ -458,7 +458,8 @@ impl CostReport {
     }
 
     pub fn json(&self) -> Value {
-        let round = |v: f64| (v * 10_000.0).round() / 10_000.0;
+        // Adding zero makes a -0.0 (an empty sum, a rounded tiny credit) 0.0: JSON says `0.0`.
+        let round = |v: f64| (v * 10_000.0).round() / 10_000.0 + 0.0;
         json!({
             "format_version": FORMAT_VERSION,
             "account": self.account,
@@ -511,7 +512,8 @@ impl CostReport {
             }).collect::<Vec<_>>(),
             "total_usd": round(self.total()),
             "total_rate_verified": self.runner_confirmed() || self.builds.is_empty(),
-            "cost_explorer_requests": self.explorer.map_or(0, |(requests, _)| requests),
+            "cost_explorer_requests": self.explorer.as_ref().map_or(0, |(requests, _)| *requests),
+            "cost_explorer_unread": self.explorer.as_ref().and_then(|(_, unread)| unread.clone()),
             "findings": self.findings.iter().map(|f| json!({ "code": f.code, "message": f.message })).collect::<Vec<_>>(),
             "notes": self.footnotes(),
         })
@@ -670,7 +672,7 @@ mod tests {
         let billed = |per_minute: f64| Billed {
             by_usage_type: BTreeMap::from([("USE1-Build-Min:Linux:g1.xlarge".to_owned(), (89.0 * per_minute, 89.0))]),
             requests: 1,
-            truncated: false,
+            unread: None,
         };
         let confirmed = report(inputs(Some(billed(0.0800))));
         assert!(confirmed.rates[0].verification.confirmed());

@@ -368,8 +368,10 @@ impl EcrReconciler {
         // ECR's largest page (100 when not asked): 5,000 repositories are five requests, not 50.
         let mut pages = self.client.describe_repositories().max_results(1000).into_paginator().send();
         let mut repositories = Vec::new();
+        let mut read = reconcile_aws::Pages::default();
         while let Some(page) = self.parallelism.send(|| pages.next()).await {
             let page = page.map_err(failed(None, "list ECR repositories"))?;
+            read.page(page.next_token(), None, "list ECR repositories")?;
             repositories.extend(page.repositories.unwrap_or_default());
         }
         Ok(repositories)
@@ -429,12 +431,14 @@ impl EcrReconciler {
         // ECR's largest page: a 10,000-image repository is ten requests.
         let mut pages = self.client.describe_images().repository_name(name).max_results(1000).into_paginator().send();
         let mut images = Vec::new();
+        let mut read = reconcile_aws::Pages::default();
         while let Some(page) = self.parallelism.send(|| pages.next()).await {
             let page = match absent_if(page, &[REPOSITORY_NOT_FOUND]) {
                 Ok(Some(page)) => page,
                 Ok(None) => return Ok(Vec::new()),
                 Err(error) => return Err(failed(Some(address), "list the repository's images")(error)),
             };
+            read.page(page.next_token(), Some(address), "list the repository's images")?;
             images.extend(page.image_details().iter().map(|detail| {
                 Image {
                     digest: detail.image_digest().unwrap_or_default().to_owned(),

@@ -271,7 +271,8 @@ pub fn json(usage: &Usage) -> Value {
 }
 
 fn round_cents(dollars: f64) -> f64 {
-    (dollars * 100.0).round() / 100.0
+    // Adding zero makes a -0.0 0.0.
+    (dollars * 100.0).round() / 100.0 + 0.0
 }
 
 /// The report as a Markdown table.

@@ -11,6 +11,10 @@ use serde_json::Value;
 
 use crate::answers::{ATTEMPTS, Answer, backoff, failure, github, keep_waiting, next_page, rate_limited, retryable};
 
+/// The most pages a list reads: 10,000 items at 100 a page, far more than a repository's
+/// variables, a pull request's comments or a label's issues.
+pub const MAX_PAGES: usize = 100;
+
 /// The REST API version every request asks for (`X-GitHub-Api-Version`), so a new default
 /// version cannot change an answer under us.
 pub const API_VERSION: &str = "2022-11-28";
@@ -175,10 +179,12 @@ impl Api {
     }
 
     /// Every item of a paginated list: `key` of each page's object (or the page itself when it
-    /// is an array), following `Link: <...>; rel="next"` until there is none.
+    /// is an array), following `Link: <...>; rel="next"` until there is none, at most
+    /// [`MAX_PAGES`] pages and never the same page twice.
     pub async fn list(&self, path: &str, key: Option<&str>, what: &str) -> Result<Vec<Value>, ReconcileError> {
         let mut items = Vec::new();
         let mut next = Some(path.to_owned());
+        let mut pages = reconcile_core::pages::Pages::new(MAX_PAGES);
         while let Some(page) = next.take() {
             let answer = self.expect(Method::GET, &page, None, None, what, &[]).await?;
             let json = answer.json();
@@ -187,7 +193,11 @@ impl Api {
                 None => Some(json),
             };
             items.extend(page_items.and_then(|v| v.as_array().cloned()).unwrap_or_default());
-            next = answer.headers.get(http::header::LINK).and_then(|v| v.to_str().ok()).and_then(next_page);
+            let link = answer.headers.get(http::header::LINK).and_then(|v| v.to_str().ok()).and_then(next_page);
+            // Part of a list reads as the whole (a comment not found is made again): an error.
+            next = pages.next(link.as_deref()).map_err(|stop| {
+                ReconcileError::new(None, what, format!("{stop} (GitHub's `Link` header); the rest is not read"))
+            })?;
         }
         Ok(items)
     }

@@ -368,8 +368,11 @@ impl IamReconciler {
             .collect();
         let mut pages = self.client.list_roles().into_paginator().send();
         let mut findings = Vec::new();
+        let mut read = reconcile_aws::Pages::default();
         while let Some(page) = self.parallelism.send(|| pages.next()).await {
-            for role in page.map_err(failed(None, "list roles"))?.roles() {
+            let page = page.map_err(failed(None, "list roles"))?;
+            read.page(page.marker(), None, "list roles")?;
+            for role in page.roles() {
                 if declared.contains(role.role_name()) {
                     continue;
                 }
@@ -676,8 +679,11 @@ impl IamReconciler {
     async fn inline_policy_names(&self, address: &Address, role_name: &str) -> Result<Vec<String>, ReconcileError> {
         let mut pages = self.client.list_role_policies().role_name(role_name).into_paginator().send();
         let mut names = Vec::new();
+        let mut read = reconcile_aws::Pages::default();
         while let Some(page) = self.parallelism.send(|| pages.next()).await {
-            names.extend(page.map_err(failed(Some(address), "list inline policies"))?.policy_names().to_vec());
+            let page = page.map_err(failed(Some(address), "list inline policies"))?;
+            read.page(page.marker(), Some(address), "list inline policies")?;
+            names.extend(page.policy_names().to_vec());
         }
         Ok(names)
     }
@@ -708,8 +714,10 @@ impl IamReconciler {
     async fn attached_policies(&self, address: &Address, role_name: &str) -> Result<Vec<Finding>, ReconcileError> {
         let mut pages = self.client.list_attached_role_policies().role_name(role_name).into_paginator().send();
         let mut findings = Vec::new();
+        let mut read = reconcile_aws::Pages::default();
         while let Some(page) = self.parallelism.send(|| pages.next()).await {
             let page = page.map_err(failed(Some(address), "list attached managed policies"))?;
+            read.page(page.marker(), Some(address), "list attached managed policies")?;
             for attached in page.attached_policies() {
                 findings.push(Finding {
                     code: ATTACHED_MANAGED_POLICY.to_owned(),

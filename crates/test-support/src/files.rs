@@ -17,7 +17,8 @@ pub struct FileServer {
 
 impl FileServer {
     /// Serves the files directly in `dir` (no subdirectories) on a free loopback port: GET of
-    /// `/NAME` answers NAME's bytes as they are at the time of the request, anything else 404.
+    /// `/NAME` answers NAME's bytes as they are at the time of the request, or a redirect to what
+    /// `NAME.redirect` holds when there is no NAME, anything else 404.
     pub fn start(dir: impl Into<PathBuf>) -> FileServer {
         let dir = dir.into();
         let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
@@ -78,11 +79,17 @@ fn answer(stream: TcpStream, dir: &std::path::Path) -> Option<String> {
     let mut parts = request_line.split_whitespace();
     let (method, path) = (parts.next()?, parts.next()?.to_owned());
     let name = path.strip_prefix('/').unwrap_or_default();
-    let body = (method == "GET" && !name.is_empty() && !name.contains(['/', '\\']) && name != ".." && name != ".")
-        .then(|| std::fs::read(dir.join(name)).ok())
-        .flatten();
+    let servable = method == "GET" && !name.is_empty() && !name.contains(['/', '\\']) && name != ".." && name != ".";
+    let body = servable.then(|| std::fs::read(dir.join(name)).ok()).flatten();
+    // `NAME.redirect` holds where a request for NAME is sent instead.
+    let redirect = servable.then(|| std::fs::read_to_string(dir.join(format!("{name}.redirect"))).ok()).flatten();
     let mut stream = stream;
     let _ = match body {
+        None if redirect.is_some() => write!(
+            stream,
+            "HTTP/1.1 302 Found\r\nLocation: {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            redirect.unwrap_or_default().trim()
+        ),
         Some(body) => write!(
             stream,
             "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n",

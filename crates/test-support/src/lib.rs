@@ -431,12 +431,18 @@ impl TestAccount {
 
     /// Records a CloudTrail management event in the stand-in's history for `region`, as if a
     /// call had made it: `eventName`, `eventSource`, `eventTime` (ISO 8601), `requestParameters`,
-    /// `arn` (the caller), and optionally `userAgent`, `sourceIPAddress`, `eventID`.
+    /// `arn` (the caller), and optionally `userAgent`, `sourceIPAddress`, `eventID`, `errorCode`,
+    /// `resources`, `recipientAccountId`, `awsRegion`.
     pub fn cloudtrail_event(&self, region: &str, event: &serde_json::Value) {
+        self.cloudtrail_events(region, std::slice::from_ref(event));
+    }
+
+    /// [`TestAccount::cloudtrail_event`] for many events, in one request.
+    pub fn cloudtrail_events(&self, region: &str, events: &[serde_json::Value]) {
         emulator().control_with(
             "POST",
             &format!("/_reconcile/cloudtrail/event?account={}&region={region}", self.id),
-            &event.to_string(),
+            &serde_json::Value::from(events.to_vec()).to_string(),
         );
     }
 
@@ -502,8 +508,11 @@ pub struct Markup {
     pub images: usize,
     /// Text (outside code) where an `@` is followed by a name.
     pub mentions: Vec<String>,
-    /// Text (outside code) that GitHub's extended autolinks would make a link of.
+    /// Text (outside code) that GitHub's extended autolinks would make a link of: a URL, an
+    /// issue reference (`#12`, `GH-12`), a word that could be a commit SHA.
     pub autolinks: Vec<String>,
+    /// A bidirectional control anywhere, code included: it reorders what a reader sees.
+    pub bidi: usize,
 }
 
 impl Markup {
@@ -524,7 +533,7 @@ impl Markup {
                     let mentioned = text
                         .match_indices('@')
                         .any(|(idx, _)| text[idx + 1..].chars().next().is_some_and(|c| c.is_ascii_alphanumeric()));
-                    if ["http://", "https://", "www."].iter().any(|start| text.contains(start)) {
+                    if ["http://", "https://", "www."].iter().any(|start| text.contains(start)) || linked(&text) {
                         markup.autolinks.push(text.to_string());
                     }
                     if mentioned {
@@ -534,6 +543,9 @@ impl Markup {
                 _ => {}
             }
         }
+        // Unicode's bidirectional controls: marks, embeddings, overrides, isolates.
+        let bidi = |c: &char| matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        markup.bidi = markdown.chars().filter(bidi).count();
         markup
     }
 
@@ -559,5 +571,20 @@ impl Markup {
         assert_eq!((markup.links, markup.images), (0, 0), "a link or an image:\n{markdown}");
         assert!(markup.mentions.is_empty(), "a mention: {:?}\n{markdown}", markup.mentions);
         assert!(markup.autolinks.is_empty(), "a link GitHub would make: {:?}\n{markdown}", markup.autolinks);
+        assert_eq!(markup.bidi, 0, "a bidirectional control:\n{markdown}");
     }
+}
+
+/// Whether GitHub would link part of `text` as a reference: `#12`, `GH-12`, or a word of seven
+/// or more hex digits with a letter and a digit (it links a SHA of the repository's).
+fn linked(text: &str) -> bool {
+    let reference = |at: usize| text[at..].chars().next().is_some_and(|c| c.is_ascii_digit());
+    text.match_indices('#').any(|(at, _)| reference(at + 1))
+        || text.to_ascii_uppercase().match_indices("GH-").any(|(at, _)| reference(at + 3))
+        || text.split(|c: char| !c.is_ascii_alphanumeric()).any(|word| {
+            word.len() >= 7
+                && word.chars().all(|c| c.is_ascii_hexdigit())
+                && word.chars().any(|c| c.is_ascii_digit())
+                && word.chars().any(|c| c.is_ascii_alphabetic())
+        })
 }

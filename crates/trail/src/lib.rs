@@ -1,13 +1,17 @@
 //! Who changed it: each drifted resource (and each one a finding is about) attributed to the
 //! most recent CloudTrail management event that could have made the drift.
 //!
-//! `LookupEvents` takes one lookup attribute a call, so events are looked up by name ([`EVENTS`],
-//! the one table of which events can change which kind of resource, from each service's API
-//! reference) and matched to resources by their `requestParameters` here: ECR and CodeBuild
-//! resources are not reliably in the `ResourceName` index. IAM is global and its events are
-//! kept in us-east-1. Requests are paced to CloudTrail's 2 a second per account and region (the
-//! SDK's adaptive retry absorbs a throttled answer), 50 events a page, and the whole lookup is
-//! bounded: what could not be looked up is said, never guessed. Read only.
+//! `LookupEvents` takes one lookup attribute a call. A resource is looked up by its own name
+//! first where CloudTrail's `ResourceName` index holds its events (S3's and IAM's; ECR's and
+//! CodeBuild's only in part), so noise about anything else cannot stand before them; then, where
+//! the index may lack it, by event name ([`EVENTS`], the one table of which events can change
+//! which kind of resource, from each service's API reference). Either way an event counts only
+//! when it succeeded (a failed call changed nothing) and its `requestParameters` name the
+//! resource in this account and region ([`names`]). Reconcile's own changes are known by who made
+//! them, the user agent only a hint. IAM is global and its events are kept in us-east-1.
+//! Requests are paced to CloudTrail's 2 a second per account and region (the SDK's adaptive
+//! retry absorbs a throttled answer), 50 events a page, and the whole lookup is bounded in time
+//! and pages: what could not be looked up is said, never guessed. Read only.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -260,14 +264,50 @@ fn global(kind: ResourceKind) -> bool {
     )
 }
 
-/// Whether an event's `requestParameters` name the resource `name` of `kind`.
-pub fn names(kind: ResourceKind, name: &str, parameters: &Value) -> bool {
-    let text = |key: &str| parameters.get(key).and_then(Value::as_str);
-    let is = |key: &str| text(key) == Some(name);
-    let ends = |key: &str, suffix: &str| text(key).is_some_and(|v| v.ends_with(suffix));
+/// Where a resource is: its account, and its region unless it is IAM's (global).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    pub account: String,
+    pub region: String,
+}
+
+/// Whether a CloudTrail record tells of a change that succeeded to the resource `name` of
+/// `kind` in `place`: by its `requestParameters`, in this account (and region, for a regional
+/// resource); an ARN that names another account or region, or another registry, is not it.
+pub fn names(kind: ResourceKind, name: &str, record: &Value, place: &Place) -> bool {
+    // A call that failed changed nothing (CloudTrail records it, with `errorCode`).
+    if record.get("errorCode").is_some_and(|code| !code.is_null()) {
+        return false;
+    }
+    let text = |value: &Value, key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
+    if text(record, "recipientAccountId").is_some_and(|account| account != place.account) {
+        return false;
+    }
+    let regional = !global(kind);
+    if regional && text(record, "awsRegion").is_some_and(|region| region != place.region) {
+        return false;
+    }
+    let parameters = &record["requestParameters"];
+    let is = |key: &str| text(parameters, key).as_deref() == Some(name);
+    // An ARN parameter names this resource: this account, this region (when regional), and
+    // `resource` after the service's fields.
+    let arn_is = |key: &str, resource: &str| {
+        text(parameters, key).is_some_and(|arn| {
+            let parts: Vec<&str> = arn.splitn(6, ':').collect();
+            parts.len() == 6
+                && parts[0] == "arn"
+                && parts[4] == place.account
+                && (!regional || parts[3] == place.region)
+                && parts[5] == resource
+        })
+    };
     match kind {
         ResourceKind::EcrRepository | ResourceKind::EcrLifecyclePolicy => {
-            is("repositoryName") || ends("resourceArn", &format!(":repository/{name}"))
+            // A call on another account's registry names it by `registryId`.
+            if text(parameters, "registryId").is_some_and(|registry| registry != place.account) {
+                return false;
+            }
+            is("repositoryName") || arn_is("resourceArn", &format!("repository/{name}"))
         }
         ResourceKind::S3Bucket | ResourceKind::S3BucketLifecycle => is("bucketName"),
         ResourceKind::IamRole
@@ -276,18 +316,40 @@ pub fn names(kind: ResourceKind, name: &str, parameters: &Value) -> bool {
         | ResourceKind::IamCiRolePolicy => is("roleName"),
         // Named by its ARN.
         ResourceKind::IamRoleBoundary => {
-            is("policyArn") || text("policyName").is_some_and(|policy| name.ends_with(&format!(":policy/{policy}")))
+            let in_account = name.split(':').nth(4) == Some(place.account.as_str());
+            in_account
+                && (is("policyArn")
+                    || text(parameters, "policyName")
+                        .is_some_and(|policy| name.ends_with(&format!(":policy/{policy}"))))
         }
         ResourceKind::IamOidcProvider => {
-            is("openIDConnectProviderArn")
-                || name
-                    .rsplit_once("oidc-provider/")
-                    .is_some_and(|(_, host)| text("url").is_some_and(|url| url.trim_start_matches("https://") == host))
+            let in_account = name.split(':').nth(4) == Some(place.account.as_str());
+            in_account
+                && (is("openIDConnectProviderArn")
+                    || name.rsplit_once("oidc-provider/").is_some_and(|(_, host)| {
+                        text(parameters, "url").is_some_and(|url| url.trim_start_matches("https://") == host)
+                    }))
         }
         ResourceKind::CodebuildProject | ResourceKind::CodebuildWebhook => {
-            is("name") || is("projectName") || ends("projectArn", &format!(":project/{name}"))
+            is("name") || is("projectName") || arn_is("projectArn", &format!("project/{name}"))
         }
         _ => false,
+    }
+}
+
+/// How CloudTrail's `ResourceName` index holds a kind's events: `Some(true)` when it holds every
+/// event that changes one (S3's buckets, IAM's roles: a lookup by the resource's name finds its
+/// events, and no other resource's, nor a failed call's, which names none, stand before them);
+/// `Some(false)` when it holds some (ECR's and CodeBuild's, not reliably: what a lookup by name
+/// does not find is then looked for by event name); `None` when it is not asked.
+fn indexed(kind: ResourceKind) -> Option<bool> {
+    use ResourceKind as K;
+    match kind {
+        K::S3Bucket | K::S3BucketLifecycle | K::IamRole | K::IamCiRole | K::IamRolePolicy | K::IamCiRolePolicy => {
+            Some(true)
+        }
+        K::EcrRepository | K::EcrLifecyclePolicy | K::CodebuildProject | K::CodebuildWebhook => Some(false),
+        _ => None,
     }
 }
 
@@ -305,9 +367,22 @@ pub struct Target {
 pub struct Trail {
     pub regional: cloudtrail::Client,
     pub global: Option<cloudtrail::Client>,
-    /// Roles whose sessions are reconcile's own applies (the CI apply role).
+    /// This account and region: an event elsewhere is never this resource's.
+    pub place: Place,
+    /// Roles whose sessions are reconcile's own applies (the CI apply role), by name, in this
+    /// account.
     pub own_roles: Vec<String>,
+    /// Who runs this check (STS's ARN for the caller): its own earlier calls are reconcile's
+    /// when their user agent says so too.
+    pub caller: Option<String>,
 }
+
+/// The most pages one lookup reads: 5,000 events, more than the 60 seconds allow anyway.
+const MAX_PAGES: usize = 100;
+
+/// How many resources are looked up by their own name, a lookup each (about 6 seconds at
+/// CloudTrail's pace): a drift of more shares lookups by event name.
+const MAX_BY_NAME: usize = 10;
 
 /// Spaces one region's requests `PACE` apart.
 struct Pacer {
@@ -329,10 +404,20 @@ impl Pacer {
     }
 }
 
+/// What the lookups have found so far, and what they could not finish.
+struct Found<'t> {
+    started: Instant,
+    from: i64,
+    to: i64,
+    newest: BTreeMap<&'t Address, ChangeEvent>,
+    unfinished: BTreeMap<&'t Address, String>,
+}
+
 impl Trail {
-    /// The attribution of each target: the newest event of its kind naming it within the last
-    /// `days`, or that there is none, or why it could not be told. `Err` only for what makes
-    /// every lookup fail alike (no permission), which the caller reports once.
+    /// The attribution of each target: the newest successful event of its kind naming it, in
+    /// this account (and region), within the last `days`; or that there is none, or why it
+    /// could not be told. `Err` only for what makes every lookup fail alike (no permission),
+    /// which the caller reports once.
     pub async fn attribute(
         &self,
         targets: &[Target],
@@ -340,102 +425,50 @@ impl Trail {
         now: i64,
     ) -> Result<BTreeMap<Address, Attribution>, ReconcileError> {
         let days = days.clamp(1, MAX_DAYS);
-        let started = Instant::now();
-        let (from, to) = (now - i64::from(days) * 86_400, now + 60);
-        // By (global history?, event name): the targets it could explain.
+        let pacers = (Pacer::new(), Pacer::new());
+        let mut found = Found {
+            started: Instant::now(),
+            from: now - i64::from(days) * 86_400,
+            to: now + 60,
+            newest: BTreeMap::new(),
+            unfinished: BTreeMap::new(),
+        };
+        let is_global = |target: &Target| global(target.address.kind) && self.global.is_some();
+        // First by the resource's own name, where CloudTrail indexes it: noise about other
+        // resources, and failed calls (which name none), never stand before its events. One
+        // lookup a resource, so for the first few only; the rest share lookups by event name.
+        let by_name: Vec<&Target> = targets
+            .iter()
+            .filter(|t| indexed(t.address.kind).is_some() && !t.events.is_empty())
+            .take(MAX_BY_NAME)
+            .collect();
+        for target in &by_name {
+            let attribute = (LookupAttributeKey::ResourceName, target.name.as_str());
+            self.lookup(is_global(target), attribute, vec![target], &pacers, &mut found).await?;
+        }
+        // Then by event name, for what that did not find where the index may lack it: by (global
+        // history?, event name), the targets it could explain.
+        let complete =
+            |t: &Target| indexed(t.address.kind) == Some(true) && by_name.iter().any(|n| n.address == t.address);
         let mut wanted: BTreeMap<(bool, &str), Vec<&Target>> = BTreeMap::new();
-        for target in targets {
+        for target in targets.iter().filter(|t| !complete(t)) {
             for event in &target.events {
-                let global = global(target.address.kind) && self.global.is_some();
-                wanted.entry((global, event)).or_default().push(target);
+                wanted.entry((is_global(target), event)).or_default().push(target);
             }
         }
-        let pacers = (Pacer::new(), Pacer::new());
-        let mut newest: BTreeMap<&Address, ChangeEvent> = BTreeMap::new();
-        let mut unfinished: BTreeMap<&Address, String> = BTreeMap::new();
-        for ((global, event), group) in &wanted {
-            let (client, pacer) = match (global, &self.global) {
-                (true, Some(client)) => (client, &pacers.1),
-                _ => (&self.regional, &pacers.0),
-            };
-            let mut open: Vec<&Target> = group.clone();
-            let mut token: Option<String> = None;
-            loop {
-                let Some(left) = DEADLINE.checked_sub(started.elapsed()) else {
-                    for target in &open {
-                        unfinished.insert(
-                            &target.address,
-                            format!("the lookup of `{event}` events did not finish within {} s", DEADLINE.as_secs()),
-                        );
-                    }
-                    break;
-                };
-                pacer.wait().await;
-                let attribute = LookupAttribute::builder()
-                    .attribute_key(LookupAttributeKey::EventName)
-                    .attribute_value(*event)
-                    .build()
-                    .map_err(|e| ReconcileError::new(None, "build a CloudTrail lookup", e.to_string()))?;
-                let request = client
-                    .lookup_events()
-                    .lookup_attributes(attribute)
-                    .start_time(DateTime::from_secs(from))
-                    .end_time(DateTime::from_secs(to))
-                    .max_results(PAGE)
-                    .set_next_token(token.clone())
-                    .send();
-                let page = match tokio::time::timeout(left, request).await {
-                    Ok(page) => page.map_err(failed(None, "look up CloudTrail events"))?,
-                    Err(_) => {
-                        for target in &open {
-                            unfinished.insert(
-                                &target.address,
-                                format!(
-                                    "the lookup of `{event}` events did not finish within {} s",
-                                    DEADLINE.as_secs()
-                                ),
-                            );
-                        }
-                        break;
-                    }
-                };
-                for found in page.events() {
-                    let Some(record) =
-                        found.cloud_trail_event().and_then(|text| serde_json::from_str::<Value>(text).ok())
-                    else {
-                        continue;
-                    };
-                    let parameters = &record["requestParameters"];
-                    open.retain(|target| {
-                        // A member (an inline policy the role should not have) by its own name too.
-                        let member = target.address.member.as_deref();
-                        if !names(target.address.kind, &target.name, parameters)
-                            || member.is_some_and(|m| parameters.get("policyName").and_then(Value::as_str) != Some(m))
-                        {
-                            return true;
-                        }
-                        let candidate =
-                            change_event(&record, found.event_time().map_or(0, DateTime::secs), &self.own_roles);
-                        // Newest first within a name: the first match is this name's newest.
-                        match newest.get(&target.address) {
-                            Some(known) if known.at >= candidate.at => {}
-                            _ => {
-                                newest.insert(&target.address, candidate);
-                            }
-                        }
-                        false
-                    });
-                }
-                token = page.next_token().map(str::to_owned);
-                if open.is_empty() || token.is_none() {
-                    break;
-                }
+        for ((global, event), group) in wanted {
+            let open: Vec<&Target> = group
+                .into_iter()
+                .filter(|t| !found.newest.contains_key(&t.address) && !found.unfinished.contains_key(&t.address))
+                .collect();
+            if !open.is_empty() {
+                self.lookup(global, (LookupAttributeKey::EventName, event), open, &pacers, &mut found).await?;
             }
         }
         Ok(targets
             .iter()
             .map(|target| {
-                let attribution = match (unfinished.get(&target.address), newest.get(&target.address)) {
+                let attribution = match (found.unfinished.get(&target.address), found.newest.get(&target.address)) {
                     (Some(why), _) => Attribution::Unknown(why.clone()),
                     (None, Some(event)) => Attribution::Event(event.clone()),
                     (None, None) if target.events.is_empty() => {
@@ -447,30 +480,127 @@ impl Trail {
             })
             .collect())
     }
-}
 
-/// A CloudTrail record as the change event it tells of.
-fn change_event(record: &Value, at: i64, own_roles: &[String]) -> ChangeEvent {
-    let text = |value: &Value| value.as_str().unwrap_or_default().to_owned();
-    let identity = &record["userIdentity"];
-    let principal = text(&identity["arn"]);
-    let (role, session) = match principal.split_once(":assumed-role/").and_then(|(_, rest)| rest.split_once('/')) {
-        Some((role, session)) => (Some(role.to_owned()), Some(session.to_owned())),
-        None => (None, None),
-    };
-    let user_agent = text(&record["userAgent"]);
-    let by_reconcile =
-        user_agent.contains(USER_AGENT_MARK) || role.as_ref().is_some_and(|role| own_roles.contains(role));
-    ChangeEvent {
-        event: text(&record["eventName"]),
-        at,
-        principal,
-        role,
-        session,
-        source_ip: text(&record["sourceIPAddress"]),
-        user_agent,
-        event_id: text(&record["eventID"]),
-        by_reconcile,
+    /// One lookup (`attribute` = value), newest first, page by page until each of `open` has
+    /// its newest matching event, the pages end, or the time does: what was not finished is
+    /// said for each target still open.
+    async fn lookup<'t>(
+        &self,
+        global: bool,
+        (key, value): (LookupAttributeKey, &str),
+        mut open: Vec<&'t Target>,
+        pacers: &(Pacer, Pacer),
+        found: &mut Found<'t>,
+    ) -> Result<(), ReconcileError> {
+        let (client, pacer) = match (global, &self.global) {
+            (true, Some(client)) => (client, &pacers.1),
+            _ => (&self.regional, &pacers.0),
+        };
+        let what = format!(
+            "the lookup of {} `{value}`",
+            if key == LookupAttributeKey::EventName { "events" } else { "the events of" }
+        );
+        let mut pages = reconcile_core::pages::Pages::new(MAX_PAGES);
+        let mut token: Option<String> = None;
+        loop {
+            let unfinished = |found: &mut Found<'t>, open: &[&'t Target], why: String| {
+                for target in open {
+                    found.unfinished.entry(&target.address).or_insert_with(|| why.clone());
+                }
+            };
+            let Some(left) = DEADLINE.checked_sub(found.started.elapsed()) else {
+                unfinished(found, &open, format!("{what} did not finish within {} s", DEADLINE.as_secs()));
+                return Ok(());
+            };
+            pacer.wait().await;
+            let attribute = LookupAttribute::builder()
+                .attribute_key(key.clone())
+                .attribute_value(value)
+                .build()
+                .map_err(|e| ReconcileError::new(None, "build a CloudTrail lookup", e.to_string()))?;
+            let request = client
+                .lookup_events()
+                .lookup_attributes(attribute)
+                .start_time(DateTime::from_secs(found.from))
+                .end_time(DateTime::from_secs(found.to))
+                .max_results(PAGE)
+                .set_next_token(token.clone())
+                .send();
+            let page = match tokio::time::timeout(left, request).await {
+                Ok(page) => page.map_err(failed(None, "look up CloudTrail events"))?,
+                Err(_) => {
+                    unfinished(found, &open, format!("{what} did not finish within {} s", DEADLINE.as_secs()));
+                    return Ok(());
+                }
+            };
+            for event in page.events() {
+                let Some(record) = event.cloud_trail_event().and_then(|text| serde_json::from_str::<Value>(text).ok())
+                else {
+                    continue;
+                };
+                let name = record["eventName"].as_str().unwrap_or_default();
+                let parameters = &record["requestParameters"];
+                open.retain(|target| {
+                    // A member (an inline policy the role should not have) by its own name too.
+                    let member = target.address.member.as_deref();
+                    if !target.events.contains(&name)
+                        || !names(target.address.kind, &target.name, &record, &self.place)
+                        || member.is_some_and(|m| parameters.get("policyName").and_then(Value::as_str) != Some(m))
+                    {
+                        return true;
+                    }
+                    let candidate = self.change_event(&record, event.event_time().map_or(0, DateTime::secs));
+                    // Newest first: the first match is the newest.
+                    match found.newest.get(&target.address) {
+                        Some(known) if known.at >= candidate.at => {}
+                        _ => {
+                            found.newest.insert(&target.address, candidate);
+                        }
+                    }
+                    false
+                });
+            }
+            if open.is_empty() {
+                return Ok(());
+            }
+            match pages.next(page.next_token()) {
+                Ok(Some(next)) => token = Some(next),
+                Ok(None) => return Ok(()),
+                Err(stop) => {
+                    unfinished(found, &open, format!("{what} stopped: {stop}"));
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// A CloudTrail record as the change event it tells of. Reconcile's own by who made it:
+    /// the apply role of this account, or this run's caller with reconcile's user agent (a user
+    /// agent alone is anyone's to write).
+    fn change_event(&self, record: &Value, at: i64) -> ChangeEvent {
+        let text = |value: &Value| value.as_str().unwrap_or_default().to_owned();
+        let identity = &record["userIdentity"];
+        let principal = text(&identity["arn"]);
+        let assumed = principal.split_once(":assumed-role/").and_then(|(head, rest)| {
+            let (role, session) = rest.split_once('/')?;
+            Some((head.rsplit(':').next().unwrap_or_default().to_owned(), role.to_owned(), session.to_owned()))
+        });
+        let user_agent = text(&record["userAgent"]);
+        let by_apply_role = assumed
+            .as_ref()
+            .is_some_and(|(account, role, _)| *account == self.place.account && self.own_roles.contains(role));
+        let by_caller = self.caller.as_deref() == Some(principal.as_str()) && user_agent.contains(USER_AGENT_MARK);
+        ChangeEvent {
+            event: text(&record["eventName"]),
+            at,
+            principal,
+            role: assumed.as_ref().map(|(_, role, _)| role.clone()),
+            session: assumed.map(|(_, _, session)| session),
+            source_ip: text(&record["sourceIPAddress"]),
+            user_agent,
+            event_id: text(&record["eventID"]),
+            by_reconcile: by_apply_role || by_caller,
+        }
     }
 }
 
@@ -487,41 +617,104 @@ mod tests {
         }
     }
 
-    #[test]
-    fn events_are_matched_to_resources_by_their_request_parameters() {
-        let ecr = json!({ "repositoryName": "pytorch" });
-        assert!(names(ResourceKind::EcrLifecyclePolicy, "pytorch", &ecr));
-        assert!(!names(ResourceKind::EcrLifecyclePolicy, "pytorch-cache", &ecr));
-        let tagged = json!({ "resourceArn": "arn:aws:ecr:us-east-1:1:repository/pytorch" });
-        assert!(names(ResourceKind::EcrRepository, "pytorch", &tagged));
-        assert!(!names(ResourceKind::EcrRepository, "torch", &tagged));
-        assert!(names(ResourceKind::S3Bucket, "b", &json!({ "bucketName": "b", "policy": "" })));
-        assert!(names(ResourceKind::IamRolePolicy, "r", &json!({ "roleName": "r", "policyName": "p" })));
-        assert!(names(ResourceKind::CodebuildProject, "rocm-bake", &json!({ "name": "rocm-bake" })));
-        assert!(names(ResourceKind::CodebuildWebhook, "rocm-bake", &json!({ "projectName": "rocm-bake" })));
-        let provider = "arn:aws:iam::1:oidc-provider/token.actions.githubusercontent.com";
-        assert!(names(
-            ResourceKind::IamOidcProvider,
-            provider,
-            &json!({ "url": "https://token.actions.githubusercontent.com" })
-        ));
-        assert!(!names(ResourceKind::GithubVariable, "X", &json!({ "name": "X" })));
+    fn here() -> Place {
+        Place { account: "123456789012".to_owned(), region: "us-east-1".to_owned() }
+    }
+
+    /// A successful call in this account and region, with `parameters`.
+    fn call(parameters: Value) -> Value {
+        json!({ "requestParameters": parameters, "recipientAccountId": "123456789012", "awsRegion": "us-east-1" })
     }
 
     #[test]
-    fn a_role_session_is_resolved_and_reconciles_own_calls_are_recognised() {
-        let record = json!({
-            "eventName": "PutLifecyclePolicy",
-            "userIdentity": { "arn": "arn:aws:sts::1:assumed-role/someone/laptop" },
-            "sourceIPAddress": "203.0.113.7",
-            "userAgent": "aws-cli/2.15",
-            "eventID": "e-1",
-        });
-        let event = change_event(&record, 10, &[]);
-        assert_eq!((event.role.as_deref(), event.session.as_deref()), (Some("someone"), Some("laptop")));
-        assert!(!event.by_reconcile);
-        assert!(change_event(&record, 10, &["someone".to_owned()]).by_reconcile);
-        let ours = json!({ "userAgent": "aws-sdk-rust/1 ua/2.1 app/reconcile", "userIdentity": { "arn": "arn:aws:iam::1:user/u" } });
-        assert!(change_event(&ours, 10, &[]).by_reconcile);
+    fn events_are_matched_to_resources_by_their_request_parameters() {
+        let ecr = call(json!({ "repositoryName": "pytorch" }));
+        assert!(names(ResourceKind::EcrLifecyclePolicy, "pytorch", &ecr, &here()));
+        assert!(!names(ResourceKind::EcrLifecyclePolicy, "pytorch-cache", &ecr, &here()));
+        let tagged = call(json!({ "resourceArn": "arn:aws:ecr:us-east-1:123456789012:repository/pytorch" }));
+        assert!(names(ResourceKind::EcrRepository, "pytorch", &tagged, &here()));
+        assert!(!names(ResourceKind::EcrRepository, "torch", &tagged, &here()));
+        assert!(names(ResourceKind::S3Bucket, "b", &call(json!({ "bucketName": "b", "policy": "" })), &here()));
+        assert!(names(ResourceKind::IamRolePolicy, "r", &call(json!({ "roleName": "r", "policyName": "p" })), &here()));
+        assert!(names(ResourceKind::CodebuildProject, "rocm-bake", &call(json!({ "name": "rocm-bake" })), &here()));
+        assert!(names(
+            ResourceKind::CodebuildWebhook,
+            "rocm-bake",
+            &call(json!({ "projectName": "rocm-bake" })),
+            &here()
+        ));
+        let provider = "arn:aws:iam::123456789012:oidc-provider/token.actions.githubusercontent.com";
+        let url = call(json!({ "url": "https://token.actions.githubusercontent.com" }));
+        assert!(names(ResourceKind::IamOidcProvider, provider, &url, &here()));
+        assert!(!names(ResourceKind::GithubVariable, "X", &call(json!({ "name": "X" })), &here()));
+    }
+
+    #[test]
+    fn a_failed_call_or_one_elsewhere_never_names_a_resource() {
+        let mut failed = call(json!({ "repositoryName": "pytorch" }));
+        failed["errorCode"] = json!("AccessDenied");
+        assert!(!names(ResourceKind::EcrLifecyclePolicy, "pytorch", &failed, &here()));
+        failed["errorCode"] = Value::Null;
+        assert!(names(ResourceKind::EcrLifecyclePolicy, "pytorch", &failed, &here()), "a null errorCode is success");
+        // Another region's repository of the same name, another account's, another registry.
+        let mut elsewhere = call(json!({ "repositoryName": "pytorch" }));
+        elsewhere["awsRegion"] = json!("eu-west-1");
+        assert!(!names(ResourceKind::EcrRepository, "pytorch", &elsewhere, &here()));
+        let mut other_account = call(json!({ "repositoryName": "pytorch" }));
+        other_account["recipientAccountId"] = json!("210987654321");
+        assert!(!names(ResourceKind::EcrRepository, "pytorch", &other_account, &here()));
+        let registry = call(json!({ "repositoryName": "pytorch", "registryId": "210987654321" }));
+        assert!(!names(ResourceKind::EcrRepository, "pytorch", &registry, &here()));
+        for arn in [
+            "arn:aws:ecr:eu-west-1:123456789012:repository/pytorch",
+            "arn:aws:ecr:us-east-1:210987654321:repository/pytorch",
+        ] {
+            assert!(
+                !names(ResourceKind::EcrRepository, "pytorch", &call(json!({ "resourceArn": arn })), &here()),
+                "{arn}"
+            );
+        }
+        // IAM is global: a role's event names it whatever region it was signed for.
+        let mut role = call(json!({ "roleName": "r" }));
+        role["awsRegion"] = json!("us-east-1");
+        let there = Place { account: "123456789012".to_owned(), region: "eu-west-1".to_owned() };
+        assert!(names(ResourceKind::IamRole, "r", &role, &there));
+    }
+
+    #[test]
+    fn reconciles_own_calls_are_known_by_who_made_them_never_by_the_user_agent_alone() {
+        use aws_sdk_cloudtrail::config::{BehaviorVersion, Credentials, Region};
+        let config = cloudtrail::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("AKIDEXAMPLE", "secret", None, None, "test"))
+            .build();
+        let trail = Trail {
+            regional: cloudtrail::Client::from_conf(config),
+            global: None,
+            place: here(),
+            own_roles: vec!["rocm-bake-apply".to_owned()],
+            caller: Some("arn:aws:iam::123456789012:user/alice".to_owned()),
+        };
+        let record = |arn: &str, user_agent: &str| {
+            json!({ "eventName": "PutLifecyclePolicy", "userIdentity": { "arn": arn }, "sourceIPAddress": "203.0.113.7",
+                    "userAgent": user_agent, "eventID": "e-1" })
+        };
+        let someone =
+            trail.change_event(&record("arn:aws:sts::123456789012:assumed-role/someone/laptop", "aws-cli/2.15"), 10);
+        assert_eq!((someone.role.as_deref(), someone.session.as_deref()), (Some("someone"), Some("laptop")));
+        assert!(!someone.by_reconcile);
+        let apply =
+            trail.change_event(&record("arn:aws:sts::123456789012:assumed-role/rocm-bake-apply/run-7", "x"), 10);
+        assert!(apply.by_reconcile, "the apply role's session, whatever its user agent");
+        let other_account = "arn:aws:sts::210987654321:assumed-role/rocm-bake-apply/run-7";
+        assert!(!trail.change_event(&record(other_account, "app/reconcile"), 10).by_reconcile);
+        // A user agent is anyone's to write: alone it says nothing.
+        let claimed = record("arn:aws:iam::123456789012:user/mallory", "aws-sdk-rust/1 ua/2.1 app/reconcile");
+        assert!(!trail.change_event(&claimed, 10).by_reconcile);
+        // This run's caller, with reconcile's user agent: an earlier reconcile run of theirs.
+        let alice = "arn:aws:iam::123456789012:user/alice";
+        assert!(trail.change_event(&record(alice, "aws-sdk-rust/1 app/reconcile"), 10).by_reconcile);
+        assert!(!trail.change_event(&record(alice, "aws-cli/2.15"), 10).by_reconcile);
     }
 }

@@ -2,7 +2,7 @@
 //! and the progress on stdout (stderr when the report is JSON or Markdown), the prompt on the
 //! terminal, SIGINT and SIGTERM.
 
-use std::io::{BufRead, IsTerminal};
+use std::io::{BufRead, IsTerminal, Write};
 
 use anyhow::Context;
 use futures::future::BoxFuture;
@@ -55,9 +55,11 @@ impl Console for Terminal {
     fn plan(&self, plan: &Plan) -> Result<(), CliError> {
         let text = self.output.paint(&render::styled_text(plan));
         if self.progress_to_stderr {
-            eprint!("{text}");
+            // The plan's own colour escapes are kept: its values were made printable as it was
+            // rendered.
+            let _ = std::io::stderr().lock().write_all(crate::output::redacted(&text).as_bytes());
         } else {
-            print!("{text}");
+            out(&text)?;
         }
         Ok(())
     }
@@ -96,7 +98,7 @@ impl Console for Terminal {
     }
 
     fn warn(&self, text: &str) {
-        eprintln!("{text}");
+        crate::output::err(text);
     }
 
     fn finish(&self) {

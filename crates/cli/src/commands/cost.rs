@@ -15,7 +15,7 @@ use crate::aws::{Aws, Purpose};
 use crate::error::CliError;
 use crate::exit;
 use crate::output::out;
-use crate::summary::step_summary;
+use crate::output::step_summary;
 
 const DAY: i64 = 86_400;
 

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crate::error::CliError;
 use crate::exit;
-use crate::output::out;
+use crate::output::{err, out};
 use crate::session::Inputs;
 
 pub fn run(path: &Path, bake: Option<&Path>, check: bool, account: Option<&str>) -> Result<u8, CliError> {
@@ -26,11 +26,11 @@ pub fn run(path: &Path, bake: Option<&Path>, check: bool, account: Option<&str>)
     let declaration = crate::declare::declare(&inputs.desired_text, &inputs.desired, bake, account)
         .map_err(|why| CliError::Input(vec![format!("{}: {}", path.display(), bake.redact(&why))]))?;
     for skipped in &declaration.skipped {
-        eprintln!("skipped {}", bake.redact(skipped));
+        err(&format!("skipped {skipped}"));
     }
     if declaration.added.is_empty() {
         if !check {
-            eprintln!("{} declares every repository of this account that {} names.", path.display(), bake.name);
+            err(&format!("{} declares every repository of this account that {} names.", path.display(), bake.name));
         }
         return Ok(exit::OK);
     }
@@ -41,9 +41,9 @@ pub fn run(path: &Path, bake: Option<&Path>, check: bool, account: Option<&str>)
         return Ok(exit::ERROR);
     }
     crate::files::write_atomically(path, &declaration.text)?;
-    eprintln!("Declared in {}:", path.display());
+    err(&format!("Declared in {}:", path.display()));
     for added in &declaration.added {
-        eprintln!("  {}", added.line);
+        err(&format!("  {}", added.line));
     }
     Ok(exit::OK)
 }

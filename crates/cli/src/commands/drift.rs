@@ -11,9 +11,9 @@ use crate::args::{ColorChoice, Format};
 use crate::aws::Aws;
 use crate::error::CliError;
 use crate::exit;
+use crate::output::step_summary;
 use crate::output::{Output, color_on, out};
 use crate::session::Session;
-use crate::summary::step_summary;
 
 /// The drift issue to keep true, when asked: the repository's API and the issue's label.
 pub type Issue = (reconcile_github::Api, String);
@@ -49,7 +49,7 @@ async fn keep_issue(api: reconcile_github::Api, label: &str, plan: &Plan, regist
     let drift = plan.account_differs().then(|| {
         let items = plan.differences();
         let report = comment(plan, registry, GITHUB_COMMENT_LIMIT.saturating_sub(Drift::overhead(&items)));
-        Drift { items, report }
+        Drift { items, report: crate::output::redacted(&report) }
     });
     let conversation = Conversation::connect(api).await.map_err(failed)?;
     let outcome = conversation.keep_drift_issue(label, drift.as_ref()).await.map_err(failed)?;
@@ -61,7 +61,7 @@ async fn keep_issue(api: reconcile_github::Api, label: &str, plan: &Plan, regist
         Outcome::Reopened(number) => format!("reopened drift issue #{number}: the account drifted again"),
         Outcome::Nothing => "no drift, and no open drift issue: nothing to say".to_owned(),
     };
-    eprintln!("{said}");
+    crate::output::err(&said);
     Ok(())
 }
 

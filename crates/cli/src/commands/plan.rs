@@ -38,22 +38,26 @@ pub async fn run(
     // Refused for repositories the bake file names and desired.toml lacks: the lines that fix it.
     let inputs = session.inputs();
     if refused.is_err()
-        && plan.findings.iter().any(|f| f.code == crate::bake::UNDECLARED_BAKE_REPOSITORY)
+        && plan.findings.iter().any(|f| f.code == reconcile_bake::UNDECLARED_BAKE_REPOSITORY)
         && let Some(bake) = &inputs.bake
         && let Some(hint) = crate::declare::hint(&inputs.desired_text, &inputs.desired, bake, Some(&plan.account))
     {
         match format {
             Format::Markdown => {
-                let markdown = bake.redact(&crate::declare::hint_markdown(&hint));
+                let markdown = crate::declare::hint_markdown(&hint);
                 crate::output::out(&markdown)?;
-                crate::summary::step_summary(&markdown)?;
+                crate::output::step_summary(&markdown)?;
             }
-            _ => eprint!("{}", bake.redact(&crate::declare::hint_text(&hint))),
+            _ => crate::output::err_lines(&crate::declare::hint_text(&hint)),
         }
     }
     refused?;
     if let Some(path) = out {
-        eprintln!("Saved the plan to {}: `reconcile apply {}` carries out exactly it.", path.display(), path.display());
+        crate::output::err(&format!(
+            "Saved the plan to {}: `reconcile apply {}` carries out exactly it.",
+            path.display(),
+            path.display()
+        ));
     }
     Ok(if detailed_exitcode && plan.has_changes() { exit::CHANGES } else { exit::OK })
 }

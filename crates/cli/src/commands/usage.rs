@@ -13,8 +13,8 @@ use crate::error::CliError;
 use crate::exit;
 use crate::files::{Repository, read_capped};
 use crate::output::out;
+use crate::output::step_summary;
 use crate::session::Inputs;
-use crate::summary::step_summary;
 
 pub async fn run(inputs: &Inputs, format: Format, since: &[PathBuf], parallelism: usize) -> Result<u8, CliError> {
     let desired = &inputs.desired;

@@ -24,18 +24,18 @@ pub fn run(path: &Path, bake: Option<&Path>) -> Result<u8, CliError> {
                 desired.region,
                 accounts.join(", ")
             );
-            eprintln!("{}", bake.redact(&line));
+            crate::output::err(&line);
         }
     }
     let findings = inputs.findings(None);
     for finding in &findings {
-        eprintln!("{}", finding_line(finding));
+        crate::output::err(&finding_line(finding));
     }
-    if findings.iter().any(|f| f.code == crate::bake::UNDECLARED_BAKE_REPOSITORY)
+    if findings.iter().any(|f| f.code == reconcile_bake::UNDECLARED_BAKE_REPOSITORY)
         && let Some(bake) = &inputs.bake
         && let Some(hint) = crate::declare::hint(&inputs.desired_text, desired, bake, None)
     {
-        eprint!("{}", bake.redact(&crate::declare::hint_text(&hint)));
+        crate::output::err_lines(&crate::declare::hint_text(&hint));
     }
     refuse_on(&findings)?;
     let ci = match &desired.ci {
@@ -65,5 +65,5 @@ fn finding_line(finding: &Finding) -> String {
         .as_ref()
         .map(|key| format!(" (overridden: `{key} = true` on the resource)"))
         .unwrap_or_default();
-    format!("{severity}: [{}] {}{overridden}", finding.code, reconcile_core::render::printable(&finding.message))
+    format!("{severity}: [{}] {}{overridden}", finding.code, finding.message)
 }

@@ -169,35 +169,96 @@ fn assert_paced(account: &TestAccount) {
     }
 }
 
+/// Tags set by ARN (`TagResource`) are not in CloudTrail's resource-name index: found by event
+/// name, page after page, past other repositories' events.
 #[tokio::test]
 async fn among_hundreds_of_events_the_newest_for_the_resource_is_found_page_after_page() {
     let (account, desired) = applied().await;
     let ecr = aws_sdk_ecr::Client::new(&account.sdk_config());
-    crate::support::put_lifecycle_policy(&ecr, "pytorch", crate::support::OLD_14_DAY_POLICY).await;
+    let arn = |repository: &str| format!("arn:aws:ecr:us-east-1:{}:repository/{repository}", account.id);
+    let tag = aws_sdk_ecr::types::Tag::builder().key("owner").value("someone").build().unwrap();
+    ecr.tag_resource().resource_arn(arn("pytorch")).tags(tag).send().await.unwrap();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
     let event = |repository: &str, at: i64, who: &str| {
         json!({
-            "eventName": "PutLifecyclePolicy", "eventSource": "ecr.amazonaws.com",
+            "eventName": "TagResource", "eventSource": "ecr.amazonaws.com",
             "eventTime": reconcile_core::time::date_time(at),
-            "requestParameters": { "repositoryName": repository },
+            "requestParameters": { "resourceArn": arn(repository) },
             "arn": format!("arn:aws:iam::{}:user/{who}", account.id),
         })
     };
     // 200 events for pytorch within the window, the newest by `newest` (later than the test's own
     // change), and in front of them 200 newer ones for other repositories: four pages of those
     // before pytorch's first.
+    let mut events = Vec::new();
     for n in 0..200 {
         let (at, who) = if n == 0 { (now + 20, "newest") } else { (now - 3600 * n, "older") };
-        account.cloudtrail_event("us-east-1", &event("pytorch", at, who));
-        account.cloudtrail_event("us-east-1", &event(&format!("other-{n}"), now + 30, "someone"));
+        events.push(event("pytorch", at, who));
+        events.push(event(&format!("other-{n}"), now + 30, "someone"));
     }
+    account.cloudtrail_events("us-east-1", &events);
     let drift = reconcile(&account, &desired.path, &["drift", "--format", "json"]);
     assert_eq!(drift.code, 2, "{}", drift.stderr);
     let json: Value = serde_json::from_str(&drift.stdout).unwrap();
-    let found = attributions(&json).into_iter().find(|(a, _)| a == "ecr_lifecycle_policy.pytorch").unwrap().1;
+    let found = attributions(&json).into_iter().find(|(a, _)| a == "ecr_repository.pytorch").unwrap().1;
     assert_eq!(found["principal"], format!("arn:aws:iam::{}:user/newest", account.id), "{found}");
     let pages = account.requests().iter().filter(|r| r.action == "LookupEvents").count();
     assert!(pages >= 5, "four pages of others, then pytorch's: {pages}");
+}
+
+/// What CloudTrail holds is written by anyone who can call AWS in the account: a call that
+/// failed, a user agent that claims to be reconcile, another region's or account's repository
+/// of the same name, and thousands of failed calls in front of the real change, none of them
+/// is named as the cause, and the real one is found at once.
+#[tokio::test]
+async fn attribution_cannot_be_framed_by_failed_calls_other_places_or_a_user_agent() {
+    let (account, desired) = applied().await;
+    let other = someone_else(&account).await;
+    crate::support::put_lifecycle_policy(
+        &aws_sdk_ecr::Client::new(&other.sdk_config()),
+        "pytorch",
+        crate::support::OLD_14_DAY_POLICY,
+    )
+    .await;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    let framing = |n: i64, more: Value| {
+        let mut event = json!({
+            "eventName": "PutLifecyclePolicy", "eventSource": "ecr.amazonaws.com",
+            // Newer than the real change, and within the window the drift asks for.
+            "eventTime": reconcile_core::time::date_time(now + 1 + n % 50),
+            "requestParameters": { "repositoryName": "pytorch" },
+            "arn": format!("arn:aws:iam::{}:user/mallory", account.id),
+        });
+        event.as_object_mut().unwrap().extend(more.as_object().unwrap().clone());
+        event
+    };
+    let mut events: Vec<Value> = (0..6000)
+        .map(|n| framing(n, json!({ "errorCode": "AccessDenied", "errorMessage": "not authorized" })))
+        .collect();
+    events.push(framing(51, json!({ "awsRegion": "eu-west-1" })));
+    events.push(framing(52, json!({ "recipientAccountId": "210987654321" })));
+    events.push(framing(
+        53,
+        json!({ "requestParameters": { "repositoryName": "pytorch", "registryId": "210987654321" } }),
+    ));
+    account.cloudtrail_events("us-east-1", &events);
+    let started = std::time::Instant::now();
+    let drift = reconcile(&account, &desired.path, &["drift", "--format", "json"]);
+    assert_eq!(drift.code, 2, "{}", drift.stderr);
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "{:?}", started.elapsed());
+    let json: Value = serde_json::from_str(&drift.stdout).unwrap();
+    let found = attributions(&json).into_iter().find(|(a, _)| a == "ecr_lifecycle_policy.pytorch").unwrap().1;
+    assert_eq!(found["status"], "event", "{found}");
+    assert_eq!(found["principal"], format!("arn:aws:sts::{}:assumed-role/someone-else/reconcile-test", account.id));
+
+    // A user agent is anyone's to write: mallory's newer, successful change claiming to be
+    // reconcile's is mallory's.
+    account.cloudtrail_event("us-east-1", &framing(55, json!({ "userAgent": "aws-sdk-rust/1.0 app/reconcile" })));
+    let drift = reconcile(&account, &desired.path, &["drift", "--format", "json"]);
+    let json: Value = serde_json::from_str(&drift.stdout).unwrap();
+    let found = attributions(&json).into_iter().find(|(a, _)| a == "ecr_lifecycle_policy.pytorch").unwrap().1;
+    assert_eq!(found["status"], "event", "not applied_by_reconcile: {found}");
+    assert_eq!(found["principal"], format!("arn:aws:iam::{}:user/mallory", account.id));
 }
 
 #[tokio::test]

@@ -146,6 +146,21 @@ async fn cost_explorer_is_asked_once_unless_verify_reads_every_page() {
     assert_eq!(report["rates"][0]["verification"], "confirmed");
 }
 
+/// Each page is billed: a Cost Explorer that answers every page with the token it gave before
+/// is not asked again, and the report says what was not read.
+#[tokio::test]
+async fn verify_stops_at_a_repeated_page_token_and_says_so() {
+    let (account, desired) = measured().await;
+    for _ in 0..20 {
+        account.cost_explorer_answers(&bill(89.0, 0.0800, Some("the-same-page")));
+    }
+    let report = cost_json(&account, &desired, &["--verify"]);
+    assert_eq!((report["cost_explorer_requests"].as_u64(), requests(&account, "GetCostAndUsage")), (Some(2), 2));
+    let unread = report["cost_explorer_unread"].as_str().unwrap();
+    assert_eq!(unread, "Cost Explorer gave a page token it had already given");
+    assert!(report["notes"].to_string().contains(&format!("2 request(s), $0.02, more pages left unread ({unread})")));
+}
+
 #[tokio::test]
 async fn without_permission_for_the_rates_the_last_known_one_is_used_with_one_warning() {
     let (account, desired) = measured().await;

@@ -351,3 +351,108 @@ fn the_setup_action_installs_a_verified_release_caches_it_and_puts_it_on_path() 
     assert!(refused["report"]["stderr"].as_str().unwrap().contains("does not match SHA256SUMS"), "{refused:#}");
     assert!(!fresh.path().join("path").exists());
 }
+
+/// The installer as a hostile environment would drive it, every case against loopback file
+/// servers only: a download URL that must be refused is refused before any connection (the
+/// server it would reach sees no request), a redirect off https is not followed, values that
+/// would write a second line of output are refused, and a link planted where the binary goes is
+/// replaced, not written through.
+#[test]
+fn the_installer_cannot_be_sent_elsewhere_or_made_to_write_elsewhere() {
+    let release = release();
+    let (_served, dir) = release.copy();
+    let server = FileServer::start(&dir);
+    let port = server.endpoint().rsplit(':').next().unwrap().to_owned();
+    let bin = tempfile::tempdir().unwrap();
+    let into = bin.path().join("bin");
+    let into = into.to_str().unwrap();
+    let version = release.version.as_str();
+
+    // URLs that must be refused before a connection: a user name that makes the host another
+    // (curl would connect to what follows `@`), loopback not written as a literal address, a
+    // scheme that is neither, a control character.
+    for (url, why) in [
+        (format!("http://127.0.0.1:1@127.0.0.1:{port}"), "it names a user"),
+        (format!("https://user:secret@127.0.0.1:{port}"), "it names a user"),
+        (format!("http://localhost:{port}"), "plain http goes to loopback only"),
+        (format!("http://127.0.0.1.nip.io:{port}"), "plain http goes to loopback only"),
+        (format!("ftp://127.0.0.1:{port}"), "the scheme is ftp"),
+        (format!("http://127.0.0.1:{port}/\nx"), "it holds a control character"),
+    ] {
+        let refused = install(&["--version", version, "--dir", into], &[("RECONCILE_DOWNLOAD_URL", &url)]);
+        let said = refusal(&refused);
+        assert!(said.contains(why), "{url:?}: {said}");
+    }
+    assert!(server.requests().is_empty(), "{:?}", server.requests());
+
+    // A redirect from the loopback mirror to plain http (another loopback server holding the
+    // same files) is not followed.
+    let other = FileServer::start(&dir);
+    let (_redirecting, redirecting) = release.copy();
+    std::fs::remove_file(redirecting.join("SHA256SUMS")).unwrap();
+    std::fs::write(redirecting.join("SHA256SUMS.redirect"), format!("{}/SHA256SUMS", other.endpoint())).unwrap();
+    let mirror = FileServer::start(&redirecting);
+    let refused = install(&["--version", version, "--dir", into], &[("RECONCILE_DOWNLOAD_URL", mirror.endpoint())]);
+    assert!(refusal(&refused).contains("could not download"));
+    assert_eq!(mirror.requests(), ["/SHA256SUMS"]);
+    assert!(other.requests().is_empty(), "the redirect was followed: {:?}", other.requests());
+
+    // Without curl (wget cannot be held to https redirects), nothing is downloaded at all.
+    let tools = tempfile::tempdir().unwrap();
+    for directory in std::env::split_paths(&std::env::var_os("PATH").unwrap()) {
+        for entry in std::fs::read_dir(&directory).into_iter().flatten().flatten() {
+            let link = tools.path().join(entry.file_name());
+            if entry.file_name() != "curl" && !link.exists() {
+                let _ = std::os::unix::fs::symlink(entry.path(), link);
+            }
+        }
+    }
+    let without_curl = script("install.sh")
+        .args(["--version", version, "--dir", into])
+        .env_clear()
+        .env("PATH", tools.path())
+        .env("HOME", "/nonexistent")
+        .env("RECONCILE_DOWNLOAD_URL", server.endpoint())
+        .output()
+        .unwrap();
+    assert!(refusal(&without_curl).contains("downloads need curl"));
+    assert!(server.requests().is_empty());
+
+    // A version or target with a second line: refused whole, never a line of it.
+    for args in [
+        ["--version", "1.0.0\ndir=/tmp/elsewhere", "--resolve"],
+        ["--target", "x86_64-unknown-linux-gnu\ndir=/tmp/elsewhere", "--resolve"],
+    ] {
+        let refused = install(&args, &[]);
+        assert!(refused.stdout.is_empty(), "{}", String::from_utf8_lossy(&refused.stdout));
+        let said = refusal(&refused);
+        assert!(said.contains("is not a version") || said.contains("is not a target triple"), "{said}");
+    }
+    assert!(!Path::new(into).exists());
+
+    // A link planted where the binary goes is replaced by the binary; what it pointed at is not
+    // written, and nothing else is left in the directory.
+    std::fs::create_dir_all(into).unwrap();
+    let victim = bin.path().join("victim");
+    std::fs::write(&victim, "untouched").unwrap();
+    std::os::unix::fs::symlink(&victim, Path::new(into).join("reconcile")).unwrap();
+    let installed = install(&["--version", version, "--dir", into], &[("RECONCILE_DOWNLOAD_URL", server.endpoint())]);
+    check(&installed, "install.sh over a planted link");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");
+    let binary = Path::new(into).join("reconcile");
+    assert!(std::fs::symlink_metadata(&binary).unwrap().file_type().is_file());
+    let left: Vec<_> = std::fs::read_dir(into).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, ["reconcile"]);
+
+    // The setup action, given a version with a line break, fails at its first step and sets no
+    // output from it.
+    let work = tempfile::tempdir().unwrap();
+    let refused = setup_action(
+        work.path(),
+        server.endpoint(),
+        serde_json::json!({ "version": format!("{version}\ndir=/tmp/elsewhere") }),
+        "",
+    );
+    assert_eq!(refused["succeeded"], false, "{refused:#}");
+    assert_eq!(refused["report"]["failed"], "Resolve the release");
+}

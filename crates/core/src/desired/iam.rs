@@ -76,13 +76,9 @@ pub(super) fn convert(locate: &Locator<'_>, raw: &RawIam, errors: &mut Vec<Desir
             errors.push(locate.error(Some(raw_policy_name.span()), &format!("{key_path}.policy_name"), why));
         }
         if let Some(description) = &raw_role.description
-            && description.get_ref().chars().count() > 1000
+            && let Err(why) = check_role_description(description.get_ref())
         {
-            errors.push(locate.error(
-                Some(description.span()),
-                &format!("{key_path}.description"),
-                "a role description is at most 1000 characters",
-            ));
+            errors.push(locate.error(Some(description.span()), &format!("{key_path}.description"), why));
         }
         let services = raw_role.trusted_services.get_ref();
         if services.is_empty() || services.iter().any(|s| !s.ends_with(".amazonaws.com")) {
@@ -127,6 +123,24 @@ pub(super) fn convert(locate: &Locator<'_>, raw: &RawIam, errors: &mut Vec<Desir
 }
 
 /// IAM's rule for role and policy names: letters, digits and `+=,.@_-`.
+/// A role description as IAM takes it (its service model's `roleDescriptionType`: at most 1000
+/// characters of `[\t\n\r\x20-\x7E\xA1-\xFF]`): printable Latin-1, so an em dash or a check mark
+/// would fail `CreateRole` halfway through an apply.
+fn check_role_description(description: &str) -> Result<(), String> {
+    if description.chars().count() > 1000 {
+        return Err("a role description is at most 1000 characters".to_owned());
+    }
+    let allowed = |c: char| matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{7e}' | '\u{a1}'..='\u{ff}');
+    match description.chars().find(|c| !allowed(*c)) {
+        Some(c) => Err(format!(
+            "IAM takes a role description of printable Latin-1 characters only, not `{}` (U+{:04X})",
+            c.escape_default(),
+            c as u32
+        )),
+        None => Ok(()),
+    }
+}
+
 pub(super) fn check_iam_name(name: &str, max: usize) -> Result<(), String> {
     if name.is_empty() || name.len() > max {
         return Err(format!("`{name}` must be 1 to {max} characters long"));

@@ -14,6 +14,13 @@
 //! value taken from the environment is replaced by `${NAME}` in whatever this module says, so no
 //! environment value reaches a finding or a message. Nor does a message quote the file: a syntax
 //! error says where, not what.
+//!
+//! Reading is bounded by what the file expands to, not only by its size: forty variables, each
+//! the one before twice, are 1.8 KB of HCL and a terabyte of string. Every value is measured
+//! before it is evaluated (its literal parts and the variables it names, already sized), none may
+//! be more than [`MAX_VALUE_BYTES`], all of them together no more than [`MAX_TOTAL_BYTES`], in no
+//! more than [`MAX_STEPS`] evaluations; `for` expressions, which could multiply, are refused like
+//! functions. A file over a bound is refused (a [`Refusal`]), naming the line and the limit.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -23,6 +30,7 @@ use serde_json::Value;
 use reconcile_core::address::{Address, ResourceKind};
 use reconcile_core::desired::Desired;
 use reconcile_core::plan::{Finding, Severity};
+use reconcile_core::redact::Redactor;
 
 /// Finding code: a bake file references a repository of this account's ECR registry that
 /// desired.toml does not declare. An error. Stable; never reused.
@@ -44,12 +52,64 @@ pub struct Reference {
     pub reference: String,
 }
 
+/// The most bytes one evaluated value (a variable, a target's field) may hold: a registry
+/// reference is a few hundred.
+pub const MAX_VALUE_BYTES: usize = 64 * 1024;
+/// The most bytes every evaluated value together may hold.
+pub const MAX_TOTAL_BYTES: usize = 1024 * 1024;
+/// The most evaluations a file may take (variables resolved, target fields read).
+pub const MAX_STEPS: usize = 100_000;
+
+/// Why a bake file was not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// It is not a bake file this reader can read (syntax, a function, a cycle, ...).
+    Unreadable(String),
+    /// It would expand past a bound: refused, as a safety check refuses.
+    Refusal(String),
+}
+
+impl Error {
+    pub fn message(&self) -> &str {
+        match self {
+            Error::Unreadable(message) | Error::Refusal(message) => message,
+        }
+    }
+
+    fn map(self, f: impl FnOnce(&str) -> String) -> Error {
+        match self {
+            Error::Unreadable(message) => Error::Unreadable(f(&message)),
+            Error::Refusal(message) => Error::Refusal(f(&message)),
+        }
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<String> for Error {
+    fn from(message: String) -> Error {
+        Error::Unreadable(message)
+    }
+}
+
+impl From<&str> for Error {
+    fn from(message: &str) -> Error {
+        Error::Unreadable(message.to_owned())
+    }
+}
+
 /// Reads a bake file: JSON when it is JSON, HCL otherwise. `env` looks up a variable's
 /// override, as bake does.
-pub fn read(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Reference>, String> {
+pub fn read(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Reference>, Error> {
     if text.trim_start().starts_with('{') {
         let value: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
-        return read_json(&value);
+        return Ok(read_json(&value)?);
     }
     read_hcl(text, env)
 }
@@ -110,7 +170,7 @@ fn registry_reference(field: &str, item: &Value) -> Option<String> {
 const MAX_NESTING: usize = 16;
 
 /// A `docker-bake.hcl`, read the way bake reads it, without functions.
-fn read_hcl(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Reference>, String> {
+fn read_hcl(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Reference>, Error> {
     let (mut depth, mut deepest) = (0usize, 0usize);
     for c in text.chars() {
         match c {
@@ -123,10 +183,10 @@ fn read_hcl(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Refe
         }
     }
     if deepest > MAX_NESTING {
-        return Err(format!(
+        return Err(Error::Unreadable(format!(
             "it nests brackets {deepest} deep, more than the {MAX_NESTING} a bake file needs; pass the JSON that \
              `docker buildx bake --print` writes instead"
-        ));
+        )));
     }
     let body = hcl::parse(text).map_err(|error| match error {
         hcl::Error::Parse(error) => format!(
@@ -137,7 +197,8 @@ fn read_hcl(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Refe
         ),
         _ => "neither JSON nor HCL bake syntax".to_owned(),
     })?;
-    let context = variables(&body, env)?;
+    let mut budget = Budget::new(text);
+    let (context, values) = variables(&body, env, &mut budget)?;
 
     // Each target's own attributes and the targets it inherits from.
     let mut targets: BTreeMap<String, (BTreeMap<String, hcl::Expression>, Vec<String>)> = BTreeMap::new();
@@ -147,8 +208,9 @@ fn read_hcl(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Refe
         let mut inherits = Vec::new();
         for attribute in block.body().attributes() {
             if attribute.key() == "inherits" {
-                inherits = strings(&evaluate(&name, "inherits", attribute.expr(), &context)?)
-                    .ok_or(format!("target `{name}`: `inherits` is not a list of target names"))?;
+                let value = budget.evaluate(&("target", &name), "inherits", attribute.expr(), &context, &values)?;
+                inherits =
+                    strings(&value).ok_or(format!("target `{name}`: `inherits` is not a list of target names"))?;
             } else {
                 attributes.insert(attribute.key().to_owned(), attribute.expr().clone());
             }
@@ -160,9 +222,9 @@ fn read_hcl(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Refe
     for (name, attributes) in inherited(&targets)? {
         for field in FIELDS {
             let Some(expr) = attributes.get(field) else { continue };
-            let value = evaluate(name, field, expr, &context)?;
+            let value = budget.evaluate(&("target", name), field, expr, &context, &values)?;
             let Value::Array(items) = value else {
-                return Err(format!("target `{name}`: `{field}` is not a list"));
+                return Err(Error::Unreadable(format!("target `{name}`: `{field}` is not a list")));
             };
             for item in &items {
                 if let Some(reference) = registry_reference(field, item) {
@@ -223,7 +285,11 @@ fn inherited(targets: &Targets) -> Result<BTreeMap<&str, BTreeMap<String, hcl::E
 /// for the variables desired.toml lists), else the default (which may use other variables). A
 /// variable with neither is refused: bake would make it empty, and a reference with a hole in
 /// it checks nothing.
-fn variables(body: &hcl::Body, env: &dyn Fn(&str) -> Option<String>) -> Result<Context<'static>, String> {
+fn variables(
+    body: &hcl::Body,
+    env: &dyn Fn(&str) -> Option<String>,
+    budget: &mut Budget<'_>,
+) -> Result<(Context<'static>, BTreeMap<String, hcl::Value>), Error> {
     let mut resolved: BTreeMap<String, hcl::Value> = BTreeMap::new();
     let mut pending: Vec<(String, Option<hcl::Expression>)> = Vec::new();
     for block in body.blocks().filter(|b| b.identifier() == "variable") {
@@ -240,35 +306,205 @@ fn variables(body: &hcl::Body, env: &dyn Fn(&str) -> Option<String>) -> Result<C
         let context = context_of(&resolved);
         let before = pending.len();
         let mut failure = None;
-        pending.retain(|(name, default)| {
-            let Some(expr) = default else {
+        let mut still = Vec::new();
+        for (name, default) in pending {
+            let Some(expr) = &default else {
                 failure = Some((name.clone(), None));
-                return true;
+                still.push((name, default));
+                continue;
             };
-            let value = expr.evaluate(&context);
-            match value {
+            match budget.value(&("variable", &name), expr, &context, &resolved)? {
                 Ok(value) => {
-                    resolved.insert(name.clone(), value);
-                    false
+                    resolved.insert(name, value);
                 }
-                Err(error) => {
-                    failure = Some((name.clone(), Some(error.to_string())));
-                    true
+                Err(why) => {
+                    failure = Some((name.clone(), Some(why)));
+                    still.push((name, default));
                 }
             }
-        });
+        }
+        pending = still;
         if pending.is_empty() {
-            return Ok(context_of(&resolved));
+            return Ok((context_of(&resolved), resolved));
         }
         if pending.len() == before {
-            return Err(match failure.expect("a pending variable failed") {
+            return Err(Error::Unreadable(match failure.expect("a pending variable failed") {
                 (name, Some(why)) => refusal(&format!("variable `{name}`"), &why),
                 (name, None) => format!(
                     "variable `{name}` has no default: give it one, or list it in desired.toml's `bake_variables` \
                      and set it in the environment"
                 ),
-            });
+            }));
         }
+    }
+}
+
+/// What reading a file may still spend: evaluations, and bytes evaluated.
+struct Budget<'a> {
+    text: &'a str,
+    steps: usize,
+    bytes: usize,
+}
+
+/// A block of the file, for messages: (`variable` or `target`, its name).
+type Block<'a> = (&'a str, &'a str);
+
+impl<'a> Budget<'a> {
+    fn new(text: &'a str) -> Budget<'a> {
+        Budget { text, steps: 0, bytes: 0 }
+    }
+
+    /// The line the block starts on (its first mention), for messages: 1 when it cannot be told.
+    fn line(&self, (kind, name): &Block<'_>) -> usize {
+        let at = [format!("{kind} \"{name}\""), format!("{kind} {name}")]
+            .iter()
+            .find_map(|needle| self.text.find(needle.as_str()))
+            .unwrap_or(0);
+        self.text[..at].matches('\n').count() + 1
+    }
+
+    fn refuse(&self, block: &Block<'_>, what: &str, why: String) -> Error {
+        let (kind, name) = block;
+        Error::Refusal(format!("line {}: {kind} `{name}`{what} {why}", self.line(block)))
+    }
+
+    /// Evaluates `expr` if what it expands to is within bounds: `Ok(Err(why))` when it cannot be
+    /// evaluated yet (a variable not resolved) or at all, an [`Error::Refusal`] past a bound.
+    fn value(
+        &mut self,
+        block: &Block<'_>,
+        expr: &hcl::Expression,
+        context: &Context<'_>,
+        sizes: &BTreeMap<String, hcl::Value>,
+    ) -> Result<Result<hcl::Value, String>, Error> {
+        self.steps += 1;
+        if self.steps > MAX_STEPS {
+            return Err(self.refuse(block, "", format!("takes more than {MAX_STEPS} evaluations to read")));
+        }
+        let estimate = match estimate(expr, sizes) {
+            Ok(estimate) => estimate,
+            Err(Unbounded) => {
+                return Err(Error::Unreadable(refusal(
+                    &format!("{} `{}`", block.0, block.1),
+                    "a `for` expression or directive",
+                )));
+            }
+        };
+        if estimate > MAX_VALUE_BYTES {
+            return Err(self.refuse(
+                block,
+                "",
+                format!("would expand to {estimate} bytes, more than the {MAX_VALUE_BYTES} a value may hold"),
+            ));
+        }
+        let value = match expr.evaluate(context) {
+            Ok(value) => value,
+            Err(error) => return Ok(Err(error.to_string())),
+        };
+        self.bytes = self.bytes.saturating_add(size(&value));
+        if self.bytes > MAX_TOTAL_BYTES {
+            return Err(self.refuse(
+                block,
+                "",
+                format!("brings what the file expands to past the {MAX_TOTAL_BYTES} bytes a bake file may"),
+            ));
+        }
+        Ok(Ok(value))
+    }
+
+    /// A target's field, evaluated within bounds, as JSON.
+    fn evaluate(
+        &mut self,
+        block: &Block<'_>,
+        field: &str,
+        expr: &hcl::Expression,
+        context: &Context<'_>,
+        variables: &BTreeMap<String, hcl::Value>,
+    ) -> Result<Value, Error> {
+        let value = match self
+            .value(block, expr, context, variables)
+            .map_err(|e| e.map(|m| format!("{m} (`{field}`)")))?
+        {
+            Ok(value) => value,
+            Err(why) => return Err(Error::Unreadable(refusal(&format!("{} `{}`: `{field}`", block.0, block.1), &why))),
+        };
+        serde_json::to_value(&value).map_err(|e| Error::Unreadable(e.to_string()))
+    }
+}
+
+/// A `for` expression or directive: what it makes is as long as what it goes over, and more.
+struct Unbounded;
+
+/// The most bytes `expr` can evaluate to, given the variables already resolved (`sizes`): its
+/// literal parts and the values it names, summed (a conditional, its larger branch). A variable
+/// not in `sizes` is taken from nowhere yet: evaluating it fails, and it is tried again.
+fn estimate(expr: &hcl::Expression, sizes: &BTreeMap<String, hcl::Value>) -> Result<usize, Unbounded> {
+    use hcl::Expression as E;
+    Ok(match expr {
+        E::Null | E::Bool(_) | E::Number(_) => 8,
+        E::String(text) => text.len(),
+        E::Array(items) => items.iter().try_fold(2usize, |sum, item| Ok(sum.saturating_add(estimate(item, sizes)?)))?,
+        E::Object(entries) => entries.iter().try_fold(2usize, |sum, (key, value)| {
+            let key = match key {
+                hcl::ObjectKey::Identifier(identifier) => identifier.as_str().len(),
+                hcl::ObjectKey::Expression(expr) => estimate(expr, sizes)?,
+                _ => 0,
+            };
+            Ok(sum.saturating_add(key).saturating_add(estimate(value, sizes)?))
+        })?,
+        E::TemplateExpr(template) => {
+            let template = hcl::Template::from_expr(template).map_err(|_| Unbounded)?;
+            template_estimate(template.elements(), sizes)?
+        }
+        E::Variable(variable) => sizes.get(variable.as_str()).map_or(0, size),
+        E::Traversal(traversal) => estimate(&traversal.expr, sizes)?,
+        E::FuncCall(call) => {
+            call.args.iter().try_fold(0usize, |sum, arg| Ok(sum.saturating_add(estimate(arg, sizes)?)))?
+        }
+        E::Parenthesis(inner) => estimate(inner, sizes)?,
+        E::Conditional(conditional) => {
+            estimate(&conditional.true_expr, sizes)?.max(estimate(&conditional.false_expr, sizes)?)
+        }
+        E::Operation(_) => 8,
+        E::ForExpr(_) => return Err(Unbounded),
+        _ => return Err(Unbounded),
+    })
+}
+
+fn template_estimate(
+    elements: &[hcl::template::Element],
+    sizes: &BTreeMap<String, hcl::Value>,
+) -> Result<usize, Unbounded> {
+    use hcl::template::{Directive, Element};
+    elements.iter().try_fold(0usize, |sum, element| {
+        let more = match element {
+            Element::Literal(text) => text.len(),
+            Element::Interpolation(interpolation) => estimate(&interpolation.expr, sizes)?,
+            Element::Directive(directive) => match directive.as_ref() {
+                Directive::If(directive) => {
+                    let when = template_estimate(directive.true_template.elements(), sizes)?;
+                    let otherwise = match &directive.false_template {
+                        Some(template) => template_estimate(template.elements(), sizes)?,
+                        None => 0,
+                    };
+                    when.max(otherwise)
+                }
+                Directive::For(_) => return Err(Unbounded),
+            },
+        };
+        Ok(sum.saturating_add(more))
+    })
+}
+
+/// What a value holds, in bytes, as JSON would write it (near enough).
+fn size(value: &hcl::Value) -> usize {
+    match value {
+        hcl::Value::String(text) => text.len() + 2,
+        hcl::Value::Array(items) => items.iter().map(size).sum::<usize>() + 2,
+        hcl::Value::Object(entries) => {
+            entries.iter().map(|(key, value)| key.len() + 3 + size(value)).sum::<usize>() + 2
+        }
+        _ => 8,
     }
 }
 
@@ -278,12 +514,6 @@ fn context_of(variables: &BTreeMap<String, hcl::Value>) -> Context<'static> {
         context.declare_var(name.as_str(), value.clone());
     }
     context
-}
-
-fn evaluate(target: &str, field: &str, expr: &hcl::Expression, context: &Context<'_>) -> Result<Value, String> {
-    let value =
-        expr.evaluate(context).map_err(|e| refusal(&format!("target `{target}`: `{field}`"), &e.to_string()))?;
-    serde_json::to_value(&value).map_err(|e| e.to_string())
 }
 
 fn refusal(what: &str, why: &str) -> String {
@@ -329,6 +559,13 @@ pub fn ecr_reference(reference: &str) -> Option<EcrReference> {
         _ => path,
     };
     Some(EcrReference { account: account.to_owned(), region: region.to_owned(), repository: repository.to_owned() })
+}
+
+/// Whether `value` is just an ECR registry's host (`<account>.dkr.ecr.<region>.amazonaws.com`):
+/// an account and a region, nothing else.
+fn is_ecr_registry(value: &str) -> bool {
+    value.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-')
+        && ecr_reference(&format!("{value}/x")).is_some()
 }
 
 /// What the cross-check found.
@@ -406,9 +643,9 @@ pub struct BakeFile {
     /// The path as given, for messages.
     pub name: String,
     pub references: Vec<Reference>,
-    /// The environment's values of the variables desired.toml lets it set, by name: what never
-    /// appears in anything this file says.
-    from_environment: Vec<(String, String)>,
+    /// The environment's values of the variables desired.toml lets it set: what never appears,
+    /// whole or in part, in anything this file says.
+    redactor: Redactor,
 }
 
 impl BakeFile {
@@ -419,7 +656,7 @@ impl BakeFile {
         text: &str,
         variables: &[String],
         env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<BakeFile, String> {
+    ) -> Result<BakeFile, Error> {
         let from_environment: Vec<(String, String)> = variables
             .iter()
             .filter_map(|variable| Some((variable.clone(), env(variable).filter(|value| !value.is_empty())?)))
@@ -427,8 +664,18 @@ impl BakeFile {
         let lookup =
             |variable: &str| from_environment.iter().find(|(name, _)| name == variable).map(|(_, value)| value.clone());
         let references = read(text, &lookup);
-        let mut file = BakeFile { name: name.to_owned(), references: Vec::new(), from_environment };
-        file.references = references.map_err(|why| file.redact(&why))?;
+        let mut redactor = Redactor::default();
+        for (variable, value) in &from_environment {
+            // An ECR registry's host names an account and a region, which every plan shows: the
+            // host is taken out whole, its parts are the plan's own.
+            if is_ecr_registry(value) {
+                redactor.add_whole(variable, value);
+            } else {
+                redactor.add(variable, value);
+            }
+        }
+        let mut file = BakeFile { name: name.to_owned(), references: Vec::new(), redactor };
+        file.references = references.map_err(|why| why.map(|message| file.redact(message)))?;
         Ok(file)
     }
 
@@ -445,12 +692,16 @@ impl BakeFile {
         check
     }
 
-    /// `text` with every value taken from the environment replaced by `${NAME}`, the longest
-    /// first (so a value inside another is not half replaced).
+    /// `text` with every value taken from the environment, and every part of it a parser could
+    /// cut out, replaced by `${NAME}` (see [`Redactor`]).
     pub fn redact(&self, text: &str) -> String {
-        let mut values: Vec<&(String, String)> = self.from_environment.iter().collect();
-        values.sort_by_key(|(_, value)| std::cmp::Reverse(value.len()));
-        values.iter().fold(text.to_owned(), |text, (name, value)| text.replace(value.as_str(), &format!("${{{name}}}")))
+        self.redactor.redact(text).into_owned()
+    }
+
+    /// What never appears in anything shown: for the output layer, which takes it out of every
+    /// byte the run writes.
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
     }
 }
 
@@ -563,10 +814,26 @@ target "foo" { tags = ["${REGISTRY}/leak-${LEAK}:t"] }
              `leak-${LEAK}`: declare it under `[ecr.repositories]`, and the plan creates it with its lifecycle policy"
         );
         assert_eq!(listed.redact(&format!("a {secret} and {HOST}")), "a ${LEAK} and ${REGISTRY}");
+        // The registry's parts are the plan's own (its account and region); the secret's are not.
+        assert_eq!(
+            listed.redact("account 123456789012 in us-east-1, ghp_s3cr3t"),
+            "account 123456789012 in us-east-1, ${LEAK}"
+        );
+        // A value the reference parser cuts at `:` and `@`: each part it shows is taken out.
+        let cut = "canary-one:canary-two@sha256:canary-three";
+        let env = |name: &str| (name == "LEAK").then(|| cut.to_owned());
+        let hcl =
+            format!("variable \"LEAK\" {{ default = \"x\" }}\ntarget \"t\" {{ tags = [\"{HOST}/r-${{LEAK}}\"] }}\n");
+        let file = BakeFile::read("bake.hcl", &hcl, &["LEAK".to_owned()], &env).unwrap();
+        let check = file.check(&desired, Some("123456789012"));
+        let shown = format!("{} {}", check.findings[0].message, check.findings[0].address.as_ref().unwrap().name);
+        for part in ["canary-one", "canary-two", "canary-three"] {
+            assert!(!shown.contains(part), "{shown}");
+        }
         // A variable with no default that the environment does not set is refused, naming it
         // and nothing else.
         let undefaulted = "variable \"GITHUB_TOKEN\" {}\ntarget \"t\" { tags = [\"r/${GITHUB_TOKEN}:t\"] }\n";
-        let error = BakeFile::read("bake.hcl", undefaulted, &[], &env).err().unwrap();
+        let error = BakeFile::read("bake.hcl", undefaulted, &[], &env).err().unwrap().to_string();
         assert_eq!(
             error,
             "variable `GITHUB_TOKEN` has no default: give it one, or list it in desired.toml's `bake_variables` and \
@@ -574,7 +841,7 @@ target "foo" { tags = ["${REGISTRY}/leak-${LEAK}:t"] }
         );
         // An error that would hold a value says its name instead.
         let listed_leak = "variable \"LEAK\" { default = \"\" }\ntarget \"t\" { tags = [\"${LEAK}\" + 1] }\n";
-        let error = BakeFile::read("bake.hcl", listed_leak, &["LEAK".to_owned()], &env).err().unwrap();
+        let error = BakeFile::read("bake.hcl", listed_leak, &["LEAK".to_owned()], &env).err().unwrap().to_string();
         assert!(!error.contains(secret), "{error}");
     }
 
@@ -589,7 +856,10 @@ target "foo" { tags = ["${REGISTRY}/leak-${LEAK}:t"] }
         assert_eq!(references.len(), 6_000, "each inherits the tag");
         assert!(start.elapsed() < std::time::Duration::from_secs(10), "{:?}", start.elapsed());
         let cycle = "target \"a\" { inherits = [\"b\"] }\ntarget \"b\" { inherits = [\"c\"] }\ntarget \"c\" { inherits = [\"a\"] }\n";
-        assert_eq!(read(cycle, &no_env).unwrap_err(), "targets inherit from each other in a cycle: a -> b -> c -> a");
+        assert_eq!(
+            read(cycle, &no_env).unwrap_err().to_string(),
+            "targets inherit from each other in a cycle: a -> b -> c -> a"
+        );
         let diamond = "target \"base\" { tags = [\"x/b:1\"] }\ntarget \"l\" { inherits = [\"base\"] }\ntarget \"r\" { inherits = [\"base\"] }\ntarget \"top\" { inherits = [\"l\", \"r\"] }\n";
         assert_eq!(read(diamond, &no_env).unwrap().len(), 4, "a target inherited twice is no cycle");
     }
@@ -597,7 +867,7 @@ target "foo" { tags = ["${REGISTRY}/leak-${LEAK}:t"] }
     #[test]
     fn a_syntax_error_says_where_and_never_quotes_the_file() {
         let secret = "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI";
-        let error = read(&format!("target \"a\" {{\n  {secret} ==\n}}\n"), &no_env).unwrap_err();
+        let error = read(&format!("target \"a\" {{\n  {secret} ==\n}}\n"), &no_env).unwrap_err().to_string();
         assert!(error.starts_with("neither JSON nor HCL bake syntax: "), "{error}");
         assert!(error.contains("at line 2, column"), "{error}");
         assert!(!error.contains("wJalr"), "{error}");
@@ -609,12 +879,12 @@ target "foo" { tags = ["${REGISTRY}/leak-${LEAK}:t"] }
 variable "REGISTRY" { default = "r" }
 target "foo" { tags = [notequal(REGISTRY, "") ? "${REGISTRY}/foo" : "foo"] }
 "#;
-        let error = read(hcl, &no_env).unwrap_err();
+        let error = read(hcl, &no_env).unwrap_err().to_string();
         assert!(error.contains("target `foo`: `tags` cannot be evaluated"), "{error}");
         assert!(error.contains("notequal"), "{error}");
         assert!(error.contains("docker buildx bake --print"), "{error}");
         let in_variable = "variable \"R\" { default = lower(\"X\") }\ntarget \"a\" {}\n";
-        assert!(read(in_variable, &no_env).unwrap_err().contains("variable `R`"));
+        assert!(read(in_variable, &no_env).unwrap_err().to_string().contains("variable `R`"));
     }
 
     #[test]
@@ -622,7 +892,7 @@ target "foo" { tags = [notequal(REGISTRY, "") ? "${REGISTRY}/foo" : "foo"] }
         // What the fuzzer found: unclosed braces, each doubling the parser's work.
         let found = format!("vak=0-0-5-{}", "{555%55.5-555.5-".repeat(40));
         let start = std::time::Instant::now();
-        let error = read(&found, &no_env).unwrap_err();
+        let error = read(&found, &no_env).unwrap_err().to_string();
         assert!(error.contains("nests brackets 40 deep, more than the 16"), "{error}");
         assert!(start.elapsed() < std::time::Duration::from_secs(1));
         let deep_but_fine = format!("variable \"X\" {{ default = {}1{} }}\n", "[".repeat(15), "]".repeat(15));
@@ -630,14 +900,71 @@ target "foo" { tags = [notequal(REGISTRY, "") ? "${REGISTRY}/foo" : "foo"] }
     }
 
     #[test]
+    fn a_file_that_expands_past_a_bound_is_refused_before_it_is_evaluated() {
+        // Forty variables, each the one before twice: 1.8 KB of HCL, 2^40 bytes expanded.
+        let mut bomb = String::from("variable \"V0\" { default = \"xxxxxxxxxxxxxxxx\" }\n");
+        for n in 1..40 {
+            bomb.push_str(&format!("variable \"V{n}\" {{ default = \"${{V{0}}}${{V{0}}}\" }}\n", n - 1));
+        }
+        bomb.push_str("target \"t\" { tags = [\"${V39}\"] }\n");
+        let start = std::time::Instant::now();
+        let error = read(&bomb, &no_env).unwrap_err();
+        assert!(start.elapsed() < std::time::Duration::from_secs(1), "{:?}", start.elapsed());
+        assert!(matches!(error, Error::Refusal(_)), "{error:?}");
+        assert_eq!(
+            error.to_string(),
+            "line 13: variable `V12` would expand to 65540 bytes, more than the 65536 a value may hold"
+        );
+        // One value repeated in a template: measured before it is made.
+        let wide = format!(
+            "variable \"V\" {{ default = \"{}\" }}\ntarget \"t\" {{ tags = [\"{}\"] }}\n",
+            "x".repeat(1024),
+            "${V}".repeat(100)
+        );
+        let error = read(&wide, &no_env).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "line 2: target `t` would expand to 102602 bytes, more than the 65536 a value may hold (`tags`)"
+        );
+        // Many values, each within bounds, that are too much together.
+        let mut many = format!("variable \"V\" {{ default = \"{}\" }}\n", "x".repeat(60_000));
+        for n in 0..20 {
+            many.push_str(&format!("target \"t{n}\" {{ tags = [\"${{V}}\"] }}\n"));
+        }
+        let error = read(&many, &no_env).unwrap_err();
+        assert!(matches!(error, Error::Refusal(_)) && error.to_string().contains("past the 1048576 bytes"), "{error}");
+        // Too many evaluations: a long chain of variables declared backwards is resolved one a
+        // pass.
+        let mut backwards = String::new();
+        for n in 0..600 {
+            backwards.push_str(&format!("variable \"V{n}\" {{ default = \"${{V{}}}\" }}\n", n + 1));
+        }
+        backwards.push_str("variable \"V600\" { default = \"x\" }\n");
+        let error = read(&backwards, &no_env).unwrap_err();
+        assert!(error.to_string().contains("takes more than 100000 evaluations"), "{error}");
+        // A `for`, which could multiply what it goes over, is refused like a function.
+        for file in [
+            "variable \"L\" { default = [\"a\"] }\ntarget \"t\" { tags = [for x in L : \"r/${x}:1\"] }\n",
+            "variable \"L\" { default = [\"a\"] }\ntarget \"t\" { tags = [\"%{ for x in L }${x}%{ endfor }\"] }\n",
+        ] {
+            let error = read(file, &no_env).unwrap_err();
+            assert!(matches!(error, Error::Unreadable(_)), "{error:?}");
+            assert!(error.to_string().contains("a `for` expression or directive"), "{error}");
+        }
+        // What the nightly's bake file needs stays well within every bound.
+        let nightly = format!("{HCL}\nvariable \"X\" {{ default = \"${{REGISTRY}}${{REGISTRY}}\" }}\n");
+        assert!(read(&nightly, &no_env).is_ok());
+    }
+
+    #[test]
     fn broken_files_and_cycles_are_refused() {
-        assert!(read("{ not json", &no_env).unwrap_err().contains("not valid JSON"));
-        assert!(read("target \"a\" {", &no_env).unwrap_err().contains("HCL"));
-        assert!(read(r#"{"group": {}}"#, &no_env).unwrap_err().contains("no `target`"));
+        assert!(read("{ not json", &no_env).unwrap_err().to_string().contains("not valid JSON"));
+        assert!(read("target \"a\" {", &no_env).unwrap_err().to_string().contains("HCL"));
+        assert!(read(r#"{"group": {}}"#, &no_env).unwrap_err().to_string().contains("no `target`"));
         let cycle = "target \"a\" { inherits = [\"b\"] }\ntarget \"b\" { inherits = [\"a\"] }\n";
-        assert!(read(cycle, &no_env).unwrap_err().contains("cycle"));
+        assert!(read(cycle, &no_env).unwrap_err().to_string().contains("cycle"));
         let missing = "target \"a\" { inherits = [\"nope\"] }\n";
-        assert!(read(missing, &no_env).unwrap_err().contains("`nope`, which does not exist"));
+        assert!(read(missing, &no_env).unwrap_err().to_string().contains("`nope`, which does not exist"));
     }
 
     #[test]
