@@ -18,7 +18,8 @@ pub async fn attribute(aws: &Aws, planned: &mut Planned, desired: &Desired, days
     for change in &plan.changes {
         wanted.entry(change.address.clone()).or_default().extend(reconcile_trail::events_for_change(change));
     }
-    for finding in &plan.findings {
+    // A `W` finding is about desired.toml or the bake file, which no call to AWS made.
+    for finding in plan.findings.iter().filter(|finding| !finding.code.starts_with('W')) {
         if let Some(address) = &finding.address {
             wanted
                 .entry(address.clone())

@@ -89,12 +89,17 @@ pub fn declare(text: &str, desired: &Desired, bake: &BakeFile, account: Option<&
         named.entry(ecr.repository).and_modify(|all_cache| *all_cache &= cache).or_insert(cache);
     }
     let mut document: DocumentMut = text.parse().map_err(|e| format!("desired.toml could not be edited: {e}"))?;
-    // The tags the declared cache repositories carry: a new cache repository carries them too.
+    // The tags the declared cache repositories carry: a new cache repository carries them too,
+    // and nothing else of its sibling's (a setting such as `allow_tagged_expiry` is a decision
+    // about that repository, never copied).
     let repositories = repositories_table(&mut document)?;
-    let cache_style = named
-        .iter()
-        .filter(|(name, cache)| **cache && declared.contains(name.as_str()))
-        .find_map(|(name, _)| repositories.get(name).and_then(Item::as_value).cloned());
+    let cache_style =
+        named.iter().filter(|(name, cache)| **cache && declared.contains(name.as_str())).find_map(|(name, _)| {
+            let tags = repositories.get(name)?.as_value()?.as_inline_table()?.get("tags")?.clone();
+            let mut style = InlineTable::new();
+            style.insert("tags", tags.decorated(" ", " "));
+            Some(Value::InlineTable(style))
+        });
     let mut missing: Vec<(&String, &bool)> =
         named.iter().filter(|(name, _)| !declared.contains(name.as_str())).collect();
     // An image before its cache, then by name.

@@ -18,7 +18,7 @@ use crate::error::CliError;
 
 /// The largest file read: a thousand repositories take about 40 KiB of desired.toml, so this is
 /// room for any real account, and a bound for `--desired /dev/zero` and its kind.
-const FILE_LIMIT: u64 = 1024 * 1024;
+pub const FILE_LIMIT: u64 = 1024 * 1024;
 
 /// The repository a run reads from: desired.toml's directory, or the git work tree above it.
 #[derive(Debug, Clone)]
@@ -132,14 +132,45 @@ fn file_kind(kind: std::fs::FileType) -> &'static str {
 /// Writes `text` to `path` whole or not at all, and never through a link: a temporary file
 /// beside it, created new, renamed over it (a link at `path` is replaced, not followed).
 pub fn write_atomically(path: &Path, text: &str) -> Result<(), CliError> {
+    write_with_mode(path, text, None)
+}
+
+/// Replaces desired.toml at `path` with `text` (an edit of `read`, what was read of it), the way
+/// an editor saves: through a link to the file it names (which stays a link), with the file's
+/// mode, and in its line endings (CRLF stays CRLF). Refused, and nothing written, when the file
+/// is read-only or no longer holds `read` (someone saved it meanwhile: their edit is kept).
+pub fn rewrite(path: &Path, read: &str, text: &str) -> Result<(), CliError> {
+    use std::os::unix::fs::PermissionsExt;
+    let refused = |why: String| CliError::RefusedInput(format!("{}: {why}; nothing was written", path.display()));
+    let real = path.canonicalize().map_err(|e| refused(format!("failed to resolve it: {e}")))?;
+    let mode = std::fs::metadata(&real).map_err(|e| refused(e.to_string()))?.permissions().mode() & 0o7777;
+    if mode & 0o200 == 0 {
+        return Err(refused(format!("it is read-only (mode {mode:o})")));
+    }
+    let now = read_capped(&real).map_err(|why| refused(format!("failed to read it again: {why}")))?;
+    if now != read {
+        return Err(refused("it changed since it was read (saved by someone else meanwhile)".to_owned()));
+    }
+    let crlf = read.matches("\r\n").count() * 2 > read.matches('\n').count();
+    let text = if crlf { text.replace("\r\n", "\n").replace('\n', "\r\n") } else { text.to_owned() };
+    write_with_mode(&real, &text, Some(mode))
+}
+
+fn write_with_mode(path: &Path, text: &str, mode: Option<u32>) -> Result<(), CliError> {
     use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let temporary = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
     let written = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&temporary)
-        .and_then(|mut file| file.write_all(text.as_bytes()).and_then(|()| file.sync_all()))
+        .and_then(|mut file| {
+            if let Some(mode) = mode {
+                file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+            }
+            file.write_all(text.as_bytes()).and_then(|()| file.sync_all())
+        })
         .and_then(|()| std::fs::rename(&temporary, path));
     if written.is_err() {
         let _ = std::fs::remove_file(&temporary);
@@ -174,4 +205,26 @@ pub fn read_capped(path: &Path) -> Result<String, String> {
     }
     String::from_utf8(bytes)
         .map_err(|error| format!("it is not UTF-8 text (invalid byte at offset {})", error.utf8_error().valid_up_to()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_saved_by_someone_else_meanwhile_is_not_written_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("desired.toml");
+        std::fs::write(&path, "region = \"us-east-1\"\n# their edit\n").unwrap();
+        let refused = rewrite(&path, "region = \"us-east-1\"\n", "region = \"us-east-1\"\n[ecr]\n").unwrap_err();
+        assert!(
+            matches!(&refused, CliError::RefusedInput(why) if why.ends_with("it changed since it was read (saved by someone else meanwhile); nothing was written")),
+            "{refused:?}"
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "region = \"us-east-1\"\n# their edit\n");
+        // As read, it is written, in its line endings.
+        std::fs::write(&path, "a = 1\r\n").unwrap();
+        rewrite(&path, "a = 1\r\n", "a = 1\nb = 2\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "a = 1\r\nb = 2\r\n");
+    }
 }

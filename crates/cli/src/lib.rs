@@ -34,7 +34,15 @@ use clap::Parser;
 
 /// Runs `reconcile` with the process's arguments; the one place errors are printed.
 pub fn main() -> ExitCode {
-    let args = args::Args::parse();
+    // clap exits 2 on a usage error, which the workflows read as "changes" (plan
+    // --detailed-exitcode) or "drift": a usage error is an error, 1, as the README's table says.
+    let args = match args::Args::try_parse() {
+        Ok(args) => args,
+        Err(error) => {
+            let _ = error.print();
+            return ExitCode::from(if error.use_stderr() { exit::ERROR } else { exit::OK });
+        }
+    };
     output::init_logging(args.verbose, args.color);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,

@@ -752,7 +752,11 @@ environment = "prod"
         assert_eq!(trust_widening(&derived, &derived), Vec::<String>::new());
         assert_eq!(
             github_subjects(&derived),
-            Some(vec!["StringEquals `repo:ROCm/rocm-bake:environment:prod`".to_owned()])
+            Some(vec![
+                "StringEquals `repo:ROCm/rocm-bake:environment:prod:job_workflow_ref:ROCm/rocm-bake/.github/workflows/\
+                 apply-after-merge.yml@refs/heads/main`"
+                    .to_owned()
+            ])
         );
 
         // Exactly another subject: the plan's change of whom it trusts, not a widening.
@@ -760,11 +764,13 @@ environment = "prod"
         forked["Statement"][0]["Condition"]["StringEquals"][format!("{GITHUB_OIDC_HOST}:sub")] =
             json!(["repo:attacker/fork:environment:prod"]);
         assert_eq!(other_subject(&forked, &derived), Some("repo:attacker/fork:environment:prod".to_owned()));
-        assert_eq!(derived_subject(&derived), "repo:ROCm/rocm-bake:environment:prod");
-        assert_eq!(other_subject(&derived, &derived), Some("repo:ROCm/rocm-bake:environment:prod".to_owned()));
+        let subject = "repo:ROCm/rocm-bake:environment:prod:job_workflow_ref:ROCm/rocm-bake/.github/workflows/\
+                       apply-after-merge.yml@refs/heads/main";
+        assert_eq!(derived_subject(&derived), subject);
+        assert_eq!(other_subject(&derived, &derived), Some(subject.to_owned()));
         let mut two = derived.clone();
         two["Statement"][0]["Condition"]["StringEquals"][format!("{GITHUB_OIDC_HOST}:sub")] =
-            json!(["repo:a/b:pull_request", "repo:ROCm/rocm-bake:environment:prod"]);
+            json!(["repo:a/b:pull_request", subject]);
         assert_eq!(other_subject(&two, &derived), None, "two subjects admit more");
         let mut pattern = derived.clone();
         pattern["Statement"][0]["Condition"] = json!({

@@ -195,3 +195,91 @@ async fn declare_check_prints_the_diff_of_a_stale_desired_file_and_writes_nothin
     );
     assert_eq!(std::fs::read_to_string(&desired).unwrap(), before);
 }
+
+/// declare saves desired.toml as an editor would: through a link, in the file's mode and line
+/// endings, copying only a sibling's tags; it refuses a read-only file, and an edit plan would
+/// refuse (over the file limit, a derived policy over IAM's limit), writing nothing.
+#[tokio::test]
+async fn declare_saves_as_an_editor_would_and_refuses_what_plan_would_refuse() {
+    use std::os::unix::fs::PermissionsExt;
+    let account = emulator().new_account().await;
+    let registry = format!("{}.dkr.ecr.us-east-1.amazonaws.com", account.id);
+    let (dir, desired, bake, before) = checkout(false, &registry);
+    let bake = bake.to_str().unwrap().to_owned();
+    // A link to the real file, which is CRLF, mode 0600, and whose cache sibling allows tagged
+    // expiry (a decision about that repository alone).
+    let real = dir.path().join("config/desired.toml");
+    std::fs::create_dir_all(real.parent().unwrap()).unwrap();
+    let sibling = "sglang-cache = { tags = { kind = \"buildkit-cache\" } }";
+    assert!(before.contains(sibling));
+    let crlf = before
+        .replace(sibling, "sglang-cache = { allow_tagged_expiry = true, tags = { kind = \"buildkit-cache\" } }")
+        .replace('\n', "\r\n");
+    std::fs::write(&real, &crlf).unwrap();
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::remove_file(&desired).unwrap();
+    std::os::unix::fs::symlink("config/desired.toml", &desired).unwrap();
+    assert_eq!(run(&account, &desired, &["validate"], &registry).code, 0, "the file as it is");
+
+    let declared = run(&account, &desired, &["declare", "--bake", &bake], &registry);
+    assert_eq!(declared.code, 0, "{}", declared.stderr);
+    assert!(std::fs::symlink_metadata(&desired).unwrap().file_type().is_symlink(), "still a link");
+    assert_eq!(std::fs::metadata(&real).unwrap().permissions().mode() & 0o777, 0o600);
+    let after = std::fs::read_to_string(&real).unwrap();
+    assert_eq!(after.matches('\n').count(), after.matches("\r\n").count(), "CRLF throughout");
+    let changed: Vec<String> = similar::TextDiff::from_lines(&crlf, &after)
+        .iter_all_changes()
+        .filter(|c| c.tag() != similar::ChangeTag::Equal)
+        .map(|c| format!("{}{}", c.tag(), c.value().trim_end()))
+        .collect();
+    assert_eq!(changed, ["+foo = {}", "+foo-cache = { tags = { kind = \"buildkit-cache\" } }"]);
+
+    // Read-only: refused, as it was.
+    std::fs::write(&real, &crlf).unwrap();
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let refused = run(&account, &desired, &["declare", "--bake", &bake], &registry);
+    assert_eq!(refused.code, 3, "{}", refused.stderr);
+    assert!(refused.stderr.contains("it is read-only (mode 444); nothing was written"), "{}", refused.stderr);
+    assert_eq!(std::fs::read_to_string(&real).unwrap(), crlf);
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o644)).unwrap();
+
+    // Just under the file limit: declaring would pass it.
+    let padding = format!("# {}\n", "x".repeat(1024 * 1024 - before.len() - 40));
+    let full = format!("{before}{padding}");
+    std::fs::remove_file(&desired).unwrap();
+    std::fs::write(&desired, &full).unwrap();
+    assert_eq!(run(&account, &desired, &["validate"], &registry).code, 0);
+    let refused = run(&account, &desired, &["declare", "--check", "--bake", &bake], &registry);
+    assert_eq!(refused.code, 3, "{}", refused.stderr);
+    assert!(refused.stderr.contains("would make it larger than 1 MiB; nothing was written"), "{}", refused.stderr);
+    let refused = run(&account, &desired, &["declare", "--bake", &bake], &registry);
+    assert_eq!(refused.code, 3, "{}", refused.stderr);
+    assert_eq!(std::fs::read_to_string(&desired).unwrap(), full);
+}
+
+/// A role's policy that names each repository grows with each one declared: declare refuses to
+/// take it past IAM's size limit, as plan would, and writes nothing.
+#[tokio::test]
+async fn declare_refuses_an_edit_whose_derived_policy_iam_would_refuse() {
+    let account = emulator().new_account().await;
+    let registry = format!("{}.dkr.ecr.us-east-1.amazonaws.com", account.id);
+    let dir = tempfile::tempdir().unwrap();
+    // No separator in them: no `prefix*` pattern can group them.
+    let long = |n: usize| format!("arepositorywithanamelongenoughtofillapolicyquickly{n:03}");
+    let names: Vec<String> = (0..40).map(long).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let text = format!("bake_variables = [\"ECR_REGISTRY\"]\n{}", crate::support::small_account(&refs));
+    let desired = dir.path().join("desired.toml");
+    std::fs::write(&desired, &text).unwrap();
+    assert_eq!(run(&account, &desired, &["validate"], &registry).code, 0);
+    let targets: String = (40..140)
+        .map(|n| format!("target \"t{n}\" {{ tags = [\"${{ECR_REGISTRY}}/{}:nightly\"] }}\n", long(n)))
+        .collect();
+    let bake = dir.path().join("bake.hcl");
+    std::fs::write(&bake, format!("variable \"ECR_REGISTRY\" {{ default = \"zot:5000\" }}\n{targets}")).unwrap();
+    let refused = run(&account, &desired, &["declare", "--bake", bake.to_str().unwrap()], &registry);
+    assert_eq!(refused.code, 3, "{}", refused.stderr);
+    assert!(refused.stderr.contains("declaring them would make what it derives invalid"), "{}", refused.stderr);
+    assert!(refused.stderr.ends_with("; nothing was written\n"), "{}", refused.stderr);
+    assert_eq!(std::fs::read_to_string(&desired).unwrap(), text);
+}

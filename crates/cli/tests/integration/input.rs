@@ -211,3 +211,42 @@ async fn every_file_of_the_bad_input_corpus_is_refused_with_its_exact_message_an
     assert!(run.stderr.contains("1000000 bytes, more than the 49152 GitHub allows"), "{}", run.stderr);
     assert_eq!(account.requests(), [], "nothing was sent to AWS");
 }
+
+/// clap's usage errors exit 2 of their own accord, which a workflow reads as "changes" or
+/// "drift": every command's usage error is 1, as the README's table says, and so is a value out
+/// of its range; `--help` and `--version` are 0.
+#[test]
+fn a_usage_error_of_every_command_exits_1_as_the_readme_says() {
+    let run = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_reconcile")).args(args).output().unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (code, help, _) = run(&["--help"]);
+    assert_eq!(code, Some(0));
+    let commands: Vec<String> = help
+        .lines()
+        .skip_while(|line| *line != "Commands:")
+        .skip(1)
+        .take_while(|line| !line.trim().is_empty())
+        .filter_map(|line| line.split_whitespace().next().map(str::to_owned))
+        .filter(|command| command != "help")
+        .collect();
+    assert!(commands.len() >= 12, "{commands:?}");
+    for command in &commands {
+        let (code, _, stderr) = run(&[command, "--no-such-flag"]);
+        assert_eq!(code, Some(1), "{command}: {stderr}");
+        assert!(stderr.contains("unexpected argument '--no-such-flag'"), "{command}: {stderr}");
+        assert_eq!(run(&[command, "--help"]).0, Some(0), "{command} --help");
+    }
+    for args in [&["no-such-command"][..], &["plan", "--parallelism", "0"], &["drift", "--since-days", "91"], &[]] {
+        assert_eq!(run(args).0, Some(1), "{args:?}");
+    }
+    assert_eq!(run(&["--version"]).0, Some(0));
+    let readme = std::fs::read_to_string(reconcile_test_support::workspace_root().join("README.md")).unwrap();
+    let one = readme.lines().find(|line| line.starts_with("| 1 |")).unwrap();
+    assert!(one.contains("a usage error"), "{one}");
+}

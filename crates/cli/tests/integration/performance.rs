@@ -91,7 +91,7 @@ async fn the_per_repository_reads_go_out_in_one_wave_bounded_by_parallelism() {
     assert_eq!((serial.code, &serial.stdout), (0, &plan.stdout), "{}", serial.stderr);
 
     let refused = reconcile(&account, &desired, &["plan", "--parallelism", "0"]);
-    assert_eq!(refused.code, 2, "a usage error: {}", refused.stderr);
+    assert_eq!(refused.code, 1, "a usage error: {}", refused.stderr);
     assert!(refused.stderr.contains("--parallelism"), "{}", refused.stderr);
 }
 

@@ -396,11 +396,15 @@ async fn usage_since_refuses_a_report_of_another_account_or_region_or_from_the_f
 
 /// The corpus of hostile inputs, `tests/hostile-input/<case>/`: each a repository as a pull
 /// request could make it (desired.toml, a bake file, a saved plan, links the test makes as
-/// `links` says), the command line a workflow would run in it, and what must come of it (`code`,
-/// lines of `stderr` and `stdout`). `{CANARY}` in any file or variable is a secret; `{ACCOUNT}`
-/// and `{DESIRED_FINGERPRINT}` are the test account's and desired.toml's. Whatever a case does,
-/// no output holds the canary, the account's credentials or a line of `/etc/passwd`, and a
-/// Markdown output (`markdown = true`) renders nothing but text.
+/// `links` says, FIFOs as `fifos` says), the command line a workflow would run in it, and what
+/// must come of it (`code`, lines of `stderr` and `stdout`), within `limits` when it says
+/// (`seconds`, and `memory_mb` of address space, which the run is given no more of).
+/// `{CANARY}` in any file or variable is a secret; `{ACCOUNT}` and `{DESIRED_FINGERPRINT}` are
+/// the test account's and desired.toml's. Whatever a case does, no output (stdout, stderr, the
+/// job summary, a file it wrote) holds the canary or any 8 bytes of it, the account's
+/// credentials or a line of `/etc/passwd`; stderr sends a terminal or a job log no control
+/// character and starts no line with `::` (a workflow command); and a Markdown output
+/// (`markdown = true`: stdout, stderr and the job summary) renders nothing but text.
 #[tokio::test]
 async fn every_hostile_input_is_refused_with_its_message_and_leaks_nothing() {
     let account = emulator().new_account().await;
@@ -435,15 +439,45 @@ async fn every_hostile_input_is_refused_with_its_message_and_leaks_nothing() {
             std::fs::create_dir_all(link.parent().unwrap()).unwrap();
             std::os::unix::fs::symlink(target.as_str().unwrap(), link).unwrap();
         }
+        for fifo in strings("fifos") {
+            let fifo = dir.path().join(fifo);
+            std::fs::create_dir_all(fifo.parent().unwrap()).unwrap();
+            let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+            assert!(made.success(), "{name}: mkfifo {}", fifo.display());
+        }
+        let summary = dir.path().join("job-summary.md");
+        let files = |dir: &Path| -> Vec<(std::path::PathBuf, String)> {
+            std::fs::read_dir(dir)
+                .unwrap()
+                .map(|entry| entry.unwrap().path())
+                .filter(|path| path.is_file() && path.extension().is_none_or(|e| e != "md"))
+                .filter_map(|path| Some((path.clone(), std::fs::read_to_string(&path).ok()?)))
+                .collect()
+        };
+        let before = files(dir.path());
         let mut env = account.env();
         env.push(("GITHUB_TOKEN", canary.to_owned()));
         env.push(("RECONCILE_CANARY", canary.to_owned()));
         for (name, value) in spec.get("env").and_then(|v| v.as_table()).into_iter().flatten() {
             env.push((name.clone().leak(), fill(value.as_str().unwrap())));
         }
+        env.push(("GITHUB_STEP_SUMMARY", summary.to_str().unwrap().to_owned()));
         let args = strings("args");
+        let limits = spec.get("limits").and_then(|v| v.as_table());
+        let limit = |key: &str| limits.and_then(|l| l.get(key)).and_then(|v| v.as_integer());
+        // An address-space limit, set by the shell that then becomes reconcile.
+        let mut command = match limit("memory_mb") {
+            Some(mb) => {
+                let mut shell = std::process::Command::new("bash");
+                shell.arg("-c").arg(format!("ulimit -v {}; exec \"$0\" \"$@\"", mb * 1024));
+                shell.arg(env!("CARGO_BIN_EXE_reconcile"));
+                shell
+            }
+            None => std::process::Command::new(env!("CARGO_BIN_EXE_reconcile")),
+        };
         let watch = Watch::start(&env);
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_reconcile"))
+        let started = std::time::Instant::now();
+        let output = command
             .current_dir(dir.path())
             .arg("--desired")
             .arg("desired.toml")
@@ -454,7 +488,11 @@ async fn every_hostile_input_is_refused_with_its_message_and_leaks_nothing() {
             .stdin(std::process::Stdio::null())
             .output()
             .unwrap();
+        let took = started.elapsed();
         watch.check(Path::new("desired.toml"), Some(dir.path()));
+        if let Some(seconds) = limit("seconds") {
+            assert!(took < std::time::Duration::from_secs(seconds as u64), "{name}: took {took:?}");
+        }
         let (stdout, stderr) = (
             String::from_utf8_lossy(&output.stdout).into_owned(),
             String::from_utf8_lossy(&output.stderr).into_owned(),
@@ -467,13 +505,41 @@ async fn every_hostile_input_is_refused_with_its_message_and_leaks_nothing() {
         for line in strings("stdout") {
             assert!(stdout.contains(&line), "{name}: stdout lacks {line:?}:\n{stdout}");
         }
-        for secret in [canary, &account.secret_access_key, &account.session_token, "root:x:0:0"] {
-            assert!(!stdout.contains(secret) && !stderr.contains(secret), "{name}: leaked {secret}:\n{stdout}{stderr}");
+        let summary = std::fs::read_to_string(&summary).unwrap_or_default();
+        // Every file the run wrote in the repository (desired.toml, after `declare`) is output too.
+        let written: String =
+            files(dir.path()).into_iter().filter(|file| !before.contains(file)).map(|(_, text)| text).collect();
+        let outputs = [("stdout", &stdout), ("stderr", &stderr), ("the job summary", &summary), ("a file", &written)];
+        for (what, output) in outputs {
+            for secret in [&account.secret_access_key, &account.session_token, "root:x:0:0"] {
+                assert!(!output.contains(secret), "{name}: {what} leaked {secret}:\n{output}");
+            }
+            for part in canary.as_bytes().windows(8) {
+                let part = std::str::from_utf8(part).unwrap();
+                assert!(!output.contains(part), "{name}: {what} holds `{part}` of the canary:\n{output}");
+            }
         }
+        for (what, output) in [("stdout", &stdout), ("stderr", &stderr)] {
+            let hidden: Vec<char> = output.chars().filter(|c| (c.is_control() && *c != '\n') || is_bidi(*c)).collect();
+            assert!(hidden.is_empty(), "{name}: {what} sends {hidden:?}:\n{output}");
+        }
+        assert!(
+            !stderr.lines().any(|line| line.trim_start().starts_with("::")),
+            "{name}: a workflow command:\n{stderr}"
+        );
         if spec.get("markdown").and_then(|v| v.as_bool()) == Some(true) {
             Markup::assert_inert(&stdout);
+            Markup::assert_inert(&stderr);
+        }
+        if !summary.is_empty() {
+            Markup::assert_inert(&summary);
         }
     }
+}
+
+/// Unicode's bidirectional controls: what makes text read in another order than it is written.
+fn is_bidi(c: char) -> bool {
+    matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// Copies the case's files (not `case.toml`) into `to`, each with its placeholders filled in.
@@ -488,4 +554,84 @@ fn copy_filled(from: &Path, to: &Path, fill: &dyn Fn(&str) -> String) {
             std::fs::write(&target, fill(&std::fs::read_to_string(&path).unwrap())).unwrap();
         }
     }
+}
+
+/// A value a listed bake variable takes from the environment is a secret: cut by the reference
+/// parser at `:` and `@` or whole, it never appears, nor any 8 bytes of it, in anything any
+/// command writes (stdout, stderr with debug logs, the job summary, a saved plan, desired.toml
+/// after `declare`), whatever the command and its format.
+#[tokio::test]
+async fn a_listed_bake_variables_value_never_shows_in_any_output_of_any_command() {
+    let account = emulator().new_account().await;
+    let canary = "canary-77d0e5b1-printed-means-leaked";
+    let dir = tempfile::tempdir().unwrap();
+    let desired = dir.path().join("desired.toml");
+    std::fs::write(
+        &desired,
+        format!("bake = \"bake.hcl\"\nbake_variables = [\"LEAK\"]\n{}", small_account(&["pytorch"])),
+    )
+    .unwrap();
+    let registry = format!("{}.dkr.ecr.us-east-1.amazonaws.com", account.id);
+    std::fs::write(
+        dir.path().join("bake.hcl"),
+        format!(
+            "variable \"LEAK\" {{ default = \"x\" }}\ntarget \"t\" {{\n  tags = [\"{registry}/pytorch:${{LEAK}}\", \
+             \"{registry}/leak-${{LEAK}}\", \"{registry}/${{LEAK}}/x:t\"]\n  cache-to = [\"type=registry,ref=${{LEAK}}\"]\n}}\n"
+        ),
+    )
+    .unwrap();
+    let summary = dir.path().join("summary.md");
+    let value = format!("{canary}:tag@sha256:{canary}");
+    let mut env = account.env();
+    env.push(("LEAK", value.clone()));
+    env.push(("GITHUB_STEP_SUMMARY", summary.to_str().unwrap().to_owned()));
+    let saved = dir.path().join("saved.json");
+    let commands: Vec<Vec<String>> = [
+        "validate",
+        "validate -vv",
+        "plan",
+        "plan -vv",
+        "plan --format json",
+        "plan --format markdown",
+        "plan --attribute",
+        "apply --auto-approve",
+        // Its JSON is plan's: drift's text with its logs, and its comment.
+        "drift -v",
+        "drift --format markdown",
+        "usage",
+        "usage --format markdown",
+        "cost",
+        "outputs",
+        "policy runner",
+        "declare --check",
+        "declare -vv",
+        "unlock",
+        "schema",
+    ]
+    .iter()
+    .map(|line| line.split(' ').map(str::to_owned).collect())
+    .chain([
+        vec!["plan".to_owned(), "--out".to_owned(), saved.to_str().unwrap().to_owned()],
+        // `comment` reads no desired.toml, so no bake file; the rest read it and hold nothing of it.
+    ])
+    .collect();
+    let mut seen = Vec::new();
+    for args in &commands {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let run = reconcile_in(&env, &desired, &args);
+        seen.push(format!("{args:?}: {}", run.code));
+        let written: String =
+            [&summary, &saved, &desired].iter().filter_map(|path| std::fs::read_to_string(path).ok()).collect();
+        for (what, output) in [("stdout", &run.stdout), ("stderr", &run.stderr), ("a file", &written)] {
+            for part in canary.as_bytes().windows(8) {
+                let part = std::str::from_utf8(part).unwrap();
+                assert!(!output.contains(part), "{args:?}: {what} holds `{part}`:\n{output}");
+            }
+        }
+    }
+    // The commands did run: plan was refused for the undeclared repositories, naming them
+    // without the value.
+    assert!(seen.contains(&"[\"plan\"]: 3".to_owned()), "{seen:?}");
+    let plan = reconcile_in(&env, &desired, &["plan"]);
+    assert!(plan.stderr.contains("W401 on ecr_repository.leak-${LEAK}"), "{}", plan.stderr);
 }

@@ -444,6 +444,33 @@ fn the_installer_cannot_be_sent_elsewhere_or_made_to_write_elsewhere() {
     let left: Vec<_> = std::fs::read_dir(into).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left, ["reconcile"]);
 
+    // The temporary copy's name cannot be known in advance: a link planted at the name the
+    // installer once used (`.reconcile.<its pid>`, the pid learnt by starting the shell that
+    // becomes it and planting before it goes on) is never written through.
+    std::fs::remove_file(&binary).unwrap();
+    let mut shell = Command::new("bash")
+        .arg("-c")
+        .arg("echo $$; read -r _; exec \"$0\" \"$@\"")
+        .arg(workspace_root().join("scripts/install.sh"))
+        .args(["--version", version, "--dir", into])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap())
+        .env("HOME", "/nonexistent")
+        .env("RECONCILE_DOWNLOAD_URL", server.endpoint())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pid = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(shell.stdout.as_mut().unwrap()), &mut pid).unwrap();
+    std::os::unix::fs::symlink(&victim, Path::new(into).join(format!(".reconcile.{}", pid.trim()))).unwrap();
+    std::io::Write::write_all(shell.stdin.as_mut().unwrap(), b"go\n").unwrap();
+    let installed = shell.wait_with_output().unwrap();
+    check(&installed, "install.sh with a link planted at its old temporary name");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");
+    assert!(std::fs::symlink_metadata(&binary).unwrap().file_type().is_file());
+
     // The setup action, given a version with a line break, fails at its first step and sets no
     // output from it.
     let work = tempfile::tempdir().unwrap();
