@@ -115,6 +115,27 @@ pub fn err_lines(text: &str) {
     }
 }
 
+/// One log event as one line: every hidden character escaped, but the colour escapes tracing
+/// writes itself when `ansi` (`ESC [ digits ; m`), and one line break at the end.
+fn log_line(event: &str, ansi: bool) -> String {
+    let body = event.strip_suffix('\n').unwrap_or(event);
+    let mut line = String::with_capacity(body.len() + 1);
+    let mut chars = body.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' && ansi && chars.peek() == Some(&'[') {
+            let sgr: String = chars.clone().take_while(|c| *c != 'm').collect();
+            if sgr.len() < 16 && sgr[1..].bytes().all(|b| b.is_ascii_digit() || b == b';') {
+                line.push(c);
+                line.extend(chars.by_ref().take(sgr.len() + 1));
+                continue;
+            }
+        }
+        line.push_str(&printable(&c.to_string()));
+    }
+    line.push('\n');
+    line
+}
+
 /// Log lines, as [`err`] writes lines: tracing formats a whole event and writes it at once, so
 /// each write is one event, which may hold a live value.
 struct LogWriter {
@@ -124,24 +145,7 @@ struct LogWriter {
 
 impl Write for LogWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let text = String::from_utf8_lossy(buf);
-        let text = redacted(&text);
-        let body = text.strip_suffix('\n').unwrap_or(&text);
-        let mut line = String::with_capacity(body.len() + 1);
-        let mut chars = body.chars().peekable();
-        while let Some(c) = chars.next() {
-            // The colour escapes tracing writes (`ESC [ digits ; m`) are its own.
-            if c == '\u{1b}' && self.ansi && chars.peek() == Some(&'[') {
-                let sgr: String = chars.clone().take_while(|c| *c != 'm').collect();
-                if sgr.len() < 16 && sgr[1..].bytes().all(|b| b.is_ascii_digit() || b == b';') {
-                    line.push(c);
-                    line.extend(chars.by_ref().take(sgr.len() + 1));
-                    continue;
-                }
-            }
-            line.push_str(&printable(&c.to_string()));
-        }
-        line.push('\n');
+        let line = log_line(&redacted(&String::from_utf8_lossy(buf)), self.ansi);
         std::io::stderr().lock().write_all(line.as_bytes())?;
         Ok(buf.len())
     }
@@ -349,4 +353,27 @@ pub fn step_summary(markdown: &str) -> Result<(), CliError> {
         })?;
     writeln!(file, "{}", redacted(markdown)).context("failed to write $GITHUB_STEP_SUMMARY")?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_event_is_one_line_whatever_a_value_in_it_holds() {
+        let event = "\u{1b}[2mdebug\u{1b}[0m read `x\n::error::pwned\u{7}\u{202e}`\n";
+        assert_eq!(log_line(event, true), "\u{1b}[2mdebug\u{1b}[0m read `x\\u{a}::error::pwned\\u{7}\\u{202e}`\n");
+        // Without colour, tracing writes no escape: any is a value's.
+        assert_eq!(log_line("a\u{1b}[2Jb\n", false), "a\\u{1b}[2Jb\n");
+        // An escape that is not a colour is a value's, colour or not.
+        assert_eq!(log_line("a\u{1b}[2Jb", true), "a\\u{1b}[2Jb\n");
+    }
+
+    #[test]
+    fn what_is_never_shown_is_taken_out_of_every_way_out() {
+        let mut redactor = Redactor::default();
+        redactor.add("TOKEN", "s3cr3t-value-for-the-test");
+        never_show(&redactor);
+        assert_eq!(redacted("x s3cr3t-value-for-the-test y, and value-for-the"), "x ${TOKEN} y, and ${TOKEN}");
+    }
 }

@@ -12,6 +12,9 @@ use reconcile_core::{Address, ReconcileError, ResourceKind};
 
 const NAMESPACE: &str = "AWS/S3";
 const METRIC: &str = "BucketSizeBytes";
+
+/// The largest size believed: an exbibyte.
+const MAX_BYTES: f64 = (1u64 << 60) as f64;
 const DAY: i64 = 86_400;
 
 /// Bytes stored, by storage type (`StandardStorage`, `StandardIAStorage`, ...), then by day
@@ -63,8 +66,13 @@ pub async fn daily_bytes(
         let by_day = days.entry(storage).or_default();
         for point in answer.datapoints() {
             let (Some(at), Some(bytes)) = (point.timestamp(), point.average()) else { continue };
+            // A size no bucket has (not a number, negative, past an exbibyte) is a fault, not a
+            // day's figure: left out, as a day S3 published nothing for.
+            if !(0.0..=MAX_BYTES).contains(&bytes) {
+                continue;
+            }
             let day = at.secs().div_euclid(DAY) * DAY;
-            by_day.insert(day, bytes.max(0.0).round() as u64);
+            by_day.insert(day, bytes.round() as u64);
         }
     }
     Ok(days)
