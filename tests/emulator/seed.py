@@ -109,7 +109,8 @@ def main():
         seed_history(desired, account, region, buckets)
 
 
-GB = 1_000_000_000
+# AWS's billing GB (2^30 bytes): the 738 GB the account was billed for, at $0.10, is $73.80.
+GB = 1 << 30
 DAY = 86_400
 
 
@@ -145,7 +146,7 @@ def seed_history(desired, account, region, buckets):
     # each push orphaning the one before, 347 GB between them.
     for n in range(20):
         control(f"/_reconcile/ecr/push-time?account={account}&at={today - (19 - n) * DAY + 3 * 3600}")
-        for name, each in (("atom-wheel-cache", 9_000_000_000), ("torchvision-wheel-cache", 8_350_000_000)):
+        for name, each in (("atom-wheel-cache", 9 * GB), ("torchvision-wheel-cache", 835 * GB // 100)):
             push(ecr, name, each, None, f"{name}-{n}")
     # The rest, 391 GB: two untagged predecessors and the live nightly tag in each, pushed over
     # the last three nights.

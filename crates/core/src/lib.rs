@@ -21,6 +21,7 @@ pub mod retry;
 pub mod saved;
 pub mod spec;
 pub mod time;
+pub mod units;
 pub mod variables;
 
 pub mod render;

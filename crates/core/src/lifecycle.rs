@@ -275,21 +275,6 @@ impl Expiry {
     }
 }
 
-/// Bytes for people: `412.3 GB`, decimal units as AWS bills them.
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["kB", "MB", "GB", "TB", "PB"];
-    if bytes < 1000 {
-        return format!("{bytes} B");
-    }
-    let mut value = bytes as f64 / 1000.0;
-    let mut unit = 0;
-    while value >= 1000.0 && unit + 1 < UNITS.len() {
-        value /= 1000.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", UNITS[unit])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -560,15 +545,5 @@ mod tests {
         ]}))
         .unwrap();
         assert_eq!(untagged_only.rule_over_tagged_images(), None);
-    }
-
-    #[test]
-    fn bytes_read_as_people_read_them() {
-        assert_eq!(human_bytes(0), "0 B");
-        assert_eq!(human_bytes(999), "999 B");
-        assert_eq!(human_bytes(1000), "1.0 kB");
-        assert_eq!(human_bytes(412_300_000_000), "412.3 GB");
-        assert_eq!(human_bytes(347 * 1_000_000_000), "347.0 GB");
-        assert_eq!(human_bytes(u64::MAX), "18446.7 PB");
     }
 }

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use reconcile_core::markdown::{cell, code, fence, message};
 use reconcile_core::plan::{Finding, Severity};
 use reconcile_core::time::{date_time, day};
+use reconcile_core::units::usd;
 use serde_json::{Value, json};
 
 use crate::explorer::{Billed, USD_PER_REQUEST};
@@ -13,7 +14,6 @@ use crate::rates::{Rate, Source, usage_type};
 use crate::{RATE_DISAGREES, RATES_UNREAD};
 
 const DAY: i64 = 86_400;
-const GIB: f64 = 1_073_741_824.0;
 
 /// The version of the JSON report's shape.
 pub const FORMAT_VERSION: &str = "1.0";
@@ -164,7 +164,7 @@ fn days_in_month(seconds: i64) -> i64 {
 
 /// One day's share of a month's storage of `bytes` at `usd_per_gb_month`.
 fn day_of_storage(bytes: u64, usd_per_gb_month: f64, day: i64) -> f64 {
-    bytes as f64 / GIB * usd_per_gb_month / days_in_month(day) as f64
+    reconcile_core::units::monthly_cost(bytes, usd_per_gb_month) / days_in_month(day) as f64
 }
 
 pub fn report(inputs: Inputs) -> CostReport {
@@ -314,11 +314,6 @@ fn source_text(source: &Source) -> String {
     }
 }
 
-fn usd(value: f64) -> String {
-    // An empty sum is -0.0: never shown as such.
-    format!("${:.2}", value + 0.0)
-}
-
 /// A dollar figure, marked when a rate in it is not confirmed by the bill.
 fn marked(value: f64, confirmed: bool) -> String {
     if confirmed { usd(value) } else { format!("{} (rate unverified)", usd(value)) }
@@ -354,7 +349,7 @@ impl CostReport {
     fn footnotes(&self) -> Vec<String> {
         let mut notes = vec![BILLING_RULE.to_owned()];
         notes.push(format!(
-            "Storage is priced by the GB-month (GB = 2^30 bytes), a day being its share of the month: the registry at \
+            "Storage is priced by the GiB-month (AWS's GB-month, a GB being 2^30 bytes), a day being its share of the month: the registry at \
              ${:.3} (desired.toml's [usage] price), from the images it holds now by the day each was pushed (an image \
              expired since is not counted, so earlier days are a lower bound); the compiler cache at S3's list prices \
              by storage type, from CloudWatch's daily BucketSizeBytes (S3 publishes a day's the day after: a day \
@@ -459,7 +454,7 @@ impl CostReport {
 
     pub fn json(&self) -> Value {
         // Adding zero makes a -0.0 (an empty sum, a rounded tiny credit) 0.0: JSON says `0.0`.
-        let round = |v: f64| (v * 10_000.0).round() / 10_000.0 + 0.0;
+        let round = |v: f64| reconcile_core::units::rounded(v, 4);
         json!({
             "format_version": FORMAT_VERSION,
             "account": self.account,

@@ -2,7 +2,8 @@
 //! the line a reviewer needs, the numbers for the JSON plan, and what it saves a month.
 
 use reconcile_core::Impact;
-use reconcile_core::lifecycle::{Expiry, human_bytes};
+use reconcile_core::lifecycle::Expiry;
+use reconcile_core::units::{bytes as human_bytes, usd};
 use serde_json::json;
 
 use crate::usage::monthly_cost;
@@ -31,7 +32,7 @@ fn describe(expiry: &Expiry, monthly_saving: f64) -> String {
     if expiry.images == 0 && expiry.archived == 0 {
         return "expires no image".to_owned();
     }
-    let saving = if monthly_saving > 0.0 { format!(" (about ${monthly_saving:.2} a month)") } else { String::new() };
+    let saving = if monthly_saving > 0.0 { format!(" (about {} a month)", usd(monthly_saving)) } else { String::new() };
     let mut line = match expiry.images {
         0 => "expires no image".to_owned(),
         1 => format!("expires 1 image, {}{saving}", human_bytes(expiry.bytes)),
@@ -65,16 +66,16 @@ mod tests {
         assert_eq!(describe(&expiry(0, 0, &[], 2), 0.0), "expires no image; no tagged image; archives 2");
         assert_eq!(describe(&expiry(1, 5, &[], 0), 0.0), "expires 1 untagged image, 5 B; no tagged image");
         assert_eq!(
-            describe(&expiry(11, 412_300_000_000, &[], 0), 0.0),
-            "expires 11 untagged images, 412.3 GB; no tagged image"
+            describe(&expiry(11, 4123 * (1 << 30) / 10, &[], 0), 0.0),
+            "expires 11 untagged images, 412.3 GiB; no tagged image"
         );
         assert_eq!(
-            describe(&expiry(2, 2000, &["a", "b"], 3), 0.0),
-            "expires 2 images, 2.0 kB; TAGGED: a, b; archives 3"
+            describe(&expiry(2, 2048, &["a", "b"], 3), 0.0),
+            "expires 2 images, 2.0 KiB; TAGGED: a, b; archives 3"
         );
         assert_eq!(
-            describe(&expiry(3, 3_000_000_000, &[], 0), 0.28),
-            "expires 3 untagged images, 3.0 GB (about $0.28 a month); no tagged image"
+            describe(&expiry(3, 3 << 30, &[], 0), 0.30),
+            "expires 3 untagged images, 3.0 GiB (about $0.30 a month); no tagged image"
         );
     }
 
@@ -82,7 +83,7 @@ mod tests {
     fn the_impact_prices_what_it_frees_and_alarms_on_a_tag() {
         let freed = impact(&expiry(7, 1 << 30, &[], 0), 0.10);
         assert_eq!(freed.context, "when it first runs, the policy");
-        assert_eq!(freed.line, "expires 7 untagged images, 1.1 GB (about $0.10 a month); no tagged image");
+        assert_eq!(freed.line, "expires 7 untagged images, 1.0 GiB (about $0.10 a month); no tagged image");
         assert!(!freed.alarming);
         assert_eq!(
             serde_json::Value::Object(freed.numbers),

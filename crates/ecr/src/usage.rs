@@ -11,21 +11,20 @@ use std::fmt::Write;
 
 use serde_json::{Value, json};
 
-use reconcile_core::lifecycle::{Expiry, Image, Policy, human_bytes};
+use reconcile_core::lifecycle::{Expiry, Image, Policy};
 use reconcile_core::markdown::{cell, code, fence};
+use reconcile_core::units::{self, bytes as human_bytes, usd};
 
 /// The version of the JSON usage report; `--since` reads this major version only.
 pub const FORMAT_VERSION: &str = "1.0";
-
-/// Bytes in the gigabyte AWS bills storage by (a GiB).
-const BILLED_GB: f64 = 1024.0 * 1024.0 * 1024.0;
 
 /// The footnote every format carries, so nobody mistakes an estimate for an invoice.
 pub fn footnote(price_per_gb_month: f64) -> String {
     format!(
         "Sizes are ECR's imageSizeInBytes, each image's compressed layers; layers shared between images are \
          stored once, so these sums can overstate what is billed (no deduplication is claimed). Cost is an \
-         estimate at ${price_per_gb_month:.3} per GB-month (GB = 2^30 bytes), not an invoice."
+         estimate at ${price_per_gb_month:.3} per GiB-month (AWS bills storage by the GB-month, a GB being \
+         2^30 bytes: a GiB), not an invoice."
     )
 }
 
@@ -98,7 +97,7 @@ impl Usage {
 
 /// What storing `bytes` for a month costs at `price_per_gb_month`, in dollars.
 pub fn monthly_cost(bytes: u64, price_per_gb_month: f64) -> f64 {
-    bytes as f64 / BILLED_GB * price_per_gb_month
+    units::monthly_cost(bytes, price_per_gb_month)
 }
 
 /// How many repositories without a lifecycle policy the drift summary names, the largest first.
@@ -120,15 +119,15 @@ pub fn summary(usage: &Usage) -> Value {
 pub fn summary_text(usage: &Usage, markdown: bool) -> String {
     let name = |r: &RepositoryUsage| if markdown { code(&r.name) } else { r.name.clone() };
     let sized =
-        |r: &RepositoryUsage| format!("{} {} (${:.2}/month)", name(r), human_bytes(r.bytes), usage.cost(r.bytes));
+        |r: &RepositoryUsage| format!("{} {} ({}/month)", name(r), human_bytes(r.bytes), usd(usage.cost(r.bytes)));
     let mut out = String::new();
     let heading = if markdown { "**Registry**: " } else { "Registry: " };
     writeln!(
         out,
-        "{heading}{} in {} repositories, about ${:.2} a month. Largest: {}.",
+        "{heading}{} in {} repositories, about {} a month. Largest: {}.",
         human_bytes(usage.total_bytes()),
         usage.repositories.len(),
-        usage.cost(usage.total_bytes()),
+        usd(usage.cost(usage.total_bytes())),
         usage.repositories.iter().take(3).map(sized).collect::<Vec<_>>().join(", ")
     )
     .unwrap();
@@ -271,8 +270,7 @@ pub fn json(usage: &Usage) -> Value {
 }
 
 fn round_cents(dollars: f64) -> f64 {
-    // Adding zero makes a -0.0 0.0.
-    (dollars * 100.0).round() / 100.0 + 0.0
+    units::rounded(dollars, 2)
 }
 
 /// The report as a Markdown table.
@@ -282,10 +280,10 @@ pub fn markdown(usage: &Usage) -> String {
     writeln!(out).unwrap();
     writeln!(
         out,
-        "**{} in {} repositories, about ${:.2} a month**",
+        "**{} in {} repositories, about {} a month**",
         human_bytes(usage.total_bytes()),
         usage.repositories.len(),
-        usage.cost(usage.total_bytes())
+        usd(usage.cost(usage.total_bytes()))
     )
     .unwrap();
     writeln!(out).unwrap();
@@ -473,8 +471,9 @@ pub fn growth_markdown(earlier: &[Usage], now: &Usage) -> String {
         series.push(now);
         let labels: Vec<String> =
             series.iter().map(|u| format!("\"{}\"", reconcile_core::time::day(u.generated_at))).collect();
-        let totals: Vec<String> = series.iter().map(|u| format!("{:.1}", u.total_bytes() as f64 / 1e9)).collect();
-        chart(&mut out, "ECR storage, GB", &labels, &totals);
+        let totals: Vec<String> =
+            series.iter().map(|u| format!("{:.1}", u.total_bytes() as f64 / units::GIB)).collect();
+        chart(&mut out, "ECR storage, GiB", &labels, &totals);
         // One chart per fast-growing repository: xychart-beta draws no legend, so lines of
         // several repositories in one chart could not be told apart.
         for name in fastest {
@@ -482,10 +481,10 @@ pub fn growth_markdown(earlier: &[Usage], now: &Usage) -> String {
                 .iter()
                 .map(|u| {
                     let held = u.repositories.iter().find(|r| r.name == name).map_or(0, |r| r.bytes);
-                    format!("{:.1}", held as f64 / 1e9)
+                    format!("{:.1}", held as f64 / units::GIB)
                 })
                 .collect();
-            chart(&mut out, &format!("{name}, GB"), &labels, &bytes);
+            chart(&mut out, &format!("{name}, GiB"), &labels, &bytes);
         }
     }
     out
@@ -496,7 +495,7 @@ pub fn growth_markdown(earlier: &[Usage], now: &Usage) -> String {
 fn chart(out: &mut String, title: &str, labels: &[String], values: &[String]) {
     let title: String = title.chars().map(|c| if c.is_control() || c == '"' { '\'' } else { c }).collect();
     let body = format!(
-        "xychart-beta\n    title \"{title}\"\n    x-axis [{}]\n    y-axis \"GB\"\n    line [{}]\n",
+        "xychart-beta\n    title \"{title}\"\n    x-axis [{}]\n    y-axis \"GiB\"\n    line [{}]\n",
         labels.join(", "),
         values.join(", ")
     );
@@ -553,11 +552,12 @@ mod tests {
 
     #[test]
     fn the_summary_names_ten_without_a_policy_and_counts_the_rest() {
-        let gb = 1_000_000_000;
+        let gb = 1 << 30;
         let ten: Vec<_> = (0..10).map(|i| repository(&format!("big-{i}"), gb * (20 - i), 0, false)).collect();
         let named = summary_text(&usage(0, ten.clone()), false);
         assert!(!named.contains(" more holding "), "{named}");
-        assert!(named.contains("big-9 11.0 GB"), "{named}");
+        // A size and its cost multiply out: 11 GiB at $0.10 a GiB-month.
+        assert!(named.contains("big-9 11.0 GiB ($1.10/month)"), "{named}");
 
         let mut twelve = ten;
         twelve.extend([repository("small-a", 3 * gb, 0, false), repository("small-b", 2 * gb, 0, false)]);
@@ -639,7 +639,7 @@ mod tests {
         assert_eq!(quick[0].bytes_per_day, 24.0 * 24.0);
         assert!(!find("fresh").unbounded, "no earlier count to grow from");
         let text = growth_text(std::slice::from_ref(&before), &now);
-        assert!(text.contains("Growth over 2.0 days: +159.0 MB in total, +79.5 MB a day."), "{text}");
+        assert!(text.contains("Growth over 2.0 days: +151.6 MiB in total, +75.8 MiB a day."), "{text}");
         assert!(text.contains("untagged +37 despite its policy"), "{text}");
         assert!(!text.contains("steady"), "{text}");
         let markdown =
@@ -649,11 +649,11 @@ mod tests {
         let one = growth_markdown(std::slice::from_ref(&before), &now);
         assert!(one.contains("`grows`") && !one.contains("mermaid"), "one earlier report makes no chart: {one}");
         assert!(markdown.contains("x-axis [\"1970-01-01\", \"1970-01-02\", \"1970-01-03\"]"), "{markdown}");
-        assert!(markdown.contains("line [0.0, 0.1, 0.2]"), "{markdown}");
-        assert!(markdown.contains("title \"grows, GB\""), "{markdown}");
+        assert!(markdown.contains("line [0.0, 0.1, 0.1]"), "{markdown}");
+        assert!(markdown.contains("title \"grows, GiB\""), "{markdown}");
         assert!(
             markdown
-                .contains("| `grows` | +37 | +159.0 MB | +79.5 MB | **fastest**; untagged +37 despite its policy |"),
+                .contains("| `grows` | +37 | +151.6 MiB | +75.8 MiB | **fastest**; untagged +37 despite its policy |"),
             "{markdown}"
         );
         assert!(text.contains("FASTEST; untagged +37 despite its policy"), "{text}");
@@ -711,6 +711,14 @@ mod tests {
         insta::assert_snapshot!("usage_summary_markdown", summary_text(&now, true));
         insta::assert_snapshot!("usage_summary_json", reconcile_core::json::to_pretty(&summary(&now)));
         assert!(text(&now).lines().all(|line| line.chars().count() <= 100));
+        // The table's total, in the unit it is shown in, times the price is its dollars.
+        let table = text(&now);
+        let total = table.lines().find(|line| line.starts_with("TOTAL")).unwrap();
+        let cells: Vec<&str> = total.split_whitespace().collect();
+        let size =
+            cells.iter().position(|cell| *cell == "GiB").map(|at| cells[at - 1].parse::<f64>().unwrap()).unwrap();
+        let dollars: f64 = cells.last().unwrap().parse().unwrap();
+        assert!((size * now.price_per_gb_month - dollars).abs() < 0.01, "{total}");
 
         let mut earlier = now.clone();
         earlier.generated_at -= 3 * 86_400;
@@ -729,7 +737,7 @@ mod tests {
             vec![repository("pytorch-cache", smaller, 0, true), repository("gone", 7, 0, false)],
         );
         assert!(
-            growth_text(std::slice::from_ref(&earlier), &shrunk).contains("-600.0 MB"),
+            growth_text(std::slice::from_ref(&earlier), &shrunk).contains("-572.2 MiB"),
             "{}",
             growth_text(&[earlier.clone()], &shrunk)
         );
@@ -742,7 +750,7 @@ mod tests {
         assert_eq!(wrap("a b", 3), ["a b"]);
         assert_eq!(wrap("aa bbb", 5), ["aa", "bbb"]);
         assert_eq!(wrap("", 3), [""]);
-        assert!(footnote(0.1).contains("$0.100 per GB-month (GB = 2^30 bytes)"));
+        assert!(footnote(0.1).contains("$0.100 per GiB-month (AWS bills storage by the GB-month, a GB being 2^30"));
     }
 
     #[test]

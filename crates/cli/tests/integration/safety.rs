@@ -169,27 +169,28 @@ async fn a_policy_change_says_exactly_what_it_will_expire() {
     let account = emulator().new_account().await;
     let client = ecr::Client::new(&account.sdk_config());
     client.create_repository().repository_name("pytorch-cache").send().await.unwrap();
-    // Oldest first: three tagged images, then ten untagged ones of 10 MB, 11 MB, ... 19 MB.
+    // Oldest first: three tagged images, then ten untagged ones of 10 MiB, 11 MiB, ... 19 MiB.
+    const MIB: u64 = 1 << 20;
     for (idx, tag) in ["latest-gfx1201-nightly", "nightly-2026-11-10", "v1"].iter().enumerate() {
-        push(&client, "pytorch-cache", Some(tag), 500_000_000 + idx as u64, &format!("t{idx}")).await;
+        push(&client, "pytorch-cache", Some(tag), 500 * MIB + idx as u64, &format!("t{idx}")).await;
     }
     for idx in 0..10u64 {
-        push(&client, "pytorch-cache", None, 10_000_000 + idx * 1_000_000, &format!("u{idx}")).await;
+        push(&client, "pytorch-cache", None, (10 + idx) * MIB, &format!("u{idx}")).await;
     }
     put_lifecycle_policy(&client, "pytorch-cache", r#"{"rules":[{"rulePriority":1,"selection":{"tagStatus":"untagged","countType":"imageCountMoreThan","countNumber":50},"action":{"type":"expire"}}]}"#).await;
     let desired = desired_file(&format!(
         "region = \"us-east-1\"\n[ecr.defaults]\nlifecycle_policy = \"keep-3-untagged\"\n{KEEP_3}\n[ecr.repositories]\npytorch-cache = {{}}\n"
     ));
-    // The seven oldest untagged images: 10 + 11 + ... + 16 MB.
-    let bytes: u64 = (0..7).map(|idx| 10_000_000 + idx * 1_000_000).sum();
-    assert_eq!(bytes, 91_000_000);
+    // The seven oldest untagged images: 10 + 11 + ... + 16 MiB.
+    let bytes: u64 = (0..7).map(|idx| (10 + idx) * MIB).sum();
+    assert_eq!(bytes, 91 * MIB);
 
     let writes = account.writes().len();
     let text = reconcile(&account, &desired.path, &["plan"]);
     assert_eq!(text.code, 0, "{}", text.stderr);
     assert!(
         text.stdout
-            .contains("    # when it first runs, the policy expires 7 untagged images, 91.0 MB (about $0.01 a month); no tagged image\n"),
+            .contains("    # when it first runs, the policy expires 7 untagged images, 91.0 MiB (about $0.01 a month); no tagged image\n"),
         "{}",
         text.stdout
     );
@@ -209,7 +210,7 @@ async fn a_policy_change_says_exactly_what_it_will_expire() {
     assert!(
         markdown
             .stdout
-            .contains("- `ecr_lifecycle_policy.pytorch-cache` expires 7 untagged images, 91.0 MB (about $0.01 a month); no tagged \
+            .contains("- `ecr_lifecycle_policy.pytorch-cache` expires 7 untagged images, 91.0 MiB (about $0.01 a month); no tagged \
              image\n"),
         "{}",
         markdown.stdout
@@ -224,7 +225,7 @@ async fn a_policy_change_says_exactly_what_it_will_expire() {
     assert_eq!(text.code, 0, "{}", text.stderr);
     assert!(
         text.stdout.contains(
-            "# when it first runs, the policy expires 8 images, 1.6 GB (about $0.15 a month); TAGGED: latest-gfx1201-nightly, \
+            "# when it first runs, the policy expires 8 images, 1.5 GiB (about $0.15 a month); TAGGED: latest-gfx1201-nightly, \
              nightly-2026-11-10, v1"
         ),
         "{}",
@@ -519,8 +520,9 @@ async fn registry_of_known_size(account: &TestAccount) -> crate::support::Desire
 async fn usage_reports_exact_bytes_reclaimable_bytes_and_cost_in_every_format() {
     let account = emulator().new_account().await;
     let desired = registry_of_known_size(&account).await;
-    // Held: 3 GB tagged + 0.1 + 0.2 + ... + 1.0 GB untagged = 8.5 GB. The live policy frees the
-    // five oldest untagged (0.1 to 0.5: 1.5 GB), the declared one the seven oldest (2.8 GB).
+    // Held: 3e9 bytes tagged + 0.1e9 + 0.2e9 + ... + 1.0e9 untagged = 8.5e9 bytes (7.9 GiB). The
+    // live policy frees the five oldest untagged (0.1e9 to 0.5e9: 1.5e9), the declared one the
+    // seven oldest (2.8e9).
     let json = reconcile(&account, &desired.path, &["usage", "--format", "json"]);
     assert_eq!(json.code, 0, "{}", json.stderr);
     let value: Value = serde_json::from_str(&json.stdout).unwrap();
@@ -566,14 +568,14 @@ async fn usage_reports_exact_bytes_reclaimable_bytes_and_cost_in_every_format() 
     let text = reconcile(&account, &desired.path, &["drift"]);
     assert!(
         text.stdout.contains(
-            "Registry: 8.5 GB in 2 repositories, about $0.79 a month. Largest: pytorch-cache 8.5 GB ($0.79/month), \
+            "Registry: 7.9 GiB in 2 repositories, about $0.79 a month. Largest: pytorch-cache 7.9 GiB ($0.79/month), \
              undeclared 7 B ($0.00/month).\nWithout a lifecycle policy: undeclared 7 B ($0.00/month).\n"
         ),
         "{}",
         text.stdout
     );
     let markdown = reconcile(&account, &desired.path, &["drift", "--format", "markdown"]);
-    assert!(markdown.stdout.contains("**Registry**: 8.5 GB in 2 repositories"), "{}", markdown.stdout);
+    assert!(markdown.stdout.contains("**Registry**: 7.9 GiB in 2 repositories"), "{}", markdown.stdout);
 }
 
 #[tokio::test]
@@ -597,7 +599,7 @@ async fn usage_since_an_earlier_report_shows_growth_and_new_and_gone_repositorie
 
     let text = reconcile(&account, &desired.path, &["usage", "--since", dir.to_str().unwrap()]);
     assert_eq!(text.code, 0, "{}", text.stderr);
-    assert!(text.stdout.contains("Growth over 2.0 days: +30.0 MB in total, +15.0 MB a day."), "{}", text.stdout);
+    assert!(text.stdout.contains("Growth over 2.0 days: +28.6 MiB in total, +14.3 MiB a day."), "{}", text.stdout);
     let line =
         |name: &str| text.stdout.lines().rfind(|l| l.trim_start().starts_with(name)).unwrap_or_default().to_owned();
     assert!(
