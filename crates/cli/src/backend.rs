@@ -2,11 +2,12 @@
 //! clients, the apply lock in the managed bucket.
 
 use reconcile_core::{Account, Desired, ReconcileError, Reconciler};
+use reconcile_ecr::usage::Usage;
 
 use crate::aws::Aws;
 use crate::error::CliError;
 use crate::lock::AwsLock;
-use crate::session::{ApplyLock, Backend};
+use crate::session::{ApplyLock, Backend, Planned};
 
 #[async_trait::async_trait]
 impl Backend for Aws {
@@ -29,6 +30,14 @@ impl Backend for Aws {
         prune: Option<reconcile_ecr::Prune>,
     ) -> Vec<Box<dyn Reconciler>> {
         Aws::reconcilers(self, account, desired.price_per_gb_month, prune)
+    }
+
+    async fn attribute(&self, planned: &mut Planned, desired: &Desired, days: u32) {
+        crate::attribution::attribute(self, planned, desired, days).await;
+    }
+
+    async fn registry(&self, account: &Account, desired: &Desired) -> Result<Usage, CliError> {
+        crate::registry::registry_usage(self, account, desired).await
     }
 
     fn lock(&self, account: &Account, desired: &Desired) -> Option<Box<dyn ApplyLock + '_>> {

@@ -1,6 +1,7 @@
 //! A reconciler with no service behind it, for the tests of what is built on the engine (its
 //! scheduling, and the binary's run protocol): it owns the ECR kinds, observes what it is told
-//! to, applies by writing to a log, and can fail, hang or be slow on demand.
+//! to, surveys nothing (but says it did), applies by writing to a log, and can fail, hang or be
+//! slow on demand.
 //!
 //! Compiled for this crate's tests and, with the `fake` feature, for other crates' tests.
 
@@ -80,6 +81,11 @@ impl Reconciler for FakeReconciler {
             return Err(ReconcileError::new(Some(&change.address), "create", "boom"));
         }
         Ok(if change.address.name == "adopted" { Applied::Adopted } else { Applied::Done })
+    }
+
+    async fn survey(&self, _: &[&DesiredResource]) -> Result<Vec<crate::Finding>, ReconcileError> {
+        self.record("survey".to_owned());
+        Ok(Vec::new())
     }
 
     fn administrators_only(&self, change: &Change) -> Option<&'static str> {

@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::error::CliError;
 use crate::exit;
 use crate::output::{err, out};
-use crate::session::Inputs;
+use crate::session::{Inputs, Load};
 use reconcile_core::{Account, Desired, engine};
 
 pub fn run(path: &Path, bake: Option<&Path>, check: bool, account: Option<&str>) -> Result<u8, CliError> {
@@ -17,7 +17,7 @@ pub fn run(path: &Path, bake: Option<&Path>, check: bool, account: Option<&str>)
     }
     // desired.toml and the bake file read and checked as validate reads them: a bad one stops
     // here, and nothing is written.
-    let inputs = Inputs::load(path, bake, false, false)?;
+    let inputs = Inputs::load(path, Load { bake, ..Load::default() })?;
     let Some(bake) = &inputs.bake else {
         return Err(CliError::Input(vec![format!(
             "{}: declare needs a bake file: --bake FILE, or `bake` in desired.toml",

@@ -25,14 +25,10 @@ pub async fn run(
     since_days: u32,
     issue: Option<Issue>,
 ) -> Result<u8, CliError> {
-    let mut drift = session.drift().await?;
-    // Who made each difference, from CloudTrail: it only informs, too.
-    crate::attribution::attribute(session.backend(), &mut drift, &session.inputs().desired, since_days).await;
-    // What the registry holds and costs: it only informs, the exit code is drift's.
-    let aws = session.backend();
-    let registry = crate::registry::registry_usage(aws, &drift.account, &session.inputs().desired).await?;
-    let plan = drift.plan;
-    tracing::info!("drift: {}", aws.requests);
+    // Who made each difference and what the registry holds only inform: the exit code is the
+    // plan's.
+    let drift = session.drift(since_days).await?;
+    let (plan, registry) = (drift.planned.plan, drift.registry);
     let output = Output::new(color_on(color, std::io::stdout().is_terminal()));
     print(&output, &plan, &registry, format)?;
     if let Some((api, label)) = issue {

@@ -19,7 +19,7 @@ use crate::args::{Args, Command};
 use crate::aws::{Aws, Purpose};
 use crate::error::CliError;
 use crate::github::GithubSide;
-use crate::session::{Inputs, Session};
+use crate::session::{Inputs, Load, PlanFrom, Session};
 
 pub async fn run(args: Args) -> Result<u8, CliError> {
     let Args { desired, color, parallelism, command, .. } = args;
@@ -29,7 +29,8 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
         Command::Man { dir } => docs::man(dir.as_deref()),
         Command::Validate { bake } => validate::run(&desired, bake.bake.as_deref()),
         Command::Plan { format, detailed_exitcode, out, attribute, since, bake, prune } => {
-            let inputs = Inputs::load(&desired, bake.bake.as_deref(), prune.prune, false)?;
+            let inputs =
+                Inputs::load(&desired, Load { bake: bake.bake.as_deref(), prune: prune.prune, ..Load::default() })?;
             let session = session(inputs, Purpose::Read, parallelism).await?;
             let attribute = attribute.then_some(since.since_days);
             plan::run(&session, color, format, detailed_exitcode, out.as_deref(), attribute).await
@@ -47,10 +48,11 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             // Unattended apply without --auto-approve is refused before anything else happens;
             // a saved plan was approved when it was reviewed.
             apply::can_ask(auto_approve, plan_file.is_some())?;
-            let inputs = Inputs::load(&desired, bake.bake.as_deref(), prune.prune, force_delete_images)?;
+            let inputs =
+                Inputs::load(&desired, Load { bake: bake.bake.as_deref(), prune: prune.prune, force_delete_images })?;
             let session = session(inputs, Purpose::Apply, parallelism).await?;
             let request = crate::session::ApplyRequest {
-                saved: plan_file.as_deref(),
+                plan: plan_file.as_deref().map_or(PlanFrom::Fresh, PlanFrom::Saved),
                 auto_approve,
                 allow_delete,
                 lock_timeout: std::time::Duration::from_secs(lock_timeout),
@@ -58,7 +60,8 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             apply::run(&session, color, format, request).await
         }
         Command::Drift { format, issue, since, bake, prune } => {
-            let inputs = Inputs::load(&desired, bake.bake.as_deref(), prune.prune, false)?;
+            let inputs =
+                Inputs::load(&desired, Load { bake: bake.bake.as_deref(), prune: prune.prune, ..Load::default() })?;
             // The issue's repository and token are known before any AWS call.
             let issue = match issue {
                 Some(label) => {
@@ -75,12 +78,12 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             comment::run(request).await
         }
         Command::Unlock { force } => {
-            let inputs = Inputs::load(&desired, None, false, false)?;
+            let inputs = Inputs::load(&desired, Load::default())?;
             let aws = Aws::load(&inputs.desired.region, Purpose::Apply, parallelism).await;
             crate::lock::unlock(&aws, &inputs.desired, force).await
         }
         Command::Outputs { format } => {
-            let inputs = Inputs::load(&desired, None, false, false)?;
+            let inputs = Inputs::load(&desired, Load::default())?;
             outputs::run(&Aws::load(&inputs.desired.region, Purpose::Read, parallelism).await, &inputs.desired, format)
                 .await
         }
@@ -88,15 +91,15 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             declare::run(&desired, bake.bake.as_deref(), check, account.as_deref())
         }
         Command::Policy { role, key, account } => {
-            let inputs = Inputs::load(&desired, None, false, false)?;
+            let inputs = Inputs::load(&desired, Load::default())?;
             policy::run(&inputs.desired, role, key.as_deref(), account.as_deref(), parallelism).await
         }
         Command::Cost { days, format, verify } => {
-            let inputs = Inputs::load(&desired, None, false, false)?;
+            let inputs = Inputs::load(&desired, Load::default())?;
             cost::run(&inputs.desired, format, days, verify, parallelism).await
         }
         Command::Usage { format, since } => {
-            let inputs = Inputs::load(&desired, None, false, false)?;
+            let inputs = Inputs::load(&desired, Load::default())?;
             usage::run(&inputs, format, &since, parallelism).await
         }
     }

@@ -21,11 +21,7 @@ pub async fn run(
     out: Option<&Path>,
     attribute: Option<u32>,
 ) -> Result<u8, CliError> {
-    let mut planned = session.plan().await?;
-    if let Some(days) = attribute {
-        crate::attribution::attribute(session.backend(), &mut planned, &session.inputs().desired, days).await;
-    }
-    let plan = planned.plan;
+    let plan = session.plan(attribute).await?.plan;
     let refused = refuse_on(&plan.findings);
     // Saved before it is printed, so a reader that goes away cannot lose it; never when refused,
     // so a refused plan cannot be applied.

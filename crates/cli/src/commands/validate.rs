@@ -8,10 +8,10 @@ use reconcile_core::{Finding, Severity};
 use crate::error::CliError;
 use crate::exit;
 use crate::output::out;
-use crate::session::{Inputs, refuse_on};
+use crate::session::{Inputs, Load, refuse_on};
 
 pub fn run(path: &Path, bake: Option<&Path>) -> Result<u8, CliError> {
-    let inputs = Inputs::load(path, bake, false, false)?;
+    let inputs = Inputs::load(path, Load { bake, ..Load::default() })?;
     let desired = &inputs.desired;
     if let Some(bake) = &inputs.bake {
         let check = bake.check(desired, None);

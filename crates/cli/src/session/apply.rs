@@ -1,0 +1,252 @@
+//! The apply protocol: look, preflight, lock, plan again under the lock, approve, apply,
+//! release; from the lock on a signal at any step ends the run and the lock is released.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use reconcile_core::engine::{self, ApplyOptions, ApplyReport, Refusal};
+use reconcile_core::saved::SavedPlan;
+use reconcile_core::{Account, Reconciler};
+
+use super::{ApplyRequest, Backend, Console, Interrupts, PlanFrom, Planned, Session, input, refuse_on};
+use crate::error::CliError;
+use crate::exit;
+use crate::files;
+
+/// How long letting go of the lock may take after an interruption: whoever sent the signal
+/// wants out.
+const RELEASE_AFTER_INTERRUPT: Duration = Duration::from_secs(5);
+
+impl<B: Backend> Session<B> {
+    /// Every refusal of a plan before its first write: error findings about desired.toml, the
+    /// engine's preflight (deletes without `--allow-delete`, a reconciler's own refusal), and a
+    /// change only an administrator makes asked of the apply role itself (one that could widen
+    /// its own trust or permissions, or delete or open the cache's objects).
+    async fn preflight(&self, planned: &Planned, allow_delete: bool) -> Result<(), CliError> {
+        refuse_on(&planned.plan.findings)?;
+        engine::preflight(&planned.reconcilers, &planned.plan, allow_delete).map_err(refused)?;
+        self.refuse_administrators_only(&planned.account, &planned.reconcilers, &planned.plan.changes).await
+    }
+
+    /// Refuses `changes` when one of them is only an administrator's and the caller is CI: a
+    /// session of a role desired.toml names in `[ci]` (compared as IAM compares names, without
+    /// case), or of any live role that trusts GitHub's OIDC provider. Who the caller is comes from
+    /// the account, so renaming or removing a CI role in desired.toml changes nothing.
+    async fn refuse_administrators_only(
+        &self,
+        account: &Account,
+        reconcilers: &[Box<dyn Reconciler>],
+        changes: &[reconcile_core::Change],
+    ) -> Result<(), CliError> {
+        let administrators = engine::administrators_only(reconcilers, changes);
+        if administrators.is_empty() {
+            return Ok(());
+        }
+        let caller = self.backend.caller().await?;
+        // A user, or the account's root: not a role GitHub can assume.
+        let Some(role) = role_of_session(&caller) else { return Ok(()) };
+        let declared =
+            self.inputs.desired.ci.iter().flat_map(|ci| &ci.roles).find(|r| r.name.eq_ignore_ascii_case(role));
+        let who = match declared {
+            Some(declared) => format!("the {} role `{role}` ({caller})", declared.purpose.key()),
+            None => match self.backend.trusts_github(account, role).await? {
+                Some(false) => return Ok(()),
+                Some(true) => format!("role `{role}` ({caller}), which trusts GitHub's OIDC provider"),
+                None => format!(
+                    "role `{role}` ({caller}), which may not read its own trust, so it cannot be told apart from a CI \
+                     role"
+                ),
+            },
+        };
+        Err(CliError::Refused(format!(
+            "this plan changes {}, and these credentials are {who}: a CI role never makes these changes (the apply \
+             role's policy grants none of them); an administrator applies this plan",
+            administrators.join("; "),
+        )))
+    }
+
+    pub async fn apply(&self, console: &dyn Console, request: ApplyRequest<'_>) -> Result<u8, CliError> {
+        // A saved plan is read before anything is locked: a file that is not one locks nothing.
+        let saved = match request.plan {
+            PlanFrom::Saved(path) => {
+                let real =
+                    self.inputs.repository.typed(path).map_err(|why| input(format!("{}: {why}", path.display())))?;
+                Some((files::read_saved(path, &real)?, path))
+            }
+            PlanFrom::Fresh => None,
+        };
+        let account = self.backend.identify().await?;
+        match &saved {
+            Some((saved, path)) => {
+                // What the file says it changes is enough to refuse it before the lock: first
+                // whether this caller may make such changes at all, then whether it can be checked.
+                let reconcilers = self.reconcilers(&account, None);
+                self.refuse_administrators_only(&account, &reconcilers, &saved.plan.changes).await?;
+                self.admit_saved(saved, path)?;
+            }
+            None => {
+                // A first look, without the lock: an apply with nothing to do writes nothing, not
+                // even a lock object, so a scheduled apply of an account that matches stays
+                // read-only.
+                let look = self.plan_in(account.clone(), self.inputs.prune.clone()).await?;
+                if !look.plan.has_changes() {
+                    return self.carry_out(console, &look, request, &mut Interrupts::none()).await;
+                }
+                // Every refusal before the lock: a refused plan takes none.
+                if let Err(refusal) = self.preflight(&look, request.allow_delete).await {
+                    console.plan(&look.plan)?;
+                    return Err(refusal);
+                }
+            }
+        }
+        // Then locked before the plan that is applied is made, as Terraform does: a plan read
+        // while another apply was changing the account would be applied after it, stale.
+        let mut interrupts = console.interrupts()?;
+        let lock = self.backend.lock(&account, &self.inputs.desired);
+        let held = match &lock {
+            None => {
+                tracing::info!("desired.toml declares no bucket, so this apply runs without a lock");
+                false
+            }
+            Some(lock) => tokio::select! {
+                held = lock.take(request.lock_timeout) => held?,
+                code = interrupts.next() => {
+                    // Taking it may have written it just before the signal: let go if ours.
+                    let _ = tokio::time::timeout(RELEASE_AFTER_INTERRUPT, lock.release()).await;
+                    return Err(CliError::Interrupted(code));
+                }
+            },
+        };
+        let result = self.apply_locked(console, account, saved, request, &mut interrupts).await;
+        match (&lock, held) {
+            (Some(lock), true) => {
+                let released = match &result {
+                    Err(CliError::Interrupted(_)) => {
+                        tokio::time::timeout(RELEASE_AFTER_INTERRUPT, lock.release()).await.unwrap_or_else(|_| {
+                            Err(CliError::Other(anyhow::anyhow!(
+                                "the apply lock was not released in time; `reconcile unlock` breaks it"
+                            )))
+                        })
+                    }
+                    _ => lock.release().await,
+                };
+                released.and(result)
+            }
+            _ => result,
+        }
+    }
+
+    /// Everything an apply does while it holds the lock: plan (or verify the saved plan), show,
+    /// approve, apply. A signal at any step ends it.
+    async fn apply_locked(
+        &self,
+        console: &dyn Console,
+        account: Account,
+        saved: Option<(SavedPlan, &Path)>,
+        request: ApplyRequest<'_>,
+        interrupts: &mut Interrupts,
+    ) -> Result<u8, CliError> {
+        // A saved plan was approved when it was reviewed.
+        let request = ApplyRequest { auto_approve: request.auto_approve || saved.is_some(), ..request };
+        let planning = async {
+            match saved {
+                Some((saved, path)) => self.verify_saved(account, saved, path).await,
+                None => self.plan_in(account, self.inputs.prune.clone()).await,
+            }
+        };
+        let planned = tokio::select! {
+            planned = planning => planned?,
+            code = interrupts.next() => return Err(CliError::Interrupted(code)),
+        };
+        self.carry_out(console, &planned, request, interrupts).await
+    }
+
+    /// Shows the plan, refuses it or asks for approval, and applies it.
+    async fn carry_out(
+        &self,
+        console: &dyn Console,
+        planned: &Planned,
+        request: ApplyRequest<'_>,
+        interrupts: &mut Interrupts,
+    ) -> Result<u8, CliError> {
+        let plan = &planned.plan;
+        console.plan(plan)?;
+        refuse_on(&plan.findings)?;
+        if !plan.has_changes() {
+            // A machine-readable report is still a report: one of nothing done (or of what could
+            // not even be read).
+            let report = ApplyReport { unreadable: engine::unreadable(plan), ..ApplyReport::default() };
+            console.report(plan, &report)?;
+            return if report.succeeded() { Ok(exit::OK) } else { Err(CliError::ApplyFailed) };
+        }
+        self.preflight(planned, request.allow_delete).await?;
+        if !request.auto_approve {
+            let approved = tokio::select! {
+                answer = console.approve() => answer?,
+                code = interrupts.next() => return Err(CliError::Interrupted(code)),
+            };
+            if !approved {
+                return Err(CliError::Cancelled);
+            }
+        }
+        console.line("");
+        self.run(console, planned, request.allow_delete, interrupts).await
+    }
+
+    /// The changes themselves. The first signal starts no more changes and lets the running ones
+    /// finish; a second stops at once.
+    async fn run(
+        &self,
+        console: &dyn Console,
+        planned: &Planned,
+        allow_delete: bool,
+        interrupts: &mut Interrupts,
+    ) -> Result<u8, CliError> {
+        let stop = AtomicBool::new(false);
+        let options = ApplyOptions { allow_delete, concurrency: self.backend.parallelism(), stop: Some(&stop) };
+        let applying = engine::apply(&planned.reconcilers, &planned.plan, options, console.events());
+        tokio::pin!(applying);
+        let mut ticks = tokio::time::interval(Duration::from_millis(120));
+        let mut interrupted: Option<u8> = None;
+        let result = loop {
+            tokio::select! {
+                result = &mut applying => break result,
+                _ = ticks.tick() => console.tick(),
+                code = interrupts.next() => {
+                    if interrupted.is_some() {
+                        // A second interruption: whoever sent it wants out now, so the changes in
+                        // flight are dropped where they stand.
+                        console.warn("\nInterrupted again: stopping at once; changes in flight may be half made (apply again to finish).");
+                        return Err(CliError::Interrupted(code));
+                    }
+                    interrupted = Some(code);
+                    stop.store(true, Ordering::SeqCst);
+                    console.line("Interrupted: starting no more changes, letting the running ones finish (interrupt again to stop at once).");
+                }
+            }
+        };
+        console.finish();
+        let report = result.map_err(refused)?;
+        tracing::info!("plan and apply: {}", self.backend.requests());
+        console.line("");
+        console.report(&planned.plan, &report)?;
+        match interrupted {
+            Some(code) => Err(CliError::Interrupted(code)),
+            None if report.succeeded() => Ok(exit::OK),
+            None => Err(CliError::ApplyFailed),
+        }
+    }
+}
+
+fn refused(refusal: Refusal) -> CliError {
+    CliError::Refused(refusal.to_string())
+}
+
+/// The role of an assumed-role session's ARN: STS names one
+/// `arn:PARTITION:sts::ACCOUNT:assumed-role/ROLE/SESSION`.
+fn role_of_session(caller: &str) -> Option<&str> {
+    let (prefix, rest) = caller.split_once(":assumed-role/")?;
+    let (name, _session) = rest.split_once('/')?;
+    (prefix.starts_with("arn:") && !name.is_empty()).then_some(name)
+}

@@ -1,0 +1,151 @@
+//! What a run is made from besides AWS: desired.toml and the bake file, read and checked
+//! before any AWS call (or even the AWS configuration), and every resource crate's desired
+//! resources, derived from them without AWS.
+
+use std::path::Path;
+
+use reconcile_bake::BakeFile;
+use reconcile_core::engine::{self, DesiredResources};
+use reconcile_core::{Account, Desired, DesiredResource, Finding, ReconcileError};
+
+use crate::error::CliError;
+use crate::files;
+
+/// What a run is made from besides AWS, read and checked before any AWS call (or even the AWS
+/// configuration): bad input stops here, every problem at once.
+pub struct Inputs {
+    /// Where desired.toml is: what it names is read only inside it.
+    pub repository: files::Repository,
+    pub desired: Desired,
+    /// desired.toml as read, which a saved plan fingerprints.
+    pub desired_text: String,
+    pub bake: Option<BakeFile>,
+    /// `--prune`: how the ECR reconciler recognizes what it may delete.
+    pub prune: Option<reconcile_ecr::Prune>,
+}
+
+/// What a command asks [`Inputs::load`] to read and allow besides desired.toml.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Load<'a> {
+    /// A bake file named on the command line (`--bake`), instead of desired.toml's own.
+    pub bake: Option<&'a Path>,
+    /// `--prune`: repositories reconcile manages and desired.toml no longer declares are deleted.
+    pub prune: bool,
+    /// `--force-delete-images`: a pruned repository may still hold images.
+    pub force_delete_images: bool,
+}
+
+impl Inputs {
+    /// Reads desired.toml (and the bake file: `load.bake`, or desired.toml's own), and checks
+    /// what is derived from it (the role's policy and its size) with a stand-in account: ids are
+    /// always 12 digits, so sizes hold.
+    pub fn load(path: &Path, load: Load<'_>) -> Result<Inputs, CliError> {
+        let Load { bake, prune, force_delete_images } = load;
+        let repository = files::Repository::of(path)?;
+        let (desired, desired_text) = files::load_desired(path)?;
+        let stand_in = Account::new("000000000000", &desired.region);
+        desired_resources(&desired, &stand_in, true).map_err(|errors| {
+            CliError::Input(errors.iter().map(|error| format!("{}: {error}", path.display())).collect())
+        })?;
+        let bake = match (bake, &desired.bake) {
+            (Some(typed), _) => {
+                let real = repository.typed(typed).map_err(|why| input(format!("{}: {why}", typed.display())))?;
+                Some(load_bake(typed, &real, &desired)?)
+            }
+            (None, Some(named)) => {
+                let real = repository.named(&named.path).map_err(|why| {
+                    CliError::Input(vec![
+                        named.error(format!("the bake file {}: {why}", named.path.display())).to_string(),
+                    ])
+                })?;
+                Some(load_bake(&named.path, &real, &desired)?)
+            }
+            (None, None) => None,
+        };
+        let prune = match prune {
+            true => Some(reconcile_ecr::Prune {
+                marker: reconcile_ecr::prune_marker(&desired).map_err(|why| CliError::Input(vec![why]))?,
+                force_delete_images,
+            }),
+            false => None,
+        };
+        Ok(Inputs { repository, desired, desired_text, bake, prune })
+    }
+
+    /// What the bake cross-check finds, for `account` when it is known (any account's registry
+    /// in the region otherwise).
+    pub fn bake_findings(&self, account: Option<&str>) -> Vec<Finding> {
+        self.bake.iter().flat_map(|bake| bake.check(&self.desired, account).findings).collect()
+    }
+
+    /// What the files themselves hold for a reviewer (desired.toml's findings and the bake
+    /// cross-check's), ranked.
+    pub fn findings(&self, account: Option<&str>) -> Vec<Finding> {
+        engine::desired_findings(&self.desired, self.bake_findings(account))
+    }
+}
+
+pub(super) fn input(line: String) -> CliError {
+    CliError::Input(vec![line])
+}
+
+/// Reads the bake file at `real` (given as `name`): its variables from the environment as bake
+/// resolves them, but only those desired.toml lists, and none at all with
+/// `BUILDX_BAKE_DISABLE_VARS_ENV_LOOKUP=1`, as bake.
+fn load_bake(name: &Path, real: &Path, desired: &Desired) -> Result<BakeFile, CliError> {
+    let name = name.display().to_string();
+    let text = files::read_capped(real).map_err(|why| input(format!("{name}: failed to read the bake file: {why}")))?;
+    let env = |variable: &str| {
+        if std::env::var_os("BUILDX_BAKE_DISABLE_VARS_ENV_LOOKUP").is_some_and(|v| v == "1") {
+            return None;
+        }
+        std::env::var(variable).ok()
+    };
+    let bake = BakeFile::read(&name, &text, &desired.bake_variables, &env).map_err(|error| match error {
+        reconcile_bake::Error::Refusal(why) => CliError::RefusedInput(format!("{name}: {why}")),
+        reconcile_bake::Error::Unreadable(why) => input(format!("{name}: {why}")),
+    })?;
+    // Whatever any part of the run prints, these values are not in it.
+    crate::output::never_show(bake.redactor());
+    Ok(bake)
+}
+
+type DesiredFn = fn(&Desired, &Account) -> Result<Vec<DesiredResource>, ReconcileError>;
+
+/// Every desired resource of every resource crate (GitHub's when `github`), keyed by address.
+/// Pure: no AWS.
+pub fn desired_resources(
+    desired: &Desired,
+    account: &Account,
+    github: bool,
+) -> Result<DesiredResources, Vec<ReconcileError>> {
+    let mut crates: Vec<DesiredFn> =
+        vec![reconcile_iam::desired, reconcile_s3::desired, reconcile_ecr::desired, reconcile_codebuild::desired];
+    if github {
+        crates.push(reconcile_github::desired);
+    }
+    let mut resources = Vec::new();
+    let mut errors = Vec::new();
+    for desired_of in crates {
+        match desired_of(desired, account) {
+            Ok(list) => resources.extend(list),
+            Err(error) => errors.push(error),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(engine::desired_resources(resources))
+}
+
+pub fn refuse_on(findings: &[Finding]) -> Result<(), CliError> {
+    let refusing: Vec<String> = findings
+        .iter()
+        .filter(|finding| finding.refuses())
+        .map(|finding| match &finding.address {
+            Some(address) => format!("{} on {address}", finding.code),
+            None => finding.code.clone(),
+        })
+        .collect();
+    if refusing.is_empty() { Ok(()) } else { Err(CliError::RefusedFindings(refusing)) }
+}

@@ -1,0 +1,113 @@
+//! One run of `reconcile`: what it is made from (desired.toml, the bake file, the GitHub side,
+//! the flags) and the protocol of a plan, a drift check and an apply, in one place.
+//!
+//! Commands parse their arguments, open a session and print what it returns. The session reaches
+//! AWS only through a [`Backend`] (the real one is [`crate::aws::Aws`]), the person or job running
+//! it only through a [`Console`], and hears of SIGINT and SIGTERM through [`Interrupts`], so its
+//! unit tests run the whole protocol against core's fake reconciler.
+//!
+//! An apply is, in this order: look (a plan without the lock: with nothing to do, nothing is
+//! written, not even the lock), preflight (every refusal, so a refused plan takes no lock), lock,
+//! plan again under the lock (what is applied is what is printed), approve, apply, release. From
+//! the lock on, a signal at any step (waiting for the lock, planning, the prompt, applying) ends
+//! the run and the lock is released, on every path.
+
+mod apply;
+mod inputs;
+mod ports;
+mod saved;
+mod signals;
+#[cfg(test)]
+mod tests;
+
+use reconcile_core::engine::{self, DesiredResources, PlanOptions, WhenUnreadable};
+use reconcile_core::{Account, Reconciler};
+
+use inputs::input;
+pub use inputs::{Inputs, Load, desired_resources, refuse_on};
+pub use ports::{ApplyLock, ApplyRequest, Backend, Console, Drift, PlanFrom, Planned};
+pub use signals::Interrupts;
+
+use crate::error::CliError;
+use crate::github::GithubSide;
+
+/// One run.
+pub struct Session<B> {
+    backend: B,
+    inputs: Inputs,
+    github: GithubSide,
+    when_unreadable: WhenUnreadable,
+}
+
+impl<B: Backend> Session<B> {
+    /// `when_unreadable`: whether a service that cannot be read fails the plan (plan, drift) or
+    /// only its own resources and what depends on them (apply).
+    pub fn new(backend: B, inputs: Inputs, github: GithubSide, when_unreadable: WhenUnreadable) -> Session<B> {
+        Session { backend, inputs, github, when_unreadable }
+    }
+
+    pub fn inputs(&self) -> &Inputs {
+        &self.inputs
+    }
+
+    /// A complete plan: every reconciler's observations diffed, with the findings of
+    /// desired.toml, the bake file and the GitHub side, ranked once, by the engine; with
+    /// `attribute`, who made each difference in the last so many days. Never writes.
+    pub async fn plan(&self, attribute: Option<u32>) -> Result<Planned, CliError> {
+        let account = self.backend.identify().await?;
+        let mut planned = self.plan_in(account, self.inputs.prune.clone()).await?;
+        if let Some(days) = attribute {
+            self.backend.attribute(&mut planned, &self.inputs.desired, days).await;
+        }
+        Ok(planned)
+    }
+
+    /// The scheduled drift check: the plan with what the account holds that desired.toml does
+    /// not declare, who made each difference in the last `since_days`, and what the registry
+    /// holds and costs (which only informs). Never writes.
+    pub async fn drift(&self, since_days: u32) -> Result<Drift, CliError> {
+        let account = self.backend.identify().await?;
+        let mut planned = self.plan_in(account, self.inputs.prune.clone()).await?;
+        engine::survey(&planned.reconcilers, &planned.resources, &mut planned.plan)
+            .await
+            .map_err(|errors| self.backend.failed(errors))?;
+        self.backend.attribute(&mut planned, &self.inputs.desired, since_days).await;
+        let registry = self.backend.registry(&planned.account, &self.inputs.desired).await?;
+        tracing::info!("drift: {}", self.backend.requests());
+        Ok(Drift { planned, registry })
+    }
+
+    pub(super) async fn plan_in(
+        &self,
+        account: Account,
+        prune: Option<reconcile_ecr::Prune>,
+    ) -> Result<Planned, CliError> {
+        let desired = &self.inputs.desired;
+        let resources = self.resources(&account)?;
+        let reconcilers = self.reconcilers(&account, prune);
+        let findings = self.github.finding().into_iter().chain(self.inputs.bake_findings(Some(&account.id))).collect();
+        let options = PlanOptions { when_unreadable: self.when_unreadable, findings };
+        let mut plan = engine::plan_with(&reconcilers, desired, &resources, &account, options)
+            .await
+            .map_err(|errors| self.backend.failed(errors))?;
+        plan.made_by = Some(crate::PLANNED_BY.to_owned());
+        tracing::info!("plan: {}", self.backend.requests());
+        Ok(Planned { plan, reconcilers, resources, account })
+    }
+
+    fn resources(&self, account: &Account) -> Result<DesiredResources, CliError> {
+        desired_resources(&self.inputs.desired, account, self.github.is_checked())
+            .map_err(|errors| self.backend.failed(errors))
+    }
+
+    /// AWS's reconcilers, and GitHub's when it can be checked.
+    pub(super) fn reconcilers(
+        &self,
+        account: &Account,
+        prune: Option<reconcile_ecr::Prune>,
+    ) -> Vec<Box<dyn Reconciler>> {
+        let mut reconcilers = self.backend.reconcilers(account, &self.inputs.desired, prune);
+        reconcilers.extend(self.github.reconciler(&self.inputs.desired));
+        reconcilers
+    }
+}
