@@ -3,9 +3,10 @@
 
 use reconcile_core::plan::{Attribution, Finding, Severity};
 use reconcile_core::{Desired, ErrorKind};
-use reconcile_trail::{DELIVERY_NOTE, Place, Target, Trail};
+use reconcile_trail::{DELIVERY_NOTE, Target, Trail};
 
 use crate::aws::Aws;
+use crate::catalog::CATALOG;
 use crate::session::Planned;
 
 /// Attributes what `planned` found to the last `days` of CloudTrail events. Never fails the
@@ -16,20 +17,21 @@ pub async fn attribute(aws: &Aws, planned: &mut Planned, desired: &Desired, days
     // address, with every event either suggests.
     let mut wanted: std::collections::BTreeMap<reconcile_core::Address, Vec<&'static str>> = Default::default();
     for change in &plan.changes {
-        wanted.entry(change.address.clone()).or_default().extend(reconcile_trail::events_for_change(change));
+        wanted.entry(change.address.clone()).or_default().extend(reconcile_trail::events_for_change(&CATALOG, change));
     }
     // A `W` finding is about desired.toml or the bake file, which no call to AWS made.
     for finding in plan.findings.iter().filter(|finding| !finding.code.starts_with('W')) {
         if let Some(address) = &finding.address {
-            wanted
-                .entry(address.clone())
-                .or_default()
-                .extend(reconcile_trail::events_for_finding(&finding.code, address.kind));
+            wanted.entry(address.clone()).or_default().extend(reconcile_trail::events_for_finding(
+                &CATALOG,
+                &finding.code,
+                address.kind,
+            ));
         }
     }
     let targets: Vec<Target> = wanted
         .into_iter()
-        .filter(|(address, _)| !reconcile_trail::events(address.kind).is_empty())
+        .filter(|(address, _)| CATALOG.trail(address.kind).is_some())
         .map(|(address, mut events)| {
             events.sort_unstable();
             events.dedup();
@@ -48,7 +50,8 @@ pub async fn attribute(aws: &Aws, planned: &mut Planned, desired: &Desired, days
     let trail = Trail {
         regional: aws.cloudtrail(&region),
         global: (region != "us-east-1").then(|| aws.cloudtrail("us-east-1")),
-        place: Place { account: planned.account.id.clone(), region: region.clone() },
+        account: planned.account.clone(),
+        catalog: CATALOG,
         caller: aws.caller_arn().await.ok(),
         own_roles: desired
             .ci
@@ -57,7 +60,7 @@ pub async fn attribute(aws: &Aws, planned: &mut Planned, desired: &Desired, days
             .map(|role| role.name.clone())
             .collect(),
     };
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let now = reconcile_core::time::now();
     match trail.attribute(&targets, days, now).await {
         Ok(attributions) => {
             plan.attributions = attributions;

@@ -70,17 +70,18 @@ fn retry_config(purpose: Purpose) -> aws_config::retry::RetryConfig {
         Purpose::Read => READ_ATTEMPTS,
         Purpose::Apply => APPLY_ATTEMPTS,
     });
-    let base = retry_base().as_millis() as u64;
+    // The one policy GitHub's requests retry by too; the SDK jitters the waits itself.
+    let policy = reconcile_core::retry::Backoff::requests(retry_base(), attempts.max(1));
     // Adaptive: besides backing off, a throttled client lowers its own send rate (a token
     // bucket that CUBIC refills), so a thousand-repository plan against real ECR slows down
     // instead of spending its attempts.
     aws_config::retry::RetryConfig::adaptive()
         .with_max_attempts(attempts.max(1))
-        .with_initial_backoff(Duration::from_millis(base))
+        .with_initial_backoff(policy.first_delay)
         // Capped so that every retry fits inside the operation timeout (7 waits of at most 4 s
         // for a read, 11 for apply): what finally fails says why, throttling or a refused
         // connection, rather than that the clock ran out.
-        .with_max_backoff(Duration::from_millis(base.saturating_mul(4)))
+        .with_max_backoff(policy.max_delay)
 }
 
 /// Counts every HTTP request sent to AWS, retries included, by service and operation, how

@@ -8,6 +8,7 @@ mod args;
 mod attribution;
 mod aws;
 mod backend;
+mod catalog;
 mod commands;
 mod declare;
 mod error;

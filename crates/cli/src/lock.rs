@@ -107,12 +107,8 @@ async fn lock_holder(aws: &Aws, lease: Duration) -> Result<Holder, CliError> {
         (Ok(server), Ok(repository), Ok(run)) => Some(format!("{server}/{repository}/actions/runs/{run}")),
         _ => None,
     };
-    let since = now_seconds();
+    let since = reconcile_core::time::now();
     Ok(Holder { who, host, run, pid: Some(std::process::id()), since, until: since + lease.as_secs() as i64 })
-}
-
-fn now_seconds() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }
 
 /// `reconcile unlock`: breaks the apply lock, saying whose it was; one whose process still runs

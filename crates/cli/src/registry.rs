@@ -16,7 +16,7 @@ use crate::error::CliError;
 pub async fn registry_usage(aws: &Aws, account: &Account, desired: &Desired) -> Result<Usage, CliError> {
     let declared =
         desired.ecr.repositories.iter().map(|r| (r.name.clone(), r.lifecycle_policy.document.clone())).collect();
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let now = reconcile_core::time::now();
     let (done, total) = (AtomicUsize::new(0), AtomicUsize::new(0));
     let progress = |read: usize, of: usize| {
         done.store(read, Ordering::Relaxed);

@@ -13,6 +13,7 @@
 
 pub mod builds;
 mod canonical;
+mod describe;
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -30,6 +31,7 @@ use reconcile_core::{Account, Address, Applied, Progress, ReconcileError, Reconc
 
 use canonical::{ProjectSpec, WebhookSpec};
 pub use canonical::{desired_project, desired_webhook, observed_project, observed_webhook};
+pub use describe::DESCRIPTION;
 
 /// Sets every managed project field on a `CreateProject` or `UpdateProject` request: their
 /// builders are different types with the same setters.
@@ -55,6 +57,7 @@ pub const IAM_PROPAGATION: Backoff = Backoff {
     first_delay: Duration::from_secs(1),
     max_delay: Duration::from_secs(20),
     give_up_after: Duration::from_secs(180),
+    jitter: false,
 };
 
 /// CodeBuild's answers for "there is no such webhook" and "it already exists".
@@ -254,10 +257,10 @@ impl Reconciler for CodebuildReconciler {
         }
         for resource in desired {
             let name = &resource.remote_name;
-            let observed = match (live.get(name), resource.address.kind) {
+            let observed = match (live.get(name), CodebuildKind::of(&resource.address)?) {
                 (None, _) => Observed::Absent,
-                (Some(project), ResourceKind::CodebuildProject) => Observed::Present(observed_project(project)),
-                (Some(project), _) => match project.webhook() {
+                (Some(project), CodebuildKind::Project) => Observed::Present(observed_project(project)),
+                (Some(project), CodebuildKind::Webhook) => match project.webhook() {
                     // A project that never had one answers without a webhook, or with an empty one.
                     Some(webhook) if webhook.url().is_some() || !webhook.filter_groups().is_empty() => {
                         Observed::Present(observed_webhook(name, webhook))

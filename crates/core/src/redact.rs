@@ -93,7 +93,8 @@ impl Redactor {
             out.push('}');
             (copied, at) = (end, end);
         }
-        if copied == 0 && out.is_empty() {
+        // Nothing was taken out.
+        if out.is_empty() {
             return Cow::Borrowed(text);
         }
         out.push_str(&text[copied..]);
@@ -142,6 +143,8 @@ mod tests {
         assert_eq!(redactor.redact(&format!("x{CANARY}y")), "x${LEAK}y");
         // Cut where a parser would cut it, each part is still taken out.
         assert_eq!(redactor.redact("repo canary-3f9a1c7e tag printed-means"), "repo ${LEAK} tag ${LEAK}");
+        // Eight at the very end of the text are.
+        assert_eq!(redactor.redact("tail: printed-"), "tail: ${LEAK}");
         // Seven bytes of it are not a part.
         assert_eq!(redactor.redact("canary- and -leaked"), "canary- and -leaked");
         // Nothing to take out borrows.
@@ -180,5 +183,36 @@ mod tests {
         let mut redactor = Redactor::default();
         redactor.add("V", "ééééééééé");
         assert_eq!(redactor.redact("xéééééy"), "x${V}y");
+        // A run that ends inside a character takes the whole character.
+        let mut redactor = Redactor::default();
+        redactor.add("V", "aaaaaaaé");
+        assert_eq!(redactor.redact("aaaaaaaè!"), "${V}!");
+    }
+
+    #[test]
+    fn values_are_kept_once_each_an_empty_one_never_and_a_whole_one_can_gain_its_parts() {
+        let mut redactor = Redactor::default();
+        assert!(redactor.is_empty());
+        redactor.add("EMPTY", "");
+        assert!(redactor.is_empty(), "an empty value is nothing to take out");
+        assert_eq!(redactor.redact("anything"), "anything");
+        redactor.add("A", "aaaaaaaaaa-one");
+        redactor.add("B", "bbbbbbbbbb-two");
+        assert!(!redactor.is_empty());
+        assert_eq!(redactor.redact("aaaaaaaaaa-one bbbbbbbbbb-two"), "${A} ${B}");
+        // The same value again under another name changes nothing.
+        redactor.add("A2", "aaaaaaaaaa-one");
+        assert_eq!(redactor.redact("aaaaaaaaaa-one"), "${A}");
+        // A value taken out whole, then with its parts: its parts go too.
+        let mut whole = Redactor::default();
+        whole.add_whole("W", "wwwwwwwwww-three");
+        assert_eq!(whole.redact("wwwwwwwwww"), "wwwwwwwwww");
+        whole.add("P", "wwwwwwwwww-three");
+        assert_eq!(whole.redact("wwwwwwwwww"), "${P}");
+        // Every value of another redactor too.
+        let mut merged = Redactor::default();
+        merged.extend(&redactor);
+        assert_eq!(merged, redactor);
+        assert_eq!(merged.redact("bbbbbbbbbb-two"), "${B}");
     }
 }

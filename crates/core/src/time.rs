@@ -1,5 +1,10 @@
 //! Times for people: a Unix time as a civil date, in UTC, whatever it is (a lock's lease, a
-//! report's date, a chart's label). Pure.
+//! report's date, a chart's label). Pure, but for [`now`], the one place the clock is read.
+
+/// Now, in Unix seconds (0 for a clock set before 1970).
+pub fn now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
 
 /// `YYYY-MM-DD` of a Unix time (civil-from-days, proleptic Gregorian).
 pub fn day(seconds: i64) -> String {
@@ -53,5 +58,11 @@ mod tests {
         // The end of time is a date too, never a bare number.
         assert!(date_time(i64::MAX).ends_with('Z'));
         assert!(date_time(i64::MIN).ends_with('Z'));
+    }
+
+    #[test]
+    fn now_is_the_clocks_time() {
+        let clock = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+        assert!((now() - clock).abs() <= 1, "{} vs {clock}", now());
     }
 }

@@ -9,6 +9,7 @@
 //! and reports any that can expire tagged images (D103); for every policy it creates or
 //! changes, it reads the repository's images and says what the policy will expire.
 
+mod describe;
 mod impact;
 mod lifecycle;
 mod spec;
@@ -25,6 +26,7 @@ use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Observed, S
 use reconcile_core::reconciler::{Assessment, Observations};
 use reconcile_core::{Account, Address, Applied, Progress, ReconcileError, Reconciler, ResourceKind};
 
+pub use describe::DESCRIPTION;
 pub use lifecycle::{canonical_policy, canonical_policy_text};
 pub use reconcile_core::desired::prune_marker;
 pub use spec::desired;
@@ -185,11 +187,11 @@ impl Reconciler for EcrReconciler {
             let (address, observed) = entry?;
             if let Observed::Present(fields) = &observed {
                 let field = |name: &str| fields.get(name).unwrap_or(&serde_json::Value::Null);
-                match address.kind {
-                    ResourceKind::EcrRepository => {
+                match EcrKind::of(&address)? {
+                    EcrKind::Repository => {
                         findings.extend(self.foreign_access(&address, field("repository_policy")));
                     }
-                    _ => {
+                    EcrKind::LifecyclePolicy => {
                         let allowed = desired
                             .iter()
                             .any(|r| r.address == address && r.overrides(reconcile_core::desired::ALLOW_TAGGED_EXPIRY));
@@ -293,7 +295,7 @@ impl Reconciler for EcrReconciler {
                 }
             })
             .collect();
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+        let now = reconcile_core::time::now();
         let mut assessment = Assessment::default();
         for (change, images) in futures::future::join_all(reads).await {
             let address = &change.address;
@@ -471,9 +473,9 @@ impl EcrReconciler {
     ) -> Result<(Address, Observed), ReconcileError> {
         let address = &resource.address;
         let name = &resource.remote_name;
-        let observed = match address.kind {
-            ResourceKind::EcrLifecyclePolicy => self.observe_lifecycle_policy(address, name).await?,
-            _ => {
+        let observed = match EcrKind::of(address)? {
+            EcrKind::LifecyclePolicy => self.observe_lifecycle_policy(address, name).await?,
+            EcrKind::Repository => {
                 let (tags, policy) = futures::future::join(
                     self.tags(address, &repository.arn),
                     self.parallelism.send(|| self.client.get_repository_policy().repository_name(name).send()),

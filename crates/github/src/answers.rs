@@ -59,13 +59,6 @@ pub fn retryable(method: &Method, status: Option<StatusCode>) -> bool {
     idempotent && status.is_none_or(|status| status.is_server_error())
 }
 
-/// How long to wait before the `retry`-th retry (1 for the first): the AWS SDK's backoff,
-/// `base` doubled each time up to four times `base`, with full jitter (`jitter` in [0, 1)).
-pub fn backoff(retry: u32, base: Duration, jitter: f64) -> Duration {
-    let doubled = base.saturating_mul(2u32.saturating_pow(retry.saturating_sub(1)));
-    doubled.min(base.saturating_mul(4)).mul_f64(jitter.clamp(0.0, 1.0))
-}
-
 /// Whether to wait `wait` once more, after `waits` waits already.
 pub fn keep_waiting(waits: u32, wait: Duration) -> bool {
     waits < RATE_LIMIT_WAITS && wait <= LONGEST_WAIT
@@ -96,7 +89,7 @@ pub fn rate_limited(answer: &Answer) -> Option<Duration> {
         return Some(Duration::from_secs(seconds));
     }
     if header("x-ratelimit-remaining") == Some(0) {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
+        let now = reconcile_core::time::now().max(0) as u64;
         return Some(Duration::from_secs(header("x-ratelimit-reset").unwrap_or(now + 60).saturating_sub(now).max(1)));
     }
     let message = answer.json()["message"].as_str().unwrap_or_default().to_ascii_lowercase();
@@ -151,17 +144,6 @@ mod tests {
             assert!(!retryable(&method, None), "{method}");
             assert!(!retryable(&method, Some(StatusCode::BAD_GATEWAY)), "{method}");
         }
-    }
-
-    #[test]
-    fn the_backoff_doubles_to_four_times_the_base_with_jitter() {
-        let base = Duration::from_millis(100);
-        let waits: Vec<u128> = (1..=5).map(|retry| backoff(retry, base, 1.0).as_millis()).collect();
-        assert_eq!(waits, [100, 200, 400, 400, 400]);
-        assert_eq!(backoff(2, base, 0.5), Duration::from_millis(100));
-        assert_eq!(backoff(1, base, 0.0), Duration::ZERO);
-        assert_eq!(backoff(1, base, 7.0), base, "jitter is at most the whole wait");
-        assert_eq!(backoff(u32::MAX, base, 1.0), Duration::from_millis(400), "no overflow");
     }
 
     fn answer(status: u16, headers: &[(&str, &str)], body: &str) -> Answer {

@@ -9,7 +9,9 @@ use octocrab::Octocrab;
 use reconcile_core::{Address, ErrorKind, ReconcileError};
 use serde_json::Value;
 
-use crate::answers::{ATTEMPTS, Answer, backoff, failure, github, keep_waiting, next_page, rate_limited, retryable};
+use reconcile_core::retry::{Backoff, Jitter, retry_while};
+
+use crate::answers::{ATTEMPTS, Answer, failure, github, keep_waiting, next_page, rate_limited, retryable};
 
 /// The most pages a list reads: 10,000 items at 100 a page, far more than a repository's
 /// variables, a pull request's comments or a label's issues.
@@ -25,8 +27,11 @@ pub struct Api {
     octocrab: Octocrab,
     /// `/repos/{owner}/{name}`.
     root: String,
-    /// The first retry's delay, before jitter and doubling.
-    retry_base: Duration,
+    /// How a request GitHub failed in passing is sent again.
+    retry: Backoff,
+    /// Each request's jitter is seeded from this and how many requests came before it.
+    seed: u64,
+    sent: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Api {
@@ -43,12 +48,21 @@ impl Api {
             .set_read_timeout(Some(Duration::from_secs(20)))
             .build()
             .map_err(|error| failed(error.to_string()))?;
-        Ok(Api { octocrab, root: format!("/repos/{owner}/{name}"), retry_base: Duration::from_secs(1) })
+        // Different processes wait differently; within one, each request's waits follow from the seed.
+        let seed = u64::from(std::process::id())
+            ^ std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos() as u64;
+        Ok(Api {
+            octocrab,
+            root: format!("/repos/{owner}/{name}"),
+            retry: Backoff::requests(Duration::from_secs(1), ATTEMPTS),
+            seed,
+            sent: Default::default(),
+        })
     }
 
     /// Retries start after `base` (1 s unless told; the fault tests shorten it).
     pub fn with_retry_base(mut self, base: Duration) -> Api {
-        self.retry_base = base;
+        self.retry = Backoff::requests(base, ATTEMPTS);
         self
     }
 
@@ -68,27 +82,23 @@ impl Api {
         address: Option<&Address>,
         what: &str,
     ) -> Result<Answer, ReconcileError> {
-        let mut attempt = 1;
-        loop {
-            let result = self.send_once(method.clone(), path, body, address, what).await;
-            let status = match &result {
+        let sent = self.sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut jitter = Jitter::seeded(self.seed.wrapping_add(sent.wrapping_mul(0x9E37_79B9_7F4A_7C15)));
+        let again = |result: &Result<Answer, ReconcileError>, wait: Duration| {
+            let status = match result {
                 Ok(answer) => Some(answer.status),
                 Err(error) if error.kind == ErrorKind::Unreachable => None,
-                Err(_) => return result,
+                Err(_) => return false,
             };
-            if attempt >= ATTEMPTS || !retryable(&method, status) {
-                return result;
+            if !retryable(&method, status) {
+                return false;
             }
-            let jitter = f64::from(
-                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().subsec_nanos()
-                    % 1000,
-            ) / 1000.0;
-            let wait = backoff(attempt, self.retry_base, jitter);
             let failure = status.map_or_else(|| "no answer".to_owned(), |status| status.to_string());
             tracing::warn!("GitHub failed ({failure}): trying again in {}ms ({what})", wait.as_millis());
-            tokio::time::sleep(wait).await;
-            attempt += 1;
-        }
+            true
+        };
+        let call = || self.send_once(method.clone(), path, body, address, what);
+        retry_while(self.retry, &mut jitter, call, again, tokio::time::sleep).await
     }
 
     /// One request, waiting out rate limits.

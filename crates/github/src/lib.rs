@@ -163,6 +163,16 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
     Ok(resources)
 }
 
+/// What this crate says of itself: its kinds and its desired resources. GitHub's side is no
+/// AWS resource: no CI role reads or writes it, and CloudTrail sees none of it.
+pub const DESCRIPTION: reconcile_core::describe::Description = reconcile_core::describe::Description {
+    name: "github",
+    kinds: GithubKind::KINDS,
+    desired: |desired_toml, account, _| desired(desired_toml, account),
+    access: reconcile_core::describe::Access::NONE,
+    trail: &[],
+};
+
 reconcile_core::resource_kinds! {
     /// The kinds this crate owns.
     pub enum GithubKind {
@@ -334,24 +344,24 @@ impl Reconciler for GithubReconciler {
         let mut observations = Observations::default();
         observations.replace.extend(hook?);
         for resource in desired {
-            let observed = match resource.address.kind {
-                ResourceKind::GithubVariable => match variables.as_ref().and_then(|v| v.get(&resource.address.name)) {
+            let observed = match GithubKind::of(&resource.address)? {
+                GithubKind::Variable => match variables.as_ref().and_then(|v| v.get(&resource.address.name)) {
                     Some(value) => Observed::Present(reconcile_core::spec::attributes(&VariableSpec {
                         name: resource.address.name.clone(),
                         value: value.clone(),
                     })),
                     None => Observed::Absent,
                 },
-                ResourceKind::GithubOidcSubject => Observed::Present(reconcile_core::spec::attributes(
-                    &OidcSubjectSpec::of(&subject.clone().unwrap_or_default()),
-                )),
-                ResourceKind::GithubForkPrApproval => {
+                GithubKind::OidcSubject => Observed::Present(reconcile_core::spec::attributes(&OidcSubjectSpec::of(
+                    &subject.clone().unwrap_or_default(),
+                ))),
+                GithubKind::ForkPrApproval => {
                     let policy = approval.as_ref().and_then(|a| a["approval_policy"].as_str()).unwrap_or_default();
                     Observed::Present(reconcile_core::spec::attributes(&ApprovalSpec {
                         approval_policy: policy.to_owned(),
                     }))
                 }
-                _ => {
+                GithubKind::WorkflowPermissions => {
                     let workflow = workflow.clone().unwrap_or_default();
                     Observed::Present(reconcile_core::spec::attributes(&WorkflowPermissionsSpec {
                         default_workflow_permissions: workflow["default_workflow_permissions"]

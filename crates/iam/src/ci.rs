@@ -3,16 +3,18 @@
 //! and drift roles, and the apply role's, which adds exactly the writes apply makes on exactly
 //! the declared resources and nothing on the CI identities themselves.
 //!
-//! The actions here are the ones the resource crates call. A test runs every read command and
+//! The actions are the ones the resource crates call, each crate's in its own description
+//! (`reconcile_core::describe::Access`). A test runs every read command and
 //! a sequence of applies that makes every kind of write, maps each request the emulator
 //! recorded to its IAM action and resource, and holds these policies to exactly that set: a
 //! reconciler that starts calling something new fails it until the derivation names it.
 
 use reconcile_core::Account;
-use reconcile_core::desired::{APPLY_LOCK_KEY, CiRole, Desired, GITHUB_OIDC_AUDIENCE, GITHUB_OIDC_HOST, prune_marker};
+use reconcile_core::describe::Catalog;
+use reconcile_core::desired::{CiRole, Desired, GITHUB_OIDC_AUDIENCE, GITHUB_OIDC_HOST};
 use serde_json::{Value, json};
 
-use crate::derive::{INLINE_POLICY_LIMIT, boundary_name, size};
+use crate::derive::{INLINE_POLICY_LIMIT, size};
 
 /// The OIDC provider's ARN: IAM names it by its host.
 pub fn provider_arn(account: &Account) -> String {
@@ -170,65 +172,10 @@ fn quoted(values: &[String]) -> String {
     values.iter().map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", ")
 }
 
-/// What every read command (`plan`, `drift`, `usage`, `outputs`, `plan --prune`) reads.
-const ECR_READS: [&str; 5] = [
-    "ecr:DescribeRepositories",
-    "ecr:GetLifecyclePolicy",
-    "ecr:GetRepositoryPolicy",
-    "ecr:ListTagsForResource",
-    "ecr:DescribeImages",
-];
-const S3_READS: [&str; 12] = [
-    "s3:ListBucket",
-    "s3:GetBucketTagging",
-    "s3:GetBucketPublicAccessBlock",
-    "s3:GetEncryptionConfiguration",
-    "s3:GetBucketPolicy",
-    "s3:GetBucketOwnershipControls",
-    "s3:GetBucketAcl",
-    "s3:GetBucketVersioning",
-    "s3:GetReplicationConfiguration",
-    "s3:GetBucketWebsite",
-    "s3:GetBucketLogging",
-    "s3:GetLifecycleConfiguration",
-];
-const ROLE_READS: [&str; 4] =
-    ["iam:GetRole", "iam:ListRolePolicies", "iam:GetRolePolicy", "iam:ListAttachedRolePolicies"];
-
-/// What apply writes, by resource: only what it can be led to write by some state of the
-/// account. desired.toml declares no repository or bucket policy, so apply only ever deletes
-/// one; every declared repository has a lifecycle policy, so apply only ever puts one.
-const ECR_WRITES: [&str; 6] = [
-    "ecr:CreateRepository",
-    "ecr:PutLifecyclePolicy",
-    "ecr:DeleteRepositoryPolicy",
-    "ecr:UntagResource",
-    "ecr:PutImageTagMutability",
-    "ecr:PutImageScanningConfiguration",
-];
-/// `DeleteBucketTagging` needs `s3:PutBucketTagging`, `DeleteBucketReplication`
-/// `s3:PutReplicationConfiguration`, `DeleteBucketLifecycle` `s3:PutLifecycleConfiguration`.
-///
-/// Never a bucket's expiry (`s3:PutLifecycleConfiguration`, which deletes its objects) or its ACL
-/// (`s3:PutBucketAcl`, who may reach them): those changes are an administrator's
-/// (`Reconciler::administrators_only`), and a bucket that declares an expiry is made with it, so
-/// by an administrator too.
-const S3_WRITES: [&str; 9] = [
-    "s3:PutBucketTagging",
-    "s3:PutBucketPublicAccessBlock",
-    "s3:PutEncryptionConfiguration",
-    "s3:DeleteBucketPolicy",
-    "s3:PutBucketOwnershipControls",
-    "s3:PutBucketVersioning",
-    "s3:PutReplicationConfiguration",
-    "s3:DeleteBucketWebsite",
-    "s3:PutBucketLogging",
-];
-const LOCK_WRITES: [&str; 3] = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"];
 /// Never granted to the apply role, whatever else a policy attached to it by hand may grant: every
 /// write in IAM (who may assume a role, what a role may do, a boundary, a new identity, the OIDC
 /// provider) and assuming a role. `iam:PassRole` is not among them: apply passes the runner's
-/// role to CodeBuild, and its own statement allows only that.
+/// role to CodeBuild, and CodeBuild's statement allows only that.
 const NEVER: [&str; 17] = [
     "iam:Add*",
     "iam:Attach*",
@@ -248,232 +195,30 @@ const NEVER: [&str; 17] = [
     "iam:Upload*",
     "sts:AssumeRole",
 ];
-/// A webhook a project does not declare is deleted; only a declared one is made or updated.
-const PROJECT_WRITES: [&str; 4] = [
-    "codebuild:CreateProject",
-    "codebuild:UpdateProject",
-    "codebuild:UpdateProjectVisibility",
-    "codebuild:DeleteWebhook",
-];
-const WEBHOOK_WRITES: [&str; 2] = ["codebuild:CreateWebhook", "codebuild:UpdateWebhook"];
 
-fn statement(sid: &str, actions: &[&str], resources: Vec<String>) -> Value {
-    json!({ "Sid": sid, "Effect": "Allow", "Action": actions, "Resource": resources })
-}
-
-fn bucket_arns(desired: &Desired, account: &Account) -> Vec<String> {
-    desired
-        .s3
-        .buckets
-        .iter()
-        .map(|b| reconcile_aws::arn(account, "s3", &b.name.render(&account.id, &account.region)))
-        .collect()
-}
-
-fn role_arn(account: &Account, name: &str) -> String {
-    reconcile_aws::arn(account, "iam", &format!("role/{name}"))
-}
-
-fn project_arns(desired: &Desired, account: &Account) -> Vec<String> {
-    desired
-        .codebuild
-        .projects
-        .iter()
-        .map(|p| reconcile_aws::arn(account, "codebuild", &format!("project/{}", p.name)))
-        .collect()
-}
-
-/// What a plan reads (and so apply, which plans first, and the drift check, which reads more of
-/// the same services only).
-fn read_statements(desired: &Desired, account: &Account) -> Vec<Value> {
-    let mut statements = Vec::new();
-    if !desired.ecr.repositories.is_empty() {
-        // Every repository, not only the declared: the drift check looks for undeclared ones.
-        statements.push(statement(
-            "EveryRepositoryOfTheRegistry",
-            &ECR_READS,
-            vec![reconcile_aws::arn(account, "ecr", "repository/*")],
-        ));
-    }
-    let buckets = bucket_arns(desired, account);
-    if !buckets.is_empty() {
-        statements.push(statement("TheCompilerCacheBucketsSettings", &S3_READS, buckets));
-    }
-    let mut roles: Vec<String> = desired.iam.roles.iter().map(|r| role_arn(account, &r.name)).collect();
-    roles.extend(desired.ci.iter().flat_map(|ci| &ci.roles).map(|r| role_arn(account, &r.name)));
-    if !roles.is_empty() {
-        statements.push(statement("TheManagedRoles", &ROLE_READS, roles));
-    }
-    let boundaries: Vec<String> =
-        desired.iam.roles.iter().map(|role| crate::spec::policy_arn(account, &boundary_name(role))).collect();
-    if !boundaries.is_empty() {
-        statements.push(statement("TheRunnersRolesBoundaries", &["iam:GetPolicy", "iam:GetPolicyVersion"], boundaries));
-    }
-    if desired.ci.is_some() {
-        statements.push(statement(
-            "GitHubsIdentityProvider",
-            &["iam:GetOpenIDConnectProvider"],
-            vec![provider_arn(account)],
-        ));
-        // ListRoles has no resource to scope to: the search for other roles that trust GitHub.
-        statements.push(statement("RolesThatTrustGitHub", &["iam:ListRoles"], vec!["*".to_owned()]));
-    }
-    let projects = project_arns(desired, account);
-    if !projects.is_empty() {
-        statements.push(statement("TheRunnerProjectAndItsWebhook", &["codebuild:BatchGetProjects"], projects));
-    }
-    if desired.codebuild.projects.iter().any(|p| p.source_auth.is_none()) {
-        statements.push(statement(
-            "HowCodeBuildReachesGitHub",
-            &["codebuild:ListSourceCredentials"],
-            vec!["*".to_owned()],
-        ));
-    }
-    let connections: Vec<String> = desired.codebuild.projects.iter().filter_map(|p| p.source_auth.clone()).collect();
-    if !connections.is_empty() {
-        statements.push(statement("TheConnectionToGitHub", &["codeconnections:GetConnection"], connections));
-    }
-    statements
-}
-
-/// The plan and drift roles' policy, and `docs/read-only-policy.json`'s: a plan's reads, and what
-/// the drift check reads besides (who made the drift, and the nights' cost).
-pub fn read_only_policy(desired: &Desired, account: &Account) -> Value {
-    let mut statements = read_statements(desired, account);
-    let projects = project_arns(desired, account);
-    if !projects.is_empty() {
-        statements.push(statement(
-            "TheRunnersBuilds",
-            &["codebuild:ListBuildsForProject", "codebuild:BatchGetBuilds"],
-            projects,
-        ));
-        // None of these has a resource to scope to.
-        statements.push(statement(
-            "WhatAMinuteCostsAndWhatWasBilled",
-            &["pricing:GetProducts", "ce:GetCostAndUsage"],
-            vec!["*".to_owned()],
-        ));
-    }
-    // Who made the drift: CloudTrail's event history, which has no resource to scope to.
-    statements.push(statement("WhoChangedIt", &["cloudtrail:LookupEvents"], vec!["*".to_owned()]));
-    if !desired.s3.buckets.is_empty() {
-        statements.push(statement(
-            "WhatTheCacheStoresEachDay",
-            &["cloudwatch:ListMetrics", "cloudwatch:GetMetricStatistics"],
-            vec!["*".to_owned()],
-        ));
-    }
+/// The plan and drift roles' policy, and `docs/read-only-policy.json`'s: what a plan reads of
+/// every crate's resources, and what the drift check reads besides (the nights' cost, and who
+/// made the drift: CloudTrail's event history, which has no resource to scope to).
+pub fn read_only_policy(desired: &Desired, account: &Account, catalog: &Catalog) -> Value {
+    let mut statements = catalog.statements(desired, account, |access| access.reads);
+    statements.extend(catalog.statements(desired, account, |access| access.drift_reads));
+    statements.push(json!({
+        "Sid": "WhoChangedIt",
+        "Effect": "Allow",
+        "Action": ["cloudtrail:LookupEvents"],
+        "Resource": ["*"],
+    }));
     json!({ "Version": "2012-10-17", "Statement": statements })
 }
 
 /// The apply role's policy: the reads, and exactly the writes apply makes on the declared
-/// resources. No write in IAM at all (every IAM change is an administrator's), and a statement
-/// that denies every one, and assuming a role, so that nothing attached to the role later grants
-/// them; `iam:PassRole` only for the roles CodeBuild projects run as, only to CodeBuild. `Err`
-/// when it would not fit in a role's inline policies.
-pub fn apply_policy(desired: &Desired, account: &Account) -> Result<Value, String> {
-    let mut statements = read_statements(desired, account);
-    let every_repository = vec![reconcile_aws::arn(account, "ecr", "repository/*")];
-    match prune_marker(desired) {
-        // Every declared repository carries reconcile's tag: the repositories are granted by it,
-        // not by name, so declaring one more (the second use of this tool, after a bake target
-        // is added) changes no CI policy, and the apply role applies it. Only a repository made
-        // with the tag may be made, only one carrying it changed, tagged (so no other is taken
-        // over by tagging it) or, with `--prune`, deleted.
-        Ok((key, value)) => {
-            let tagged = json!({ "StringEquals": { format!("aws:ResourceTag/{key}"): value } });
-            let created = json!({ "StringEquals": { format!("aws:RequestTag/{key}"): value } });
-            let mut writes: Vec<&str> = ECR_WRITES.iter().copied().filter(|a| *a != "ecr:CreateRepository").collect();
-            writes.extend(["ecr:TagResource", "ecr:DeleteRepository"]);
-            statements.push(json!({
-                "Sid": "TheRepositoriesReconcileManages",
-                "Effect": "Allow",
-                "Action": writes,
-                "Resource": every_repository,
-                "Condition": tagged,
-            }));
-            statements.push(json!({
-                "Sid": "MakeRepositoriesTaggedAsReconciles",
-                "Effect": "Allow",
-                "Action": ["ecr:CreateRepository", "ecr:TagResource"],
-                "Resource": every_repository,
-                "Condition": created,
-            }));
-        }
-        // Without one tag on every repository, nothing tells them apart from a repository made
-        // by hand: they are granted by name (and nothing is pruned).
-        Err(_) => {
-            let repositories: Vec<String> = desired
-                .ecr
-                .repositories
-                .iter()
-                .map(|r| reconcile_aws::arn(account, "ecr", &format!("repository/{}", r.name)))
-                .collect();
-            if !repositories.is_empty() {
-                statements.push(statement("TheDeclaredRepositories", &ECR_WRITES, repositories));
-            }
-            // Tags are only ever set where desired.toml declares some (a create sends them too,
-            // which needs the same permission); undeclared ones are removed anywhere.
-            let tagged: Vec<String> = desired
-                .ecr
-                .repositories
-                .iter()
-                .filter(|r| !r.tags.is_empty())
-                .map(|r| reconcile_aws::arn(account, "ecr", &format!("repository/{}", r.name)))
-                .collect();
-            if !tagged.is_empty() {
-                statements.push(statement("TheDeclaredRepositoriesTags", &["ecr:TagResource"], tagged));
-            }
-        }
-    }
-    let buckets = bucket_arns(desired, account);
-    if !buckets.is_empty() {
-        statements.push(statement("TheCompilerCacheBucket", &S3_WRITES, buckets));
-    }
-    let unexpiring: Vec<String> = desired
-        .s3
-        .buckets
-        .iter()
-        .filter(|b| b.lifecycle_rules.is_none())
-        .map(|b| reconcile_aws::arn(account, "s3", &b.name.render(&account.id, &account.region)))
-        .collect();
-    if !unexpiring.is_empty() {
-        statements.push(statement("MakeTheBucketsWithoutAnExpiry", &["s3:CreateBucket"], unexpiring));
-    }
-    if let Some(bucket) = desired.s3.lock_bucket() {
-        let bucket = reconcile_aws::arn(account, "s3", &bucket.name.render(&account.id, &account.region));
-        statements.push(statement("TheApplyLock", &LOCK_WRITES, vec![format!("{bucket}/{APPLY_LOCK_KEY}")]));
-    }
-    let passed: Vec<String> = desired
-        .iam
-        .roles
-        .iter()
-        .filter(|role| desired.codebuild.projects.iter().any(|p| p.service_role == role.key))
-        .map(|role| role_arn(account, &role.name))
-        .collect();
-    if !passed.is_empty() {
-        statements.push(json!({
-            "Sid": "PassTheRunnersRoleToCodeBuildOnly",
-            "Effect": "Allow",
-            "Action": ["iam:PassRole"],
-            "Resource": passed,
-            "Condition": { "StringEquals": { "iam:PassedToService": "codebuild.amazonaws.com" } },
-        }));
-    }
-    let projects = project_arns(desired, account);
-    if !projects.is_empty() {
-        statements.push(statement("TheRunnerProject", &PROJECT_WRITES, projects));
-    }
-    let hooked: Vec<String> = desired
-        .codebuild
-        .projects
-        .iter()
-        .filter(|p| p.webhook.is_some())
-        .map(|p| reconcile_aws::arn(account, "codebuild", &format!("project/{}", p.name)))
-        .collect();
-    if !hooked.is_empty() {
-        statements.push(statement("TheRunnersWebhook", &WEBHOOK_WRITES, hooked));
-    }
+/// resources, as every crate derives them. No write in IAM at all (every IAM change is an
+/// administrator's), and a statement that denies every one, and assuming a role, so that nothing
+/// attached to the role later grants them. `Err` when it would not fit in a role's inline
+/// policies.
+pub fn apply_policy(desired: &Desired, account: &Account, catalog: &Catalog) -> Result<Value, String> {
+    let mut statements = catalog.statements(desired, account, |access| access.reads);
+    statements.extend(catalog.statements(desired, account, |access| access.writes));
     statements.push(json!({
         "Sid": "NeverAnIdentityOrPermissionChangeNorAnotherRole",
         "Effect": "Deny",
@@ -528,174 +273,6 @@ environment = "prod"
 
     fn account() -> Account {
         Account::new("123456789012", "us-east-1")
-    }
-
-    fn sids(policy: &Value) -> Vec<&str> {
-        policy["Statement"].as_array().unwrap().iter().map(|s| s["Sid"].as_str().unwrap()).collect()
-    }
-
-    #[test]
-    fn the_apply_policy_grants_only_what_this_desired_file_can_lead_apply_to_write() {
-        // No tags, no managed-by marker, no webhook, no bucket expiry: nothing to tag, nothing to
-        // prune, no webhook to make; a webhook can still be deleted, and the bucket, which has no
-        // expiry to be made with, made.
-        let bare = Desired::parse(Path::new("desired.toml"), BASE).unwrap();
-        let policy = apply_policy(&bare, &account()).unwrap();
-        let granted = sids(&policy);
-        for absent in ["TheDeclaredRepositoriesTags", "TheRepositoriesReconcileManages", "TheRunnersWebhook"] {
-            assert!(!granted.contains(&absent), "{absent}: {granted:?}");
-        }
-        assert!(policy.to_string().contains("codebuild:DeleteWebhook"));
-        assert!(granted.contains(&"MakeTheBucketsWithoutAnExpiry"), "{granted:?}");
-
-        let full = BASE
-            .replace("lifecycle_policy = \"p\"\n", "lifecycle_policy = \"p\"\ntags = { managed-by = \"reconcile\" }\n")
-            .replace("name = \"cache-${account_id}\"\n", "name = \"cache-${account_id}\"\nlifecycle_rules = [{ id = \"x\", expiration_days = 30 }]\n")
-            .replace("trusted_services = [\"codebuild.amazonaws.com\"]\n", "trusted_services = [\"codebuild.amazonaws.com\"]\ntags = { a = \"b\" }\n")
-            .replace("build_timeout_hours = 4\n", "build_timeout_hours = 4\n[codebuild.projects.runner.webhook]\nfilter_groups = [[{ type = \"EVENT\", pattern = \"WORKFLOW_JOB_QUEUED\" }]]\n");
-        let full = Desired::parse(Path::new("desired.toml"), &full).unwrap();
-        let granted_all = apply_policy(&full, &account()).unwrap();
-        for present in ["TheRepositoriesReconcileManages", "MakeRepositoriesTaggedAsReconciles", "TheRunnersWebhook"] {
-            assert!(sids(&granted_all).contains(&present), "{present}");
-        }
-        // A bucket's expiry and ACL, and so making a bucket that declares an expiry, are an
-        // administrator's: never granted.
-        assert!(!sids(&granted_all).contains(&"MakeTheBucketsWithoutAnExpiry"));
-        for never in ["s3:PutLifecycleConfiguration", "s3:PutBucketAcl", "s3:CreateBucket"] {
-            assert!(!granted_all.to_string().contains(never), "{never}");
-            assert!(!policy.to_string().contains(never) || never == "s3:CreateBucket", "{never}");
-        }
-        // Nothing in IAM is written but passing the runner's role, and every write there, and
-        // assuming a role, is denied.
-        for policy in [&policy, &granted_all] {
-            for statement in policy["Statement"].as_array().unwrap() {
-                let actions: Vec<&str> =
-                    statement["Action"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
-                if statement["Effect"] == "Deny" {
-                    assert_eq!(statement["Resource"], json!(["*"]));
-                    assert!(actions.contains(&"iam:Put*") && actions.contains(&"sts:AssumeRole"), "{statement}");
-                    continue;
-                }
-                for action in actions.iter().filter(|a| a.starts_with("iam:")) {
-                    assert!(
-                        action.starts_with("iam:Get") || action.starts_with("iam:List") || *action == "iam:PassRole",
-                        "{statement}"
-                    );
-                }
-                assert!(!actions.iter().any(|a| a.starts_with("sts:")), "{statement}");
-            }
-        }
-    }
-
-    /// The account as desired.toml derives it: the three CI roles, the runner's role with its
-    /// inline policy and boundary, and the project that runs as it.
-    fn derived_account(desired: &Desired) -> crate::reach::Model {
-        let account = account();
-        let arn = |name: &str| role_arn(&account, name);
-        let ci = desired.ci.as_ref().unwrap();
-        let mut roles: Vec<crate::reach::Role> = ci
-            .roles
-            .iter()
-            .map(|role| crate::reach::Role {
-                arn: arn(&role.name),
-                policies: vec![if role.purpose.reads_only() {
-                    read_only_policy(desired, &account)
-                } else {
-                    apply_policy(desired, &account).unwrap()
-                }],
-                boundary: None,
-            })
-            .collect();
-        for role in &desired.iam.roles {
-            let projects: Vec<String> = desired.codebuild.projects.iter().map(|p| p.name.clone()).collect();
-            roles.push(crate::reach::Role {
-                arn: arn(&role.name),
-                policies: vec![crate::derive::inline_policy(desired, role, &account, &projects).unwrap()],
-                boundary: Some((
-                    crate::spec::policy_arn(&account, &boundary_name(role)),
-                    crate::derive::boundary_policy(desired, role, &account, &projects).unwrap(),
-                )),
-            });
-        }
-        let projects = desired
-            .codebuild
-            .projects
-            .iter()
-            .map(|p| crate::reach::Project {
-                arn: reconcile_aws::arn(&account, "codebuild", &format!("project/{}", p.name)),
-                service_role: arn(&desired.iam.roles.iter().find(|r| r.key == p.service_role).unwrap().name),
-            })
-            .collect();
-        crate::reach::Model { account: account.id, roles, projects }
-    }
-
-    #[test]
-    fn no_ci_role_nor_any_role_it_reaches_can_widen_anything() {
-        use crate::evaluate::{Context, Request};
-        let tagged = BASE
-            .replace("lifecycle_policy = \"p\"\n", "lifecycle_policy = \"p\"\ntags = { managed-by = \"reconcile\" }\n");
-        for text in [BASE, tagged.as_str()] {
-            let desired = Desired::parse(Path::new("desired.toml"), text).unwrap();
-            let model = derived_account(&desired);
-            let runner = "arn:aws:iam::123456789012:role/runner";
-            for role in ["p", "d", "a"] {
-                let from = format!("arn:aws:iam::123456789012:role/{role}");
-                assert_eq!(model.escalations_through(&from), Vec::new(), "{role}");
-                let reached: Vec<String> = model.reach(&from).into_iter().map(|path| path.role).collect();
-                // The apply role reaches the runner's role: it may change the project, whose next
-                // build runs as it. Bounded by its boundary, that is no escalation.
-                let expected = if role == "a" { vec![from.clone(), runner.to_owned()] } else { vec![from.clone()] };
-                assert_eq!(reached, expected);
-            }
-            // The four calls of the attack, as the apply role: none allowed.
-            let apply = model.role("arn:aws:iam::123456789012:role/a").unwrap();
-            let principal = crate::evaluate::Principal { policies: &apply.policies, boundary: None };
-            let boundary =
-                Context::new().with("iam:PermissionsBoundary", &["arn:aws:iam::123456789012:policy/runner-boundary"]);
-            for (action, resource) in [
-                ("iam:PutRolePolicy", runner),
-                ("iam:UpdateAssumeRolePolicy", runner),
-                ("sts:AssumeRole", runner),
-                ("iam:PutRolePolicy", "arn:aws:iam::123456789012:role/a"),
-                ("iam:DeleteRolePermissionsBoundary", runner),
-                ("iam:PutRolePermissionsBoundary", runner),
-                ("iam:CreateRole", "arn:aws:iam::123456789012:role/new"),
-                ("iam:CreatePolicyVersion", "arn:aws:iam::123456789012:policy/runner-boundary"),
-                ("iam:AttachRolePolicy", runner),
-            ] {
-                for context in [&Context::new(), &boundary] {
-                    assert_eq!(
-                        principal.decide(Request { action, resource, context }),
-                        crate::evaluate::Decision::Denied,
-                        "{action} on {resource}"
-                    );
-                }
-            }
-            // Were the runner's inline policy rewritten to allow everything, its boundary would
-            // still bound it: no escalation through the project either.
-            let mut rewritten = model.clone();
-            let runner_role = rewritten.roles.iter_mut().find(|r| r.arn == runner).unwrap();
-            runner_role.policies =
-                vec![json!({ "Statement": [{ "Effect": "Allow", "Action": "*", "Resource": "*" }] })];
-            assert_eq!(rewritten.escalations_through("arn:aws:iam::123456789012:role/a"), Vec::new());
-            let bounded = rewritten.role(runner).unwrap();
-            let bounded = crate::evaluate::Principal {
-                policies: &bounded.policies,
-                boundary: bounded.boundary.as_ref().map(|(_, document)| document),
-            };
-            let none = Context::new();
-            assert!(!bounded.allows(Request { action: "iam:PutRolePolicy", resource: runner, context: &none }));
-            assert!(!bounded.allows(Request {
-                action: "s3:PutObject",
-                resource: "arn:aws:s3:::cache-123456789012/reconcile/apply.lock",
-                context: &none
-            }));
-            assert!(bounded.allows(Request {
-                action: "s3:PutObject",
-                resource: "arn:aws:s3:::cache-123456789012/sccache/x",
-                context: &none
-            }));
-        }
     }
 
     #[test]

@@ -16,6 +16,7 @@
 
 mod ci;
 mod derive;
+mod describe;
 pub mod evaluate;
 mod policy;
 pub mod reach;
@@ -35,6 +36,7 @@ use serde_json::Value;
 
 pub use ci::{apply_policy, provider_arn, read_only_policy, trust_widening};
 pub use derive::{INLINE_POLICY_LIMIT, MANAGED_POLICY_LIMIT, boundary_name, boundary_policy, inline_policy};
+pub use describe::DESCRIPTION;
 pub use policy::{canonical, canonical_text, percent_decode};
 use spec::{BoundarySpec, ProviderSpec, RolePolicySpec, RoleSpec, RoleState};
 pub use spec::{desired, policy_arn, trust_policy};

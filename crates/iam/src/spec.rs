@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use reconcile_core::describe::Catalog;
 use reconcile_core::desired::Desired;
 use reconcile_core::plan::DesiredResource;
 use reconcile_core::spec::attributes;
@@ -97,7 +98,11 @@ fn projects_using(desired: &Desired, role_key: &str) -> Vec<String> {
 }
 
 /// The roles and their derived inline policies desired.toml asks for. Pure: no client, no AWS.
-pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResource>, ReconcileError> {
+pub fn desired(
+    desired: &Desired,
+    account: &Account,
+    catalog: &Catalog,
+) -> Result<Vec<DesiredResource>, ReconcileError> {
     let mut resources = Vec::new();
     for role in &desired.iam.roles {
         let role_address = Address::new(ResourceKind::IamRole, &role.key);
@@ -166,10 +171,10 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
                     .depending_on([provider_address.clone()]),
             );
             let document = if role.purpose.reads_only() {
-                ci::read_only_policy(desired, account)
+                ci::read_only_policy(desired, account, catalog)
             } else {
                 let policy_address = Address::new(ResourceKind::IamCiRolePolicy, key);
-                ci::apply_policy(desired, account)
+                ci::apply_policy(desired, account, catalog)
                     .map_err(|why| ReconcileError::new(Some(&policy_address), "derive the inline policy", why))?
             };
             let spec = RolePolicySpec {

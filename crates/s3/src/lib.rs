@@ -5,6 +5,7 @@
 //! us-east-1 a second `CreateBucket` succeeds silently (and resets the bucket's ACLs). A bucket
 //! is never deleted.
 
+mod describe;
 mod lifecycle;
 pub mod lock;
 mod spec;
@@ -20,6 +21,7 @@ use reconcile_core::reconciler::Observations;
 use reconcile_core::spec::attributes;
 use reconcile_core::{Account, Address, Applied, Progress, ReconcileError, Reconciler, ResourceKind};
 
+pub use describe::DESCRIPTION;
 pub use lifecycle::{desired_rule, observed_rule};
 pub use spec::desired;
 use spec::{BlockPublicAccess, BucketLifecycleSpec, BucketSpec, OWNER_ENFORCED, SSE_S3, VERSIONING_OFF};
@@ -116,12 +118,12 @@ impl Reconciler for S3Reconciler {
     /// them: neither is the apply role's (parliament's resource-policy escalation: either could
     /// be turned to delete, or to open, the compiler cache the nightly builds from).
     fn administrators_only(&self, change: &Change) -> Option<&'static str> {
-        match change.address.kind {
-            ResourceKind::S3BucketLifecycle => Some("a bucket's expiry, which deletes its objects"),
-            ResourceKind::S3Bucket if change.action == Action::Update && grants_someone(change) => {
+        match S3Kind::of(&change.address).ok()? {
+            S3Kind::Lifecycle => Some("a bucket's expiry, which deletes its objects"),
+            S3Kind::Bucket if change.action == Action::Update && grants_someone(change) => {
                 Some("an ACL that grants someone else: who reaches the bucket")
             }
-            _ => None,
+            S3Kind::Bucket => None,
         }
     }
 }
@@ -175,16 +177,16 @@ impl S3Reconciler {
             },
         );
         let (mut bucket, mut lifecycle) = (bucket?, lifecycle?);
-        Ok(addresses
+        addresses
             .into_iter()
             .map(|address| {
-                let state = match address.kind {
-                    ResourceKind::S3Bucket => bucket.take(),
-                    _ => lifecycle.take(),
+                let state = match S3Kind::of(address)? {
+                    S3Kind::Bucket => bucket.take(),
+                    S3Kind::Lifecycle => lifecycle.take(),
                 };
-                (address.clone(), state.unwrap_or(Observed::Absent))
+                Ok((address.clone(), state.unwrap_or(Observed::Absent)))
             })
-            .collect())
+            .collect::<Result<_, ReconcileError>>()
     }
 
     async fn head(&self, address: &Address, name: &str) -> Result<Head, ReconcileError> {

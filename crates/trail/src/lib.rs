@@ -1,14 +1,16 @@
 //! Who changed it: each drifted resource (and each one a finding is about) attributed to the
 //! most recent CloudTrail management event that could have made the drift.
 //!
-//! `LookupEvents` takes one lookup attribute a call. A resource is looked up by its own name
-//! first where CloudTrail's `ResourceName` index holds its events (S3's and IAM's; ECR's and
-//! CodeBuild's only in part), so noise about anything else cannot stand before them; then, where
-//! the index may lack it, by event name ([`EVENTS`], the one table of which events can change
-//! which kind of resource, from each service's API reference). Either way an event counts only
-//! when it succeeded (a failed call changed nothing) and its `requestParameters` name the
-//! resource in this account and region ([`names`]). Reconcile's own changes are known by who made
-//! them, the user agent only a hint. IAM is global and its events are kept in us-east-1.
+//! What CloudTrail records of each kind is its crate's to say (`reconcile_core::describe::
+//! KindTrail`: the events that change it, which set which field, which remove it, which explain a
+//! finding, whether they are global, how its parameters name it, how the `ResourceName` index
+//! holds it); this crate looks them up. `LookupEvents` takes one lookup attribute a call. A
+//! resource is looked up by its own name first where CloudTrail's `ResourceName` index holds its
+//! events, so noise about anything else cannot stand before them; then, where the index may lack
+//! it, by event name. Either way an event counts only when it succeeded (a failed call changed
+//! nothing) and names the resource in this account and region ([`names`]). Reconcile's own
+//! changes are known by who made them, the user agent only a hint. IAM is global and its events
+//! are kept in us-east-1.
 //! Requests are paced to CloudTrail's 2 a second per account and region (the SDK's adaptive
 //! retry absorbs a throttled answer), 50 events a page, and the whole lookup is bounded in time
 //! and pages: what could not be looked up is said, never guessed. Read only.
@@ -20,8 +22,9 @@ use aws_sdk_cloudtrail as cloudtrail;
 use aws_sdk_cloudtrail::types::{LookupAttribute, LookupAttributeKey};
 use aws_smithy_types::DateTime;
 use reconcile_aws::failed;
+use reconcile_core::describe::{Catalog, Index, KindTrail};
 use reconcile_core::plan::{Attribution, ChangeEvent};
-use reconcile_core::{Address, ReconcileError, ResourceKind};
+use reconcile_core::{Account, Address, ReconcileError, ResourceKind};
 use serde_json::Value;
 
 /// Finding code: these credentials may not look up CloudTrail events, so drift is not
@@ -48,187 +51,33 @@ pub const USER_AGENT_MARK: &str = "app/reconcile";
 pub const DELIVERY_NOTE: &str = "CloudTrail delivers an event about 5 minutes (at most 15) after the call: a change made \
      in the last 15 minutes may not be attributed yet.";
 
-/// Which management events can change a resource of each kind: the one table, from the API
-/// references of ECR, S3, IAM and CodeBuild (S3's as CloudTrail names them:
-/// `PutBucketLifecycle` for `PutBucketLifecycleConfiguration`, `PutBucketPublicAccessBlock` for
-/// `PutPublicAccessBlock`).
-pub const EVENTS: &[(ResourceKind, &[&str])] = &[
-    (
-        ResourceKind::EcrRepository,
-        &[
-            "CreateRepository",
-            "DeleteRepository",
-            "PutImageTagMutability",
-            "PutImageScanningConfiguration",
-            "SetRepositoryPolicy",
-            "DeleteRepositoryPolicy",
-            "TagResource",
-            "UntagResource",
-        ],
-    ),
-    (ResourceKind::EcrLifecyclePolicy, &["PutLifecyclePolicy", "DeleteLifecyclePolicy"]),
-    (
-        ResourceKind::S3Bucket,
-        &[
-            "CreateBucket",
-            "DeleteBucket",
-            "PutBucketPolicy",
-            "DeleteBucketPolicy",
-            "PutBucketAcl",
-            "PutBucketVersioning",
-            "PutBucketPublicAccessBlock",
-            "DeleteBucketPublicAccessBlock",
-            "PutBucketEncryption",
-            "DeleteBucketEncryption",
-            "PutBucketOwnershipControls",
-            "DeleteBucketOwnershipControls",
-            "PutBucketTagging",
-            "DeleteBucketTagging",
-            "PutBucketReplication",
-            "DeleteBucketReplication",
-            "PutBucketWebsite",
-            "DeleteBucketWebsite",
-            "PutBucketLogging",
-        ],
-    ),
-    (ResourceKind::S3BucketLifecycle, &["PutBucketLifecycle", "DeleteBucketLifecycle"]),
-    (
-        ResourceKind::IamRoleBoundary,
-        &[
-            "CreatePolicy",
-            "CreatePolicyVersion",
-            "SetDefaultPolicyVersion",
-            "DeletePolicyVersion",
-            "DeletePolicy",
-            "TagPolicy",
-            "UntagPolicy",
-        ],
-    ),
-    (ResourceKind::IamRole, ROLE_EVENTS),
-    (ResourceKind::IamCiRole, ROLE_EVENTS),
-    (ResourceKind::IamRolePolicy, &["PutRolePolicy", "DeleteRolePolicy"]),
-    (ResourceKind::IamCiRolePolicy, &["PutRolePolicy", "DeleteRolePolicy"]),
-    (
-        ResourceKind::IamOidcProvider,
-        &[
-            "CreateOpenIDConnectProvider",
-            "DeleteOpenIDConnectProvider",
-            "AddClientIDToOpenIDConnectProvider",
-            "RemoveClientIDFromOpenIDConnectProvider",
-            "UpdateOpenIDConnectProviderThumbprint",
-            "TagOpenIDConnectProvider",
-            "UntagOpenIDConnectProvider",
-        ],
-    ),
-    (ResourceKind::CodebuildProject, &["CreateProject", "UpdateProject", "UpdateProjectVisibility", "DeleteProject"]),
-    (ResourceKind::CodebuildWebhook, &["CreateWebhook", "UpdateWebhook", "DeleteWebhook"]),
-];
-
-const ROLE_EVENTS: &[&str] = &[
-    "CreateRole",
-    "DeleteRole",
-    "UpdateRole",
-    "UpdateRoleDescription",
-    "UpdateAssumeRolePolicy",
-    "TagRole",
-    "UntagRole",
-    "PutRolePermissionsBoundary",
-    "DeleteRolePermissionsBoundary",
-    "AttachRolePolicy",
-    "DetachRolePolicy",
-];
-
-/// The events that can change a resource of `kind`; none for kinds CloudTrail does not see
-/// (GitHub's).
-pub fn events(kind: ResourceKind) -> &'static [&'static str] {
-    EVENTS.iter().find(|(k, _)| *k == kind).map_or(&[], |(_, events)| events)
-}
-
-/// Which events can have changed one field of a resource of `kind` (the field names of the
-/// resource crates' specs); `None` for a field this table does not narrow (every event of the
-/// kind is looked up then).
-fn field_events(kind: ResourceKind, field: &str) -> Option<&'static [&'static str]> {
-    use ResourceKind as K;
-    Some(match (kind, field) {
-        (K::EcrRepository, "image_tag_mutability") => &["PutImageTagMutability"],
-        (K::EcrRepository, "scan_on_push") => &["PutImageScanningConfiguration"],
-        (K::EcrRepository, "tags") => &["TagResource", "UntagResource"],
-        (K::EcrRepository, "repository_policy") => &["SetRepositoryPolicy", "DeleteRepositoryPolicy"],
-        (K::EcrLifecyclePolicy, "policy") => &["PutLifecyclePolicy"],
-        (K::S3Bucket, "block_public_access") => &["PutBucketPublicAccessBlock", "DeleteBucketPublicAccessBlock"],
-        (K::S3Bucket, "encryption") => &["PutBucketEncryption", "DeleteBucketEncryption"],
-        (K::S3Bucket, "tags") => &["PutBucketTagging", "DeleteBucketTagging"],
-        (K::S3Bucket, "policy") => &["PutBucketPolicy", "DeleteBucketPolicy"],
-        (K::S3Bucket, "object_ownership") => &["PutBucketOwnershipControls", "DeleteBucketOwnershipControls"],
-        (K::S3Bucket, "acl_grants") => &["PutBucketAcl"],
-        (K::S3Bucket, "versioning") => &["PutBucketVersioning"],
-        (K::S3Bucket, "replication") => &["PutBucketReplication", "DeleteBucketReplication"],
-        (K::S3Bucket, "website") => &["PutBucketWebsite", "DeleteBucketWebsite"],
-        (K::S3Bucket, "access_logging") => &["PutBucketLogging"],
-        (K::S3BucketLifecycle, _) => &["PutBucketLifecycle", "DeleteBucketLifecycle"],
-        (K::IamRole | K::IamCiRole, "assume_role_policy") => &["UpdateAssumeRolePolicy"],
-        (K::IamRole | K::IamCiRole, "description") => &["UpdateRole", "UpdateRoleDescription"],
-        (K::IamRole | K::IamCiRole, "max_session_duration") => &["UpdateRole"],
-        (K::IamRole | K::IamCiRole, "tags") => &["TagRole", "UntagRole"],
-        (K::IamRole | K::IamCiRole, "permissions_boundary") => {
-            &["PutRolePermissionsBoundary", "DeleteRolePermissionsBoundary"]
-        }
-        (K::IamRolePolicy | K::IamCiRolePolicy, _) => &["PutRolePolicy"],
-        (K::IamRoleBoundary, "document") => &["CreatePolicyVersion", "SetDefaultPolicyVersion"],
-        (K::IamRoleBoundary, "tags") => &["TagPolicy", "UntagPolicy"],
-        (K::IamOidcProvider, "client_ids") => {
-            &["AddClientIDToOpenIDConnectProvider", "RemoveClientIDFromOpenIDConnectProvider"]
-        }
-        (K::IamOidcProvider, "tags") => &["TagOpenIDConnectProvider", "UntagOpenIDConnectProvider"],
-        (K::CodebuildProject, "project_visibility") => &["UpdateProjectVisibility"],
-        (K::CodebuildProject, _) => &["UpdateProject"],
-        (K::CodebuildWebhook, _) => &["UpdateWebhook", "CreateWebhook"],
-        _ => return None,
-    })
-}
-
-/// The events of `kind` that remove a resource: what a plan that creates it again looks for.
-fn removals(kind: ResourceKind) -> &'static [&'static str] {
-    use ResourceKind as K;
-    match kind {
-        K::EcrRepository => &["DeleteRepository"],
-        K::EcrLifecyclePolicy => &["DeleteLifecyclePolicy"],
-        K::S3Bucket => &["DeleteBucket"],
-        K::S3BucketLifecycle => &["DeleteBucketLifecycle"],
-        K::IamRole | K::IamCiRole => &["DeleteRole"],
-        K::IamRolePolicy | K::IamCiRolePolicy => &["DeleteRolePolicy"],
-        K::IamOidcProvider => &["DeleteOpenIDConnectProvider"],
-        K::IamRoleBoundary => &["DeletePolicy"],
-        K::CodebuildProject => &["DeleteProject"],
-        K::CodebuildWebhook => &["DeleteWebhook"],
-        _ => &[],
-    }
-}
-
 /// The events that could have made `change` necessary: for a resource gone, what removes one;
 /// for one that differs, what sets the fields that differ; for one that should not be there,
-/// what makes one.
-pub fn events_for_change(change: &reconcile_core::Change) -> Vec<&'static str> {
+/// what makes one. None for a kind CloudTrail does not see.
+pub fn events_for_change(catalog: &Catalog, change: &reconcile_core::Change) -> Vec<&'static str> {
     use reconcile_core::Action;
-    let kind = change.address.kind;
+    let Some(trail) = catalog.trail(change.address.kind) else { return Vec::new() };
     let mut found: Vec<&'static str> = match change.action {
-        Action::Create => removals(kind).to_vec(),
+        Action::Create => trail.removals.to_vec(),
         Action::Delete => {
-            events(kind).iter().copied().filter(|e| e.starts_with("Create") || e.starts_with("Put")).collect()
+            trail.events.iter().copied().filter(|e| e.starts_with("Create") || e.starts_with("Put")).collect()
         }
         Action::Update | Action::Replace => {
             let mut found = Vec::new();
             for field in change.field_changes() {
-                match field_events(kind, field.name) {
+                match trail.fields.iter().find(|(name, _)| *name == field.name).map(|(_, events)| *events) {
                     Some(events) => found.extend_from_slice(events),
-                    None => return events(kind).to_vec(),
+                    None => match trail.other_fields {
+                        Some(events) => found.extend_from_slice(events),
+                        None => return trail.events.to_vec(),
+                    },
                 }
             }
             found
         }
     };
     if found.is_empty() {
-        found = events(kind).to_vec();
+        found = trail.events.to_vec();
     }
     found.sort_unstable();
     found.dedup();
@@ -236,121 +85,29 @@ pub fn events_for_change(change: &reconcile_core::Change) -> Vec<&'static str> {
 }
 
 /// The events that could have made what a finding about a resource says: by its code where the
-/// code says which (an attached policy, a repository or bucket policy, a lifecycle rule, a
-/// trust), every event of the resource's kind otherwise.
-pub fn events_for_finding(code: &str, kind: ResourceKind) -> Vec<&'static str> {
-    let narrowed: &[&str] = match code {
-        "S101" => &["AttachRolePolicy"],
-        "S102" => &["SetRepositoryPolicy"],
-        "S103" => &["PutBucketPolicy", "PutBucketAcl"],
-        "S104" | "D108" => &["UpdateAssumeRolePolicy"],
-        "D101" | "D102" => &["CreateRepository"],
-        "D103" => &["PutLifecyclePolicy"],
-        _ => events(kind),
-    };
-    narrowed.to_vec()
-}
-
-/// Whether `kind`'s events are IAM's, which CloudTrail keeps in us-east-1.
-fn global(kind: ResourceKind) -> bool {
-    matches!(
-        kind,
-        ResourceKind::IamRoleBoundary
-            | ResourceKind::IamRole
-            | ResourceKind::IamCiRole
-            | ResourceKind::IamRolePolicy
-            | ResourceKind::IamCiRolePolicy
-            | ResourceKind::IamOidcProvider
-    )
-}
-
-/// Where a resource is: its account, and its region unless it is IAM's (global).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Place {
-    pub account: String,
-    pub region: String,
+/// kind says which (an attached policy, a repository or bucket policy, a lifecycle rule, a
+/// trust), every event of the kind otherwise; none for a kind CloudTrail does not see.
+pub fn events_for_finding(catalog: &Catalog, code: &str, kind: ResourceKind) -> Vec<&'static str> {
+    let Some(trail) = catalog.trail(kind) else { return Vec::new() };
+    trail.findings.iter().find(|(c, _)| *c == code).map_or(trail.events, |(_, events)| events).to_vec()
 }
 
 /// Whether a CloudTrail record tells of a change that succeeded to the resource `name` of
-/// `kind` in `place`: by its `requestParameters`, in this account (and region, for a regional
-/// resource); an ARN that names another account or region, or another registry, is not it.
-pub fn names(kind: ResourceKind, name: &str, record: &Value, place: &Place) -> bool {
+/// `kind` in `account` (and its region, for a regional kind): the kind's own parameters
+/// ([`KindTrail::names`]), in a record of a call that succeeded, in this account and region.
+pub fn names(trail: &KindTrail, name: &str, record: &Value, account: &Account) -> bool {
     // A call that failed changed nothing (CloudTrail records it, with `errorCode`).
     if record.get("errorCode").is_some_and(|code| !code.is_null()) {
         return false;
     }
-    let text = |value: &Value, key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
-    if text(record, "recipientAccountId").is_some_and(|account| account != place.account) {
+    let text = |key: &str| record.get(key).and_then(Value::as_str);
+    if text("recipientAccountId").is_some_and(|id| id != account.id) {
         return false;
     }
-    let regional = !global(kind);
-    if regional && text(record, "awsRegion").is_some_and(|region| region != place.region) {
+    if !trail.global && text("awsRegion").is_some_and(|region| region != account.region) {
         return false;
     }
-    let parameters = &record["requestParameters"];
-    let is = |key: &str| text(parameters, key).as_deref() == Some(name);
-    // An ARN parameter names this resource: this account, this region (when regional), and
-    // `resource` after the service's fields.
-    let arn_is = |key: &str, resource: &str| {
-        text(parameters, key).is_some_and(|arn| {
-            let parts: Vec<&str> = arn.splitn(6, ':').collect();
-            parts.len() == 6
-                && parts[0] == "arn"
-                && parts[4] == place.account
-                && (!regional || parts[3] == place.region)
-                && parts[5] == resource
-        })
-    };
-    match kind {
-        ResourceKind::EcrRepository | ResourceKind::EcrLifecyclePolicy => {
-            // A call on another account's registry names it by `registryId`.
-            if text(parameters, "registryId").is_some_and(|registry| registry != place.account) {
-                return false;
-            }
-            is("repositoryName") || arn_is("resourceArn", &format!("repository/{name}"))
-        }
-        ResourceKind::S3Bucket | ResourceKind::S3BucketLifecycle => is("bucketName"),
-        ResourceKind::IamRole
-        | ResourceKind::IamCiRole
-        | ResourceKind::IamRolePolicy
-        | ResourceKind::IamCiRolePolicy => is("roleName"),
-        // Named by its ARN.
-        ResourceKind::IamRoleBoundary => {
-            let in_account = name.split(':').nth(4) == Some(place.account.as_str());
-            in_account
-                && (is("policyArn")
-                    || text(parameters, "policyName")
-                        .is_some_and(|policy| name.ends_with(&format!(":policy/{policy}"))))
-        }
-        ResourceKind::IamOidcProvider => {
-            let in_account = name.split(':').nth(4) == Some(place.account.as_str());
-            in_account
-                && (is("openIDConnectProviderArn")
-                    || name.rsplit_once("oidc-provider/").is_some_and(|(_, host)| {
-                        text(parameters, "url").is_some_and(|url| url.trim_start_matches("https://") == host)
-                    }))
-        }
-        ResourceKind::CodebuildProject | ResourceKind::CodebuildWebhook => {
-            is("name") || is("projectName") || arn_is("projectArn", &format!("project/{name}"))
-        }
-        _ => false,
-    }
-}
-
-/// How CloudTrail's `ResourceName` index holds a kind's events: `Some(true)` when it holds every
-/// event that changes one (S3's buckets, IAM's roles: a lookup by the resource's name finds its
-/// events, and no other resource's, nor a failed call's, which names none, stand before them);
-/// `Some(false)` when it holds some (ECR's and CodeBuild's, not reliably: what a lookup by name
-/// does not find is then looked for by event name); `None` when it is not asked.
-fn indexed(kind: ResourceKind) -> Option<bool> {
-    use ResourceKind as K;
-    match kind {
-        K::S3Bucket | K::S3BucketLifecycle | K::IamRole | K::IamCiRole | K::IamRolePolicy | K::IamCiRolePolicy => {
-            Some(true)
-        }
-        K::EcrRepository | K::EcrLifecyclePolicy | K::CodebuildProject | K::CodebuildWebhook => Some(false),
-        _ => None,
-    }
+    (trail.names)(name, &record["requestParameters"], account)
 }
 
 /// A resource to attribute: its address, the name AWS knows it by, and the events that could
@@ -368,7 +125,9 @@ pub struct Trail {
     pub regional: cloudtrail::Client,
     pub global: Option<cloudtrail::Client>,
     /// This account and region: an event elsewhere is never this resource's.
-    pub place: Place,
+    pub account: Account,
+    /// Every resource crate's description: what CloudTrail records of each kind.
+    pub catalog: Catalog,
     /// Roles whose sessions are reconcile's own applies (the CI apply role), by name, in this
     /// account.
     pub own_roles: Vec<String>,
@@ -433,23 +192,21 @@ impl Trail {
             newest: BTreeMap::new(),
             unfinished: BTreeMap::new(),
         };
-        let is_global = |target: &Target| global(target.address.kind) && self.global.is_some();
+        let trail = |target: &Target| self.catalog.trail(target.address.kind);
+        let is_global = |target: &Target| trail(target).is_some_and(|t| t.global) && self.global.is_some();
+        let index = |target: &Target| trail(target).map_or(Index::Absent, |t| t.index);
         // First by the resource's own name, where CloudTrail indexes it: noise about other
         // resources, and failed calls (which name none), never stand before its events. One
         // lookup a resource, so for the first few only; the rest share lookups by event name.
-        let by_name: Vec<&Target> = targets
-            .iter()
-            .filter(|t| indexed(t.address.kind).is_some() && !t.events.is_empty())
-            .take(MAX_BY_NAME)
-            .collect();
+        let by_name: Vec<&Target> =
+            targets.iter().filter(|t| index(t) != Index::Absent && !t.events.is_empty()).take(MAX_BY_NAME).collect();
         for target in &by_name {
             let attribute = (LookupAttributeKey::ResourceName, target.name.as_str());
             self.lookup(is_global(target), attribute, vec![target], &pacers, &mut found).await?;
         }
         // Then by event name, for what that did not find where the index may lack it: by (global
         // history?, event name), the targets it could explain.
-        let complete =
-            |t: &Target| indexed(t.address.kind) == Some(true) && by_name.iter().any(|n| n.address == t.address);
+        let complete = |t: &Target| index(t) == Index::Complete && by_name.iter().any(|n| n.address == t.address);
         let mut wanted: BTreeMap<(bool, &str), Vec<&Target>> = BTreeMap::new();
         for target in targets.iter().filter(|t| !complete(t)) {
             for event in &target.events {
@@ -543,8 +300,9 @@ impl Trail {
                 open.retain(|target| {
                     // A member (an inline policy the role should not have) by its own name too.
                     let member = target.address.member.as_deref();
+                    let Some(trail) = self.catalog.trail(target.address.kind) else { return true };
                     if !target.events.contains(&name)
-                        || !names(target.address.kind, &target.name, &record, &self.place)
+                        || !names(trail, &target.name, &record, &self.account)
                         || member.is_some_and(|m| parameters.get("policyName").and_then(Value::as_str) != Some(m))
                     {
                         return true;
@@ -588,7 +346,7 @@ impl Trail {
         let user_agent = text(&record["userAgent"]);
         let by_apply_role = assumed
             .as_ref()
-            .is_some_and(|(account, role, _)| *account == self.place.account && self.own_roles.contains(role));
+            .is_some_and(|(account, role, _)| *account == self.account.id && self.own_roles.contains(role));
         let by_caller = self.caller.as_deref() == Some(principal.as_str()) && user_agent.contains(USER_AGENT_MARK);
         ChangeEvent {
             event: text(&record["eventName"]),
@@ -606,19 +364,28 @@ impl Trail {
 
 #[cfg(test)]
 mod tests {
+    //! The rules every kind shares; each kind's own parameters are tested in its crate.
+
     use super::*;
     use serde_json::json;
 
-    #[test]
-    fn every_managed_aws_kind_has_its_events_and_github_has_none() {
-        for kind in ResourceKind::ALL {
-            let aws = !kind.as_str().starts_with("github_");
-            assert_eq!(!events(kind).is_empty(), aws, "{kind}");
-        }
+    fn here() -> Account {
+        Account::new("123456789012", "us-east-1")
     }
 
-    fn here() -> Place {
-        Place { account: "123456789012".to_owned(), region: "us-east-1".to_owned() }
+    /// A kind named by `repositoryName`, regional or global.
+    fn kind(global: bool) -> KindTrail {
+        KindTrail {
+            kind: ResourceKind::EcrRepository,
+            events: &["PutLifecyclePolicy"],
+            fields: &[],
+            other_fields: None,
+            removals: &[],
+            findings: &[],
+            global,
+            index: Index::Partial,
+            names: |name, parameters, _| parameters["repositoryName"] == name,
+        }
     }
 
     /// A successful call in this account and region, with `parameters`.
@@ -627,58 +394,24 @@ mod tests {
     }
 
     #[test]
-    fn events_are_matched_to_resources_by_their_request_parameters() {
-        let ecr = call(json!({ "repositoryName": "pytorch" }));
-        assert!(names(ResourceKind::EcrLifecyclePolicy, "pytorch", &ecr, &here()));
-        assert!(!names(ResourceKind::EcrLifecyclePolicy, "pytorch-cache", &ecr, &here()));
-        let tagged = call(json!({ "resourceArn": "arn:aws:ecr:us-east-1:123456789012:repository/pytorch" }));
-        assert!(names(ResourceKind::EcrRepository, "pytorch", &tagged, &here()));
-        assert!(!names(ResourceKind::EcrRepository, "torch", &tagged, &here()));
-        assert!(names(ResourceKind::S3Bucket, "b", &call(json!({ "bucketName": "b", "policy": "" })), &here()));
-        assert!(names(ResourceKind::IamRolePolicy, "r", &call(json!({ "roleName": "r", "policyName": "p" })), &here()));
-        assert!(names(ResourceKind::CodebuildProject, "rocm-bake", &call(json!({ "name": "rocm-bake" })), &here()));
-        assert!(names(
-            ResourceKind::CodebuildWebhook,
-            "rocm-bake",
-            &call(json!({ "projectName": "rocm-bake" })),
-            &here()
-        ));
-        let provider = "arn:aws:iam::123456789012:oidc-provider/token.actions.githubusercontent.com";
-        let url = call(json!({ "url": "https://token.actions.githubusercontent.com" }));
-        assert!(names(ResourceKind::IamOidcProvider, provider, &url, &here()));
-        assert!(!names(ResourceKind::GithubVariable, "X", &call(json!({ "name": "X" })), &here()));
-    }
-
-    #[test]
     fn a_failed_call_or_one_elsewhere_never_names_a_resource() {
+        let regional = kind(false);
         let mut failed = call(json!({ "repositoryName": "pytorch" }));
+        assert!(names(&regional, "pytorch", &failed, &here()));
+        assert!(!names(&regional, "pytorch-cache", &failed, &here()));
         failed["errorCode"] = json!("AccessDenied");
-        assert!(!names(ResourceKind::EcrLifecyclePolicy, "pytorch", &failed, &here()));
+        assert!(!names(&regional, "pytorch", &failed, &here()));
         failed["errorCode"] = Value::Null;
-        assert!(names(ResourceKind::EcrLifecyclePolicy, "pytorch", &failed, &here()), "a null errorCode is success");
-        // Another region's repository of the same name, another account's, another registry.
+        assert!(names(&regional, "pytorch", &failed, &here()), "a null errorCode is success");
+        // Another region's resource of the same name, another account's.
         let mut elsewhere = call(json!({ "repositoryName": "pytorch" }));
         elsewhere["awsRegion"] = json!("eu-west-1");
-        assert!(!names(ResourceKind::EcrRepository, "pytorch", &elsewhere, &here()));
+        assert!(!names(&regional, "pytorch", &elsewhere, &here()));
         let mut other_account = call(json!({ "repositoryName": "pytorch" }));
         other_account["recipientAccountId"] = json!("210987654321");
-        assert!(!names(ResourceKind::EcrRepository, "pytorch", &other_account, &here()));
-        let registry = call(json!({ "repositoryName": "pytorch", "registryId": "210987654321" }));
-        assert!(!names(ResourceKind::EcrRepository, "pytorch", &registry, &here()));
-        for arn in [
-            "arn:aws:ecr:eu-west-1:123456789012:repository/pytorch",
-            "arn:aws:ecr:us-east-1:210987654321:repository/pytorch",
-        ] {
-            assert!(
-                !names(ResourceKind::EcrRepository, "pytorch", &call(json!({ "resourceArn": arn })), &here()),
-                "{arn}"
-            );
-        }
-        // IAM is global: a role's event names it whatever region it was signed for.
-        let mut role = call(json!({ "roleName": "r" }));
-        role["awsRegion"] = json!("us-east-1");
-        let there = Place { account: "123456789012".to_owned(), region: "eu-west-1".to_owned() };
-        assert!(names(ResourceKind::IamRole, "r", &role, &there));
+        assert!(!names(&regional, "pytorch", &other_account, &here()));
+        // A global kind (IAM's) is named whatever region the call was signed for.
+        assert!(names(&kind(true), "pytorch", &elsewhere, &here()));
     }
 
     #[test]
@@ -692,7 +425,8 @@ mod tests {
         let trail = Trail {
             regional: cloudtrail::Client::from_conf(config),
             global: None,
-            place: here(),
+            account: here(),
+            catalog: Catalog(&[]),
             own_roles: vec!["rocm-bake-apply".to_owned()],
             caller: Some("arn:aws:iam::123456789012:user/alice".to_owned()),
         };

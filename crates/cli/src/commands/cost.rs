@@ -29,7 +29,7 @@ pub async fn run(
     let aws = Aws::load(&desired.region, Purpose::Read, parallelism).await;
     let fail = |error: ReconcileError| aws.failed(vec![error]);
     let account = aws.account().await.map_err(fail)?;
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let now = reconcile_core::time::now();
     let today = now.div_euclid(DAY) * DAY;
     let first = today - DAY * (i64::from(days) - 1);
 

@@ -8,6 +8,7 @@ use reconcile_core::{Account, Desired, json};
 
 use crate::args::PolicyRole;
 use crate::aws::{Aws, Purpose};
+use crate::catalog::CATALOG;
 use crate::error::CliError;
 use crate::exit;
 use crate::output::out;
@@ -40,8 +41,8 @@ pub async fn run(
         desired.codebuild.projects.iter().filter(|p| p.service_role == role.key).map(|p| p.name.clone()).collect()
     };
     let policy = match which {
-        Which::ReadOnly => Ok(reconcile_iam::read_only_policy(desired, &account)),
-        Which::Apply => reconcile_iam::apply_policy(desired, &account),
+        Which::ReadOnly => Ok(reconcile_iam::read_only_policy(desired, &account, &CATALOG)),
+        Which::Apply => reconcile_iam::apply_policy(desired, &account, &CATALOG),
         Which::Runner(role) => reconcile_iam::inline_policy(desired, role, &account, &projects(role)),
         Which::Boundary(role) => reconcile_iam::boundary_policy(desired, role, &account, &projects(role)),
     }

@@ -6,8 +6,9 @@ use std::path::Path;
 
 use reconcile_bake::BakeFile;
 use reconcile_core::engine::{self, DesiredResources};
-use reconcile_core::{Account, Desired, DesiredResource, Finding, ReconcileError};
+use reconcile_core::{Account, Desired, Finding, ReconcileError};
 
+use crate::catalog::CATALOG;
 use crate::error::CliError;
 use crate::files;
 
@@ -110,24 +111,19 @@ fn load_bake(name: &Path, real: &Path, desired: &Desired) -> Result<BakeFile, Cl
     Ok(bake)
 }
 
-type DesiredFn = fn(&Desired, &Account) -> Result<Vec<DesiredResource>, ReconcileError>;
-
-/// Every desired resource of every resource crate (GitHub's when `github`), keyed by address.
-/// Pure: no AWS.
+/// Every desired resource of every resource crate in the catalog (GitHub's when `github`),
+/// keyed by address. Pure: no AWS.
 pub fn desired_resources(
     desired: &Desired,
     account: &Account,
     github: bool,
 ) -> Result<DesiredResources, Vec<ReconcileError>> {
-    let mut crates: Vec<DesiredFn> =
-        vec![reconcile_iam::desired, reconcile_s3::desired, reconcile_ecr::desired, reconcile_codebuild::desired];
-    if github {
-        crates.push(reconcile_github::desired);
-    }
+    let crates =
+        CATALOG.0.iter().filter(|description| github || description.name != reconcile_github::DESCRIPTION.name);
     let mut resources = Vec::new();
     let mut errors = Vec::new();
-    for desired_of in crates {
-        match desired_of(desired, account) {
+    for description in crates {
+        match (description.desired)(desired, account, &CATALOG) {
             Ok(list) => resources.extend(list),
             Err(error) => errors.push(error),
         }

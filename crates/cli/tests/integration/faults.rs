@@ -6,7 +6,9 @@ use reconcile_test_support::faults::{Fault, FaultProxy, Rule};
 use reconcile_test_support::{TestAccount, emulator};
 
 use crate::permissions::Watch;
-use crate::support::{Run, desired_file, json_changes, reconcile, reconcile_in, small_account_with_runner};
+use crate::support::{
+    Run, desired_file, env_through, json_changes, reconcile, reconcile_in, small_account_with_runner, spawn_apply,
+};
 
 /// About a fifth of all requests fail, in every way the proxy knows.
 fn a_fifth_failing() -> Vec<Rule> {
@@ -20,9 +22,7 @@ fn a_fifth_failing() -> Vec<Rule> {
 
 /// Runs the binary through `proxy`, with retries that wait milliseconds, not seconds.
 pub(crate) fn through(proxy: &FaultProxy, account: &TestAccount, desired: &std::path::Path, args: &[&str]) -> Run {
-    let mut env: Vec<(&str, String)> =
-        account.env().into_iter().filter(|(name, _)| *name != "AWS_ENDPOINT_URL").collect();
-    env.push(("AWS_ENDPOINT_URL", proxy.endpoint.clone()));
+    let mut env = env_through(account, &proxy.endpoint);
     env.push(("RECONCILE_RETRY_BASE_DELAY_MS", "20".to_owned()));
     reconcile_in(&env, desired, args)
 }
@@ -117,23 +117,6 @@ async fn a_dropped_connection_is_retried_in_every_service_and_a_transient_read_i
     assert!(plan.stderr.contains("(30 of them retries, 12 answered with throttling)"), "{}", plan.stderr);
 }
 
-/// Starts `reconcile apply --auto-approve` through `proxy` without waiting for it.
-fn spawn_apply(proxy: &FaultProxy, account: &TestAccount, desired: &std::path::Path) -> std::process::Child {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_reconcile"));
-    command
-        .arg("--desired")
-        .arg(desired)
-        .args(["apply", "--auto-approve"])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .envs(account.env().into_iter().filter(|(name, _)| *name != "AWS_ENDPOINT_URL"))
-        .env("AWS_ENDPOINT_URL", &proxy.endpoint)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    command.spawn().expect("the binary starts")
-}
-
 /// Reads the child's stdout until a line contains `marker`, then hands back what it read and
 /// the rest of the stream.
 fn read_until(
@@ -172,7 +155,7 @@ async fn interrupted_by(name: &str, code: i32) {
     bucket_of(&account).await;
     let proxy = FaultProxy::start(emulator().endpoint(), 1, slow(250));
     let watch = Watch::start(&account.env());
-    let mut child = spawn_apply(&proxy, &account, &desired.path);
+    let mut child = spawn_apply(&account, &proxy.endpoint, &desired.path);
     let (mut stdout, mut rest) = read_until(&mut child, ": Creating");
     signal(&child, name);
     rest.read_to_string(&mut stdout).unwrap();
@@ -209,7 +192,7 @@ async fn a_second_sigint_exits_at_once() {
     // Slow enough that waiting for the running changes would take seconds.
     let proxy = FaultProxy::start(emulator().endpoint(), 1, slow(2_000));
     let watch = Watch::start(&account.env());
-    let mut child = spawn_apply(&proxy, &account, &desired.path);
+    let mut child = spawn_apply(&account, &proxy.endpoint, &desired.path);
     let _ = read_until(&mut child, ": Creating");
     signal(&child, "INT");
     std::thread::sleep(std::time::Duration::from_millis(200));
@@ -230,7 +213,7 @@ async fn killed_at(points: std::ops::Range<u32>, minimum_partial: usize) {
     let proxy = FaultProxy::start(emulator().endpoint(), 1, slow(60));
     let start = std::time::Instant::now();
     let watch = Watch::start(&account.env());
-    assert!(spawn_apply(&proxy, &account, &desired.path).wait().unwrap().success());
+    assert!(spawn_apply(&account, &proxy.endpoint, &desired.path).wait().unwrap().success());
     watch.check(&desired.path, None);
     let whole = start.elapsed();
     let mut partial = 0;
@@ -239,7 +222,7 @@ async fn killed_at(points: std::ops::Range<u32>, minimum_partial: usize) {
         // The bucket exists, so every apply takes the lock, and a killed one leaves it behind.
         bucket_of(&account).await;
         let watch = Watch::start(&account.env());
-        let mut child = spawn_apply(&proxy, &account, &desired.path);
+        let mut child = spawn_apply(&account, &proxy.endpoint, &desired.path);
         // Spread over the run: point k of 20 lands k/20 of the way through it.
         std::thread::sleep(whole.mul_f64(f64::from(point) / 20.0));
         signal(&child, "KILL");
@@ -371,7 +354,7 @@ async fn two_applies_never_run_at_once_and_a_stale_lock_is_broken_saying_whose()
     let proxy = FaultProxy::start(emulator().endpoint(), 1, slow(500));
     let both = desired_file(&small_account_with_runner(&["pytorch", "vllm", "sglang"]));
     let watch = Watch::start(&account.env());
-    let mut first = spawn_apply(&proxy, &account, &both.path);
+    let mut first = spawn_apply(&account, &proxy.endpoint, &both.path);
     let (mut first_out, mut rest) = read_until(&mut first, "...");
     // The lock names who holds it, and holds no secret.
     let held = aws_sdk_s3::Client::from_conf(

@@ -163,13 +163,9 @@ async fn every_file_of_the_bad_input_corpus_is_refused_with_its_exact_message_an
     let bless = std::env::var_os("RECONCILE_BLESS").is_some();
     for file in files {
         let relative = file.strip_prefix(&root).unwrap();
-        let output = assert_cmd::Command::new(env!("CARGO_BIN_EXE_reconcile"))
-            .current_dir(&root)
-            .arg("--desired")
-            .arg(relative)
-            .arg("plan")
-            .env_clear()
-            .envs(account.env())
+        let mut command = crate::support::command(Some(relative));
+        command.current_dir(&root).arg("plan").envs(account.env());
+        let output = assert_cmd::Command::from_std(command)
             .write_stdin("")
             .timeout(std::time::Duration::from_secs(30))
             .output()
@@ -218,7 +214,7 @@ async fn every_file_of_the_bad_input_corpus_is_refused_with_its_exact_message_an
 #[test]
 fn a_usage_error_of_every_command_exits_1_as_the_readme_says() {
     let run = |args: &[&str]| {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_reconcile")).args(args).output().unwrap();
+        let output = crate::support::command(None).args(args).output().unwrap();
         (
             output.status.code(),
             String::from_utf8_lossy(&output.stdout).into_owned(),

@@ -185,19 +185,11 @@ pub fn not_allowed(writes: &[RecordedRequest], policy: &Value) -> Vec<String> {
 
 /// `reconcile policy apply` for `desired` in `account`.
 pub fn apply_policy(desired: &Path, dir: Option<&Path>, account: &str) -> Value {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_reconcile"));
+    let mut command = crate::support::command(Some(desired));
     if let Some(dir) = dir {
         command.current_dir(dir);
     }
-    let output = command
-        .arg("--desired")
-        .arg(desired)
-        .args(["policy", "apply", "--account", account])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let output = command.args(["policy", "apply", "--account", account]).output().unwrap();
     assert!(
         output.status.success(),
         "{} was applied, but no apply policy derives from it: {}",

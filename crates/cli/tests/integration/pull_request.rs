@@ -14,7 +14,8 @@ use serde_json::{Value, json};
 
 use crate::permissions::Watch;
 use crate::support::{
-    desired_file, reconcile, reconcile_in, reconcile_with, small_account, small_account_with_runner, small_desired,
+    command, desired_file, reconcile, reconcile_in, reconcile_with, small_account, small_account_with_runner,
+    small_desired, spawn_apply,
 };
 
 /// A CodeBuild description someone with account access wrote, as the hostile review found it.
@@ -144,23 +145,6 @@ async fn expired_lock(account: &TestAccount) -> String {
     bucket
 }
 
-/// `reconcile apply --auto-approve` through `proxy`, not waited for.
-fn spawn_through(proxy: &FaultProxy, account: &TestAccount, desired: &Path) -> std::process::Child {
-    std::process::Command::new(env!("CARGO_BIN_EXE_reconcile"))
-        .arg("--desired")
-        .arg(desired)
-        .args(["apply", "--auto-approve"])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .envs(account.env().into_iter().filter(|(name, _)| *name != "AWS_ENDPOINT_URL"))
-        .env("AWS_ENDPOINT_URL", &proxy.endpoint)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("the binary starts")
-}
-
 #[tokio::test]
 async fn two_applies_breaking_one_expired_lock_cannot_both_hold_it() {
     let account = emulator().new_account().await;
@@ -174,9 +158,9 @@ async fn two_applies_breaking_one_expired_lock_cannot_both_hold_it() {
         vec![Rule::always(Fault::Delay(Duration::from_secs(2))).service("s3").operation("PUT")],
     );
     let watch = Watch::start(&account.env());
-    let first = spawn_through(&proxy, &account, &desired.path);
+    let first = spawn_apply(&account, &proxy.endpoint, &desired.path);
     std::thread::sleep(Duration::from_millis(300));
-    let second = spawn_through(&proxy, &account, &desired.path);
+    let second = spawn_apply(&account, &proxy.endpoint, &desired.path);
     let outputs = [first.wait_with_output().unwrap(), second.wait_with_output().unwrap()];
     watch.check(&desired.path, None);
     let codes: Vec<i32> = outputs.iter().map(|o| o.status.code().unwrap()).collect();
@@ -207,7 +191,7 @@ async fn sigterm_while_planning_under_the_lock_releases_it() {
     );
     let writes = account.writes().len();
     let watch = Watch::start(&account.env());
-    let child = spawn_through(&proxy, &account, &desired.path);
+    let child = spawn_apply(&account, &proxy.endpoint, &desired.path);
     // Wait for the lock to be taken, then signal while the locked plan reads ECR.
     let start = std::time::Instant::now();
     while s3.head_object().bucket(&bucket).key("reconcile/apply.lock").send().await.is_err() {
@@ -473,7 +457,7 @@ async fn every_hostile_input_is_refused_with_its_message_and_leaks_nothing() {
                 shell.arg(env!("CARGO_BIN_EXE_reconcile"));
                 shell
             }
-            None => std::process::Command::new(env!("CARGO_BIN_EXE_reconcile")),
+            None => command(None),
         };
         let watch = Watch::start(&env);
         let started = std::time::Instant::now();

@@ -330,7 +330,7 @@ fn on_a_terminal(account: &reconcile_test_support::TestAccount, command: &str, e
 /// Every subcommand of `reconcile` and its long flags, as its own `--help` lists them.
 fn subcommands_and_flags() -> Vec<(String, Vec<String>)> {
     let help = |args: &[&str]| {
-        let output = Command::new(env!("CARGO_BIN_EXE_reconcile")).args(args).arg("--help").output().unwrap();
+        let output = crate::support::command(None).args(args).arg("--help").output().unwrap();
         String::from_utf8(output.stdout).unwrap()
     };
     let top = help(&[]);
@@ -454,11 +454,8 @@ async fn a_saved_plan_holds_no_secret() {
 async fn a_reader_that_goes_away_ends_the_run_quietly() {
     let account = emulator().new_account().await;
     // `reconcile plan | head -0`: the pipe is closed before the plan is written.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_reconcile"))
-        .arg("--desired")
-        .arg(real_desired())
+    let mut child = crate::support::command(Some(&real_desired()))
         .arg("plan")
-        .env_clear()
         .envs(account.env())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -34,7 +34,7 @@ impl Release {
 }
 
 fn version_line() -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_reconcile")).arg("--version").output().unwrap();
+    let output = crate::support::command(None).arg("--version").output().unwrap();
     assert!(output.status.success());
     String::from_utf8(output.stdout).unwrap().trim().to_owned()
 }

@@ -29,17 +29,45 @@ pub fn reconcile_with(account: &TestAccount, desired: &Path, args: &[&str], env:
     reconcile_in(&all, desired, args)
 }
 
+/// The one way a test makes a `reconcile` command (ripgrep's `tests/util.rs`): the binary
+/// under test, `--desired <desired>` when given, an environment of `PATH` alone (a test adds
+/// what it means to give), no stdin.
+pub fn command(desired: Option<&Path>) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_reconcile"));
+    command.env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default()).stdin(std::process::Stdio::null());
+    if let Some(desired) = desired {
+        command.arg("--desired").arg(desired);
+    }
+    command
+}
+
+/// `account`'s environment, with AWS reached through `endpoint` (a fault proxy) instead.
+pub fn env_through(account: &TestAccount, endpoint: &str) -> Vec<(&'static str, String)> {
+    let mut env: Vec<(&str, String)> =
+        account.env().into_iter().filter(|(name, _)| *name != "AWS_ENDPOINT_URL").collect();
+    env.push(("AWS_ENDPOINT_URL", endpoint.to_owned()));
+    env
+}
+
+/// `reconcile apply --auto-approve` on `account` through the proxy at `endpoint`, not waited
+/// for, its stdout and stderr piped.
+pub fn spawn_apply(account: &TestAccount, endpoint: &str, desired: &Path) -> std::process::Child {
+    command(Some(desired))
+        .args(["apply", "--auto-approve"])
+        .envs(env_through(account, endpoint))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary starts")
+}
+
 /// Runs `reconcile --desired <desired> <args>` with exactly `env` (and `PATH`), no stdin, and
 /// at most a minute to finish. Whatever it writes is held to the derived apply policy.
 pub fn reconcile_in(env: &[(&str, String)], desired: &Path, args: &[&str]) -> Run {
     let watch = Watch::start(env);
-    let output = assert_cmd::Command::new(env!("CARGO_BIN_EXE_reconcile"))
-        .arg("--desired")
-        .arg(desired)
-        .args(args)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .envs(env.iter().map(|(name, value)| (name, value)))
+    let mut command = command(Some(desired));
+    command.args(args).envs(env.iter().map(|(name, value)| (name, value)));
+    let output = assert_cmd::Command::from_std(command)
         .write_stdin("")
         .timeout(std::time::Duration::from_secs(60))
         .output()
@@ -98,7 +126,7 @@ rules = [
 pub fn planned_by() -> &'static str {
     static PLANNED_BY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     PLANNED_BY.get_or_init(|| {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_reconcile")).arg("--version").output().unwrap();
+        let output = command(None).arg("--version").output().unwrap();
         let version = String::from_utf8(output.stdout).unwrap();
         let (head, _target) = version.trim().rsplit_once(", ").expect("`reconcile X (commit C, TARGET)`");
         format!("{head})")

@@ -92,11 +92,7 @@ print(json.dumps(runs))
         for call in calls {
             let words: Vec<&str> =
                 call.split_whitespace().take_while(|w| !w.starts_with('>') && !w.starts_with('$')).collect();
-            let help = std::process::Command::new(env!("CARGO_BIN_EXE_reconcile"))
-                .arg(words[0])
-                .arg("--help")
-                .output()
-                .unwrap();
+            let help = crate::support::command(None).arg(words[0]).arg("--help").output().unwrap();
             assert!(help.status.success(), "{}: `reconcile {}` is not a command", file.display(), words[0]);
             let help = String::from_utf8(help.stdout).unwrap();
             for flag in words.iter().filter(|w| w.starts_with("--")) {

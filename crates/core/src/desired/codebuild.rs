@@ -553,11 +553,8 @@ mod tests {
     //! The `[codebuild]` section: the runner project's defaults, what CodeBuild (or the nightly)
     //! would refuse, and the webhook's filters, each with its key.
 
-    use std::path::Path;
-
     use super::*;
-    use crate::desired::Desired;
-    use crate::plan::Severity;
+    use crate::desired::testing::{each_refused_as, findings, parse, refusals};
 
     const ROLE: &str =
         "[iam.roles.codebuild]\nname = \"rocm-bake-codebuild\"\ntrusted_services = [\"codebuild.amazonaws.com\"]\n";
@@ -571,29 +568,6 @@ mod tests {
             "region = \"us-east-1\"\n{ROLE}[codebuild.projects.runner]\nname = \"rocm-bake\"\nsource_location = \"https://github.com/ROCm/rocm-bake\"\nservice_role = \"codebuild\"\nbuild_timeout_hours = 4\n{project}\n{}",
             webhook.unwrap_or_default()
         )
-    }
-
-    fn parse(text: &str) -> Result<Desired, String> {
-        Desired::parse(Path::new("desired.toml"), text).map_err(|errors| errors.to_string())
-    }
-
-    /// The messages of a refused file, with their key paths, without their places.
-    fn refusals(text: &str) -> Vec<String> {
-        let errors = parse(text).expect_err("refused");
-        errors.lines().map(|line| line.splitn(4, ':').nth(3).unwrap_or(line).trim().to_owned()).collect()
-    }
-
-    fn findings(text: &str) -> Vec<String> {
-        let desired = parse(text).expect("accepted");
-        desired
-            .findings
-            .iter()
-            .map(|f| {
-                assert_eq!(f.severity, Severity::Warning);
-                assert_eq!(f.address, Some(Address::new(ResourceKind::CodebuildWebhook, "runner")));
-                format!("{} {}: {}", f.code, f.location.key_path, f.location.message)
-            })
-            .collect()
     }
 
     const RUNNER: &str = r#"[[{ type = "EVENT", pattern = "WORKFLOW_JOB_QUEUED" }, { type = "REPOSITORY_NAME", pattern = "^rocm-bake$" }]]"#;
@@ -685,9 +659,7 @@ scope = { name = "ROCm", scope = "GITHUB_ORGANIZATION", domain = "github.com" }"
             ("tags = { \"aws:x\" = \"y\" }", "`codebuild.projects.runner.tags.aws:x`: tag keys starting with `aws:` are reserved for AWS".to_owned()),
             (long_description.as_str(), "`codebuild.projects.runner.description`: CodeBuild takes a description of at most 255 characters".to_owned()),
         ];
-        for (key, expected) in cases {
-            assert_eq!(refusals(&file(key, None)), [expected], "{key}");
-        }
+        each_refused_as(cases.into_iter().map(|(key, expected)| (file(key, None), expected)));
         // At the limits: 255 characters of description, 5 and 480 minutes queued, every EC2 type.
         assert!(parse(&file(&format!("description = \"{}\"", "é".repeat(255)), None)).is_ok());
         for queued in [5, 480] {
@@ -831,10 +803,13 @@ scope = { name = "ROCm", scope = "GITHUB_ORGANIZATION", domain = "github.com" }"
     #[test]
     fn a_webhook_a_fork_can_trigger_or_that_no_job_reaches_is_warned_about() {
         assert_eq!(findings(&file("", Some(RUNNER))), Vec::<String>::new());
+        // Each is about the webhook.
+        let warned = parse(&file("", Some(r#"[[{ type = "EVENT", pattern = "WORKFLOW_JOB_QUEUED" }]]"#))).unwrap();
+        assert_eq!(warned.findings[0].address, Some(Address::new(ResourceKind::CodebuildWebhook, "runner")));
         assert_eq!(
             findings(&file("", Some(r#"[[{ type = "EVENT", pattern = "WORKFLOW_JOB_QUEUED" }]]"#))),
             [
-                "W201 codebuild.projects.runner.webhook.filter_groups[0]: this filter group has only its EVENT filter, so a pull request from any fork can start a build on the runner, under its IAM role; add filters a fork cannot edit, such as REPOSITORY_NAME or ACTOR_ACCOUNT_ID"
+                "W201 warning codebuild.projects.runner.webhook.filter_groups[0]: this filter group has only its EVENT filter, so a pull request from any fork can start a build on the runner, under its IAM role; add filters a fork cannot edit, such as REPOSITORY_NAME or ACTOR_ACCOUNT_ID"
             ]
         );
         let not_a_runner =
@@ -844,7 +819,7 @@ scope = { name = "ROCm", scope = "GITHUB_ORGANIZATION", domain = "github.com" }"
                 "",
                 Some(r#"[[{ type = "EVENT", pattern = "PUSH" }, { type = "REPOSITORY_NAME", pattern = "x" }]]"#)
             )),
-            [format!("W202 codebuild.projects.runner.webhook.filter_groups: {not_a_runner}")]
+            [format!("W202 warning codebuild.projects.runner.webhook.filter_groups: {not_a_runner}")]
         );
         // Excluding the event is not taking it.
         assert_eq!(
@@ -854,7 +829,7 @@ scope = { name = "ROCm", scope = "GITHUB_ORGANIZATION", domain = "github.com" }"
                     r#"[[{ type = "EVENT", pattern = "WORKFLOW_JOB_QUEUED", exclude_matched_pattern = true }, { type = "REPOSITORY_NAME", pattern = "x" }]]"#
                 )
             )),
-            [format!("W202 codebuild.projects.runner.webhook.filter_groups: {not_a_runner}")]
+            [format!("W202 warning codebuild.projects.runner.webhook.filter_groups: {not_a_runner}")]
         );
         // Pull requests built by CodeBuild itself: the policy that gates them is not managed.
         assert_eq!(
@@ -865,7 +840,7 @@ scope = { name = "ROCm", scope = "GITHUB_ORGANIZATION", domain = "github.com" }"
                 )
             )),
             [
-                "W203 codebuild.projects.runner.webhook.filter_groups: a filter group takes a pull-request event, so CodeBuild builds pull requests itself, outside the runner's workflow jobs; those builds are gated by the webhook's pullRequestBuildPolicy, which reconcile does not manage: take only WORKFLOW_JOB_QUEUED, or set the policy by hand"
+                "W203 warning codebuild.projects.runner.webhook.filter_groups: a filter group takes a pull-request event, so CodeBuild builds pull requests itself, outside the runner's workflow jobs; those builds are gated by the webhook's pullRequestBuildPolicy, which reconcile does not manage: take only WORKFLOW_JOB_QUEUED, or set the policy by hand"
             ]
         );
         assert_eq!(

@@ -557,10 +557,8 @@ mod tests {
     //! The `[ecr]` section: what it fills in, what it refuses (as ECR would, before ECR sees it)
     //! and what it warns about, each with its key.
 
-    use std::path::Path;
-
     use super::*;
-    use crate::desired::Desired;
+    use crate::desired::testing::{findings, parse, refusals};
 
     const KEEP_3: &str = r#"{ rulePriority = 1, selection = { tagStatus = "untagged", countType = "imageCountMoreThan", countNumber = 3 }, action = { type = "expire" } }"#;
 
@@ -571,29 +569,6 @@ mod tests {
             "region = \"us-east-1\"\n[ecr.defaults]\n{defaults}\n[ecr.lifecycle_policies.p]\nrules = [\n{}\n]\n[ecr.repositories]\n{repositories}\n",
             rules.join(",\n")
         )
-    }
-
-    fn parse(text: &str) -> Result<Desired, String> {
-        Desired::parse(Path::new("desired.toml"), text).map_err(|errors| errors.to_string())
-    }
-
-    /// The messages of a refused file, without their places.
-    fn refusals(text: &str) -> Vec<String> {
-        let errors = parse(text).expect_err("refused");
-        errors.lines().map(|line| line.splitn(4, ':').nth(3).unwrap_or(line).trim().to_owned()).collect()
-    }
-
-    /// The findings of an accepted file: `code severity key-path: message`.
-    fn findings(text: &str) -> Vec<String> {
-        let desired = parse(text).expect("accepted");
-        desired
-            .findings
-            .iter()
-            .map(|f| {
-                let severity = if f.severity == Severity::Error { "error" } else { "warning" };
-                format!("{} {severity} {}: {}", f.code, f.location.key_path, f.location.message)
-            })
-            .collect()
     }
 
     fn rule(priority: u32, selection: &str, action: &str) -> String {

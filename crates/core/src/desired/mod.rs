@@ -13,6 +13,8 @@ mod ecr;
 mod github;
 mod iam;
 mod s3;
+#[cfg(test)]
+mod testing;
 
 use std::fmt;
 use std::ops::Range;

@@ -1,0 +1,152 @@
+//! What this crate says of itself to everything that goes over every kind: its kinds, its
+//! desired resources, what a CI role needs on the runner project, and what CloudTrail records of
+//! it.
+
+use reconcile_core::ResourceKind as K;
+use reconcile_core::describe::{Access, Description, Index, KindTrail, arn_names};
+use reconcile_core::{Account, Desired};
+use serde_json::{Value, json};
+
+use crate::CodebuildKind;
+
+pub const DESCRIPTION: Description = Description {
+    name: "codebuild",
+    kinds: CodebuildKind::KINDS,
+    desired: |desired, account, _| crate::desired(desired, account),
+    access: Access { reads, drift_reads, writes },
+    trail: &[
+        KindTrail {
+            kind: K::CodebuildProject,
+            events: &["CreateProject", "UpdateProject", "UpdateProjectVisibility", "DeleteProject"],
+            fields: &[("project_visibility", &["UpdateProjectVisibility"])],
+            other_fields: Some(&["UpdateProject"]),
+            removals: &["DeleteProject"],
+            findings: &[],
+            global: false,
+            index: Index::Partial,
+            names,
+        },
+        KindTrail {
+            kind: K::CodebuildWebhook,
+            events: &["CreateWebhook", "UpdateWebhook", "DeleteWebhook"],
+            fields: &[],
+            other_fields: Some(&["UpdateWebhook", "CreateWebhook"]),
+            removals: &["DeleteWebhook"],
+            findings: &[],
+            global: false,
+            index: Index::Partial,
+            names,
+        },
+    ],
+};
+
+/// A project (and its webhook) is named by `name`, `projectName` or its ARN.
+fn names(name: &str, parameters: &Value, account: &Account) -> bool {
+    let text = |key: &str| parameters.get(key).and_then(Value::as_str);
+    text("name") == Some(name)
+        || text("projectName") == Some(name)
+        || text("projectArn").is_some_and(|arn| arn_names(arn, account, true, &format!("project/{name}")))
+}
+
+/// A webhook a project does not declare is deleted; only a declared one is made or updated.
+const PROJECT_WRITES: [&str; 4] = [
+    "codebuild:CreateProject",
+    "codebuild:UpdateProject",
+    "codebuild:UpdateProjectVisibility",
+    "codebuild:DeleteWebhook",
+];
+const WEBHOOK_WRITES: [&str; 2] = ["codebuild:CreateWebhook", "codebuild:UpdateWebhook"];
+
+fn statement(sid: &str, actions: &[&str], resources: Vec<String>) -> Value {
+    json!({ "Sid": sid, "Effect": "Allow", "Action": actions, "Resource": resources })
+}
+
+fn project_arns<'a>(
+    projects: impl Iterator<Item = &'a reconcile_core::desired::Project>,
+    account: &Account,
+) -> Vec<String> {
+    projects.map(|p| reconcile_aws::arn(account, "codebuild", &format!("project/{}", p.name))).collect()
+}
+
+fn reads(desired: &Desired, account: &Account) -> Vec<Value> {
+    let mut statements = Vec::new();
+    let projects = project_arns(desired.codebuild.projects.iter(), account);
+    if !projects.is_empty() {
+        statements.push(statement("TheRunnerProjectAndItsWebhook", &["codebuild:BatchGetProjects"], projects));
+    }
+    if desired.codebuild.projects.iter().any(|p| p.source_auth.is_none()) {
+        statements.push(statement(
+            "HowCodeBuildReachesGitHub",
+            &["codebuild:ListSourceCredentials"],
+            vec!["*".to_owned()],
+        ));
+    }
+    let connections: Vec<String> = desired.codebuild.projects.iter().filter_map(|p| p.source_auth.clone()).collect();
+    if !connections.is_empty() {
+        statements.push(statement("TheConnectionToGitHub", &["codeconnections:GetConnection"], connections));
+    }
+    statements
+}
+
+/// The runner's builds and what a minute of them costs, for the nights' cost.
+fn drift_reads(desired: &Desired, account: &Account) -> Vec<Value> {
+    let projects = project_arns(desired.codebuild.projects.iter(), account);
+    if projects.is_empty() {
+        return Vec::new();
+    }
+    vec![
+        statement("TheRunnersBuilds", &["codebuild:ListBuildsForProject", "codebuild:BatchGetBuilds"], projects),
+        // None of these has a resource to scope to.
+        statement(
+            "WhatAMinuteCostsAndWhatWasBilled",
+            &["pricing:GetProducts", "ce:GetCostAndUsage"],
+            vec!["*".to_owned()],
+        ),
+    ]
+}
+
+fn writes(desired: &Desired, account: &Account) -> Vec<Value> {
+    let mut statements = Vec::new();
+    // The roles the projects run as, passed to CodeBuild and nothing else.
+    let passed: Vec<String> = desired
+        .iam
+        .roles
+        .iter()
+        .filter(|role| desired.codebuild.projects.iter().any(|p| p.service_role == role.key))
+        .map(|role| reconcile_aws::arn(account, "iam", &format!("role/{}", role.name)))
+        .collect();
+    if !passed.is_empty() {
+        statements.push(json!({
+            "Sid": "PassTheRunnersRoleToCodeBuildOnly",
+            "Effect": "Allow",
+            "Action": ["iam:PassRole"],
+            "Resource": passed,
+            "Condition": { "StringEquals": { "iam:PassedToService": "codebuild.amazonaws.com" } },
+        }));
+    }
+    let projects = project_arns(desired.codebuild.projects.iter(), account);
+    if !projects.is_empty() {
+        statements.push(statement("TheRunnerProject", &PROJECT_WRITES, projects));
+    }
+    let hooked = project_arns(desired.codebuild.projects.iter().filter(|p| p.webhook.is_some()), account);
+    if !hooked.is_empty() {
+        statements.push(statement("TheRunnersWebhook", &WEBHOOK_WRITES, hooked));
+    }
+    statements
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_names_a_project_by_name_or_by_its_arn_here() {
+        let account = Account::new("123456789012", "us-east-1");
+        let named = |parameters: Value| names("rocm-bake", &parameters, &account);
+        assert!(named(json!({ "name": "rocm-bake" })));
+        assert!(named(json!({ "projectName": "rocm-bake" })));
+        assert!(named(json!({ "projectArn": "arn:aws:codebuild:us-east-1:123456789012:project/rocm-bake" })));
+        assert!(!named(json!({ "projectArn": "arn:aws:codebuild:us-east-1:210987654321:project/rocm-bake" })));
+        assert!(!named(json!({ "name": "other" })));
+    }
+}

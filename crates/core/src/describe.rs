@@ -1,0 +1,194 @@
+//! What a resource crate says about itself: its kinds, its desired resources, what a CI role
+//! needs on them, and what CloudTrail records of them. Everything that goes over every kind (the
+//! session's desired resources, the CI roles' policies, drift attribution) iterates one list of
+//! these, the binary's [`Catalog`], instead of keeping a table of its own: adding a kind is its
+//! crate's description and, for a new crate, one line in that list.
+//!
+//! Core only carries these facts; what they mean to AWS (an IAM statement, a CloudTrail event
+//! name) is each crate's to say.
+
+use serde_json::Value;
+
+use crate::address::ResourceKind;
+use crate::desired::Desired;
+use crate::plan::DesiredResource;
+use crate::reconciler::{Account, ReconcileError};
+
+/// A resource crate's desired resources, purely; `catalog` is every crate's description (a CI
+/// role's policy is made of every crate's [`Access`]).
+pub type DesiredFn = fn(&Desired, &Account, &Catalog) -> Result<Vec<DesiredResource>, ReconcileError>;
+
+/// IAM policy statements (JSON objects) for `desired` in `account`.
+pub type StatementsFn = fn(&Desired, &Account) -> Vec<Value>;
+
+/// One resource crate.
+pub struct Description {
+    /// The crate, for messages: `ecr`.
+    pub name: &'static str,
+    /// Every kind it owns: its reconciler's `kinds()`.
+    pub kinds: &'static [ResourceKind],
+    pub desired: DesiredFn,
+    pub access: Access,
+    /// What CloudTrail records of each kind, one entry per kind it sees (none for GitHub's).
+    pub trail: &'static [KindTrail],
+}
+
+/// What a CI role needs on a crate's resources, as IAM statements (each with a `Sid`).
+pub struct Access {
+    /// What a plan reads: every CI role reads it (the plan, drift and apply roles).
+    pub reads: StatementsFn,
+    /// What the drift check reads besides: the nights' cost, the cache's daily size.
+    pub drift_reads: StatementsFn,
+    /// What apply writes: only what some state of the account can lead it to write.
+    pub writes: StatementsFn,
+}
+
+impl Access {
+    /// A crate nothing in AWS is read or written for (GitHub's).
+    pub const NONE: Access =
+        Access { reads: |_, _| Vec::new(), drift_reads: |_, _| Vec::new(), writes: |_, _| Vec::new() };
+}
+
+/// How CloudTrail's `ResourceName` index holds a kind's events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Index {
+    /// Every event that changes one: a lookup by the resource's name finds them all.
+    Complete,
+    /// Some (not reliably): what a lookup by name does not find is looked for by event name.
+    Partial,
+    /// None: looked up by event name only.
+    Absent,
+}
+
+/// What CloudTrail records of one kind, from its service's API reference.
+pub struct KindTrail {
+    pub kind: ResourceKind,
+    /// Every management event that can change a resource of the kind.
+    pub events: &'static [&'static str],
+    /// Which events set each field of the kind's spec.
+    pub fields: &'static [(&'static str, &'static [&'static str])],
+    /// The events that set a field [`Self::fields`] does not list; `None`: every event.
+    pub other_fields: Option<&'static [&'static str]>,
+    /// The events that remove one: what a plan that creates it again looks for.
+    pub removals: &'static [&'static str],
+    /// The events that explain a finding about one, by the finding's code.
+    pub findings: &'static [(&'static str, &'static [&'static str])],
+    /// Whether its events are kept in us-east-1 whatever the region (IAM's).
+    pub global: bool,
+    pub index: Index,
+    /// Whether an event's `requestParameters` name the resource `name` in `account` (and its
+    /// region, for a regional kind): the kind's own parameter names and ARN shape.
+    pub names: fn(name: &str, parameters: &Value, account: &Account) -> bool,
+}
+
+/// Every resource crate's description: the binary's one list.
+#[derive(Clone, Copy)]
+pub struct Catalog(pub &'static [&'static Description]);
+
+impl Catalog {
+    /// The crate that owns `kind`.
+    pub fn owner(&self, kind: ResourceKind) -> Option<&'static Description> {
+        self.0.iter().copied().find(|description| description.kinds.contains(&kind))
+    }
+
+    /// What CloudTrail records of `kind`; `None` for a kind it does not see.
+    pub fn trail(&self, kind: ResourceKind) -> Option<&'static KindTrail> {
+        self.0.iter().flat_map(|description| description.trail).find(|trail| trail.kind == kind)
+    }
+
+    /// Every crate's statements of one kind of access, in the catalog's order.
+    pub fn statements(&self, desired: &Desired, account: &Account, which: fn(&Access) -> StatementsFn) -> Vec<Value> {
+        self.0.iter().flat_map(|description| which(&description.access)(desired, account)).collect()
+    }
+}
+
+/// Whether `arn` names `resource` (what follows the service's fields: `repository/pytorch`) in
+/// `account`, and in its region when `regional`.
+pub fn arn_names(arn: &str, account: &Account, regional: bool, resource: &str) -> bool {
+    let parts: Vec<&str> = arn.splitn(6, ':').collect();
+    parts.len() == 6
+        && parts[0] == "arn"
+        && parts[4] == account.id
+        && (!regional || parts[3] == account.region)
+        && parts[5] == resource
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_arn_names_a_resource_only_in_this_account_and_region() {
+        let account = Account::new("123456789012", "us-east-1");
+        let arn = "arn:aws:ecr:us-east-1:123456789012:repository/pytorch";
+        assert!(arn_names(arn, &account, true, "repository/pytorch"));
+        assert!(!arn_names(arn, &account, true, "repository/torch"));
+        assert!(!arn_names(
+            "arn:aws:ecr:eu-west-1:123456789012:repository/pytorch",
+            &account,
+            true,
+            "repository/pytorch"
+        ));
+        assert!(arn_names("arn:aws:iam::123456789012:role/r", &account, false, "role/r"));
+        assert!(!arn_names("arn:aws:iam::210987654321:role/r", &account, false, "role/r"));
+        assert!(!arn_names("not an arn", &account, false, "role/r"));
+    }
+
+    fn statement(sid: &str) -> Vec<Value> {
+        vec![serde_json::json!({ "Sid": sid })]
+    }
+
+    const TRAIL: KindTrail = KindTrail {
+        kind: ResourceKind::S3Bucket,
+        events: &["CreateBucket"],
+        fields: &[],
+        other_fields: None,
+        removals: &[],
+        findings: &[],
+        global: false,
+        index: Index::Complete,
+        names: |_, _, _| true,
+    };
+    static FIRST: Description = Description {
+        name: "first",
+        kinds: &[ResourceKind::S3Bucket, ResourceKind::S3BucketLifecycle],
+        desired: |_, _, _| Ok(Vec::new()),
+        access: Access {
+            reads: |_, _| statement("FirstReads"),
+            drift_reads: |_, _| Vec::new(),
+            writes: |_, _| statement("FirstWrites"),
+        },
+        trail: &[TRAIL],
+    };
+    static SECOND: Description = Description {
+        name: "second",
+        kinds: &[ResourceKind::GithubVariable],
+        desired: |_, _, _| Ok(Vec::new()),
+        access: Access { reads: |_, _| statement("SecondReads"), ..Access::NONE },
+        trail: &[],
+    };
+
+    #[test]
+    fn a_catalog_finds_each_kinds_owner_and_trail_and_joins_its_crates_statements() {
+        static BOTH: [&Description; 2] = [&FIRST, &SECOND];
+        let catalog = Catalog(&BOTH);
+        assert_eq!(catalog.owner(ResourceKind::S3BucketLifecycle).map(|d| d.name), Some("first"));
+        assert_eq!(catalog.owner(ResourceKind::GithubVariable).map(|d| d.name), Some("second"));
+        assert!(catalog.owner(ResourceKind::EcrRepository).is_none());
+        assert_eq!(catalog.trail(ResourceKind::S3Bucket).map(|t| t.events), Some(&["CreateBucket"][..]));
+        assert!(catalog.trail(ResourceKind::S3BucketLifecycle).is_none());
+        assert!(catalog.trail(ResourceKind::GithubVariable).is_none());
+        let desired = Desired::parse(std::path::Path::new("desired.toml"), "region = \"us-east-1\"\n").unwrap();
+        let account = Account::new("123456789012", "us-east-1");
+        let sids = |which: fn(&Access) -> StatementsFn| -> Vec<Value> {
+            catalog.statements(&desired, &account, which).into_iter().map(|s| s["Sid"].clone()).collect()
+        };
+        assert_eq!(sids(|a| a.reads), ["FirstReads", "SecondReads"]);
+        assert_eq!(sids(|a| a.writes), ["FirstWrites"]);
+        assert_eq!(sids(|a| a.drift_reads), Vec::<Value>::new());
+        let none = Access::NONE;
+        for which in [none.reads, none.drift_reads, none.writes] {
+            assert!(which(&desired, &account).is_empty());
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! What this crate says of itself to everything that goes over every kind: its kinds, its
+//! desired resources, what a CI role needs on its repositories, and what CloudTrail records of
+//! them.
+
+use reconcile_core::ResourceKind as K;
+use reconcile_core::describe::{Access, Description, Index, KindTrail, arn_names};
+use reconcile_core::{Account, Desired};
+use serde_json::{Value, json};
+
+use crate::EcrKind;
+
+pub const DESCRIPTION: Description = Description {
+    name: "ecr",
+    kinds: EcrKind::KINDS,
+    desired: |desired, account, _| crate::desired(desired, account),
+    access: Access { reads, drift_reads: |_, _| Vec::new(), writes },
+    trail: &[
+        KindTrail {
+            kind: K::EcrRepository,
+            events: &[
+                "CreateRepository",
+                "DeleteRepository",
+                "PutImageTagMutability",
+                "PutImageScanningConfiguration",
+                "SetRepositoryPolicy",
+                "DeleteRepositoryPolicy",
+                "TagResource",
+                "UntagResource",
+            ],
+            fields: &[
+                ("image_tag_mutability", &["PutImageTagMutability"]),
+                ("scan_on_push", &["PutImageScanningConfiguration"]),
+                ("tags", &["TagResource", "UntagResource"]),
+                ("repository_policy", &["SetRepositoryPolicy", "DeleteRepositoryPolicy"]),
+            ],
+            other_fields: None,
+            removals: &["DeleteRepository"],
+            findings: &[
+                (crate::FOREIGN_REPOSITORY_ACCESS, &["SetRepositoryPolicy"]),
+                (crate::UNDECLARED_REPOSITORY, &["CreateRepository"]),
+                (crate::UNDECLARED_REPOSITORY_WITHOUT_POLICY, &["CreateRepository"]),
+            ],
+            global: false,
+            index: Index::Partial,
+            names,
+        },
+        KindTrail {
+            kind: K::EcrLifecyclePolicy,
+            events: &["PutLifecyclePolicy", "DeleteLifecyclePolicy"],
+            fields: &[("policy", &["PutLifecyclePolicy"])],
+            other_fields: None,
+            removals: &["DeleteLifecyclePolicy"],
+            findings: &[(crate::LIVE_TAGGED_EXPIRY, &["PutLifecyclePolicy"])],
+            global: false,
+            index: Index::Partial,
+            names,
+        },
+    ],
+};
+
+/// A call names a repository by `repositoryName` (in this account's registry: another's is
+/// named by `registryId`) or by its ARN (`TagResource`).
+fn names(name: &str, parameters: &Value, account: &Account) -> bool {
+    let text = |key: &str| parameters.get(key).and_then(Value::as_str);
+    if text("registryId").is_some_and(|registry| registry != account.id) {
+        return false;
+    }
+    text("repositoryName") == Some(name)
+        || text("resourceArn").is_some_and(|arn| arn_names(arn, account, true, &format!("repository/{name}")))
+}
+
+/// What every read command reads: every repository of the registry, not only the declared (the
+/// drift check looks for undeclared ones).
+const READS: [&str; 5] = [
+    "ecr:DescribeRepositories",
+    "ecr:GetLifecyclePolicy",
+    "ecr:GetRepositoryPolicy",
+    "ecr:ListTagsForResource",
+    "ecr:DescribeImages",
+];
+
+/// What apply writes: desired.toml declares no repository policy, so apply only ever deletes
+/// one; every declared repository has a lifecycle policy, so apply only ever puts one.
+const WRITES: [&str; 6] = [
+    "ecr:CreateRepository",
+    "ecr:PutLifecyclePolicy",
+    "ecr:DeleteRepositoryPolicy",
+    "ecr:UntagResource",
+    "ecr:PutImageTagMutability",
+    "ecr:PutImageScanningConfiguration",
+];
+
+fn every_repository(account: &Account) -> Vec<String> {
+    vec![reconcile_aws::arn(account, "ecr", "repository/*")]
+}
+
+fn reads(desired: &Desired, account: &Account) -> Vec<Value> {
+    if desired.ecr.repositories.is_empty() {
+        return Vec::new();
+    }
+    vec![
+        json!({ "Sid": "EveryRepositoryOfTheRegistry", "Effect": "Allow", "Action": READS, "Resource": every_repository(account) }),
+    ]
+}
+
+fn writes(desired: &Desired, account: &Account) -> Vec<Value> {
+    match reconcile_core::desired::prune_marker(desired) {
+        // Every declared repository carries reconcile's tag: the repositories are granted by it,
+        // not by name, so declaring one more (the second use of this tool, after a bake target
+        // is added) changes no CI policy, and the apply role applies it. Only a repository made
+        // with the tag may be made, only one carrying it changed, tagged (so no other is taken
+        // over by tagging it) or, with `--prune`, deleted.
+        Ok((key, value)) => {
+            let tagged = json!({ "StringEquals": { format!("aws:ResourceTag/{key}"): value } });
+            let created = json!({ "StringEquals": { format!("aws:RequestTag/{key}"): value } });
+            let mut writes: Vec<&str> = WRITES.iter().copied().filter(|a| *a != "ecr:CreateRepository").collect();
+            writes.extend(["ecr:TagResource", "ecr:DeleteRepository"]);
+            vec![
+                json!({
+                    "Sid": "TheRepositoriesReconcileManages",
+                    "Effect": "Allow",
+                    "Action": writes,
+                    "Resource": every_repository(account),
+                    "Condition": tagged,
+                }),
+                json!({
+                    "Sid": "MakeRepositoriesTaggedAsReconciles",
+                    "Effect": "Allow",
+                    "Action": ["ecr:CreateRepository", "ecr:TagResource"],
+                    "Resource": every_repository(account),
+                    "Condition": created,
+                }),
+            ]
+        }
+        // Without one tag on every repository, nothing tells them apart from a repository made
+        // by hand: they are granted by name (and nothing is pruned).
+        Err(_) => {
+            let arn = |name: &str| reconcile_aws::arn(account, "ecr", &format!("repository/{name}"));
+            let mut statements = Vec::new();
+            let repositories: Vec<String> = desired.ecr.repositories.iter().map(|r| arn(&r.name)).collect();
+            if !repositories.is_empty() {
+                statements.push(
+                    json!({ "Sid": "TheDeclaredRepositories", "Effect": "Allow", "Action": WRITES, "Resource": repositories }),
+                );
+            }
+            // Tags are only ever set where desired.toml declares some (a create sends them too,
+            // which needs the same permission); undeclared ones are removed anywhere.
+            let tagged: Vec<String> =
+                desired.ecr.repositories.iter().filter(|r| !r.tags.is_empty()).map(|r| arn(&r.name)).collect();
+            if !tagged.is_empty() {
+                statements.push(json!({
+                    "Sid": "TheDeclaredRepositoriesTags",
+                    "Effect": "Allow",
+                    "Action": ["ecr:TagResource"],
+                    "Resource": tagged,
+                }));
+            }
+            statements
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_names_a_repository_by_name_in_this_registry_or_by_its_arn_here() {
+        let account = Account::new("123456789012", "us-east-1");
+        let named = |parameters: Value| names("pytorch", &parameters, &account);
+        assert!(named(json!({ "repositoryName": "pytorch" })));
+        assert!(!named(json!({ "repositoryName": "pytorch-cache" })));
+        assert!(!named(json!({ "repositoryName": "pytorch", "registryId": "210987654321" })), "another registry");
+        assert!(named(json!({ "repositoryName": "pytorch", "registryId": "123456789012" })));
+        assert!(named(json!({ "resourceArn": "arn:aws:ecr:us-east-1:123456789012:repository/pytorch" })));
+        for arn in [
+            "arn:aws:ecr:eu-west-1:123456789012:repository/pytorch",
+            "arn:aws:ecr:us-east-1:210987654321:repository/pytorch",
+        ] {
+            assert!(!named(json!({ "resourceArn": arn })), "{arn}");
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! What this crate says of itself to everything that goes over every kind: its kinds, its
+//! desired resources (the CI roles' policies made of every crate's access), what a CI role
+//! needs on the managed roles, and what CloudTrail records of IAM.
+
+use reconcile_core::ResourceKind as K;
+use reconcile_core::describe::{Access, Description, Index, KindTrail};
+use reconcile_core::{Account, Desired};
+use serde_json::{Value, json};
+
+use crate::IamKind;
+use crate::derive::boundary_name;
+
+const ROLE_EVENTS: &[&str] = &[
+    "CreateRole",
+    "DeleteRole",
+    "UpdateRole",
+    "UpdateRoleDescription",
+    "UpdateAssumeRolePolicy",
+    "TagRole",
+    "UntagRole",
+    "PutRolePermissionsBoundary",
+    "DeleteRolePermissionsBoundary",
+    "AttachRolePolicy",
+    "DetachRolePolicy",
+];
+
+const ROLE_FIELDS: &[(&str, &[&str])] = &[
+    ("assume_role_policy", &["UpdateAssumeRolePolicy"]),
+    ("description", &["UpdateRole", "UpdateRoleDescription"]),
+    ("max_session_duration", &["UpdateRole"]),
+    ("tags", &["TagRole", "UntagRole"]),
+    ("permissions_boundary", &["PutRolePermissionsBoundary", "DeleteRolePermissionsBoundary"]),
+];
+
+const fn role(kind: K, findings: &'static [(&'static str, &'static [&'static str])]) -> KindTrail {
+    KindTrail {
+        kind,
+        events: ROLE_EVENTS,
+        fields: ROLE_FIELDS,
+        other_fields: None,
+        removals: &["DeleteRole"],
+        findings,
+        global: true,
+        index: Index::Complete,
+        names: by_role_name,
+    }
+}
+
+const fn role_policy(kind: K) -> KindTrail {
+    KindTrail {
+        kind,
+        events: &["PutRolePolicy", "DeleteRolePolicy"],
+        fields: &[],
+        other_fields: Some(&["PutRolePolicy"]),
+        removals: &["DeleteRolePolicy"],
+        findings: &[],
+        global: true,
+        index: Index::Complete,
+        names: by_role_name,
+    }
+}
+
+pub const DESCRIPTION: Description = Description {
+    name: "iam",
+    kinds: IamKind::KINDS,
+    desired: crate::spec::desired,
+    access: Access { reads, drift_reads: |_, _| Vec::new(), writes: |_, _| Vec::new() },
+    trail: &[
+        KindTrail {
+            kind: K::IamRoleBoundary,
+            events: &[
+                "CreatePolicy",
+                "CreatePolicyVersion",
+                "SetDefaultPolicyVersion",
+                "DeletePolicyVersion",
+                "DeletePolicy",
+                "TagPolicy",
+                "UntagPolicy",
+            ],
+            fields: &[
+                ("document", &["CreatePolicyVersion", "SetDefaultPolicyVersion"]),
+                ("tags", &["TagPolicy", "UntagPolicy"]),
+            ],
+            other_fields: None,
+            removals: &["DeletePolicy"],
+            findings: &[],
+            global: true,
+            index: Index::Absent,
+            names: boundary_names,
+        },
+        role(K::IamRole, &[(crate::ATTACHED_MANAGED_POLICY, &["AttachRolePolicy"])]),
+        role(
+            K::IamCiRole,
+            &[
+                (crate::ATTACHED_MANAGED_POLICY, &["AttachRolePolicy"]),
+                (crate::CI_TRUST_WIDENED, &["UpdateAssumeRolePolicy"]),
+                (crate::CI_TRUST_CHANGED, &["UpdateAssumeRolePolicy"]),
+            ],
+        ),
+        role_policy(K::IamRolePolicy),
+        role_policy(K::IamCiRolePolicy),
+        KindTrail {
+            kind: K::IamOidcProvider,
+            events: &[
+                "CreateOpenIDConnectProvider",
+                "DeleteOpenIDConnectProvider",
+                "AddClientIDToOpenIDConnectProvider",
+                "RemoveClientIDFromOpenIDConnectProvider",
+                "UpdateOpenIDConnectProviderThumbprint",
+                "TagOpenIDConnectProvider",
+                "UntagOpenIDConnectProvider",
+            ],
+            fields: &[
+                ("client_ids", &["AddClientIDToOpenIDConnectProvider", "RemoveClientIDFromOpenIDConnectProvider"]),
+                ("tags", &["TagOpenIDConnectProvider", "UntagOpenIDConnectProvider"]),
+            ],
+            other_fields: None,
+            removals: &["DeleteOpenIDConnectProvider"],
+            findings: &[],
+            global: true,
+            index: Index::Absent,
+            names: provider_names,
+        },
+    ],
+};
+
+fn text<'a>(parameters: &'a Value, key: &str) -> Option<&'a str> {
+    parameters.get(key).and_then(Value::as_str)
+}
+
+fn by_role_name(name: &str, parameters: &Value, _: &Account) -> bool {
+    text(parameters, "roleName") == Some(name)
+}
+
+/// A boundary is named by its ARN (`name`), which must be this account's.
+fn boundary_names(name: &str, parameters: &Value, account: &Account) -> bool {
+    name.split(':').nth(4) == Some(account.id.as_str())
+        && (text(parameters, "policyArn") == Some(name)
+            || text(parameters, "policyName").is_some_and(|policy| name.ends_with(&format!(":policy/{policy}"))))
+}
+
+/// The provider is named by its ARN (`name`), or by its URL when it is made.
+fn provider_names(name: &str, parameters: &Value, account: &Account) -> bool {
+    name.split(':').nth(4) == Some(account.id.as_str())
+        && (text(parameters, "openIDConnectProviderArn") == Some(name)
+            || name.rsplit_once("oidc-provider/").is_some_and(|(_, host)| {
+                text(parameters, "url").is_some_and(|url| url.trim_start_matches("https://") == host)
+            }))
+}
+
+fn statement(sid: &str, actions: &[&str], resources: Vec<String>) -> Value {
+    json!({ "Sid": sid, "Effect": "Allow", "Action": actions, "Resource": resources })
+}
+
+fn role_arn(account: &Account, name: &str) -> String {
+    reconcile_aws::arn(account, "iam", &format!("role/{name}"))
+}
+
+fn reads(desired: &Desired, account: &Account) -> Vec<Value> {
+    let mut statements = Vec::new();
+    let mut roles: Vec<String> = desired.iam.roles.iter().map(|r| role_arn(account, &r.name)).collect();
+    roles.extend(desired.ci.iter().flat_map(|ci| &ci.roles).map(|r| role_arn(account, &r.name)));
+    if !roles.is_empty() {
+        statements.push(statement(
+            "TheManagedRoles",
+            &["iam:GetRole", "iam:ListRolePolicies", "iam:GetRolePolicy", "iam:ListAttachedRolePolicies"],
+            roles,
+        ));
+    }
+    let boundaries: Vec<String> =
+        desired.iam.roles.iter().map(|role| crate::spec::policy_arn(account, &boundary_name(role))).collect();
+    if !boundaries.is_empty() {
+        statements.push(statement("TheRunnersRolesBoundaries", &["iam:GetPolicy", "iam:GetPolicyVersion"], boundaries));
+    }
+    if desired.ci.is_some() {
+        statements.push(statement(
+            "GitHubsIdentityProvider",
+            &["iam:GetOpenIDConnectProvider"],
+            vec![crate::ci::provider_arn(account)],
+        ));
+        // ListRoles has no resource to scope to: the search for other roles that trust GitHub.
+        statements.push(statement("RolesThatTrustGitHub", &["iam:ListRoles"], vec!["*".to_owned()]));
+    }
+    statements
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_names_a_role_by_name_and_a_provider_or_boundary_by_its_arn_in_this_account() {
+        let account = Account::new("123456789012", "eu-west-1");
+        assert!(by_role_name("r", &json!({ "roleName": "r", "policyName": "p" }), &account));
+        assert!(!by_role_name("r", &json!({ "roleName": "s" }), &account));
+        let provider = "arn:aws:iam::123456789012:oidc-provider/token.actions.githubusercontent.com";
+        assert!(provider_names(provider, &json!({ "url": "https://token.actions.githubusercontent.com" }), &account));
+        assert!(provider_names(provider, &json!({ "openIDConnectProviderArn": provider }), &account));
+        let theirs = "arn:aws:iam::210987654321:oidc-provider/token.actions.githubusercontent.com";
+        assert!(!provider_names(theirs, &json!({ "openIDConnectProviderArn": theirs }), &account));
+        let boundary = "arn:aws:iam::123456789012:policy/rocm-bake-codebuild-boundary";
+        assert!(boundary_names(boundary, &json!({ "policyArn": boundary }), &account));
+        assert!(boundary_names(boundary, &json!({ "policyName": "rocm-bake-codebuild-boundary" }), &account));
+        assert!(!boundary_names(boundary, &json!({ "policyName": "other" }), &account));
+    }
+}

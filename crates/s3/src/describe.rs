@@ -1,0 +1,175 @@
+//! What this crate says of itself to everything that goes over every kind: its kinds, its
+//! desired resources, what a CI role needs on the cache bucket, and what CloudTrail records of
+//! it.
+
+use reconcile_core::ResourceKind as K;
+use reconcile_core::describe::{Access, Description, Index, KindTrail};
+use reconcile_core::desired::APPLY_LOCK_KEY;
+use reconcile_core::{Account, Desired};
+use serde_json::{Value, json};
+
+use crate::S3Kind;
+
+/// Every event that changes a bucket's settings, as CloudTrail names them (`PutBucketLifecycle`
+/// for `PutBucketLifecycleConfiguration`, `PutBucketPublicAccessBlock` for
+/// `PutPublicAccessBlock`).
+const BUCKET_EVENTS: &[&str] = &[
+    "CreateBucket",
+    "DeleteBucket",
+    "PutBucketPolicy",
+    "DeleteBucketPolicy",
+    "PutBucketAcl",
+    "PutBucketVersioning",
+    "PutBucketPublicAccessBlock",
+    "DeleteBucketPublicAccessBlock",
+    "PutBucketEncryption",
+    "DeleteBucketEncryption",
+    "PutBucketOwnershipControls",
+    "DeleteBucketOwnershipControls",
+    "PutBucketTagging",
+    "DeleteBucketTagging",
+    "PutBucketReplication",
+    "DeleteBucketReplication",
+    "PutBucketWebsite",
+    "DeleteBucketWebsite",
+    "PutBucketLogging",
+];
+
+pub const DESCRIPTION: Description = Description {
+    name: "s3",
+    kinds: S3Kind::KINDS,
+    desired: |desired, account, _| crate::desired(desired, account),
+    access: Access { reads, drift_reads, writes },
+    trail: &[
+        KindTrail {
+            kind: K::S3Bucket,
+            events: BUCKET_EVENTS,
+            fields: &[
+                ("block_public_access", &["PutBucketPublicAccessBlock", "DeleteBucketPublicAccessBlock"]),
+                ("encryption", &["PutBucketEncryption", "DeleteBucketEncryption"]),
+                ("tags", &["PutBucketTagging", "DeleteBucketTagging"]),
+                ("policy", &["PutBucketPolicy", "DeleteBucketPolicy"]),
+                ("object_ownership", &["PutBucketOwnershipControls", "DeleteBucketOwnershipControls"]),
+                ("acl_grants", &["PutBucketAcl"]),
+                ("versioning", &["PutBucketVersioning"]),
+                ("replication", &["PutBucketReplication", "DeleteBucketReplication"]),
+                ("website", &["PutBucketWebsite", "DeleteBucketWebsite"]),
+                ("access_logging", &["PutBucketLogging"]),
+            ],
+            other_fields: None,
+            removals: &["DeleteBucket"],
+            findings: &[(crate::FOREIGN_BUCKET_ACCESS, &["PutBucketPolicy", "PutBucketAcl"])],
+            global: false,
+            index: Index::Complete,
+            names,
+        },
+        KindTrail {
+            kind: K::S3BucketLifecycle,
+            events: &["PutBucketLifecycle", "DeleteBucketLifecycle"],
+            fields: &[],
+            other_fields: Some(&["PutBucketLifecycle", "DeleteBucketLifecycle"]),
+            removals: &["DeleteBucketLifecycle"],
+            findings: &[],
+            global: false,
+            index: Index::Complete,
+            names,
+        },
+    ],
+};
+
+fn names(name: &str, parameters: &Value, _: &Account) -> bool {
+    parameters.get("bucketName").and_then(Value::as_str) == Some(name)
+}
+
+const READS: [&str; 12] = [
+    "s3:ListBucket",
+    "s3:GetBucketTagging",
+    "s3:GetBucketPublicAccessBlock",
+    "s3:GetEncryptionConfiguration",
+    "s3:GetBucketPolicy",
+    "s3:GetBucketOwnershipControls",
+    "s3:GetBucketAcl",
+    "s3:GetBucketVersioning",
+    "s3:GetReplicationConfiguration",
+    "s3:GetBucketWebsite",
+    "s3:GetBucketLogging",
+    "s3:GetLifecycleConfiguration",
+];
+
+/// `DeleteBucketTagging` needs `s3:PutBucketTagging`, `DeleteBucketReplication`
+/// `s3:PutReplicationConfiguration`, `DeleteBucketLifecycle` `s3:PutLifecycleConfiguration`.
+///
+/// Never a bucket's expiry (`s3:PutLifecycleConfiguration`, which deletes its objects) or its ACL
+/// (`s3:PutBucketAcl`, who may reach them): those changes are an administrator's
+/// (`Reconciler::administrators_only`), and a bucket that declares an expiry is made with it, so
+/// by an administrator too.
+const WRITES: [&str; 9] = [
+    "s3:PutBucketTagging",
+    "s3:PutBucketPublicAccessBlock",
+    "s3:PutEncryptionConfiguration",
+    "s3:DeleteBucketPolicy",
+    "s3:PutBucketOwnershipControls",
+    "s3:PutBucketVersioning",
+    "s3:PutReplicationConfiguration",
+    "s3:DeleteBucketWebsite",
+    "s3:PutBucketLogging",
+];
+const LOCK_WRITES: [&str; 3] = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"];
+
+fn statement(sid: &str, actions: &[&str], resources: Vec<String>) -> Value {
+    json!({ "Sid": sid, "Effect": "Allow", "Action": actions, "Resource": resources })
+}
+
+fn bucket_arn(account: &Account, bucket: &reconcile_core::desired::Bucket) -> String {
+    reconcile_aws::arn(account, "s3", &bucket.name.render(&account.id, &account.region))
+}
+
+fn reads(desired: &Desired, account: &Account) -> Vec<Value> {
+    let buckets: Vec<String> = desired.s3.buckets.iter().map(|b| bucket_arn(account, b)).collect();
+    if buckets.is_empty() {
+        return Vec::new();
+    }
+    vec![statement("TheCompilerCacheBucketsSettings", &READS, buckets)]
+}
+
+/// What the cache stores each day, for the nights' cost: CloudWatch has no resource to scope to.
+fn drift_reads(desired: &Desired, _: &Account) -> Vec<Value> {
+    if desired.s3.buckets.is_empty() {
+        return Vec::new();
+    }
+    vec![statement(
+        "WhatTheCacheStoresEachDay",
+        &["cloudwatch:ListMetrics", "cloudwatch:GetMetricStatistics"],
+        vec!["*".to_owned()],
+    )]
+}
+
+fn writes(desired: &Desired, account: &Account) -> Vec<Value> {
+    let mut statements = Vec::new();
+    let buckets: Vec<String> = desired.s3.buckets.iter().map(|b| bucket_arn(account, b)).collect();
+    if !buckets.is_empty() {
+        statements.push(statement("TheCompilerCacheBucket", &WRITES, buckets));
+    }
+    let unexpiring: Vec<String> =
+        desired.s3.buckets.iter().filter(|b| b.lifecycle_rules.is_none()).map(|b| bucket_arn(account, b)).collect();
+    if !unexpiring.is_empty() {
+        statements.push(statement("MakeTheBucketsWithoutAnExpiry", &["s3:CreateBucket"], unexpiring));
+    }
+    if let Some(bucket) = desired.s3.lock_bucket() {
+        let lock = format!("{}/{APPLY_LOCK_KEY}", bucket_arn(account, bucket));
+        statements.push(statement("TheApplyLock", &LOCK_WRITES, vec![lock]));
+    }
+    statements
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_names_a_bucket_by_its_name() {
+        let account = Account::new("123456789012", "us-east-1");
+        assert!(names("b", &json!({ "bucketName": "b", "policy": "" }), &account));
+        assert!(!names("b", &json!({ "bucketName": "c" }), &account));
+    }
+}
