@@ -177,17 +177,7 @@ pub async fn plan_with(
         });
     }
     Finding::rank(&mut findings);
-    Ok(Plan {
-        account: account.id.clone(),
-        region: account.region.clone(),
-        changes,
-        findings,
-        observed,
-        impacts,
-        attributions: BTreeMap::new(),
-        attribution_note: None,
-        made_by: None,
-    })
+    Ok(Plan { changes, findings, observed, impacts, ..Plan::new(&account.id, &account.region) })
 }
 
 /// Every reconciler observes its share of `wanted`, all at once; the observations of those that
@@ -686,17 +676,7 @@ mod tests {
     }
 
     fn plan_of(changes: Vec<Change>) -> Plan {
-        Plan {
-            account: "1".into(),
-            region: "us-east-1".into(),
-            changes,
-            findings: vec![],
-            observed: BTreeMap::new(),
-            impacts: BTreeMap::new(),
-            attributions: BTreeMap::new(),
-            attribution_note: None,
-            made_by: None,
-        }
+        Plan { changes, ..Plan::new("1", "us-east-1") }
     }
 
     fn run(plan: &Plan, fail: &[&str], allow_delete: bool) -> (Result<ApplyReport, Refusal>, Vec<String>) {

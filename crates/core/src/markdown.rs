@@ -486,13 +486,9 @@ mod tests {
         };
         let impact = Impact { context: "c".into(), line: "l".into(), alarming: false, numbers: serde_json::Map::new() };
         let plan = Plan {
-            account: "123456789012".into(),
-            region: "us-east-1".into(),
             changes: vec![change("a", Action::Delete), change("b", Action::Delete), change("c", Action::Update)],
             findings: ["a", "b", "c", "d"].map(finding).to_vec(),
-            observed: std::collections::BTreeMap::new(),
             impacts: ["x", "y", "z"].map(|n| (address(n), impact.clone())).into_iter().collect(),
-            made_by: None,
             attributions: [
                 (address("a"), Attribution::NoneFound { days: 7 }),
                 (address("b"), Attribution::Unknown("throttled".into())),
@@ -500,6 +496,7 @@ mod tests {
             .into_iter()
             .collect(),
             attribution_note: Some("looked back 7 days".into()),
+            ..Plan::new("123456789012", "us-east-1")
         };
         // Room for the heading and the summary line only.
         let head = titled(&plan, usize::MAX, "plan").find("\n\n- ").unwrap() + 1;
@@ -595,15 +592,8 @@ mod tests {
         };
         let address = crate::Address::new(crate::ResourceKind::EcrRepository, "pytorch");
         let plan = Plan {
-            account: "123456789012".into(),
-            region: "us-east-1".into(),
-            changes: Vec::new(),
-            findings: Vec::new(),
-            observed: std::collections::BTreeMap::new(),
-            impacts: std::collections::BTreeMap::new(),
-            made_by: None,
             attributions: [(address, Attribution::Event(event))].into_iter().collect(),
-            attribution_note: None,
+            ..Plan::new("123456789012", "us-east-1")
         };
         let rendered = markdown(&plan, usize::MAX);
         assert!(rendered.contains("user agent ``` x` see #1 3f9a1c7e0b @org `` ```, event `e-1`"), "{rendered}");

@@ -330,6 +330,22 @@ pub struct Summary {
 }
 
 impl Plan {
+    /// A plan of `account` in `region` that found nothing yet: what the engine fills in, and
+    /// what a test starts from.
+    pub fn new(account: impl Into<String>, region: impl Into<String>) -> Plan {
+        Plan {
+            account: account.into(),
+            region: region.into(),
+            changes: Vec::new(),
+            findings: Vec::new(),
+            observed: BTreeMap::new(),
+            impacts: BTreeMap::new(),
+            made_by: None,
+            attributions: BTreeMap::new(),
+            attribution_note: None,
+        }
+    }
+
     pub fn summary(&self) -> Summary {
         let mut summary = Summary::default();
         for change in &self.changes {
@@ -497,8 +513,6 @@ mod tests {
             overridden_by: None,
         };
         let mut plan = Plan {
-            account: "1".to_owned(),
-            region: "r".to_owned(),
             changes: vec![
                 change(
                     ResourceKind::IamRole,
@@ -514,11 +528,7 @@ mod tests {
                 finding("W303", Severity::Warning, None, "desired.toml's own"),
                 finding("D102", Severity::Error, None, "undeclared"),
             ],
-            observed: BTreeMap::new(),
-            impacts: BTreeMap::new(),
-            attributions: BTreeMap::new(),
-            attribution_note: None,
-            made_by: None,
+            ..Plan::new("1", "r")
         };
         let lines = [
             "D102",
@@ -638,17 +648,7 @@ mod tests {
 
     #[test]
     fn the_account_differs_with_a_change_or_a_drift_finding() {
-        let mut plan = Plan {
-            account: "1".into(),
-            region: "r".into(),
-            changes: vec![],
-            findings: vec![],
-            observed: BTreeMap::new(),
-            impacts: BTreeMap::new(),
-            made_by: None,
-            attributions: BTreeMap::new(),
-            attribution_note: None,
-        };
+        let mut plan = Plan::new("1", "r");
         assert!(!plan.account_differs());
         plan.findings.push(finding("W201", Severity::Warning, "a"));
         assert!(!plan.account_differs());

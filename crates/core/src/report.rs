@@ -181,7 +181,6 @@ pub fn markdown(plan: &Plan, report: &ApplyReport) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
     use std::time::Duration;
 
     use super::*;
@@ -193,17 +192,7 @@ mod tests {
         let address = Address::new(ResourceKind::EcrRepository, "vllm-wheel");
         let change =
             Change { address: address.clone(), action: Action::Create, before: None, after: None, depends_on: vec![] };
-        let plan = Plan {
-            account: "123456789012".into(),
-            region: "us-east-1".into(),
-            changes: vec![change],
-            findings: vec![],
-            observed: BTreeMap::new(),
-            impacts: BTreeMap::new(),
-            attributions: BTreeMap::new(),
-            attribution_note: None,
-            made_by: None,
-        };
+        let plan = Plan { changes: vec![change], ..Plan::new("123456789012", "us-east-1") };
         let report = ApplyReport {
             results: vec![(address, Action::Create, Outcome::Adopted, Duration::ZERO)],
             unreadable: vec![],

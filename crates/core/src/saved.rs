@@ -101,17 +101,7 @@ pub fn from_json(value: &Value) -> Result<SavedPlan, String> {
     let flag = |key: &str| value["made_with"][key].as_bool().unwrap_or(false);
     Ok(SavedPlan {
         made_with: MadeWith { prune: flag("prune"), github: flag("github") },
-        plan: Plan {
-            account: text("account")?,
-            region: text("region")?,
-            changes,
-            findings: Vec::new(),
-            observed: BTreeMap::new(),
-            impacts: BTreeMap::new(),
-            attributions: BTreeMap::new(),
-            attribution_note: None,
-            made_by: None,
-        },
+        plan: Plan { changes, ..Plan::new(text("account")?, text("region")?) },
         desired_fingerprint,
         observed_fingerprints,
     })
@@ -172,8 +162,6 @@ mod tests {
         let address = Address::new(ResourceKind::EcrLifecyclePolicy, "pytorch-cache");
         let observed = Observed::Present(object(json!({"policy": {"rules": []}})));
         Plan {
-            account: "123456789012".into(),
-            region: "us-east-1".into(),
             changes: vec![Change {
                 address: address.clone(),
                 action: Action::Update,
@@ -181,12 +169,8 @@ mod tests {
                 after: Some(object(json!({"policy": {"rules": [1]}}))),
                 depends_on: vec![Address::new(ResourceKind::EcrRepository, "pytorch-cache")],
             }],
-            findings: vec![],
             observed: BTreeMap::from([(address, observed)]),
-            impacts: BTreeMap::new(),
-            attributions: BTreeMap::new(),
-            attribution_note: None,
-            made_by: None,
+            ..Plan::new("123456789012", "us-east-1")
         }
     }
 

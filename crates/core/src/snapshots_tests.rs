@@ -1,8 +1,6 @@
 //! Snapshots of every rendering (text, JSON, Markdown) of the plans a reviewer meets: no
 //! changes, creates only, a mixed plan, a delete, a policy diff, and a 2,000-resource plan.
 
-use std::collections::BTreeMap;
-
 use serde_json::{Value, json};
 
 use crate::address::{Address, ResourceKind};
@@ -33,15 +31,10 @@ fn repository() -> Value {
 fn plan(mut changes: Vec<Change>, findings: Vec<Finding>) -> Plan {
     crate::plan::order(&mut changes);
     Plan {
-        account: "123456789012".into(),
-        region: "us-east-1".into(),
         changes,
         findings,
-        observed: BTreeMap::new(),
-        impacts: BTreeMap::new(),
-        attributions: BTreeMap::new(),
-        attribution_note: None,
         made_by: Some("reconcile 0.1.0 (commit 1a2b3c4d5e6f)".into()),
+        ..Plan::new("123456789012", "us-east-1")
     }
 }
 

@@ -47,6 +47,7 @@ mod tests {
     fn sizes_are_binary_and_labelled_so() {
         assert_eq!(bytes(0), "0 B");
         assert_eq!(bytes(1023), "1023 B");
+        assert_eq!(bytes(1024), "1.0 KiB");
         assert_eq!(bytes(1536), "1.5 KiB");
         assert_eq!(bytes(347 * (1 << 30)), "347.0 GiB");
         assert_eq!(bytes((1 << 30) - 1), "1.0 GiB");
