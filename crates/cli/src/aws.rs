@@ -335,7 +335,7 @@ impl Aws {
         &self,
         account: &Account,
         price_per_gb_month: f64,
-        prune: Option<reconcile_ecr::Prune>,
+        prune: Option<reconcile_core::Prune>,
     ) -> Vec<Box<dyn Reconciler>> {
         let s3 = self.s3_config();
         let codebuild = aws_sdk_codebuild::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();

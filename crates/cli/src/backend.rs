@@ -27,7 +27,7 @@ impl Backend for Aws {
         &self,
         account: &Account,
         desired: &Desired,
-        prune: Option<reconcile_ecr::Prune>,
+        prune: Option<reconcile_core::Prune>,
     ) -> Vec<Box<dyn Reconciler>> {
         Aws::reconcilers(self, account, desired.price_per_gb_month, prune)
     }

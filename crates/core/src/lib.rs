@@ -33,4 +33,4 @@ mod snapshots_tests;
 pub use address::{Address, ResourceKind};
 pub use desired::{Desired, DesiredError, DesiredErrors};
 pub use plan::{Action, Change, DesiredResource, Finding, Impact, Observed, Plan, Severity};
-pub use reconciler::{Account, Applied, ErrorKind, Progress, ReconcileError, Reconciler};
+pub use reconciler::{Account, Applied, ErrorKind, Progress, Prune, ReconcileError, Reconciler};

@@ -161,6 +161,18 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
     messages.join(": ")
 }
 
+/// What `--prune` asks of a run: besides what desired.toml declares, delete what reconcile made
+/// and desired.toml no longer declares. Which reconcilers prune, and how, is theirs to say (ECR
+/// plans deleting an undeclared repository that carries the marker).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prune {
+    /// The tag (key, value) that marks a resource as reconcile's.
+    pub marker: (String, String),
+    /// Whether a pruned resource that still holds data (a repository's images) may be deleted
+    /// with it.
+    pub force_delete_images: bool,
+}
+
 /// What carrying out one change came to, when it succeeded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Applied {

@@ -75,14 +75,8 @@ pub struct EcrReconciler {
     price_per_gb_month: f64,
 }
 
-/// What `--prune` asks of the reconciler.
-#[derive(Debug, Clone)]
-pub struct Prune {
-    /// The tag (key, value) that marks a repository as reconcile's; see [`prune_marker`].
-    pub marker: (String, String),
-    /// Whether a pruned repository that still holds images may be deleted with them.
-    pub force_delete_images: bool,
-}
+/// What `--prune` asks of the reconciler: its marker is [`prune_marker`].
+pub use reconcile_core::Prune;
 
 impl EcrReconciler {
     pub fn new(client: ecr::Client, account: Account) -> EcrReconciler {

@@ -22,7 +22,7 @@ pub struct Inputs {
     pub desired_text: String,
     pub bake: Option<BakeFile>,
     /// `--prune`: how the ECR reconciler recognizes what it may delete.
-    pub prune: Option<reconcile_ecr::Prune>,
+    pub prune: Option<reconcile_core::Prune>,
 }
 
 /// What a command asks [`Inputs::load`] to read and allow besides desired.toml.
@@ -64,7 +64,7 @@ impl Inputs {
             (None, None) => None,
         };
         let prune = match prune {
-            true => Some(reconcile_ecr::Prune {
+            true => Some(reconcile_core::Prune {
                 marker: reconcile_ecr::prune_marker(&desired).map_err(|why| CliError::Input(vec![why]))?,
                 force_delete_images,
             }),

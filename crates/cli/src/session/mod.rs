@@ -80,7 +80,7 @@ impl<B: Backend> Session<B> {
     pub(super) async fn plan_in(
         &self,
         account: Account,
-        prune: Option<reconcile_ecr::Prune>,
+        prune: Option<reconcile_core::Prune>,
     ) -> Result<Planned, CliError> {
         let desired = &self.inputs.desired;
         let resources = self.resources(&account)?;
@@ -104,7 +104,7 @@ impl<B: Backend> Session<B> {
     pub(super) fn reconcilers(
         &self,
         account: &Account,
-        prune: Option<reconcile_ecr::Prune>,
+        prune: Option<reconcile_core::Prune>,
     ) -> Vec<Box<dyn Reconciler>> {
         let mut reconcilers = self.backend.reconcilers(account, &self.inputs.desired, prune);
         reconcilers.extend(self.github.reconciler(&self.inputs.desired));

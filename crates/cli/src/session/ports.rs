@@ -29,7 +29,7 @@ pub trait Backend: Send + Sync {
         &self,
         account: &Account,
         desired: &Desired,
-        prune: Option<reconcile_ecr::Prune>,
+        prune: Option<reconcile_core::Prune>,
     ) -> Vec<Box<dyn Reconciler>>;
     /// Who made each difference in `planned`'s plan, from the account's change history of the
     /// last `days`, put into the plan. Never fails the run: what could not be told is said there.

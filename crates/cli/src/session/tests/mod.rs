@@ -80,7 +80,7 @@ impl Backend for FakeBackend {
         Ok(self.caller.1)
     }
 
-    fn reconcilers(&self, _: &Account, _: &Desired, _: Option<reconcile_ecr::Prune>) -> Vec<Box<dyn Reconciler>> {
+    fn reconcilers(&self, _: &Account, _: &Desired, _: Option<reconcile_core::Prune>) -> Vec<Box<dyn Reconciler>> {
         let n = self.plans.fetch_add(1, Ordering::SeqCst) + 1;
         let mut fake = FakeReconciler::new(&self.log);
         (self.setup)(n, &mut fake);
