@@ -1038,4 +1038,70 @@ target "foo" { tags = [notequal(REGISTRY, "") ? "${REGISTRY}/foo" : "foo"] }
         assert_eq!(none.findings[0].code, NO_ECR_REFERENCE);
         assert_eq!(none.findings[0].severity, Severity::Warning);
     }
+
+    /// The expression `text` is, as HCL reads it on the right of `x =`.
+    fn expr(text: &str) -> hcl::Expression {
+        let body = hcl::parse(&format!("x = {text}\n")).unwrap();
+        body.attributes().next().unwrap().expr.clone()
+    }
+
+    #[test]
+    fn an_estimate_sums_every_part_an_expression_can_expand_to() {
+        let sizes = BTreeMap::from([("V".to_owned(), hcl::Value::from("abcd"))]);
+        let estimated = |text: &str| estimate(&expr(text), &sizes).ok();
+        assert_eq!(estimated("null"), Some(8));
+        assert_eq!(estimated("\"abc\""), Some(3));
+        assert_eq!(estimated("[\"ab\", \"c\"]"), Some(2 + 2 + 1));
+        assert_eq!(estimated("{ a = \"xyz\" }"), Some(2 + 1 + 3));
+        assert_eq!(estimated("{ \"k${V}\" = \"v\" }"), Some(2 + (1 + 6) + 1), "a key that is an expression");
+        assert_eq!(estimated("V"), Some(6), "a variable: its value's size");
+        assert_eq!(estimated("W"), Some(0), "one not resolved yet");
+        assert_eq!(estimated("V.a"), Some(6), "a traversal: what it goes into");
+        assert_eq!(estimated("upper(\"ab\", V)"), Some(2 + 6), "a call: its arguments");
+        assert_eq!(estimated("(\"abc\")"), Some(3));
+        assert_eq!(estimated("true ? \"ab\" : \"abcd\""), Some(4), "a conditional: its larger branch");
+        assert_eq!(estimated("1 + 2"), Some(8));
+        assert_eq!(estimated("\"a${V}b%{ if true }cc%{ else }d%{ endif }\""), Some(1 + 6 + 1 + 2));
+        assert_eq!(estimated("[for x in V: x]"), None, "a `for` is unbounded");
+        assert_eq!(estimated("\"%{ for x in V }x%{ endfor }\""), None);
+    }
+
+    #[test]
+    fn a_value_is_sized_as_json_would_write_it() {
+        assert_eq!(size(&hcl::Value::from("ab")), 4);
+        assert_eq!(size(&hcl::Value::from(vec![hcl::Value::from("ab"), hcl::Value::from("c")])), 4 + 3 + 2);
+        let object: hcl::Map<String, hcl::Value> = [("k".to_owned(), hcl::Value::from("ab"))].into_iter().collect();
+        assert_eq!(size(&hcl::Value::Object(object)), 1 + 3 + 4 + 2);
+        assert_eq!(size(&hcl::Value::from(7)), 8);
+    }
+
+    #[test]
+    fn each_bound_holds_at_its_limit_and_refuses_one_past_it() {
+        let sizes = BTreeMap::new();
+        let context = context_of(&sizes);
+        let block = ("target", "t");
+        let refused = |result: Result<Result<hcl::Value, String>, Error>| matches!(result, Err(Error::Refusal(_)));
+        // A value of exactly the most bytes a value may hold, then one more.
+        let at = hcl::Expression::String("a".repeat(MAX_VALUE_BYTES));
+        let past = hcl::Expression::String("a".repeat(MAX_VALUE_BYTES + 1));
+        assert!(!refused(Budget::new("").value(&block, &at, &context, &sizes)));
+        assert!(refused(Budget::new("").value(&block, &past, &context, &sizes)));
+        // The last evaluation allowed, then one more.
+        let small = hcl::Expression::String("a".into());
+        let mut budget = Budget { text: "", steps: MAX_STEPS - 1, bytes: 0 };
+        assert!(!refused(budget.value(&block, &small, &context, &sizes)));
+        assert!(refused(budget.value(&block, &small, &context, &sizes)));
+        // The file's whole expansion reaching its bound exactly (a one-byte string is 3), then past it.
+        let mut budget = Budget { text: "", steps: 0, bytes: MAX_TOTAL_BYTES - 3 };
+        assert!(!refused(budget.value(&block, &small, &context, &sizes)));
+        assert!(refused(budget.value(&block, &small, &context, &sizes)));
+    }
+
+    #[test]
+    fn a_registry_host_is_an_account_and_a_region_and_nothing_else() {
+        assert!(is_ecr_registry(HOST));
+        assert!(!is_ecr_registry("abc"));
+        assert!(!is_ecr_registry(&format!("{HOST}/extra")));
+        assert!(!is_ecr_registry(&HOST.to_uppercase()));
+    }
 }

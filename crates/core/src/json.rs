@@ -99,6 +99,15 @@ pub fn fingerprint_text(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pretty_text_escapes_bidirectional_controls_and_means_the_same() {
+        let value = json!({ "b": "x\u{202e}y", "a": 1 });
+        let text = to_pretty(&value);
+        assert_eq!(text, "{\n  \"a\": 1,\n  \"b\": \"x\\u202ey\"\n}");
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), value);
+        assert_eq!(to_pretty(&json!("plain")), "\"plain\"");
+    }
     use serde_json::json;
 
     #[test]

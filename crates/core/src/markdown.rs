@@ -562,6 +562,8 @@ mod tests {
     #[test]
     fn prose_breaks_issue_references_and_commit_shas_but_not_account_ids() {
         assert_eq!(prose("see #12 and gh-7"), "see #\u{200d}12 and gh-\u{200d}7");
+        // A hyphen before digits is no reference without its GH, at the start or further in.
+        assert_eq!(prose("-1 x-12 ah-3"), "-1 x-12 ah-3");
         assert_eq!(prose("commit 3f9a1c7e0b"), "commit 3f9a1c\u{200d}7e0b");
         assert_eq!(prose("account 123456789012, word deadbeef-free"), "account 123456789012, word deadbeef-free");
         assert_eq!(prose("# heading-ish"), "# heading-ish");
