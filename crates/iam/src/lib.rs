@@ -101,13 +101,6 @@ enum Family {
 }
 
 impl Family {
-    fn of(kind: ResourceKind) -> Family {
-        match kind {
-            ResourceKind::IamCiRole | ResourceKind::IamCiRolePolicy => Family::Ci,
-            _ => Family::Runner,
-        }
-    }
-
     fn role(self) -> ResourceKind {
         match self {
             Family::Runner => ResourceKind::IamRole,
@@ -136,19 +129,26 @@ impl Reconciler for IamReconciler {
         let mut provider = None;
         let mut boundaries = Vec::new();
         for resource in desired {
-            let kind = resource.address.kind;
-            if kind == ResourceKind::IamOidcProvider {
-                provider = Some(*resource);
-                continue;
-            }
-            if kind == ResourceKind::IamRoleBoundary {
-                boundaries.push(self.observe_boundary(resource));
-                continue;
-            }
-            let entry = roles.entry((Family::of(kind), resource.address.name.as_str())).or_default();
-            match kind {
-                ResourceKind::IamRolePolicy | ResourceKind::IamCiRolePolicy => entry.1 = Some(resource),
-                _ => entry.0 = Some(resource),
+            // A role's kind and its policy's: which family, and whether it is the policy.
+            let (family, policy) = match IamKind::of(&resource.address)? {
+                IamKind::Provider => {
+                    provider = Some(*resource);
+                    continue;
+                }
+                IamKind::Boundary => {
+                    boundaries.push(self.observe_boundary(resource));
+                    continue;
+                }
+                IamKind::Role => (Family::Runner, false),
+                IamKind::RolePolicy => (Family::Runner, true),
+                IamKind::CiRole => (Family::Ci, false),
+                IamKind::CiRolePolicy => (Family::Ci, true),
+            };
+            let entry = roles.entry((family, resource.address.name.as_str())).or_default();
+            if policy {
+                entry.1 = Some(resource);
+            } else {
+                entry.0 = Some(resource);
             }
         }
         let reads: Vec<_> = roles
