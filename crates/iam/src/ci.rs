@@ -245,31 +245,8 @@ mod tests {
     use super::*;
     use crate::policy::canonical;
 
-    const BASE: &str = r#"region = "us-east-1"
-[ecr.defaults]
-lifecycle_policy = "p"
-[ecr.lifecycle_policies.p]
-rules = [{ rulePriority = 1, selection = { tagStatus = "untagged", countType = "imageCountMoreThan", countNumber = 3 }, action = { type = "expire" } }]
-[ecr.repositories]
-pytorch = {}
-[s3.buckets.cache]
-name = "cache-${account_id}"
-[iam.roles.codebuild]
-name = "runner"
-trusted_services = ["codebuild.amazonaws.com"]
-[codebuild.projects.runner]
-name = "rocm-bake"
-source_location = "https://github.com/ROCm/rocm-bake"
-service_role = "codebuild"
-build_timeout_hours = 4
-[github]
-repository = "ROCm/rocm-bake"
-[ci]
-plan_role = "p"
-drift_role = "d"
-apply_role = "a"
-environment = "prod"
-"#;
+    /// A small account with the three CI roles: the runner's role and project, one repository.
+    const BASE: &str = include_str!("../../../tests/fixtures/ci.desired.toml");
 
     fn account() -> Account {
         Account::new("123456789012", "us-east-1")
