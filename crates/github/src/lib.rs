@@ -9,6 +9,7 @@
 mod answers;
 mod api;
 pub mod conversation;
+mod threads;
 
 use std::collections::BTreeMap;
 

@@ -1,0 +1,415 @@
+//! What reconcile's comments, statuses and drift issue say, and how its own are told apart,
+//! purely: `conversation.rs` sends and reads, this decides. The drift issue's state machine
+//! (`decide`) works over what the last body stored of the drift (percent-encoded in a hidden
+//! comment, or only a fingerprint when too many).
+
+use serde_json::Value;
+
+/// The marker the drift issue is found by (with its author and label).
+pub(crate) const DRIFT_MARKER: &str = "reconcile:drift";
+
+/// The drift issue's title; it is never what finds the issue.
+pub const DRIFT_TITLE: &str = "AWS account drift";
+
+/// Room the drift issue's body keeps, beside the report, for its markers and what it differs
+/// in (which the next run compares against): more than that, and only how many is kept.
+pub const DRIFT_STATE_LIMIT: usize = 16 * 1024;
+
+/// What the account differs in now: each difference as one short line (`update
+/// iam_role.codebuild: description`, `S104 iam_ci_role.plan`), and the report to show.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Drift {
+    pub items: Vec<String>,
+    pub report: String,
+}
+
+impl Drift {
+    /// The issue's body: its markers, what it differs in (hidden), and the report.
+    pub(crate) fn body(&self) -> String {
+        format!("{}\n{}\n{}", hidden(DRIFT_MARKER), stored(&self.items), self.report)
+    }
+
+    /// How much of an issue's body is not the report.
+    pub fn overhead(items: &[String]) -> usize {
+        hidden(DRIFT_MARKER).len() + stored(items).len() + 2
+    }
+}
+
+/// What an issue of ours says, of the drift it was about.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Existing {
+    number: u64,
+    open: bool,
+    /// `None` when it does not say (too many to keep, or not ours to read).
+    items: Option<Items>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Items {
+    All(Vec<String>),
+    /// Only their fingerprint and count.
+    Counted(String, usize),
+}
+
+/// What to do with the issue.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Step {
+    Nothing,
+    Unchanged(u64),
+    Open,
+    Update { number: u64, reopen: bool, note: String },
+    Close { number: u64, note: String },
+}
+
+pub(crate) fn decide(existing: Option<&Existing>, now: Option<&Drift>) -> Step {
+    match (existing, now) {
+        (None, None) => Step::Nothing,
+        (Some(issue), None) if !issue.open => Step::Nothing,
+        (Some(issue), None) => Step::Close {
+            number: issue.number,
+            note: "The account matches desired.toml again: every difference this issue reported is gone. \
+                   Closed by reconcile's drift check; it reopens this issue if the account drifts again."
+                .to_owned(),
+        },
+        (None, Some(_)) => Step::Open,
+        (Some(issue), Some(drift)) => {
+            let unchanged = match &issue.items {
+                Some(Items::All(items)) => *items == drift.items,
+                Some(Items::Counted(fingerprint, _)) => *fingerprint == fingerprint_of(&drift.items),
+                None => false,
+            };
+            if issue.open && unchanged {
+                return Step::Unchanged(issue.number);
+            }
+            let note = if issue.open {
+                format!(
+                    "The drift changed since this issue last said:\n\n{}",
+                    changes(issue.items.as_ref(), &drift.items)
+                )
+            } else {
+                format!("The account drifted again, so this issue is open again:\n\n{}", changes(None, &drift.items))
+            };
+            Step::Update { number: issue.number, reopen: !issue.open, note }
+        }
+    }
+}
+
+/// What changed between what an issue said and `now`, as Markdown list items (each item in a
+/// code span that its content cannot close).
+fn changes(before: Option<&Items>, now: &[String]) -> String {
+    let item = |text: &str| format!("- {}", reconcile_core::markdown::code(text));
+    match before {
+        Some(Items::All(before)) => {
+            let gone: Vec<String> = before.iter().filter(|i| !now.contains(i)).map(|i| item(i)).collect();
+            let new: Vec<String> = now.iter().filter(|i| !before.contains(i)).map(|i| item(i)).collect();
+            let mut text = String::new();
+            if !new.is_empty() {
+                text.push_str(&format!("New ({}):\n{}\n", new.len(), new.join("\n")));
+            }
+            if !gone.is_empty() {
+                text.push_str(&format!("\nResolved ({}):\n{}\n", gone.len(), gone.join("\n")));
+            }
+            if text.is_empty() { "The same differences, described anew.".to_owned() } else { text }
+        }
+        Some(Items::Counted(_, count)) => format!("Differences: {count} before, {} now.", now.len()),
+        None => {
+            let listed: Vec<String> = now.iter().take(50).map(|i| item(i)).collect();
+            let more = now.len().saturating_sub(50);
+            let more = if more > 0 { format!("\n- and {more} more") } else { String::new() };
+            format!("Now ({}):\n{}{more}", now.len(), listed.join("\n"))
+        }
+    }
+}
+
+/// A hidden HTML comment: `<!-- name -->`.
+pub(crate) fn hidden(name: &str) -> String {
+    format!("<!-- {name} -->")
+}
+
+/// The items, hidden in the issue's body for the next run to compare with: percent-encoded
+/// (nothing in them can end the HTML comment), or, when that would take more than
+/// [`DRIFT_STATE_LIMIT`], their fingerprint and count.
+fn stored(items: &[String]) -> String {
+    let all: Vec<String> = items.iter().map(|item| encode(item)).collect();
+    let all = all.join(" ");
+    if all.len() <= DRIFT_STATE_LIMIT {
+        format!("<!-- reconcile:drift-items {all} -->")
+    } else {
+        format!("<!-- reconcile:drift-count {} {} -->", fingerprint_of(items), items.len())
+    }
+}
+
+/// What a body stored of its items; `None` when it stores nothing readable.
+pub(crate) fn stored_items(body: &str) -> Option<Items> {
+    let line = body.lines().nth(1)?;
+    if let Some(rest) = line.strip_prefix("<!-- reconcile:drift-items ").and_then(|r| r.strip_suffix(" -->")) {
+        return Some(Items::All(rest.split(' ').filter(|i| !i.is_empty()).map(decode).collect()));
+    }
+    if let Some(rest) = line.strip_prefix("<!-- reconcile:drift-items -->") {
+        return rest.is_empty().then_some(Items::All(Vec::new()));
+    }
+    let rest = line.strip_prefix("<!-- reconcile:drift-count ")?.strip_suffix(" -->")?;
+    let (fingerprint, count) = rest.split_once(' ')?;
+    Some(Items::Counted(fingerprint.to_owned(), count.parse().ok()?))
+}
+
+fn fingerprint_of(items: &[String]) -> String {
+    reconcile_core::json::fingerprint_text(&items.join("\n"))
+}
+
+/// Percent-encodes every byte but letters, digits and `._-:/@[]` (so no `>`, nor anything else
+/// that could end the HTML comment it is kept in, survives).
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'.' | b'_' | b'-' | b':' | b'/' | b'@' | b'[' | b']' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut rest = bytes;
+    while let Some((&first, tail)) = rest.split_first() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match tail {
+            [high, low, after @ ..] if first == b'%' => match hex(*high).zip(hex(*low)) {
+                Some((high, low)) => {
+                    out.push((high * 16 + low) as u8);
+                    rest = after;
+                }
+                None => {
+                    out.push(first);
+                    rest = tail;
+                }
+            },
+            _ => {
+                out.push(first);
+                rest = tail;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A query parameter's value, encoded.
+pub(crate) fn query(value: &str) -> String {
+    encode(value).replace('/', "%2F").replace(':', "%3A").replace('@', "%40")
+}
+
+/// Whether `author` (a comment's or issue's `user`) is the token's identity: its login `me`
+/// when GitHub says it, otherwise a bot (a workflow's or an app's token).
+pub(crate) fn is_author(me: Option<&str>, author: &Value) -> bool {
+    let login = author["login"].as_str().unwrap_or_default();
+    match me {
+        Some(me) => login.eq_ignore_ascii_case(me),
+        None => author["type"] == "Bot" && login.ends_with("[bot]"),
+    }
+}
+
+/// The number of the pull request among `pulls` whose head is commit `sha` of
+/// `head_repository` (`owner/name`: a fork's, or this repository's own).
+pub(crate) fn pull_request_of(pulls: &[Value], sha: &str, head_repository: &str) -> Option<u64> {
+    pulls
+        .iter()
+        .find(|pull| {
+            pull["head"]["sha"].as_str() == Some(sha)
+                && pull["head"]["repo"]["full_name"].as_str().is_some_and(|r| r.eq_ignore_ascii_case(head_repository))
+        })
+        .and_then(|pull| pull["number"].as_u64())
+}
+
+/// The last of `comments` written by `me` that starts with `marker`.
+pub(crate) fn own_comment<'a>(comments: &'a [Value], me: Option<&str>, marker: &str) -> Option<&'a Value> {
+    comments.iter().rev().find(|comment| {
+        is_author(me, &comment["user"]) && comment["body"].as_str().is_some_and(|b| b.starts_with(&hidden(marker)))
+    })
+}
+
+/// A commit status's description: GitHub cuts one at 140 characters; it is cut here, at a
+/// character.
+pub(crate) fn status_description(description: &str) -> String {
+    description.chars().take(140).collect()
+}
+
+/// The issues, open or closed, labelled `label` (and made by `me`, when known), to find the
+/// drift issue among.
+pub(crate) fn drift_issue_path(label: &str, me: Option<&str>) -> String {
+    let mut path = format!("/issues?state=all&per_page=100&labels={}", query(label));
+    if let Some(me) = me {
+        path.push_str(&format!("&creator={}", query(me)));
+    }
+    path
+}
+
+/// The drift issue among `issues`: the newest issue (not a pull request) of `me`'s whose body
+/// starts with the marker.
+pub(crate) fn existing_issue(issues: &[Value], me: Option<&str>) -> Option<Existing> {
+    issues
+        .iter()
+        .filter(|issue| issue.get("pull_request").is_none() && is_author(me, &issue["user"]))
+        .filter(|issue| issue["body"].as_str().is_some_and(|b| b.starts_with(&hidden(DRIFT_MARKER))))
+        .max_by_key(|issue| issue["number"].as_u64())
+        .map(|issue| Existing {
+            number: issue["number"].as_u64().unwrap_or_default(),
+            open: issue["state"] == "open",
+            items: issue["body"].as_str().and_then(stored_items),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn drift(items: &[&str]) -> Drift {
+        Drift { items: items.iter().map(|i| (*i).to_owned()).collect(), report: "report".to_owned() }
+    }
+
+    fn issue(open: bool, items: &[&str]) -> Existing {
+        Existing { number: 7, open, items: Some(Items::All(items.iter().map(|i| (*i).to_owned()).collect())) }
+    }
+
+    #[test]
+    fn the_issue_says_whether_the_account_drifted_now() {
+        let a = drift(&["update iam_role.codebuild: description", "S104 iam_ci_role.plan"]);
+        assert_eq!(decide(None, None), Step::Nothing);
+        assert_eq!(decide(None, Some(&a)), Step::Open);
+        let open = issue(true, &["update iam_role.codebuild: description", "S104 iam_ci_role.plan"]);
+        assert_eq!(decide(Some(&open), Some(&a)), Step::Unchanged(7), "the same drift: nothing said");
+        let b = drift(&["S104 iam_ci_role.plan", "delete ecr_repository.stray"]);
+        let Step::Update { number: 7, reopen: false, note } = decide(Some(&open), Some(&b)) else { panic!() };
+        assert_eq!(
+            note,
+            "The drift changed since this issue last said:\n\nNew (1):\n- `delete ecr_repository.stray`\n\nResolved \
+             (1):\n- `update iam_role.codebuild: description`\n"
+        );
+        let Step::Close { number: 7, .. } = decide(Some(&open), None) else { panic!() };
+        let closed = issue(false, &["S104 iam_ci_role.plan"]);
+        assert_eq!(decide(Some(&closed), None), Step::Nothing, "clean, and closed: nothing");
+        let Step::Update { number: 7, reopen: true, note } = decide(Some(&closed), Some(&a)) else { panic!() };
+        assert!(note.starts_with("The account drifted again, so this issue is open again:\n\nNow (2):\n"), "{note}");
+        // An issue whose stored items cannot be read is updated, never taken for unchanged.
+        let unreadable = Existing { number: 7, open: true, items: None };
+        assert!(matches!(decide(Some(&unreadable), Some(&a)), Step::Update { reopen: false, .. }));
+    }
+
+    #[test]
+    fn what_the_body_stores_reads_back_and_nothing_in_it_ends_the_comment() {
+        let items: Vec<String> = ["update a.b: c", "D101 ecr_repository.x--y", "S102 e-->x <script>", "100% ünïcode"]
+            .map(str::to_owned)
+            .to_vec();
+        let body = Drift { items: items.clone(), report: "report".to_owned() }.body();
+        let state = body.lines().nth(1).unwrap();
+        assert_eq!(state.matches("-->").count(), 1, "{state}");
+        assert!(!state.contains('<') || state.starts_with("<!--"), "{state}");
+        assert_eq!(stored_items(&body), Some(Items::All(items)));
+        assert_eq!(stored_items(&drift(&[]).body()), Some(Items::All(Vec::new())));
+        // Too many to keep: their fingerprint and count.
+        let many: Vec<String> = (0..3000).map(|n| format!("D101 ecr_repository.repository-{n}")).collect();
+        let body = Drift { items: many.clone(), report: String::new() }.body();
+        assert_eq!(stored_items(&body), Some(Items::Counted(fingerprint_of(&many), 3000)));
+        assert!(Drift::overhead(&many) < DRIFT_STATE_LIMIT);
+        let open = Existing { number: 3, open: true, items: stored_items(&body) };
+        assert_eq!(
+            decide(Some(&open), Some(&Drift { items: many.clone(), report: String::new() })),
+            Step::Unchanged(3)
+        );
+        let fewer = Drift { items: many[1..].to_vec(), report: String::new() };
+        let Step::Update { note, .. } = decide(Some(&open), Some(&fewer)) else { panic!() };
+        assert!(note.ends_with("Differences: 3000 before, 2999 now."), "{note}");
+        // Hand-edited or foreign bodies read as nothing, never as a panic.
+        for body in ["", "<!-- reconcile:drift -->", "<!-- reconcile:drift -->\n<!-- reconcile:drift-count x y -->"] {
+            assert_eq!(stored_items(body), None, "{body:?}");
+        }
+        assert_eq!(decode("%zz%4"), "%zz%4");
+    }
+
+    #[test]
+    fn only_the_tokens_own_comments_and_issues_are_ours() {
+        let user = |login: &str, kind: &str| json!({ "login": login, "type": kind });
+        assert!(is_author(Some("Reconcile-Bot"), &user("reconcile-bot", "User")), "logins without case");
+        assert!(!is_author(Some("reconcile-bot"), &user("someone", "User")));
+        assert!(is_author(None, &user("github-actions[bot]", "Bot")));
+        assert!(!is_author(None, &user("github-actions[bot]", "User")), "a user named like a bot");
+        assert!(!is_author(None, &user("mallory", "Bot")));
+        let comment = |id: u64, login: &str, body: &str| json!({ "id": id, "user": user(login, "User"), "body": body });
+        let comments = [
+            comment(1, "me", "<!-- m -->\nold"),
+            comment(2, "mallory", "<!-- m -->\nforged"),
+            comment(3, "me", "<!-- m -->\nnewer"),
+            comment(4, "me", "no marker"),
+        ];
+        assert_eq!(own_comment(&comments, Some("me"), "m").map(|c| c["id"].clone()), Some(json!(3)));
+        assert_eq!(own_comment(&comments, Some("mallory2"), "m"), None);
+        assert_eq!(own_comment(&comments, Some("me"), "other"), None);
+    }
+
+    #[test]
+    fn the_pull_request_is_found_by_its_head_commit_and_repository_only() {
+        let pull = |number: u64, sha: &str, repo: &str| json!({ "number": number, "head": { "sha": sha, "repo": { "full_name": repo } } });
+        let pulls =
+            [pull(1, "abc", "ROCm/rocm-bake"), pull(2, "abc", "fork/rocm-bake"), pull(3, "def", "Fork/Rocm-Bake")];
+        assert_eq!(pull_request_of(&pulls, "abc", "fork/rocm-bake"), Some(2));
+        assert_eq!(pull_request_of(&pulls, "def", "fork/rocm-bake"), Some(3), "repository names without case");
+        assert_eq!(pull_request_of(&pulls, "abc", "other/rocm-bake"), None);
+        assert_eq!(pull_request_of(&pulls, "xyz", "ROCm/rocm-bake"), None);
+    }
+
+    #[test]
+    fn the_drift_issue_is_the_newest_of_ours_with_the_marker() {
+        let issue = |number: u64, login: &str, state: &str, body: &str| json!({ "number": number, "state": state, "body": body, "user": { "login": login, "type": "User" } });
+        let body = drift(&["a"]).body();
+        let mut pull = issue(9, "me", "open", &body);
+        pull["pull_request"] = json!({});
+        let issues = [
+            issue(2, "me", "closed", &body),
+            issue(5, "me", "open", &body),
+            issue(6, "mallory", "open", &body),
+            issue(7, "me", "open", "no marker"),
+            pull,
+        ];
+        assert_eq!(
+            existing_issue(&issues, Some("me")),
+            Some(Existing { number: 5, open: true, items: Some(Items::All(vec!["a".to_owned()])) })
+        );
+        assert_eq!(existing_issue(&issues[..1], Some("me")).map(|e| e.open), Some(false));
+        assert_eq!(existing_issue(&issues, Some("nobody")), None);
+        assert_eq!(drift_issue_path("drift/aws", None), "/issues?state=all&per_page=100&labels=drift%2Faws");
+        assert_eq!(
+            drift_issue_path("drift", Some("a@b:c")),
+            "/issues?state=all&per_page=100&labels=drift&creator=a%40b%3Ac"
+        );
+        assert_eq!(query("a b&c"), "a%20b%26c");
+    }
+
+    #[test]
+    fn a_status_description_is_cut_at_140_characters() {
+        assert_eq!(status_description("short"), "short");
+        let long = "é".repeat(150);
+        assert_eq!(status_description(&long).chars().count(), 140);
+    }
+
+    #[test]
+    fn the_body_keeps_its_markers_and_a_long_list_is_cut_at_fifty() {
+        assert_eq!(hidden("x"), "<!-- x -->");
+        assert_eq!(encode("Az09._-:/@[]"), "Az09._-:/@[]");
+        assert_eq!(encode("a b>"), "a%20b%3E");
+        let items = vec!["ab".to_owned()];
+        let body = Drift { items: items.clone(), report: "R".to_owned() }.body();
+        assert_eq!(body, "<!-- reconcile:drift -->\n<!-- reconcile:drift-items ab -->\nR");
+        assert_eq!(Drift::overhead(&items), body.len() - 1);
+        // Sixteen KiB of items are kept whole.
+        let wide = vec!["x".repeat(DRIFT_STATE_LIMIT - 10)];
+        assert_eq!(stored_items(&Drift { items: wide.clone(), report: String::new() }.body()), Some(Items::All(wide)));
+        let listed = |n: usize| changes(None, &(0..n).map(|i| format!("i{i}")).collect::<Vec<_>>());
+        assert!(!listed(50).contains("more"), "{}", listed(50));
+        assert!(listed(51).ends_with("\n- and 1 more"), "{}", listed(51));
+        assert_eq!(listed(51).matches("\n- `").count(), 49 + 1);
+    }
+}
