@@ -386,4 +386,41 @@ mod tests {
         );
         assert!(error.contains("over IAM's limit of 10240"), "{error}");
     }
+
+    #[test]
+    fn a_role_without_repositories_is_granted_none_and_its_boundary_has_a_name_and_a_limit() {
+        // No `[ecr.repositories]` at all (an empty table is refused).
+        let bare = Desired::parse(
+            Path::new("desired.toml"),
+            "region = \"us-east-1\"\n[iam.roles.codebuild]\nname = \"r\"\ntrusted_services = [\"codebuild.amazonaws.com\"]\n",
+        )
+        .unwrap();
+        let account = Account::new("123456789012", "us-east-1");
+        let none = inline_policy(&bare, &bare.iam.roles[0], &account, &["rocm-bake".to_owned()]).unwrap();
+        for statement in none["Statement"].as_array().unwrap() {
+            assert!(!statement["Resource"].as_array().is_some_and(Vec::is_empty), "{statement}");
+            assert!(!statement.to_string().contains("ecr:PutImage"), "{statement}");
+        }
+        let desired = desired(&["pytorch".to_owned()]);
+        let role = desired.iam.roles[0].clone();
+        assert_eq!(boundary_name(&role), "rocm-bake-codebuild-boundary");
+        // Exactly IAM's limit for a managed policy fits; a character more does not.
+        let sized = |projects: &[String]| size(&boundary_policy(&desired, &role, &account, projects).unwrap());
+        let mut projects: Vec<String> = Vec::new();
+        while sized(&projects) < MANAGED_POLICY_LIMIT - 200 {
+            projects.push(format!("p{}", projects.len()));
+        }
+        projects.push(String::new());
+        let last = projects.len() - 1;
+        while sized(&projects) < MANAGED_POLICY_LIMIT {
+            projects[last].push('x');
+        }
+        assert_eq!(sized(&projects), MANAGED_POLICY_LIMIT, "one more character of a name is one more of the policy");
+        projects[last].push('x');
+        let refused = boundary_policy(&desired, &role, &account, &projects).unwrap_err();
+        assert!(
+            refused.contains("`rocm-bake-codebuild-boundary`") && refused.contains("over IAM's limit"),
+            "{refused}"
+        );
+    }
 }

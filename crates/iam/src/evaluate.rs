@@ -396,4 +396,16 @@ mod tests {
         let whole = half.with("aws:RequestTag/x", &["y"]);
         assert!(principal.allows(request("ecr:PutImage", "r", &whole)));
     }
+
+    #[test]
+    fn condition_values_may_be_booleans_or_numbers_and_every_true_key_is_true() {
+        let context = Context::new().with("aws:SecureTransport", &["true"]).with("s3:max-keys", &["5"]);
+        let condition = json!({ "Bool": { "aws:SecureTransport": true }, "StringEquals": { "s3:max-keys": 5 } });
+        assert_eq!(conditions(Some(&condition), &context), Truth::True);
+        let other = Context::new().with("aws:SecureTransport", &["false"]).with("s3:max-keys", &["5"]);
+        assert_eq!(conditions(Some(&condition), &other), Truth::False);
+        assert_eq!(Truth::True.and(Truth::True), Truth::True);
+        assert_eq!(Truth::True.and(Truth::Unknown), Truth::Unknown);
+        assert_eq!(Truth::Unknown.and(Truth::False), Truth::False);
+    }
 }
