@@ -367,6 +367,10 @@ mod tests {
         assert_eq!(holds("ForAnyValue:StringEquals", Some(&["a", "b"]), &["b"]), Truth::True);
         assert_eq!(holds("ForAllValues:StringEquals", Some(&["a", "b"]), &["b"]), Truth::False);
         assert_eq!(holds("ForAllValues:StringEquals", Some(&[]), &["b"]), Truth::True);
+        assert_eq!(holds("ForAnyValue:StringEquals", Some(&["b"]), &["b"]), Truth::True);
+        assert_eq!(holds("ForAnyValue:StringEquals", Some(&["a"]), &["b"]), Truth::False);
+        assert_eq!(holds("ForAllValues:StringEquals", Some(&["b"]), &["b"]), Truth::True);
+        assert_eq!(holds("ForAllValues:StringNotEquals", Some(&["a"]), &["b"]), Truth::True);
         assert_eq!(holds("ForAnyValue:StringEquals", None, &["b"]), Truth::False);
         assert_eq!(holds("ForAnyValue:StringNotEquals", Some(&["a", "b"]), &["b"]), Truth::True);
         assert_eq!(holds("ForSomeValue:StringEquals", Some(&["a"]), &["a"]), Truth::Unknown);
