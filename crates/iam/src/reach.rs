@@ -364,4 +364,24 @@ mod tests {
         assert_eq!(reached, ["arn:aws:iam::1:role/ci", "arn:aws:iam::1:role/admin"]);
         assert_eq!(through[1].0.how.len(), 2, "{:?}", through[1].0.how);
     }
+
+    #[test]
+    fn a_write_allowed_with_no_boundary_or_with_another_is_each_an_escalation() {
+        // Allowed only when the request names no boundary, or only when it names one.
+        for operator in ["Null", "StringLike"] {
+            let value = if operator == "Null" { json!("true") } else { json!("arn:aws:iam::*:policy/*") };
+            let writer = role(
+                "writer",
+                json!({ "Statement": [{ "Effect": "Allow", "Action": "iam:UpdateAssumeRolePolicy", "Resource": "*",
+                    "Condition": { operator: { "iam:PermissionsBoundary": value } } }]}),
+                None,
+            );
+            let model = Model { account: "1".to_owned(), roles: vec![writer.clone()], projects: Vec::new() };
+            let found = model.escalations(&writer);
+            assert!(
+                found.contains(&"iam:UpdateAssumeRolePolicy on arn:aws:iam::1:role/writer".to_owned()),
+                "{operator}: {found:#?}"
+            );
+        }
+    }
 }
