@@ -815,6 +815,9 @@ target "foo" { tags = ["${REGISTRY}/leak-${LEAK}:t"] }
              `leak-${LEAK}`: declare it under `[ecr.repositories]`, and the plan creates it with its lifecycle policy"
         );
         assert_eq!(listed.redact(&format!("a {secret} and {HOST}")), "a ${LEAK} and ${REGISTRY}");
+        // The output layer is handed the same values.
+        assert_eq!(listed.redactor().redact(&format!("a {secret}")), "a ${LEAK}");
+        assert!(unlisted.redactor().is_empty());
         // The registry's parts are the plan's own (its account and region); the secret's are not.
         assert_eq!(
             listed.redact("account 123456789012 in us-east-1, ghp_s3cr3t"),
