@@ -405,7 +405,7 @@ mod tests {
         assert_eq!(body, "<!-- reconcile:drift -->\n<!-- reconcile:drift-items ab -->\nR");
         assert_eq!(Drift::overhead(&items), body.len() - 1);
         // Sixteen KiB of items are kept whole.
-        let wide = vec!["x".repeat(DRIFT_STATE_LIMIT - 10)];
+        let wide = vec!["x".repeat(16_000)];
         assert_eq!(stored_items(&Drift { items: wide.clone(), report: String::new() }.body()), Some(Items::All(wide)));
         let listed = |n: usize| changes(None, &(0..n).map(|i| format!("i{i}")).collect::<Vec<_>>());
         assert!(!listed(50).contains("more"), "{}", listed(50));
