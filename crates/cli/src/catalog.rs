@@ -1,6 +1,7 @@
 //! The binary's one list of resource crates. The session's desired resources, the CI roles'
-//! policies and drift attribution iterate it; a new resource crate is one line here (and its
-//! reconciler in `aws.rs`, which needs the SDK client only the binary builds).
+//! policies and drift attribution iterate it. A new resource crate is one line here, its
+//! reconciler in `aws.rs` (which builds every SDK client with the request counter), and its
+//! kinds and desired.toml section in core: docs/architecture.md, "Adding a kind".
 
 use reconcile_core::describe::Catalog;
 
