@@ -6,6 +6,8 @@
 //! It knows the SDK's generic error types (smithy's `SdkError` and error metadata), never a
 //! service's: the resource crates pass their service's error codes in.
 
+mod build;
+
 use std::collections::BTreeMap;
 use std::error::Error;
 use std::time::Duration;
@@ -15,6 +17,8 @@ use aws_smithy_runtime_api::http::Response;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use reconcile_core::retry::{Backoff, retry};
 use reconcile_core::{Account, Address, ErrorKind, ReconcileError};
+
+pub use build::{BuildFn, Clients, Shared};
 
 /// The most pages one paginated read asks for: ten million ECR images at ECR's largest page.
 pub const MAX_PAGES: usize = 10_000;
@@ -314,7 +318,7 @@ mod tests {
 
     #[test]
     fn a_failure_keeps_its_kind_its_words_and_its_typed_source() {
-        let address = Address::new(reconcile_core::ResourceKind::IamRole, "codebuild");
+        let address = Address::new(reconcile_core::ResourceKind::IAM_ROLE, "codebuild");
         let message =
             "User: arn:aws:sts::1:assumed-role/ci/x is not authorized to perform: iam:GetRole on resource: role r";
         let error = failed(Some(&address), "read role")(service_error(403, Some("AccessDenied"), message));

@@ -606,7 +606,7 @@ pub fn check(
         result.findings.push(Finding {
             code: UNDECLARED_BAKE_REPOSITORY.to_owned(),
             severity: Severity::Error,
-            address: Some(Address::new(ResourceKind::EcrRepository, &ecr.repository)),
+            address: Some(Address::new(ResourceKind::ECR_REPOSITORY, &ecr.repository)),
             message: format!(
                 "{file}: target `{}` {} `{}`, but desired.toml declares no repository `{}`: declare it under \
                  `[ecr.repositories]`, and the plan creates it with its lifecycle policy",

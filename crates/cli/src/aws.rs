@@ -10,14 +10,14 @@ use std::time::Duration;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_smithy_runtime_api::box_error::BoxError;
-use aws_smithy_runtime_api::client::interceptors::Intercept;
 use aws_smithy_runtime_api::client::interceptors::context::{
     BeforeTransmitInterceptorContextRef, FinalizerInterceptorContextRef,
 };
+use aws_smithy_runtime_api::client::interceptors::{Intercept, SharedInterceptor};
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
-use reconcile_core::{Account, ReconcileError, Reconciler};
+use reconcile_core::{Account, Desired, ReconcileError, Reconciler};
 
 use crate::error::CliError;
 
@@ -184,8 +184,9 @@ pub struct Aws {
     identity: tokio::sync::OnceCell<(String, String)>,
     /// Requests in flight at once to each service: `--parallelism`.
     pub parallelism: usize,
-    /// For a run that only reads: what ECR read once, shared by every ECR reconciler it makes.
-    ecr_read_once: Option<std::sync::Arc<reconcile_ecr::ReadOnce>>,
+    /// For a run that only reads: what a crate reads once, shared by every reconciler of it
+    /// the run builds (ECR's repositories).
+    read_once: Option<reconcile_aws::Shared>,
 }
 
 impl Aws {
@@ -205,14 +206,14 @@ impl Aws {
             Some(url) => format!("the AWS endpoint {url}"),
             None => format!("AWS in {region}"),
         };
-        let ecr_read_once = (purpose == Purpose::Read).then(std::sync::Arc::default);
+        let read_once = (purpose == Purpose::Read).then(reconcile_aws::Shared::default);
         Aws {
             sdk,
             requests: RequestCounter::default(),
             endpoint,
             identity: tokio::sync::OnceCell::new(),
             parallelism,
-            ecr_read_once,
+            read_once,
         }
     }
 
@@ -254,28 +255,21 @@ impl Aws {
             .await
     }
 
-    /// An S3 client on its own, for the apply lock.
-    pub fn s3(&self) -> aws_sdk_s3::Client {
-        aws_sdk_s3::Client::from_conf(self.s3_config())
-    }
-
-    fn s3_config(&self) -> aws_sdk_s3::Config {
-        // An endpoint override (an emulator) cannot serve virtual-hosted bucket names.
-        aws_sdk_s3::config::Builder::from(&self.sdk)
-            .interceptor(self.requests.clone())
-            .force_path_style(self.sdk.endpoint_url().is_some())
-            .build()
-    }
-
-    /// The ECR reconciler, with its counted client: for `reconcilers`, and alone for what only
-    /// it can tell (`usage`).
-    pub fn ecr(&self, account: &Account) -> reconcile_ecr::EcrReconciler {
-        let ecr = aws_sdk_ecr::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
-        let reconciler = reconcile_ecr::EcrReconciler::new(aws_sdk_ecr::Client::from_conf(ecr), account.clone())
-            .with_parallelism(self.limit());
-        match &self.ecr_read_once {
-            Some(read) => reconciler.reading_once(std::sync::Arc::clone(read)),
-            None => reconciler,
+    /// What a resource crate builds its reconciler and clients from.
+    pub fn clients<'a>(
+        &'a self,
+        account: &'a Account,
+        desired: &'a Desired,
+        prune: Option<reconcile_core::Prune>,
+    ) -> reconcile_aws::Clients<'a> {
+        reconcile_aws::Clients {
+            sdk: &self.sdk,
+            interceptor: SharedInterceptor::new(self.requests.clone()),
+            account,
+            desired,
+            parallelism: self.parallelism,
+            prune,
+            shared: self.read_once.as_ref(),
         }
     }
 
@@ -318,48 +312,21 @@ impl Aws {
         aws_sdk_costexplorer::Client::from_conf(config)
     }
 
-    /// One service's share of the parallelism: each reconciler gets its own.
-    fn limit(&self) -> reconcile_aws::Parallelism {
-        reconcile_aws::Parallelism::new(self.parallelism)
-    }
-
     /// The failure of `errors`, rendered for where requests went.
     pub fn failed(&self, errors: Vec<ReconcileError>) -> CliError {
         CliError::aws(&self.endpoint)(errors)
     }
 
-    /// One reconciler per resource crate, each with its own counted client; ECR's prices what
-    /// a policy frees at `price_per_gb_month` and also prunes when `prune` says how. Building
-    /// them makes no request.
+    /// The reconciler of each AWS crate in `crates` (the catalog's), each with its own counted
+    /// client. Building them makes no request.
     pub fn reconcilers(
         &self,
+        crates: &[crate::catalog::Crate],
         account: &Account,
-        price_per_gb_month: f64,
+        desired: &Desired,
         prune: Option<reconcile_core::Prune>,
     ) -> Vec<Box<dyn Reconciler>> {
-        let s3 = self.s3_config();
-        let codebuild = aws_sdk_codebuild::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
-        let connections =
-            aws_sdk_codeconnections::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
-        let ecr = self.ecr(account).with_price(price_per_gb_month);
-        vec![
-            Box::new(reconcile_iam::IamReconciler::new(self.iam(), account.clone()).with_parallelism(self.limit())),
-            Box::new(
-                reconcile_s3::S3Reconciler::new(aws_sdk_s3::Client::from_conf(s3), account.clone())
-                    .with_parallelism(self.limit()),
-            ),
-            Box::new(match prune {
-                Some(prune) => ecr.pruning(prune),
-                None => ecr,
-            }),
-            Box::new(
-                reconcile_codebuild::CodebuildReconciler::new(
-                    aws_sdk_codebuild::Client::from_conf(codebuild),
-                    account.clone(),
-                    reconcile_codebuild::IAM_PROPAGATION,
-                )
-                .with_connections(aws_sdk_codeconnections::Client::from_conf(connections)),
-            ),
-        ]
+        let clients = self.clients(account, desired, prune);
+        crates.iter().filter_map(|entry| entry.aws).map(|build| build(&clients)).collect()
     }
 }

@@ -29,7 +29,7 @@ impl Backend for Aws {
         desired: &Desired,
         prune: Option<reconcile_core::Prune>,
     ) -> Vec<Box<dyn Reconciler>> {
-        Aws::reconcilers(self, account, desired.price_per_gb_month, prune)
+        Aws::reconcilers(self, &crate::catalog::CRATES, account, desired, prune)
     }
 
     async fn attribute(&self, planned: &mut Planned, desired: &Desired, days: u32) {

@@ -118,7 +118,7 @@ pub fn declare(text: &str, desired: &Desired, bake: &BakeFile, account: Option<&
     }
     let text = document.to_string();
     // What is written must be what validate accepts.
-    Desired::parse(&desired.path, &text)
+    crate::catalog::parse_desired(&desired.path, &text)
         .map_err(|errors| format!("the edited desired.toml would not be valid: {errors}"))?;
     let skipped = skipped.into_iter().map(|(why, count)| format!("{why} ({count} reference(s))")).collect();
     Ok(Declaration { added, skipped, text })

@@ -98,7 +98,7 @@ fn lexical(path: &Path) -> std::io::Result<PathBuf> {
 pub fn load_desired(path: &Path) -> Result<(Desired, String), CliError> {
     let text =
         read_capped(path).map_err(|why| CliError::Input(vec![format!("failed to read {}: {why}", path.display())]))?;
-    match Desired::parse(path, &text) {
+    match crate::catalog::parse_desired(path, &text) {
         Ok(desired) => Ok((desired, text)),
         Err(errors) => Err(CliError::Input(errors.0.iter().map(ToString::to_string).collect())),
     }
@@ -110,7 +110,7 @@ pub fn read_saved(name: &Path, real: &Path) -> Result<SavedPlan, CliError> {
     let name = name.display();
     let text = read_capped(real).map_err(|why| anyhow::anyhow!("failed to read the plan {name}: {why}"))?;
     let value: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("{name} is not a JSON plan"))?;
-    Ok(saved::from_json(&value).map_err(|why| anyhow::anyhow!("{name}: {why}"))?)
+    Ok(saved::from_json(&value, &crate::catalog::CATALOG.kinds()).map_err(|why| anyhow::anyhow!("{name}: {why}"))?)
 }
 
 /// What a file that is not a regular one is, for messages.

@@ -31,7 +31,10 @@ impl<'a> AwsLock<'a> {
     /// The lock, if desired.toml declares a bucket to keep it in.
     pub fn of(aws: &'a Aws, desired: &Desired, account: &Account) -> Option<AwsLock<'a>> {
         let bucket = desired.s3.lock_bucket()?;
-        let lock = Lock::new(aws.s3(), &bucket.name.render(&account.id, &account.region));
+        let lock = Lock::new(
+            reconcile_s3::client(&aws.clients(account, desired, None)),
+            &bucket.name.render(&account.id, &account.region),
+        );
         Some(AwsLock { aws, lock, ours: Mutex::new(None) })
     }
 }

@@ -39,7 +39,7 @@ pub async fn since(
     project: &str,
     since: f64,
 ) -> Result<(Vec<Build>, Reads), ReconcileError> {
-    let address = Address::new(ResourceKind::CodebuildProject, project);
+    let address = Address::new(ResourceKind::CODEBUILD_PROJECT, project);
     let mut builds = Vec::new();
     let mut reads = Reads::default();
     let mut token: Option<String> = None;

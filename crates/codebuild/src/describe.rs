@@ -9,14 +9,32 @@ use serde_json::{Value, json};
 
 use crate::CodebuildKind;
 
+/// The reconciler the AWS backend builds: it waits out IAM's propagation after a create, and
+/// asks CodeConnections whether a project's connection is usable.
+pub fn reconciler(clients: &reconcile_aws::Clients<'_>) -> Box<dyn reconcile_core::Reconciler> {
+    let codebuild =
+        aws_sdk_codebuild::config::Builder::from(clients.sdk).interceptor(clients.interceptor.clone()).build();
+    let connections =
+        aws_sdk_codeconnections::config::Builder::from(clients.sdk).interceptor(clients.interceptor.clone()).build();
+    Box::new(
+        crate::CodebuildReconciler::new(
+            aws_sdk_codebuild::Client::from_conf(codebuild),
+            clients.account.clone(),
+            crate::IAM_PROPAGATION,
+        )
+        .with_connections(aws_sdk_codeconnections::Client::from_conf(connections)),
+    )
+}
+
 pub const DESCRIPTION: Description = Description {
     name: "codebuild",
     kinds: CodebuildKind::KINDS,
+    sections: &[],
     desired: |desired, account, _| crate::desired(desired, account),
     access: Access { reads, drift_reads, writes },
     trail: &[
         KindTrail {
-            kind: K::CodebuildProject,
+            kind: K::CODEBUILD_PROJECT,
             events: &["CreateProject", "UpdateProject", "UpdateProjectVisibility", "DeleteProject"],
             fields: &[("project_visibility", &["UpdateProjectVisibility"])],
             other_fields: Some(&["UpdateProject"]),
@@ -27,7 +45,7 @@ pub const DESCRIPTION: Description = Description {
             names,
         },
         KindTrail {
-            kind: K::CodebuildWebhook,
+            kind: K::CODEBUILD_WEBHOOK,
             events: &["CreateWebhook", "UpdateWebhook", "DeleteWebhook"],
             fields: &[],
             other_fields: Some(&["UpdateWebhook", "CreateWebhook"]),

@@ -31,7 +31,7 @@ use reconcile_core::{Account, Address, Applied, Progress, ReconcileError, Reconc
 
 use canonical::{ProjectSpec, WebhookSpec};
 pub use canonical::{desired_project, desired_webhook, observed_project, observed_webhook};
-pub use describe::DESCRIPTION;
+pub use describe::{DESCRIPTION, reconciler};
 
 /// Sets every managed project field on a `CreateProject` or `UpdateProject` request: their
 /// builders are different types with the same setters.
@@ -67,8 +67,8 @@ const ALREADY_EXISTS: &str = "ResourceAlreadyExistsException";
 reconcile_core::resource_kinds! {
     /// The kinds this crate owns.
     pub enum CodebuildKind {
-        Project = CodebuildProject,
-        Webhook = CodebuildWebhook,
+        Project = ResourceKind::CODEBUILD_PROJECT,
+        Webhook = ResourceKind::CODEBUILD_WEBHOOK,
     }
 }
 
@@ -104,7 +104,7 @@ impl CodebuildReconciler {
     async fn way_to_github(&self, desired: &[&DesiredResource]) -> Result<Vec<Finding>, ReconcileError> {
         let projects: Vec<(&DesiredResource, ProjectSpec)> = desired
             .iter()
-            .filter(|r| r.address.kind == ResourceKind::CodebuildProject)
+            .filter(|r| r.address.kind == ResourceKind::CODEBUILD_PROJECT)
             .map(|r| Ok((*r, reconcile_core::spec::desired::<ProjectSpec>(r)?)))
             .collect::<Result<_, ReconcileError>>()?;
         let mut credential = None;
@@ -201,7 +201,7 @@ const WEBHOOK_REPLACE_FIELDS: [&str; 2] = ["manual_creation", "scope_configurati
 pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResource>, ReconcileError> {
     let mut resources = Vec::new();
     for project in &desired.codebuild.projects {
-        let project_address = Address::new(ResourceKind::CodebuildProject, &project.key);
+        let project_address = Address::new(ResourceKind::CODEBUILD_PROJECT, &project.key);
         let role = desired.iam.roles.iter().find(|r| r.key == project.service_role).ok_or_else(|| {
             ReconcileError::new(
                 Some(&project_address),
@@ -212,13 +212,13 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
         let role_arn = reconcile_aws::arn(account, "iam", &format!("role/{}", role.name));
         // The role must be usable, and allow what the build does, before the project runs as it.
         let role_addresses =
-            [Address::new(ResourceKind::IamRole, &role.key), Address::new(ResourceKind::IamRolePolicy, &role.key)];
+            [Address::new(ResourceKind::IAM_ROLE, &role.key), Address::new(ResourceKind::IAM_ROLE_POLICY, &role.key)];
         resources.push(
             DesiredResource::new(project_address.clone(), &project.name, desired_project(project, &role_arn))
                 .depending_on(role_addresses),
         );
         if let Some(webhook) = &project.webhook {
-            let address = Address::new(ResourceKind::CodebuildWebhook, &project.key);
+            let address = Address::new(ResourceKind::CODEBUILD_WEBHOOK, &project.key);
             resources.push(
                 DesiredResource::new(address, &project.name, desired_webhook(&project.name, webhook))
                     .under(&project_address),
@@ -303,7 +303,7 @@ impl Reconciler for CodebuildReconciler {
 
     fn diff(&self, address: &Address, desired: Option<&DesiredResource>, observed: &Observed) -> Option<Change> {
         let mut change = reconcile_core::plan::diff(address, desired, observed)?;
-        if address.kind == ResourceKind::CodebuildWebhook
+        if address.kind == ResourceKind::CODEBUILD_WEBHOOK
             && change.action == Action::Update
             && change.field_changes().iter().any(|f| WEBHOOK_REPLACE_FIELDS.contains(&f.name))
         {
@@ -665,7 +665,7 @@ mod tests {
         let client = mock_client!(aws_sdk_codebuild, RuleMode::MatchAny, [&create, &update]);
         let reconciler = CodebuildReconciler::new(client, Account::new("123456789012", "us-east-1"), IAM_PROPAGATION);
         let change = Change {
-            address: Address::new(ResourceKind::CodebuildWebhook, "runner"),
+            address: Address::new(ResourceKind::CODEBUILD_WEBHOOK, "runner"),
             action: Action::Create,
             before: None,
             after: Some(object(json!({
@@ -690,7 +690,7 @@ mod tests {
         let client = mock_client!(aws_sdk_codebuild, RuleMode::MatchAny, [&create, &webhook]);
         let reconciler = CodebuildReconciler::new(client, Account::new("123456789012", "us-east-1"), IAM_PROPAGATION);
         let project = Change {
-            address: Address::new(ResourceKind::CodebuildProject, "runner"),
+            address: Address::new(ResourceKind::CODEBUILD_PROJECT, "runner"),
             action: Action::Create,
             before: None,
             // No service role: CodeBuild must never be sent an empty one.
@@ -703,7 +703,7 @@ mod tests {
             "codebuild_project.runner: failed to read the change's desired fields: missing field `source_type`"
         );
         let hook = Change {
-            address: Address::new(ResourceKind::CodebuildWebhook, "runner"),
+            address: Address::new(ResourceKind::CODEBUILD_WEBHOOK, "runner"),
             after: Some(object(json!({ "project": "rocm-bake", "build_type": "BUILD", "manual_creation": false }))),
             ..project
         };
@@ -751,7 +751,7 @@ mod tests {
         let client = mock_client!(aws_sdk_codebuild, RuleMode::MatchAny, [&update, &live]);
         let reconciler = CodebuildReconciler::new(client, Account::new("123456789012", "us-east-1"), IAM_PROPAGATION);
         let change = Change {
-            address: Address::new(ResourceKind::CodebuildProject, "runner"),
+            address: Address::new(ResourceKind::CODEBUILD_PROJECT, "runner"),
             action: Action::Update,
             before: Some(seen),
             after: Some(desired),

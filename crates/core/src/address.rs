@@ -1,113 +1,86 @@
 //! Resource addresses: `<kind>.<name>`, the stable names tools and people use for a resource.
 
 use std::fmt;
-use std::str::FromStr;
 
-/// Every kind of resource `reconcile` manages.
+/// A kind of resource: `ecr_repository`, `iam_role_policy`. Open: the crate that owns a kind
+/// declares it (core declares the kinds of the desired.toml sections it parses, below; a crate
+/// with a section of its own declares its kinds itself), and the binary's catalog lists every
+/// crate, so a kind is known where an address is read back ([`Address::parse`]).
 ///
-/// The declaration order is the order resources are listed in a plan: roughly the order in
-/// which they depend on each other, so a plan reads top to bottom.
-/// The string forms are part of the plan format and must never change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ResourceKind {
-    IamRoleBoundary,
-    IamRole,
-    IamRolePolicy,
-    IamOidcProvider,
-    IamCiRole,
-    IamCiRolePolicy,
-    S3Bucket,
-    S3BucketLifecycle,
-    EcrRepository,
-    EcrLifecyclePolicy,
-    CodebuildProject,
-    CodebuildWebhook,
-    GithubForkPrApproval,
-    GithubWorkflowPermissions,
-    GithubOidcSubject,
-    GithubVariable,
+/// Kinds are ordered by `rank`: the order resources are listed in a plan, roughly the order in
+/// which they depend on each other, so a plan reads top to bottom. The names are part of the
+/// plan format and must never change; the catalog's tidy test holds names and ranks unique.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ResourceKind {
+    rank: u16,
+    name: &'static str,
+    members: bool,
 }
 
 impl ResourceKind {
-    pub const ALL: [ResourceKind; 16] = [
-        ResourceKind::IamRoleBoundary,
-        ResourceKind::IamRole,
-        ResourceKind::IamRolePolicy,
-        ResourceKind::IamOidcProvider,
-        ResourceKind::IamCiRole,
-        ResourceKind::IamCiRolePolicy,
-        ResourceKind::S3Bucket,
-        ResourceKind::S3BucketLifecycle,
-        ResourceKind::EcrRepository,
-        ResourceKind::EcrLifecyclePolicy,
-        ResourceKind::CodebuildProject,
-        ResourceKind::CodebuildWebhook,
-        ResourceKind::GithubForkPrApproval,
-        ResourceKind::GithubWorkflowPermissions,
-        ResourceKind::GithubOidcSubject,
-        ResourceKind::GithubVariable,
-    ];
+    /// The kind `name`, listed in a plan at `rank` among the others.
+    pub const fn new(name: &'static str, rank: u16) -> ResourceKind {
+        ResourceKind { rank, name, members: false }
+    }
 
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ResourceKind::IamRoleBoundary => "iam_role_boundary",
-            ResourceKind::IamRole => "iam_role",
-            ResourceKind::IamRolePolicy => "iam_role_policy",
-            ResourceKind::IamOidcProvider => "iam_oidc_provider",
-            ResourceKind::IamCiRole => "iam_ci_role",
-            ResourceKind::IamCiRolePolicy => "iam_ci_role_policy",
-            ResourceKind::S3Bucket => "s3_bucket",
-            ResourceKind::S3BucketLifecycle => "s3_bucket_lifecycle",
-            ResourceKind::EcrRepository => "ecr_repository",
-            ResourceKind::EcrLifecyclePolicy => "ecr_lifecycle_policy",
-            ResourceKind::CodebuildProject => "codebuild_project",
-            ResourceKind::CodebuildWebhook => "codebuild_webhook",
-            ResourceKind::GithubForkPrApproval => "github_fork_pr_approval",
-            ResourceKind::GithubWorkflowPermissions => "github_workflow_permissions",
-            ResourceKind::GithubOidcSubject => "github_oidc_subject",
-            ResourceKind::GithubVariable => "github_variable",
-        }
+    /// This kind, whose resources can have members that desired.toml does not name, found inside
+    /// a declared one: the inline policies of a role, beside the one it declares. Its addresses
+    /// split on `/` (`iam_role_policy.codebuild/legacy`); another kind's never do, since a
+    /// repository name may hold one.
+    pub const fn with_members(self) -> ResourceKind {
+        ResourceKind { members: true, ..self }
+    }
+
+    pub const fn as_str(self) -> &'static str {
+        self.name
+    }
+
+    /// Where it is listed in a plan.
+    pub const fn rank(self) -> u16 {
+        self.rank
+    }
+
+    /// Whether resources of this kind can have undeclared members ([`Self::with_members`]).
+    pub const fn has_members(self) -> bool {
+        self.members
+    }
+
+    /// The kind named `name` among `known` (the catalog's).
+    pub fn parse(name: &str, known: &[ResourceKind]) -> Result<ResourceKind, String> {
+        known.iter().copied().find(|kind| kind.name == name).ok_or_else(|| format!("unknown resource kind `{name}`"))
+    }
+}
+
+/// The kinds of the sections core parses (each owned by one resource crate, which names them in
+/// its `resource_kinds!`).
+impl ResourceKind {
+    pub const IAM_ROLE_BOUNDARY: ResourceKind = ResourceKind::new("iam_role_boundary", 100);
+    pub const IAM_ROLE: ResourceKind = ResourceKind::new("iam_role", 110);
+    pub const IAM_ROLE_POLICY: ResourceKind = ResourceKind::new("iam_role_policy", 120).with_members();
+    pub const IAM_OIDC_PROVIDER: ResourceKind = ResourceKind::new("iam_oidc_provider", 130);
+    pub const IAM_CI_ROLE: ResourceKind = ResourceKind::new("iam_ci_role", 140);
+    pub const IAM_CI_ROLE_POLICY: ResourceKind = ResourceKind::new("iam_ci_role_policy", 150).with_members();
+    pub const S3_BUCKET: ResourceKind = ResourceKind::new("s3_bucket", 200);
+    pub const S3_BUCKET_LIFECYCLE: ResourceKind = ResourceKind::new("s3_bucket_lifecycle", 210);
+    pub const ECR_REPOSITORY: ResourceKind = ResourceKind::new("ecr_repository", 300);
+    pub const ECR_LIFECYCLE_POLICY: ResourceKind = ResourceKind::new("ecr_lifecycle_policy", 310);
+    pub const CODEBUILD_PROJECT: ResourceKind = ResourceKind::new("codebuild_project", 400);
+    pub const CODEBUILD_WEBHOOK: ResourceKind = ResourceKind::new("codebuild_webhook", 410);
+    pub const GITHUB_FORK_PR_APPROVAL: ResourceKind = ResourceKind::new("github_fork_pr_approval", 500);
+    pub const GITHUB_WORKFLOW_PERMISSIONS: ResourceKind = ResourceKind::new("github_workflow_permissions", 510);
+    pub const GITHUB_OIDC_SUBJECT: ResourceKind = ResourceKind::new("github_oidc_subject", 520);
+    pub const GITHUB_VARIABLE: ResourceKind = ResourceKind::new("github_variable", 530);
+}
+
+impl fmt::Debug for ResourceKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name)
     }
 }
 
 impl fmt::Display for ResourceKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for ResourceKind {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        ResourceKind::ALL
-            .into_iter()
-            .find(|kind| kind.as_str() == s)
-            .ok_or_else(|| format!("unknown resource kind `{s}`"))
-    }
-}
-
-impl ResourceKind {
-    /// Whether resources of this kind can have members that desired.toml does not name, found
-    /// inside a declared one: the inline policies of a role, beside the one it declares.
-    pub fn has_members(self) -> bool {
-        match self {
-            ResourceKind::IamRolePolicy | ResourceKind::IamCiRolePolicy => true,
-            ResourceKind::IamRoleBoundary
-            | ResourceKind::IamRole
-            | ResourceKind::IamOidcProvider
-            | ResourceKind::IamCiRole
-            | ResourceKind::S3Bucket
-            | ResourceKind::S3BucketLifecycle
-            | ResourceKind::EcrRepository
-            | ResourceKind::EcrLifecyclePolicy
-            | ResourceKind::CodebuildProject
-            | ResourceKind::CodebuildWebhook
-            | ResourceKind::GithubForkPrApproval
-            | ResourceKind::GithubWorkflowPermissions
-            | ResourceKind::GithubOidcSubject
-            | ResourceKind::GithubVariable => false,
-        }
     }
 }
 
@@ -120,12 +93,15 @@ impl ResourceKind {
 /// ```ignore
 /// reconcile_core::resource_kinds! {
 ///     /// The kinds this crate owns.
-///     pub enum EcrKind { Repository = EcrRepository, LifecyclePolicy = EcrLifecyclePolicy }
+///     pub enum EcrKind {
+///         Repository = ResourceKind::ECR_REPOSITORY,
+///         LifecyclePolicy = ResourceKind::ECR_LIFECYCLE_POLICY,
+///     }
 /// }
 /// ```
 #[macro_export]
 macro_rules! resource_kinds {
-    ($(#[$meta:meta])* $vis:vis enum $name:ident { $($variant:ident = $kind:ident),+ $(,)? }) => {
+    ($(#[$meta:meta])* $vis:vis enum $name:ident { $($variant:ident = $kind:path),+ $(,)? }) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         $vis enum $name {
@@ -134,14 +110,14 @@ macro_rules! resource_kinds {
 
         impl $name {
             /// Every kind this crate owns: what its reconciler's `kinds()` returns.
-            pub const KINDS: &'static [$crate::ResourceKind] = &[$($crate::ResourceKind::$kind),+];
+            pub const KINDS: &'static [$crate::ResourceKind] = &[$($kind),+];
 
             /// This crate's kind of `address`; a change of another crate's kind is an error
             /// (the engine routes by [`Self::KINDS`], so only a plan put together by something
             /// else can hold one).
             pub fn of(address: &$crate::Address) -> Result<$name, $crate::ReconcileError> {
                 match address.kind {
-                    $($crate::ResourceKind::$kind => Ok($name::$variant),)+
+                    $($kind => Ok($name::$variant),)+
                     _ => Err($crate::ReconcileError::foreign(address)),
                 }
             }
@@ -150,7 +126,7 @@ macro_rules! resource_kinds {
         impl From<$name> for $crate::ResourceKind {
             fn from(kind: $name) -> $crate::ResourceKind {
                 match kind {
-                    $($name::$variant => $crate::ResourceKind::$kind),+
+                    $($name::$variant => $kind),+
                 }
             }
         }
@@ -194,16 +170,16 @@ impl fmt::Display for Address {
     }
 }
 
-impl FromStr for Address {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
+impl Address {
+    /// Reads an address back from its string form (a saved plan's); `known` are the kinds it may
+    /// be of (the catalog's).
+    pub fn parse(s: &str, known: &[ResourceKind]) -> Result<Address, String> {
         let (kind, name) =
             s.split_once('.').ok_or_else(|| format!("address `{s}` is not of the form <kind>.<name>"))?;
         if name.is_empty() {
             return Err(format!("address `{s}` has an empty name"));
         }
-        let kind: ResourceKind = kind.parse()?;
+        let kind = ResourceKind::parse(kind, known)?;
         // Only kinds with members split on `/`: a repository name may contain one.
         match name.split_once('/') {
             Some((name, member)) if kind.has_members() && !name.is_empty() && !member.is_empty() => {
@@ -218,21 +194,35 @@ impl FromStr for Address {
 mod tests {
     use super::*;
 
+    const QUEUE: ResourceKind = ResourceKind::new("example_queue", 50);
+    const KNOWN: [ResourceKind; 3] = [ResourceKind::IAM_ROLE_POLICY, ResourceKind::ECR_REPOSITORY, QUEUE];
+
     #[test]
     fn addresses_round_trip_through_their_string_form() {
-        for kind in ResourceKind::ALL {
+        let parse = |s: &str| Address::parse(s, &KNOWN);
+        for kind in KNOWN {
             let address = Address::new(kind, "pytorch-cache");
-            assert_eq!(address.to_string().parse::<Address>(), Ok(address));
+            assert_eq!(parse(&address.to_string()), Ok(address));
         }
-        let member = Address::member(ResourceKind::IamRolePolicy, "codebuild", "legacy");
-        assert_eq!(member.to_string().parse::<Address>(), Ok(member.clone()));
-        assert_eq!(member.declared(), Address::new(ResourceKind::IamRolePolicy, "codebuild"));
+        let member = Address::member(ResourceKind::IAM_ROLE_POLICY, "codebuild", "legacy");
+        assert_eq!(parse(&member.to_string()), Ok(member.clone()));
+        assert_eq!(member.declared(), Address::new(ResourceKind::IAM_ROLE_POLICY, "codebuild"));
         // A repository name may hold a `/`: it is part of the name, not a member.
-        assert_eq!(
-            "ecr_repository.team/app".parse::<Address>(),
-            Ok(Address::new(ResourceKind::EcrRepository, "team/app"))
-        );
-        assert!("ecr_repository".parse::<Address>().is_err());
-        assert!("nonsense.x".parse::<Address>().is_err());
+        assert_eq!(parse("ecr_repository.team/app"), Ok(Address::new(ResourceKind::ECR_REPOSITORY, "team/app")));
+        assert_eq!(parse("example_queue.a/b"), Ok(Address::new(QUEUE, "a/b")));
+        assert_eq!(parse("iam_role_policy.codebuild/"), Ok(Address::new(ResourceKind::IAM_ROLE_POLICY, "codebuild/")));
+        assert!(parse("ecr_repository").is_err());
+        assert!(parse("ecr_repository.").is_err());
+        // A kind not among those known is not read, even one core declares.
+        assert_eq!(parse("s3_bucket.x"), Err("unknown resource kind `s3_bucket`".to_owned()));
+        assert!(parse("nonsense.x").is_err());
+    }
+
+    #[test]
+    fn kinds_are_ordered_by_rank_and_print_their_name() {
+        assert!(QUEUE < ResourceKind::IAM_ROLE_BOUNDARY && ResourceKind::IAM_ROLE < ResourceKind::S3_BUCKET);
+        assert!(ResourceKind::IAM_ROLE_POLICY.has_members() && !ResourceKind::IAM_ROLE.has_members());
+        assert_eq!(QUEUE.rank(), 50);
+        assert_eq!(format!("{QUEUE} {QUEUE:?}"), "example_queue example_queue");
     }
 }

@@ -10,7 +10,7 @@
 use serde_json::Value;
 
 use crate::address::ResourceKind;
-use crate::desired::Desired;
+use crate::desired::{Claim, Desired};
 use crate::plan::DesiredResource;
 use crate::reconciler::{Account, ReconcileError};
 
@@ -27,6 +27,9 @@ pub struct Description {
     pub name: &'static str,
     /// Every kind it owns: its reconciler's `kinds()`.
     pub kinds: &'static [ResourceKind],
+    /// The top-level sections of desired.toml it reads itself (none for a crate whose settings
+    /// are in core's shared model).
+    pub sections: &'static [Claim],
     pub desired: DesiredFn,
     pub access: Access,
     /// What CloudTrail records of each kind, one entry per kind it sees (none for GitHub's).
@@ -86,6 +89,16 @@ pub struct KindTrail {
 pub struct Catalog(pub &'static [&'static Description]);
 
 impl Catalog {
+    /// Every kind its crates own: what a saved plan's addresses may be.
+    pub fn kinds(&self) -> Vec<ResourceKind> {
+        self.0.iter().flat_map(|description| description.kinds.iter().copied()).collect()
+    }
+
+    /// Every crate's own sections of desired.toml: what the file may hold besides core's.
+    pub fn claims(&self) -> Vec<&'static Claim> {
+        self.0.iter().flat_map(|description| description.sections).collect()
+    }
+
     /// The crate that owns `kind`.
     pub fn owner(&self, kind: ResourceKind) -> Option<&'static Description> {
         self.0.iter().copied().find(|description| description.kinds.contains(&kind))
@@ -139,7 +152,7 @@ mod tests {
     }
 
     const TRAIL: KindTrail = KindTrail {
-        kind: ResourceKind::S3Bucket,
+        kind: ResourceKind::S3_BUCKET,
         events: &["CreateBucket"],
         fields: &[],
         other_fields: None,
@@ -151,7 +164,8 @@ mod tests {
     };
     static FIRST: Description = Description {
         name: "first",
-        kinds: &[ResourceKind::S3Bucket, ResourceKind::S3BucketLifecycle],
+        kinds: &[ResourceKind::S3_BUCKET, ResourceKind::S3_BUCKET_LIFECYCLE],
+        sections: &[],
         desired: |_, _, _| Ok(Vec::new()),
         access: Access {
             reads: |_, _| statement("FirstReads"),
@@ -162,7 +176,8 @@ mod tests {
     };
     static SECOND: Description = Description {
         name: "second",
-        kinds: &[ResourceKind::GithubVariable],
+        kinds: &[ResourceKind::GITHUB_VARIABLE],
+        sections: &[],
         desired: |_, _, _| Ok(Vec::new()),
         access: Access { reads: |_, _| statement("SecondReads"), ..Access::NONE },
         trail: &[],
@@ -172,12 +187,12 @@ mod tests {
     fn a_catalog_finds_each_kinds_owner_and_trail_and_joins_its_crates_statements() {
         static BOTH: [&Description; 2] = [&FIRST, &SECOND];
         let catalog = Catalog(&BOTH);
-        assert_eq!(catalog.owner(ResourceKind::S3BucketLifecycle).map(|d| d.name), Some("first"));
-        assert_eq!(catalog.owner(ResourceKind::GithubVariable).map(|d| d.name), Some("second"));
-        assert!(catalog.owner(ResourceKind::EcrRepository).is_none());
-        assert_eq!(catalog.trail(ResourceKind::S3Bucket).map(|t| t.events), Some(&["CreateBucket"][..]));
-        assert!(catalog.trail(ResourceKind::S3BucketLifecycle).is_none());
-        assert!(catalog.trail(ResourceKind::GithubVariable).is_none());
+        assert_eq!(catalog.owner(ResourceKind::S3_BUCKET_LIFECYCLE).map(|d| d.name), Some("first"));
+        assert_eq!(catalog.owner(ResourceKind::GITHUB_VARIABLE).map(|d| d.name), Some("second"));
+        assert!(catalog.owner(ResourceKind::ECR_REPOSITORY).is_none());
+        assert_eq!(catalog.trail(ResourceKind::S3_BUCKET).map(|t| t.events), Some(&["CreateBucket"][..]));
+        assert!(catalog.trail(ResourceKind::S3_BUCKET_LIFECYCLE).is_none());
+        assert!(catalog.trail(ResourceKind::GITHUB_VARIABLE).is_none());
         let desired = Desired::parse(std::path::Path::new("desired.toml"), "region = \"us-east-1\"\n").unwrap();
         let account = Account::new("123456789012", "us-east-1");
         let sids = |which: fn(&Access) -> StatementsFn| -> Vec<Value> {

@@ -560,36 +560,36 @@ mod tests {
     #[test]
     fn a_resource_applied_last_depends_on_every_other_desired_resource() {
         let resource = |kind, name: &str| DesiredResource::new(Address::new(kind, name), name, Map::new());
-        let switch = resource(ResourceKind::GithubVariable, "NIGHTLY_ENABLED").applied_last();
-        let mut policy = resource(ResourceKind::EcrLifecyclePolicy, "a");
-        policy.depends_on = vec![Address::new(ResourceKind::EcrRepository, "a")];
+        let switch = resource(ResourceKind::GITHUB_VARIABLE, "NIGHTLY_ENABLED").applied_last();
+        let mut policy = resource(ResourceKind::ECR_LIFECYCLE_POLICY, "a");
+        policy.depends_on = vec![Address::new(ResourceKind::ECR_REPOSITORY, "a")];
         let resources = desired_resources([
             switch.clone(),
-            resource(ResourceKind::EcrRepository, "a"),
+            resource(ResourceKind::ECR_REPOSITORY, "a"),
             policy,
-            resource(ResourceKind::GithubVariable, "AWS_REGION"),
+            resource(ResourceKind::GITHUB_VARIABLE, "AWS_REGION"),
         ]);
         assert_eq!(
             resources[&switch.address].depends_on,
             [
-                Address::new(ResourceKind::EcrRepository, "a"),
-                Address::new(ResourceKind::EcrLifecyclePolicy, "a"),
-                Address::new(ResourceKind::GithubVariable, "AWS_REGION"),
+                Address::new(ResourceKind::ECR_REPOSITORY, "a"),
+                Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, "a"),
+                Address::new(ResourceKind::GITHUB_VARIABLE, "AWS_REGION"),
             ]
         );
-        let policy = &resources[&Address::new(ResourceKind::EcrLifecyclePolicy, "a")];
-        assert_eq!(policy.depends_on, [Address::new(ResourceKind::EcrRepository, "a")], "the others keep theirs");
-        assert!(resources[&Address::new(ResourceKind::EcrRepository, "a")].depends_on.is_empty());
+        let policy = &resources[&Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, "a")];
+        assert_eq!(policy.depends_on, [Address::new(ResourceKind::ECR_REPOSITORY, "a")], "the others keep theirs");
+        assert!(resources[&Address::new(ResourceKind::ECR_REPOSITORY, "a")].depends_on.is_empty());
     }
 
     #[test]
     fn a_requested_replacement_replaces_what_exists_and_leaves_a_create_or_delete_alone() {
         let reconcilers: Vec<Box<dyn Reconciler>> = vec![Box::new(FakeReconciler::default())];
-        let address = Address::new(ResourceKind::EcrRepository, "r");
+        let address = Address::new(ResourceKind::ECR_REPOSITORY, "r");
         let fields = |value: &str| crate::json::object(serde_json::json!({ "a": value, "extra": 1 }));
         let mut desired =
             DesiredResource::new(address.clone(), "r", crate::json::object(serde_json::json!({ "a": "x" })));
-        desired.depends_on = vec![Address::new(ResourceKind::EcrLifecyclePolicy, "p")];
+        desired.depends_on = vec![Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, "p")];
         let same = Observed::Present(fields("x"));
         let action = |d: Option<&DesiredResource>, o: &Observed, replaced: bool| {
             change_for(&reconcilers, &address, d, o, replaced).map(|c| c.action)
@@ -620,7 +620,7 @@ mod tests {
         let reconcilers: Vec<Box<dyn Reconciler>> = vec![Box::new(fake)];
         let changes: Vec<Change> = ["a", "free", "b", "c"]
             .iter()
-            .map(|name| change(ResourceKind::EcrRepository, name, Action::Update, &[]))
+            .map(|name| change(ResourceKind::ECR_REPOSITORY, name, Action::Update, &[]))
             .collect();
         assert_eq!(
             administrators_only(&reconcilers, &changes),
@@ -628,7 +628,7 @@ mod tests {
         );
         assert_eq!(administrators_only(&reconcilers, &changes[1..2]), Vec::<String>::new());
         // A kind no reconciler owns is not the apply role's business here (preflight refuses it).
-        let github = change(ResourceKind::GithubVariable, "a", Action::Update, &[]);
+        let github = change(ResourceKind::GITHUB_VARIABLE, "a", Action::Update, &[]);
         assert_eq!(administrators_only(&reconcilers, &[github]), Vec::<String>::new());
     }
 
@@ -637,7 +637,7 @@ mod tests {
         let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
         let resources = desired_resources(
             ["a", "b"]
-                .map(|name| DesiredResource::new(Address::new(ResourceKind::EcrRepository, name), name, Map::new())),
+                .map(|name| DesiredResource::new(Address::new(ResourceKind::ECR_REPOSITORY, name), name, Map::new())),
         );
         let w501 = |ci: &str| {
             let fake = FakeReconciler {
@@ -692,14 +692,14 @@ mod tests {
 
     #[test]
     fn dependents_wait_for_and_are_skipped_after_a_failed_dependency() {
-        let repo_a = Address::new(ResourceKind::EcrRepository, "a");
-        let repo_b = Address::new(ResourceKind::EcrRepository, "b");
+        let repo_a = Address::new(ResourceKind::ECR_REPOSITORY, "a");
+        let repo_b = Address::new(ResourceKind::ECR_REPOSITORY, "b");
         let plan = plan_of(vec![
-            change(ResourceKind::EcrRepository, "a", Action::Create, &[]),
-            change(ResourceKind::EcrRepository, "b", Action::Create, &[]),
-            change(ResourceKind::EcrRepository, "adopted", Action::Create, &[]),
-            change(ResourceKind::EcrLifecyclePolicy, "a", Action::Create, &[repo_a]),
-            change(ResourceKind::EcrLifecyclePolicy, "b", Action::Create, std::slice::from_ref(&repo_b)),
+            change(ResourceKind::ECR_REPOSITORY, "a", Action::Create, &[]),
+            change(ResourceKind::ECR_REPOSITORY, "b", Action::Create, &[]),
+            change(ResourceKind::ECR_REPOSITORY, "adopted", Action::Create, &[]),
+            change(ResourceKind::ECR_LIFECYCLE_POLICY, "a", Action::Create, &[repo_a]),
+            change(ResourceKind::ECR_LIFECYCLE_POLICY, "b", Action::Create, std::slice::from_ref(&repo_b)),
         ]);
         let (report, log) = run(&plan, &["b"], false);
         // Both repositories go first, concurrently; a policy only after its repository.
@@ -732,8 +732,8 @@ mod tests {
     #[test]
     fn deletes_are_refused_before_any_call_unless_allowed() {
         let plan = plan_of(vec![
-            change(ResourceKind::EcrRepository, "a", Action::Create, &[]),
-            change(ResourceKind::EcrLifecyclePolicy, "old", Action::Delete, &[]),
+            change(ResourceKind::ECR_REPOSITORY, "a", Action::Create, &[]),
+            change(ResourceKind::ECR_LIFECYCLE_POLICY, "old", Action::Delete, &[]),
         ]);
         let (result, log) = run(&plan, &[], false);
         assert!(log.is_empty());

@@ -50,7 +50,7 @@ impl FakeReconciler {
 #[async_trait]
 impl Reconciler for FakeReconciler {
     fn kinds(&self) -> &'static [ResourceKind] {
-        &[ResourceKind::EcrRepository, ResourceKind::EcrLifecyclePolicy]
+        &[ResourceKind::ECR_REPOSITORY, ResourceKind::ECR_LIFECYCLE_POLICY]
     }
 
     async fn observe(&self, desired: &[&DesiredResource]) -> Result<Observations, ReconcileError> {

@@ -469,7 +469,7 @@ mod tests {
     fn what_was_left_out_is_counted_by_kind_and_said_only_when_there_is_some() {
         use crate::address::{Address, ResourceKind};
         use crate::plan::{Action, Attribution, Change, Finding, Impact, Severity};
-        let address = |name: &str| Address::new(ResourceKind::EcrRepository, name);
+        let address = |name: &str| Address::new(ResourceKind::ECR_REPOSITORY, name);
         let change = |name: &str, action| Change {
             address: address(name),
             action,
@@ -592,7 +592,7 @@ mod tests {
             event_id: "e-1".into(),
             by_reconcile: false,
         };
-        let address = crate::Address::new(crate::ResourceKind::EcrRepository, "pytorch");
+        let address = crate::Address::new(crate::ResourceKind::ECR_REPOSITORY, "pytorch");
         let plan = Plan {
             attributions: [(address, Attribution::Event(event))].into_iter().collect(),
             ..Plan::new("123456789012", "us-east-1")

@@ -515,16 +515,16 @@ mod tests {
         let mut plan = Plan {
             changes: vec![
                 change(
-                    ResourceKind::IamRole,
+                    ResourceKind::IAM_ROLE,
                     "codebuild",
                     Action::Update,
                     Some(json!({ "description": "a", "name": "n", "tags": {} })),
                     Some(json!({ "description": "b", "name": "n", "tags": { "k": "v" } })),
                 ),
-                change(ResourceKind::EcrRepository, "stray", Action::Delete, Some(json!({})), None),
+                change(ResourceKind::ECR_REPOSITORY, "stray", Action::Delete, Some(json!({})), None),
             ],
             findings: vec![
-                finding("S104", Severity::Error, Some(Address::new(ResourceKind::IamCiRole, "plan")), "3 GB"),
+                finding("S104", Severity::Error, Some(Address::new(ResourceKind::IAM_CI_ROLE, "plan")), "3 GB"),
                 finding("W303", Severity::Warning, None, "desired.toml's own"),
                 finding("D102", Severity::Error, None, "undeclared"),
             ],
@@ -545,7 +545,7 @@ mod tests {
     }
 
     fn check(desired: Option<Value>, observed: Option<Value>) -> Option<(Action, Vec<String>)> {
-        let address = Address::new(ResourceKind::EcrRepository, "pytorch");
+        let address = Address::new(ResourceKind::ECR_REPOSITORY, "pytorch");
         let desired = desired.map(|attributes| DesiredResource::new(address.clone(), "pytorch", object(attributes)));
         let observed = observed.map_or(Observed::Absent, |v| Observed::Present(object(v)));
         diff(&address, desired.as_ref(), &observed).map(|change| {
@@ -593,7 +593,7 @@ mod tests {
         Finding {
             code: code.into(),
             severity,
-            address: Some(Address::new(ResourceKind::EcrRepository, name)),
+            address: Some(Address::new(ResourceKind::ECR_REPOSITORY, name)),
             message: String::new(),
             overridden_by: None,
         }
@@ -639,7 +639,7 @@ mod tests {
 
     #[test]
     fn a_resource_overrides_only_the_keys_it_sets() {
-        let mut resource = DesiredResource::new(Address::new(ResourceKind::EcrLifecyclePolicy, "a"), "a", Map::new());
+        let mut resource = DesiredResource::new(Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, "a"), "a", Map::new());
         assert!(!resource.overrides("allow_tagged_expiry"));
         resource.overrides.push("allow_tagged_expiry");
         assert!(resource.overrides("allow_tagged_expiry"));
@@ -655,7 +655,7 @@ mod tests {
         plan.findings.push(finding("D101", Severity::Warning, "a"));
         assert!(plan.account_differs());
         plan.findings.clear();
-        let address = Address::new(ResourceKind::EcrRepository, "a");
+        let address = Address::new(ResourceKind::ECR_REPOSITORY, "a");
         plan.changes.push(Change { address, action: Action::Create, before: None, after: None, depends_on: vec![] });
         assert!(plan.account_differs());
     }

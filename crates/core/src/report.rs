@@ -189,7 +189,7 @@ mod tests {
 
     #[test]
     fn an_adopted_resource_is_reported_as_adopted_in_every_format() {
-        let address = Address::new(ResourceKind::EcrRepository, "vllm-wheel");
+        let address = Address::new(ResourceKind::ECR_REPOSITORY, "vllm-wheel");
         let change =
             Change { address: address.clone(), action: Action::Create, before: None, after: None, depends_on: vec![] };
         let plan = Plan { changes: vec![change], ..Plan::new("123456789012", "us-east-1") };

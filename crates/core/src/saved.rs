@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use crate::address::Address;
+use crate::address::{Address, ResourceKind};
 use crate::json::fingerprint_text;
 use crate::plan::{Action, Change, Observed, Plan};
 use crate::render;
@@ -54,8 +54,8 @@ pub fn to_json(plan: &Plan, desired_text: &str, made_with: MadeWith) -> Value {
     value
 }
 
-/// Reads a saved plan back.
-pub fn from_json(value: &Value) -> Result<SavedPlan, String> {
+/// Reads a saved plan back; its addresses are of `known` kinds (the catalog's).
+pub fn from_json(value: &Value, known: &[ResourceKind]) -> Result<SavedPlan, String> {
     let version = value["format_version"].as_str().ok_or("not a reconcile plan: no `format_version`")?;
     if version.split('.').next() != render::FORMAT_VERSION.split('.').next() {
         return Err(format!(
@@ -68,7 +68,7 @@ pub fn from_json(value: &Value) -> Result<SavedPlan, String> {
         text("desired_fingerprint").map_err(|_| "the plan was not saved with `plan --out`".to_owned())?;
     let mut changes = Vec::new();
     for entry in value["resource_changes"].as_array().ok_or("the plan has no `resource_changes`")? {
-        let address: Address = entry["address"].as_str().unwrap_or_default().parse()?;
+        let address = Address::parse(entry["address"].as_str().unwrap_or_default(), known)?;
         let actions: Vec<&str> =
             entry["change"]["actions"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
         let action = match actions.as_slice() {
@@ -87,7 +87,7 @@ pub fn from_json(value: &Value) -> Result<SavedPlan, String> {
             .as_array()
             .into_iter()
             .flatten()
-            .map(|d| d.as_str().unwrap_or_default().parse())
+            .map(|d| Address::parse(d.as_str().unwrap_or_default(), known))
             .collect::<Result<Vec<Address>, String>>()?;
         let (before, after) = (fields("before")?, fields("after")?);
         changes.push(Change { address, action, before, after, depends_on });
@@ -96,7 +96,8 @@ pub fn from_json(value: &Value) -> Result<SavedPlan, String> {
     for (address, fingerprint) in
         value["observed_fingerprints"].as_object().ok_or("the plan has no `observed_fingerprints`")?
     {
-        observed_fingerprints.insert(address.parse()?, fingerprint.as_str().unwrap_or_default().to_owned());
+        observed_fingerprints
+            .insert(Address::parse(address, known)?, fingerprint.as_str().unwrap_or_default().to_owned());
     }
     let flag = |key: &str| value["made_with"][key].as_bool().unwrap_or(false);
     Ok(SavedPlan {
@@ -155,11 +156,17 @@ pub fn tampering(saved: &SavedPlan, derived: &[Change]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::address::ResourceKind;
     use crate::json::object;
 
+    const KNOWN: [ResourceKind; 3] =
+        [ResourceKind::ECR_REPOSITORY, ResourceKind::ECR_LIFECYCLE_POLICY, ResourceKind::IAM_ROLE_POLICY];
+
+    fn from_json(value: &Value) -> Result<SavedPlan, String> {
+        super::from_json(value, &KNOWN)
+    }
+
     fn plan() -> Plan {
-        let address = Address::new(ResourceKind::EcrLifecyclePolicy, "pytorch-cache");
+        let address = Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, "pytorch-cache");
         let observed = Observed::Present(object(json!({"policy": {"rules": []}})));
         Plan {
             changes: vec![Change {
@@ -167,7 +174,7 @@ mod tests {
                 action: Action::Update,
                 before: Some(object(json!({"policy": {"rules": []}}))),
                 after: Some(object(json!({"policy": {"rules": [1]}}))),
-                depends_on: vec![Address::new(ResourceKind::EcrRepository, "pytorch-cache")],
+                depends_on: vec![Address::new(ResourceKind::ECR_REPOSITORY, "pytorch-cache")],
             }],
             observed: BTreeMap::from([(address, observed)]),
             ..Plan::new("123456789012", "us-east-1")
@@ -179,14 +186,14 @@ mod tests {
         let mut plan = plan();
         // A create has no `before`, a delete no `after`: both read back as none.
         plan.changes.push(Change {
-            address: Address::new(ResourceKind::EcrRepository, "vllm"),
+            address: Address::new(ResourceKind::ECR_REPOSITORY, "vllm"),
             action: Action::Create,
             before: None,
             after: Some(object(json!({"scan_on_push": false}))),
             depends_on: vec![],
         });
         plan.changes.push(Change {
-            address: Address::member(ResourceKind::IamRolePolicy, "codebuild", "legacy"),
+            address: Address::member(ResourceKind::IAM_ROLE_POLICY, "codebuild", "legacy"),
             action: Action::Delete,
             before: Some(object(json!({"policy_name": "legacy"}))),
             after: None,
@@ -210,6 +217,13 @@ mod tests {
                 "ecr_lifecycle_policy.pytorch-cache has changed since the plan was made"
             ]
         );
+    }
+
+    #[test]
+    fn a_saved_plan_of_a_kind_not_known_is_refused() {
+        let saved = to_json(&plan(), "", MadeWith::default());
+        let unknown = super::from_json(&saved, &[ResourceKind::ECR_REPOSITORY]).unwrap_err();
+        assert_eq!(unknown, "unknown resource kind `ecr_lifecycle_policy`");
     }
 
     #[test]
@@ -259,7 +273,7 @@ mod tests {
         // Cut down: a change derived again that the file does not hold.
         let mut more = derived.clone();
         let vllm = Change {
-            address: Address::new(ResourceKind::EcrRepository, "vllm"),
+            address: Address::new(ResourceKind::ECR_REPOSITORY, "vllm"),
             action: Action::Create,
             before: None,
             after: Some(object(json!({"scan_on_push": false}))),

@@ -46,8 +46,8 @@ fn creates_only() -> Plan {
     let keep3 = policy("imageCountMoreThan", "untagged", 3, None);
     plan(
         vec![
-            change(ResourceKind::EcrRepository, "vllm", Some(repository()), None),
-            change(ResourceKind::EcrLifecyclePolicy, "vllm", Some(json!({"policy": keep3})), None),
+            change(ResourceKind::ECR_REPOSITORY, "vllm", Some(repository()), None),
+            change(ResourceKind::ECR_LIFECYCLE_POLICY, "vllm", Some(json!({"policy": keep3})), None),
         ],
         vec![],
     )
@@ -58,7 +58,7 @@ fn policy_diff() -> Plan {
     let old = policy("sinceImagePushed", "any", 14, Some("days"));
     plan(
         vec![change(
-            ResourceKind::EcrLifecyclePolicy,
+            ResourceKind::ECR_LIFECYCLE_POLICY,
             "pytorch-cache",
             Some(json!({"policy": keep3})),
             Some(json!({"policy": old})),
@@ -72,7 +72,7 @@ fn a_delete() -> Plan {
         json!({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": ["s3:*"], "Resource": ["*"]}]});
     plan(
         vec![change(
-            ResourceKind::IamRolePolicy,
+            ResourceKind::IAM_ROLE_POLICY,
             "codebuild/legacy",
             None,
             Some(json!({"role": "rocm-bake-codebuild", "policy_name": "legacy", "document": wide})),
@@ -80,7 +80,7 @@ fn a_delete() -> Plan {
         vec![Finding {
             code: "W101".into(),
             severity: Severity::Warning,
-            address: Some(Address::new(ResourceKind::IamRole, "codebuild")),
+            address: Some(Address::new(ResourceKind::IAM_ROLE, "codebuild")),
             message:
                 "managed policy arn:aws:iam::123456789012:policy/hand-made is attached to role `rocm-bake-codebuild`"
                     .into(),
@@ -94,13 +94,13 @@ fn mixed() -> Plan {
     changes.extend(policy_diff().changes);
     changes.extend(a_delete().changes);
     changes.push(change(
-        ResourceKind::EcrRepository,
+        ResourceKind::ECR_REPOSITORY,
         "pytorch",
         Some(repository()),
         Some(json!({"image_tag_mutability": "IMMUTABLE", "scan_on_push": false, "tags": {}})),
     ));
     let mut webhook = change(
-        ResourceKind::CodebuildWebhook,
+        ResourceKind::CODEBUILD_WEBHOOK,
         "runner",
         Some(json!({"manual_creation": false, "build_type": "BUILD"})),
         Some(json!({"manual_creation": true, "build_type": "BUILD"})),
@@ -116,8 +116,8 @@ fn two_thousand() -> Plan {
         .flat_map(|i| {
             let name = format!("target{i:04}");
             [
-                change(ResourceKind::EcrRepository, &name, Some(repository()), None),
-                change(ResourceKind::EcrLifecyclePolicy, &name, Some(json!({"policy": keep3.clone()})), None),
+                change(ResourceKind::ECR_REPOSITORY, &name, Some(repository()), None),
+                change(ResourceKind::ECR_LIFECYCLE_POLICY, &name, Some(json!({"policy": keep3.clone()})), None),
             ]
         })
         .collect();

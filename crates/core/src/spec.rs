@@ -73,7 +73,7 @@ mod tests {
 
     fn change(after: Value) -> Change {
         Change {
-            address: Address::new(ResourceKind::EcrRepository, "pytorch"),
+            address: Address::new(ResourceKind::ECR_REPOSITORY, "pytorch"),
             action: Action::Update,
             before: None,
             after: after.as_object().cloned(),

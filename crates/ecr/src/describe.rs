@@ -9,14 +9,37 @@ use serde_json::{Value, json};
 
 use crate::EcrKind;
 
+/// The reconciler the AWS backend builds: it prices what a lifecycle policy frees at the
+/// declared storage price, prunes when `--prune` says how, and in a run that only reads reads
+/// the registry once however many times it is built.
+pub fn reconciler(clients: &reconcile_aws::Clients<'_>) -> Box<dyn reconcile_core::Reconciler> {
+    let ecr = ecr_reconciler(clients).with_price(clients.desired.price_per_gb_month);
+    Box::new(match clients.prune.clone() {
+        Some(prune) => ecr.pruning(prune),
+        None => ecr,
+    })
+}
+
+/// The ECR reconciler alone, for what only it can tell (`usage`, the drift check's registry).
+pub fn ecr_reconciler(clients: &reconcile_aws::Clients<'_>) -> crate::EcrReconciler {
+    let config = aws_sdk_ecr::config::Builder::from(clients.sdk).interceptor(clients.interceptor.clone()).build();
+    let reconciler = crate::EcrReconciler::new(aws_sdk_ecr::Client::from_conf(config), clients.account.clone())
+        .with_parallelism(clients.limit());
+    match clients.shared {
+        Some(shared) => reconciler.reading_once(shared.get()),
+        None => reconciler,
+    }
+}
+
 pub const DESCRIPTION: Description = Description {
     name: "ecr",
     kinds: EcrKind::KINDS,
+    sections: &[],
     desired: |desired, account, _| crate::desired(desired, account),
     access: Access { reads, drift_reads: |_, _| Vec::new(), writes },
     trail: &[
         KindTrail {
-            kind: K::EcrRepository,
+            kind: K::ECR_REPOSITORY,
             events: &[
                 "CreateRepository",
                 "DeleteRepository",
@@ -45,7 +68,7 @@ pub const DESCRIPTION: Description = Description {
             names,
         },
         KindTrail {
-            kind: K::EcrLifecyclePolicy,
+            kind: K::ECR_LIFECYCLE_POLICY,
             events: &["PutLifecyclePolicy", "DeleteLifecyclePolicy"],
             fields: &[("policy", &["PutLifecyclePolicy"])],
             other_fields: None,

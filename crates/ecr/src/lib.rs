@@ -26,7 +26,7 @@ use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Observed, S
 use reconcile_core::reconciler::{Assessment, Observations};
 use reconcile_core::{Account, Address, Applied, Progress, ReconcileError, Reconciler, ResourceKind};
 
-pub use describe::DESCRIPTION;
+pub use describe::{DESCRIPTION, ecr_reconciler, reconciler};
 pub use lifecycle::{canonical_policy, canonical_policy_text};
 pub use reconcile_core::desired::prune_marker;
 pub use spec::desired;
@@ -58,8 +58,8 @@ const NO_REPOSITORY_POLICY: [&str; 2] = ["RepositoryPolicyNotFoundException", RE
 reconcile_core::resource_kinds! {
     /// The kinds this crate owns.
     pub enum EcrKind {
-        Repository = EcrRepository,
-        LifecyclePolicy = EcrLifecyclePolicy,
+        Repository = ResourceKind::ECR_REPOSITORY,
+        LifecyclePolicy = ResourceKind::ECR_LIFECYCLE_POLICY,
     }
 }
 
@@ -226,13 +226,13 @@ impl Reconciler for EcrReconciler {
         let reads: Vec<_> = undeclared
             .iter()
             .map(|name| async move {
-                let address = Address::new(ResourceKind::EcrLifecyclePolicy, name);
+                let address = Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, name);
                 (name, self.observe_lifecycle_policy(&address, name).await)
             })
             .collect();
         let mut findings = Vec::new();
         for (name, policy) in futures::future::join_all(reads).await {
-            let address = Address::new(ResourceKind::EcrRepository, name);
+            let address = Address::new(ResourceKind::ECR_REPOSITORY, name);
             let finding = match policy? {
                 Observed::Absent => Finding {
                     code: UNDECLARED_REPOSITORY_WITHOUT_POLICY.to_owned(),
@@ -266,14 +266,14 @@ impl Reconciler for EcrReconciler {
     ) -> Result<Assessment, ReconcileError> {
         let created: BTreeSet<&str> = changes
             .iter()
-            .filter(|c| c.address.kind == ResourceKind::EcrRepository && c.action == Action::Create)
+            .filter(|c| c.address.kind == ResourceKind::ECR_REPOSITORY && c.action == Action::Create)
             .map(|c| c.address.name.as_str())
             .collect();
         let policies: Vec<&Change> = changes
             .iter()
             .copied()
             .filter(|c| {
-                c.address.kind == ResourceKind::EcrLifecyclePolicy
+                c.address.kind == ResourceKind::ECR_LIFECYCLE_POLICY
                     && matches!(c.action, Action::Create | Action::Update)
             })
             .collect();
@@ -376,7 +376,7 @@ impl EcrReconciler {
     /// An undeclared repository: its lifecycle policy checked, and, when pruning, whether it is
     /// reconcile's to delete (then observed with its images) or left alone (a finding).
     async fn observe_undeclared(&self, name: &str, repository: &LiveRepository) -> Result<Undeclared, ReconcileError> {
-        let policy_address = Address::new(ResourceKind::EcrLifecyclePolicy, name);
+        let policy_address = Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, name);
         let finding = match self.observe_lifecycle_policy(&policy_address, name).await? {
             Observed::Present(fields) => {
                 live_tagged_expiry(&policy_address, fields.get("policy").unwrap_or(&serde_json::Value::Null), false)
@@ -384,7 +384,7 @@ impl EcrReconciler {
             Observed::Absent => None,
         };
         let Some(prune) = &self.prune else { return Ok(Undeclared { finding, pruned: None }) };
-        let address = Address::new(ResourceKind::EcrRepository, name);
+        let address = Address::new(ResourceKind::ECR_REPOSITORY, name);
         let tags = self.tags(&address, &repository.arn).await?;
         let (key, value) = &prune.marker;
         if tags.get(key) != Some(value) {
@@ -663,8 +663,8 @@ impl EcrReconciler {
         let reads: Vec<_> = names
             .iter()
             .map(|name| async move {
-                let address = Address::new(ResourceKind::EcrRepository, name);
-                let policy_address = Address::new(ResourceKind::EcrLifecyclePolicy, name);
+                let address = Address::new(ResourceKind::ECR_REPOSITORY, name);
+                let policy_address = Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, name);
                 let (images, policy) = futures::future::join(
                     self.images(&address, name),
                     self.observe_lifecycle_policy(&policy_address, name),
@@ -699,7 +699,7 @@ impl EcrReconciler {
         let names: Vec<String> =
             self.list_all_repositories().await?.iter().filter_map(|r| r.repository_name().map(str::to_owned)).collect();
         let reads = names.iter().map(|name| async move {
-            let address = Address::new(ResourceKind::EcrRepository, name);
+            let address = Address::new(ResourceKind::ECR_REPOSITORY, name);
             self.images(&address, name).await
         });
         let mut stored = Vec::new();
@@ -833,7 +833,7 @@ mod tests {
     }
 
     fn policy_address() -> Address {
-        Address::new(ResourceKind::EcrLifecyclePolicy, "pytorch")
+        Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, "pytorch")
     }
 
     /// What `observe` is given: the desired resources (only their addresses matter to ECR).
@@ -861,7 +861,7 @@ mod tests {
             )
         });
         let reconciler = reconciler(&[&describe, &tags, &policy, &repository_policy]);
-        let addresses = [Address::new(ResourceKind::EcrRepository, "pytorch"), policy_address()];
+        let addresses = [Address::new(ResourceKind::ECR_REPOSITORY, "pytorch"), policy_address()];
         let error = observe(&reconciler, &addresses).await.unwrap_err();
         let message = error.to_string();
         assert!(message.starts_with("ecr_lifecycle_policy.pytorch: failed to read lifecycle policy: "), "{message}");
@@ -918,7 +918,7 @@ mod tests {
         let describe = one_repository();
         let reconciler = reconciler(&[&describe]);
         let change = Change {
-            address: Address::new(ResourceKind::EcrRepository, "pytorch"),
+            address: Address::new(ResourceKind::ECR_REPOSITORY, "pytorch"),
             action: Action::Delete,
             before: Some(Map::new()),
             after: None,
@@ -964,7 +964,7 @@ mod tests {
             .then_output(|| aws_sdk_ecr::operation::put_lifecycle_policy::PutLifecyclePolicyOutput::builder().build());
         let reconciler = reconciler(&[&create, &put]);
         let repository = Change {
-            address: Address::new(ResourceKind::EcrRepository, "pytorch"),
+            address: Address::new(ResourceKind::ECR_REPOSITORY, "pytorch"),
             action: Action::Create,
             before: None,
             after: Some(object(json!({ "scan_on_push": true, "tags": {} }))),

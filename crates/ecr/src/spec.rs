@@ -49,7 +49,7 @@ pub(crate) struct LifecyclePolicySpec {
 pub fn desired(desired: &Desired, _account: &Account) -> Result<Vec<DesiredResource>, ReconcileError> {
     let mut resources = Vec::new();
     for repository in &desired.ecr.repositories {
-        let repository_address = Address::new(ResourceKind::EcrRepository, &repository.name);
+        let repository_address = Address::new(ResourceKind::ECR_REPOSITORY, &repository.name);
         let spec = RepositorySpec {
             image_tag_mutability: repository.image_tag_mutability.as_str().to_owned(),
             scan_on_push: repository.scan_on_push,
@@ -58,7 +58,7 @@ pub fn desired(desired: &Desired, _account: &Account) -> Result<Vec<DesiredResou
         };
         resources.push(DesiredResource::new(repository_address.clone(), &repository.name, attributes(&spec)));
         let policy = LifecyclePolicySpec { policy: canonical_policy(&repository.lifecycle_policy.document) };
-        let policy_address = Address::new(ResourceKind::EcrLifecyclePolicy, &repository.name);
+        let policy_address = Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, &repository.name);
         let mut policy =
             DesiredResource::new(policy_address, &repository.name, attributes(&policy)).under(&repository_address);
         if repository.allow_tagged_expiry {

@@ -120,12 +120,12 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
     let remote = format!("{}/{}", github.owner, github.repository);
     let mut resources = vec![
         DesiredResource::new(
-            Address::new(ResourceKind::GithubForkPrApproval, &github.repository),
+            Address::new(ResourceKind::GITHUB_FORK_PR_APPROVAL, &github.repository),
             &remote,
             reconcile_core::spec::attributes(&ApprovalSpec { approval_policy: github.fork_pr_approval.clone() }),
         ),
         DesiredResource::new(
-            Address::new(ResourceKind::GithubWorkflowPermissions, &github.repository),
+            Address::new(ResourceKind::GITHUB_WORKFLOW_PERMISSIONS, &github.repository),
             &remote,
             reconcile_core::spec::attributes(&WorkflowPermissionsSpec {
                 default_workflow_permissions: github.default_workflow_permissions.clone(),
@@ -135,11 +135,11 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
     ];
     if desired.ci.is_some() {
         // The CI roles trust subjects made of these claims: their trusts change first.
-        let trusts =
-            reconcile_core::desired::CiPurpose::ALL.map(|purpose| Address::new(ResourceKind::IamCiRole, purpose.key()));
+        let trusts = reconcile_core::desired::CiPurpose::ALL
+            .map(|purpose| Address::new(ResourceKind::IAM_CI_ROLE, purpose.key()));
         resources.push(
             DesiredResource::new(
-                Address::new(ResourceKind::GithubOidcSubject, &github.repository),
+                Address::new(ResourceKind::GITHUB_OIDC_SUBJECT, &github.repository),
                 &remote,
                 reconcile_core::spec::attributes(&OidcSubjectSpec {
                     use_default: false,
@@ -153,7 +153,7 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
     let by_hand = github.variables.iter().map(|(name, value)| (name.as_str(), value.clone()));
     for (name, value) in derived.into_iter().chain(by_hand) {
         let variable = DesiredResource::new(
-            Address::new(ResourceKind::GithubVariable, name),
+            Address::new(ResourceKind::GITHUB_VARIABLE, name),
             &remote,
             reconcile_core::spec::attributes(&VariableSpec { name: name.to_owned(), value }),
         );
@@ -169,6 +169,7 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
 pub const DESCRIPTION: reconcile_core::describe::Description = reconcile_core::describe::Description {
     name: "github",
     kinds: GithubKind::KINDS,
+    sections: &[],
     desired: |desired_toml, account, _| desired(desired_toml, account),
     access: reconcile_core::describe::Access::NONE,
     trail: &[],
@@ -177,10 +178,10 @@ pub const DESCRIPTION: reconcile_core::describe::Description = reconcile_core::d
 reconcile_core::resource_kinds! {
     /// The kinds this crate owns.
     pub enum GithubKind {
-        ForkPrApproval = GithubForkPrApproval,
-        WorkflowPermissions = GithubWorkflowPermissions,
-        OidcSubject = GithubOidcSubject,
-        Variable = GithubVariable,
+        ForkPrApproval = ResourceKind::GITHUB_FORK_PR_APPROVAL,
+        WorkflowPermissions = ResourceKind::GITHUB_WORKFLOW_PERMISSIONS,
+        OidcSubject = ResourceKind::GITHUB_OIDC_SUBJECT,
+        Variable = ResourceKind::GITHUB_VARIABLE,
     }
 }
 
@@ -199,7 +200,7 @@ impl GithubReconciler {
         let domain = if region.starts_with("cn-") { "amazonaws.com.cn" } else { "amazonaws.com" };
         let webhook = desired.codebuild.projects.iter().find(|p| p.webhook.is_some());
         let runner_hook = webhook.map(|project| {
-            let address = Address::new(ResourceKind::CodebuildWebhook, &project.key);
+            let address = Address::new(ResourceKind::CODEBUILD_WEBHOOK, &project.key);
             (address, format!("https://codebuild.{region}.{domain}/webhooks"))
         });
         GithubReconciler { api, runner_hook }
@@ -307,10 +308,10 @@ impl Reconciler for GithubReconciler {
     }
 
     async fn observe(&self, desired: &[&DesiredResource]) -> Result<Observations, ReconcileError> {
-        let wants_variables = desired.iter().any(|r| r.address.kind == ResourceKind::GithubVariable);
-        let settings = desired.iter().find(|r| r.address.kind == ResourceKind::GithubForkPrApproval);
-        let permissions = desired.iter().find(|r| r.address.kind == ResourceKind::GithubWorkflowPermissions);
-        let template = desired.iter().find(|r| r.address.kind == ResourceKind::GithubOidcSubject);
+        let wants_variables = desired.iter().any(|r| r.address.kind == ResourceKind::GITHUB_VARIABLE);
+        let settings = desired.iter().find(|r| r.address.kind == ResourceKind::GITHUB_FORK_PR_APPROVAL);
+        let permissions = desired.iter().find(|r| r.address.kind == ResourceKind::GITHUB_WORKFLOW_PERMISSIONS);
+        let template = desired.iter().find(|r| r.address.kind == ResourceKind::GITHUB_OIDC_SUBJECT);
         let (variables, approval, workflow, hook, subject) = futures::join!(
             async { if wants_variables { self.variables().await.map(Some) } else { Ok(None) } },
             async {
@@ -380,7 +381,7 @@ impl Reconciler for GithubReconciler {
 
     /// Every variable of the repository that desired.toml does not declare: left alone, named.
     async fn survey(&self, desired: &[&DesiredResource]) -> Result<Vec<Finding>, ReconcileError> {
-        if !desired.iter().any(|r| r.address.kind == ResourceKind::GithubVariable) {
+        if !desired.iter().any(|r| r.address.kind == ResourceKind::GITHUB_VARIABLE) {
             return Ok(Vec::new());
         }
         let declared: Vec<&str> = desired.iter().map(|r| r.address.name.as_str()).collect();
@@ -392,7 +393,7 @@ impl Reconciler for GithubReconciler {
             .map(|name| Finding {
                 code: UNDECLARED_VARIABLE.to_owned(),
                 severity: Severity::Warning,
-                address: Some(Address::new(ResourceKind::GithubVariable, &name)),
+                address: Some(Address::new(ResourceKind::GITHUB_VARIABLE, &name)),
                 message: format!(
                     "repository variable {name} is not in desired.toml; reconcile leaves it alone: declare it under \
                      [github.variables], or delete it"
@@ -435,7 +436,7 @@ impl Reconciler for GithubReconciler {
     /// The subject template decides which runs the CI roles' trusts admit: the apply role
     /// changing it could change who may act as reconcile.
     fn administrators_only(&self, change: &Change) -> Option<&'static str> {
-        (change.address.kind == ResourceKind::GithubOidcSubject)
+        (change.address.kind == ResourceKind::GITHUB_OIDC_SUBJECT)
             .then_some("the OIDC subject template: which runs each CI role's trust admits")
     }
 }

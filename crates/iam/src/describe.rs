@@ -60,14 +60,24 @@ const fn role_policy(kind: K) -> KindTrail {
     }
 }
 
+/// The reconciler the AWS backend builds.
+pub fn reconciler(clients: &reconcile_aws::Clients<'_>) -> Box<dyn reconcile_core::Reconciler> {
+    let config = aws_sdk_iam::config::Builder::from(clients.sdk).interceptor(clients.interceptor.clone()).build();
+    Box::new(
+        crate::IamReconciler::new(aws_sdk_iam::Client::from_conf(config), clients.account.clone())
+            .with_parallelism(clients.limit()),
+    )
+}
+
 pub const DESCRIPTION: Description = Description {
     name: "iam",
     kinds: IamKind::KINDS,
+    sections: &[],
     desired: crate::spec::desired,
     access: Access { reads, drift_reads: |_, _| Vec::new(), writes: |_, _| Vec::new() },
     trail: &[
         KindTrail {
-            kind: K::IamRoleBoundary,
+            kind: K::IAM_ROLE_BOUNDARY,
             events: &[
                 "CreatePolicy",
                 "CreatePolicyVersion",
@@ -88,19 +98,19 @@ pub const DESCRIPTION: Description = Description {
             index: Index::Absent,
             names: boundary_names,
         },
-        role(K::IamRole, &[(crate::ATTACHED_MANAGED_POLICY, &["AttachRolePolicy"])]),
+        role(K::IAM_ROLE, &[(crate::ATTACHED_MANAGED_POLICY, &["AttachRolePolicy"])]),
         role(
-            K::IamCiRole,
+            K::IAM_CI_ROLE,
             &[
                 (crate::ATTACHED_MANAGED_POLICY, &["AttachRolePolicy"]),
                 (crate::CI_TRUST_WIDENED, &["UpdateAssumeRolePolicy"]),
                 (crate::CI_TRUST_CHANGED, &["UpdateAssumeRolePolicy"]),
             ],
         ),
-        role_policy(K::IamRolePolicy),
-        role_policy(K::IamCiRolePolicy),
+        role_policy(K::IAM_ROLE_POLICY),
+        role_policy(K::IAM_CI_ROLE_POLICY),
         KindTrail {
-            kind: K::IamOidcProvider,
+            kind: K::IAM_OIDC_PROVIDER,
             events: &[
                 "CreateOpenIDConnectProvider",
                 "DeleteOpenIDConnectProvider",

@@ -36,7 +36,7 @@ use serde_json::Value;
 
 pub use ci::{apply_policy, provider_arn, read_only_policy, trust_widening};
 pub use derive::{INLINE_POLICY_LIMIT, MANAGED_POLICY_LIMIT, boundary_name, boundary_policy, inline_policy};
-pub use describe::DESCRIPTION;
+pub use describe::{DESCRIPTION, reconciler};
 pub use policy::{canonical, canonical_text, percent_decode};
 use spec::{BoundarySpec, ProviderSpec, RolePolicySpec, RoleSpec, RoleState};
 pub use spec::{desired, policy_arn, trust_policy};
@@ -66,12 +66,12 @@ const NO_SUCH_ENTITY: &str = "NoSuchEntity";
 reconcile_core::resource_kinds! {
     /// The kinds this crate owns.
     pub enum IamKind {
-        Boundary = IamRoleBoundary,
-        Role = IamRole,
-        RolePolicy = IamRolePolicy,
-        Provider = IamOidcProvider,
-        CiRole = IamCiRole,
-        CiRolePolicy = IamCiRolePolicy,
+        Boundary = ResourceKind::IAM_ROLE_BOUNDARY,
+        Role = ResourceKind::IAM_ROLE,
+        RolePolicy = ResourceKind::IAM_ROLE_POLICY,
+        Provider = ResourceKind::IAM_OIDC_PROVIDER,
+        CiRole = ResourceKind::IAM_CI_ROLE,
+        CiRolePolicy = ResourceKind::IAM_CI_ROLE_POLICY,
     }
 }
 
@@ -103,15 +103,15 @@ enum Family {
 impl Family {
     fn role(self) -> ResourceKind {
         match self {
-            Family::Runner => ResourceKind::IamRole,
-            Family::Ci => ResourceKind::IamCiRole,
+            Family::Runner => ResourceKind::IAM_ROLE,
+            Family::Ci => ResourceKind::IAM_CI_ROLE,
         }
     }
 
     fn policy(self) -> ResourceKind {
         match self {
-            Family::Runner => ResourceKind::IamRolePolicy,
-            Family::Ci => ResourceKind::IamCiRolePolicy,
+            Family::Runner => ResourceKind::IAM_ROLE_POLICY,
+            Family::Ci => ResourceKind::IAM_CI_ROLE_POLICY,
         }
     }
 }
@@ -268,7 +268,7 @@ pub async fn role_trusts_github(
 
 /// Whether `kind` is one of the CI identities, which only an administrator may change.
 fn is_ci_identity(kind: ResourceKind) -> bool {
-    matches!(kind, ResourceKind::IamOidcProvider | ResourceKind::IamCiRole | ResourceKind::IamCiRolePolicy)
+    matches!(kind, ResourceKind::IAM_OIDC_PROVIDER | ResourceKind::IAM_CI_ROLE | ResourceKind::IAM_CI_ROLE_POLICY)
 }
 
 impl IamReconciler {
@@ -365,7 +365,7 @@ impl IamReconciler {
     async fn github_roles(&self, desired: &[&DesiredResource]) -> Result<Vec<Finding>, ReconcileError> {
         let declared: std::collections::BTreeSet<&str> = desired
             .iter()
-            .filter(|r| matches!(r.address.kind, ResourceKind::IamRole | ResourceKind::IamCiRole))
+            .filter(|r| matches!(r.address.kind, ResourceKind::IAM_ROLE | ResourceKind::IAM_CI_ROLE))
             .map(|r| r.remote_name.as_str())
             .collect();
         let mut pages = self.client.list_roles().into_paginator().send();
@@ -916,14 +916,14 @@ mod tests {
             after: Some(Map::new()),
             depends_on: vec![],
         };
-        for kind in [ResourceKind::IamOidcProvider, ResourceKind::IamCiRole, ResourceKind::IamCiRolePolicy] {
+        for kind in [ResourceKind::IAM_OIDC_PROVIDER, ResourceKind::IAM_CI_ROLE, ResourceKind::IAM_CI_ROLE_POLICY] {
             assert_eq!(
                 reconciler.administrators_only(&change(kind)),
                 Some("the CI identities: the apply role would widen itself"),
                 "{kind:?}"
             );
         }
-        for kind in [ResourceKind::IamRole, ResourceKind::IamRolePolicy, ResourceKind::IamRoleBoundary] {
+        for kind in [ResourceKind::IAM_ROLE, ResourceKind::IAM_ROLE_POLICY, ResourceKind::IAM_ROLE_BOUNDARY] {
             assert_eq!(
                 reconciler.administrators_only(&change(kind)),
                 Some("the runner's role, its policy or its permissions boundary: what every build may do"),
@@ -950,9 +950,9 @@ mod tests {
             iam::operation::get_role_policy::GetRolePolicyError::NoSuchEntityException(no_such_entity())
         });
         let role =
-            DesiredResource::new(Address::new(ResourceKind::IamRole, "codebuild"), "rocm-bake-codebuild", Map::new());
+            DesiredResource::new(Address::new(ResourceKind::IAM_ROLE, "codebuild"), "rocm-bake-codebuild", Map::new());
         let policy = DesiredResource::new(
-            Address::new(ResourceKind::IamRolePolicy, "codebuild"),
+            Address::new(ResourceKind::IAM_ROLE_POLICY, "codebuild"),
             "rocm-bake-codebuild",
             object(json!({ "role": "rocm-bake-codebuild", "policy_name": "p", "document": {} })),
         );
@@ -973,7 +973,7 @@ mod tests {
             .output(|| iam::operation::put_role_policy::PutRolePolicyOutput::builder().build())
             .build();
         let change = Change {
-            address: Address::new(ResourceKind::IamRolePolicy, "codebuild"),
+            address: Address::new(ResourceKind::IAM_ROLE_POLICY, "codebuild"),
             action: Action::Create,
             before: None,
             after: Some(object(json!({ "role": "rocm-bake-codebuild", "policy_name": "p", "document": {} }))),
@@ -991,7 +991,7 @@ mod tests {
             .then_output(|| iam::operation::put_role_policy::PutRolePolicyOutput::builder().build());
         let reconciler = reconciler(&[&create, &put]);
         let role = Change {
-            address: Address::new(ResourceKind::IamRole, "codebuild"),
+            address: Address::new(ResourceKind::IAM_ROLE, "codebuild"),
             action: Action::Create,
             before: None,
             // No trust policy: IAM must never be sent an empty one.
@@ -1006,7 +1006,7 @@ mod tests {
             "iam_role.codebuild: failed to read the change's desired fields: missing field `assume_role_policy`"
         );
         let policy = Change {
-            address: Address::new(ResourceKind::IamRolePolicy, "codebuild"),
+            address: Address::new(ResourceKind::IAM_ROLE_POLICY, "codebuild"),
             after: Some(object(json!({ "role": "rocm-bake-codebuild", "policy_name": "p" }))),
             ..role
         };

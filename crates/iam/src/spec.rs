@@ -105,11 +105,11 @@ pub fn desired(
 ) -> Result<Vec<DesiredResource>, ReconcileError> {
     let mut resources = Vec::new();
     for role in &desired.iam.roles {
-        let role_address = Address::new(ResourceKind::IamRole, &role.key);
+        let role_address = Address::new(ResourceKind::IAM_ROLE, &role.key);
         let max_session_duration = i32::try_from(role.max_session_duration).map_err(|_| {
             ReconcileError::new(Some(&role_address), "read max_session_duration", "it is larger than IAM allows")
         })?;
-        let boundary_address = Address::new(ResourceKind::IamRoleBoundary, &role.key);
+        let boundary_address = Address::new(ResourceKind::IAM_ROLE_BOUNDARY, &role.key);
         let boundary = boundary_policy(desired, role, account, &projects_using(desired, &role.key))
             .map_err(|why| ReconcileError::new(Some(&boundary_address), "derive the permissions boundary", why))?;
         let boundary_arn = policy_arn(account, &boundary_name(role));
@@ -130,7 +130,7 @@ pub fn desired(
         resources.push(
             DesiredResource::new(role_address.clone(), &role.name, attributes(&spec)).depending_on([boundary_address]),
         );
-        let policy_address = Address::new(ResourceKind::IamRolePolicy, &role.key);
+        let policy_address = Address::new(ResourceKind::IAM_ROLE_POLICY, &role.key);
         let document = inline_policy(desired, role, account, &projects_using(desired, &role.key))
             .map_err(|why| ReconcileError::new(Some(&policy_address), "derive the inline policy", why))?;
         let spec = RolePolicySpec {
@@ -141,7 +141,7 @@ pub fn desired(
         resources.push(DesiredResource::new(policy_address, &role.name, attributes(&spec)).under(&role_address));
     }
     if let Some(declared) = &desired.ci {
-        let provider_address = Address::new(ResourceKind::IamOidcProvider, PROVIDER_KEY);
+        let provider_address = Address::new(ResourceKind::IAM_OIDC_PROVIDER, PROVIDER_KEY);
         let provider = ProviderSpec {
             url: reconcile_core::desired::GITHUB_OIDC_HOST.to_owned(),
             client_ids: vec![reconcile_core::desired::GITHUB_OIDC_AUDIENCE.to_owned()],
@@ -157,7 +157,7 @@ pub fn desired(
         })?;
         for role in &declared.roles {
             let key = role.purpose.key();
-            let role_address = Address::new(ResourceKind::IamCiRole, key);
+            let role_address = Address::new(ResourceKind::IAM_CI_ROLE, key);
             let spec = RoleSpec {
                 name: role.name.clone(),
                 assume_role_policy: canonical(&ci::trust_policy(role, account), &account.partition),
@@ -173,7 +173,7 @@ pub fn desired(
             let document = if role.purpose.reads_only() {
                 ci::read_only_policy(desired, account, catalog)
             } else {
-                let policy_address = Address::new(ResourceKind::IamCiRolePolicy, key);
+                let policy_address = Address::new(ResourceKind::IAM_CI_ROLE_POLICY, key);
                 ci::apply_policy(desired, account, catalog)
                     .map_err(|why| ReconcileError::new(Some(&policy_address), "derive the inline policy", why))?
             };
@@ -182,7 +182,7 @@ pub fn desired(
                 policy_name: CI_POLICY_NAME.to_owned(),
                 document: canonical(&document, &account.partition),
             };
-            let policy_address = Address::new(ResourceKind::IamCiRolePolicy, key);
+            let policy_address = Address::new(ResourceKind::IAM_CI_ROLE_POLICY, key);
             resources.push(DesiredResource::new(policy_address, &role.name, attributes(&spec)).under(&role_address));
         }
     }

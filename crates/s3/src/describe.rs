@@ -35,14 +35,30 @@ const BUCKET_EVENTS: &[&str] = &[
     "PutBucketLogging",
 ];
 
+/// The reconciler the AWS backend builds.
+pub fn reconciler(clients: &reconcile_aws::Clients<'_>) -> Box<dyn reconcile_core::Reconciler> {
+    Box::new(crate::S3Reconciler::new(client(clients), clients.account.clone()).with_parallelism(clients.limit()))
+}
+
+/// An S3 client (the apply lock's too).
+pub fn client(clients: &reconcile_aws::Clients<'_>) -> aws_sdk_s3::Client {
+    // An endpoint override (an emulator) cannot serve virtual-hosted bucket names.
+    let config = aws_sdk_s3::config::Builder::from(clients.sdk)
+        .interceptor(clients.interceptor.clone())
+        .force_path_style(clients.endpoint_overridden())
+        .build();
+    aws_sdk_s3::Client::from_conf(config)
+}
+
 pub const DESCRIPTION: Description = Description {
     name: "s3",
     kinds: S3Kind::KINDS,
+    sections: &[],
     desired: |desired, account, _| crate::desired(desired, account),
     access: Access { reads, drift_reads, writes },
     trail: &[
         KindTrail {
-            kind: K::S3Bucket,
+            kind: K::S3_BUCKET,
             events: BUCKET_EVENTS,
             fields: &[
                 ("block_public_access", &["PutBucketPublicAccessBlock", "DeleteBucketPublicAccessBlock"]),
@@ -64,7 +80,7 @@ pub const DESCRIPTION: Description = Description {
             names,
         },
         KindTrail {
-            kind: K::S3BucketLifecycle,
+            kind: K::S3_BUCKET_LIFECYCLE,
             events: &["PutBucketLifecycle", "DeleteBucketLifecycle"],
             fields: &[],
             other_fields: Some(&["PutBucketLifecycle", "DeleteBucketLifecycle"]),

@@ -21,7 +21,7 @@ use reconcile_core::reconciler::Observations;
 use reconcile_core::spec::attributes;
 use reconcile_core::{Account, Address, Applied, Progress, ReconcileError, Reconciler, ResourceKind};
 
-pub use describe::DESCRIPTION;
+pub use describe::{DESCRIPTION, client, reconciler};
 pub use lifecycle::{desired_rule, observed_rule};
 pub use spec::desired;
 use spec::{BlockPublicAccess, BucketLifecycleSpec, BucketSpec, OWNER_ENFORCED, SSE_S3, VERSIONING_OFF};
@@ -33,8 +33,8 @@ pub const FOREIGN_BUCKET_ACCESS: &str = "S103";
 reconcile_core::resource_kinds! {
     /// The kinds this crate owns.
     pub enum S3Kind {
-        Bucket = S3Bucket,
-        Lifecycle = S3BucketLifecycle,
+        Bucket = ResourceKind::S3_BUCKET,
+        Lifecycle = ResourceKind::S3_BUCKET_LIFECYCLE,
     }
 }
 
@@ -90,7 +90,7 @@ impl Reconciler for S3Reconciler {
             observations.resources.extend(result?);
         }
         for (address, observed) in &observations.resources {
-            if let (ResourceKind::S3Bucket, Observed::Present(fields)) = (address.kind, observed) {
+            if let (ResourceKind::S3_BUCKET, Observed::Present(fields)) = (address.kind, observed) {
                 observations.findings.extend(self.foreign_access(address, fields));
             }
         }
@@ -162,13 +162,13 @@ impl S3Reconciler {
         // The bucket's settings and its lifecycle configuration, read at once.
         let (bucket, lifecycle) = tokio::join!(
             async {
-                match addresses.iter().find(|a| a.kind == ResourceKind::S3Bucket) {
+                match addresses.iter().find(|a| a.kind == ResourceKind::S3_BUCKET) {
                     Some(address) if head == Head::Ours => Some(self.observe_bucket(address, name).await).transpose(),
                     _ => Ok(None),
                 }
             },
             async {
-                match addresses.iter().find(|a| a.kind == ResourceKind::S3BucketLifecycle) {
+                match addresses.iter().find(|a| a.kind == ResourceKind::S3_BUCKET_LIFECYCLE) {
                     Some(address) if head == Head::Ours => {
                         Some(self.observe_lifecycle(address, name).await).transpose()
                     }
@@ -651,7 +651,7 @@ mod tests {
 
     fn create_change() -> Change {
         Change {
-            address: Address::new(ResourceKind::S3Bucket, "sccache"),
+            address: Address::new(ResourceKind::S3_BUCKET, "sccache"),
             action: Action::Create,
             before: None,
             after: Some(object(json!({
@@ -734,8 +734,11 @@ mod tests {
             Some("an ACL that grants someone else: who reaches the bucket")
         );
         for action in [Action::Create, Action::Update, Action::Delete] {
-            let expiry =
-                Change { address: Address::new(ResourceKind::S3BucketLifecycle, "sccache"), action, ..create_change() };
+            let expiry = Change {
+                address: Address::new(ResourceKind::S3_BUCKET_LIFECYCLE, "sccache"),
+                action,
+                ..create_change()
+            };
             assert_eq!(reconciler.administrators_only(&expiry), Some("a bucket's expiry, which deletes its objects"));
         }
     }
@@ -780,7 +783,7 @@ mod tests {
             )
         });
         let desired =
-            DesiredResource::new(Address::new(ResourceKind::S3Bucket, "sccache"), "someone-elses-bucket", Map::new());
+            DesiredResource::new(Address::new(ResourceKind::S3_BUCKET, "sccache"), "someone-elses-bucket", Map::new());
         let error = reconciler(&[&head]).observe(&[&desired]).await.unwrap_err();
         assert!(
             error.to_string().starts_with(
@@ -803,7 +806,7 @@ mod tests {
             })
             .build();
         let change = Change {
-            address: Address::new(ResourceKind::S3BucketLifecycle, "sccache"),
+            address: Address::new(ResourceKind::S3_BUCKET_LIFECYCLE, "sccache"),
             action: Action::Create,
             before: None,
             after: Some(object(json!({
@@ -913,7 +916,7 @@ mod tests {
             "s3_bucket.sccache: failed to read the change's desired fields: missing field `block_public_access`"
         );
         let lifecycle = Change {
-            address: Address::new(ResourceKind::S3BucketLifecycle, "sccache"),
+            address: Address::new(ResourceKind::S3_BUCKET_LIFECYCLE, "sccache"),
             after: Some(object(json!({ "rules": [] }))),
             ..create_change()
         };

@@ -81,7 +81,7 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
     let mut resources = Vec::new();
     for bucket in &desired.s3.buckets {
         let name = bucket.name.render(&account.id, &account.region);
-        let bucket_address = Address::new(ResourceKind::S3Bucket, &bucket.key);
+        let bucket_address = Address::new(ResourceKind::S3_BUCKET, &bucket.key);
         let spec = BucketSpec {
             name: name.clone(),
             block_public_access: BlockPublicAccess::all(bucket.block_public_access),
@@ -100,7 +100,7 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
             let mut rules: Vec<Value> = rules.iter().map(desired_rule).collect();
             lifecycle::sort_rules(&mut rules);
             let spec = BucketLifecycleSpec { bucket: name.clone(), rules };
-            let address = Address::new(ResourceKind::S3BucketLifecycle, &bucket.key);
+            let address = Address::new(ResourceKind::S3_BUCKET_LIFECYCLE, &bucket.key);
             resources.push(DesiredResource::new(address, &name, attributes(&spec)).under(&bucket_address));
         }
     }

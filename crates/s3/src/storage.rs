@@ -29,7 +29,7 @@ pub async fn daily_bytes(
     from: i64,
     to: i64,
 ) -> Result<DailyBytes, ReconcileError> {
-    let address = Address::new(ResourceKind::S3Bucket, bucket);
+    let address = Address::new(ResourceKind::S3_BUCKET, bucket);
     let listed = client
         .list_metrics()
         .namespace(NAMESPACE)

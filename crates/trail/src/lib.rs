@@ -376,7 +376,7 @@ mod tests {
     /// A kind named by `repositoryName`, regional or global.
     fn kind(global: bool) -> KindTrail {
         KindTrail {
-            kind: ResourceKind::EcrRepository,
+            kind: ResourceKind::ECR_REPOSITORY,
             events: &["PutLifecyclePolicy"],
             fields: &[],
             other_fields: None,

@@ -7,7 +7,7 @@ use crate::error::CliError;
 use crate::exit;
 use crate::output::{err, out};
 use crate::session::{Inputs, Load};
-use reconcile_core::{Account, Desired, engine};
+use reconcile_core::{Account, engine};
 
 pub fn run(path: &Path, bake: Option<&Path>, check: bool, account: Option<&str>) -> Result<u8, CliError> {
     if let Some(id) = account
@@ -64,9 +64,10 @@ fn held_as_plan_holds(path: &Path, inputs: &Inputs, text: &str, account: Option<
     if text.len() as u64 > crate::files::FILE_LIMIT {
         return Err(refused(format!("would make it larger than {} MiB", crate::files::FILE_LIMIT >> 20)));
     }
-    let desired = Desired::parse(path, text).map_err(|errors| refused(format!("would make it invalid: {errors}")))?;
+    let desired = crate::catalog::parse_desired(path, text)
+        .map_err(|errors| refused(format!("would make it invalid: {errors}")))?;
     let stand_in = Account::new("000000000000", &desired.region);
-    crate::session::desired_resources(&desired, &stand_in, true).map_err(|errors| {
+    crate::session::desired_resources(&crate::catalog::CATALOG, &desired, &stand_in, true).map_err(|errors| {
         refused(format!(
             "would make what it derives invalid: {}",
             errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")

@@ -13,7 +13,10 @@ use crate::output::out;
 
 /// The JSON Schema of desired.toml.
 pub fn schema() -> Result<u8, CliError> {
-    out(&format!("{}\n", reconcile_core::json::to_pretty(&reconcile_core::desired::schema())))?;
+    out(&format!(
+        "{}\n",
+        reconcile_core::json::to_pretty(&reconcile_core::desired::schema(&crate::catalog::CATALOG.claims()))
+    ))?;
     Ok(exit::OK)
 }
 

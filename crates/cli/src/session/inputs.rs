@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use reconcile_bake::BakeFile;
+use reconcile_core::describe::Catalog;
 use reconcile_core::engine::{self, DesiredResources};
 use reconcile_core::{Account, Desired, Finding, ReconcileError};
 
@@ -45,7 +46,7 @@ impl Inputs {
         let repository = files::Repository::of(path)?;
         let (desired, desired_text) = files::load_desired(path)?;
         let stand_in = Account::new("000000000000", &desired.region);
-        desired_resources(&desired, &stand_in, true).map_err(|errors| {
+        desired_resources(&CATALOG, &desired, &stand_in, true).map_err(|errors| {
             CliError::Input(errors.iter().map(|error| format!("{}: {error}", path.display())).collect())
         })?;
         let bake = match (bake, &desired.bake) {
@@ -111,19 +112,20 @@ fn load_bake(name: &Path, real: &Path, desired: &Desired) -> Result<BakeFile, Cl
     Ok(bake)
 }
 
-/// Every desired resource of every resource crate in the catalog (GitHub's when `github`),
-/// keyed by address. Pure: no AWS.
+/// Every desired resource of every resource crate in `catalog` (GitHub's when `github`), keyed
+/// by address. Pure: no AWS.
 pub fn desired_resources(
+    catalog: &Catalog,
     desired: &Desired,
     account: &Account,
     github: bool,
 ) -> Result<DesiredResources, Vec<ReconcileError>> {
     let crates =
-        CATALOG.0.iter().filter(|description| github || description.name != reconcile_github::DESCRIPTION.name);
+        catalog.0.iter().filter(|description| github || description.name != reconcile_github::DESCRIPTION.name);
     let mut resources = Vec::new();
     let mut errors = Vec::new();
     for description in crates {
-        match (description.desired)(desired, account, &CATALOG) {
+        match (description.desired)(desired, account, catalog) {
             Ok(list) => resources.extend(list),
             Err(error) => errors.push(error),
         }

@@ -96,7 +96,7 @@ impl<B: Backend> Session<B> {
     }
 
     fn resources(&self, account: &Account) -> Result<DesiredResources, CliError> {
-        desired_resources(&self.inputs.desired, account, self.github.is_checked())
+        desired_resources(&crate::catalog::CATALOG, &self.inputs.desired, account, self.github.is_checked())
             .map_err(|errors| self.backend.failed(errors))
     }
 

@@ -423,7 +423,7 @@ fn convert_webhook(
     findings: &mut Vec<DesiredFinding>,
 ) -> Webhook {
     let raw = webhook.get_ref();
-    let address = Address::new(ResourceKind::CodebuildWebhook, project_key);
+    let address = Address::new(ResourceKind::CODEBUILD_WEBHOOK, project_key);
     if !["BUILD", "BUILD_BATCH", "RUNNER_BUILDKITE_BUILD"].contains(&raw.build_type.as_str()) {
         errors.push(locate.error(
             Some(webhook.span()),
@@ -526,7 +526,7 @@ fn convert_webhook(
     if pull_requests {
         findings.push(DesiredFinding::warning(
             PULL_REQUEST_BUILDS,
-            Some(Address::new(ResourceKind::CodebuildWebhook, project_key)),
+            Some(Address::new(ResourceKind::CODEBUILD_WEBHOOK, project_key)),
             locate.error(
                 Some(webhook.span()),
                 &format!("{key_path}.filter_groups"),
@@ -805,7 +805,7 @@ scope = { name = "ROCm", scope = "GITHUB_ORGANIZATION", domain = "github.com" }"
         assert_eq!(findings(&file("", Some(RUNNER))), Vec::<String>::new());
         // Each is about the webhook.
         let warned = parse(&file("", Some(r#"[[{ type = "EVENT", pattern = "WORKFLOW_JOB_QUEUED" }]]"#))).unwrap();
-        assert_eq!(warned.findings[0].address, Some(Address::new(ResourceKind::CodebuildWebhook, "runner")));
+        assert_eq!(warned.findings[0].address, Some(Address::new(ResourceKind::CODEBUILD_WEBHOOK, "runner")));
         assert_eq!(
             findings(&file("", Some(r#"[[{ type = "EVENT", pattern = "WORKFLOW_JOB_QUEUED" }]]"#))),
             [

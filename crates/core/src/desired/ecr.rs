@@ -285,7 +285,7 @@ pub(super) fn convert(
         if let Some(policy) = &lifecycle_policy {
             used_policies.insert(policy.name.clone());
             if let Some((rule_path, span, why)) = analyses.get(&policy.name).and_then(|a| a.tagged.as_ref()) {
-                let address = Address::new(ResourceKind::EcrLifecyclePolicy, name);
+                let address = Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, name);
                 let (severity, overridden_by, consequence) = if allow_tagged_expiry {
                     (Severity::Warning, Some(ALLOW_TAGGED_EXPIRY), "")
                 } else {
@@ -715,7 +715,7 @@ mod tests {
         let tagged: Vec<_> = desired.findings.iter().filter(|f| f.code == TAGGED_EXPIRY).collect();
         assert_eq!(tagged.len(), 2, "one per repository that uses it");
         let (a, b) = (tagged[0], tagged[1]);
-        assert_eq!(a.address, Some(Address::new(ResourceKind::EcrLifecyclePolicy, "ra")));
+        assert_eq!(a.address, Some(Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, "ra")));
         assert_eq!((a.severity, a.overridden_by), (Severity::Error, None));
         assert_eq!(
             a.location.message,

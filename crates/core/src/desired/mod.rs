@@ -13,12 +13,14 @@ mod ecr;
 mod github;
 mod iam;
 mod s3;
+mod section;
 #[cfg(test)]
 mod testing;
 
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -37,6 +39,7 @@ pub use ecr::{
 pub use github::{APPROVAL_POLICIES, DERIVED_VARIABLES, Github};
 pub use iam::{Iam, Role};
 pub use s3::{APPLY_LOCK_KEY, Bucket, S3, S3LifecycleRule};
+pub use section::{Claim, Section};
 
 /// The whole desired state of the account, validated.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,6 +69,8 @@ pub struct Desired {
     /// What is allowed but probably wrong (warnings), or dangerous enough to refuse unless the
     /// resource overrides it by name (errors). Plans show them all.
     pub findings: Vec<DesiredFinding>,
+    /// The sections resource crates claimed and the file holds, for each to read itself.
+    pub sections: Vec<Section>,
 }
 
 /// The bake file desired.toml names, and where it names it.
@@ -253,22 +258,76 @@ impl fmt::Display for DesiredErrors {
 impl std::error::Error for DesiredErrors {}
 
 /// The JSON Schema of desired.toml, derived from the types the parser uses, so editors can
-/// complete and check the file and the schema cannot drift from what `validate` accepts.
-pub fn schema() -> serde_json::Value {
+/// complete and check the file and the schema cannot drift from what `validate` accepts; with
+/// the sections `claims` add, each from its crate's own type.
+pub fn schema(claims: &[&Claim]) -> serde_json::Value {
     let mut schema = serde_json::to_value(schemars::schema_for!(RawDesired)).expect("a schema serializes");
     schema["title"] = serde_json::json!("reconcile desired.toml");
     schema["description"] =
         serde_json::json!("What the ROCm nightly's AWS account must hold. See docs/desired.md for every key.");
+    for claim in claims {
+        let mut section = (claim.schema)();
+        // Its definitions join the file's, which its `$ref`s point into from the root.
+        if let Some(serde_json::Value::Object(defs)) = section.as_object_mut().and_then(|s| s.remove("$defs")) {
+            for (name, def) in defs {
+                schema["$defs"][name] = def;
+            }
+        }
+        if let Some(section) = section.as_object_mut() {
+            section.remove("$schema");
+        }
+        schema["properties"][claim.name] = section;
+    }
     schema
 }
+
+/// The top-level keys core reads (`RawDesired`'s fields); any other is a claimed section or a
+/// mistake.
+pub const CORE_KEYS: [&str; 11] =
+    ["region", "bake", "bake_variables", "ecr", "s3", "iam", "codebuild", "nightly", "github", "ci", "usage"];
 
 impl Desired {
     /// Parses and validates the text of a desired-state file. `path` is only used in messages.
     pub fn parse(path: &Path, text: &str) -> Result<Desired, DesiredErrors> {
+        Desired::parse_claimed(path, text, &[])
+    }
+
+    /// As [`Desired::parse`], with the sections resource crates read themselves (the
+    /// catalog's): each is checked by its crate and kept for it.
+    pub fn parse_claimed(path: &Path, text: &str, claims: &[&Claim]) -> Result<Desired, DesiredErrors> {
         let locate = Locator { path, text };
         let raw = parse_raw(text).map_err(|error| DesiredErrors(every_type_error(&locate, error)))?;
         let mut errors = Vec::new();
-        let desired = convert(&locate, raw, &mut errors);
+        let mut desired = convert(&locate, raw, &mut errors);
+        let text: Arc<str> = Arc::from(text);
+        // `RawDesired` lets other top-level keys through so that a claimed section can be
+        // there: each is either claimed or a misspelling, refused as serde would.
+        let keys = toml::de::DeTable::parse(&text).map(toml::Spanned::into_inner).unwrap_or_default();
+        for key in keys.keys() {
+            let name = key.get_ref().as_ref();
+            if CORE_KEYS.contains(&name) {
+                continue;
+            }
+            match claims.iter().find(|claim| claim.name == name) {
+                Some(claim) => {
+                    let section = Section::new(claim.name, path.to_owned(), Arc::clone(&text));
+                    errors.extend((claim.check)(&section));
+                    desired.sections.push(section);
+                }
+                None => {
+                    let expected: Vec<String> = CORE_KEYS
+                        .iter()
+                        .chain(claims.iter().map(|claim| &claim.name))
+                        .map(|key| format!("`{key}`"))
+                        .collect();
+                    errors.push(locate.error(
+                        Some(key.span()),
+                        name,
+                        format!("unknown field `{name}`, expected one of {}", expected.join(", ")),
+                    ));
+                }
+            }
+        }
         if errors.is_empty() {
             Ok(desired)
         } else {
@@ -278,6 +337,11 @@ impl Desired {
             errors.dedup();
             Err(DesiredErrors(errors))
         }
+    }
+
+    /// The claimed section `name`, when the file holds it.
+    pub fn section(&self, name: &str) -> Option<&Section> {
+        self.sections.iter().find(|section| section.name() == name)
     }
 }
 
@@ -344,6 +408,13 @@ fn key_start(text: &str, key: &str, value_start: usize) -> Option<usize> {
 fn parse_raw(text: &str) -> Result<RawDesired, (Option<Range<usize>>, String, String)> {
     let deserializer =
         toml::Deserializer::parse(text).map_err(|e| (e.span(), String::new(), e.message().to_owned()))?;
+    tracked(deserializer)
+}
+
+/// `T` from `deserializer`, or the error's span, key path and message.
+fn tracked<'de, T: Deserialize<'de>>(
+    deserializer: impl serde::Deserializer<'de, Error = toml::de::Error>,
+) -> Result<T, (Option<Range<usize>>, String, String)> {
     serde_path_to_error::deserialize(deserializer).map_err(|error| {
         // `Spanned` shows up in serde's path as a private field; the user never wrote it.
         let key_path = error
@@ -362,8 +433,10 @@ fn parse_raw(text: &str) -> Result<RawDesired, (Option<Range<usize>>, String, St
 // The file's schema. Field names are the file's keys; `deny_unknown_fields` everywhere, because
 // a misspelt key silently ignored is a resource silently left unmanaged.
 
+// Not `deny_unknown_fields` at the top, where a crate's own section may be: `parse_claimed`
+// refuses what no crate claims.
 #[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[schemars(deny_unknown_fields)]
 struct RawDesired {
     #[schemars(with = "String")]
     region: Spanned<String>,
@@ -554,6 +627,7 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
         bake_variables,
         price_per_gb_month,
         findings,
+        sections: Vec::new(),
     }
 }
 

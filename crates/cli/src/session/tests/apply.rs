@@ -27,11 +27,12 @@ async fn an_apply_looks_then_locks_plans_again_asks_applies_reports_and_releases
 async fn an_apply_with_nothing_to_do_takes_no_lock_and_listens_for_nothing() {
     let desired = Desired::parse(Path::new("desired.toml"), DESIRED).unwrap();
     let account = Account::new("123456789012", "us-east-1");
-    let present: std::collections::BTreeMap<Address, Observed> = desired_resources(&desired, &account, false)
-        .unwrap()
-        .into_iter()
-        .map(|(address, resource)| (address, Observed::Present(resource.attributes)))
-        .collect();
+    let present: std::collections::BTreeMap<Address, Observed> =
+        desired_resources(&crate::catalog::CATALOG, &desired, &account, false)
+            .unwrap()
+            .into_iter()
+            .map(|(address, resource)| (address, Observed::Present(resource.attributes)))
+            .collect();
     let rig = new_rig(DESIRED, Answer::Yes, move |_, fake| fake.observed = present.clone());
     assert_eq!(rig.apply(request(false, false)).await.unwrap(), exit::OK);
     assert_eq!(rig.log(), ["observe", "show plan", "report"]);
@@ -50,7 +51,7 @@ async fn a_refused_plan_takes_no_lock() {
     assert_eq!(rig.log(), ["observe", "show plan"]);
 
     // A delete, without --allow-delete.
-    let stray = Address::new(ResourceKind::EcrRepository, "stray");
+    let stray = Address::new(ResourceKind::ECR_REPOSITORY, "stray");
     let rig = new_rig(DESIRED, Answer::Yes, move |_, fake| {
         fake.observed.insert(stray.clone(), Observed::Present(serde_json::Map::new()));
     });
@@ -169,7 +170,7 @@ async fn every_failure_after_the_lock_releases_it() {
     assert_eq!(rig.log(), ["observe", "listen", "lock", "observe", "show plan", "ask", "release"]);
 
     // The account changed between the look and the locked plan, and now the plan is refused.
-    let stray = Address::new(ResourceKind::EcrRepository, "stray");
+    let stray = Address::new(ResourceKind::ECR_REPOSITORY, "stray");
     let rig = new_rig(DESIRED, Answer::Yes, move |n, fake| {
         if n == 2 {
             fake.observed.insert(stray.clone(), Observed::Present(serde_json::Map::new()));

@@ -1,0 +1,149 @@
+//! A resource crate that exists only for the tests: a kind core does not know (`example_queue`),
+//! its own section of desired.toml (`[example.queues.<name>]`), its CI access, what CloudTrail
+//! records of it, and its reconciler (in memory). It is "Adding a kind" of
+//! docs/architecture.md, done: nothing outside this file knows it, and the tests put it in the
+//! list as one more line ([`EXTENDED`]), then run what goes over the list.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use reconcile_core::describe::{Access, Description, Index, KindTrail};
+use reconcile_core::desired::{Claim, DesiredError, Section};
+use reconcile_core::plan::{Change, DesiredResource, Observed};
+use reconcile_core::reconciler::{Applied, Observations, Progress};
+use reconcile_core::{Account, Address, Desired, ReconcileError, Reconciler, ResourceKind};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use toml::Spanned;
+
+use super::{CRATES, Crate};
+
+/// Its one kind, listed after every other in a plan.
+pub const QUEUE: ResourceKind = ResourceKind::new("example_queue", 900);
+
+reconcile_core::resource_kinds! {
+    /// The kinds this crate owns.
+    pub enum ExampleKind {
+        Queue = QUEUE,
+    }
+}
+
+/// `[example]`: the crate's own settings.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RawExample {
+    #[serde(default)]
+    queues: BTreeMap<String, RawQueue>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RawQueue {
+    /// Days a message is kept: 1 to 14, as SQS allows.
+    #[schemars(with = "u32")]
+    retention_days: Spanned<u32>,
+}
+
+fn check(section: &Section) -> Vec<DesiredError> {
+    let raw: RawExample = match section.parse() {
+        Ok(raw) => raw,
+        Err(errors) => return errors.0,
+    };
+    raw.queues
+        .iter()
+        .filter(|(_, queue)| !(1..=14).contains(queue.retention_days.get_ref()))
+        .map(|(name, queue)| {
+            section.error(
+                Some(queue.retention_days.span()),
+                &format!("queues.{name}.retention_days"),
+                "a queue keeps messages 1 to 14 days",
+            )
+        })
+        .collect()
+}
+
+fn desired(desired: &Desired) -> Result<Vec<DesiredResource>, ReconcileError> {
+    let Some(section) = desired.section("example") else { return Ok(Vec::new()) };
+    let raw: RawExample =
+        section.parse().map_err(|errors| ReconcileError::new(None, "read `[example]`", errors.to_string()))?;
+    Ok(raw
+        .queues
+        .into_iter()
+        .map(|(name, queue)| {
+            let mut attributes = Map::new();
+            attributes.insert("retention_days".to_owned(), json!(queue.retention_days.into_inner()));
+            DesiredResource::new(Address::new(QUEUE, &name), &name, attributes)
+        })
+        .collect())
+}
+
+fn statement(sid: &str, actions: &[&str], account: &Account) -> Vec<Value> {
+    let arn = format!("arn:aws:sqs:{}:{}:*", account.region, account.id);
+    vec![json!({ "Sid": sid, "Effect": "Allow", "Action": actions, "Resource": [arn] })]
+}
+
+pub const DESCRIPTION: Description = Description {
+    name: "example",
+    kinds: ExampleKind::KINDS,
+    sections: &[Claim { name: "example", check, schema: || json!(schemars::schema_for!(RawExample)) }],
+    desired: |desired_file, _, _| desired(desired_file),
+    access: Access {
+        reads: |_, account| statement("TheExampleQueues", &["sqs:GetQueueAttributes"], account),
+        drift_reads: |_, _| Vec::new(),
+        writes: |_, account| {
+            statement("WriteTheExampleQueues", &["sqs:CreateQueue", "sqs:SetQueueAttributes"], account)
+        },
+    },
+    trail: &[KindTrail {
+        kind: QUEUE,
+        events: &["CreateQueue", "SetQueueAttributes", "DeleteQueue"],
+        fields: &[("retention_days", &["CreateQueue", "SetQueueAttributes"])],
+        other_fields: None,
+        removals: &["DeleteQueue"],
+        findings: &[],
+        global: false,
+        index: Index::Absent,
+        names: |name, parameters, _| parameters["queueName"] == name,
+    }],
+};
+
+/// The queues it holds, in memory: what apply wrote.
+#[derive(Default)]
+pub struct Queues(Mutex<BTreeMap<Address, Map<String, Value>>>);
+
+#[async_trait]
+impl Reconciler for Queues {
+    fn kinds(&self) -> &'static [ResourceKind] {
+        ExampleKind::KINDS
+    }
+
+    async fn observe(&self, desired: &[&DesiredResource]) -> Result<Observations, ReconcileError> {
+        let held = self.0.lock().unwrap();
+        let found = desired.iter().map(|resource| {
+            let observed = held.get(&resource.address).cloned().map_or(Observed::Absent, Observed::Present);
+            (resource.address.clone(), observed)
+        });
+        Ok(found.collect::<BTreeMap<_, _>>().into())
+    }
+
+    async fn apply(&self, change: &Change, _: &dyn Progress) -> Result<Applied, ReconcileError> {
+        let ExampleKind::Queue = ExampleKind::of(&change.address)?;
+        let mut held = self.0.lock().unwrap();
+        match &change.after {
+            Some(after) => held.insert(change.address.clone(), after.clone()),
+            None => held.remove(&change.address),
+        };
+        Ok(Applied::Done)
+    }
+}
+
+/// The list with the example crate: one line more.
+pub const EXTENDED: [Crate; 6] = [
+    CRATES[0],
+    CRATES[1],
+    CRATES[2],
+    CRATES[3],
+    CRATES[4],
+    Crate { description: &DESCRIPTION, aws: Some(|_| Box::new(Queues::default())) },
+];

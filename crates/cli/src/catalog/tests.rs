@@ -1,0 +1,418 @@
+//! The CI roles' policies are made of every crate's access: what they allow, and that no
+//! role reaches more than it has, is a property of the whole catalog.
+
+use std::path::Path;
+
+use reconcile_core::{Account, Desired};
+use reconcile_iam::{apply_policy, read_only_policy};
+use serde_json::{Value, json};
+
+use super::*;
+
+/// The iam crate's small account with the three CI roles.
+const BASE: &str = include_str!("../../../../tests/fixtures/ci.desired.toml");
+
+fn account() -> Account {
+    Account::new("123456789012", "us-east-1")
+}
+
+fn sids(policy: &Value) -> Vec<&str> {
+    policy["Statement"].as_array().unwrap().iter().map(|s| s["Sid"].as_str().unwrap()).collect()
+}
+
+#[test]
+fn the_apply_policy_grants_only_what_this_desired_file_can_lead_apply_to_write() {
+    // No tags, no managed-by marker, no webhook, no bucket expiry: nothing to tag, nothing to
+    // prune, no webhook to make; a webhook can still be deleted, and the bucket, which has no
+    // expiry to be made with, made.
+    let bare = Desired::parse(Path::new("desired.toml"), BASE).unwrap();
+    let policy = apply_policy(&bare, &account(), &CATALOG).unwrap();
+    let granted = sids(&policy);
+    for absent in ["TheDeclaredRepositoriesTags", "TheRepositoriesReconcileManages", "TheRunnersWebhook"] {
+        assert!(!granted.contains(&absent), "{absent}: {granted:?}");
+    }
+    assert!(policy.to_string().contains("codebuild:DeleteWebhook"));
+    assert!(granted.contains(&"MakeTheBucketsWithoutAnExpiry"), "{granted:?}");
+
+    let full = BASE
+        .replace("lifecycle_policy = \"p\"\n", "lifecycle_policy = \"p\"\ntags = { managed-by = \"reconcile\" }\n")
+        .replace("name = \"cache-${account_id}\"\n", "name = \"cache-${account_id}\"\nlifecycle_rules = [{ id = \"x\", expiration_days = 30 }]\n")
+        .replace("trusted_services = [\"codebuild.amazonaws.com\"]\n", "trusted_services = [\"codebuild.amazonaws.com\"]\ntags = { a = \"b\" }\n")
+        .replace("build_timeout_hours = 4\n", "build_timeout_hours = 4\n[codebuild.projects.runner.webhook]\nfilter_groups = [[{ type = \"EVENT\", pattern = \"WORKFLOW_JOB_QUEUED\" }]]\n");
+    let full = Desired::parse(Path::new("desired.toml"), &full).unwrap();
+    let granted_all = apply_policy(&full, &account(), &CATALOG).unwrap();
+    for present in ["TheRepositoriesReconcileManages", "MakeRepositoriesTaggedAsReconciles", "TheRunnersWebhook"] {
+        assert!(sids(&granted_all).contains(&present), "{present}");
+    }
+    // A bucket's expiry and ACL, and so making a bucket that declares an expiry, are an
+    // administrator's: never granted.
+    assert!(!sids(&granted_all).contains(&"MakeTheBucketsWithoutAnExpiry"));
+    for never in ["s3:PutLifecycleConfiguration", "s3:PutBucketAcl", "s3:CreateBucket"] {
+        assert!(!granted_all.to_string().contains(never), "{never}");
+        assert!(!policy.to_string().contains(never) || never == "s3:CreateBucket", "{never}");
+    }
+    // Nothing in IAM is written but passing the runner's role, and every write there, and
+    // assuming a role, is denied.
+    for policy in [&policy, &granted_all] {
+        for statement in policy["Statement"].as_array().unwrap() {
+            let actions: Vec<&str> = statement["Action"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+            if statement["Effect"] == "Deny" {
+                assert_eq!(statement["Resource"], json!(["*"]));
+                assert!(actions.contains(&"iam:Put*") && actions.contains(&"sts:AssumeRole"), "{statement}");
+                continue;
+            }
+            for action in actions.iter().filter(|a| a.starts_with("iam:")) {
+                assert!(
+                    action.starts_with("iam:Get") || action.starts_with("iam:List") || *action == "iam:PassRole",
+                    "{statement}"
+                );
+            }
+            assert!(!actions.iter().any(|a| a.starts_with("sts:")), "{statement}");
+        }
+    }
+}
+
+/// The account as desired.toml derives it: the three CI roles, the runner's role with its
+/// inline policy and boundary, and the project that runs as it.
+fn derived_account(desired: &Desired) -> reconcile_iam::reach::Model {
+    let account = account();
+    let arn = |name: &str| format!("arn:aws:iam::{}:role/{name}", account.id);
+    let ci = desired.ci.as_ref().unwrap();
+    let mut roles: Vec<reconcile_iam::reach::Role> = ci
+        .roles
+        .iter()
+        .map(|role| reconcile_iam::reach::Role {
+            arn: arn(&role.name),
+            policies: vec![if role.purpose.reads_only() {
+                read_only_policy(desired, &account, &CATALOG)
+            } else {
+                apply_policy(desired, &account, &CATALOG).unwrap()
+            }],
+            boundary: None,
+        })
+        .collect();
+    for role in &desired.iam.roles {
+        let projects: Vec<String> = desired.codebuild.projects.iter().map(|p| p.name.clone()).collect();
+        roles.push(reconcile_iam::reach::Role {
+            arn: arn(&role.name),
+            policies: vec![reconcile_iam::inline_policy(desired, role, &account, &projects).unwrap()],
+            boundary: Some((
+                reconcile_iam::policy_arn(&account, &reconcile_iam::boundary_name(role)),
+                reconcile_iam::boundary_policy(desired, role, &account, &projects).unwrap(),
+            )),
+        });
+    }
+    let projects = desired
+        .codebuild
+        .projects
+        .iter()
+        .map(|p| reconcile_iam::reach::Project {
+            arn: reconcile_aws::arn(&account, "codebuild", &format!("project/{}", p.name)),
+            service_role: arn(&desired.iam.roles.iter().find(|r| r.key == p.service_role).unwrap().name),
+        })
+        .collect();
+    reconcile_iam::reach::Model { account: account.id, roles, projects }
+}
+
+#[test]
+fn no_ci_role_nor_any_role_it_reaches_can_widen_anything() {
+    use reconcile_iam::evaluate::{Context, Request};
+    let tagged =
+        BASE.replace("lifecycle_policy = \"p\"\n", "lifecycle_policy = \"p\"\ntags = { managed-by = \"reconcile\" }\n");
+    for text in [BASE, tagged.as_str()] {
+        let desired = Desired::parse(Path::new("desired.toml"), text).unwrap();
+        let model = derived_account(&desired);
+        let runner = "arn:aws:iam::123456789012:role/runner";
+        for role in ["p", "d", "a"] {
+            let from = format!("arn:aws:iam::123456789012:role/{role}");
+            assert_eq!(model.escalations_through(&from), Vec::new(), "{role}");
+            let reached: Vec<String> = model.reach(&from).into_iter().map(|path| path.role).collect();
+            // The apply role reaches the runner's role: it may change the project, whose next
+            // build runs as it. Bounded by its boundary, that is no escalation.
+            let expected = if role == "a" { vec![from.clone(), runner.to_owned()] } else { vec![from.clone()] };
+            assert_eq!(reached, expected);
+        }
+        // The four calls of the attack, as the apply role: none allowed.
+        let apply = model.role("arn:aws:iam::123456789012:role/a").unwrap();
+        let principal = reconcile_iam::evaluate::Principal { policies: &apply.policies, boundary: None };
+        let boundary =
+            Context::new().with("iam:PermissionsBoundary", &["arn:aws:iam::123456789012:policy/runner-boundary"]);
+        for (action, resource) in [
+            ("iam:PutRolePolicy", runner),
+            ("iam:UpdateAssumeRolePolicy", runner),
+            ("sts:AssumeRole", runner),
+            ("iam:PutRolePolicy", "arn:aws:iam::123456789012:role/a"),
+            ("iam:DeleteRolePermissionsBoundary", runner),
+            ("iam:PutRolePermissionsBoundary", runner),
+            ("iam:CreateRole", "arn:aws:iam::123456789012:role/new"),
+            ("iam:CreatePolicyVersion", "arn:aws:iam::123456789012:policy/runner-boundary"),
+            ("iam:AttachRolePolicy", runner),
+        ] {
+            for context in [&Context::new(), &boundary] {
+                assert_eq!(
+                    principal.decide(Request { action, resource, context }),
+                    reconcile_iam::evaluate::Decision::Denied,
+                    "{action} on {resource}"
+                );
+            }
+        }
+        // Were the runner's inline policy rewritten to allow everything, its boundary would
+        // still bound it: no escalation through the project either.
+        let mut rewritten = model.clone();
+        let runner_role = rewritten.roles.iter_mut().find(|r| r.arn == runner).unwrap();
+        runner_role.policies = vec![json!({ "Statement": [{ "Effect": "Allow", "Action": "*", "Resource": "*" }] })];
+        assert_eq!(rewritten.escalations_through("arn:aws:iam::123456789012:role/a"), Vec::new());
+        let bounded = rewritten.role(runner).unwrap();
+        let bounded = reconcile_iam::evaluate::Principal {
+            policies: &bounded.policies,
+            boundary: bounded.boundary.as_ref().map(|(_, document)| document),
+        };
+        let none = Context::new();
+        assert!(!bounded.allows(Request { action: "iam:PutRolePolicy", resource: runner, context: &none }));
+        assert!(!bounded.allows(Request {
+            action: "s3:PutObject",
+            resource: "arn:aws:s3:::cache-123456789012/reconcile/apply.lock",
+            context: &none
+        }));
+        assert!(bounded.allows(Request {
+            action: "s3:PutObject",
+            resource: "arn:aws:s3:::cache-123456789012/sccache/x",
+            context: &none
+        }));
+    }
+}
+
+/// The example account's desired.toml: every crate has something in it; with `[example]` too
+/// when `crates` hold the test-only crate.
+fn example(crates: &[Crate]) -> Desired {
+    let catalog = Catalog(&*Vec::leak(crates.iter().map(|entry| entry.description).collect()));
+    let mut text = include_str!("../../../../desired.toml").to_owned();
+    if !catalog.claims().is_empty() {
+        text.push_str("\n[example.queues.nightly-events]\nretention_days = 4\n");
+    }
+    Desired::parse_claimed(Path::new("desired.toml"), &text, &catalog.claims()).unwrap()
+}
+
+/// What does not hold of the list `crates`: each kind one owner, with a unique name and rank;
+/// each AWS kind what CloudTrail records of it, naming only its own events and fields its
+/// desired resources declare; each AWS crate what a plan reads and (but IAM) what an apply
+/// writes, each statement with its own Sid; each section one crate's, none of core's.
+fn tidy(crates: &[Crate]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let catalog = Catalog(&*Vec::leak(crates.iter().map(|entry| entry.description).collect()));
+    let desired = example(crates);
+    let account = account();
+    let kinds = catalog.kinds();
+    for kind in &kinds {
+        let owners = crates.iter().filter(|entry| entry.description.kinds.contains(kind)).count();
+        let named = kinds.iter().filter(|other| other.as_str() == kind.as_str()).count();
+        let ranked = kinds.iter().filter(|other| other.rank() == kind.rank()).count();
+        if (owners, named, ranked) != (1, 1, 1) {
+            problems.push(format!("{kind}: {owners} owners, its name {named} times, its rank {ranked} times"));
+        }
+    }
+    let mut sids = std::collections::BTreeSet::new();
+    let mut sections = std::collections::BTreeSet::new();
+    for entry in crates {
+        let description = entry.description;
+        let name = description.name;
+        for claim in description.sections {
+            if !sections.insert(claim.name) || reconcile_core::desired::CORE_KEYS.contains(&claim.name) {
+                problems.push(format!("{name}: the section `{}` is not its own", claim.name));
+            }
+        }
+        let reads = (description.access.reads)(&desired, &account);
+        let writes = (description.access.writes)(&desired, &account);
+        let drift = (description.access.drift_reads)(&desired, &account);
+        for statement in reads.iter().chain(&writes).chain(&drift) {
+            match statement["Sid"].as_str() {
+                Some(sid) if sids.insert(sid.to_owned()) => {}
+                sid => problems.push(format!("{name}: the Sid {sid:?} is missing or not unique")),
+            }
+        }
+        if entry.aws.is_none() {
+            if !(reads.is_empty() && writes.is_empty() && drift.is_empty() && description.trail.is_empty()) {
+                problems.push(format!("{name}: nothing in AWS is its own, yet it has access or a trail"));
+            }
+            continue;
+        }
+        if reads.is_empty() {
+            problems.push(format!("{name}: no reads"));
+        }
+        // Every change in IAM is an administrator's: the apply role writes nothing there.
+        if writes.is_empty() != (name == reconcile_iam::DESCRIPTION.name) {
+            problems.push(format!("{name}: its writes"));
+        }
+        let resources = match (description.desired)(&desired, &account, &catalog) {
+            Ok(resources) => resources,
+            Err(error) => {
+                problems.push(format!("{name}: {error}"));
+                continue;
+            }
+        };
+        for trail in description.trail {
+            if !description.kinds.contains(&trail.kind) {
+                problems.push(format!("{name}: {} is not its kind", trail.kind));
+            }
+        }
+        for &kind in description.kinds {
+            let trails: Vec<_> = description.trail.iter().filter(|t| t.kind == kind).collect();
+            let [trail] = trails[..] else {
+                problems.push(format!("{kind}: {} KindTrails", trails.len()));
+                continue;
+            };
+            if trail.events.is_empty() {
+                problems.push(format!("{kind}: no events"));
+            }
+            let named = trail
+                .fields
+                .iter()
+                .chain(trail.findings)
+                .flat_map(|(_, events)| events.iter())
+                .chain(trail.other_fields.into_iter().flatten())
+                .chain(trail.removals);
+            for event in named {
+                if !trail.events.contains(event) {
+                    problems.push(format!("{kind}: {event} is not among its events"));
+                }
+            }
+            for (field, _) in trail.fields {
+                if !resources.iter().any(|r| r.address.kind == kind && r.attributes.contains_key(*field)) {
+                    problems.push(format!("{kind}: `{field}` is no field of its desired resources"));
+                }
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn the_catalog_is_tidy() {
+    assert_eq!(tidy(&CRATES), Vec::<String>::new());
+    assert_eq!(CATALOG.kinds().len(), 16);
+}
+
+#[test]
+fn a_crate_without_its_trail_or_its_access_or_with_a_kind_twice_is_not_tidy() {
+    use reconcile_core::describe::{Access, Description};
+    static NO_TRAIL: Description = Description { trail: &[], ..super::example::DESCRIPTION };
+    static NO_WRITES: Description = Description {
+        access: Access { writes: |_, _| Vec::new(), ..super::example::DESCRIPTION.access },
+        ..super::example::DESCRIPTION
+    };
+    static TWICE: Description =
+        Description { kinds: reconcile_ecr::DESCRIPTION.kinds, ..reconcile_github::DESCRIPTION };
+    let with = |description: &'static Description| {
+        let mut crates = super::example::EXTENDED.to_vec();
+        crates[5].description = description;
+        tidy(&crates)
+    };
+    assert_eq!(with(&NO_TRAIL), ["example_queue: 0 KindTrails"]);
+    assert_eq!(with(&NO_WRITES), ["example: its writes"]);
+    let twice = with(&TWICE);
+    assert!(twice.contains(&"ecr_repository: 2 owners, its name 2 times, its rank 2 times".to_owned()), "{twice:?}");
+}
+
+#[tokio::test]
+async fn the_aws_backend_has_a_reconciler_for_every_crate_but_githubs() {
+    let aws = crate::aws::Aws::load("us-east-1", crate::aws::Purpose::Read, 1).await;
+    for crates in [&CRATES[..], &super::example::EXTENDED[..]] {
+        let desired = example(crates);
+        let mut built: Vec<reconcile_core::ResourceKind> = aws
+            .reconcilers(crates, &account(), &desired, None)
+            .iter()
+            .flat_map(|r| r.kinds().iter().copied())
+            .collect();
+        let mut listed: Vec<reconcile_core::ResourceKind> =
+            crates.iter().filter(|c| c.aws.is_some()).flat_map(|c| c.description.kinds.iter().copied()).collect();
+        built.sort();
+        listed.sort();
+        assert_eq!(built, listed);
+    }
+}
+
+/// docs/architecture.md's "Adding a kind", done: the test-only crate (catalog/example.rs) and
+/// one line in the list reach every part of a run that goes over the list.
+#[tokio::test]
+async fn a_new_kind_is_its_crate_and_one_line_in_the_list() {
+    use reconcile_core::engine::{self, ApplyOptions, PlanOptions};
+    use reconcile_core::saved::{self, MadeWith};
+    use reconcile_core::{Action, Address};
+
+    use super::example::{EXTENDED, QUEUE};
+
+    let catalog = Catalog(&*Vec::leak(EXTENDED.iter().map(|entry| entry.description).collect()));
+    let path = Path::new("desired.toml");
+    let text = format!(
+        "{}\n[example.queues.nightly-events]\nretention_days = 4\n",
+        include_str!("../../../../desired.toml").trim_end()
+    );
+    let line = text.lines().count();
+
+    // Its section: read with the list's claims and checked by its crate, with file, line and key.
+    let desired = Desired::parse_claimed(path, &text, &catalog.claims()).unwrap();
+    let parse = |text: &str| Desired::parse_claimed(path, text, &catalog.claims()).unwrap_err().to_string();
+    assert_eq!(
+        parse(&text.replace("retention_days = 4", "retention_days = 40")),
+        format!(
+            "desired.toml:{line}:18: `example.queues.nightly-events.retention_days`: a queue keeps messages 1 to 14 days"
+        )
+    );
+    let typo = parse(&text.replace("retention_days", "retention_dayz"));
+    assert!(
+        typo.starts_with(&format!(
+            "desired.toml:{line}:1: `example.queues.nightly-events.retention_dayz`: unknown field `retention_dayz`"
+        )),
+        "{typo}"
+    );
+    // Without the line in the list, the section is a misspelling.
+    let unclaimed = Desired::parse_claimed(path, &text, &CATALOG.claims()).unwrap_err().to_string();
+    assert!(
+        unclaimed.starts_with(&format!(
+            "desired.toml:{}:2: `example`: unknown field `example`, expected one of `region`",
+            line - 1
+        )),
+        "{unclaimed}"
+    );
+    let schema = reconcile_core::desired::schema(&catalog.claims());
+    assert!(schema["properties"]["example"]["properties"]["queues"].is_object(), "{schema}");
+
+    // Its desired resources, beside every other crate's, as the session derives them.
+    let account = account();
+    let resources = crate::session::desired_resources(&catalog, &desired, &account, false).unwrap();
+    let queue = Address::new(QUEUE, "nightly-events");
+    assert_eq!(resources[&queue].attributes["retention_days"], 4);
+    assert!(resources.keys().any(|address| address.kind == reconcile_core::ResourceKind::ECR_REPOSITORY));
+
+    // Its reconciler, built by the AWS backend from the list: planned, applied, planned again.
+    let aws = crate::aws::Aws::load("us-east-1", crate::aws::Purpose::Apply, 1).await;
+    let reconcilers = aws.reconcilers(&EXTENDED[5..], &account, &desired, None);
+    let own: engine::DesiredResources = resources.into_iter().filter(|(address, _)| address.kind == QUEUE).collect();
+    let plan = engine::plan_with(&reconcilers, &desired, &own, &account, PlanOptions::default()).await.unwrap();
+    assert_eq!(
+        plan.changes.iter().map(|c| (c.address.clone(), c.action)).collect::<Vec<_>>(),
+        [(queue.clone(), Action::Create)]
+    );
+    let options = ApplyOptions { allow_delete: false, concurrency: 1, stop: None };
+    let report = engine::apply(&reconcilers, &plan, options, &reconcile_core::reconciler::Silent).await.unwrap();
+    assert!(report.succeeded());
+    let again = engine::plan_with(&reconcilers, &desired, &own, &account, PlanOptions::default()).await.unwrap();
+    assert!(again.changes.is_empty(), "{:?}", again.changes);
+
+    // A saved plan of it reads back with the list's kinds, and not without them.
+    let json = saved::to_json(&plan, &text, MadeWith::default());
+    assert_eq!(saved::from_json(&json, &catalog.kinds()).unwrap().plan.changes, plan.changes);
+    assert_eq!(saved::from_json(&json, &CATALOG.kinds()).unwrap_err(), "unknown resource kind `example_queue`");
+
+    // The CI roles: every one reads it, the apply role writes it.
+    assert!(sids(&read_only_policy(&desired, &account, &catalog)).contains(&"TheExampleQueues"));
+    assert!(sids(&apply_policy(&desired, &account, &catalog).unwrap()).contains(&"WriteTheExampleQueues"));
+
+    // Drift attribution: a plan that creates it again looks for who removed it; one that
+    // changes its retention, for who set it.
+    assert_eq!(reconcile_trail::events_for_change(&catalog, &plan.changes[0]), ["DeleteQueue"]);
+    let mut update = plan.changes[0].clone();
+    update.action = Action::Update;
+    update.before = Some(serde_json::Map::from_iter([("retention_days".to_owned(), json!(2))]));
+    assert_eq!(reconcile_trail::events_for_change(&catalog, &update), ["CreateQueue", "SetQueueAttributes"]);
+}
