@@ -165,7 +165,7 @@ mod tests {
     static FIRST: Description = Description {
         name: "first",
         kinds: &[ResourceKind::S3_BUCKET, ResourceKind::S3_BUCKET_LIFECYCLE],
-        sections: &[],
+        sections: &[Claim { name: "first", check: |_| Vec::new(), schema: || Value::Null }],
         desired: |_, _, _| Ok(Vec::new()),
         access: Access {
             reads: |_, _| statement("FirstReads"),
@@ -190,6 +190,11 @@ mod tests {
         assert_eq!(catalog.owner(ResourceKind::S3_BUCKET_LIFECYCLE).map(|d| d.name), Some("first"));
         assert_eq!(catalog.owner(ResourceKind::GITHUB_VARIABLE).map(|d| d.name), Some("second"));
         assert!(catalog.owner(ResourceKind::ECR_REPOSITORY).is_none());
+        assert_eq!(
+            catalog.kinds(),
+            [ResourceKind::S3_BUCKET, ResourceKind::S3_BUCKET_LIFECYCLE, ResourceKind::GITHUB_VARIABLE]
+        );
+        assert_eq!(catalog.claims().iter().map(|claim| claim.name).collect::<Vec<_>>(), ["first"]);
         assert_eq!(catalog.trail(ResourceKind::S3_BUCKET).map(|t| t.events), Some(&["CreateBucket"][..]));
         assert!(catalog.trail(ResourceKind::S3_BUCKET_LIFECYCLE).is_none());
         assert!(catalog.trail(ResourceKind::GITHUB_VARIABLE).is_none());
