@@ -152,6 +152,16 @@ mod tests {
     }
 
     #[test]
+    fn core_reads_exactly_the_top_level_keys_its_schema_has() {
+        let schema = crate::desired::schema(&[]);
+        let mut properties: Vec<&str> = schema["properties"].as_object().unwrap().keys().map(String::as_str).collect();
+        let mut core = crate::desired::CORE_KEYS.to_vec();
+        properties.sort_unstable();
+        core.sort_unstable();
+        assert_eq!(properties, core);
+    }
+
+    #[test]
     fn the_schema_holds_each_claimed_section_with_its_definitions() {
         const WITH_DEFS: Claim = Claim {
             name: "example",
