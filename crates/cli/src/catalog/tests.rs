@@ -182,10 +182,15 @@ fn no_ci_role_nor_any_role_it_reaches_can_widen_anything() {
     }
 }
 
+/// The descriptions of `crates`, as `CATALOG` is of `CRATES`.
+fn catalog_of(crates: &[Crate]) -> Catalog {
+    Catalog(Vec::leak(crates.iter().map(|entry| entry.description).collect()))
+}
+
 /// The example account's desired.toml: every crate has something in it; with `[example]` too
 /// when `crates` hold the test-only crate.
 fn example(crates: &[Crate]) -> Desired {
-    let catalog = Catalog(&*Vec::leak(crates.iter().map(|entry| entry.description).collect()));
+    let catalog = catalog_of(crates);
     let mut text = include_str!("../../../../desired.toml").to_owned();
     if !catalog.claims().is_empty() {
         text.push_str("\n[example.queues.nightly-events]\nretention_days = 4\n");
@@ -199,7 +204,7 @@ fn example(crates: &[Crate]) -> Desired {
 /// writes, each statement with its own Sid; each section one crate's, none of core's.
 fn tidy(crates: &[Crate]) -> Vec<String> {
     let mut problems = Vec::new();
-    let catalog = Catalog(&*Vec::leak(crates.iter().map(|entry| entry.description).collect()));
+    let catalog = catalog_of(crates);
     let desired = example(crates);
     let account = account();
     let kinds = catalog.kinds();
@@ -341,7 +346,7 @@ async fn a_new_kind_is_its_crate_and_one_line_in_the_list() {
 
     use super::example::{EXTENDED, QUEUE};
 
-    let catalog = Catalog(&*Vec::leak(EXTENDED.iter().map(|entry| entry.description).collect()));
+    let catalog = catalog_of(&EXTENDED);
     let path = Path::new("desired.toml");
     let text = format!(
         "{}\n[example.queues.nightly-events]\nretention_days = 4\n",

@@ -45,10 +45,8 @@ impl Section {
     /// The section read as the crate's `T`; a type error names the file, line, column and the
     /// key path from the top of the file.
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, DesiredErrors> {
-        let locate = Locator { path: &self.path, text: &self.text };
         let failed = |(span, key_path, message): (Option<Range<usize>>, String, String)| {
-            let key_path = if key_path.is_empty() { self.name.to_owned() } else { format!("{}.{key_path}", self.name) };
-            DesiredErrors(vec![locate.toml_error((span, key_path, message))])
+            DesiredErrors(vec![self.locate().toml_error((span, self.key_path(&key_path), message))])
         };
         // The file parsed once already: it holds the section.
         let mut table = toml::de::DeTable::parse(&self.text)
@@ -64,9 +62,16 @@ impl Section {
     /// A problem at `span` of the file (a `toml::Spanned` value of the crate's `T`) at
     /// `key_path` below the section.
     pub fn error(&self, span: Option<Range<usize>>, key_path: &str, message: impl Into<String>) -> DesiredError {
-        let locate = Locator { path: &self.path, text: &self.text };
-        let key_path = if key_path.is_empty() { self.name.to_owned() } else { format!("{}.{key_path}", self.name) };
-        locate.error(span, &key_path, message)
+        self.locate().error(span, &self.key_path(key_path), message)
+    }
+
+    fn locate(&self) -> Locator<'_> {
+        Locator { path: &self.path, text: &self.text }
+    }
+
+    /// `below` (a path inside the section) from the top of the file.
+    fn key_path(&self, below: &str) -> String {
+        if below.is_empty() { self.name.to_owned() } else { format!("{}.{below}", self.name) }
     }
 }
 
