@@ -62,6 +62,17 @@ pub enum Command {
         /// Say who last changed each resource that differs, from CloudTrail (as drift does).
         #[arg(long)]
         attribute: bool,
+        /// A plan shown in public, for a pull request: it shows only what reconcile manages (a
+        /// resource carrying its `managed-by` tag, or one `--base` declares), counts what
+        /// desired.toml does not declare instead of naming it, and exits 3 on any error finding
+        /// or change the apply role refuses. Implied when GITHUB_EVENT_NAME is `pull_request`,
+        /// `pull_request_target` or `workflow_run`.
+        #[arg(long)]
+        public: bool,
+        /// The default branch's desired.toml, for a public plan: what it declares is reconcile's
+        /// whatever its tags (never what the pull request's desired.toml declares).
+        #[arg(long, value_name = "FILE")]
+        base: Option<PathBuf>,
         #[command(flatten)]
         since: SinceDays,
         #[command(flatten)]
@@ -224,6 +235,7 @@ pub enum Command {
 /// Which CI role's policy `reconcile policy` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum PolicyRole {
+    Plan,
     ReadOnly,
     Apply,
     Runner,

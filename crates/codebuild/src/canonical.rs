@@ -465,6 +465,7 @@ pub(crate) fn test_project() -> Project {
         tags: BTreeMap::from([("project".to_owned(), "rocm-bake".to_owned())]),
         source_auth: None,
         webhook: None,
+        adopt: false,
     }
 }
 

@@ -31,7 +31,7 @@ pub const DESCRIPTION: Description = Description {
     kinds: CodebuildKind::KINDS,
     sections: &[],
     desired: |desired, account, _| crate::desired(desired, account),
-    access: Access { reads, drift_reads, writes },
+    access: Access { reads, drift_reads, writes, ..Access::NONE },
     trail: &[
         KindTrail {
             kind: K::CODEBUILD_PROJECT,

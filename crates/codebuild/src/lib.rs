@@ -215,7 +215,8 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
             [Address::new(ResourceKind::IAM_ROLE, &role.key), Address::new(ResourceKind::IAM_ROLE_POLICY, &role.key)];
         resources.push(
             DesiredResource::new(project_address.clone(), &project.name, desired_project(project, &role_arn))
-                .depending_on(role_addresses),
+                .depending_on(role_addresses)
+                .adopted(project.adopt),
         );
         if let Some(webhook) = &project.webhook {
             let address = Address::new(ResourceKind::CODEBUILD_WEBHOOK, &project.key);

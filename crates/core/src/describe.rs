@@ -38,8 +38,12 @@ pub struct Description {
 
 /// What a CI role needs on a crate's resources, as IAM statements (each with a `Sid`).
 pub struct Access {
-    /// What a plan reads: every CI role reads it (the plan, drift and apply roles).
+    /// What a plan reads of what reconcile manages: every CI role reads it (the plan, drift and
+    /// apply roles). The plan role reads only this: what it reads may reach a public comment.
     pub reads: StatementsFn,
+    /// What a run that looks across the account reads besides (an undeclared repository's
+    /// lifecycle policy and tags): the drift and apply roles, never the plan role.
+    pub survey_reads: StatementsFn,
     /// What the drift check reads besides: the nights' cost, the cache's daily size.
     pub drift_reads: StatementsFn,
     /// What apply writes: only what some state of the account can lead it to write.
@@ -48,8 +52,12 @@ pub struct Access {
 
 impl Access {
     /// A crate nothing in AWS is read or written for (GitHub's).
-    pub const NONE: Access =
-        Access { reads: |_, _| Vec::new(), drift_reads: |_, _| Vec::new(), writes: |_, _| Vec::new() };
+    pub const NONE: Access = Access {
+        reads: |_, _| Vec::new(),
+        survey_reads: |_, _| Vec::new(),
+        drift_reads: |_, _| Vec::new(),
+        writes: |_, _| Vec::new(),
+    };
 }
 
 /// How CloudTrail's `ResourceName` index holds a kind's events.
@@ -169,8 +177,8 @@ mod tests {
         desired: |_, _, _| Ok(Vec::new()),
         access: Access {
             reads: |_, _| statement("FirstReads"),
-            drift_reads: |_, _| Vec::new(),
             writes: |_, _| statement("FirstWrites"),
+            ..Access::NONE
         },
         trail: &[TRAIL],
     };

@@ -118,6 +118,7 @@ pub async fn plan_with(
     };
     findings.extend(observations.findings);
     let observed = observations.resources;
+    findings.extend(crate::audience::adoption_findings(resources, &observed));
     let replace: BTreeSet<Address> = observations.replace.iter().map(|r| r.address.clone()).collect();
 
     let mut changes = Vec::new();

@@ -5,6 +5,7 @@
 //! crates implement [`Reconciler`]; the binary wires them to AWS clients and to the terminal.
 
 pub mod address;
+pub mod audience;
 pub mod describe;
 pub mod desired;
 pub mod engine;

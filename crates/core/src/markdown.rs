@@ -1,9 +1,9 @@
 //! The plan as a pull-request comment: readable in ten seconds, and never over GitHub's limit.
 //!
-//! The summary line stands outside any fold; destructive changes come next, then findings, then
-//! one collapsible block per changed resource. GitHub rejects comments over 65,536 characters,
-//! so the space is spent in that order of priority, whole blocks only, and the comment ends by
-//! saying what it left out and how to see it.
+//! The summary line stands outside any fold; findings come next (errors first), then what the
+//! changes do, destructive changes, and one collapsible block per changed resource. GitHub
+//! rejects comments over 65,536 characters, so the space is spent in that order of priority,
+//! whole blocks only, and the comment ends by saying what it left out and how to see it.
 
 use std::fmt::Write;
 
@@ -36,6 +36,25 @@ pub fn titled(plan: &Plan, limit: usize, command: &str) -> String {
     let budget = limit.saturating_sub(CLOSING_RESERVE);
     let mut left_out = LeftOut::default();
 
+    // Findings first, errors first (ranked): padding a pull request with changes never pushes one
+    // out of the comment.
+    if !plan.findings.is_empty() {
+        push(&mut out, "\n**Findings**\n\n", budget);
+        for finding in &plan.findings {
+            let address = finding.address.as_ref().map(|a| format!(" {}:", code(&a.to_string()))).unwrap_or_default();
+            let line = format!(
+                "- {} {}{address} {}{}\n",
+                severity_word(finding.severity),
+                code(&finding.code),
+                message(&finding.message),
+                message(&crate::render::overridden_note(finding))
+            );
+            if !push(&mut out, &line, budget) {
+                left_out.findings += 1;
+            }
+        }
+    }
+
     // What changes do beyond their fields (what a new lifecycle policy expires): the line a
     // reviewer needs, beside the summary.
     if !plan.impacts.is_empty() {
@@ -57,23 +76,6 @@ pub fn titled(plan: &Plan, limit: usize, command: &str) -> String {
             let line = format!("- `{sign}` {} {what}\n", code(&change.address.to_string()));
             if !push(&mut out, &line, budget) {
                 left_out.destructive += 1;
-            }
-        }
-    }
-
-    if !plan.findings.is_empty() {
-        push(&mut out, "\n**Findings**\n\n", budget);
-        for finding in &plan.findings {
-            let address = finding.address.as_ref().map(|a| format!(" {}:", code(&a.to_string()))).unwrap_or_default();
-            let line = format!(
-                "- {} {}{address} {}{}\n",
-                severity_word(finding.severity),
-                code(&finding.code),
-                message(&finding.message),
-                message(&crate::render::overridden_note(finding))
-            );
-            if !push(&mut out, &line, budget) {
-                left_out.findings += 1;
             }
         }
     }

@@ -58,6 +58,14 @@ impl DesiredResource {
         self.overrides.contains(&key)
     }
 
+    /// Takes over what exists without reconcile's tag, when desired.toml says `adopt = true`.
+    pub fn adopted(mut self, adopt: bool) -> DesiredResource {
+        if adopt {
+            self.overrides.push(crate::audience::ADOPT);
+        }
+        self
+    }
+
     /// Belongs to `parent`, and so depends on it.
     pub fn under(mut self, parent: &Address) -> DesiredResource {
         self.parent = Some(parent.clone());

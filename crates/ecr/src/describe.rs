@@ -36,7 +36,7 @@ pub const DESCRIPTION: Description = Description {
     kinds: EcrKind::KINDS,
     sections: &[],
     desired: |desired, account, _| crate::desired(desired, account),
-    access: Access { reads, drift_reads: |_, _| Vec::new(), writes },
+    access: Access { reads, survey_reads, writes, ..Access::NONE },
     trail: &[
         KindTrail {
             kind: K::ECR_REPOSITORY,
@@ -92,15 +92,11 @@ fn names(name: &str, parameters: &Value, account: &Account) -> bool {
         || text("resourceArn").is_some_and(|arn| arn_names(arn, account, true, &format!("repository/{name}")))
 }
 
-/// What every read command reads: every repository of the registry, not only the declared (the
-/// drift check looks for undeclared ones).
-const READS: [&str; 5] = [
-    "ecr:DescribeRepositories",
-    "ecr:GetLifecyclePolicy",
-    "ecr:GetRepositoryPolicy",
-    "ecr:ListTagsForResource",
-    "ecr:DescribeImages",
-];
+/// What a plan reads of a repository: its settings come with the registry's listing
+/// (`ecr:DescribeRepositories`, which IAM cannot scope: a public plan names no repository it did
+/// not declare), the rest per repository.
+const READS: [&str; 4] =
+    ["ecr:GetLifecyclePolicy", "ecr:GetRepositoryPolicy", "ecr:ListTagsForResource", "ecr:DescribeImages"];
 
 /// What apply writes: desired.toml declares no repository policy, so apply only ever deletes
 /// one; every declared repository has a lifecycle policy, so apply only ever puts one.
@@ -117,7 +113,34 @@ fn every_repository(account: &Account) -> Vec<String> {
     vec![reconcile_aws::arn(account, "ecr", "repository/*")]
 }
 
+/// The registry's listing, and each repository reconcile manages: those carrying its tag (when
+/// every declared one carries it) and those desired.toml declares, by name. Never another
+/// team's repository's policy, tags, lifecycle or images.
 fn reads(desired: &Desired, account: &Account) -> Vec<Value> {
+    if desired.ecr.repositories.is_empty() {
+        return Vec::new();
+    }
+    let arn = |name: &str| reconcile_aws::arn(account, "ecr", &format!("repository/{name}"));
+    let declared: Vec<String> = desired.ecr.repositories.iter().map(|r| arn(&r.name)).collect();
+    let mut statements = vec![
+        json!({ "Sid": "ListTheRegistry", "Effect": "Allow", "Action": ["ecr:DescribeRepositories"], "Resource": every_repository(account) }),
+        json!({ "Sid": "TheDeclaredRepositories", "Effect": "Allow", "Action": READS, "Resource": declared }),
+    ];
+    if let Ok((key, value)) = reconcile_core::desired::prune_marker(desired) {
+        statements.push(json!({
+            "Sid": "TheRepositoriesTaggedAsReconciles",
+            "Effect": "Allow",
+            "Action": READS,
+            "Resource": every_repository(account),
+            "Condition": { "StringEquals": { format!("aws:ResourceTag/{key}"): value } },
+        }));
+    }
+    statements
+}
+
+/// Every repository of the registry, not only reconcile's: the drift check looks for undeclared
+/// ones without a policy, apply's `--prune` for undeclared ones carrying its tag.
+fn survey_reads(desired: &Desired, account: &Account) -> Vec<Value> {
     if desired.ecr.repositories.is_empty() {
         return Vec::new();
     }

@@ -49,6 +49,9 @@ pub const NOT_PRUNED: &str = "D104";
 /// Finding code: a lifecycle policy the plan puts expires tagged images when it first runs.
 /// An error about desired.toml unless the repository allows it. Stable; never reused.
 pub const EXPIRES_TAGGED_NOW: &str = "W305";
+/// Finding code: an undeclared repository's lifecycle policy could not be read with these
+/// credentials (the plan role reads only reconcile's repositories). Stable; never reused.
+pub const UNDECLARED_POLICY_UNREAD: &str = "E108";
 
 /// ECR's answers for "there is no such repository" and "it has no lifecycle policy".
 const REPOSITORY_NOT_FOUND: &str = "RepositoryNotFoundException";
@@ -377,11 +380,24 @@ impl EcrReconciler {
     /// reconcile's to delete (then observed with its images) or left alone (a finding).
     async fn observe_undeclared(&self, name: &str, repository: &LiveRepository) -> Result<Undeclared, ReconcileError> {
         let policy_address = Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, name);
-        let finding = match self.observe_lifecycle_policy(&policy_address, name).await? {
-            Observed::Present(fields) => {
+        let finding = match self.observe_lifecycle_policy(&policy_address, name).await {
+            Ok(Observed::Present(fields)) => {
                 live_tagged_expiry(&policy_address, fields.get("policy").unwrap_or(&serde_json::Value::Null), false)
             }
-            Observed::Absent => None,
+            Ok(Observed::Absent) => None,
+            // The plan role may read only reconcile's repositories (a pull request's plan is
+            // public): said, never taken for the absence of a policy.
+            Err(error) if error.kind == reconcile_core::ErrorKind::AccessDenied => Some(Finding {
+                code: UNDECLARED_POLICY_UNREAD.to_owned(),
+                severity: Severity::Warning,
+                address: Some(policy_address.clone()),
+                message: "these credentials may not read this undeclared repository's lifecycle policy (the plan \
+                          role reads only reconcile's repositories), so whether it can expire tagged images (D103) \
+                          was not checked; the drift check reads it"
+                    .to_owned(),
+                overridden_by: None,
+            }),
+            Err(error) => return Err(error),
         };
         let Some(prune) = &self.prune else { return Ok(Undeclared { finding, pruned: None }) };
         let address = Address::new(ResourceKind::ECR_REPOSITORY, name);

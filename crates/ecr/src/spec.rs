@@ -56,7 +56,10 @@ pub fn desired(desired: &Desired, _account: &Account) -> Result<Vec<DesiredResou
             tags: repository.tags.clone(),
             repository_policy: None,
         };
-        resources.push(DesiredResource::new(repository_address.clone(), &repository.name, attributes(&spec)));
+        resources.push(
+            DesiredResource::new(repository_address.clone(), &repository.name, attributes(&spec))
+                .adopted(repository.adopt),
+        );
         let policy = LifecyclePolicySpec { policy: canonical_policy(&repository.lifecycle_policy.document) };
         let policy_address = Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, &repository.name);
         let mut policy =

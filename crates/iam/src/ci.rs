@@ -196,11 +196,21 @@ const NEVER: [&str; 17] = [
     "sts:AssumeRole",
 ];
 
-/// The plan and drift roles' policy, and `docs/read-only-policy.json`'s: what a plan reads of
-/// every crate's resources, and what the drift check reads besides (the nights' cost, and who
-/// made the drift: CloudTrail's event history, which has no resource to scope to).
+/// The plan role's policy: what a plan reads of the resources reconcile manages, and nothing
+/// else. Its plans are public (every pull request's, a fork's included), so it reads no other
+/// team's repository, and nothing only the drift check needs.
+pub fn plan_policy(desired: &Desired, account: &Account, catalog: &Catalog) -> Value {
+    let statements = catalog.statements(desired, account, |access| access.reads);
+    json!({ "Version": "2012-10-17", "Statement": statements })
+}
+
+/// The drift role's policy, and `docs/read-only-policy.json`'s: what a plan reads of every
+/// crate's resources, what a survey of the account reads, and what the drift check reads
+/// besides (the nights' cost, and who made the drift: CloudTrail's event history, which has no
+/// resource to scope to).
 pub fn read_only_policy(desired: &Desired, account: &Account, catalog: &Catalog) -> Value {
     let mut statements = catalog.statements(desired, account, |access| access.reads);
+    statements.extend(catalog.statements(desired, account, |access| access.survey_reads));
     statements.extend(catalog.statements(desired, account, |access| access.drift_reads));
     statements.push(json!({
         "Sid": "WhoChangedIt",
@@ -218,6 +228,7 @@ pub fn read_only_policy(desired: &Desired, account: &Account, catalog: &Catalog)
 /// policies.
 pub fn apply_policy(desired: &Desired, account: &Account, catalog: &Catalog) -> Result<Value, String> {
     let mut statements = catalog.statements(desired, account, |access| access.reads);
+    statements.extend(catalog.statements(desired, account, |access| access.survey_reads));
     statements.extend(catalog.statements(desired, account, |access| access.writes));
     statements.push(json!({
         "Sid": "NeverAnIdentityOrPermissionChangeNorAnotherRole",

@@ -74,7 +74,7 @@ pub const DESCRIPTION: Description = Description {
     kinds: IamKind::KINDS,
     sections: &[],
     desired: crate::spec::desired,
-    access: Access { reads, drift_reads: |_, _| Vec::new(), writes: |_, _| Vec::new() },
+    access: Access { reads, ..Access::NONE },
     trail: &[
         KindTrail {
             kind: K::IAM_ROLE_BOUNDARY,

@@ -34,7 +34,7 @@ use reconcile_core::spec::attributes;
 use reconcile_core::{Account, Address, Applied, Progress, ReconcileError, Reconciler, ResourceKind};
 use serde_json::Value;
 
-pub use ci::{apply_policy, provider_arn, read_only_policy, trust_widening};
+pub use ci::{apply_policy, plan_policy, provider_arn, read_only_policy, trust_widening};
 pub use derive::{INLINE_POLICY_LIMIT, MANAGED_POLICY_LIMIT, boundary_name, boundary_policy, inline_policy};
 pub use describe::{DESCRIPTION, reconciler};
 pub use policy::{canonical, canonical_text, percent_decode};
@@ -385,7 +385,8 @@ impl IamReconciler {
                     findings.push(Finding {
                         code: UNDECLARED_GITHUB_ROLE.to_owned(),
                         severity: Severity::Warning,
-                        address: None,
+                        // An undeclared role's address: a public plan counts these, never names them.
+                        address: Some(Address::new(ResourceKind::IAM_ROLE, role.role_name())),
                         message: format!(
                             "role `{}` is not in desired.toml and trusts GitHub's OIDC provider ({}): the workflows \
                              it admits can act as it; declare what they need under [ci], or delete it",

@@ -118,7 +118,8 @@ pub fn desired(
             document: canonical(&boundary, &account.partition),
             tags: role.tags.clone(),
         };
-        resources.push(DesiredResource::new(boundary_address.clone(), &boundary_arn, attributes(&spec)));
+        resources
+            .push(DesiredResource::new(boundary_address.clone(), &boundary_arn, attributes(&spec)).adopted(role.adopt));
         let spec = RoleSpec {
             name: role.name.clone(),
             assume_role_policy: canonical(&trust_policy(&role.trusted_services), &account.partition),
@@ -128,7 +129,9 @@ pub fn desired(
             permissions_boundary: Some(boundary_arn),
         };
         resources.push(
-            DesiredResource::new(role_address.clone(), &role.name, attributes(&spec)).depending_on([boundary_address]),
+            DesiredResource::new(role_address.clone(), &role.name, attributes(&spec))
+                .depending_on([boundary_address])
+                .adopted(role.adopt),
         );
         let policy_address = Address::new(ResourceKind::IAM_ROLE_POLICY, &role.key);
         let document = inline_policy(desired, role, account, &projects_using(desired, &role.key))
@@ -170,7 +173,9 @@ pub fn desired(
                 DesiredResource::new(role_address.clone(), &role.name, attributes(&spec))
                     .depending_on([provider_address.clone()]),
             );
-            let document = if role.purpose.reads_only() {
+            let document = if role.purpose == reconcile_core::desired::CiPurpose::Plan {
+                ci::plan_policy(desired, account, catalog)
+            } else if role.purpose.reads_only() {
                 ci::read_only_policy(desired, account, catalog)
             } else {
                 let policy_address = Address::new(ResourceKind::IAM_CI_ROLE_POLICY, key);

@@ -55,7 +55,7 @@ pub const DESCRIPTION: Description = Description {
     kinds: S3Kind::KINDS,
     sections: &[],
     desired: |desired, account, _| crate::desired(desired, account),
-    access: Access { reads, drift_reads, writes },
+    access: Access { reads, drift_reads, writes, ..Access::NONE },
     trail: &[
         KindTrail {
             kind: K::S3_BUCKET,

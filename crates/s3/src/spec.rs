@@ -95,7 +95,7 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
             website: false,
             access_logging: None,
         };
-        resources.push(DesiredResource::new(bucket_address.clone(), &name, attributes(&spec)));
+        resources.push(DesiredResource::new(bucket_address.clone(), &name, attributes(&spec)).adopted(bucket.adopt));
         if let Some(rules) = &bucket.lifecycle_rules {
             let mut rules: Vec<Value> = rules.iter().map(desired_rule).collect();
             lifecycle::sort_rules(&mut rules);

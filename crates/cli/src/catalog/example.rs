@@ -90,10 +90,10 @@ pub const DESCRIPTION: Description = Description {
     desired: |desired_file, _, _| desired(desired_file),
     access: Access {
         reads: |_, account| statement("TheExampleQueues", &["sqs:GetQueueAttributes"], account),
-        drift_reads: |_, _| Vec::new(),
         writes: |_, account| {
             statement("WriteTheExampleQueues", &["sqs:CreateQueue", "sqs:SetQueueAttributes"], account)
         },
+        ..Access::NONE
     },
     trail: &[KindTrail {
         kind: QUEUE,

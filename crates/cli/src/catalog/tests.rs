@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use reconcile_core::{Account, Desired};
-use reconcile_iam::{apply_policy, read_only_policy};
+use reconcile_iam::{apply_policy, plan_policy, read_only_policy};
 use serde_json::{Value, json};
 
 use super::*;
@@ -83,7 +83,9 @@ fn derived_account(desired: &Desired) -> reconcile_iam::reach::Model {
         .iter()
         .map(|role| reconcile_iam::reach::Role {
             arn: arn(&role.name),
-            policies: vec![if role.purpose.reads_only() {
+            policies: vec![if role.purpose == reconcile_core::desired::CiPurpose::Plan {
+                plan_policy(desired, &account, &CATALOG)
+            } else if role.purpose.reads_only() {
                 read_only_policy(desired, &account, &CATALOG)
             } else {
                 apply_policy(desired, &account, &CATALOG).unwrap()
@@ -420,4 +422,68 @@ async fn a_new_kind_is_its_crate_and_one_line_in_the_list() {
     update.action = Action::Update;
     update.before = Some(serde_json::Map::from_iter([("retention_days".to_owned(), json!(2))]));
     assert_eq!(reconcile_trail::events_for_change(&catalog, &update), ["CreateQueue", "SetQueueAttributes"]);
+}
+
+#[test]
+fn the_plan_role_reads_no_repository_but_reconciles_and_nothing_only_the_drift_check_needs() {
+    use reconcile_iam::evaluate::{Context, Principal, Request};
+    let account = account();
+    for tags in ["", "tags = { managed-by = \"reconcile\" }\n"] {
+        let text = BASE.replace("lifecycle_policy = \"p\"\n", &format!("lifecycle_policy = \"p\"\n{tags}"));
+        let desired = Desired::parse(Path::new("desired.toml"), &text).unwrap();
+        let policy = plan_policy(&desired, &account, &CATALOG);
+        let plan = Principal { policies: std::slice::from_ref(&policy), boundary: None };
+        let repository = |name: &str| format!("arn:aws:ecr:us-east-1:{}:repository/{name}", account.id);
+        let ours = Context::new().with("aws:ResourceTag/managed-by", &["reconcile"]);
+        let theirs = Context::new().with("aws:ResourceTag/owner", &["skunkworks@example.com"]);
+        for action in
+            ["ecr:GetRepositoryPolicy", "ecr:ListTagsForResource", "ecr:GetLifecyclePolicy", "ecr:DescribeImages"]
+        {
+            let another = repository("skunkworks/llm-weights");
+            assert!(
+                !plan.allows(Request { action, resource: &another, context: &theirs }),
+                "{action} on another team's repository ({tags})"
+            );
+            assert!(!plan.allows(Request { action, resource: &another, context: &Context::new() }), "{action}");
+            let declared = repository("pytorch");
+            assert!(plan.allows(Request { action, resource: &declared, context: &Context::new() }), "{action}");
+            // A repository the nightly made with reconcile's tag, declared or not yet.
+            let tagged = repository("vllm-cache");
+            assert_eq!(
+                plan.allows(Request { action, resource: &tagged, context: &ours }),
+                !tags.is_empty(),
+                "{action}"
+            );
+        }
+        // The listing, which IAM cannot scope: a public plan names no repository from it.
+        let every = repository("*");
+        assert!(plan.allows(Request {
+            action: "ecr:DescribeRepositories",
+            resource: &every,
+            context: &Context::new()
+        }));
+        // Nothing the drift check reads besides: who made a change, the nights' cost, the builds,
+        // the cache's size; nor another team's repository through the survey's statement.
+        let actions = |policy: &Value| -> Vec<String> {
+            policy["Statement"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|s| s["Action"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_owned()))
+                .collect()
+        };
+        let drift = read_only_policy(&desired, &account, &CATALOG);
+        for action in [
+            "cloudtrail:LookupEvents",
+            "ce:GetCostAndUsage",
+            "pricing:GetProducts",
+            "cloudwatch:GetMetricStatistics",
+            "codebuild:BatchGetBuilds",
+        ] {
+            assert!(actions(&drift).contains(&action.to_owned()), "the drift role reads {action}");
+            assert!(!actions(&policy).contains(&action.to_owned()), "the plan role does not read {action}");
+        }
+        assert!(sids(&drift).contains(&"EveryRepositoryOfTheRegistry"));
+        assert!(!sids(&policy).contains(&"EveryRepositoryOfTheRegistry"));
+    }
 }

@@ -28,12 +28,14 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
         Command::Completions { shell } => docs::completions(shell),
         Command::Man { dir } => docs::man(dir.as_deref()),
         Command::Validate { bake } => validate::run(&desired, bake.bake.as_deref()),
-        Command::Plan { format, detailed_exitcode, out, attribute, since, bake, prune } => {
+        Command::Plan { format, detailed_exitcode, out, attribute, public, base, since, bake, prune } => {
             let inputs =
                 Inputs::load(&desired, Load { bake: bake.bake.as_deref(), prune: prune.prune, ..Load::default() })?;
+            let audience = plan::Audience::from(public, base.as_deref())?;
             let session = session(inputs, Purpose::Read, parallelism).await?;
             let attribute = attribute.then_some(since.since_days);
-            plan::run(&session, color, format, detailed_exitcode, out.as_deref(), attribute).await
+            let request = plan::Request { format, detailed_exitcode, out: out.as_deref(), attribute, audience };
+            plan::run(&session, color, request).await
         }
         Command::Apply {
             plan_file,

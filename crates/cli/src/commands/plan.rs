@@ -1,10 +1,13 @@
 //! `reconcile plan`: what apply would change, in text, JSON or Markdown; saved for review with
-//! `--out`. Never writes to AWS.
+//! `--out`. Never writes to AWS. A public plan (a pull request's) shows only what reconcile
+//! manages: see `reconcile_core::audience`.
 
+use std::collections::BTreeSet;
 use std::io::IsTerminal;
 use std::path::Path;
 
-use reconcile_core::{json, saved};
+use reconcile_core::audience::{self, Public};
+use reconcile_core::{Account, Desired, Severity, json, saved};
 
 use crate::args::{ColorChoice, Format};
 use crate::aws::Aws;
@@ -13,15 +16,71 @@ use crate::exit;
 use crate::output::{Output, color_on, print_plan};
 use crate::session::{Session, refuse_on};
 
-pub async fn run(
-    session: &Session<Aws>,
-    color: ColorChoice,
-    format: Format,
-    detailed_exitcode: bool,
-    out: Option<&Path>,
-    attribute: Option<u32>,
-) -> Result<u8, CliError> {
-    let plan = session.plan(attribute).await?.plan;
+/// The events whose runs plan a pull request: what they print is public.
+const PUBLIC_EVENTS: [&str; 3] = ["pull_request", "pull_request_target", "workflow_run"];
+
+/// Who reads the plan.
+pub enum Audience {
+    /// Whoever runs it: everything the credentials read may be shown.
+    Private,
+    /// Anyone: see [`audience::publish`]; `base` is the default branch's desired.toml.
+    Public { base: Option<Box<Desired>> },
+}
+
+impl Audience {
+    /// `--public`, `--base`, or the GitHub Actions event of the run. The base is read (and
+    /// checked) before any AWS call, like desired.toml.
+    pub fn from(public: bool, base: Option<&Path>) -> Result<Audience, CliError> {
+        let event = std::env::var("GITHUB_EVENT_NAME").unwrap_or_default();
+        if !(public || base.is_some() || PUBLIC_EVENTS.contains(&event.as_str())) {
+            return Ok(Audience::Private);
+        }
+        let base =
+            base.map(|path| crate::files::load_desired(path).map(|(desired, _)| Box::new(desired))).transpose()?;
+        Ok(Audience::Public { base })
+    }
+
+    /// What a public plan may show in `account`: the base's resources (address and the name AWS
+    /// knows them by, so a pull request cannot point a declared key at another resource) and its
+    /// ownership tag.
+    fn public(base: Option<&Desired>, account: &Account) -> Result<Public, CliError> {
+        let Some(base) = base else { return Ok(Public::default()) };
+        let resources = crate::session::desired_resources(&crate::catalog::CATALOG, base, account, true)
+            .map_err(|errors| CliError::Input(errors.iter().map(|e| format!("--base: {e}")).collect()))?;
+        let declared: BTreeSet<_> = resources.values().map(|r| (r.address.clone(), r.remote_name.clone())).collect();
+        let marker = reconcile_core::desired::prune_marker(base)
+            .unwrap_or_else(|_| (audience::OWNERSHIP_KEY.to_owned(), audience::OWNERSHIP_VALUE.to_owned()));
+        Ok(Public { base: Some(declared), marker })
+    }
+}
+
+pub struct Request<'a> {
+    pub format: Format,
+    pub detailed_exitcode: bool,
+    pub out: Option<&'a Path>,
+    pub attribute: Option<u32>,
+    pub audience: Audience,
+}
+
+pub async fn run(session: &Session<Aws>, color: ColorChoice, request: Request<'_>) -> Result<u8, CliError> {
+    let Request { format, detailed_exitcode, out, attribute, audience } = request;
+    if out.is_some() && session.inputs().desired.github.is_some() && !session.checks_github() {
+        return Err(CliError::Input(vec![
+            "--out: desired.toml declares [github], and this run does not check it (no GITHUB_TOKEN or GH_TOKEN, or \
+             another repository than RECONCILE_GITHUB_REPOSITORY): apply could not carry out a plan saved without it; \
+             nothing was saved"
+                .to_owned(),
+        ]));
+    }
+    let planned = session.plan(attribute).await?;
+    let public = matches!(audience, Audience::Public { .. });
+    let plan = match &audience {
+        Audience::Private => planned.plan,
+        Audience::Public { base } => {
+            let public = Audience::public(base.as_deref(), &planned.account)?;
+            audience::publish(planned.plan, &planned.resources, &public)
+        }
+    };
     let refused = refuse_on(&plan.findings);
     // Saved before it is printed, so a reader that goes away cannot lose it; never when refused,
     // so a refused plan cannot be applied.
@@ -48,6 +107,16 @@ pub async fn run(
         }
     }
     refused?;
+    // A pull request's status fails on what the pipeline would not carry out as it stands.
+    let errors: Vec<&str> =
+        plan.findings.iter().filter(|f| f.severity == Severity::Error).map(|f| f.code.as_str()).collect();
+    if public && !errors.is_empty() {
+        crate::output::err(&format!(
+            "This public plan holds error findings ({}): exit 3, so the pull request's status fails.",
+            errors.join(", ")
+        ));
+        return Ok(exit::REFUSED);
+    }
     if let Some(path) = out {
         crate::output::err(&format!(
             "Saved the plan to {}: `reconcile apply {}` carries out exactly it.",

@@ -22,6 +22,7 @@ pub async fn run(
 ) -> Result<u8, CliError> {
     // Which role is known before any AWS call.
     let which = match role {
+        PolicyRole::Plan => Which::Plan,
         PolicyRole::ReadOnly => Which::ReadOnly,
         PolicyRole::Apply => Which::Apply,
         PolicyRole::Runner => Which::Runner(runner_role(desired, key)?),
@@ -41,6 +42,7 @@ pub async fn run(
         desired.codebuild.projects.iter().filter(|p| p.service_role == role.key).map(|p| p.name.clone()).collect()
     };
     let policy = match which {
+        Which::Plan => Ok(reconcile_iam::plan_policy(desired, &account, &CATALOG)),
         Which::ReadOnly => Ok(reconcile_iam::read_only_policy(desired, &account, &CATALOG)),
         Which::Apply => reconcile_iam::apply_policy(desired, &account, &CATALOG),
         Which::Runner(role) => reconcile_iam::inline_policy(desired, role, &account, &projects(role)),
@@ -52,6 +54,7 @@ pub async fn run(
 }
 
 enum Which<'a> {
+    Plan,
     ReadOnly,
     Apply,
     Runner(&'a Role),

@@ -50,6 +50,11 @@ impl<B: Backend> Session<B> {
         &self.inputs
     }
 
+    /// Whether the GitHub side is planned (a token, for the repository desired.toml names).
+    pub fn checks_github(&self) -> bool {
+        self.github.is_checked()
+    }
+
     /// A complete plan: every reconciler's observations diffed, with the findings of
     /// desired.toml, the bake file and the GitHub side, ranked once, by the engine; with
     /// `attribute`, who made each difference in the last so many days. Never writes.

@@ -41,6 +41,8 @@ pub struct Project {
     /// `None`: the region's GitHub source credential of the account.
     pub source_auth: Option<String>,
     pub webhook: Option<Webhook>,
+    /// Takes over a project that exists without reconcile's tag (`adopt = true`).
+    pub adopt: bool,
 }
 
 impl Project {
@@ -221,6 +223,9 @@ struct RawProject {
     tags: BTreeMap<String, Spanned<String>>,
     #[schemars(with = "Option<RawWebhook>")]
     webhook: Option<Spanned<RawWebhook>>,
+    /// Takes it over though it exists without reconcile's `managed-by` tag (someone else made it).
+    #[serde(default)]
+    adopt: bool,
 }
 
 fn linux_container() -> Spanned<String> {
@@ -403,6 +408,7 @@ pub(super) fn convert(
             tags,
             source_auth: raw_project.source_auth.as_ref().map(|auth| auth.get_ref().clone()),
             webhook,
+            adopt: raw_project.adopt,
         });
     }
     let names = raw

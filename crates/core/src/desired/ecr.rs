@@ -50,6 +50,8 @@ pub struct EcrRepository {
     pub lifecycle_policy: LifecyclePolicy,
     /// Allows its lifecycle policy to expire tagged images (`allow_tagged_expiry = true`).
     pub allow_tagged_expiry: bool,
+    /// Takes over a repository that exists without reconcile's tag (`adopt = true`).
+    pub adopt: bool,
 }
 
 /// A named ECR lifecycle policy, already converted to the JSON document ECR takes.
@@ -104,6 +106,10 @@ pub(super) struct RawRepository {
     /// never in `[ecr.defaults]`: it is a decision about one repository's live tags.
     #[schemars(with = "Option<bool>")]
     allow_tagged_expiry: Option<Spanned<bool>>,
+    /// Takes over this repository though it exists without reconcile's `managed-by` tag (someone
+    /// else made it): its policy and tags become desired.toml's. Only on a repository.
+    #[schemars(with = "Option<bool>")]
+    adopt: Option<Spanned<bool>>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -226,6 +232,13 @@ pub(super) fn convert(
              it is meant for, not in `[ecr.defaults]`",
         ));
     }
+    if let Some(adopt) = &defaults.adopt {
+        errors.push(locate.error(
+            Some(adopt.span()),
+            "ecr.defaults.adopt",
+            "`adopt` takes over one repository someone else made: set it on that repository, not in `[ecr.defaults]`",
+        ));
+    }
     let mut repositories = Vec::new();
     for (name, repository) in declared {
         let key_path = format!("ecr.repositories.{name}");
@@ -324,6 +337,7 @@ pub(super) fn convert(
                 tags,
                 lifecycle_policy,
                 allow_tagged_expiry,
+                adopt: repository_ref.adopt.as_ref().is_some_and(|a| *a.get_ref()),
             });
         }
     }

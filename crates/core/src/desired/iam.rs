@@ -31,6 +31,8 @@ pub struct Role {
     pub tags: BTreeMap<String, String>,
     /// The name of the derived inline policy.
     pub policy_name: String,
+    /// Takes over a role that exists without reconcile's tag (`adopt = true`).
+    pub adopt: bool,
 }
 
 #[derive(Deserialize, JsonSchema, Default)]
@@ -57,6 +59,9 @@ struct RawRole {
     tags: BTreeMap<String, Spanned<String>>,
     #[schemars(with = "Option<String>")]
     policy_name: Option<Spanned<String>>,
+    /// Takes it over though it exists without reconcile's `managed-by` tag (someone else made it).
+    #[serde(default)]
+    adopt: bool,
 }
 
 /// Checks the `[iam]` section and converts it to the model.
@@ -111,6 +116,7 @@ pub(super) fn convert(locate: &Locator<'_>, raw: &RawIam, errors: &mut Vec<Desir
             max_session_duration,
             tags,
             policy_name,
+            adopt: raw_role.adopt,
         });
     }
     let names = raw

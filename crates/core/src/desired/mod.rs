@@ -794,7 +794,7 @@ rules = [
         assert_eq!(
             errors(text),
             "desired.toml:3:1: `ecr.repositories.pytorch.lifecycle_polcy`: unknown field `lifecycle_polcy`, expected one of \
-             `lifecycle_policy`, `image_tag_mutability`, `scan_on_push`, `tags`, `allow_tagged_expiry`"
+             `lifecycle_policy`, `image_tag_mutability`, `scan_on_push`, `tags`, `allow_tagged_expiry`, `adopt`"
         );
     }
 

@@ -38,6 +38,8 @@ pub struct Bucket {
     pub tags: BTreeMap<String, String>,
     /// `None`: the bucket's lifecycle configuration is not managed.
     pub lifecycle_rules: Option<Vec<S3LifecycleRule>>,
+    /// Takes over a bucket that exists without reconcile's tag (`adopt = true`).
+    pub adopt: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -72,6 +74,9 @@ struct RawBucket {
     tags: BTreeMap<String, Spanned<String>>,
     #[schemars(with = "Option<Vec<RawS3LifecycleRule>>")]
     lifecycle_rules: Option<Spanned<Vec<Spanned<RawS3LifecycleRule>>>>,
+    /// Takes it over though it exists without reconcile's `managed-by` tag (someone else made it).
+    #[serde(default)]
+    adopt: bool,
 }
 
 fn yes() -> bool {
@@ -174,6 +179,7 @@ pub(super) fn convert(locate: &Locator<'_>, raw: &RawS3, errors: &mut Vec<Desire
             encryption: "AES256".to_owned(),
             tags,
             lifecycle_rules,
+            adopt: raw_bucket.adopt,
         });
     }
     // Compared as AWS will see them: after the templates are filled in.
