@@ -204,8 +204,9 @@ pub enum Command {
     /// Print an IAM policy derived from desired.toml as apply derives it: a CI role's, or the
     /// runner's role's inline policy or permissions boundary.
     Policy {
-        /// `read-only` (the plan and drift roles'), `apply` (the apply role's), `runner` (the
-        /// runner's role's inline policy) or `boundary` (its permissions boundary).
+        /// `plan` (the plan role's: only what reconcile manages), `read-only` (the drift role's),
+        /// `apply` (the apply role's), `runner` (the runner's role's inline policy) or `boundary`
+        /// (its permissions boundary).
         #[arg(value_enum)]
         role: PolicyRole,
         /// Which role under `[iam.roles]`, for `runner` and `boundary`, when there are several.

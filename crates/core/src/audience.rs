@@ -164,6 +164,8 @@ pub fn publish(mut plan: Plan, resources: &DesiredResources, public: &Public) ->
             None => findings.push(finding),
             Some(address) if shown(address) => findings.push(finding),
             Some(address) if root(resources, address).is_some() => {} // a hidden resource's: said below
+            // About the pull request's own files (a bake target it does not declare): its to see.
+            Some(_) if finding.code.starts_with('W') => findings.push(finding),
             Some(_) => *counted.entry((finding.code, finding.severity)).or_default() += 1,
         }
     }
@@ -340,6 +342,7 @@ mod tests {
             finding("D101", Some(Address::new(ResourceKind::ECR_REPOSITORY, "b")), "b"),
             finding("S102", Some(o.clone()), "ours, shown"),
             finding("W401", None, "about the files"),
+            finding("W401", Some(Address::new(ResourceKind::ECR_REPOSITORY, "sglang")), "a bake target's"),
             Finding { severity: Severity::Warning, ..finding("W501", None, "this plan changes `iam_role.codebuild`") },
         ];
         let public =
@@ -359,13 +362,14 @@ mod tests {
             vec![
                 ("S102", Severity::Error, Some(o.to_string())),
                 ("W401", Severity::Error, None),
+                ("W401", Severity::Error, Some("ecr_repository.sglang".to_owned())),
                 ("W501", Severity::Error, None),
                 ("W602", Severity::Error, Some(t.to_string())),
                 ("D101", Severity::Warning, None),
                 ("D102", Severity::Warning, None),
             ]
         );
-        assert!(shown.findings[4].message.starts_with("1 finding(s) of this code"));
-        assert!(shown.findings[2].message.ends_with("until an administrator applies it"));
+        assert!(shown.findings[5].message.starts_with("1 finding(s) of this code"));
+        assert!(shown.findings[3].message.ends_with("until an administrator applies it"));
     }
 }

@@ -113,29 +113,30 @@ fn every_repository(account: &Account) -> Vec<String> {
     vec![reconcile_aws::arn(account, "ecr", "repository/*")]
 }
 
-/// The registry's listing, and each repository reconcile manages: those carrying its tag (when
-/// every declared one carries it) and those desired.toml declares, by name. Never another
-/// team's repository's policy, tags, lifecycle or images.
+/// The registry's listing, and each repository reconcile manages: those carrying its tag when
+/// every declared one carries it (so declaring one more, the second use of this tool, changes no
+/// CI policy), else those desired.toml declares, by name. Never another team's repository's
+/// policy, tags, lifecycle or images.
 fn reads(desired: &Desired, account: &Account) -> Vec<Value> {
     if desired.ecr.repositories.is_empty() {
         return Vec::new();
     }
-    let arn = |name: &str| reconcile_aws::arn(account, "ecr", &format!("repository/{name}"));
-    let declared: Vec<String> = desired.ecr.repositories.iter().map(|r| arn(&r.name)).collect();
-    let mut statements = vec![
-        json!({ "Sid": "ListTheRegistry", "Effect": "Allow", "Action": ["ecr:DescribeRepositories"], "Resource": every_repository(account) }),
-        json!({ "Sid": "TheDeclaredRepositories", "Effect": "Allow", "Action": READS, "Resource": declared }),
-    ];
-    if let Ok((key, value)) = reconcile_core::desired::prune_marker(desired) {
-        statements.push(json!({
+    let listing = json!({ "Sid": "ListTheRegistry", "Effect": "Allow", "Action": ["ecr:DescribeRepositories"], "Resource": every_repository(account) });
+    let managed = match reconcile_core::desired::prune_marker(desired) {
+        Ok((key, value)) => json!({
             "Sid": "TheRepositoriesTaggedAsReconciles",
             "Effect": "Allow",
             "Action": READS,
             "Resource": every_repository(account),
             "Condition": { "StringEquals": { format!("aws:ResourceTag/{key}"): value } },
-        }));
-    }
-    statements
+        }),
+        Err(_) => {
+            let arn = |name: &str| reconcile_aws::arn(account, "ecr", &format!("repository/{name}"));
+            let declared: Vec<String> = desired.ecr.repositories.iter().map(|r| arn(&r.name)).collect();
+            json!({ "Sid": "TheDeclaredRepositories", "Effect": "Allow", "Action": READS, "Resource": declared })
+        }
+    };
+    vec![listing, managed]
 }
 
 /// Every repository of the registry, not only reconcile's: the drift check looks for undeclared

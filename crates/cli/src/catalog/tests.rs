@@ -445,8 +445,10 @@ fn the_plan_role_reads_no_repository_but_reconciles_and_nothing_only_the_drift_c
                 "{action} on another team's repository ({tags})"
             );
             assert!(!plan.allows(Request { action, resource: &another, context: &Context::new() }), "{action}");
+            // Declared: by name without a tag on every repository, by the tag with one.
             let declared = repository("pytorch");
-            assert!(plan.allows(Request { action, resource: &declared, context: &Context::new() }), "{action}");
+            let context = if tags.is_empty() { Context::new() } else { ours.clone() };
+            assert!(plan.allows(Request { action, resource: &declared, context: &context }), "{action}");
             // A repository the nightly made with reconcile's tag, declared or not yet.
             let tagged = repository("vllm-cache");
             assert_eq!(

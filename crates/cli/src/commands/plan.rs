@@ -64,14 +64,6 @@ pub struct Request<'a> {
 
 pub async fn run(session: &Session<Aws>, color: ColorChoice, request: Request<'_>) -> Result<u8, CliError> {
     let Request { format, detailed_exitcode, out, attribute, audience } = request;
-    if out.is_some() && session.inputs().desired.github.is_some() && !session.checks_github() {
-        return Err(CliError::Input(vec![
-            "--out: desired.toml declares [github], and this run does not check it (no GITHUB_TOKEN or GH_TOKEN, or \
-             another repository than RECONCILE_GITHUB_REPOSITORY): apply could not carry out a plan saved without it; \
-             nothing was saved"
-                .to_owned(),
-        ]));
-    }
     let planned = session.plan(attribute).await?;
     let public = matches!(audience, Audience::Public { .. });
     let plan = match &audience {
@@ -118,11 +110,21 @@ pub async fn run(session: &Session<Aws>, color: ColorChoice, request: Request<'_
         return Ok(exit::REFUSED);
     }
     if let Some(path) = out {
-        crate::output::err(&format!(
-            "Saved the plan to {}: `reconcile apply {}` carries out exactly it.",
-            path.display(),
-            path.display()
-        ));
+        // Apply checks the GitHub side a saved plan names, and refuses a plan made without it.
+        if session.inputs().desired.github.is_some() && !session.checks_github() {
+            crate::output::err(&format!(
+                "Saved the plan to {}, but apply cannot carry it out: desired.toml declares [github] and this run \
+                 did not check it (no GITHUB_TOKEN or GH_TOKEN, or another repository than \
+                 RECONCILE_GITHUB_REPOSITORY); plan again with the token to save one apply takes.",
+                path.display()
+            ));
+        } else {
+            crate::output::err(&format!(
+                "Saved the plan to {}: `reconcile apply {}` carries out exactly it.",
+                path.display(),
+                path.display()
+            ));
+        }
     }
     Ok(if detailed_exitcode && plan.has_changes() { exit::CHANGES } else { exit::OK })
 }

@@ -20,6 +20,7 @@ mod input;
 mod performance;
 mod permissions;
 mod policies;
+mod public_plan;
 mod pull_request;
 mod real_aws;
 mod review;

@@ -67,6 +67,13 @@ async fn the_read_only_policy_is_derived_allows_every_read_and_nothing_else_and_
     );
     assert_eq!(serde_json::from_str::<Value>(&derived.stdout).unwrap(), documented, "{}", derived.stderr);
     assert_eq!(parliament(&documented, true), Vec::<String>::new());
+    // docs/plan-policy.json, the plan role's: what reconcile manages only.
+    let plan: Value =
+        serde_json::from_str(&std::fs::read_to_string(workspace_root().join("docs/plan-policy.json")).unwrap())
+            .unwrap();
+    let derived =
+        reconcile(&emulator().new_account().await, &real_desired(), &["policy", "plan", "--account", "123456789012"]);
+    assert_eq!(serde_json::from_str::<Value>(&derived.stdout).unwrap(), plan, "{}", derived.stderr);
 
     // Everything the read-only commands send, on the account as it stood (so the plan has
     // policies to put, and reads the images they would expire), once the CI identities exist.

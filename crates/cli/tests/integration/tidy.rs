@@ -116,7 +116,12 @@ fn the_pull_request_workflows_post_every_plan_and_hand_on_every_check() {
     assert!(plan[set_e..planned].lines().count() <= 2, "the plan step lets every exit code through");
     let comment = plan.find("reconcile comment").unwrap();
     assert!(planned < comment && plan[comment..].contains("--plan-exit-code \"$PLAN_EXIT_CODE\""));
-    assert!(!plan.contains("actions/checkout"), "the trusted workflow checks out nothing");
+    // It checks out the default branch only (its own, trusted): never a ref or repository of
+    // the pull request's.
+    let checkout = plan.find("actions/checkout").unwrap();
+    let inputs = &plan[checkout..plan[checkout..].find("\n\n").map_or(plan.len(), |end| checkout + end)];
+    assert!(!inputs.contains("ref:") && !inputs.contains("repository:"), "{inputs}");
+    assert!(plan.contains("--public --base desired.toml"), "the plan is public, judged from the default branch");
     let check = read("pull-request-check.yml");
     let upload = check.find("actions/upload-artifact").unwrap();
     assert!(check[..upload].rfind("if: always()").is_some_and(|at| upload - at < 40), "handed on even on failure");

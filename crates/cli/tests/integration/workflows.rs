@@ -21,8 +21,8 @@ static NEXT_RUN: AtomicU64 = AtomicU64::new(1);
 
 /// The nightly's repository as the tests keep it: desired.toml (tagged repositories, `[github]`,
 /// `[ci]`, the bake file it names), the bake file, and the two example workflows.
-struct Repository {
-    name: String,
+pub(crate) struct Repository {
+    pub(crate) name: String,
     dir: tempfile::TempDir,
 }
 
@@ -68,12 +68,12 @@ impl Repository {
         Repository { name: name.to_owned(), dir }
     }
 
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
     /// A copy, for a pull request's head, changed by `change`.
-    fn head(&self, change: impl FnOnce(&Path)) -> tempfile::TempDir {
+    pub(crate) fn head(&self, change: impl FnOnce(&Path)) -> tempfile::TempDir {
         let head = tempfile::tempdir().unwrap();
         copy_tree(self.path(), head.path());
         change(head.path());
@@ -94,7 +94,7 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-fn append(file: &Path, text: &str) {
+pub(crate) fn append(file: &Path, text: &str) {
     let mut all = std::fs::read_to_string(file).unwrap();
     all.push_str(text);
     std::fs::write(file, all).unwrap();
@@ -102,16 +102,16 @@ fn append(file: &Path, text: &str) {
 
 /// One account and one repository, bootstrapped by an administrator: the CI roles, the OIDC
 /// subject template, the repository variables the workflows read.
-struct World {
-    account: TestAccount,
-    repository: Repository,
+pub(crate) struct World {
+    pub(crate) account: TestAccount,
+    pub(crate) repository: Repository,
     vars: Value,
-    reader: String,
+    pub(crate) reader: String,
     artifacts: tempfile::TempDir,
 }
 
 impl World {
-    async fn bootstrap() -> World {
+    pub(crate) async fn bootstrap() -> World {
         let account = emulator().new_account().await;
         let name = github().new_repository();
         crate::github::codebuild_hook(&name, true, &["workflow_job"]);
@@ -205,7 +205,7 @@ impl World {
     /// A pull request's untrusted check (its own copy of the workflow), then the trusted plan
     /// (the base's copy), as GitHub runs them. The check's report, the plan's, and the plan
     /// runner's files.
-    fn pull_request(
+    pub(crate) fn pull_request(
         &self,
         head: &Path,
         number: u64,
@@ -251,7 +251,7 @@ impl World {
         (check, plan, runner)
     }
 
-    fn comments(&self, number: u64) -> Vec<String> {
+    pub(crate) fn comments(&self, number: u64) -> Vec<String> {
         github().state(&self.repository.name)["comments"]
             .as_array()
             .unwrap()
@@ -261,7 +261,7 @@ impl World {
             .collect()
     }
 
-    fn status(&self, sha: &str) -> Value {
+    pub(crate) fn status(&self, sha: &str) -> Value {
         github().state(&self.repository.name)["statuses"]
             .as_array()
             .unwrap()
@@ -284,7 +284,7 @@ fn exposed(report: &Value) -> Vec<String> {
         .collect()
 }
 
-fn step<'a>(report: &'a Value, name: &str) -> &'a Value {
+pub(crate) fn step<'a>(report: &'a Value, name: &str) -> &'a Value {
     report["steps"]
         .as_array()
         .unwrap()

@@ -1,0 +1,278 @@
+//! A pull request's plan is public: another team's repository, role and repository variable,
+//! planted in the account, and named by a pull request, reach none of its outputs. Adoption is
+//! explicit: a repository someone else made is not taken over by declaring it.
+
+use aws_sdk_ecr as ecr;
+use aws_sdk_iam as iam;
+use reconcile_test_support::TestAccount;
+use reconcile_test_support::github::github;
+use serde_json::json;
+
+use crate::safety::push;
+use crate::support::{reconcile_in, reconcile_with};
+use crate::workflows::{World, step};
+
+/// What the other team keeps in the account: none of it may reach a public output.
+const PLANTED: [&str; 8] = [
+    "210987654321",              // a partner account, in the repository's policy
+    "o-skunk12345",              // an organization id, in the same policy
+    "mallory.skunk@example.com", // an owner's e-mail, in its tags
+    "CC-7741",                   // a cost centre, in its tags
+    "skunk-lifecycle-rule",      // its lifecycle rule's description
+    "llm-weights-secret-v9",     // an image tag
+    "secret-mi500-bringup",      // the repository a role of theirs trusts
+    "build01.internal",          // a repository variable's value
+];
+
+const REPOSITORY: &str = "skunkworks/llm-weights";
+
+async fn plant(account: &TestAccount, repository: &str, reader: &str) {
+    let config = account.sdk_config();
+    let ecr = ecr::Client::new(&config);
+    ecr.create_repository()
+        .repository_name(REPOSITORY)
+        .tags(ecr::types::Tag::builder().key("owner").value("mallory.skunk@example.com").build().unwrap())
+        .tags(ecr::types::Tag::builder().key("cost-centre").value("CC-7741").build().unwrap())
+        .send()
+        .await
+        .unwrap();
+    let policy = json!({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Sid": "Partner",
+            "Effect": "Allow",
+            "Principal": { "AWS": "arn:aws:iam::210987654321:root" },
+            "Action": ["ecr:BatchGetImage"],
+            "Condition": { "StringEquals": { "aws:PrincipalOrgID": "o-skunk12345" } },
+        }],
+    });
+    ecr.set_repository_policy().repository_name(REPOSITORY).policy_text(policy.to_string()).send().await.unwrap();
+    let lifecycle = json!({ "rules": [{
+        "rulePriority": 1, "description": "skunk-lifecycle-rule",
+        "selection": { "tagStatus": "untagged", "countType": "imageCountMoreThan", "countNumber": 1 },
+        "action": { "type": "expire" },
+    }]});
+    ecr.put_lifecycle_policy()
+        .repository_name(REPOSITORY)
+        .lifecycle_policy_text(lifecycle.to_string())
+        .send()
+        .await
+        .unwrap();
+    push(&ecr, REPOSITORY, Some("llm-weights-secret-v9"), 7_000_000, "5c").await;
+    push(&ecr, REPOSITORY, None, 3_000_000, "5d").await;
+
+    let iam = iam::Client::new(&config);
+    let trust = json!({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Effect": "Allow",
+            "Principal": { "Federated": format!("arn:aws:iam::{}:oidc-provider/token.actions.githubusercontent.com", account.id) },
+            "Action": "sts:AssumeRoleWithWebIdentity",
+            "Condition": { "StringEquals": { "token.actions.githubusercontent.com:sub": "repo:ROCm/secret-mi500-bringup:environment:prod" } },
+        }],
+    });
+    iam.create_role().role_name("skunk-ci").assume_role_policy_document(trust.to_string()).send().await.unwrap();
+
+    let (status, _) = github().call(
+        "POST",
+        &format!("/repos/{repository}/actions/variables"),
+        reader,
+        &json!({ "name": "INTERNAL_BUILD_HOST", "value": "build01.internal:8443 (vpn only)" }),
+    );
+    assert!(status < 300, "{status}");
+}
+
+/// desired.toml naming every planted thing: the repository, a role of that name, the variable.
+fn hostile(desired: &str) -> String {
+    let with_repository =
+        desired.replacen("[ecr.repositories]\n", &format!("[ecr.repositories]\n\"{REPOSITORY}\" = {{}}\n"), 1);
+    let with_variable = if with_repository.contains("[github.variables]\n") {
+        with_repository.replacen("[github.variables]\n", "[github.variables]\nINTERNAL_BUILD_HOST = \"x\"\n", 1)
+    } else {
+        format!("{with_repository}\n[github.variables]\nINTERNAL_BUILD_HOST = \"x\"\n")
+    };
+    format!(
+        "{with_variable}\n[iam.roles.skunk]\nname = \"skunk-ci\"\ntrusted_services = [\"codebuild.amazonaws.com\"]\ntags = {{ managed-by = \"reconcile\" }}\n"
+    )
+}
+
+fn assert_none_planted(what: &str, text: &str) {
+    for value in PLANTED {
+        assert!(!text.contains(value), "{what} shows `{value}`:\n{text}");
+    }
+}
+
+#[tokio::test]
+async fn a_pull_request_naming_another_teams_resources_shows_nothing_of_them_and_fails_its_status() {
+    let world = World::bootstrap().await;
+    let name = world.repository.name.clone();
+    plant(&world.account, &name, &world.reader).await;
+    let head = world.repository.head(|tree| {
+        let desired = std::fs::read_to_string(tree.join("desired.toml")).unwrap();
+        std::fs::write(tree.join("desired.toml"), hostile(&desired)).unwrap();
+    });
+    let sha = "8888888888888888888888888888888888888888";
+    let number = github().pull_request(&name, sha, &name);
+    let (_check, plan, runner) = world.pull_request(head.path(), number, sha, &name);
+
+    // The trusted job, as the example workflow runs it: the comment, the plan step's output, the
+    // job summary.
+    let comments = world.comments(number);
+    assert_eq!(comments.len(), 1, "{plan:#}");
+    let comment = &comments[0];
+    assert_none_planted("the comment", comment);
+    assert!(comment.contains("W602"), "{comment}");
+    assert!(comment.contains("ecr_repository.skunkworks/llm-weights"), "{comment}");
+    for report in plan["steps"].as_array().unwrap() {
+        for stream in ["stdout", "stderr"] {
+            assert_none_planted(&format!("step {} {stream}", report["name"]), report[stream].as_str().unwrap_or(""));
+        }
+    }
+    let summary = std::fs::read_to_string(runner.path().join("temp/summary.md")).unwrap_or_default();
+    assert_none_planted("the job summary", &summary);
+    let status = world.status(sha);
+    assert_eq!(status["state"], "failure", "{status:#}");
+    assert_eq!(step(&plan, "Plan")["outcome"], "success");
+
+    // Every format and the saved plan, with and without the base.
+    let mut env = world.account.env();
+    env.extend([("GITHUB_API_URL", github().endpoint().to_owned()), ("GITHUB_TOKEN", world.reader.clone())]);
+    env.push(("RECONCILE_GITHUB_REPOSITORY", name.clone()));
+    let base = world.repository.path().join("desired.toml");
+    let pull = head.path().join("desired.toml");
+    let saved = head.path().join("plan.json");
+    let summary = head.path().join("summary.md");
+    env.push(("GITHUB_STEP_SUMMARY", summary.display().to_string()));
+    for format in ["text", "json", "markdown"] {
+        for with_base in [true, false] {
+            let mut args = vec!["plan", "--public", "--format", format, "--out", saved.to_str().unwrap()];
+            if with_base {
+                args.extend(["--base", base.to_str().unwrap()]);
+            }
+            let run = reconcile_in(&env, &pull, &args);
+            assert_eq!(run.code, 3, "{format}: {}{}", run.stdout, run.stderr);
+            assert_none_planted(&format!("plan --format {format} stdout"), &run.stdout);
+            assert_none_planted(&format!("plan --format {format} stderr"), &run.stderr);
+            assert!(run.stdout.contains("W602"), "{}", run.stdout);
+            assert!(!saved.exists(), "a refused plan is not saved");
+            assert_none_planted("the job summary", &std::fs::read_to_string(&summary).unwrap_or_default());
+        }
+    }
+    // Implied by the event a trusted pull-request workflow runs on.
+    let mut on_event = env.clone();
+    on_event.push(("GITHUB_EVENT_NAME", "workflow_run".to_owned()));
+    let run = reconcile_in(&on_event, &pull, &["plan", "--format", "json"]);
+    assert_eq!(run.code, 3, "{}{}", run.stdout, run.stderr);
+    assert_none_planted("plan on workflow_run", &format!("{}{}", run.stdout, run.stderr));
+
+    // Private, as an administrator runs it: the same plan names them (what the audience hides is
+    // really there).
+    let private = reconcile_in(&env, &pull, &["plan", "--format", "text"]);
+    assert!(
+        private.stdout.contains("mallory.skunk@example.com") || private.stdout.contains("cost-centre"),
+        "{}",
+        private.stdout
+    );
+    assert!(private.stdout.contains("W601"), "{}", private.stdout);
+}
+
+#[tokio::test]
+async fn without_ci_and_without_a_token_a_public_plan_still_shows_nothing_of_them() {
+    let world = World::bootstrap().await;
+    let name = world.repository.name.clone();
+    plant(&world.account, &name, &world.reader).await;
+    let dir = tempfile::tempdir().unwrap();
+    let desired = std::fs::read_to_string(world.repository.path().join("desired.toml")).unwrap();
+    let without_ci = hostile(&desired[..desired.find("\n[ci]").unwrap_or(desired.len())]);
+    std::fs::write(dir.path().join("desired.toml"), &without_ci).unwrap();
+    std::fs::write(dir.path().join("rocm-bake.hcl"), "").unwrap();
+    let pull = dir.path().join("desired.toml");
+    for format in ["text", "json", "markdown"] {
+        let run = reconcile_with(&world.account, &pull, &["plan", "--public", "--format", format], &[]);
+        assert_eq!(run.code, 3, "{format}: {}{}", run.stdout, run.stderr);
+        assert_none_planted(&format!("{format} stdout"), &run.stdout);
+        assert_none_planted(&format!("{format} stderr"), &run.stderr);
+        assert!(run.stdout.contains("W602"), "{}", run.stdout);
+    }
+    // Saved without the GitHub side desired.toml declares: said not to be applicable, and why.
+    let saved = dir.path().join("plan.json");
+    let base = world.repository.path().join("desired.toml");
+    let run = reconcile_with(&world.account, &base, &["plan", "--out", saved.to_str().unwrap()], &[]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("but apply cannot carry it out: desired.toml declares [github]"), "{}", run.stderr);
+    assert!(!run.stderr.contains("carries out exactly it"), "{}", run.stderr);
+}
+
+#[tokio::test]
+async fn declaring_a_repository_someone_else_made_adopts_it_only_when_told_and_says_what_that_removes() {
+    let world = World::bootstrap().await;
+    let name = world.repository.name.clone();
+    plant(&world.account, &name, &world.reader).await;
+    let mut env = world.account.env();
+    env.extend([("GITHUB_API_URL", github().endpoint().to_owned()), ("GITHUB_TOKEN", world.reader.clone())]);
+    let desired = std::fs::read_to_string(world.repository.path().join("desired.toml")).unwrap();
+    let declared =
+        desired.replacen("[ecr.repositories]\n", &format!("[ecr.repositories]\n\"{REPOSITORY}\" = {{}}\n"), 1);
+    let file = world.repository.path().join("desired.toml");
+    std::fs::write(&file, &declared).unwrap();
+    let ecr = ecr::Client::new(&world.account.sdk_config());
+    let policy = || async {
+        ecr.get_repository_policy().repository_name(REPOSITORY).send().await.ok().and_then(|p| p.policy_text)
+    };
+
+    // As the CI apply role: refused before any write.
+    let apply_role = world.account.assume("rocm-bake-reconcile-apply").await;
+    let mut as_apply = apply_role.env();
+    as_apply.extend([("GITHUB_API_URL", github().endpoint().to_owned()), ("GITHUB_TOKEN", world.reader.clone())]);
+    let refused = reconcile_in(&as_apply, &file, &["apply", "--auto-approve"]);
+    assert_eq!(refused.code, 3, "{}{}", refused.stdout, refused.stderr);
+    assert!(format!("{}{}", refused.stdout, refused.stderr).contains("W601"), "{}{}", refused.stdout, refused.stderr);
+    assert!(apply_role.writes().is_empty(), "{:?}", apply_role.writes());
+    assert!(policy().await.is_some(), "its policy is still there");
+
+    // Told to adopt: the plan says what adopting removes, and apply does it.
+    let adopted =
+        declared.replacen(&format!("\"{REPOSITORY}\" = {{}}"), &format!("\"{REPOSITORY}\" = {{ adopt = true }}"), 1);
+    std::fs::write(&file, &adopted).unwrap();
+    let plan = reconcile_in(&env, &file, &["plan"]);
+    assert_eq!(plan.code, 0, "{}{}", plan.stdout, plan.stderr);
+    assert!(
+        plan.stdout.contains("adopting it (`adopt = true`) removes its `repository_policy` as it is")
+            && plan.stdout.contains("its tags `cost-centre`, `owner`"),
+        "{}",
+        plan.stdout
+    );
+    let applied = reconcile_in(&as_apply, &file, &["apply", "--auto-approve"]);
+    assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
+    assert!(policy().await.is_none(), "adopted: its policy is desired.toml's (none)");
+    let again = reconcile_in(&env, &file, &["plan", "--detailed-exitcode"]);
+    assert_eq!(again.code, 0, "{}{}", again.stdout, again.stderr);
+}
+
+#[tokio::test]
+async fn a_change_the_apply_job_refuses_fails_the_status_and_padding_never_hides_an_error_finding() {
+    let world = World::bootstrap().await;
+    let name = world.repository.name.clone();
+    // Re-points whom the CI roles trust (D108), padded with 250 new repositories: far more
+    // changes than a comment holds.
+    let padding: String = (0..250).map(|i| format!("padding-{i:03} = {{}}\n")).collect();
+    let head = world.repository.head(|tree| {
+        let desired = std::fs::read_to_string(tree.join("desired.toml"))
+            .unwrap()
+            .replacen("environment = \"aws-production\"", "environment = \"somewhere-else\"", 1)
+            .replacen("[ecr.repositories]\n", &format!("[ecr.repositories]\n{padding}"), 1);
+        std::fs::write(tree.join("desired.toml"), desired).unwrap();
+    });
+    let sha = "9999999999999999999999999999999999999999";
+    let number = github().pull_request(&name, sha, &name);
+    let (check, _plan, _runner) = world.pull_request(head.path(), number, sha, &name);
+    assert_eq!(check["conclusion"], "success", "{check:#}");
+    let comment = &world.comments(number)[0];
+    assert!(comment.len() <= reconcile_core::markdown::GITHUB_COMMENT_LIMIT);
+    assert!(comment.contains("the details of"), "the padding did not fit: {comment}");
+    assert!(comment.contains("Error `D108`"), "{comment}");
+    assert!(comment.contains("Error `W501`"), "{comment}");
+    let status = world.status(sha);
+    assert_eq!(status["state"], "failure", "{status:#}");
+    assert_eq!(status["description"], "plan: refused by a safety check");
+}
