@@ -681,6 +681,17 @@ impl BakeFile {
     }
 
     /// The cross-check against desired.toml, for `account` when it is known.
+    /// The repositories of `account`'s ECR registry in `region` the file names: the nightly's
+    /// own, declared or not.
+    pub fn repositories(&self, region: &str, account: &str) -> BTreeSet<String> {
+        self.references
+            .iter()
+            .filter_map(|reference| ecr_reference(&reference.reference))
+            .filter(|ecr| ecr.region == region && ecr.account == account)
+            .map(|ecr| ecr.repository)
+            .collect()
+    }
+
     pub fn check(&self, desired: &Desired, account: Option<&str>) -> Check {
         let declared = desired.ecr.repositories.iter().map(|r| r.name.as_str()).collect();
         let mut check = check(&self.name, &self.references, &declared, &desired.region, account);

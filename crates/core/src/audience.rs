@@ -96,15 +96,24 @@ pub fn adoption_findings(resources: &DesiredResources, observed: &BTreeMap<Addre
 
 /// What a public plan may show: the resources the default branch's desired.toml declares, by
 /// address and the name AWS knows them by (`None`: it was not given, so only the tag counts),
-/// and the tag that marks reconcile's.
+/// the tag that marks reconcile's, and the undeclared resources it may still name (the drift
+/// issue's: the repositories the nightly's own bake file pushes to).
 pub struct Public {
     pub base: Option<BTreeSet<(Address, String)>>,
     pub marker: (String, String),
+    pub named: BTreeSet<Address>,
+    /// A pull request's review, where a change only an administrator applies fails the status.
+    pub review: bool,
 }
 
 impl Default for Public {
     fn default() -> Public {
-        Public { base: None, marker: (OWNERSHIP_KEY.to_owned(), OWNERSHIP_VALUE.to_owned()) }
+        Public {
+            base: None,
+            marker: (OWNERSHIP_KEY.to_owned(), OWNERSHIP_VALUE.to_owned()),
+            named: BTreeSet::new(),
+            review: true,
+        }
     }
 }
 
@@ -152,7 +161,7 @@ pub fn publish(mut plan: Plan, resources: &DesiredResources, public: &Public) ->
     for finding in std::mem::take(&mut plan.findings) {
         match &finding.address {
             // The apply job refuses it after merge: in review it is an error, so the status fails.
-            None if finding.code == crate::engine::NEEDS_AN_ADMINISTRATOR => findings.push(Finding {
+            None if public.review && finding.code == crate::engine::NEEDS_AN_ADMINISTRATOR => findings.push(Finding {
                 severity: Severity::Error,
                 message: format!(
                     "{}; the apply job refuses it after merge, so this pull request's plan fails until an \
@@ -166,6 +175,7 @@ pub fn publish(mut plan: Plan, resources: &DesiredResources, public: &Public) ->
             Some(address) if root(resources, address).is_some() => {} // a hidden resource's: said below
             // About the pull request's own files (a bake target it does not declare): its to see.
             Some(_) if finding.code.starts_with('W') => findings.push(finding),
+            Some(address) if public.named.contains(&address.declared()) => findings.push(finding),
             Some(_) => *counted.entry((finding.code, finding.severity)).or_default() += 1,
         }
     }
@@ -340,13 +350,17 @@ mod tests {
             finding("D103", Some(tp.clone()), THEIRS),
             finding("D102", Some(undeclared.clone()), "secret-mi500-bringup"),
             finding("D101", Some(Address::new(ResourceKind::ECR_REPOSITORY, "b")), "b"),
+            finding("D102", Some(Address::new(ResourceKind::ECR_REPOSITORY, "atom-wheel-cache")), "named"),
             finding("S102", Some(o.clone()), "ours, shown"),
             finding("W401", None, "about the files"),
             finding("W401", Some(Address::new(ResourceKind::ECR_REPOSITORY, "sglang")), "a bake target's"),
             Finding { severity: Severity::Warning, ..finding("W501", None, "this plan changes `iam_role.codebuild`") },
         ];
-        let public =
-            Public { base: Some(BTreeSet::from([(b.clone(), "declared-on-main".to_owned())])), ..Public::default() };
+        let public = Public {
+            base: Some(BTreeSet::from([(b.clone(), "declared-on-main".to_owned())])),
+            named: BTreeSet::from([Address::new(ResourceKind::ECR_REPOSITORY, "atom-wheel-cache")]),
+            ..Public::default()
+        };
         let shown = publish(plan, &resources, &public);
         let text = format!("{shown:?}");
         assert!(!text.contains("partner") && !text.contains("secret-mi500"), "{text}");
@@ -361,6 +375,7 @@ mod tests {
             findings,
             vec![
                 ("S102", Severity::Error, Some(o.to_string())),
+                ("D102", Severity::Error, Some("ecr_repository.atom-wheel-cache".to_owned())),
                 ("W401", Severity::Error, None),
                 ("W401", Severity::Error, Some("ecr_repository.sglang".to_owned())),
                 ("W501", Severity::Error, None),
@@ -369,7 +384,7 @@ mod tests {
                 ("D102", Severity::Warning, None),
             ]
         );
-        assert!(shown.findings[5].message.starts_with("1 finding(s) of this code"));
-        assert!(shown.findings[3].message.ends_with("until an administrator applies it"));
+        assert!(shown.findings[6].message.starts_with("1 finding(s) of this code"));
+        assert!(shown.findings[4].message.ends_with("until an administrator applies it"));
     }
 }

@@ -124,7 +124,7 @@ fn reads(desired: &Desired, account: &Account) -> Vec<Value> {
     let listing = json!({ "Sid": "ListTheRegistry", "Effect": "Allow", "Action": ["ecr:DescribeRepositories"], "Resource": every_repository(account) });
     let managed = match reconcile_core::desired::prune_marker(desired) {
         Ok((key, value)) => json!({
-            "Sid": "TheRepositoriesTaggedAsReconciles",
+            "Sid": "ReadTheRepositoriesTaggedAsReconciles",
             "Effect": "Allow",
             "Action": READS,
             "Resource": every_repository(account),
@@ -133,7 +133,7 @@ fn reads(desired: &Desired, account: &Account) -> Vec<Value> {
         Err(_) => {
             let arn = |name: &str| reconcile_aws::arn(account, "ecr", &format!("repository/{name}"));
             let declared: Vec<String> = desired.ecr.repositories.iter().map(|r| arn(&r.name)).collect();
-            json!({ "Sid": "TheDeclaredRepositories", "Effect": "Allow", "Action": READS, "Resource": declared })
+            json!({ "Sid": "ReadTheDeclaredRepositories", "Effect": "Allow", "Action": READS, "Resource": declared })
         }
     };
     vec![listing, managed]

@@ -117,6 +117,12 @@ pub fn summary(usage: &Usage) -> Value {
 
 /// [`summary`] as text lines (`markdown`: as Markdown).
 pub fn summary_text(usage: &Usage, markdown: bool) -> String {
+    summary_text_naming(usage, markdown, &|_| true)
+}
+
+/// The same, naming only the repositories `shown` allows (a public drift issue names the
+/// nightly's own); the rest are counted, and the job log's text names them.
+pub fn summary_text_naming(usage: &Usage, markdown: bool, shown: &dyn Fn(&str) -> bool) -> String {
     let name = |r: &RepositoryUsage| if markdown { code(&r.name) } else { r.name.clone() };
     let sized =
         |r: &RepositoryUsage| format!("{} {} ({}/month)", name(r), human_bytes(r.bytes), usd(usage.cost(r.bytes)));
@@ -128,18 +134,27 @@ pub fn summary_text(usage: &Usage, markdown: bool) -> String {
         human_bytes(usage.total_bytes()),
         usage.repositories.len(),
         usd(usage.cost(usage.total_bytes())),
-        usage.repositories.iter().take(3).map(sized).collect::<Vec<_>>().join(", ")
+        usage.repositories.iter().filter(|r| shown(&r.name)).take(3).map(sized).collect::<Vec<_>>().join(", ")
     )
     .unwrap();
     // The largest few by name, and how many more: a registry out of control has hundreds, and the
     // drift comment must still fit GitHub's limit (`reconcile usage` lists them all).
-    let without: Vec<&RepositoryUsage> = usage.repositories.iter().filter(|r| !r.has_policy).collect();
-    if !without.is_empty() {
+    let (without, unnamed): (Vec<&RepositoryUsage>, Vec<&RepositoryUsage>) =
+        usage.repositories.iter().filter(|r| !r.has_policy).partition(|r| shown(&r.name));
+    if !without.is_empty() || !unnamed.is_empty() {
         let mut named: Vec<String> = without.iter().take(LISTED_WITHOUT_POLICY).map(|r| sized(r)).collect();
         if without.len() > LISTED_WITHOUT_POLICY {
             let more = without.len() - LISTED_WITHOUT_POLICY;
             let bytes: u64 = without.iter().skip(LISTED_WITHOUT_POLICY).map(|r| r.bytes).sum();
             named.push(format!("and {more} more holding {} (`reconcile usage` lists them)", human_bytes(bytes)));
+        }
+        if !unnamed.is_empty() {
+            let bytes: u64 = unnamed.iter().map(|r| r.bytes).sum();
+            named.push(format!(
+                "{} of the account's other repositories holding {} (the drift check's job log names them)",
+                unnamed.len(),
+                human_bytes(bytes)
+            ));
         }
         writeln!(out, "{}Without a lifecycle policy: {}.", if markdown { "\n" } else { "" }, named.join(", ")).unwrap();
     }

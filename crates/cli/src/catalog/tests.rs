@@ -489,3 +489,25 @@ fn the_plan_role_reads_no_repository_but_reconciles_and_nothing_only_the_drift_c
         assert!(!sids(&policy).contains(&"EveryRepositoryOfTheRegistry"));
     }
 }
+
+/// IAM refuses a policy whose statement ids repeat: every crate's statements, joined, keep them
+/// apart in every CI role's policy, with a tag on every repository and without.
+#[test]
+fn every_ci_policy_names_each_statement_once() {
+    let account = account();
+    for tags in ["", "tags = { managed-by = \"reconcile\" }\n"] {
+        let text = BASE.replace("lifecycle_policy = \"p\"\n", &format!("lifecycle_policy = \"p\"\n{tags}"));
+        let desired = Desired::parse(Path::new("desired.toml"), &text).unwrap();
+        for policy in [
+            plan_policy(&desired, &account, &CATALOG),
+            read_only_policy(&desired, &account, &CATALOG),
+            apply_policy(&desired, &account, &CATALOG).unwrap(),
+        ] {
+            let mut all = sids(&policy);
+            let count = all.len();
+            all.sort_unstable();
+            all.dedup();
+            assert_eq!(all.len(), count, "{policy:#}");
+        }
+    }
+}

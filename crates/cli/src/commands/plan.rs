@@ -50,7 +50,7 @@ impl Audience {
         let declared: BTreeSet<_> = resources.values().map(|r| (r.address.clone(), r.remote_name.clone())).collect();
         let marker = reconcile_core::desired::prune_marker(base)
             .unwrap_or_else(|_| (audience::OWNERSHIP_KEY.to_owned(), audience::OWNERSHIP_VALUE.to_owned()));
-        Ok(Public { base: Some(declared), marker })
+        Ok(Public { base: Some(declared), marker, ..Public::default() })
     }
 }
 

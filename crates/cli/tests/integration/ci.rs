@@ -119,7 +119,7 @@ async fn an_empty_account_gets_the_provider_and_three_roles_each_trusting_exactl
 
     // Each role's one inline policy is what `reconcile policy` prints for the account.
     for (role, which) in [
-        ("rocm-bake-reconcile-plan", "read-only"),
+        ("rocm-bake-reconcile-plan", "plan"),
         ("rocm-bake-reconcile-drift", "read-only"),
         ("rocm-bake-reconcile-apply", "apply"),
     ] {

@@ -4,12 +4,12 @@
 
 use aws_sdk_ecr as ecr;
 use aws_sdk_iam as iam;
-use reconcile_test_support::TestAccount;
 use reconcile_test_support::github::github;
+use reconcile_test_support::{TestAccount, emulator};
 use serde_json::json;
 
 use crate::safety::push;
-use crate::support::{reconcile_in, reconcile_with};
+use crate::support::{reconcile_in, reconcile_with, small_account_with_runner};
 use crate::workflows::{World, step};
 
 /// What the other team keeps in the account: none of it may reach a public output.
@@ -275,4 +275,51 @@ async fn a_change_the_apply_job_refuses_fails_the_status_and_padding_never_hides
     let status = world.status(sha);
     assert_eq!(status["state"], "failure", "{status:#}");
     assert_eq!(status["description"], "plan: refused by a safety check");
+}
+
+/// The drift issue is public too: it names the repositories the nightly's bake file pushes to
+/// (the seeds' incident: two cache repositories without a lifecycle policy) and counts other
+/// teams'; the job log (text) names them all.
+#[tokio::test]
+async fn the_drift_issue_names_the_nightlys_unpoliced_repositories_and_counts_other_teams() {
+    let account = emulator().new_account().await;
+    let repository = github().new_repository();
+    let workflow = format!("ghs_{}", repository.replace('/', "_"));
+    github().workflow_token(&workflow, false);
+    crate::github::codebuild_hook(&repository, true, &["workflow_job"]);
+    let dir = tempfile::tempdir().unwrap();
+    let desired = dir.path().join("desired.toml");
+    let declared = format!("{}\n[github]\nrepository = \"{repository}\"\n", small_account_with_runner(&["pytorch"]));
+    std::fs::write(&desired, &declared).unwrap();
+    let mut env = account.env();
+    env.extend([
+        ("GITHUB_API_URL", github().endpoint().to_owned()),
+        ("GITHUB_REPOSITORY", repository.clone()),
+        ("GITHUB_TOKEN", "ghp_reader".to_owned()),
+        ("ECR_REGISTRY", format!("{}.dkr.ecr.us-east-1.amazonaws.com", account.id)),
+    ]);
+    let applied = reconcile_in(&env, &desired, &["apply", "--auto-approve"]);
+    assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
+    // The nightly's bake file exports a cache to a repository nobody declared.
+    std::fs::write(&desired, format!("bake = \"rocm-bake.hcl\"\nbake_variables = [\"ECR_REGISTRY\"]\n{declared}"))
+        .unwrap();
+    std::fs::write(
+        dir.path().join("rocm-bake.hcl"),
+        "variable \"ECR_REGISTRY\" {\n  default = \"x\"\n}\ntarget \"pytorch\" {\n  tags = [\"${ECR_REGISTRY}/pytorch:nightly\"]\n  cache-to = [\"type=registry,ref=${ECR_REGISTRY}/atom-wheel-cache:buildcache,mode=max\"]\n}\n",
+    )
+    .unwrap();
+    let ecr = ecr::Client::new(&account.sdk_config());
+    for name in ["atom-wheel-cache", "secret-mi500-bringup"] {
+        ecr.create_repository().repository_name(name).send().await.unwrap();
+    }
+    env.push(("RECONCILE_ISSUE_TOKEN", workflow.clone()));
+    let drift = reconcile_in(&env, &desired, &["drift", "--format", "text", "--issue", "reconcile-drift"]);
+    assert_eq!(drift.code, 2, "{}{}", drift.stdout, drift.stderr);
+    // The job log names both.
+    assert!(drift.stdout.contains("secret-mi500-bringup"), "{}", drift.stdout);
+    let issues: Vec<serde_json::Value> = github().state(&repository)["issues"].as_array().unwrap().clone();
+    let body = issues.last().map(|i| i["body"].as_str().unwrap().to_owned()).unwrap_or_default();
+    assert!(body.contains("atom-wheel-cache"), "the nightly's own unpoliced repository is named: {body}");
+    assert!(!body.contains("secret-mi500-bringup"), "another team's is not: {body}");
+    assert!(body.contains("finding(s) of this code about what desired.toml does not declare"), "{body}");
 }
