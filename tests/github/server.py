@@ -32,6 +32,9 @@ as the REST reference (API version 2022-11-28) documents, and no further:
   .../issues/{n}/comments` (oldest first), create `POST` (201), update `PATCH
   .../issues/comments/{id}` (200; 403 for a comment of another user's, as for a token without
   the right to moderate).
+- Repository contents, https://docs.github.com/en/rest/repos/contents: `GET
+  /repos/{o}/{r}/contents/{path}?ref=SHA` of a commit the test registered: a file in base64 (with
+  its `size`), a symbolic link as `symlink`, a directory as a list, anything else 404.
 - Commit statuses, https://docs.github.com/en/rest/commits/statuses: `POST
   /repos/{o}/{r}/statuses/{sha}` (`state` error|failure|pending|success, `context`,
   `description`; 201).
@@ -40,7 +43,8 @@ as the REST reference (API version 2022-11-28) documents, and no further:
   letters, digits and `_`; `PUT` answers 201). A new repository uses the default.
 - Who the token is: `GET /user` answers a personal token's login; a workflow's token (as the test
   registers one) answers 403 `Resource not accessible by integration`, and what it writes is by
-  `github-actions[bot]`, a `Bot`.
+  `github-actions[bot]`, a `Bot` of user id 41898282; another app's token (`type: Bot`, its
+  `login` and `id`) answers the same, and writes as its own bot.
 - Authentication (https://docs.github.com/en/rest/authentication): no `Authorization` is 401
   `Requires authentication`. A token the test has denied a permission answers 403 `Resource not
   accessible by personal access token` with `X-Accepted-GitHub-Permissions` naming the
@@ -57,6 +61,8 @@ Test controls, outside GitHub's API:
 - `POST /_test/token` `{"token", "login"}` for a person's token, or `{"token", "workflow": true,
   "read_only": bool}` for a workflow's `GITHUB_TOKEN` (a fork's pull request gets a read-only one:
   every write answers 403, as GitHub's maximum for forks says).
+- `POST /_test/commit` `{"repository", "sha", "files": {path: text}, "links": {path: target}}`:
+  what the contents API answers of that commit.
 - `POST /_test/pull` `{"repository", "head_sha", "head_repository", "head_ref"}`: opens a pull
   request, answers `{"number"}`.
 - `GET /_test/state?repository=o/r`: the repository's pull requests, issues, comments, statuses
@@ -69,6 +75,7 @@ Test controls, outside GitHub's API:
   (`time.time()`, comparable with the AWS emulator's record) it was answered.
 """
 
+import base64
 import json
 import sys
 import threading
@@ -83,7 +90,7 @@ lock = threading.Lock()
 repositories = {}
 denied = {}  # token -> set of permissions
 identities = {}  # token -> {"login"} or {"workflow": True, "read_only": bool}
-BOT = {"login": "github-actions[bot]", "type": "Bot"}
+BOT = {"login": "github-actions[bot]", "type": "Bot", "id": 41898282}
 next_id = [1000]
 rate_limits = {}  # repository -> [count, kind]
 failures = {}  # repository -> [count, status]
@@ -111,6 +118,9 @@ def author(token):
     identity = identities.get(token, {})
     if identity.get("workflow"):
         return dict(BOT)
+    if identity.get("type") == "Bot":
+        # Another GitHub App's bot (its token, like a workflow's, has no `GET /user`).
+        return {"login": identity["login"], "type": "Bot", "id": identity.get("id", 1)}
     return {"login": identity.get("login", "reconcile-tester"), "type": "User"}
 
 
@@ -181,7 +191,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.control(method, parts[1:], query, body)
         if parts == ["user"] and method == "GET":
             token = self.headers.get("Authorization", " ").split(" ", 1)[1]
-            if identities.get(token, {}).get("workflow"):
+            identity = identities.get(token, {})
+            if identity.get("workflow") or identity.get("type") == "Bot":
                 return self.answer(403, {"message": "Resource not accessible by integration"})
             return self.answer(200, author(token))
         if len(parts) < 3 or parts[0] != "repos":
@@ -219,7 +230,7 @@ class Handler(BaseHTTPRequestHandler):
         permission = {"actions": "actions_variables" if rest[1:2] == ["variables"] else "administration",
                       "hooks": "repository_hooks", "pulls": "pull_requests",
                       "issues": "pull_requests" if is_pull else "issues",
-                      "statuses": "statuses"}.get(rest[0] if rest else "", "metadata")
+                      "statuses": "statuses", "contents": "contents"}.get(rest[0] if rest else "", "metadata")
         level = "read" if method == "GET" else "write"
         if level == "write" and identities.get(token, {}).get("read_only"):
             return 403, {"message": "Resource not accessible by integration",
@@ -231,6 +242,8 @@ class Handler(BaseHTTPRequestHandler):
                 ("X-Accepted-GitHub-Permissions", f"{permission}={level}"),)
         if rest[:2] == ["actions", "variables"]:
             return self.variables(method, repo, rest[2:], query, body, path)
+        if rest[:1] == ["contents"] and method == "GET":
+            return self.contents(repo, "/".join(rest[1:]), query.get("ref", "main"))
         if rest == ["actions", "permissions", "fork-pr-contributor-approval"]:
             if method == "GET":
                 return 200, {"approval_policy": repo["approval_policy"]}, ()
@@ -338,6 +351,26 @@ class Handler(BaseHTTPRequestHandler):
         return 404, {"message": "Not Found"}, ()
 
     @staticmethod
+    def contents(repo, path, ref):
+        """A file of a commit, as the contents API answers it: base64, with its size and type; a
+        symbolic link as a `symlink`, a directory as a list."""
+        tree = repo.get("commits", {}).get(ref)
+        if tree is None or not path:
+            return 404, {"message": "No commit found for the ref " + ref}, ()
+        if path in tree.get("links", {}):
+            return 200, {"type": "symlink", "target": tree["links"][path], "path": path, "size": 0}, ()
+        if path in tree.get("files", {}):
+            data = tree["files"][path].encode()
+            encoded = base64.b64encode(data).decode()
+            # GitHub wraps the base64 at 60 characters.
+            wrapped = "\n".join(encoded[i:i + 60] for i in range(0, len(encoded), 60))
+            return 200, {"type": "file", "encoding": "base64", "content": wrapped, "size": len(data),
+                         "path": path, "name": path.rsplit("/", 1)[-1]}, ()
+        if any(name.startswith(path + "/") for name in tree.get("files", {})):
+            return 200, [{"type": "file", "path": name} for name in tree["files"] if name.startswith(path + "/")], ()
+        return 404, {"message": "Not Found"}, ()
+
+    @staticmethod
     def issue_view(issue):
         view = {k: v for k, v in issue.items() if k != "pull"}
         view["labels"] = [{"name": label} for label in issue["labels"]]
@@ -423,6 +456,11 @@ class Handler(BaseHTTPRequestHandler):
         with lock:
             if method == "POST" and parts == ["deny"]:
                 denied.setdefault(body["token"], set()).update(body["permissions"])
+                return self.answer(204)
+            if method == "POST" and parts == ["commit"]:
+                repo = repository(body["repository"])
+                repo.setdefault("commits", {})[body["sha"]] = {"files": body.get("files", {}),
+                                                               "links": body.get("links", {})}
                 return self.answer(204)
             if method == "POST" and parts == ["token"]:
                 identities[body["token"]] = {k: v for k, v in body.items() if k != "token"}

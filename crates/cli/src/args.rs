@@ -156,6 +156,26 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Read a pull request's desired.toml, and the bake file it names, from its head COMMIT of
+    /// HEAD_REPOSITORY through GitHub's contents API, as data (never checked out, never run),
+    /// into DIR: what the trusted pull-request workflow checks and plans. Prints
+    /// `changed=true` or `changed=false` (for $GITHUB_OUTPUT): whether they differ from --base's.
+    /// The token is GITHUB_TOKEN or GH_TOKEN (contents, read). No AWS call.
+    Head {
+        /// The pull request's head commit, as the `workflow_run` event gives it.
+        #[arg(long, value_name = "COMMIT")]
+        head_sha: String,
+        /// The repository the head commit is in, `owner/name` (a fork's, or this one).
+        #[arg(long, value_name = "OWNER/NAME")]
+        head_repository: String,
+        /// Where to write them: a directory that is empty or not there yet.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// The default branch's desired.toml, to tell whether the pull request changes it or its
+        /// bake file.
+        #[arg(long, value_name = "FILE")]
+        base: Option<PathBuf>,
+    },
     /// Keep one comment with a plan on the open pull request whose head is COMMIT of
     /// HEAD_REPOSITORY, and set the commit status `reconcile plan` on that commit: for the
     /// trusted workflow that plans pull requests (forks' included) from their artifacts. The
@@ -170,19 +190,23 @@ pub enum Command {
         #[arg(long, value_name = "OWNER/NAME")]
         head_repository: String,
         /// The plan's Markdown (`plan --format markdown`); missing or empty when the plan failed.
-        #[arg(long, value_name = "FILE")]
-        body: PathBuf,
+        #[arg(long, value_name = "FILE", required_unless_present = "unchanged")]
+        body: Option<PathBuf>,
         /// The plan's exit code, with detailed exit codes: 0 no changes, 2 changes, 3 refused,
         /// anything else failed.
-        #[arg(long, value_name = "CODE")]
-        plan_exit_code: u8,
+        #[arg(long, value_name = "CODE", required_unless_present = "unchanged")]
+        plan_exit_code: Option<u8>,
         /// The conclusion of the pull request's own check run (validate, declare --check), as the
         /// `workflow_run` event gives it: `success`, `failure`, ...
-        #[arg(long, value_name = "CONCLUSION")]
-        check_conclusion: String,
+        #[arg(long, value_name = "CONCLUSION", required_unless_present = "unchanged")]
+        check_conclusion: Option<String>,
         /// The repository the pull request is in (default: $GITHUB_REPOSITORY).
         #[arg(long, value_name = "OWNER/NAME")]
         repository: Option<String>,
+        /// The pull request changes no file reconcile reads (`head` said `changed=false`): set
+        /// the status `success` (no reconcile files changed) and leave any comment as it is.
+        #[arg(long, conflicts_with_all = ["body", "plan_exit_code", "check_conclusion"])]
+        unchanged: bool,
     },
     /// Print the `gh variable set` lines that wire the GitHub repository to the account.
     Outputs {

@@ -383,22 +383,36 @@ impl Plan {
 
     /// Each way the account differs from desired.toml, as one short stable line, sorted: a change
     /// by its action and address (an update by each field that differs), a finding that says the
-    /// account differs by its code and address. Two drift checks that find the same drift give the
-    /// same lines, whatever else (attribution, sizes, wording) moved.
+    /// account differs by its code and address; each with a fingerprint of its values (a field's
+    /// before and after, what a create or delete holds, a drift or security finding's text), so
+    /// that a value that changes again (a policy widened a second time) is a new line. Two drift
+    /// checks that find the same drift give the same lines, whatever else (attribution, the
+    /// wording of a finding about what could not be read) moved.
     pub fn differences(&self) -> Vec<String> {
+        let short = |value: &Value| crate::json::fingerprint(value)[..8].to_owned();
         let mut lines = Vec::new();
         for change in &self.changes {
             match change.action {
-                Action::Update => lines.extend(
-                    change.field_changes().iter().map(|field| format!("update {}: {}", change.address, field.name)),
-                ),
-                action => lines.push(format!("{} {}", action.as_str(), change.address)),
+                Action::Update => lines.extend(change.field_changes().iter().map(|field| {
+                    let values = serde_json::json!([field.before, field.after]);
+                    format!("update {}: {} {}", change.address, field.name, short(&values))
+                })),
+                action => {
+                    let fields = change.after.as_ref().or(change.before.as_ref()).cloned().unwrap_or_default();
+                    lines.push(format!("{} {} {}", action.as_str(), change.address, short(&Value::Object(fields))));
+                }
             }
         }
         for finding in self.findings.iter().filter(|finding| finding.is_drift()) {
-            match &finding.address {
-                Some(address) => lines.push(format!("{} {address}", finding.code)),
-                None => lines.push(finding.code.clone()),
+            let what = match &finding.address {
+                Some(address) => format!("{} {address}", finding.code),
+                None => finding.code.clone(),
+            };
+            // What could not be read is said anew each night (a request id, a time): not a value.
+            if finding.code.starts_with(['D', 'S']) {
+                lines.push(format!("{what} {}", short(&Value::String(finding.message.clone()))));
+            } else {
+                lines.push(what);
             }
         }
         lines.sort();
@@ -538,18 +552,34 @@ mod tests {
             ],
             ..Plan::new("1", "r")
         };
-        let lines = [
-            "D102",
-            "S104 iam_ci_role.plan",
-            "delete ecr_repository.stray",
-            "update iam_role.codebuild: description",
-            "update iam_role.codebuild: tags",
-        ];
-        assert_eq!(plan.differences(), lines);
-        // Another wording, another attribution: the same lines.
-        plan.findings[0].message = "4 GB".to_owned();
+        let without_values = |lines: Vec<String>| -> Vec<String> {
+            lines.iter().map(|line| line.rsplit_once(' ').map_or(line.clone(), |(what, _)| what.to_owned())).collect()
+        };
+        let lines = plan.differences();
+        assert_eq!(
+            without_values(lines.clone()),
+            [
+                "D102",
+                "S104 iam_ci_role.plan",
+                "delete ecr_repository.stray",
+                "update iam_role.codebuild: description",
+                "update iam_role.codebuild: tags",
+            ]
+        );
+        // Another attribution: the same lines.
         plan.attribution_note = Some("looked back 7 days".to_owned());
         assert_eq!(plan.differences(), lines);
+        // Another value of a field, or a finding that says something else: a line of its own.
+        plan.findings[0].message = "4 GB".to_owned();
+        let widened = plan.differences();
+        assert_ne!(widened, lines);
+        assert_eq!(without_values(widened), without_values(lines.clone()));
+        plan.findings[0].message = "3 GB".to_owned();
+        plan.changes[0].after.as_mut().unwrap().insert("description".to_owned(), json!("c"));
+        let now = plan.differences();
+        let changed: Vec<&String> = now.iter().filter(|line| !lines.contains(line)).collect();
+        assert_eq!(changed.len(), 1, "{changed:?}");
+        assert!(changed[0].starts_with("update iam_role.codebuild: description "), "{changed:?}");
     }
 
     fn check(desired: Option<Value>, observed: Option<Value>) -> Option<(Action, Vec<String>)> {

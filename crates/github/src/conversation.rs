@@ -5,7 +5,8 @@
 //! Each is found by what cannot be forged from outside: the pull request by its head commit and
 //! head repository (as the `workflow_run` event gives them, never a number a pull request's own
 //! artifact claims), a comment or issue by a hidden marker and by who wrote it (the token's own
-//! login, or, for a workflow's token, which has none to ask for, a bot). Everything is read
+//! login, or, for a workflow's token, which has none to ask for, the GitHub Actions bot by its
+//! user id: never any bot). Everything is read
 //! through [`Api`]: pages followed, rate limits waited out, passing failures retried.
 
 use http::Method;
@@ -15,16 +16,24 @@ use serde_json::json;
 use crate::api::Api;
 pub use crate::threads::{DRIFT_STATE_LIMIT, Drift};
 use crate::threads::{
-    DRIFT_TITLE, Step, decide, drift_issue_path, existing_issue, hidden, own_comment, pull_request_of,
-    status_description,
+    DRIFT_TITLE, Me, Step, decide, drift_issue_path, duplicated, existing_issue, hidden, own_comment, pull_request_of,
+    sharing_head, status_description,
 };
 
 /// A repository's pull requests, comments, statuses and issues, as one identity.
 pub struct Conversation {
     api: Api,
-    /// The token's login, when GitHub says it (a personal token); `None` for a workflow's or an
-    /// app's token, whose comments are a bot's.
-    me: Option<String>,
+    /// Who the token writes as.
+    me: Me,
+}
+
+/// The pull request a head commit of a head repository belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Head {
+    pub number: Option<u64>,
+    /// Other open pull requests, from other head repositories, whose head is the same commit: a
+    /// commit status is the commit's, so theirs too.
+    pub sharing: Vec<u64>,
 }
 
 /// What became of the comment or the issue.
@@ -36,6 +45,11 @@ pub enum Outcome {
     Unchanged(u64),
     Closed(u64),
     Reopened(u64),
+    /// Closed as not planned by a maintainer, and the drift is what they acknowledged.
+    Acknowledged(u64),
+    /// Another check opened this issue at the same time: the one this run opened is closed as
+    /// its duplicate.
+    Duplicated(u64),
     /// Nothing to say: no drift, and no open issue about one.
     Nothing,
 }
@@ -44,16 +58,19 @@ impl Conversation {
     /// The conversation on the repository `api` is rooted at, as the token's identity.
     pub async fn connect(api: Api) -> Result<Conversation, ReconcileError> {
         let answer = api.send_any(Method::GET, "/user", None, "learn who the token is").await?;
-        let me = answer.status.is_success().then(|| answer.json()["login"].as_str().map(str::to_owned)).flatten();
-        Ok(Conversation { api, me })
+        let login = answer.status.is_success().then(|| answer.json()["login"].as_str().map(str::to_owned)).flatten();
+        Ok(Conversation { api, me: login.map_or(Me::ActionsBot, Me::Login) })
     }
 
     /// The open pull request whose head is commit `sha` of `head_repository` (`owner/name`: a
-    /// fork's, or this repository's own).
-    pub async fn pull_request(&self, sha: &str, head_repository: &str) -> Result<Option<u64>, ReconcileError> {
+    /// fork's, or this repository's own), and the others whose head is that commit too.
+    pub async fn pull_request(&self, sha: &str, head_repository: &str) -> Result<Head, ReconcileError> {
         let path = self.api.path("/pulls?state=open&per_page=100");
         let pulls = self.api.list(&path, None, "list the open pull requests").await?;
-        Ok(pull_request_of(&pulls, sha, head_repository))
+        Ok(Head {
+            number: pull_request_of(&pulls, sha, head_repository),
+            sharing: sharing_head(&pulls, sha, head_repository),
+        })
     }
 
     /// Keeps one comment of ours, found by `marker`, on issue or pull request `number` saying
@@ -62,7 +79,7 @@ impl Conversation {
         let body = format!("{}\n{body}", hidden(marker));
         let path = self.api.path(&format!("/issues/{number}/comments?per_page=100"));
         let comments = self.api.list(&path, None, "list the pull request's comments").await?;
-        let ours = own_comment(&comments, self.me.as_deref(), marker);
+        let ours = own_comment(&comments, &self.me, marker);
         match ours.and_then(|comment| comment["id"].as_u64().map(|id| (id, comment["body"].as_str() == Some(&body)))) {
             Some((id, true)) => Ok(Outcome::Unchanged(id)),
             Some((id, false)) => {
@@ -109,12 +126,13 @@ impl Conversation {
     /// alone when it did not, closed with a note when the account is clean again, reopened when
     /// it drifts again.
     pub async fn keep_drift_issue(&self, label: &str, now: Option<&Drift>) -> Result<Outcome, ReconcileError> {
-        let path = drift_issue_path(label, self.me.as_deref());
+        let path = drift_issue_path(label, &self.me);
         let issues = self.api.list(&self.api.path(&path), None, "list the drift issues").await?;
-        let existing = existing_issue(&issues, self.me.as_deref());
+        let existing = existing_issue(&issues, &self.me);
         match decide(existing.as_ref(), now) {
             Step::Nothing => Ok(Outcome::Nothing),
             Step::Unchanged(number) => Ok(Outcome::Unchanged(number)),
+            Step::Acknowledged(number) => Ok(Outcome::Acknowledged(number)),
             Step::Open => {
                 let drift = now.expect("a drift to open an issue about");
                 let body = json!({ "title": DRIFT_TITLE, "body": drift.body(), "labels": [label] });
@@ -122,7 +140,24 @@ impl Conversation {
                     .api
                     .expect(Method::POST, &self.api.path("/issues"), Some(&body), None, "open the drift issue", &[])
                     .await?;
-                Ok(Outcome::Created(made.json()["number"].as_u64().unwrap_or_default()))
+                let made = made.json()["number"].as_u64().unwrap_or_default();
+                // Another check opened one meanwhile: the older one is the issue, this one closed
+                // as its duplicate (which no later run takes for the drift issue).
+                let issues = self.api.list(&self.api.path(&path), None, "list the drift issues").await?;
+                if let Some(older) = duplicated(&issues, &self.me, made) {
+                    self.comment(
+                        made,
+                        &format!("A duplicate of #{older}, which another drift check opened at the same time."),
+                    )
+                    .await?;
+                    let body = json!({ "state": "closed", "state_reason": "duplicate" });
+                    let path = self.api.path(&format!("/issues/{made}"));
+                    self.api
+                        .expect(Method::PATCH, &path, Some(&body), None, "close the duplicate drift issue", &[])
+                        .await?;
+                    return Ok(Outcome::Duplicated(older));
+                }
+                Ok(Outcome::Created(made))
             }
             Step::Update { number, reopen, note } => {
                 let drift = now.expect("a drift to update an issue with");

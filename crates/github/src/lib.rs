@@ -8,6 +8,7 @@
 
 mod answers;
 mod api;
+pub mod contents;
 pub mod conversation;
 mod threads;
 

@@ -40,6 +40,8 @@ impl Drift {
 pub(crate) struct Existing {
     number: u64,
     open: bool,
+    /// Closed by a maintainer as "not planned": the drift it stores is acknowledged.
+    acknowledged: bool,
     /// `None` when it does not say (too many to keep, or not ours to read).
     items: Option<Items>,
 }
@@ -56,9 +58,18 @@ pub(crate) enum Items {
 pub(crate) enum Step {
     Nothing,
     Unchanged(u64),
+    /// Closed as not planned, and the drift is still what was acknowledged: left closed.
+    Acknowledged(u64),
     Open,
-    Update { number: u64, reopen: bool, note: String },
-    Close { number: u64, note: String },
+    Update {
+        number: u64,
+        reopen: bool,
+        note: String,
+    },
+    Close {
+        number: u64,
+        note: String,
+    },
 }
 
 pub(crate) fn decide(existing: Option<&Existing>, now: Option<&Drift>) -> Step {
@@ -81,9 +92,18 @@ pub(crate) fn decide(existing: Option<&Existing>, now: Option<&Drift>) -> Step {
             if issue.open && unchanged {
                 return Step::Unchanged(issue.number);
             }
+            if !issue.open && issue.acknowledged && unchanged {
+                return Step::Acknowledged(issue.number);
+            }
             let note = if issue.open {
                 format!(
                     "The drift changed since this issue last said:\n\n{}",
+                    changes(issue.items.as_ref(), &drift.items)
+                )
+            } else if issue.acknowledged {
+                format!(
+                    "The drift differs from what was acknowledged when this issue was closed as not planned, so it \
+                     is open again:\n\n{}",
                     changes(issue.items.as_ref(), &drift.items)
                 )
             } else {
@@ -201,13 +221,24 @@ pub(crate) fn query(value: &str) -> String {
     encode(value).replace('/', "%2F").replace(':', "%3A").replace('@', "%40")
 }
 
-/// Whether `author` (a comment's or issue's `user`) is the token's identity: its login `me`
-/// when GitHub says it, otherwise a bot (a workflow's or an app's token).
-pub(crate) fn is_author(me: Option<&str>, author: &Value) -> bool {
-    let login = author["login"].as_str().unwrap_or_default();
+/// The GitHub Actions bot's user id: what a workflow's token writes as, in every repository.
+pub(crate) const ACTIONS_BOT_ID: u64 = 41_898_282;
+
+/// Who the token writes as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Me {
+    /// A person's (or a machine user's) token: its login, as `GET /user` says it.
+    Login(String),
+    /// A workflow's token, which `GET /user` does not answer: the GitHub Actions bot, by its
+    /// user id (another app's bot, or another workflow's issue, is not ours by a `[bot]` login).
+    ActionsBot,
+}
+
+/// Whether `author` (a comment's or issue's `user`) is the token's identity.
+pub(crate) fn is_author(me: &Me, author: &Value) -> bool {
     match me {
-        Some(me) => login.eq_ignore_ascii_case(me),
-        None => author["type"] == "Bot" && login.ends_with("[bot]"),
+        Me::Login(me) => author["login"].as_str().is_some_and(|login| login.eq_ignore_ascii_case(me)),
+        Me::ActionsBot => author["type"] == "Bot" && author["id"].as_u64() == Some(ACTIONS_BOT_ID),
     }
 }
 
@@ -223,8 +254,21 @@ pub(crate) fn pull_request_of(pulls: &[Value], sha: &str, head_repository: &str)
         .and_then(|pull| pull["number"].as_u64())
 }
 
+/// The other open pull requests among `pulls` whose head is commit `sha` too, from another head
+/// repository than `head_repository`: a status on the commit would be theirs as well.
+pub(crate) fn sharing_head(pulls: &[Value], sha: &str, head_repository: &str) -> Vec<u64> {
+    pulls
+        .iter()
+        .filter(|pull| {
+            pull["head"]["sha"].as_str() == Some(sha)
+                && !pull["head"]["repo"]["full_name"].as_str().is_some_and(|r| r.eq_ignore_ascii_case(head_repository))
+        })
+        .filter_map(|pull| pull["number"].as_u64())
+        .collect()
+}
+
 /// The last of `comments` written by `me` that starts with `marker`.
-pub(crate) fn own_comment<'a>(comments: &'a [Value], me: Option<&str>, marker: &str) -> Option<&'a Value> {
+pub(crate) fn own_comment<'a>(comments: &'a [Value], me: &Me, marker: &str) -> Option<&'a Value> {
     comments.iter().rev().find(|comment| {
         is_author(me, &comment["user"]) && comment["body"].as_str().is_some_and(|b| b.starts_with(&hidden(marker)))
     })
@@ -238,27 +282,45 @@ pub(crate) fn status_description(description: &str) -> String {
 
 /// The issues, open or closed, labelled `label` (and made by `me`, when known), to find the
 /// drift issue among.
-pub(crate) fn drift_issue_path(label: &str, me: Option<&str>) -> String {
+pub(crate) fn drift_issue_path(label: &str, me: &Me) -> String {
     let mut path = format!("/issues?state=all&per_page=100&labels={}", query(label));
-    if let Some(me) = me {
+    if let Me::Login(me) = me {
         path.push_str(&format!("&creator={}", query(me)));
     }
     path
 }
 
-/// The drift issue among `issues`: the newest issue (not a pull request) of `me`'s whose body
-/// starts with the marker.
-pub(crate) fn existing_issue(issues: &[Value], me: Option<&str>) -> Option<Existing> {
-    issues
+/// Our drift issues among `issues` (not pull requests, `me`'s, with the marker, not closed as a
+/// duplicate of another), newest first.
+fn ours<'a>(issues: &'a [Value], me: &'a Me) -> impl Iterator<Item = &'a Value> {
+    let mut ours: Vec<&Value> = issues
         .iter()
         .filter(|issue| issue.get("pull_request").is_none() && is_author(me, &issue["user"]))
         .filter(|issue| issue["body"].as_str().is_some_and(|b| b.starts_with(&hidden(DRIFT_MARKER))))
-        .max_by_key(|issue| issue["number"].as_u64())
-        .map(|issue| Existing {
-            number: issue["number"].as_u64().unwrap_or_default(),
-            open: issue["state"] == "open",
-            items: issue["body"].as_str().and_then(stored_items),
-        })
+        .filter(|issue| issue["state_reason"] != "duplicate")
+        .collect();
+    ours.sort_by_key(|issue| std::cmp::Reverse(issue["number"].as_u64()));
+    ours.into_iter()
+}
+
+/// The drift issue among `issues`: the newest of ours.
+pub(crate) fn existing_issue(issues: &[Value], me: &Me) -> Option<Existing> {
+    ours(issues, me).next().map(|issue| Existing {
+        number: issue["number"].as_u64().unwrap_or_default(),
+        open: issue["state"] == "open",
+        acknowledged: issue["state"] == "closed" && issue["state_reason"] == "not_planned",
+        items: issue["body"].as_str().and_then(stored_items),
+    })
+}
+
+/// After opening issue `made`: the older open drift issue of ours it duplicates, when another
+/// run opened one meanwhile (two drift checks at once).
+pub(crate) fn duplicated(issues: &[Value], me: &Me, made: u64) -> Option<u64> {
+    ours(issues, me)
+        .filter(|issue| issue["state"] == "open")
+        .filter_map(|issue| issue["number"].as_u64())
+        .filter(|number| *number < made)
+        .min()
 }
 
 #[cfg(test)]
@@ -272,7 +334,12 @@ mod tests {
     }
 
     fn issue(open: bool, items: &[&str]) -> Existing {
-        Existing { number: 7, open, items: Some(Items::All(items.iter().map(|i| (*i).to_owned()).collect())) }
+        Existing {
+            number: 7,
+            open,
+            acknowledged: false,
+            items: Some(Items::All(items.iter().map(|i| (*i).to_owned()).collect())),
+        }
     }
 
     #[test]
@@ -295,8 +362,27 @@ mod tests {
         let Step::Update { number: 7, reopen: true, note } = decide(Some(&closed), Some(&a)) else { panic!() };
         assert!(note.starts_with("The account drifted again, so this issue is open again:\n\nNow (2):\n"), "{note}");
         // An issue whose stored items cannot be read is updated, never taken for unchanged.
-        let unreadable = Existing { number: 7, open: true, items: None };
+        let unreadable = Existing { number: 7, open: true, acknowledged: false, items: None };
         assert!(matches!(decide(Some(&unreadable), Some(&a)), Step::Update { reopen: false, .. }));
+    }
+
+    #[test]
+    fn a_close_as_not_planned_acknowledges_the_drift_as_it_stands() {
+        let a = drift(&["update iam_role.codebuild: description 0a1b2c3d"]);
+        let acknowledged =
+            Existing { acknowledged: true, ..issue(false, &["update iam_role.codebuild: description 0a1b2c3d"]) };
+        assert_eq!(decide(Some(&acknowledged), Some(&a)), Step::Acknowledged(7), "the same drift: left closed");
+        assert_eq!(decide(Some(&acknowledged), None), Step::Nothing);
+        let widened = drift(&["update iam_role.codebuild: description 9f8e7d6c"]);
+        let Step::Update { number: 7, reopen: true, note } = decide(Some(&acknowledged), Some(&widened)) else {
+            panic!()
+        };
+        assert_eq!(
+            note,
+            "The drift differs from what was acknowledged when this issue was closed as not planned, so it is open \
+             again:\n\nNew (1):\n- `update iam_role.codebuild: description 9f8e7d6c`\n\nResolved (1):\n- `update \
+             iam_role.codebuild: description 0a1b2c3d`\n"
+        );
     }
 
     #[test]
@@ -315,7 +401,7 @@ mod tests {
         let body = Drift { items: many.clone(), report: String::new() }.body();
         assert_eq!(stored_items(&body), Some(Items::Counted(fingerprint_of(&many), 3000)));
         assert!(Drift::overhead(&many) < DRIFT_STATE_LIMIT);
-        let open = Existing { number: 3, open: true, items: stored_items(&body) };
+        let open = Existing { number: 3, open: true, acknowledged: false, items: stored_items(&body) };
         assert_eq!(
             decide(Some(&open), Some(&Drift { items: many.clone(), report: String::new() })),
             Step::Unchanged(3)
@@ -333,11 +419,20 @@ mod tests {
     #[test]
     fn only_the_tokens_own_comments_and_issues_are_ours() {
         let user = |login: &str, kind: &str| json!({ "login": login, "type": kind });
-        assert!(is_author(Some("Reconcile-Bot"), &user("reconcile-bot", "User")), "logins without case");
-        assert!(!is_author(Some("reconcile-bot"), &user("someone", "User")));
-        assert!(is_author(None, &user("github-actions[bot]", "Bot")));
-        assert!(!is_author(None, &user("github-actions[bot]", "User")), "a user named like a bot");
-        assert!(!is_author(None, &user("mallory", "Bot")));
+        let login = |me: &str| Me::Login(me.to_owned());
+        assert!(is_author(&login("Reconcile-Bot"), &user("reconcile-bot", "User")), "logins without case");
+        assert!(!is_author(&login("reconcile-bot"), &user("someone", "User")));
+        let actions = json!({ "login": "github-actions[bot]", "type": "Bot", "id": ACTIONS_BOT_ID });
+        assert!(is_author(&Me::ActionsBot, &actions));
+        assert!(!is_author(&Me::ActionsBot, &user("github-actions[bot]", "Bot")), "the login alone proves nothing");
+        assert!(!is_author(
+            &Me::ActionsBot,
+            &json!({ "login": "github-actions[bot]", "type": "User", "id": ACTIONS_BOT_ID })
+        ));
+        assert!(
+            !is_author(&Me::ActionsBot, &json!({ "login": "other-app[bot]", "type": "Bot", "id": 1234 })),
+            "another app"
+        );
         let comment = |id: u64, login: &str, body: &str| json!({ "id": id, "user": user(login, "User"), "body": body });
         let comments = [
             comment(1, "me", "<!-- m -->\nold"),
@@ -345,9 +440,9 @@ mod tests {
             comment(3, "me", "<!-- m -->\nnewer"),
             comment(4, "me", "no marker"),
         ];
-        assert_eq!(own_comment(&comments, Some("me"), "m").map(|c| c["id"].clone()), Some(json!(3)));
-        assert_eq!(own_comment(&comments, Some("mallory2"), "m"), None);
-        assert_eq!(own_comment(&comments, Some("me"), "other"), None);
+        assert_eq!(own_comment(&comments, &login("me"), "m").map(|c| c["id"].clone()), Some(json!(3)));
+        assert_eq!(own_comment(&comments, &login("mallory2"), "m"), None);
+        assert_eq!(own_comment(&comments, &login("me"), "other"), None);
     }
 
     #[test]
@@ -359,11 +454,14 @@ mod tests {
         assert_eq!(pull_request_of(&pulls, "def", "fork/rocm-bake"), Some(3), "repository names without case");
         assert_eq!(pull_request_of(&pulls, "abc", "other/rocm-bake"), None);
         assert_eq!(pull_request_of(&pulls, "xyz", "ROCm/rocm-bake"), None);
+        assert_eq!(sharing_head(&pulls, "abc", "fork/rocm-bake"), vec![1]);
+        assert_eq!(sharing_head(&pulls, "def", "fork/rocm-bake"), Vec::<u64>::new());
     }
 
     #[test]
     fn the_drift_issue_is_the_newest_of_ours_with_the_marker() {
         let issue = |number: u64, login: &str, state: &str, body: &str| json!({ "number": number, "state": state, "body": body, "user": { "login": login, "type": "User" } });
+        let me = Me::Login("me".to_owned());
         let body = drift(&["a"]).body();
         let mut pull = issue(9, "me", "open", &body);
         pull["pull_request"] = json!({});
@@ -375,14 +473,30 @@ mod tests {
             pull,
         ];
         assert_eq!(
-            existing_issue(&issues, Some("me")),
-            Some(Existing { number: 5, open: true, items: Some(Items::All(vec!["a".to_owned()])) })
+            existing_issue(&issues, &me),
+            Some(Existing {
+                number: 5,
+                open: true,
+                acknowledged: false,
+                items: Some(Items::All(vec!["a".to_owned()]))
+            })
         );
-        assert_eq!(existing_issue(&issues[..1], Some("me")).map(|e| e.open), Some(false));
-        assert_eq!(existing_issue(&issues, Some("nobody")), None);
-        assert_eq!(drift_issue_path("drift/aws", None), "/issues?state=all&per_page=100&labels=drift%2Faws");
+        assert_eq!(existing_issue(&issues[..1], &me).map(|e| e.open), Some(false));
+        assert_eq!(existing_issue(&issues, &Me::Login("nobody".to_owned())), None);
+        // Closed as not planned: acknowledged; closed as a duplicate: never the drift issue.
+        let mut not_planned = issues[0].clone();
+        not_planned["state_reason"] = json!("not_planned");
+        assert_eq!(existing_issue(&[not_planned], &me).map(|e| e.acknowledged), Some(true));
+        let mut duplicate = issue(8, "me", "closed", &body);
+        duplicate["state_reason"] = json!("duplicate");
+        assert_eq!(existing_issue(&[issues[1].clone(), duplicate], &me).map(|e| e.number), Some(5));
+        // Two runs at once opened 5 and 10: 10 is the duplicate, 5 none.
+        let both = [issues[1].clone(), issue(10, "me", "open", &body)];
+        assert_eq!(duplicated(&both, &me, 10), Some(5));
+        assert_eq!(duplicated(&both, &me, 5), None);
+        assert_eq!(drift_issue_path("drift/aws", &Me::ActionsBot), "/issues?state=all&per_page=100&labels=drift%2Faws");
         assert_eq!(
-            drift_issue_path("drift", Some("a@b:c")),
+            drift_issue_path("drift", &Me::Login("a@b:c".to_owned())),
             "/issues?state=all&per_page=100&labels=drift&creator=a%40b%3Ac"
         );
         assert_eq!(query("a b&c"), "a%20b%26c");

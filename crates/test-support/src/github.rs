@@ -106,6 +106,23 @@ impl GithubServer {
         assert_eq!(self.call("POST", "/_test/token", "test", &body).0, 204);
     }
 
+    /// Makes commit `sha` of `repository` hold `files` (path and text) and symbolic `links`
+    /// (path and target), for the contents API.
+    pub fn commit(&self, repository: &str, sha: &str, files: &[(&str, &str)], links: &[(&str, &str)]) {
+        let map = |pairs: &[(&str, &str)]| {
+            pairs.iter().map(|(k, v)| ((*k).to_owned(), serde_json::Value::from(*v))).collect::<serde_json::Map<_, _>>()
+        };
+        let body =
+            serde_json::json!({ "repository": repository, "sha": sha, "files": map(files), "links": map(links) });
+        assert_eq!(self.call("POST", "/_test/commit", "test", &body).0, 204);
+    }
+
+    /// Registers `token` as another GitHub App's: it writes as the bot `login` of user `id`.
+    pub fn app_token(&self, token: &str, login: &str, id: u64) {
+        let body = serde_json::json!({ "token": token, "login": login, "type": "Bot", "id": id });
+        assert_eq!(self.call("POST", "/_test/token", "test", &body).0, 204);
+    }
+
     /// Opens a pull request on `repository` whose head is commit `sha` of `head_repository`
     /// (`owner/name`: a fork's, or the repository itself). Its number.
     pub fn pull_request(&self, repository: &str, sha: &str, head_repository: &str) -> u64 {

@@ -23,57 +23,108 @@ pub const STATUS_CONTEXT: &str = "reconcile plan";
 pub struct Request {
     pub head_sha: String,
     pub head_repository: String,
+    /// The plan to comment; `None`: the pull request changes no file reconcile reads.
+    pub plan: Option<Planned>,
+    pub repository: Option<String>,
+}
+
+/// A plan made of the pull request, and what its checks concluded.
+pub struct Planned {
     pub body: PathBuf,
     pub plan_exit_code: u8,
     pub check_conclusion: String,
-    pub repository: Option<String>,
+}
+
+/// A commit as GitHub names one: 40 hex digits.
+pub fn check_commit(flag: &str, sha: &str) -> Result<(), CliError> {
+    if sha.len() == 40 && sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Ok(());
+    }
+    Err(CliError::Input(vec![format!("{flag}: `{}` is not a commit (40 hex digits)", sha.escape_debug())]))
 }
 
 pub async fn run(request: Request) -> Result<u8, CliError> {
     let input = |why: String| CliError::Input(vec![why]);
-    if !(request.head_sha.len() == 40 && request.head_sha.bytes().all(|b| b.is_ascii_hexdigit())) {
-        return Err(input(format!(
-            "--head-sha: `{}` is not a commit (40 hex digits)",
-            request.head_sha.escape_debug()
-        )));
-    }
+    check_commit("--head-sha", &request.head_sha)?;
     split_repository(&request.head_repository).map_err(|why| input(format!("--head-repository: {why}")))?;
-    if !request.check_conclusion.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
+    if let Some(planned) = &request.plan
+        && !planned.check_conclusion.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+    {
         return Err(input(format!(
             "--check-conclusion: `{}` is not a conclusion",
-            request.check_conclusion.escape_debug()
+            planned.check_conclusion.escape_debug()
         )));
     }
     let api = conversation_in(None, request.repository.as_deref(), COMMENT_TOKENS)?;
     // A plan that failed wrote nothing (or less than a plan): the comment says so instead.
-    let plan = match crate::files::read_capped(&request.body) {
-        Ok(text) if !text.trim().is_empty() && matches!(request.plan_exit_code, 0 | 2 | 3) => text,
-        _ => failed_plan(request.plan_exit_code),
+    let plan = match &request.plan {
+        Some(planned) => {
+            let text = match crate::files::read_capped(&planned.body) {
+                Ok(text) if !text.trim().is_empty() && matches!(planned.plan_exit_code, 0 | 2 | 3) => text,
+                _ => failed_plan(planned.plan_exit_code),
+            };
+            if text.len() > GITHUB_COMMENT_LIMIT - 64 {
+                return Err(input(format!(
+                    "{}: {} characters, more than a comment holds ({GITHUB_COMMENT_LIMIT})",
+                    planned.body.display(),
+                    text.len()
+                )));
+            }
+            Some(text)
+        }
+        None => None,
     };
-    if plan.len() > GITHUB_COMMENT_LIMIT - 64 {
-        return Err(input(format!(
-            "{}: {} characters, more than a comment holds ({GITHUB_COMMENT_LIMIT})",
-            request.body.display(),
-            plan.len()
-        )));
-    }
     let conversation = Conversation::connect(api).await.map_err(failed)?;
-    let Some(number) = conversation.pull_request(&request.head_sha, &request.head_repository).await.map_err(failed)?
-    else {
+    let head = conversation.pull_request(&request.head_sha, &request.head_repository).await.map_err(failed)?;
+    let Some(number) = head.number else {
         return Err(CliError::Other(anyhow::anyhow!(
             "no open pull request has commit {} of {} as its head (closed, or pushed to since): nothing to comment on",
             request.head_sha,
             request.head_repository
         )));
     };
-    let comment = conversation.keep_comment(number, PLAN_MARKER, &plan).await.map_err(failed)?;
-    let (state, description) = status(request.plan_exit_code, &request.check_conclusion);
-    conversation.set_status(&request.head_sha, state, STATUS_CONTEXT, &description).await.map_err(failed)?;
-    let what = match comment {
-        Outcome::Created(_) => "commented on",
-        Outcome::Updated(_) => "updated the comment on",
-        _ => "left the comment as it was on",
+    // A status is the commit's: with another pull request on the same commit it would be theirs
+    // too (a fork can point a branch at any commit of the network), so none is set, and both
+    // comments say why.
+    let sharing = head.sharing.iter().map(|n| format!("#{n}")).collect::<Vec<_>>().join(", ");
+    let shared = format!(
+        "**No `{STATUS_CONTEXT}` status was set**: pull request {sharing} has this same head commit from another \
+         repository, and a commit status belongs to every pull request of the commit. Push a commit of this pull \
+         request's own to get one.\n\n"
+    );
+    let what = match (&plan, sharing.is_empty()) {
+        (Some(plan), shared_head) => {
+            let body = match shared_head {
+                true => plan.clone(),
+                false if shared.len() + plan.len() <= GITHUB_COMMENT_LIMIT - 64 => format!("{shared}{plan}"),
+                false => format!(
+                    "{shared}The plan is longer than a comment holds beside this note: the workflow run has it.\n"
+                ),
+            };
+            match conversation.keep_comment(number, PLAN_MARKER, &body).await.map_err(failed)? {
+                Outcome::Created(_) => "commented on",
+                Outcome::Updated(_) => "updated the comment on",
+                _ => "left the comment as it was on",
+            }
+        }
+        (None, true) => "left any comment as it was on",
+        (None, false) => {
+            conversation.keep_comment(number, PLAN_MARKER, &shared).await.map_err(failed)?;
+            "commented on"
+        }
     };
+    if !sharing.is_empty() {
+        out(&format!(
+            "reconcile {what} pull request #{number}; no commit status: pull request {sharing} from another \
+             repository has the same head commit\n"
+        ))?;
+        return Ok(exit::OK);
+    }
+    let (state, description) = match &request.plan {
+        Some(planned) => status(planned.plan_exit_code, &planned.check_conclusion),
+        None => ("success", "no reconcile files changed".to_owned()),
+    };
+    conversation.set_status(&request.head_sha, state, STATUS_CONTEXT, &description).await.map_err(failed)?;
     out(&format!(
         "reconcile {what} pull request #{number}; commit status `{STATUS_CONTEXT}`: {state} ({description})\n"
     ))?;

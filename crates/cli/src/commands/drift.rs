@@ -101,6 +101,14 @@ async fn keep_issue(
         Outcome::Unchanged(number) => format!("left drift issue #{number} as it was: the same drift"),
         Outcome::Closed(number) => format!("closed drift issue #{number}: the account matches desired.toml"),
         Outcome::Reopened(number) => format!("reopened drift issue #{number}: the account drifted again"),
+        Outcome::Acknowledged(number) => format!(
+            "left drift issue #{number} closed: a maintainer closed it as not planned, and the drift is what they \
+             acknowledged"
+        ),
+        Outcome::Duplicated(number) => format!(
+            "another drift check opened drift issue #{number} at the same time: the one this check opened is closed \
+             as its duplicate"
+        ),
         Outcome::Nothing => "no drift, and no open drift issue: nothing to say".to_owned(),
     };
     crate::output::err(&said);

@@ -7,6 +7,7 @@ mod cost;
 mod declare;
 mod docs;
 mod drift;
+mod head;
 mod outputs;
 mod plan;
 mod policy;
@@ -74,10 +75,25 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             let session = session(inputs, Purpose::Read, parallelism).await?;
             drift::run(&session, color, format, since.since_days, issue).await
         }
-        Command::Comment { head_sha, head_repository, body, plan_exit_code, check_conclusion, repository } => {
-            let request =
-                comment::Request { head_sha, head_repository, body, plan_exit_code, check_conclusion, repository };
-            comment::run(request).await
+        Command::Head { head_sha, head_repository, out, base } => {
+            head::run(&head::Request { head_sha, head_repository, out, base }).await
+        }
+        Command::Comment {
+            head_sha,
+            head_repository,
+            body,
+            plan_exit_code,
+            check_conclusion,
+            repository,
+            unchanged,
+        } => {
+            let plan = match (unchanged, body, plan_exit_code, check_conclusion) {
+                (false, Some(body), Some(plan_exit_code), Some(check_conclusion)) => {
+                    Some(comment::Planned { body, plan_exit_code, check_conclusion })
+                }
+                _ => None,
+            };
+            comment::run(comment::Request { head_sha, head_repository, plan, repository }).await
         }
         Command::Unlock { force } => {
             let inputs = Inputs::load(&desired, Load::default())?;

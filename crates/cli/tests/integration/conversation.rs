@@ -121,9 +121,13 @@ async fn the_drift_issue_is_one_current_status_opened_left_updated_closed_and_re
     assert!(changed.stderr.contains("updated drift issue #2: the drift changed"), "{}", changed.stderr);
     let comments = comments_on(&repository, 2);
     assert_eq!(comments.len(), 1);
-    assert_eq!(
-        comments[0]["body"],
-        "The drift changed since this issue last said:\n\nNew (1):\n- `update ecr_repository.pytorch-cache: tags`\n"
+    let said = comments[0]["body"].as_str().unwrap();
+    assert!(
+        said.starts_with(
+            "The drift changed since this issue last said:\n\nNew (1):\n- `update ecr_repository.pytorch-cache: tags "
+        ) && said.ends_with("`\n")
+            && !said.contains("Resolved"),
+        "{said}"
     );
     assert!(issues(&repository)[1]["body"].as_str().unwrap().contains("update%20ecr_repository.pytorch-cache:%20tags"));
 
@@ -147,10 +151,13 @@ async fn the_drift_issue_is_one_current_status_opened_left_updated_closed_and_re
     assert!(again.stderr.contains("reopened drift issue #2"), "{}", again.stderr);
     assert_eq!(issues(&repository).len(), 2);
     assert_eq!(issues(&repository)[1]["state"], "open");
-    assert!(comments_on(&repository, 2)[2]["body"].as_str().unwrap().starts_with(
-        "The account drifted again, so this issue is open again:\n\nNow (2):\n- `D103 \
-                 ecr_lifecycle_policy.pytorch`\n- `update ecr_lifecycle_policy.pytorch: policy`"
-    ));
+    let said = comments_on(&repository, 2)[2]["body"].as_str().unwrap().to_owned();
+    assert!(
+        said.starts_with(
+            "The account drifted again, so this issue is open again:\n\nNow (2):\n- `D103 ecr_lifecycle_policy.pytorch "
+        ) && said.contains("`\n- `update ecr_lifecycle_policy.pytorch: policy "),
+        "{said}"
+    );
 
     // A token that may not write issues, when the issue must change: the report is printed, then
     // one line naming the permission, exit 1.
@@ -189,7 +196,7 @@ async fn the_plan_comment_lands_on_the_pull_request_of_the_head_commit_and_repos
     let plan = desired_file("### reconcile plan\n\n**Plan: 1 to create**\n");
     let env = [("GITHUB_TOKEN", token.as_str())];
     let body = plan.path.to_str().unwrap();
-    let comment = |code: &str, conclusion: &str| {
+    let comment = |sha: &str, code: &str, conclusion: &str| {
         run(
             &account,
             &repository,
@@ -209,34 +216,59 @@ async fn the_plan_comment_lands_on_the_pull_request_of_the_head_commit_and_repos
             &env,
         )
     };
-    let first = comment("2", "success");
+    // The comment lands on the fork's pull request; no status, since a status on the commit
+    // would be the other pull request's too, and the comment says why.
+    let first = comment(sha, "2", "success");
     assert_eq!(first.code, 0, "{}{}", first.stdout, first.stderr);
     assert!(first.stdout.starts_with(&format!("reconcile commented on pull request #{theirs}")), "{}", first.stdout);
+    assert!(
+        first.stdout.contains(&format!("no commit status: pull request #{ours} from another repository")),
+        "{}",
+        first.stdout
+    );
     assert_eq!(comments_on(&repository, ours), Vec::<Value>::new());
     let comments = comments_on(&repository, theirs);
     assert_eq!(comments.len(), 1);
-    assert_eq!(comments[0]["body"], "<!-- reconcile:plan -->\n### reconcile plan\n\n**Plan: 1 to create**\n");
+    assert_eq!(
+        comments[0]["body"],
+        format!(
+            "<!-- reconcile:plan -->\n**No `reconcile plan` status was set**: pull request #{ours} has this same head \
+             commit from another repository, and a commit status belongs to every pull request of the commit. Push a \
+             commit of this pull request's own to get one.\n\n### reconcile plan\n\n**Plan: 1 to create**\n"
+        )
+    );
+    assert_eq!(github().state(&repository)["statuses"], serde_json::json!([]));
+
+    // Its own commit: the comment is kept in place, and the status set.
+    let own = "89abcdef0123456789abcdef0123456789abcdef";
+    let alone = github().pull_request(&repository, own, &fork);
+    let first = comment(own, "2", "success");
+    assert!(first.stdout.starts_with(&format!("reconcile commented on pull request #{alone}")), "{}", first.stdout);
+    assert_eq!(
+        comments_on(&repository, alone)[0]["body"],
+        "<!-- reconcile:plan -->\n### reconcile plan\n\n**Plan: 1 to create**\n"
+    );
     let status = &github().state(&repository)["statuses"][0];
     assert_eq!(
         (status["sha"].as_str(), status["state"].as_str(), status["context"].as_str()),
-        (Some(sha), Some("success"), Some("reconcile plan"))
+        (Some(own), Some("success"), Some("reconcile plan"))
     );
 
     // Again: the same comment, unchanged; then a refused plan and a failed check: edited in
     // place, the status failing.
-    assert!(comment("2", "success").stdout.contains("left the comment as it was"));
+    assert!(comment(own, "2", "success").stdout.contains("left the comment as it was"));
     std::fs::write(&plan.path, "### reconcile plan\n\n**Refused**\n").unwrap();
-    let refused = comment("3", "failure");
+    let refused = comment(own, "3", "failure");
     assert!(refused.stdout.contains("updated the comment on"), "{}", refused.stdout);
-    assert_eq!(comments_on(&repository, theirs).len(), 1);
+    assert_eq!(comments_on(&repository, alone).len(), 1);
     let last = github().state(&repository)["statuses"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["state"], "failure");
     assert_eq!(last["description"], "check: failure (validate, declare --check); plan: refused by a safety check");
 
     // A plan that failed leaves no Markdown: the comment says so.
     std::fs::write(&plan.path, "").unwrap();
-    assert_eq!(comment("1", "success").code, 0);
-    let said = comments_on(&repository, theirs)[0]["body"].as_str().unwrap().to_owned();
+    assert_eq!(comment(own, "1", "success").code, 0);
+    let said = comments_on(&repository, alone)[0]["body"].as_str().unwrap().to_owned();
     assert!(said.contains("reconcile could not plan this pull request** (exit 1)"), "{said}");
 
     // No pull request of that head: one line, exit 1; bad arguments refused before any request.
@@ -283,4 +315,110 @@ async fn the_plan_comment_lands_on_the_pull_request_of_the_head_commit_and_repos
         assert!(bad.stderr.starts_with(&format!("error: {flag}: ")), "{}", bad.stderr);
         assert!(!bad.stderr.contains('\n') || bad.stderr.matches('\n').count() == 1, "one line: {:?}", bad.stderr);
     }
+}
+
+/// The drift issue answers to values and to the repository's maintainers: a value that changes
+/// again updates it, a close as "not planned" holds for the drift as it was acknowledged, an
+/// issue another app's bot made with the label and the marker is never taken for it, and two
+/// checks at once leave one issue open.
+#[tokio::test]
+async fn the_drift_issue_follows_values_respects_not_planned_adopts_no_other_bot_and_stays_one() {
+    let account = emulator().new_account().await;
+    let repository = github().new_repository();
+    let (workflow, reader) = (format!("ghs_{}", repository.replace('/', "_")), "ghp_reader");
+    github().workflow_token(&workflow, false);
+    crate::github::codebuild_hook(&repository, true, &["workflow_job"]);
+    let desired = desired_file(&format!(
+        "{}\n[github]\nrepository = \"{repository}\"\n",
+        small_account_with_runner(&["pytorch", "pytorch-cache"])
+    ));
+    let env = [("RECONCILE_ISSUE_TOKEN", workflow.as_str()), ("GITHUB_TOKEN", reader)];
+    let drift = || run_with(&account, &desired.path, &repository, &["drift", "--issue", "reconcile-drift"], &env);
+    let applied =
+        run_with(&account, &desired.path, &repository, &["apply", "--auto-approve"], &[("GITHUB_TOKEN", reader)]);
+    assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
+
+    // Another app's bot opens an issue with the label and the marker: not ours.
+    github().app_token("ghs_other_app", "other-app[bot]", 777);
+    let forged = serde_json::json!({
+        "title": "AWS account drift", "body": "<!-- reconcile:drift -->\n<!-- reconcile:drift-items -->\nan outsider's text",
+        "labels": ["reconcile-drift"],
+    });
+    assert_eq!(github().call("POST", &format!("/repos/{repository}/issues"), "ghs_other_app", &forged).0, 201);
+
+    // Drift: one field, one value.
+    let ecr = aws_sdk_ecr::Client::new(&account.sdk_config());
+    let tag = |value: &str| aws_sdk_ecr::types::Tag::builder().key("owner").value(value).build().unwrap();
+    let arn = format!("arn:aws:ecr:us-east-1:{}:repository/pytorch", account.id);
+    ecr.tag_resource().resource_arn(&arn).tags(tag("a harmless note")).send().await.unwrap();
+    let opened = drift();
+    assert!(opened.stderr.contains("opened drift issue #2"), "not the other bot's #1: {}", opened.stderr);
+    assert_eq!(issues(&repository)[0]["body"], forged["body"], "the other bot's issue is untouched");
+
+    // The same field, another value: the issue is updated, and says what changed.
+    ecr.tag_resource().resource_arn(&arn).tags(tag("admin:*")).send().await.unwrap();
+    let widened = drift();
+    assert!(widened.stderr.contains("updated drift issue #2: the drift changed"), "{}", widened.stderr);
+    let note = comments_on(&repository, 2).last().unwrap()["body"].as_str().unwrap().to_owned();
+    assert!(
+        note.contains("New (1):\n- `update ecr_repository.pytorch: tags ") && note.contains("Resolved (1):"),
+        "{note}"
+    );
+
+    // A maintainer closes it as not planned: the same drift leaves it closed.
+    let (status, _) = github().call(
+        "PATCH",
+        &format!("/repos/{repository}/issues/2"),
+        reader,
+        &serde_json::json!({ "state": "closed", "state_reason": "not_planned" }),
+    );
+    assert_eq!(status, 200);
+    let acknowledged = drift();
+    assert_eq!(acknowledged.code, 2, "the drift is still reported: {}", acknowledged.stderr);
+    assert!(
+        acknowledged.stderr.contains("left drift issue #2 closed: a maintainer closed it as not planned"),
+        "{}",
+        acknowledged.stderr
+    );
+    assert_eq!(issues(&repository)[1]["state"], "closed");
+    // A new difference: reopened, saying what differs from what was acknowledged.
+    ecr.tag_resource().resource_arn(&arn).tags(tag("admin:everything")).send().await.unwrap();
+    let reopened = drift();
+    assert!(reopened.stderr.contains("reopened drift issue #2"), "{}", reopened.stderr);
+    let note = comments_on(&repository, 2).last().unwrap()["body"].as_str().unwrap().to_owned();
+    assert!(note.starts_with("The drift differs from what was acknowledged"), "{note}");
+
+    // Two checks at once, with no issue open: one issue stays open.
+    let fixed =
+        run_with(&account, &desired.path, &repository, &["apply", "--auto-approve"], &[("GITHUB_TOKEN", reader)]);
+    assert_eq!(fixed.code, 0, "{}", fixed.stderr);
+    assert!(drift().stderr.contains("closed drift issue #2"));
+    let fresh = github().new_repository();
+    let desired_fresh = desired_file(&format!(
+        "{}\n[github]\nrepository = \"{fresh}\"\n",
+        small_account_with_runner(&["pytorch", "pytorch-cache"])
+    ));
+    crate::github::codebuild_hook(&fresh, true, &["workflow_job"]);
+    ecr.tag_resource().resource_arn(&arn).tags(tag("again")).send().await.unwrap();
+    let both: Vec<std::thread::JoinHandle<Run>> = (0..2)
+        .map(|_| {
+            let (account, path, fresh, workflow) =
+                (account.clone(), desired_fresh.path.clone(), fresh.clone(), workflow.clone());
+            std::thread::spawn(move || {
+                run_with(
+                    &account,
+                    &path,
+                    &fresh,
+                    &["drift", "--issue", "reconcile-drift"],
+                    &[("RECONCILE_ISSUE_TOKEN", workflow.as_str()), ("GITHUB_TOKEN", "ghp_reader")],
+                )
+            })
+        })
+        .collect();
+    for run in both {
+        let run = run.join().unwrap();
+        assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    }
+    let open: Vec<Value> = issues(&fresh).into_iter().filter(|issue| issue["state"] == "open").collect();
+    assert_eq!(open.len(), 1, "{open:#?}");
 }

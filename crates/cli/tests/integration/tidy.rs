@@ -104,10 +104,12 @@ print(json.dumps(runs))
 
 /// The pull request's plan is posted whatever it concludes: refused (exit 3) is when reviewers
 /// most need it, and a plan that failed is said to have failed. The trusted workflow's plan step
-/// lets every exit code through to the comment step, which reports it as the commit status; the
-/// untrusted check hands its files on even when it failed, and only then fails.
+/// lets every exit code through to the comment step, which always runs and reports it as the
+/// commit status. It decides from the pull request's head commit alone (`reconcile head`), never
+/// from what the untrusted check concluded or uploaded, and only the check's own file triggers
+/// it; the check runs for every pull request, so the required status comes for every one.
 #[test]
-fn the_pull_request_workflows_post_every_plan_and_hand_on_every_check() {
+fn the_pull_request_workflows_post_every_plan_and_decide_from_the_head_alone() {
     let read =
         |name: &str| std::fs::read_to_string(workspace_root().join("examples/github-workflows").join(name)).unwrap();
     let plan = read("pull-request-plan.yml");
@@ -115,17 +117,22 @@ fn the_pull_request_workflows_post_every_plan_and_hand_on_every_check() {
     let set_e = plan[..planned].rfind("set +e").unwrap();
     assert!(plan[set_e..planned].lines().count() <= 2, "the plan step lets every exit code through");
     let comment = plan.find("reconcile comment").unwrap();
-    assert!(planned < comment && plan[comment..].contains("--plan-exit-code \"$PLAN_EXIT_CODE\""));
+    assert!(planned < comment && plan[comment..].contains("--plan-exit-code \"${PLAN_EXIT_CODE:-1}\""));
+    let comment_step = plan[..comment].rfind("- name: Comment").unwrap();
+    assert!(plan[comment_step..comment].contains("if: always()"), "a status for every outcome");
     // It checks out the default branch only (its own, trusted): never a ref or repository of
     // the pull request's.
     let checkout = plan.find("actions/checkout").unwrap();
     let inputs = &plan[checkout..plan[checkout..].find("\n\n").map_or(plan.len(), |end| checkout + end)];
     assert!(!inputs.contains("ref:") && !inputs.contains("repository:"), "{inputs}");
     assert!(plan.contains("--public --base desired.toml"), "the plan is public, judged from the default branch");
+    // The head's files, read as data; the check's conclusion and artifacts decide nothing.
+    assert!(plan.contains("reconcile head --head-sha \"$HEAD_SHA\" --head-repository \"$HEAD_REPOSITORY\""));
+    assert!(!plan.contains("download-artifact") && !plan.contains("workflow_run.conclusion"), "{plan}");
+    assert!(plan.contains("github.event.workflow_run.path == '.github/workflows/pull-request-check.yml'"));
     let check = read("pull-request-check.yml");
-    let upload = check.find("actions/upload-artifact").unwrap();
-    assert!(check[..upload].rfind("if: always()").is_some_and(|at| upload - at < 40), "handed on even on failure");
-    assert!(check.find("exit 1").is_some_and(|fails| fails > upload), "fails only after handing the files on");
+    assert!(!check.contains("paths:"), "the check runs for every pull request");
+    assert!(!check.contains("upload-artifact"), "it hands nothing on");
 }
 
 /// The command line's modules form no circle: a module that another one uses never uses it back,

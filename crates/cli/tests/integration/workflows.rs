@@ -213,6 +213,12 @@ impl World {
         head_repository: &str,
     ) -> (Value, Value, tempfile::TempDir) {
         let fork = head_repository != self.repository.name;
+        // The head commit's files, as GitHub's contents API serves them to the trusted job.
+        let read = |name: &str| std::fs::read_to_string(head.join(name)).ok();
+        let files: Vec<(&str, String)> =
+            ["desired.toml", "rocm-bake.hcl"].into_iter().filter_map(|name| Some((name, read(name)?))).collect();
+        let files: Vec<(&str, &str)> = files.iter().map(|(name, text)| (*name, text.as_str())).collect();
+        github().commit(head_repository, sha, &files, &[]);
         let event = json!({
             "number": number,
             "pull_request": {
@@ -225,6 +231,22 @@ impl World {
         let (check_run, check, _) =
             self.run(head, "pull-request-check.yml", "pull_request", event, &merge, sha, fork, false);
         let conclusion = check["conclusion"].as_str().unwrap().to_owned();
+        let (plan, runner) =
+            self.trusted(check_run, &conclusion, sha, head_repository, ".github/workflows/pull-request-check.yml");
+        (check, plan, runner)
+    }
+
+    /// The trusted plan, as GitHub runs the default branch's copy when a workflow run `check_run`
+    /// of the workflow file `path`, named `reconcile check`, completes with `conclusion` for
+    /// commit `sha` of `head_repository`.
+    pub(crate) fn trusted(
+        &self,
+        check_run: u64,
+        conclusion: &str,
+        sha: &str,
+        head_repository: &str,
+        path: &str,
+    ) -> (Value, tempfile::TempDir) {
         let event = json!({
             "workflow_run": {
                 "id": check_run,
@@ -235,6 +257,7 @@ impl World {
                 "head_repository": { "full_name": head_repository },
                 // Empty for a fork's pull request, as GitHub gives it.
                 "pull_requests": [],
+                "path": path,
             },
         });
         let base_sha = "1111111111111111111111111111111111111111";
@@ -248,7 +271,7 @@ impl World {
             false,
             true,
         );
-        (check, plan, runner)
+        (plan, runner)
     }
 
     pub(crate) fn comments(&self, number: u64) -> Vec<String> {
@@ -386,9 +409,10 @@ async fn a_hostile_fork_gets_its_plan_on_its_own_pull_request_and_nothing_else()
             );
         std::fs::write(tree.join("desired.toml"), desired).unwrap();
         append(&tree.join("rocm-bake.hcl"), &target("stolen"));
-        // Its own check: tries for AWS and the secrets, dumps its environment, and hands on more
-        // than the two files: a number claiming another pull request, and a `reconcile` of its
-        // own, which would leave a mark if the trusted job ever ran it.
+        // Its own check: tries for AWS and the secrets, dumps its environment, and uploads what
+        // the old workflow's artifact held, and more: the default branch's desired.toml in place
+        // of its own, a number claiming another pull request, and a `reconcile` of its own, which
+        // would leave a mark if the trusted job ever ran it; then concludes success.
         std::fs::write(tree.join("pull-request-number"), other.to_string()).unwrap();
         std::fs::write(tree.join("reconcile"), format!("#!/bin/sh\ntouch {}\n", canary.display())).unwrap();
         let file = tree.join(".github/workflows/pull-request-check.yml");
@@ -402,7 +426,11 @@ async fn a_hostile_fork_gets_its_plan_on_its_own_pull_request_and_nothing_else()
                 "      - uses: ROCm/reconcile@",
                 "      - uses: aws-actions/configure-aws-credentials@e6de054238d6b7531b4efff3b6587d9aade6a06c # v6.2.3\n        continue-on-error: true\n        with:\n          role-to-assume: ${{ vars.RECONCILE_PLAN_ROLE_ARN }}\n          aws-region: us-east-1\n\n      - name: Take what there is\n        env:\n          STOLEN: ${{ secrets.RECONCILE_GITHUB_READ_TOKEN }}\n        run: env | sort > loot.txt\n\n      - uses: ROCm/reconcile@",
             )
-            .replace("            rocm-bake.hcl\n", "            rocm-bake.hcl\n            pull-request-number\n            reconcile\n            loot.txt\n");
+            .replace(
+                "          if [ \"$validated\" -ne 0 ] || [ \"$declared\" -ne 0 ]; then",
+                "          if false; then",
+            )
+            + "\n      - name: Hand the files to the trusted plan\n        if: always()\n        uses: actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02 # v4.6.2\n        with:\n          name: reconcile-pull-request\n          path: |\n            pull-request-number\n            reconcile\n            loot.txt\n";
         std::fs::write(file, text).unwrap();
     });
     let sha = "5555555555555555555555555555555555555555";
@@ -414,7 +442,7 @@ async fn a_hostile_fork_gets_its_plan_on_its_own_pull_request_and_nothing_else()
     assert_eq!(exposed(&check), Vec::<String>::new(), "{check:#}");
     assert_eq!(step(&check, "aws-actions/configure-aws-credentials")["outcome"], "failure");
     assert!(step(&check, "Take what there is")["outcome"] == "success");
-    assert_eq!(check["conclusion"], "failure", "validate refuses the undeclared target: {check:#}");
+    assert_eq!(check["conclusion"], "success", "its own check says what it likes: {check:#}");
     let handed_on = std::fs::read_dir(world.artifacts.path()).unwrap().map(|e| e.unwrap().path()).collect::<Vec<_>>();
     let loot = handed_on
         .iter()
@@ -438,14 +466,22 @@ async fn a_hostile_fork_gets_its_plan_on_its_own_pull_request_and_nothing_else()
     assert!(comment.contains("E107"), "{comment}");
     assert!(comment.contains("W401"), "{comment}");
     reconcile_test_support::Markup::assert_inert(comment);
+    // The status is what its head deserves, whatever its run concluded: the trusted job checked
+    // the head commit's files itself.
     let status = world.status(sha);
     assert_eq!(status["state"], "failure");
     assert_eq!(status["description"], "check: failure (validate, declare --check); plan: refused by a safety check");
-    // Nothing of the pull request's ran: not the `reconcile` it handed on, nor anything else.
+    // Nothing of the pull request's ran, nor was read: only its head's two files, through the
+    // contents API.
     assert!(!canary.exists(), "the trusted job ran the pull request's file");
     let plan_step = step(&plan, "Plan");
     assert_eq!(plan_step["outcome"], "success");
-    assert!(runner.path().join("temp/pull-request/reconcile").exists(), "it was handed on, as data");
+    let fetched: Vec<String> = std::fs::read_dir(runner.path().join("temp/pull-request"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(fetched.len(), 2, "{fetched:?}");
+    assert!(fetched.contains(&"desired.toml".to_owned()) && fetched.contains(&"rocm-bake.hcl".to_owned()));
     drop(runner_temp);
 }
 
@@ -460,7 +496,6 @@ async fn a_pull_request_that_only_adds_a_bake_target_is_checked_and_told_what_to
     assert_eq!(check["conclusion"], "failure");
     let checked = step(&check, "Validate");
     assert!(checked["stdout"].as_str().unwrap().contains("+sglang = {}"), "{checked:#}");
-    assert_eq!(step(&check, "Hand the files")["outcome"], "success");
     assert_eq!(plan["conclusion"], "success", "{plan:#}");
     let comment = &world.comments(number)[0];
     assert!(comment.contains("W401"), "{comment}");
@@ -527,4 +562,67 @@ async fn the_subject_template_changed_by_hand_is_drift_that_only_an_administrato
         github().state(name)["oidc_sub"],
         json!({ "use_default": false, "include_claim_keys": ["repo", "context", "job_workflow_ref"] })
     );
+}
+
+/// The status answers to the repository alone: a pull request that changes nothing reconcile
+/// reads gets one at once, a workflow a pull request adds under the check's name triggers
+/// nothing, and a commit two pull requests from two repositories share gets none, each told why.
+#[tokio::test]
+async fn every_pull_request_gets_the_status_its_head_deserves_and_only_its_own() {
+    let world = World::bootstrap().await;
+    let name = world.repository.name.clone();
+
+    // Only a README: success, quickly, and no comment.
+    let readme = world.repository.head(|tree| std::fs::write(tree.join("README.md"), "# words\n").unwrap());
+    let sha = "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1";
+    let number = github().pull_request(&name, sha, &name);
+    let (_, plan, _runner) = world.pull_request(readme.path(), number, sha, &name);
+    assert_eq!(plan["conclusion"], "success", "{plan:#}");
+    assert_eq!(step(&plan, "Plan")["outcome"], "skipped", "nothing to plan");
+    let status = world.status(sha);
+    assert_eq!(
+        (status["state"].as_str(), status["description"].as_str()),
+        (Some("success"), Some("no reconcile files changed"))
+    );
+    assert_eq!(world.comments(number), Vec::<String>::new());
+
+    // A workflow a fork adds under the name `reconcile check`, concluding success: its
+    // completion starts no trusted job, and writes no status.
+    let fork = format!("forger-{}/rocm-bake", std::process::id());
+    let invalid = world.repository.head(|tree| append(&tree.join("rocm-bake.hcl"), &target("undeclared")));
+    let sha = "b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2";
+    let forged_number = github().pull_request(&name, sha, &fork);
+    let files = [
+        ("desired.toml", std::fs::read_to_string(invalid.path().join("desired.toml")).unwrap()),
+        ("rocm-bake.hcl", std::fs::read_to_string(invalid.path().join("rocm-bake.hcl")).unwrap()),
+    ];
+    github().commit(&fork, sha, &files.iter().map(|(n, t)| (*n, t.as_str())).collect::<Vec<_>>(), &[]);
+    let (skipped, _runner) =
+        world.trusted(424_242, "success", sha, &fork, ".github/workflows/also-reconcile-check.yml");
+    assert_eq!(skipped["conclusion"], "skipped", "{skipped:#}");
+    assert_eq!(world.status(sha), Value::Null);
+    // Its real check's completion: the status its head deserves, whatever the run concluded.
+    let (plan, _runner) = world.trusted(424_243, "success", sha, &fork, ".github/workflows/pull-request-check.yml");
+    assert_eq!(plan["conclusion"], "success", "{plan:#}");
+    assert_eq!(world.status(sha)["state"], "failure");
+    assert!(world.comments(forged_number)[0].contains("W401"), "{:?}", world.comments(forged_number));
+
+    // One head commit, two pull requests from two repositories: no status for either.
+    let shared = "c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3";
+    let valid = world.repository.head(|tree| {
+        let desired = std::fs::read_to_string(tree.join("desired.toml"))
+            .unwrap()
+            .replace("pytorch-cache = {}", "pytorch-cache = {}\nvllm = {}");
+        std::fs::write(tree.join("desired.toml"), desired).unwrap();
+    });
+    let other = format!("other-{}/rocm-bake", std::process::id());
+    let first = github().pull_request(&name, shared, &fork);
+    let second = github().pull_request(&name, shared, &other);
+    for (number, head_repository) in [(first, &fork), (second, &other)] {
+        let (_, plan, _runner) = world.pull_request(valid.path(), number, shared, head_repository);
+        assert_eq!(plan["conclusion"], "success", "{plan:#}");
+        let comment = &world.comments(number)[0];
+        assert!(comment.contains("**No `reconcile plan` status was set**"), "{comment}");
+    }
+    assert_eq!(world.status(shared), Value::Null, "no status on a commit two pull requests share");
 }
