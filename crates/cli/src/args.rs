@@ -159,7 +159,8 @@ pub enum Command {
     /// Read a pull request's desired.toml, and the bake file it names, from its head COMMIT of
     /// HEAD_REPOSITORY through GitHub's contents API, as data (never checked out, never run),
     /// into DIR: what the trusted pull-request workflow checks and plans. Prints
-    /// `changed=true` or `changed=false` (for $GITHUB_OUTPUT): whether they differ from --base's.
+    /// `changed=true` or `changed=false` (for $GITHUB_OUTPUT): whether they differ from the
+    /// default branch's (given with --base).
     /// The token is GITHUB_TOKEN or GH_TOKEN (contents, read). No AWS call.
     Head {
         /// The pull request's head commit, as the `workflow_run` event gives it.

@@ -4,7 +4,7 @@
 use aws_sdk_ecr as ecr;
 use aws_sdk_iam as iam;
 use aws_sdk_s3 as s3;
-use reconcile_test_support::emulator;
+use reconcile_test_support::{TestAccount, emulator};
 
 use crate::support::{real_desired, reconcile, redact};
 
@@ -59,6 +59,11 @@ async fn the_account_of_2026_11_11_is_planned_applied_and_converges() {
     let account = emulator().new_account().await;
     let desired = real_desired();
     account.seed_2026_11_11(&desired);
+    // The bake file desired.toml names points at the account's registry, as the nightly sets it.
+    let registry = format!("{}.dkr.ecr.us-east-1.amazonaws.com", account.id);
+    let reconcile = |account: &TestAccount, desired: &std::path::Path, args: &[&str]| {
+        crate::support::reconcile_with(account, desired, args, &[("ECR_REGISTRY", registry.as_str())])
+    };
 
     let plan = reconcile(&account, &desired, &["plan", "--detailed-exitcode"]);
     assert_eq!(plan.code, 2, "{}", plan.stderr);

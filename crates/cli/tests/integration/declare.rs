@@ -21,7 +21,8 @@ target "foo" {
 fn checkout(json: bool, registry: &str) -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf, String) {
     let dir = tempfile::tempdir().unwrap();
     let desired = dir.path().join("desired.toml");
-    let before = format!("bake_variables = [\"ECR_REGISTRY\"]\n{}", std::fs::read_to_string(real_desired()).unwrap());
+    // The bake file is given with --bake here: the one desired.toml names is left out.
+    let before = std::fs::read_to_string(real_desired()).unwrap().replacen("bake = \"rocm-bake.hcl\"\n", "", 1);
     std::fs::write(&desired, &before).unwrap();
     let bake_dir = workspace_root().join("tests/bake");
     let bake = if json {
@@ -37,7 +38,7 @@ fn checkout(json: bool, registry: &str) -> (tempfile::TempDir, std::path::PathBu
         path
     } else {
         let path = dir.path().join("rocm-bake.hcl");
-        let hcl = std::fs::read_to_string(bake_dir.join("rocm-bake.hcl")).unwrap();
+        let hcl = std::fs::read_to_string(workspace_root().join("rocm-bake.hcl")).unwrap();
         std::fs::write(&path, format!("{hcl}{FOO_HCL}")).unwrap();
         path
     };

@@ -145,7 +145,7 @@ impl World {
 
     /// Runs the job of `workflow` (a file of `tree`'s `.github/workflows/`) for `event`.
     #[expect(clippy::too_many_arguments, reason = "what GitHub gives a run, spelt out")]
-    fn run(
+    pub(crate) fn run(
         &self,
         tree: &Path,
         workflow: &str,
@@ -625,4 +625,32 @@ async fn every_pull_request_gets_the_status_its_head_deserves_and_only_its_own()
         assert!(comment.contains("**No `reconcile plan` status was set**"), "{comment}");
     }
     assert_eq!(world.status(shared), Value::Null, "no status on a commit two pull requests share");
+}
+
+/// The shipped examples work as they are: this repository's desired.toml (which names its bake
+/// file) and its bake file, with the example workflows, copied into a fresh repository, pass
+/// the check as it runs them.
+#[tokio::test]
+async fn the_examples_copied_as_they_are_pass_their_own_check() {
+    let world = World::bootstrap().await;
+    let fresh = tempfile::tempdir().unwrap();
+    for file in ["desired.toml", "rocm-bake.hcl"] {
+        std::fs::copy(workspace_root().join(file), fresh.path().join(file)).unwrap();
+    }
+    let workflows = fresh.path().join(".github/workflows");
+    std::fs::create_dir_all(&workflows).unwrap();
+    for entry in std::fs::read_dir(workspace_root().join("examples/github-workflows")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), workflows.join(entry.file_name())).unwrap();
+    }
+    let event = json!({ "number": 1, "pull_request": { "number": 1 } });
+    let sha = "d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4";
+    let (_, check, _) =
+        world.run(fresh.path(), "pull-request-check.yml", "pull_request", event, "refs/pull/1/merge", sha, true, false);
+    assert_eq!(check["conclusion"], "success", "{check:#}");
+    let checked = step(&check, "Validate");
+    let stderr = checked["stderr"].as_str().unwrap();
+    // The registry is the account's: every reference was checked, and every one is declared.
+    assert!(!stderr.contains("W402") && !stderr.contains("W401"), "{checked:#}");
+    assert!(checked["stdout"].as_str().unwrap().contains("27 ECR repositories"), "{checked:#}");
 }

@@ -1,7 +1,8 @@
-# The nightly's bake file, as the tests keep a copy of it: every target pushes its image to the
-# registry and exports its BuildKit cache (mode=max, every intermediate layer) to its own
-# `-cache` repository, which the next night imports. The registry defaults to the fleet's Zot;
-# the nightly sets ECR_REGISTRY to the account's ECR registry.
+# The nightly's bake file (desired.toml names it), as this repository keeps a copy of it for the
+# demo and the tests: every target pushes its image to the registry and exports its BuildKit
+# cache (mode=max, every intermediate layer) to its own `-cache` repository, which the next
+# night imports. The registry defaults to the fleet's Zot; the nightly sets ECR_REGISTRY to the
+# account's ECR registry.
 variable "ECR_REGISTRY" {
   default = "zot.fleet.internal:5000"
 }
