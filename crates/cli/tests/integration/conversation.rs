@@ -6,7 +6,7 @@ use reconcile_test_support::github::github;
 use reconcile_test_support::{TestAccount, emulator};
 use serde_json::Value;
 
-use crate::support::{Run, desired_file, reconcile_in, small_account_with_runner};
+use crate::support::{DesiredFile, Run, desired_file, reconcile_in, small_account_with_runner};
 
 /// Runs reconcile with the account's credentials, the GitHub stand-in, `repository` as the
 /// workflow's repository, and `env`.
@@ -52,19 +52,27 @@ fn comments_on(repository: &str, number: u64) -> Vec<Value> {
         .collect()
 }
 
-#[tokio::test]
-async fn the_drift_issue_is_one_current_status_opened_left_updated_closed_and_reopened() {
-    let account = emulator().new_account().await;
+/// A repository of the stand-in with the hook CodeBuild makes, the workflow token that writes
+/// its drift issue, and a desired.toml naming it, with the runner and two repositories.
+fn drift_repository() -> (String, String, DesiredFile) {
     let repository = github().new_repository();
-    // The drift job's own workflow token writes the issue; the GitHub side is read with a
-    // person's fine-grained token.
-    let (workflow, reader) = (format!("ghs_{}", repository.replace('/', "_")), "ghp_reader");
+    let workflow = format!("ghs_{}", repository.replace('/', "_"));
     github().workflow_token(&workflow, false);
     crate::github::codebuild_hook(&repository, true, &["workflow_job"]);
     let desired = desired_file(&format!(
         "{}\n[github]\nrepository = \"{repository}\"\n",
         small_account_with_runner(&["pytorch", "pytorch-cache"])
     ));
+    (repository, workflow, desired)
+}
+
+#[tokio::test]
+async fn the_drift_issue_is_one_current_status_opened_left_updated_closed_and_reopened() {
+    let account = emulator().new_account().await;
+    // The drift job's own workflow token writes the issue; the GitHub side is read with a
+    // person's fine-grained token.
+    let (repository, workflow, desired) = drift_repository();
+    let reader = "ghp_reader";
     let env = [("RECONCILE_ISSUE_TOKEN", workflow.as_str()), ("GITHUB_TOKEN", reader)];
     let drift = |args: &[&str]| {
         let mut all = vec!["drift", "--format", "markdown", "--issue", "reconcile-drift"];
@@ -324,14 +332,8 @@ async fn the_plan_comment_lands_on_the_pull_request_of_the_head_commit_and_repos
 #[tokio::test]
 async fn the_drift_issue_follows_values_respects_not_planned_adopts_no_other_bot_and_stays_one() {
     let account = emulator().new_account().await;
-    let repository = github().new_repository();
-    let (workflow, reader) = (format!("ghs_{}", repository.replace('/', "_")), "ghp_reader");
-    github().workflow_token(&workflow, false);
-    crate::github::codebuild_hook(&repository, true, &["workflow_job"]);
-    let desired = desired_file(&format!(
-        "{}\n[github]\nrepository = \"{repository}\"\n",
-        small_account_with_runner(&["pytorch", "pytorch-cache"])
-    ));
+    let (repository, workflow, desired) = drift_repository();
+    let reader = "ghp_reader";
     let env = [("RECONCILE_ISSUE_TOKEN", workflow.as_str()), ("GITHUB_TOKEN", reader)];
     let drift = || run_with(&account, &desired.path, &repository, &["drift", "--issue", "reconcile-drift"], &env);
     let applied =
@@ -393,12 +395,7 @@ async fn the_drift_issue_follows_values_respects_not_planned_adopts_no_other_bot
         run_with(&account, &desired.path, &repository, &["apply", "--auto-approve"], &[("GITHUB_TOKEN", reader)]);
     assert_eq!(fixed.code, 0, "{}", fixed.stderr);
     assert!(drift().stderr.contains("closed drift issue #2"));
-    let fresh = github().new_repository();
-    let desired_fresh = desired_file(&format!(
-        "{}\n[github]\nrepository = \"{fresh}\"\n",
-        small_account_with_runner(&["pytorch", "pytorch-cache"])
-    ));
-    crate::github::codebuild_hook(&fresh, true, &["workflow_job"]);
+    let (fresh, workflow, desired_fresh) = drift_repository();
     ecr.tag_resource().resource_arn(&arn).tags(tag("again")).send().await.unwrap();
     let both: Vec<std::thread::JoinHandle<Run>> = (0..2)
         .map(|_| {
