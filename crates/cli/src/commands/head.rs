@@ -48,7 +48,8 @@ pub async fn run(request: &Request) -> Result<u8, CliError> {
     };
     std::fs::create_dir_all(&request.out).map_err(|e| input(format!("--out: {}: {e}", request.out.display())))?;
     write(&request.out, "desired.toml", &desired)?;
-    if let Some((text, path)) = &bake {
+    // A bake file that is desired.toml itself (validate refuses it) is written once.
+    if let Some((text, path)) = bake.as_ref().filter(|(_, path)| path != "desired.toml") {
         write(&request.out, path, text)?;
     }
     let changed = match &request.base {

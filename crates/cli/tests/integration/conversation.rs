@@ -419,3 +419,50 @@ async fn the_drift_issue_follows_values_respects_not_planned_adopts_no_other_bot
     let open: Vec<Value> = issues(&fresh).into_iter().filter(|issue| issue["state"] == "open").collect();
     assert_eq!(open.len(), 1, "{open:#?}");
 }
+
+/// `reconcile head` reads a pull request's two files from its head commit and nothing else: a
+/// bake file that is a link, or named outside the repository, is refused and nothing is
+/// written; an unchanged pair says `changed=false`.
+#[tokio::test]
+async fn head_reads_the_two_files_of_a_commit_as_data_and_refuses_a_link_or_a_path_outside() {
+    let account = emulator().new_account().await;
+    let repository = github().new_repository();
+    let desired = "region = \"us-east-1\"\nbake = \"rocm-bake.hcl\"\n";
+    let head = |sha: &str, out: &std::path::Path, base: Option<&std::path::Path>| {
+        let mut args =
+            vec!["head", "--head-sha", sha, "--head-repository", &repository, "--out", out.to_str().unwrap()];
+        if let Some(base) = base {
+            args.extend(["--base", base.to_str().unwrap()]);
+        }
+        run_with(&account, std::path::Path::new("desired.toml"), &repository, &args, &[("GITHUB_TOKEN", "ghp_reader")])
+    };
+    let dir = tempfile::tempdir().unwrap();
+
+    let good = "1".repeat(40);
+    github().commit(&repository, &good, &[("desired.toml", desired), ("rocm-bake.hcl", "target \"x\" {}\n")], &[]);
+    let out = dir.path().join("good");
+    let read = head(&good, &out, None);
+    assert_eq!((read.code, read.stdout.as_str()), (0, "changed=true\n"), "{}", read.stderr);
+    assert_eq!(std::fs::read_to_string(out.join("rocm-bake.hcl")).unwrap(), "target \"x\" {}\n");
+    // The same two files as the base's: unchanged.
+    let base = dir.path().join("base");
+    std::fs::create_dir(&base).unwrap();
+    std::fs::write(base.join("desired.toml"), desired).unwrap();
+    std::fs::write(base.join("rocm-bake.hcl"), "target \"x\" {}\n").unwrap();
+    let same = head(&good, &dir.path().join("same"), Some(&base.join("desired.toml")));
+    assert_eq!((same.code, same.stdout.as_str()), (0, "changed=false\n"), "{}", same.stderr);
+
+    let linked = "2".repeat(40);
+    github().commit(&repository, &linked, &[("desired.toml", desired)], &[("rocm-bake.hcl", "/etc/passwd")]);
+    let out = dir.path().join("linked");
+    let refused = head(&linked, &out, None);
+    assert_eq!(refused.code, 1, "{}{}", refused.stdout, refused.stderr);
+    assert!(refused.stderr.contains("it is a symlink, not a file"), "{}", refused.stderr);
+    assert!(!out.exists(), "nothing written");
+
+    let outside = "3".repeat(40);
+    github().commit(&repository, &outside, &[("desired.toml", "bake = \"../../etc/passwd\"\n")], &[]);
+    let refused = head(&outside, &dir.path().join("outside"), None);
+    assert_eq!(refused.code, 1, "{}{}", refused.stdout, refused.stderr);
+    assert!(refused.stderr.contains("is not a path inside the repository"), "{}", refused.stderr);
+}
