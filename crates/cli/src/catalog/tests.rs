@@ -424,13 +424,18 @@ async fn a_new_kind_is_its_crate_and_one_line_in_the_list() {
     assert_eq!(reconcile_trail::events_for_change(&catalog, &update), ["CreateQueue", "SetQueueAttributes"]);
 }
 
+/// The iam crate's small account, its repositories given `tags` (a TOML line, or nothing).
+fn with_repository_tags(tags: &str) -> Desired {
+    let text = BASE.replace("lifecycle_policy = \"p\"\n", &format!("lifecycle_policy = \"p\"\n{tags}"));
+    Desired::parse(Path::new("desired.toml"), &text).unwrap()
+}
+
 #[test]
 fn the_plan_role_reads_no_repository_but_reconciles_and_nothing_only_the_drift_check_needs() {
     use reconcile_iam::evaluate::{Context, Principal, Request};
     let account = account();
     for tags in ["", "tags = { managed-by = \"reconcile\" }\n"] {
-        let text = BASE.replace("lifecycle_policy = \"p\"\n", &format!("lifecycle_policy = \"p\"\n{tags}"));
-        let desired = Desired::parse(Path::new("desired.toml"), &text).unwrap();
+        let desired = with_repository_tags(tags);
         let policy = plan_policy(&desired, &account, &CATALOG);
         let plan = Principal { policies: std::slice::from_ref(&policy), boundary: None };
         let repository = |name: &str| format!("arn:aws:ecr:us-east-1:{}:repository/{name}", account.id);
@@ -496,8 +501,7 @@ fn the_plan_role_reads_no_repository_but_reconciles_and_nothing_only_the_drift_c
 fn every_ci_policy_names_each_statement_once() {
     let account = account();
     for tags in ["", "tags = { managed-by = \"reconcile\" }\n"] {
-        let text = BASE.replace("lifecycle_policy = \"p\"\n", &format!("lifecycle_policy = \"p\"\n{tags}"));
-        let desired = Desired::parse(Path::new("desired.toml"), &text).unwrap();
+        let desired = with_repository_tags(tags);
         for policy in [
             plan_policy(&desired, &account, &CATALOG),
             read_only_policy(&desired, &account, &CATALOG),

@@ -586,6 +586,9 @@ async fn a_listed_bake_variables_value_never_shows_in_any_output_of_any_command(
         "plan --format json",
         "plan --format markdown",
         "plan --attribute",
+        "plan --public --format markdown",
+        "plan --public --format json",
+        "policy plan",
         "apply --auto-approve",
         // Its JSON is plan's: drift's text with its logs, and its comment.
         "drift -v",
