@@ -51,8 +51,10 @@ pub enum Command {
     },
     /// Show what apply would change. Never writes.
     Plan {
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
+        /// `terraform-json`: Terraform's JSON plan format (`terraform show -json`), in the AWS
+        /// and GitHub providers' types, for checkov, OPA/conftest and terraform-compliance.
+        #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
+        format: PlanFormat,
         /// Exit 0 when there are no changes, 1 on error, 2 when there are changes.
         #[arg(long)]
         detailed_exitcode: bool,
@@ -79,6 +81,13 @@ pub enum Command {
         bake: Bake,
         #[command(flatten)]
         prune: Prune,
+    },
+    /// Print a plan saved by `plan --out`, as `terraform show` does. Reads no AWS.
+    Show {
+        #[arg(value_name = "PLAN_FILE")]
+        plan_file: PathBuf,
+        #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
+        format: PlanFormat,
     },
     /// Make the account match desired.toml, or carry out a saved plan.
     Apply {
@@ -302,6 +311,29 @@ pub enum Format {
     Json,
     /// For a pull-request comment; also written to $GITHUB_STEP_SUMMARY when that is set.
     Markdown,
+}
+
+/// A plan's formats: the others, and Terraform's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanFormat {
+    Text,
+    Json,
+    /// For a pull-request comment; also written to $GITHUB_STEP_SUMMARY when that is set.
+    Markdown,
+    /// Terraform's JSON plan format, one line, in the AWS and GitHub providers' types.
+    TerraformJson,
+}
+
+impl PlanFormat {
+    /// The common format, or `None` for Terraform's.
+    pub fn common(self) -> Option<Format> {
+        match self {
+            PlanFormat::Text => Some(Format::Text),
+            PlanFormat::Json => Some(Format::Json),
+            PlanFormat::Markdown => Some(Format::Markdown),
+            PlanFormat::TerraformJson => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

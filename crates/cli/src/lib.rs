@@ -19,6 +19,7 @@ mod lock;
 mod output;
 mod registry;
 mod session;
+mod terraform;
 
 use std::process::ExitCode;
 

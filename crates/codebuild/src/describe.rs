@@ -56,6 +56,7 @@ pub const DESCRIPTION: Description = Description {
             names,
         },
     ],
+    terraform: crate::terraform::MAPPINGS,
 };
 
 /// A project (and its webhook) is named by `name`, `projectName` or its ARN.

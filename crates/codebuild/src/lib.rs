@@ -14,6 +14,7 @@
 pub mod builds;
 mod canonical;
 mod describe;
+mod terraform;
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;

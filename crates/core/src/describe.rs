@@ -34,6 +34,9 @@ pub struct Description {
     pub access: Access,
     /// What CloudTrail records of each kind, one entry per kind it sees (none for GitHub's).
     pub trail: &'static [KindTrail],
+    /// How each kind becomes the Terraform providers' resources, one entry per kind
+    /// (`plan --format terraform-json`).
+    pub terraform: &'static [crate::terraform::Mapping],
 }
 
 /// What a CI role needs on a crate's resources, as IAM statements (each with a `Sid`).
@@ -117,6 +120,11 @@ impl Catalog {
         self.0.iter().flat_map(|description| description.trail).find(|trail| trail.kind == kind)
     }
 
+    /// How `kind` becomes the Terraform providers' resources; `None` for a kind no crate maps.
+    pub fn terraform(&self, kind: ResourceKind) -> Option<&'static crate::terraform::Mapping> {
+        self.0.iter().flat_map(|description| description.terraform).find(|mapping| mapping.kind == kind)
+    }
+
     /// Every crate's statements of one kind of access, in the catalog's order.
     pub fn statements(&self, desired: &Desired, account: &Account, which: fn(&Access) -> StatementsFn) -> Vec<Value> {
         self.0.iter().flat_map(|description| which(&description.access)(desired, account)).collect()
@@ -181,6 +189,7 @@ mod tests {
             ..Access::NONE
         },
         trail: &[TRAIL],
+        terraform: &[],
     };
     static SECOND: Description = Description {
         name: "second",
@@ -189,6 +198,7 @@ mod tests {
         desired: |_, _, _| Ok(Vec::new()),
         access: Access { reads: |_, _| statement("SecondReads"), ..Access::NONE },
         trail: &[],
+        terraform: &[],
     };
 
     #[test]

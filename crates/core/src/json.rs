@@ -67,7 +67,11 @@ pub fn to_compact(value: &Value) -> String {
 /// the control characters JSON escapes, the bidirectional controls escaped too (a reader's terminal or
 /// browser would reorder the text around them), as `\u202e`: the same string to a parser.
 pub fn to_pretty(value: &Value) -> String {
-    let text = serde_json::to_string_pretty(&sorted_keys(value)).expect("a serde_json::Value always serializes");
+    escape_bidi(serde_json::to_string_pretty(&sorted_keys(value)).expect("a serde_json::Value always serializes"))
+}
+
+/// JSON text with the bidirectional controls escaped as `\u202e`: the same string to a parser.
+pub fn escape_bidi(text: String) -> String {
     if !text.chars().any(crate::render::is_bidi) {
         return text;
     }

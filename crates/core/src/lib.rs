@@ -22,6 +22,7 @@ pub mod redact;
 pub mod retry;
 pub mod saved;
 pub mod spec;
+pub mod terraform;
 pub mod time;
 pub mod units;
 pub mod variables;

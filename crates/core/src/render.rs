@@ -1,5 +1,6 @@
-//! Plans as people and tools read them: Terraform-like text, and JSON in the shape of
-//! `terraform show -json`.
+//! Plans as people and tools read them: Terraform-like text, and reconcile's own JSON (whose
+//! field names follow `terraform show -json` where they mean the same, but which is not that
+//! format: `crate::terraform` is).
 //!
 //! Both are deterministic (changes sorted by address, object keys sorted) so they can be
 //! snapshot-tested and diffed between runs. Colour is not decided here; the binary owns the
@@ -12,8 +13,13 @@ use similar::TextDiff;
 use crate::json::to_pretty;
 use crate::plan::{Action, Change, Plan, Severity};
 
-/// The version of the JSON plan format. Consumers should reject an unknown major version.
-pub const FORMAT_VERSION: &str = "1.1";
+/// The version of reconcile's JSON plan format, under [`VERSION_KEY`]. Consumers should reject
+/// an unknown major version. 2.0: the key is no longer Terraform's `format_version`, which made
+/// tools take the plan for Terraform's (and find it empty).
+pub const FORMAT_VERSION: &str = "2.0";
+
+/// The key of [`FORMAT_VERSION`] in reconcile's JSON plan.
+pub const VERSION_KEY: &str = "reconcile_plan_version";
 
 /// Text made of styled spans: what a plan means to a reader decides its colour here, once,
 /// and the binary only decides whether to show the colour (the terminal is its business).
@@ -96,7 +102,7 @@ pub fn styled_text(plan: &Plan) -> Styled {
     out
 }
 
-/// `Plan: N to create, N to update, N to delete.` or `No changes.`, or, when findings show the
+/// `Plan: N to add, N to change, N to destroy.` (Terraform's line) or `No changes.`, or, when findings show the
 /// account differs all the same, never a bare "No changes".
 pub fn summary_line(plan: &Plan) -> String {
     if !plan.has_changes() && plan.account_differs() {
@@ -108,7 +114,8 @@ pub fn summary_line(plan: &Plan) -> String {
         return "No changes.".to_owned();
     }
     let summary = plan.summary();
-    format!("Plan: {} to create, {} to update, {} to delete.", summary.create, summary.update, summary.delete)
+    // Terraform's words, which the tools that read plans in pull requests (tfcmt) look for.
+    format!("Plan: {} to add, {} to change, {} to destroy.", summary.create, summary.update, summary.delete)
 }
 
 fn render_findings(out: &mut Styled, plan: &Plan) {
@@ -292,7 +299,8 @@ pub(crate) fn severity_word(severity: Severity) -> &'static str {
     }
 }
 
-/// The plan as JSON, familiar to anyone who has read `terraform show -json`.
+/// The plan as reconcile's own JSON: every change with its fields before and after, the
+/// findings, what changes expire and who made the drift.
 pub fn json(plan: &Plan) -> Value {
     let summary = plan.summary();
     let resource_changes: Vec<Value> = plan
@@ -330,7 +338,7 @@ pub fn json(plan: &Plan) -> Value {
         })
         .collect();
     json!({
-        "format_version": FORMAT_VERSION,
+        VERSION_KEY: FORMAT_VERSION,
         "made_by": plan.made_by,
         "account": plan.account,
         "region": plan.region,

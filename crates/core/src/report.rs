@@ -7,7 +7,6 @@ use serde_json::{Value, json};
 use crate::engine::{ApplyReport, Outcome};
 use crate::markdown::{code, message};
 use crate::plan::Plan;
-use crate::render::FORMAT_VERSION;
 use crate::render::printable;
 
 /// The closing lines of an apply, in text.
@@ -85,6 +84,9 @@ fn counts(report: &ApplyReport) -> (usize, usize, usize) {
     }
     counts
 }
+
+/// The version of the apply report's JSON.
+pub const FORMAT_VERSION: &str = "1.1";
 
 /// The report as JSON.
 pub fn json(plan: &Plan, report: &ApplyReport) -> Value {

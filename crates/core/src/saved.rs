@@ -56,7 +56,17 @@ pub fn to_json(plan: &Plan, desired_text: &str, made_with: MadeWith) -> Value {
 
 /// Reads a saved plan back; its addresses are of `known` kinds (the catalog's).
 pub fn from_json(value: &Value, known: &[ResourceKind]) -> Result<SavedPlan, String> {
-    let version = value["format_version"].as_str().ok_or("not a reconcile plan: no `format_version`")?;
+    if value.get("terraform_version").is_some() {
+        return Err("this is the Terraform view of a plan (`--format terraform-json`), which apply does not carry \
+                    out: save the plan with `plan --out`"
+            .to_owned());
+    }
+    let version = match (value[render::VERSION_KEY].as_str(), value["format_version"].as_str()) {
+        (Some(version), _) => version,
+        // Saved before 2.0 (by reconcile 0.1), under Terraform's key; the layout is the same.
+        (None, Some(version)) if version.starts_with("1.") => render::FORMAT_VERSION,
+        (None, _) => return Err(format!("not a reconcile plan: no `{}`", render::VERSION_KEY)),
+    };
     if version.split('.').next() != render::FORMAT_VERSION.split('.').next() {
         return Err(format!(
             "plan format {version} is not supported (this reconcile writes {})",
@@ -231,8 +241,24 @@ mod tests {
         let plan = plan();
         assert!(from_json(&render::json(&plan)).unwrap_err().contains("not saved with `plan --out`"));
         let mut future = to_json(&plan, "", MadeWith::default());
-        future["format_version"] = json!("2.0");
-        assert!(from_json(&future).unwrap_err().contains("plan format 2.0 is not supported"));
+        future[render::VERSION_KEY] = json!("3.0");
+        assert!(from_json(&future).unwrap_err().contains("plan format 3.0 is not supported"));
+        // The Terraform view is not a saved plan.
+        let mut view = to_json(&plan, "", MadeWith::default());
+        view["terraform_version"] = json!("1.9.0");
+        assert!(from_json(&view).unwrap_err().contains("`plan --out`"));
+    }
+
+    #[test]
+    fn a_plan_saved_by_reconcile_0_1_under_terraforms_key_is_still_read() {
+        let plan = plan();
+        let mut old = to_json(&plan, "", MadeWith::default());
+        let object = old.as_object_mut().unwrap();
+        object.remove(render::VERSION_KEY);
+        object.insert("format_version".to_owned(), json!("1.1"));
+        assert_eq!(from_json(&old).unwrap().plan.changes, plan.changes);
+        old["format_version"] = json!("0.9");
+        assert!(from_json(&old).unwrap_err().contains("no `reconcile_plan_version`"));
     }
 
     #[test]

@@ -194,7 +194,7 @@ fn a_2000_resource_plan_stays_under_githubs_limit_and_says_what_it_left_out() {
 fn markdown_budget_puts_the_summary_and_destructive_changes_before_details() {
     // A budget so small only the head fits: it must still say what it left out.
     let comment = markdown(&mixed(), 1000);
-    assert!(comment.contains("**Plan: 3 to create, 2 to update, 2 to delete**"), "{comment}");
+    assert!(comment.contains("**Plan: 3 to add, 2 to change, 2 to destroy**"), "{comment}");
     assert!(comment.contains("- `-/+` `codebuild_webhook.runner` must be replaced"), "{comment}");
     assert!(comment.contains("_Left out to stay under GitHub's comment limit: "), "{comment}");
     assert!(comment.len() <= 1000);

@@ -53,6 +53,7 @@ pub const DESCRIPTION: Description = Description {
             fields: &[
                 ("image_tag_mutability", &["PutImageTagMutability"]),
                 ("scan_on_push", &["PutImageScanningConfiguration"]),
+                ("encryption_type", &["CreateRepository"]),
                 ("tags", &["TagResource", "UntagResource"]),
                 ("repository_policy", &["SetRepositoryPolicy", "DeleteRepositoryPolicy"]),
             ],
@@ -79,6 +80,7 @@ pub const DESCRIPTION: Description = Description {
             names,
         },
     ],
+    terraform: crate::terraform::MAPPINGS,
 };
 
 /// A call names a repository by `repositoryName` (in this account's registry: another's is

@@ -13,6 +13,7 @@ mod describe;
 mod impact;
 mod lifecycle;
 mod spec;
+mod terraform;
 pub mod usage;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -55,6 +56,10 @@ pub const UNDECLARED_POLICY_UNREAD: &str = "E108";
 
 /// ECR's answers for "there is no such repository" and "it has no lifecycle policy".
 const REPOSITORY_NOT_FOUND: &str = "RepositoryNotFoundException";
+/// ECR's encryption when it is not told another: what a repository that says none has.
+const AES256: &str = "AES256";
+/// A repository's fields ECR sets only when it makes it.
+const REPLACE_FIELDS: [&str; 2] = ["encryption_type", "kms_key"];
 const NO_POLICY: [&str; 2] = ["LifecyclePolicyNotFoundException", REPOSITORY_NOT_FOUND];
 const NO_REPOSITORY_POLICY: [&str; 2] = ["RepositoryPolicyNotFoundException", REPOSITORY_NOT_FOUND];
 
@@ -145,7 +150,9 @@ struct LiveRepository {
     arn: String,
     image_tag_mutability: String,
     scan_on_push: bool,
-    encryption_type: Option<String>,
+    /// AWS's default when ECR leaves it out.
+    encryption_type: String,
+    kms_key: Option<String>,
 }
 
 #[async_trait]
@@ -319,7 +326,27 @@ impl Reconciler for EcrReconciler {
         Ok(assessment)
     }
 
+    /// A repository whose encryption differs is a replacement: ECR sets it only on creation.
+    fn diff(&self, address: &Address, desired: Option<&DesiredResource>, observed: &Observed) -> Option<Change> {
+        let mut change = reconcile_core::plan::diff(address, desired, observed)?;
+        if address.kind == ResourceKind::ECR_REPOSITORY
+            && change.action == Action::Update
+            && change.field_changes().iter().any(|f| REPLACE_FIELDS.contains(&f.name))
+        {
+            change.action = Action::Replace;
+        }
+        Some(change)
+    }
+
     fn refusal(&self, change: &Change) -> Option<String> {
+        if change.action == Action::Replace {
+            return Some(
+                "ECR cannot change a repository's encryption, and replacing the repository deletes every image \
+                 in it, which reconcile never does: move its images to a repository made with the declared \
+                 encryption, delete this one by hand, and apply again (or declare the encryption it has)"
+                    .to_owned(),
+            );
+        }
         if !prunes(change) {
             return None;
         }
@@ -421,12 +448,13 @@ impl EcrReconciler {
         let images = self.images(&address, name).await?;
         let state = RepositoryState {
             arn: repository.arn.clone(),
-            encryption_type: repository.encryption_type.clone(),
             images: Some(images.len() as u64),
             image_bytes: Some(images.iter().map(|i| i.size).sum()),
             spec: RepositorySpec {
                 image_tag_mutability: repository.image_tag_mutability.clone(),
                 scan_on_push: repository.scan_on_push,
+                encryption_type: repository.encryption_type.clone(),
+                kms_key: repository.kms_key.clone(),
                 tags,
                 repository_policy: None,
             },
@@ -497,12 +525,13 @@ impl EcrReconciler {
                     .and_then(|output| output.policy_text().map(reconcile_core::json::parse_document));
                 Observed::Present(reconcile_core::spec::attributes(&RepositoryState {
                     arn: repository.arn.clone(),
-                    encryption_type: repository.encryption_type.clone(),
                     images: None,
                     image_bytes: None,
                     spec: RepositorySpec {
                         image_tag_mutability: repository.image_tag_mutability.clone(),
                         scan_on_push: repository.scan_on_push,
+                        encryption_type: repository.encryption_type.clone(),
+                        kms_key: repository.kms_key.clone(),
                         tags,
                         repository_policy,
                     },
@@ -555,6 +584,7 @@ impl EcrReconciler {
             .image_scanning_configuration(
                 ecr::types::ImageScanningConfiguration::builder().scan_on_push(after.scan_on_push).build(),
             )
+            .encryption_configuration(encryption(&address.name, &after)?)
             .set_tags((!tags.is_empty()).then_some(tags))
             .send()
             .await;
@@ -763,10 +793,26 @@ impl EcrReconciler {
                 arn,
                 image_tag_mutability: repository.image_tag_mutability().map_or("MUTABLE", |m| m.as_str()).to_owned(),
                 scan_on_push: repository.image_scanning_configuration().is_some_and(|c| c.scan_on_push()),
-                encryption_type: repository.encryption_configuration().map(|c| c.encryption_type().as_str().to_owned()),
+                encryption_type: repository
+                    .encryption_configuration()
+                    .map_or(AES256, |c| c.encryption_type().as_str())
+                    .to_owned(),
+                kms_key: repository.encryption_configuration().and_then(|c| c.kms_key()).map(str::to_owned),
             },
         ))
     }
+}
+
+/// The encryption a repository is made with, as desired.
+fn encryption(name: &str, spec: &RepositorySpec) -> Result<ecr::types::EncryptionConfiguration, ReconcileError> {
+    ecr::types::EncryptionConfiguration::builder()
+        .encryption_type(spec.encryption_type.as_str().into())
+        .set_kms_key(spec.kms_key.clone())
+        .build()
+        .map_err(|error| {
+            let address = Address::new(ResourceKind::ECR_REPOSITORY, name);
+            ReconcileError::new(Some(&address), "create repository", error.to_string())
+        })
 }
 
 /// D103 when a live lifecycle policy can expire (or archive) tagged images.

@@ -17,6 +17,11 @@ use crate::lifecycle::canonical_policy;
 pub(crate) struct RepositorySpec {
     pub image_tag_mutability: String,
     pub scan_on_push: bool,
+    /// Set only when the repository is made: a difference is a replacement ([`crate::diff`]).
+    pub encryption_type: String,
+    /// Compared only when desired.toml names a key; live, the key `KMS` encryption uses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kms_key: Option<String>,
     pub tags: BTreeMap<String, String>,
     /// Not declared in desired.toml: none. The role reaches the repositories through its own
     /// policy; a repository policy could only grant someone else (S102 when outside the account).
@@ -27,8 +32,6 @@ pub(crate) struct RepositorySpec {
 #[derive(Debug, Serialize)]
 pub(crate) struct RepositoryState {
     pub arn: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub encryption_type: Option<String>,
     /// How many images it holds and their bytes: read only for a repository `--prune` would
     /// delete, so the plan says what the delete destroys and apply can refuse it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -53,6 +56,8 @@ pub fn desired(desired: &Desired, _account: &Account) -> Result<Vec<DesiredResou
         let spec = RepositorySpec {
             image_tag_mutability: repository.image_tag_mutability.as_str().to_owned(),
             scan_on_push: repository.scan_on_push,
+            encryption_type: repository.encryption_type.as_str().to_owned(),
+            kms_key: repository.kms_key.clone(),
             tags: repository.tags.clone(),
             repository_policy: None,
         };

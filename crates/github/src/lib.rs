@@ -11,6 +11,7 @@ mod api;
 pub mod contents;
 pub mod conversation;
 mod threads;
+mod terraform;
 
 use std::collections::BTreeMap;
 
@@ -174,6 +175,7 @@ pub const DESCRIPTION: reconcile_core::describe::Description = reconcile_core::d
     desired: |desired_toml, account, _| desired(desired_toml, account),
     access: reconcile_core::describe::Access::NONE,
     trail: &[],
+    terraform: crate::terraform::MAPPINGS,
 };
 
 reconcile_core::resource_kinds! {

@@ -132,6 +132,7 @@ pub const DESCRIPTION: Description = Description {
             names: provider_names,
         },
     ],
+    terraform: crate::terraform::MAPPINGS,
 };
 
 fn text<'a>(parameters: &'a Value, key: &str) -> Option<&'a str> {

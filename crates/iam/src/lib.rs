@@ -21,6 +21,7 @@ pub mod evaluate;
 mod policy;
 pub mod reach;
 mod spec;
+mod terraform;
 
 use std::collections::BTreeMap;
 

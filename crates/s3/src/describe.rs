@@ -91,6 +91,7 @@ pub const DESCRIPTION: Description = Description {
             names,
         },
     ],
+    terraform: crate::terraform::MAPPINGS,
 };
 
 fn names(name: &str, parameters: &Value, _: &Account) -> bool {

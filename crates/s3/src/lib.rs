@@ -9,6 +9,7 @@ mod describe;
 mod lifecycle;
 pub mod lock;
 mod spec;
+mod terraform;
 pub mod storage;
 
 use std::collections::BTreeMap;

@@ -106,6 +106,19 @@ pub const DESCRIPTION: Description = Description {
         index: Index::Absent,
         names: |name, parameters, _| parameters["queueName"] == name,
     }],
+    terraform: &[reconcile_core::terraform::Mapping {
+        kind: QUEUE,
+        map: |name, fields| {
+            let seconds = fields.get("retention_days").and_then(serde_json::Value::as_u64).map(|days| days * 86_400);
+            vec![reconcile_core::terraform::ProviderResource::new(
+                reconcile_core::terraform::Provider::Aws,
+                "aws_sqs_queue",
+                "queue",
+                json!({ "name": name, "message_retention_seconds": seconds }),
+            )]
+        },
+        unmapped: "",
+    }],
 };
 
 /// The queues it holds, in memory: what apply wrote.

@@ -289,8 +289,72 @@ fn tidy(crates: &[Crate]) -> Vec<String> {
                 }
             }
         }
+        problems.extend(unmapped(description, &resources));
     }
     problems
+}
+
+/// What a crate's Terraform mappings miss: a kind with no mapping, or a field of a desired
+/// resource whose change no provider resource shows (the view would miss that drift); a kind
+/// that maps to nothing must say so.
+fn unmapped(description: &Description, resources: &[reconcile_core::DesiredResource]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for &kind in description.kinds {
+        let mappings: Vec<_> = description.terraform.iter().filter(|m| m.kind == kind).collect();
+        let [mapping] = mappings[..] else {
+            problems.push(format!("{kind}: {} Terraform mappings", mappings.len()));
+            continue;
+        };
+        for resource in resources.iter().filter(|r| r.address.kind == kind) {
+            let name = &resource.address.name;
+            let mapped = (mapping.map)(name, &resource.attributes);
+            if mapped.is_empty() {
+                if mapping.unmapped.is_empty() {
+                    problems.push(format!("{kind}: maps to nothing and does not say why"));
+                }
+                continue;
+            }
+            for (field, value) in &resource.attributes {
+                for other in mutated(value) {
+                    let mut changed = resource.attributes.clone();
+                    changed.insert(field.clone(), other.clone());
+                    if (mapping.map)(name, &changed) == mapped {
+                        problems.push(format!(
+                            "{}: `{field}` = {other} shows in no provider resource",
+                            resource.address
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    problems
+}
+
+/// Other values of the same shape: for an object, each of its fields changed in turn.
+fn mutated(value: &Value) -> Vec<Value> {
+    match value {
+        Value::Null => vec![json!("set")],
+        Value::Bool(b) => vec![json!(!b)],
+        Value::Number(n) => vec![json!(n.as_f64().unwrap_or_default() + 1.0)],
+        Value::String(s) => vec![json!(format!("{s}~"))],
+        Value::Array(items) => {
+            let mut items = items.clone();
+            items.push(json!("~"));
+            vec![Value::Array(items)]
+        }
+        Value::Object(fields) if fields.is_empty() => vec![json!({ "~": "~" })],
+        Value::Object(fields) => fields
+            .iter()
+            .flat_map(|(key, inner)| {
+                mutated(inner).into_iter().map(|other| {
+                    let mut fields = fields.clone();
+                    fields.insert(key.clone(), other);
+                    Value::Object(fields)
+                })
+            })
+            .collect(),
+    }
 }
 
 #[test]
@@ -303,6 +367,7 @@ fn the_catalog_is_tidy() {
 fn a_crate_without_its_trail_or_its_access_or_with_a_kind_twice_is_not_tidy() {
     use reconcile_core::describe::{Access, Description};
     static NO_TRAIL: Description = Description { trail: &[], ..super::example::DESCRIPTION };
+    static NO_MAPPING: Description = Description { terraform: &[], ..super::example::DESCRIPTION };
     static NO_WRITES: Description = Description {
         access: Access { writes: |_, _| Vec::new(), ..super::example::DESCRIPTION.access },
         ..super::example::DESCRIPTION
@@ -315,6 +380,7 @@ fn a_crate_without_its_trail_or_its_access_or_with_a_kind_twice_is_not_tidy() {
         tidy(&crates)
     };
     assert_eq!(with(&NO_TRAIL), ["example_queue: 0 KindTrails"]);
+    assert_eq!(with(&NO_MAPPING), ["example_queue: 0 Terraform mappings"]);
     assert_eq!(with(&NO_WRITES), ["example: its writes"]);
     let twice = with(&TWICE);
     assert!(twice.contains(&"ecr_repository: 2 owners, its name 2 times, its rank 2 times".to_owned()), "{twice:?}");

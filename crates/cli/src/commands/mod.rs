@@ -11,6 +11,7 @@ mod head;
 mod outputs;
 mod plan;
 mod policy;
+mod show;
 mod usage;
 mod validate;
 
@@ -38,6 +39,7 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             let request = plan::Request { format, detailed_exitcode, out: out.as_deref(), attribute, audience };
             plan::run(&session, color, request).await
         }
+        Command::Show { plan_file, format } => show::run(&plan_file, format),
         Command::Apply {
             plan_file,
             auto_approve,

@@ -9,12 +9,13 @@ use std::path::Path;
 use reconcile_core::audience::{self, Public};
 use reconcile_core::{Account, Desired, Severity, json, saved};
 
-use crate::args::{ColorChoice, Format};
+use crate::args::{ColorChoice, Format, PlanFormat};
 use crate::aws::Aws;
 use crate::error::CliError;
 use crate::exit;
 use crate::output::{Output, color_on, print_plan};
 use crate::session::{Session, refuse_on};
+use crate::terraform;
 
 /// The events whose runs plan a pull request: what they print is public.
 const PUBLIC_EVENTS: [&str; 3] = ["pull_request", "pull_request_target", "workflow_run"];
@@ -55,7 +56,7 @@ impl Audience {
 }
 
 pub struct Request<'a> {
-    pub format: Format,
+    pub format: PlanFormat,
     pub detailed_exitcode: bool,
     pub out: Option<&'a Path>,
     pub attribute: Option<u32>,
@@ -76,12 +77,17 @@ pub async fn run(session: &Session<Aws>, color: ColorChoice, request: Request<'_
     let refused = refuse_on(&plan.findings);
     // Saved before it is printed, so a reader that goes away cannot lose it; never when refused,
     // so a refused plan cannot be applied.
+    let view = terraform::view(&plan, &planned.resources);
     if let (Some(path), Ok(())) = (out, &refused) {
-        let saved = json::to_pretty(&saved::to_json(&plan, &session.inputs().desired_text, session.made_with()));
-        crate::files::write_atomically(path, &(saved + "\n"))?;
+        let mut saved = saved::to_json(&plan, &session.inputs().desired_text, session.made_with());
+        saved[terraform::SAVED_KEY] = view.clone();
+        crate::files::write_atomically(path, &(json::to_pretty(&saved) + "\n"))?;
     }
     let output = Output::new(color_on(color, std::io::stdout().is_terminal()));
-    print_plan(&output, &plan, format, "plan")?;
+    match format.common() {
+        Some(format) => print_plan(&output, &plan, format, "plan")?,
+        None => crate::output::out(&(reconcile_core::terraform::to_line(&view) + "\n"))?,
+    }
     // Refused for repositories the bake file names and desired.toml lacks: the lines that fix it.
     let inputs = session.inputs();
     if refused.is_err()
@@ -89,8 +95,8 @@ pub async fn run(session: &Session<Aws>, color: ColorChoice, request: Request<'_
         && let Some(bake) = &inputs.bake
         && let Some(hint) = crate::declare::hint(&inputs.desired_text, &inputs.desired, bake, Some(&plan.account))
     {
-        match format {
-            Format::Markdown => {
+        match format.common() {
+            Some(Format::Markdown) => {
                 let markdown = crate::declare::hint_markdown(&hint);
                 crate::output::out(&markdown)?;
                 crate::output::step_summary(&markdown)?;

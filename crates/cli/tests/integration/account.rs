@@ -18,7 +18,7 @@ async fn an_empty_account_is_built_and_a_second_apply_writes_nothing() {
     // 27 repositories and their policies, the bucket and its lifecycle, the role with its policy
     // and its boundary, the runner project and its webhook, GitHub's identity provider and the
     // three CI roles with their policies.
-    assert!(first.stdout.contains("Plan: 68 to create, 0 to update, 0 to delete."), "{}", first.stdout);
+    assert!(first.stdout.contains("Plan: 68 to add, 0 to change, 0 to destroy."), "{}", first.stdout);
     assert!(first.stdout.contains("Apply complete! Resources: 68 created, 0 updated, 0 deleted."));
 
     let config = account.sdk_config();

@@ -196,7 +196,7 @@ async fn a_webhook_field_update_webhook_cannot_change_replaces_it_and_that_needs
     assert_eq!(json["resource_changes"][0]["change"]["actions"], serde_json::json!(["delete", "create"]));
     let text = reconcile(&account, &manual.path, &["plan"]);
     assert!(text.stdout.contains("  # codebuild_webhook.runner must be replaced\n  -/+ codebuild_webhook.runner {"));
-    assert!(text.stdout.contains("Plan: 1 to create, 0 to update, 1 to delete."), "{}", text.stdout);
+    assert!(text.stdout.contains("Plan: 1 to add, 0 to change, 1 to destroy."), "{}", text.stdout);
 
     let refused = reconcile(&account, &manual.path, &["apply", "--auto-approve"]);
     assert_eq!(refused.code, 3, "{}", refused.stderr);

@@ -204,7 +204,7 @@ async fn adding_a_bake_target_applies_as_the_apply_role_end_to_end_with_no_admin
     let plan = reconcile(&apply, &added.path, &["plan"]);
     assert_eq!(plan.code, 0, "{}{}", plan.stdout, plan.stderr);
     assert!(!plan.stdout.contains("W501"), "nothing an administrator must apply: {}", plan.stdout);
-    assert!(plan.stdout.contains("Plan: 4 to create, 0 to update, 0 to delete."), "{}", plan.stdout);
+    assert!(plan.stdout.contains("Plan: 4 to add, 0 to change, 0 to destroy."), "{}", plan.stdout);
     assert!(!plan.stdout.contains("iam_"), "no IAM change follows a new repository: {}", plan.stdout);
     let applied = reconcile(&apply, &added.path, &["apply", "--auto-approve"]);
     assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);

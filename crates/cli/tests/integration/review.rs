@@ -291,7 +291,7 @@ async fn plan_markdown_goes_to_stdout_and_the_step_summary() {
         &[("GITHUB_STEP_SUMMARY", summary.path().to_str().unwrap())],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(run.stdout.contains("**Plan: 7 to create, 0 to update, 0 to delete**"), "{}", run.stdout);
+    assert!(run.stdout.contains("**Plan: 7 to add, 0 to change, 0 to destroy**"), "{}", run.stdout);
     assert!(run.stdout.contains("<details><summary><code>+ iam_role.codebuild</code> will be created</summary>"));
     assert_eq!(std::fs::read_to_string(summary.path()).unwrap(), format!("{}\n", run.stdout));
 }
@@ -313,7 +313,7 @@ async fn colour_follows_the_flag_and_no_color() {
     let plan = format!("{} --desired {} plan", env!("CARGO_BIN_EXE_reconcile"), desired.path.display());
     let coloured = on_a_terminal(&account, &plan, &[]);
     assert!(coloured.contains("\x1b[32m  + ecr_repository.pytorch {\x1b[0m"), "{coloured:?}");
-    assert!(coloured.contains("\x1b[1mPlan: 2 to create, 0 to update, 0 to delete.\x1b[0m"), "{coloured:?}");
+    assert!(coloured.contains("\x1b[1mPlan: 2 to add, 0 to change, 0 to destroy.\x1b[0m"), "{coloured:?}");
     let plain = on_a_terminal(&account, &plan, &[("NO_COLOR", "1")]);
     assert!(plain.contains("  + ecr_repository.pytorch {"), "{plain:?}");
     assert!(!plain.contains('\x1b'), "{plain:?}");

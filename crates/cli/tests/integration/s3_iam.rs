@@ -245,7 +245,7 @@ async fn an_undeclared_inline_policy_is_a_delete_that_needs_allow_delete_and_man
         "{}",
         plan.stdout
     );
-    assert!(plan.stdout.contains("Plan: 0 to create, 0 to update, 1 to delete."));
+    assert!(plan.stdout.contains("Plan: 0 to add, 0 to change, 1 to destroy."));
 
     let writes = account.writes().len();
     let refused = reconcile(&account, &desired.path, &["apply", "--auto-approve"]);

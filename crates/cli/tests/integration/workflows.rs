@@ -343,7 +343,7 @@ async fn a_pull_request_of_the_repository_itself_is_checked_planned_and_commente
     let comments = world.comments(number);
     assert_eq!(comments.len(), 1, "{comments:?}");
     assert!(comments[0].starts_with("<!-- reconcile:plan -->\n### reconcile plan for account"), "{}", comments[0]);
-    assert!(comments[0].contains("**Plan: 4 to create, 0 to update, 0 to delete**"), "{}", comments[0]);
+    assert!(comments[0].contains("**Plan: 4 to add, 0 to change, 0 to destroy**"), "{}", comments[0]);
     let status = world.status(sha);
     assert_eq!((status["state"].as_str(), status["context"].as_str()), (Some("success"), Some("reconcile plan")));
     assert_eq!(status["description"], "plan: changes to review");

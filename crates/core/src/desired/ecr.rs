@@ -46,6 +46,10 @@ pub struct EcrRepository {
     pub name: String,
     pub image_tag_mutability: TagMutability,
     pub scan_on_push: bool,
+    /// How ECR encrypts its images at rest, fixed when the repository is made.
+    pub encryption_type: EncryptionType,
+    /// The KMS key of `KMS`/`KMS_DSSE`; `None`: AWS's managed key for ECR (not compared).
+    pub kms_key: Option<String>,
     pub tags: BTreeMap<String, String>,
     pub lifecycle_policy: LifecyclePolicy,
     /// Allows its lifecycle policy to expire tagged images (`allow_tagged_expiry = true`).
@@ -68,6 +72,27 @@ pub enum TagMutability {
     Mutable,
     #[serde(rename = "IMMUTABLE")]
     Immutable,
+}
+
+/// ECR's encryption types. AWS makes a repository with `AES256` when none is asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+pub enum EncryptionType {
+    #[serde(rename = "AES256")]
+    Aes256,
+    #[serde(rename = "KMS")]
+    Kms,
+    #[serde(rename = "KMS_DSSE")]
+    KmsDsse,
+}
+
+impl EncryptionType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EncryptionType::Aes256 => "AES256",
+            EncryptionType::Kms => "KMS",
+            EncryptionType::KmsDsse => "KMS_DSSE",
+        }
+    }
 }
 
 impl TagMutability {
@@ -99,6 +124,13 @@ pub(super) struct RawRepository {
     lifecycle_policy: Option<Spanned<String>>,
     image_tag_mutability: Option<TagMutability>,
     scan_on_push: Option<bool>,
+    /// How ECR encrypts the repository's images at rest: `AES256` (AWS's default), `KMS` or
+    /// `KMS_DSSE`. ECR sets it only when it makes the repository: a change is a replacement,
+    /// which reconcile never carries out (the repository's images would go with it).
+    encryption_type: Option<EncryptionType>,
+    /// The ARN of the KMS key for `KMS` or `KMS_DSSE`; unset: AWS's managed key for ECR.
+    #[schemars(with = "Option<String>")]
+    kms_key: Option<Spanned<String>>,
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, String>")]
     tags: BTreeMap<String, Spanned<String>>,
@@ -282,6 +314,33 @@ pub(super) fn convert(
             },
         };
 
+        let encryption_type =
+            repository_ref.encryption_type.or(defaults.encryption_type).unwrap_or(EncryptionType::Aes256);
+        let kms_key = match (&repository_ref.kms_key, &defaults.kms_key) {
+            (Some(key), _) => Some((key, format!("{key_path}.kms_key"))),
+            (None, Some(key)) => Some((key, "ecr.defaults.kms_key".to_owned())),
+            (None, None) => None,
+        };
+        if let Some((key, key_at)) = &kms_key {
+            if encryption_type == EncryptionType::Aes256 {
+                errors.push(locate.error(
+                    Some(key.span()),
+                    key_at,
+                    format!(
+                        "repository `{name}` is encrypted with AES256, which takes no KMS key: set \
+                         `encryption_type = \"KMS\"` (or `KMS_DSSE`) with it, or remove the key"
+                    ),
+                ));
+            } else if !key.get_ref().starts_with("arn:") {
+                errors.push(locate.error(
+                    Some(key.span()),
+                    key_at,
+                    format!("`{}` is not a KMS key's ARN (ECR answers with the ARN, so only it compares)", key.get_ref()),
+                ));
+            }
+        }
+        let kms_key = kms_key.map(|(key, _)| key);
+
         let mut tags = BTreeMap::new();
         for (section, section_tags) in [("ecr.defaults", &defaults.tags), (key_path.as_str(), &repository_ref.tags)] {
             convert_tags(locate, section, section_tags, &mut tags, errors);
@@ -334,6 +393,8 @@ pub(super) fn convert(
                     .or(defaults.image_tag_mutability)
                     .unwrap_or(TagMutability::Mutable),
                 scan_on_push: repository_ref.scan_on_push.or(defaults.scan_on_push).unwrap_or(false),
+                encryption_type,
+                kms_key: kms_key.map(|key| key.get_ref().clone()),
                 tags,
                 lifecycle_policy,
                 allow_tagged_expiry,

@@ -1,0 +1,67 @@
+//! GitHub's kinds as the integrations/github provider's resources (`plan --format
+//! terraform-json`).
+//!
+//! | reconcile | provider resource | arguments |
+//! |---|---|---|
+//! | `github_fork_pr_approval.<owner/repo>` | none: the provider has no resource for the fork pull-request approval policy | |
+//! | `github_workflow_permissions.<owner/repo>` | `github_workflow_repository_permissions.repository["<owner/repo>"]` | `repository` (the name, without its owner), `default_workflow_permissions`, `can_approve_pull_request_reviews` |
+//! | `github_oidc_subject.<owner/repo>` | `github_actions_repository_oidc_subject_claim_customization_template.repository["<owner/repo>"]` | `repository`, `use_default`, `include_claim_keys` |
+//! | `github_variable.<NAME>` | `github_actions_variable.variable["<NAME>"]` | `variable_name`, `value` (`repository` is the `[github]` repository's, which the variable's fields do not carry, so it is left out) |
+
+use reconcile_core::ResourceKind;
+use reconcile_core::terraform::{Mapping, Provider, ProviderResource};
+use serde_json::{Map, Value, json};
+
+pub const MAPPINGS: &[Mapping] = &[
+    Mapping {
+        kind: ResourceKind::GITHUB_FORK_PR_APPROVAL,
+        map: |_, _| Vec::new(),
+        unmapped: "all of it: integrations/github has no resource for the fork pull-request approval policy",
+    },
+    Mapping { kind: ResourceKind::GITHUB_WORKFLOW_PERMISSIONS, map: workflow_permissions, unmapped: "" },
+    Mapping { kind: ResourceKind::GITHUB_OIDC_SUBJECT, map: oidc_subject, unmapped: "" },
+    Mapping { kind: ResourceKind::GITHUB_VARIABLE, map: variable, unmapped: "`repository`" },
+];
+
+/// The repository's name, as the provider takes it (its owner is the provider's).
+fn repository(full: &str) -> &str {
+    full.split_once('/').map_or(full, |(_, name)| name)
+}
+
+fn workflow_permissions(full: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
+    vec![ProviderResource::new(
+        Provider::Github,
+        "github_workflow_repository_permissions",
+        "repository",
+        json!({
+            "repository": repository(full),
+            "default_workflow_permissions": fields.get("default_workflow_permissions"),
+            "can_approve_pull_request_reviews": fields.get("can_approve_pull_request_reviews"),
+        }),
+    )]
+}
+
+fn oidc_subject(full: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
+    vec![ProviderResource::new(
+        Provider::Github,
+        "github_actions_repository_oidc_subject_claim_customization_template",
+        "repository",
+        json!({
+            "repository": repository(full),
+            "use_default": fields.get("use_default"),
+            "include_claim_keys": fields.get("include_claim_keys"),
+        }),
+    )]
+}
+
+fn variable(name: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
+    vec![
+        ProviderResource::new(
+            Provider::Github,
+            "github_actions_variable",
+            "variable",
+            json!({ "variable_name": name, "value": fields.get("value") }),
+        )
+        .forcing_new(&["variable_name"]),
+    ]
+}
