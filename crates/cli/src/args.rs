@@ -213,6 +213,10 @@ pub enum Command {
         /// The repository the pull request is in (default: $GITHUB_REPOSITORY).
         #[arg(long, value_name = "OWNER/NAME")]
         repository: Option<String>,
+        /// checkov's JSON report (`--output json`) on the plan's Terraform view: its failed
+        /// checks go in the comment, after the plan; the status does not depend on them.
+        #[arg(long, value_name = "FILE", conflicts_with = "unchanged")]
+        checks: Option<PathBuf>,
         /// The pull request changes no file reconcile reads (`head` said `changed=false`): set
         /// the status `success` (no reconcile files changed) and leave any comment as it is.
         #[arg(long, conflicts_with_all = ["body", "plan_exit_code", "check_conclusion"])]

@@ -33,6 +33,62 @@ pub struct Planned {
     pub body: PathBuf,
     pub plan_exit_code: u8,
     pub check_conclusion: String,
+    /// checkov's JSON report on the plan's Terraform view, if a gate ran.
+    pub checks: Option<PathBuf>,
+}
+
+/// The most failed checks the comment lists one by one; the rest are counted.
+const LISTED_CHECKS: usize = 50;
+
+/// The comment's section of policy checks: checkov's counts and its failed checks, each value
+/// from the report (written by checkov from a plan the pull request chose) a code span.
+/// What could not be read is said, never taken for a pass; at most `room` characters.
+fn checks_section(path: &std::path::Path, room: usize) -> String {
+    use reconcile_core::markdown::cell;
+    let title = "\n#### Policy checks (checkov, on `plan --format terraform-json`)\n\n";
+    let report = crate::files::read_capped(path)
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).map_err(|e| e.to_string()));
+    let report = match report {
+        // One framework's report is an object; several are a list of them.
+        Ok(serde_json::Value::Array(reports)) => {
+            reports.into_iter().find(|r| r["check_type"] == "terraform_plan").unwrap_or_default()
+        }
+        Ok(report) => report,
+        Err(why) => return format!("{title}**The checks' report could not be read** ({}): no check is known to pass.\n", cell(&why)),
+    };
+    let count = |key: &str| report["summary"][key].as_u64().unwrap_or(0);
+    let failed: Vec<&serde_json::Value> =
+        report["results"]["failed_checks"].as_array().map(|c| c.iter().collect()).unwrap_or_default();
+    let mut out = format!(
+        "{title}{} resources: {} checks passed, **{} failed**, {} skipped; what the repository's `.checkov.yaml` \
+         skips (each with its reason) is not run.\n",
+        count("resource_count"),
+        count("passed"),
+        count("failed"),
+        count("skipped")
+    );
+    if report.get("summary").is_none() {
+        out = format!("{title}**The checks' report has no summary**: no check is known to pass.\n");
+    }
+    if !failed.is_empty() {
+        out.push_str("\n| Check | Resource | What it asks |\n|---|---|---|\n");
+        for check in failed.iter().take(LISTED_CHECKS) {
+            let field = |key: &str| check[key].as_str().unwrap_or_default().to_owned();
+            out.push_str(&format!(
+                "| {} | {} | {} |\n",
+                cell(&field("check_id")),
+                cell(&field("resource_address")),
+                cell(&field("check_name"))
+            ));
+        }
+        if failed.len() > LISTED_CHECKS {
+            out.push_str(&format!("\n…and {} more: the workflow run has the whole report.\n", failed.len() - LISTED_CHECKS));
+        }
+    }
+    if out.len() > room {
+        return format!("{title}{} failed: the list is longer than the comment holds; the workflow run has it.\n", count("failed"));
+    }
+    out
 }
 
 /// A commit as GitHub names one: 40 hex digits.
@@ -59,10 +115,14 @@ pub async fn run(request: Request) -> Result<u8, CliError> {
     // A plan that failed wrote nothing (or less than a plan): the comment says so instead.
     let plan = match &request.plan {
         Some(planned) => {
-            let text = match crate::files::read_capped(&planned.body) {
+            let mut text = match crate::files::read_capped(&planned.body) {
                 Ok(text) if !text.trim().is_empty() && matches!(planned.plan_exit_code, 0 | 2 | 3) => text,
                 _ => failed_plan(planned.plan_exit_code),
             };
+            if let Some(path) = &planned.checks {
+                let room = GITHUB_COMMENT_LIMIT.saturating_sub(text.len() + 64);
+                text.push_str(&checks_section(path, room));
+            }
             if text.len() > GITHUB_COMMENT_LIMIT - 64 {
                 return Err(input(format!(
                     "{}: {} characters, more than a comment holds ({GITHUB_COMMENT_LIMIT})",
@@ -188,5 +248,31 @@ mod tests {
             status(2, "failure"),
             ("failure", "check: failure (validate, declare --check); plan: changes to review".to_owned())
         );
+    }
+
+    #[test]
+    fn the_checks_section_quotes_every_value_of_the_report_and_never_takes_a_missing_one_for_a_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        let report = dir.path().join("checks.json");
+        let hostile = serde_json::json!({
+            "check_type": "terraform_plan",
+            "summary": { "resource_count": 3, "passed": 5, "failed": 2, "skipped": 0 },
+            "results": { "failed_checks": [
+                { "check_id": "CKV_AWS_163", "check_name": "Ensure | <b>x</b>", "resource_address": "aws_ecr_repository.repository[\"a`b\"]" },
+                { "check_id": "CKV_X", "check_name": "[link](https://evil.example)", "resource_address": "r" },
+            ]},
+        });
+        std::fs::write(&report, serde_json::json!([hostile]).to_string()).unwrap();
+        let section = checks_section(&report, 10_000);
+        assert!(section.contains("3 resources: 5 checks passed, **2 failed**"), "{section}");
+        assert!(section.contains("| `CKV_AWS_163` | ``aws_ecr_repository.repository[\"a`b\"]`` | `Ensure \\| <b>x</b>` |"), "{section}");
+        assert!(section.contains("| `[link](https://evil.example)` |"), "{section}");
+        // Cut to the room the comment has.
+        assert!(checks_section(&report, 100).contains("2 failed: the list is longer than the comment holds"));
+        // Unreadable, or not a report: said, never a pass.
+        std::fs::write(&report, "not json").unwrap();
+        assert!(checks_section(&report, 10_000).contains("**The checks' report could not be read**"));
+        std::fs::write(&report, "{}").unwrap();
+        assert!(checks_section(&report, 10_000).contains("**The checks' report has no summary**"));
     }
 }

@@ -87,11 +87,12 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             plan_exit_code,
             check_conclusion,
             repository,
+            checks,
             unchanged,
         } => {
             let plan = match (unchanged, body, plan_exit_code, check_conclusion) {
                 (false, Some(body), Some(plan_exit_code), Some(check_conclusion)) => {
-                    Some(comment::Planned { body, plan_exit_code, check_conclusion })
+                    Some(comment::Planned { body, plan_exit_code, check_conclusion, checks })
                 }
                 _ => None,
             };

@@ -19,6 +19,15 @@ use crate::support::{reconcile_in, small_account_with_runner};
 
 static NEXT_RUN: AtomicU64 = AtomicU64::new(1);
 
+/// PATH with the pinned policy tools first (scripts/policy-venv.sh).
+fn policy_path() -> std::ffi::OsString {
+    let tools = workspace_root().join("target/policy-venv/bin");
+    assert!(tools.join("checkov").exists(), "checkov is not installed: run scripts/policy-venv.sh");
+    let mut paths = vec![tools];
+    paths.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
+    std::env::join_paths(paths).unwrap()
+}
+
 /// The nightly's repository as the tests keep it: desired.toml (tagged repositories, `[github]`,
 /// `[ci]`, the bake file it names), the bake file, and the two example workflows.
 pub(crate) struct Repository {
@@ -65,6 +74,7 @@ impl Repository {
         for file in ["pull-request-check.yml", "pull-request-plan.yml"] {
             std::fs::copy(workspace_root().join("examples/github-workflows").join(file), workflows.join(file)).unwrap();
         }
+        std::fs::copy(workspace_root().join("examples/checkov.yaml"), dir.path().join(".checkov.yaml")).unwrap();
         Repository { name: name.to_owned(), dir }
     }
 
@@ -193,7 +203,8 @@ impl World {
             .arg(workspace_root().join("tests/workflows/run.py"))
             .arg(&spec_file)
             .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            // checkov, as a runner image may hold it (the workflow installs it when not).
+            .env("PATH", policy_path())
             .output()
             .unwrap();
         let stdout = String::from_utf8_lossy(&output.stdout);
@@ -344,6 +355,11 @@ async fn a_pull_request_of_the_repository_itself_is_checked_planned_and_commente
     assert_eq!(comments.len(), 1, "{comments:?}");
     assert!(comments[0].starts_with("<!-- reconcile:plan -->\n### reconcile plan for account"), "{}", comments[0]);
     assert!(comments[0].contains("**Plan: 4 to add, 0 to change, 0 to destroy**"), "{}", comments[0]);
+    // The policy gate read the plan's Terraform view: its failed checks are in the comment, those
+    // the repository's .checkov.yaml skips (the privileged runner) are not.
+    assert!(comments[0].contains("#### Policy checks (checkov"), "{}", comments[0]);
+    assert!(comments[0].contains("| `CKV_AWS_163` | `aws_ecr_repository.repository[\"pytorch\"]` |"), "{}", comments[0]);
+    assert!(!comments[0].contains("CKV_AWS_316"), "{}", comments[0]);
     let status = world.status(sha);
     assert_eq!((status["state"].as_str(), status["context"].as_str()), (Some("success"), Some("reconcile plan")));
     assert_eq!(status["description"], "plan: changes to review");
