@@ -794,7 +794,8 @@ rules = [
         assert_eq!(
             errors(text),
             "desired.toml:3:1: `ecr.repositories.pytorch.lifecycle_polcy`: unknown field `lifecycle_polcy`, expected one of \
-             `lifecycle_policy`, `image_tag_mutability`, `scan_on_push`, `tags`, `allow_tagged_expiry`, `adopt`"
+             `lifecycle_policy`, `image_tag_mutability`, `scan_on_push`, `encryption_type`, `kms_key`, `tags`, \
+             `allow_tagged_expiry`, `adopt`"
         );
     }
 
