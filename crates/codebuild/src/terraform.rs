@@ -35,7 +35,8 @@ fn project(_key: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
         .flatten()
         .map(|v| json!({ "name": v["name"], "type": v["type"], "value": v["value"] }))
         .collect();
-    let auth = fields.get("source_auth").filter(|a| !a.is_null()).map(|a| json!({ "type": "CODECONNECTIONS", "resource": a }));
+    let auth =
+        fields.get("source_auth").filter(|a| !a.is_null()).map(|a| json!({ "type": "CODECONNECTIONS", "resource": a }));
     let logs = fields.get("cloudwatch_logs").cloned().unwrap_or(Value::Null);
     let s3_logs = fields.get("s3_logs").cloned().unwrap_or(Value::Null);
     let batch = fields.get("build_batch_service_role").filter(|r| !r.is_null()).map(|r| json!({ "service_role": r }));

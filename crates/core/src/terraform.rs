@@ -77,14 +77,7 @@ pub struct ProviderResource {
 
 impl ProviderResource {
     pub fn new(provider: Provider, kind: &'static str, name: &'static str, values: Value) -> ProviderResource {
-        ProviderResource {
-            provider,
-            kind,
-            name,
-            values: crate::json::object(values),
-            references: &[],
-            force_new: &[],
-        }
+        ProviderResource { provider, kind, name, values: crate::json::object(values), references: &[], force_new: &[] }
     }
 
     pub fn referring(mut self, references: &'static [(&'static str, &'static str, &'static str)]) -> Self {
@@ -135,7 +128,10 @@ struct Instance {
 fn instances(address: &Address, fields: Option<&Map<String, Value>>, map: MapFn) -> Vec<Instance> {
     fields
         .map(|fields| {
-            map(&address.name, fields).into_iter().map(|resource| Instance { resource, index: address.name.clone() }).collect()
+            map(&address.name, fields)
+                .into_iter()
+                .map(|resource| Instance { resource, index: address.name.clone() })
+                .collect()
         })
         .unwrap_or_default()
 }
@@ -171,13 +167,14 @@ pub fn view(plan: &Plan, inputs: Inputs<'_>) -> Value {
         .filter_map(|f| f.address.as_ref())
         .collect();
 
+    let by_address: BTreeMap<&Address, &crate::plan::Change> = plan.changes.iter().map(|c| (&c.address, c)).collect();
     for (address, observed) in &plan.observed {
         let Some(map) = (inputs.mapping)(address.kind) else {
             unmapped.insert(address.kind.as_str());
             continue;
         };
         let desired = inputs.declared.get(address);
-        let change = plan.changes.iter().find(|c| &c.address == address);
+        let change = by_address.get(address).copied();
         let (before, after) = match change {
             Some(change) => (change.before.clone(), change.after.clone()),
             // Unchanged: what was observed of the managed fields is what is desired.
@@ -198,7 +195,8 @@ pub fn view(plan: &Plan, inputs: Inputs<'_>) -> Value {
         let replaced = change.is_some_and(|c| c.action == Action::Replace);
         let deleted_undeclared = desired.is_none();
         // Paired by type and block name; after's order first, then what only before has.
-        let mut keys: Vec<(&'static str, &'static str)> = after.iter().map(|i| (i.resource.kind, i.resource.name)).collect();
+        let mut keys: Vec<(&'static str, &'static str)> =
+            after.iter().map(|i| (i.resource.kind, i.resource.name)).collect();
         for instance in &before {
             let key = (instance.resource.kind, instance.resource.name);
             if !keys.contains(&key) {
@@ -242,7 +240,8 @@ pub fn view(plan: &Plan, inputs: Inputs<'_>) -> Value {
             });
             if actions.len() == 2 {
                 let paths: Vec<Value> = forced.iter().map(|n| json!([n])).collect();
-                change["replace_paths"] = json!(if paths.is_empty() { differing.iter().map(|n| json!([n])).collect() } else { paths });
+                change["replace_paths"] =
+                    json!(if paths.is_empty() { differing.iter().map(|n| json!([n])).collect() } else { paths });
             }
             // The first provider resource of an adopted one is the one "imported".
             if position == 0 && adopted.contains(address) && b.is_some() {
@@ -369,13 +368,23 @@ mod tests {
     /// A kind that is a `thing` and, while `extra` is set, a `thing_extra` besides.
     fn map(name: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
         let mut out = vec![
-            ProviderResource::new(Provider::Aws, "aws_thing", "thing", json!({ "name": name, "size": fields.get("size") }))
-                .forcing_new(&["name"]),
+            ProviderResource::new(
+                Provider::Aws,
+                "aws_thing",
+                "thing",
+                json!({ "name": name, "size": fields.get("size") }),
+            )
+            .forcing_new(&["name"]),
         ];
         if let Some(extra) = fields.get("extra").filter(|e| !e.is_null()) {
             out.push(
-                ProviderResource::new(Provider::Aws, "aws_thing_extra", "thing", json!({ "thing": name, "extra": extra }))
-                    .referring(&[("thing", "aws_thing.thing", "name")]),
+                ProviderResource::new(
+                    Provider::Aws,
+                    "aws_thing_extra",
+                    "thing",
+                    json!({ "thing": name, "extra": extra }),
+                )
+                .referring(&[("thing", "aws_thing.thing", "name")]),
             );
         }
         out
@@ -392,7 +401,13 @@ mod tests {
     }
 
     fn change(name: &str, action: Action, before: Option<Value>, after: Option<Value>) -> Change {
-        Change { address: Address::new(THING, name), action, before: before.map(object), after: after.map(object), depends_on: vec![] }
+        Change {
+            address: Address::new(THING, name),
+            action,
+            before: before.map(object),
+            after: after.map(object),
+            depends_on: vec![],
+        }
     }
 
     fn actions(view: &Value) -> Vec<(String, Vec<String>)> {
@@ -419,7 +434,10 @@ mod tests {
         assert_eq!(entry["mode"], "managed");
         assert_eq!(entry["provider_name"], "registry.terraform.io/hashicorp/aws");
         assert_eq!(entry["change"]["before"], entry["change"]["after"]);
-        assert_eq!(view["planned_values"]["root_module"]["resources"][0]["values"], json!({ "name": "a/b", "size": 1 }));
+        assert_eq!(
+            view["planned_values"]["root_module"]["resources"][0]["values"],
+            json!({ "name": "a/b", "size": 1 })
+        );
         assert_eq!(view["prior_state"]["values"]["root_module"]["resources"].as_array().unwrap().len(), 1);
         assert_eq!(view["reconcile"]["unmapped_kinds"], json!(["github_fork_pr_approval"]));
         assert_eq!(view["reconcile"]["native"], true);
@@ -435,7 +453,12 @@ mod tests {
         plan.observed.insert(Address::new(THING, "n"), Observed::Absent);
         plan.observed.insert(Address::new(THING, "gone"), Observed::Present(object(json!({ "size": 5 }))));
         plan.changes = vec![
-            change("a", Action::Update, Some(json!({ "size": 1, "extra": "e" })), Some(json!({ "size": 2, "extra": null }))),
+            change(
+                "a",
+                Action::Update,
+                Some(json!({ "size": 1, "extra": "e" })),
+                Some(json!({ "size": 2, "extra": null })),
+            ),
             change("n", Action::Create, None, Some(json!({ "size": 3 }))),
             change("gone", Action::Delete, Some(json!({ "size": 5 })), None),
         ];

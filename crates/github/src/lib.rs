@@ -10,8 +10,8 @@ mod answers;
 mod api;
 pub mod contents;
 pub mod conversation;
-mod threads;
 mod terraform;
+mod threads;
 
 use std::collections::BTreeMap;
 

@@ -9,8 +9,8 @@ mod describe;
 mod lifecycle;
 pub mod lock;
 mod spec;
-mod terraform;
 pub mod storage;
+mod terraform;
 
 use std::collections::BTreeMap;
 

@@ -319,10 +319,8 @@ fn unmapped(description: &Description, resources: &[reconcile_core::DesiredResou
                     let mut changed = resource.attributes.clone();
                     changed.insert(field.clone(), other.clone());
                     if (mapping.map)(name, &changed) == mapped {
-                        problems.push(format!(
-                            "{}: `{field}` = {other} shows in no provider resource",
-                            resource.address
-                        ));
+                        problems
+                            .push(format!("{}: `{field}` = {other} shows in no provider resource", resource.address));
                     }
                 }
             }

@@ -54,7 +54,12 @@ fn checks_section(path: &std::path::Path, room: usize) -> String {
             reports.into_iter().find(|r| r["check_type"] == "terraform_plan").unwrap_or_default()
         }
         Ok(report) => report,
-        Err(why) => return format!("{title}**The checks' report could not be read** ({}): no check is known to pass.\n", cell(&why)),
+        Err(why) => {
+            return format!(
+                "{title}**The checks' report could not be read** ({}): no check is known to pass.\n",
+                cell(&why)
+            );
+        }
     };
     let count = |key: &str| report["summary"][key].as_u64().unwrap_or(0);
     let failed: Vec<&serde_json::Value> =
@@ -82,11 +87,17 @@ fn checks_section(path: &std::path::Path, room: usize) -> String {
             ));
         }
         if failed.len() > LISTED_CHECKS {
-            out.push_str(&format!("\n…and {} more: the workflow run has the whole report.\n", failed.len() - LISTED_CHECKS));
+            out.push_str(&format!(
+                "\n…and {} more: the workflow run has the whole report.\n",
+                failed.len() - LISTED_CHECKS
+            ));
         }
     }
     if out.len() > room {
-        return format!("{title}{} failed: the list is longer than the comment holds; the workflow run has it.\n", count("failed"));
+        return format!(
+            "{title}{} failed: the list is longer than the comment holds; the workflow run has it.\n",
+            count("failed")
+        );
     }
     out
 }
@@ -265,7 +276,10 @@ mod tests {
         std::fs::write(&report, serde_json::json!([hostile]).to_string()).unwrap();
         let section = checks_section(&report, 10_000);
         assert!(section.contains("3 resources: 5 checks passed, **2 failed**"), "{section}");
-        assert!(section.contains("| `CKV_AWS_163` | ``aws_ecr_repository.repository[\"a`b\"]`` | `Ensure \\| <b>x</b>` |"), "{section}");
+        assert!(
+            section.contains("| `CKV_AWS_163` | ``aws_ecr_repository.repository[\"a`b\"]`` | `Ensure \\| <b>x</b>` |"),
+            "{section}"
+        );
         assert!(section.contains("| `[link](https://evil.example)` |"), "{section}");
         // Cut to the room the comment has.
         assert!(checks_section(&report, 100).contains("2 failed: the list is longer than the comment holds"));

@@ -14,7 +14,7 @@ async fn a_bad_desired_file_is_refused_with_file_line_and_key_before_any_aws_cal
         assert_eq!(run.code, 1, "{command:?}");
         let expected = format!(
             "error: {}:5:1: `ecr.defaults.tagz`: unknown field `tagz`, expected one of `lifecycle_policy`, \
-             `image_tag_mutability`, `scan_on_push`, `tags`, `allow_tagged_expiry`, `adopt`\n",
+             `image_tag_mutability`, `scan_on_push`, `encryption_type`, `kms_key`, `tags`, `allow_tagged_expiry`, `adopt`\n",
             desired.path.display()
         );
         assert_eq!(run.stderr, expected, "{command:?}");

@@ -143,7 +143,7 @@ async fn a_pull_request_naming_another_teams_resources_shows_nothing_of_them_and
     let saved = head.path().join("plan.json");
     let summary = head.path().join("summary.md");
     env.push(("GITHUB_STEP_SUMMARY", summary.display().to_string()));
-    for format in ["text", "json", "markdown"] {
+    for format in ["text", "json", "markdown", "terraform-json"] {
         for with_base in [true, false] {
             let mut args = vec!["plan", "--public", "--format", format, "--out", saved.to_str().unwrap()];
             if with_base {
@@ -187,7 +187,7 @@ async fn without_ci_and_without_a_token_a_public_plan_still_shows_nothing_of_the
     std::fs::write(dir.path().join("desired.toml"), &without_ci).unwrap();
     std::fs::write(dir.path().join("rocm-bake.hcl"), "").unwrap();
     let pull = dir.path().join("desired.toml");
-    for format in ["text", "json", "markdown"] {
+    for format in ["text", "json", "markdown", "terraform-json"] {
         let run = reconcile_with(&world.account, &pull, &["plan", "--public", "--format", format], &[]);
         assert_eq!(run.code, 3, "{format}: {}{}", run.stdout, run.stderr);
         assert_none_planted(&format!("{format} stdout"), &run.stdout);

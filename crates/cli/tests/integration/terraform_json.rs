@@ -167,7 +167,10 @@ async fn checkov_and_terraform_compliance_read_every_plan_of_the_account_and_fin
     assert!(failed.contains(&("CKV_AWS_51".to_owned(), "aws_ecr_repository.repository[\"pytorch\"]".to_owned())));
     // What holds passes: the bucket's public access block, the runner's logs.
     for (check, address) in &failed {
-        assert!(!["CKV_AWS_53", "CKV_AWS_54", "CKV_AWS_55", "CKV_AWS_56", "CKV_AWS_314"].contains(&check.as_str()), "{check} {address}");
+        assert!(
+            !["CKV_AWS_53", "CKV_AWS_54", "CKV_AWS_55", "CKV_AWS_56", "CKV_AWS_314"].contains(&check.as_str()),
+            "{check} {address}"
+        );
     }
 
     let (code, output) = terraform_compliance(&path, "holds");
@@ -315,7 +318,6 @@ async fn a_repositorys_encryption_is_made_as_declared_and_a_different_one_is_a_r
 fn decode(view: &Value) {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
     struct Plan {
         format_version: String,
         terraform_version: String,
@@ -331,7 +333,6 @@ fn decode(view: &Value) {
     }
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
     struct State {
         format_version: String,
         terraform_version: String,
@@ -339,19 +340,16 @@ fn decode(view: &Value) {
     }
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
     struct Values {
         root_module: Module,
     }
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
     struct Module {
         resources: Vec<StateResource>,
     }
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
     struct StateResource {
         address: String,
         mode: String,
@@ -366,7 +364,6 @@ fn decode(view: &Value) {
     }
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
     struct ResourceChange {
         address: String,
         mode: String,
@@ -380,7 +377,6 @@ fn decode(view: &Value) {
     }
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
     struct Change {
         actions: Vec<String>,
         before: Value,
@@ -393,20 +389,17 @@ fn decode(view: &Value) {
     }
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
     struct Importing {
         id: String,
     }
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
     struct Configuration {
         provider_config: std::collections::BTreeMap<String, ProviderConfig>,
         root_module: ConfigModule,
     }
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
     struct ProviderConfig {
         name: String,
         full_name: String,
@@ -414,13 +407,11 @@ fn decode(view: &Value) {
     }
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
     struct ConfigModule {
         resources: Vec<ConfigResource>,
     }
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
     struct ConfigResource {
         address: String,
         mode: String,
@@ -433,28 +424,93 @@ fn decode(view: &Value) {
         for_each_expression: Value,
     }
     let plan: Plan = serde_json::from_value(view.clone()).unwrap_or_else(|e| panic!("not Terraform's format: {e}"));
-    // hashicorp/terraform-json's Plan.Validate: a 1.x format version.
+    // hashicorp/terraform-json's Plan.Validate: a 1.x format version; the state's the same.
     assert!(plan.format_version.starts_with("1."), "{}", plan.format_version);
-    let actions: [&[&str]; 6] =
-        [&["no-op"], &["create"], &["update"], &["delete"], &["delete", "create"], &["create", "delete"]];
+    assert_eq!(plan.prior_state.format_version, plan.format_version);
+    assert_eq!(plan.prior_state.terraform_version, plan.terraform_version);
+    assert!(plan.complete && !plan.errored);
+    // Applyable only with something to do.
+    assert!(!plan.applyable || plan.resource_changes.iter().any(|c| c.change.actions != ["no-op"]));
+    assert!(plan.reconcile.is_object());
     let blocks: BTreeSet<(String, String)> =
         plan.configuration.root_module.resources.iter().map(|r| (r.kind.clone(), r.name.clone())).collect();
+    let instance = |r: &StateResource| {
+        assert_eq!(r.mode, "managed");
+        assert_eq!(r.schema_version, 0);
+        assert!(r.sensitive_values.is_object());
+        assert!(r.provider_name.starts_with("registry.terraform.io/"), "{}", r.provider_name);
+        let index = r.index.as_str().expect("a for_each key");
+        assert_eq!(r.address, format!("{}.{}[{}]", r.kind, r.name, Value::String(index.to_owned())));
+        assert!(blocks.contains(&(r.kind.clone(), r.name.clone())), "{} has no configuration", r.address);
+        assert!(!r.values.is_empty(), "{}", r.address);
+    };
+    plan.planned_values.root_module.resources.iter().for_each(instance);
+    plan.prior_state.values.root_module.resources.iter().for_each(instance);
+    let actions: [&[&str]; 6] =
+        [&["no-op"], &["create"], &["update"], &["delete"], &["delete", "create"], &["create", "delete"]];
     for change in &plan.resource_changes {
-        assert!(actions.iter().any(|a| *a == change.change.actions.as_slice()), "{:?}", change.change.actions);
+        let Change {
+            actions: done,
+            before,
+            after,
+            after_unknown,
+            before_sensitive,
+            after_sensitive,
+            replace_paths,
+            importing,
+        } = &change.change;
+        assert!(actions.iter().any(|a| *a == done.as_slice()), "{done:?}");
         assert_eq!(change.mode, "managed");
         let index = change.index.as_str().unwrap();
         assert_eq!(change.address, format!("{}.{}[{}]", change.kind, change.name, Value::String(index.to_owned())));
         assert!(change.provider_name.starts_with("registry.terraform.io/"), "{}", change.provider_name);
-        assert!(blocks.contains(&(change.kind.clone(), change.name.clone())), "{} has no configuration", change.address);
-        // Each expression is a reference or a constant, as the format's expressions are.
-        assert_eq!(change.change.before.is_null(), change.change.actions == ["create"]);
-        assert_eq!(change.change.after.is_null(), change.change.actions == ["delete"]);
+        assert!(
+            blocks.contains(&(change.kind.clone(), change.name.clone())),
+            "{} has no configuration",
+            change.address
+        );
+        assert_eq!(before.is_null(), done == &["create"], "{}", change.address);
+        assert_eq!(after.is_null(), done == &["delete"], "{}", change.address);
+        // Known values throughout (no unknown after apply); nothing sensitive.
+        assert_eq!(after_unknown, &if after.is_null() { Value::Bool(false) } else { serde_json::json!({}) });
+        assert_eq!(before_sensitive.is_object(), !before.is_null());
+        assert_eq!(after_sensitive.is_object(), !after.is_null());
+        assert_eq!(replace_paths.is_some(), done.len() == 2, "{}", change.address);
+        assert!(importing.as_ref().is_none_or(|i| !i.id.is_empty()));
+        if let Some(reason) = &change.action_reason {
+            assert!(reason.starts_with("replace_") || reason.starts_with("delete_"), "{reason}");
+        }
+    }
+    for (key, provider) in &plan.configuration.provider_config {
+        assert_eq!(key, &provider.name);
+        assert!(provider.full_name.ends_with(&format!("/{}", provider.name)), "{}", provider.full_name);
+        assert!(provider.expressions.as_ref().is_none_or(Value::is_object));
     }
     for resource in &plan.configuration.root_module.resources {
+        assert_eq!((resource.mode.as_str(), resource.schema_version), ("managed", 0));
+        assert_eq!(resource.address, format!("{}.{}", resource.kind, resource.name));
+        assert!(plan.configuration.provider_config.contains_key(&resource.provider_config_key));
+        assert!(resource.for_each_expression["references"].is_array());
+        // Each expression here is a reference to another block, which graph checks follow.
         for expression in resource.expressions.values() {
             let references = expression["references"].as_array().expect("references");
             let block = references[0].as_str().unwrap();
             assert!(blocks.iter().any(|(kind, name)| format!("{kind}.{name}") == block), "{block}");
         }
     }
+}
+
+#[test]
+fn the_documented_mapping_is_each_crates_own_table() {
+    let doc = std::fs::read_to_string(workspace_root().join("docs/terraform-json.md")).unwrap();
+    let mut rows = 0;
+    for krate in ["ecr", "s3", "iam", "codebuild", "github"] {
+        let source =
+            std::fs::read_to_string(workspace_root().join(format!("crates/{krate}/src/terraform.rs"))).unwrap();
+        for row in source.lines().filter_map(|line| line.strip_prefix("//! ")).filter(|line| line.starts_with('|')) {
+            assert!(doc.lines().any(|line| line == row), "docs/terraform-json.md lacks {krate}'s row: {row}");
+            rows += 1;
+        }
+    }
+    assert!(rows > 20, "{rows}");
 }

@@ -358,7 +358,11 @@ async fn a_pull_request_of_the_repository_itself_is_checked_planned_and_commente
     // The policy gate read the plan's Terraform view: its failed checks are in the comment, those
     // the repository's .checkov.yaml skips (the privileged runner) are not.
     assert!(comments[0].contains("#### Policy checks (checkov"), "{}", comments[0]);
-    assert!(comments[0].contains("| `CKV_AWS_163` | `aws_ecr_repository.repository[\"pytorch\"]` |"), "{}", comments[0]);
+    assert!(
+        comments[0].contains("| `CKV_AWS_163` | `aws_ecr_repository.repository[\"pytorch\"]` |"),
+        "{}",
+        comments[0]
+    );
     assert!(!comments[0].contains("CKV_AWS_316"), "{}", comments[0]);
     let status = world.status(sha);
     assert_eq!((status["state"].as_str(), status["context"].as_str()), (Some("success"), Some("reconcile plan")));

@@ -335,7 +335,10 @@ pub(super) fn convert(
                 errors.push(locate.error(
                     Some(key.span()),
                     key_at,
-                    format!("`{}` is not a KMS key's ARN (ECR answers with the ARN, so only it compares)", key.get_ref()),
+                    format!(
+                        "`{}` is not a KMS key's ARN (ECR answers with the ARN, so only it compares)",
+                        key.get_ref()
+                    ),
                 ));
             }
         }
