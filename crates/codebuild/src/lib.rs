@@ -304,14 +304,8 @@ impl Reconciler for CodebuildReconciler {
     }
 
     fn diff(&self, address: &Address, desired: Option<&DesiredResource>, observed: &Observed) -> Option<Change> {
-        let mut change = reconcile_core::plan::diff(address, desired, observed)?;
-        if address.kind == ResourceKind::CODEBUILD_WEBHOOK
-            && change.action == Action::Update
-            && change.field_changes().iter().any(|f| WEBHOOK_REPLACE_FIELDS.contains(&f.name))
-        {
-            change.action = Action::Replace;
-        }
-        Some(change)
+        let kind = ResourceKind::CODEBUILD_WEBHOOK;
+        reconcile_core::plan::diff_replacing(address, desired, observed, kind, &WEBHOOK_REPLACE_FIELDS)
     }
 
     async fn apply(&self, change: &Change, progress: &dyn Progress) -> Result<Applied, ReconcileError> {

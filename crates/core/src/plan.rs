@@ -465,6 +465,25 @@ pub fn diff(address: &Address, desired: Option<&DesiredResource>, observed: &Obs
     }
 }
 
+/// [`diff`], with an update of `kind` that changes any of `fields` made a replacement: the
+/// fields the service sets only when it makes the resource.
+pub fn diff_replacing(
+    address: &Address,
+    desired: Option<&DesiredResource>,
+    observed: &Observed,
+    kind: crate::address::ResourceKind,
+    fields: &[&str],
+) -> Option<Change> {
+    let mut change = diff(address, desired, observed)?;
+    if address.kind == kind
+        && change.action == Action::Update
+        && change.field_changes().iter().any(|f| fields.contains(&f.name))
+    {
+        change.action = Action::Replace;
+    }
+    Some(change)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -590,6 +609,21 @@ mod tests {
             let fields = change.field_changes().iter().map(|f| f.name.to_owned()).collect();
             (change.action, fields)
         })
+    }
+
+    #[test]
+    fn an_update_of_a_field_set_only_on_creation_is_a_replacement() {
+        let address = Address::new(ResourceKind::ECR_REPOSITORY, "a");
+        let desired = DesiredResource::new(address.clone(), "a", object(json!({ "e": "KMS", "t": 1 })));
+        let live = |e: &str, t: u8| Observed::Present(object(json!({ "e": e, "t": t })));
+        let action = |observed: &Observed, kind| {
+            diff_replacing(&address, Some(&desired), observed, kind, &["e"]).map(|change| change.action)
+        };
+        assert_eq!(action(&live("AES256", 1), ResourceKind::ECR_REPOSITORY), Some(Action::Replace));
+        assert_eq!(action(&live("KMS", 2), ResourceKind::ECR_REPOSITORY), Some(Action::Update));
+        assert_eq!(action(&live("AES256", 1), ResourceKind::S3_BUCKET), Some(Action::Update), "another kind");
+        assert_eq!(action(&live("KMS", 1), ResourceKind::ECR_REPOSITORY), None);
+        assert_eq!(action(&Observed::Absent, ResourceKind::ECR_REPOSITORY), Some(Action::Create));
     }
 
     #[test]

@@ -272,6 +272,7 @@ pub fn view(plan: &Plan, inputs: Inputs<'_>) -> Value {
             let first = &mut entries[0];
             if change.action == Action::Replace {
                 first["change"]["actions"] = json!(["delete", "create"]);
+                first["change"]["replace_paths"] = json!([]);
                 first["action_reason"] = json!("replace_because_tainted");
             } else {
                 first["change"]["actions"] = json!([change.action.json_actions()[0]]);
@@ -520,6 +521,7 @@ mod tests {
         // replaces a tainted resource, never a no-op.
         assert_eq!(view["resource_changes"][0]["change"]["actions"], json!(["delete", "create"]));
         assert_eq!(view["resource_changes"][0]["action_reason"], "replace_because_tainted");
+        assert_eq!(view["resource_changes"][0]["change"]["replace_paths"], json!([]));
     }
 
     #[test]

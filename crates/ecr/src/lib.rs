@@ -328,14 +328,7 @@ impl Reconciler for EcrReconciler {
 
     /// A repository whose encryption differs is a replacement: ECR sets it only on creation.
     fn diff(&self, address: &Address, desired: Option<&DesiredResource>, observed: &Observed) -> Option<Change> {
-        let mut change = reconcile_core::plan::diff(address, desired, observed)?;
-        if address.kind == ResourceKind::ECR_REPOSITORY
-            && change.action == Action::Update
-            && change.field_changes().iter().any(|f| REPLACE_FIELDS.contains(&f.name))
-        {
-            change.action = Action::Replace;
-        }
-        Some(change)
+        reconcile_core::plan::diff_replacing(address, desired, observed, ResourceKind::ECR_REPOSITORY, &REPLACE_FIELDS)
     }
 
     fn refusal(&self, change: &Change) -> Option<String> {
