@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use aws_smithy_runtime_api::client::interceptors::SharedInterceptor;
 use aws_types::SdkConfig;
-use reconcile_core::{Account, Desired, Prune, Reconciler};
+use reconcile_core::{Account, Desired, Destroy, Prune, Reconciler};
 
 use crate::Parallelism;
 
@@ -28,6 +28,9 @@ pub struct Clients<'a> {
     pub parallelism: usize,
     /// `--prune`: how the crate that prunes (ECR's) deletes what desired.toml no longer declares.
     pub prune: Option<Prune>,
+    /// `reconcile destroy`: each crate deletes its declared resources, their data only as this
+    /// allows.
+    pub destroy: Option<Destroy>,
     /// What a crate keeps across the reconcilers one run builds; `None` when each must read
     /// afresh (a run that writes).
     pub shared: Option<&'a Shared>,

@@ -75,12 +75,44 @@ pub enum Command {
         /// whatever its tags (never what the pull request's desired.toml declares).
         #[arg(long, value_name = "FILE")]
         base: Option<PathBuf>,
+        /// Plan `reconcile destroy`: deleting every resource desired.toml declares that carries
+        /// reconcile's tag; with --out, a plan only `destroy PLAN_FILE` carries out.
+        #[arg(long, conflicts_with_all = ["prune", "public", "base", "attribute"])]
+        destroy: bool,
         #[command(flatten)]
         since: SinceDays,
         #[command(flatten)]
         bake: Bake,
         #[command(flatten)]
         prune: Prune,
+    },
+    /// Delete every resource desired.toml declares that carries reconcile's `managed-by` tag
+    /// (refused if one exists without it), in the reverse of the order apply makes them: the
+    /// plan first, then the prompt (or --auto-approve), under the apply lock. Images and objects
+    /// go only with --force-delete-images and --empty-buckets. Never touches what desired.toml
+    /// does not declare, nor the GitHub side's settings.
+    Destroy {
+        /// A plan saved by `plan --destroy --out`: carry out exactly it, if nothing moved since.
+        #[arg(value_name = "PLAN_FILE")]
+        plan_file: Option<PathBuf>,
+        /// Destroy without asking. Required when not run from a terminal (a saved plan was
+        /// approved when it was reviewed).
+        #[arg(long)]
+        auto_approve: bool,
+        /// The format of the closing report; with json or markdown, progress goes to stderr.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Delete a repository that still holds images, with them; without it, such a destroy is
+        /// refused (exit 3).
+        #[arg(long)]
+        force_delete_images: bool,
+        /// Empty a bucket that still holds objects (every version) and delete it; without it,
+        /// such a destroy is refused (exit 3). The plan says how many objects and bytes.
+        #[arg(long)]
+        empty_buckets: bool,
+        /// How long to wait for another apply's lock before giving up, in seconds.
+        #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+        lock_timeout: u64,
     },
     /// Print a plan saved by `plan --out`, as `terraform show` does. Reads no AWS.
     Show {

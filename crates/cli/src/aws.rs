@@ -261,6 +261,7 @@ impl Aws {
         account: &'a Account,
         desired: &'a Desired,
         prune: Option<reconcile_core::Prune>,
+        destroy: Option<reconcile_core::Destroy>,
     ) -> reconcile_aws::Clients<'a> {
         reconcile_aws::Clients {
             sdk: &self.sdk,
@@ -269,6 +270,7 @@ impl Aws {
             desired,
             parallelism: self.parallelism,
             prune,
+            destroy,
             shared: self.read_once.as_ref(),
         }
     }
@@ -325,8 +327,9 @@ impl Aws {
         account: &Account,
         desired: &Desired,
         prune: Option<reconcile_core::Prune>,
+        destroy: Option<reconcile_core::Destroy>,
     ) -> Vec<Box<dyn Reconciler>> {
-        let clients = self.clients(account, desired, prune);
+        let clients = self.clients(account, desired, prune, destroy);
         crates.iter().filter_map(|entry| entry.aws).map(|build| build(&clients)).collect()
     }
 }

@@ -28,8 +28,9 @@ impl Backend for Aws {
         account: &Account,
         desired: &Desired,
         prune: Option<reconcile_core::Prune>,
+        destroy: Option<reconcile_core::Destroy>,
     ) -> Vec<Box<dyn Reconciler>> {
-        Aws::reconcilers(self, &crate::catalog::CRATES, account, desired, prune)
+        Aws::reconcilers(self, &crate::catalog::CRATES, account, desired, prune, destroy)
     }
 
     async fn attribute(&self, planned: &mut Planned, desired: &Desired, days: u32) {

@@ -32,7 +32,7 @@ impl<'a> AwsLock<'a> {
     pub fn of(aws: &'a Aws, desired: &Desired, account: &Account) -> Option<AwsLock<'a>> {
         let bucket = desired.s3.lock_bucket()?;
         let lock = Lock::new(
-            reconcile_s3::client(&aws.clients(account, desired, None)),
+            reconcile_s3::client(&aws.clients(account, desired, None, None)),
             &bucket.name.render(&account.id, &account.region),
         );
         Some(AwsLock { aws, lock, ours: Mutex::new(None) })

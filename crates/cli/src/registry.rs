@@ -22,7 +22,7 @@ pub async fn registry_usage(aws: &Aws, account: &Account, desired: &Desired) -> 
         done.store(read, Ordering::Relaxed);
         total.store(of, Ordering::Relaxed);
     };
-    let ecr = reconcile_ecr::ecr_reconciler(&aws.clients(account, desired, None));
+    let ecr = reconcile_ecr::ecr_reconciler(&aws.clients(account, desired, None, None));
     let reading = ecr.usage(&declared, now, &progress);
     tokio::pin!(reading);
     let terminal = std::io::stderr().is_terminal();

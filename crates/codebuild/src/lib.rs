@@ -4,7 +4,8 @@
 //! The project runs as the reconciled IAM role, so it depends on the role and its policy, and
 //! creating or updating it waits out IAM's propagation delay: right after the role is created
 //! or its trust changes, CodeBuild answers that it may not assume it. A webhook whose scope or
-//! manual-creation flag differs cannot be updated and is replaced. Projects are never deleted.
+//! manual-creation flag differs cannot be updated and is replaced. A project is deleted only by
+//! `reconcile destroy`, its webhook first.
 //!
 //! CodeBuild refuses a GitHub project, and its webhook, when it has no way to reach GitHub in
 //! the region: neither the account's source credential (`ImportSourceCredentials`) nor an
@@ -303,6 +304,12 @@ impl Reconciler for CodebuildReconciler {
         self.unreachable.lock().expect("never poisoned").get(&change.address.name).cloned()
     }
 
+    /// Deleting the runner's project (a destroy's) stops the nightly: not the apply role's.
+    fn administrators_only(&self, change: &Change) -> Option<&'static str> {
+        (change.address.kind == ResourceKind::CODEBUILD_PROJECT && change.action == Action::Delete)
+            .then_some("deleting the runner's project, which stops the nightly")
+    }
+
     fn diff(&self, address: &Address, desired: Option<&DesiredResource>, observed: &Observed) -> Option<Change> {
         let kind = ResourceKind::CODEBUILD_WEBHOOK;
         reconcile_core::plan::diff_replacing(address, desired, observed, kind, &WEBHOOK_REPLACE_FIELDS)
@@ -316,9 +323,16 @@ impl Reconciler for CodebuildReconciler {
                 self.update_project(change, progress).await?;
                 Ok(Applied::Done)
             }
-            (CodebuildKind::Project, Action::Delete | Action::Replace) => {
-                Err(ReconcileError::never(address, "delete or replace project"))
+            // Only a destroy plans one: a declared project is otherwise never deleted.
+            (CodebuildKind::Project, Action::Delete) => {
+                let before = reconcile_core::spec::before::<ProjectSpec>(change)?.ok_or_else(|| {
+                    ReconcileError::new(Some(address), "delete project", "the change has no observed fields")
+                })?;
+                let response = self.client.delete_project().name(&before.name).send().await;
+                gone_if(response, &[NOT_FOUND]).map_err(failed(Some(address), "delete project"))?;
+                Ok(Applied::Done)
             }
+            (CodebuildKind::Project, Action::Replace) => Err(ReconcileError::never(address, "replace project")),
             (CodebuildKind::Webhook, Action::Create) => self.create_webhook(change).await,
             (CodebuildKind::Webhook, Action::Update) => {
                 self.update_webhook(change).await?;

@@ -119,7 +119,7 @@ impl Default for Public {
 
 /// The declared resource `address` belongs to (itself, its parent's parent, or the declared
 /// resource it is a member of); `None` for what desired.toml does not declare.
-fn root<'a>(resources: &'a DesiredResources, address: &Address) -> Option<&'a Address> {
+pub(crate) fn root<'a>(resources: &'a DesiredResources, address: &Address) -> Option<&'a Address> {
     let mut resource = resources.get(address).or_else(|| resources.get(&address.declared()))?;
     while let Some(parent) = resource.parent.as_ref().and_then(|parent| resources.get(parent)) {
         resource = parent;

@@ -64,11 +64,14 @@ pub struct PlanOptions {
     /// Findings from beyond the reconcilers (the bake cross-check, a GitHub side not checked),
     /// ranked with theirs.
     pub findings: Vec<Finding>,
+    /// A destroy plan: delete what desired.toml declares and reconcile made
+    /// ([`crate::destroy`]), instead of making the account match it.
+    pub destroy: bool,
 }
 
 impl Default for PlanOptions {
     fn default() -> Self {
-        PlanOptions { when_unreadable: WhenUnreadable::Fail, findings: Vec::new() }
+        PlanOptions { when_unreadable: WhenUnreadable::Fail, findings: Vec::new(), destroy: false }
     }
 }
 
@@ -117,22 +120,29 @@ pub async fn plan_with(
         }
     };
     findings.extend(observations.findings);
-    let observed = observations.resources;
-    findings.extend(crate::audience::adoption_findings(resources, &observed));
-    let replace: BTreeSet<Address> = observations.replace.iter().map(|r| r.address.clone()).collect();
-
+    let mut observed = observations.resources;
     let mut changes = Vec::new();
-    for (address, observation) in &observed {
-        let replaced = replace.contains(address);
-        if let Some(change) = change_for(reconcilers, address, resources.get(address), observation, replaced) {
-            changes.push(change);
+    if options.destroy {
+        // What a reconciler found undeclared (a repository to prune) is not the destroy's.
+        observed.retain(|address, _| crate::audience::root(resources, address).is_some());
+        let (deletes, refusals) = crate::destroy::changes(resources, &observed);
+        changes = deletes;
+        findings.extend(refusals);
+    } else {
+        findings.extend(crate::audience::adoption_findings(resources, &observed));
+        let replace: BTreeSet<Address> = observations.replace.iter().map(|r| r.address.clone()).collect();
+        for (address, observation) in &observed {
+            let replaced = replace.contains(address);
+            if let Some(change) = change_for(reconcilers, address, resources.get(address), observation, replaced) {
+                changes.push(change);
+            }
         }
-    }
-    // A replacement's finding, unless the plan creates the resource anyway, which repairs it.
-    for replacement in observations.replace {
-        let created = changes.iter().any(|c| c.address == replacement.address && c.action == Action::Create);
-        if !created {
-            findings.push(replacement.finding);
+        // A replacement's finding, unless the plan creates the resource anyway, which repairs it.
+        for replacement in observations.replace {
+            let created = changes.iter().any(|c| c.address == replacement.address && c.action == Action::Create);
+            if !created {
+                findings.push(replacement.finding);
+            }
         }
     }
 

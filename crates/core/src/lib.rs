@@ -8,6 +8,7 @@ pub mod address;
 pub mod audience;
 pub mod describe;
 pub mod desired;
+pub mod destroy;
 pub mod engine;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
@@ -35,4 +36,4 @@ mod snapshots_tests;
 pub use address::{Address, ResourceKind};
 pub use desired::{Desired, DesiredError, DesiredErrors};
 pub use plan::{Action, Change, DesiredResource, Finding, Impact, Observed, Plan, Severity};
-pub use reconciler::{Account, Applied, ErrorKind, Progress, Prune, ReconcileError, Reconciler};
+pub use reconciler::{Account, Applied, Destroy, ErrorKind, Progress, Prune, ReconcileError, Reconciler};

@@ -330,6 +330,29 @@ pub struct Impact {
     pub numbers: Map<String, Value>,
 }
 
+impl Impact {
+    /// What deleting a container deletes with it: `count` `items` (`images`, `objects`) of
+    /// `bytes` in all, for a reviewer to read before the data goes.
+    pub fn contents(items: &str, count: u64, bytes: u64) -> Impact {
+        let line = match count {
+            0 => format!("no {items}: it is empty"),
+            _ => format!("{count} {items}, {}", crate::units::bytes(bytes)),
+        };
+        let numbers = serde_json::json!({ items: count, "bytes": bytes });
+        Impact {
+            context: "deleting it deletes".to_owned(),
+            line,
+            alarming: count > 0,
+            numbers: crate::json::object(numbers),
+        }
+    }
+
+    /// How many `items` [`Impact::contents`] counted.
+    pub fn count(&self, items: &str) -> Option<u64> {
+        self.numbers.get(items)?.as_u64()
+    }
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Summary {
     pub create: usize,

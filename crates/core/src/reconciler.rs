@@ -173,6 +173,17 @@ pub struct Prune {
     pub force_delete_images: bool,
 }
 
+/// What `reconcile destroy` asks of a run: its plan deletes what desired.toml declares and
+/// reconcile made (see [`crate::destroy`]), and each reconciler deletes its own kinds, the data in
+/// them only when this says so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Destroy {
+    /// A repository that still holds images may be deleted with them (`--force-delete-images`).
+    pub force_delete_images: bool,
+    /// A bucket that still holds objects may be emptied and deleted (`--empty-buckets`).
+    pub empty_buckets: bool,
+}
+
 /// What carrying out one change came to, when it succeeded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Applied {

@@ -35,6 +35,8 @@ pub struct MadeWith {
     pub prune: bool,
     /// The GitHub side was checked (there was a token).
     pub github: bool,
+    /// `plan --destroy`: it deletes what desired.toml declares, and only `destroy` carries it out.
+    pub destroy: bool,
 }
 
 /// The saved form of `plan`, made from `desired_text` the way `made_with` says.
@@ -50,7 +52,7 @@ pub fn to_json(plan: &Plan, desired_text: &str, made_with: MadeWith) -> Value {
         .collect();
     value["desired_fingerprint"] = json!(fingerprint_text(desired_text));
     value["observed_fingerprints"] = Value::Object(fingerprints);
-    value["made_with"] = json!({ "prune": made_with.prune, "github": made_with.github });
+    value["made_with"] = json!({ "prune": made_with.prune, "github": made_with.github, "destroy": made_with.destroy });
     value
 }
 
@@ -111,7 +113,7 @@ pub fn from_json(value: &Value, known: &[ResourceKind]) -> Result<SavedPlan, Str
     }
     let flag = |key: &str| value["made_with"][key].as_bool().unwrap_or(false);
     Ok(SavedPlan {
-        made_with: MadeWith { prune: flag("prune"), github: flag("github") },
+        made_with: MadeWith { prune: flag("prune"), github: flag("github"), destroy: flag("destroy") },
         plan: Plan { changes, ..Plan::new(text("account")?, text("region")?) },
         desired_fingerprint,
         observed_fingerprints,
@@ -263,7 +265,7 @@ mod tests {
 
     #[test]
     fn a_saved_plan_records_how_it_was_made() {
-        let made_with = MadeWith { prune: true, github: true };
+        let made_with = MadeWith { prune: true, github: true, destroy: true };
         let saved = from_json(&to_json(&plan(), "", made_with)).unwrap();
         assert_eq!(saved.made_with, made_with);
         // A file from before it was recorded: made without either.

@@ -14,8 +14,12 @@ use crate::EcrKind;
 /// the registry once however many times it is built.
 pub fn reconciler(clients: &reconcile_aws::Clients<'_>) -> Box<dyn reconcile_core::Reconciler> {
     let ecr = ecr_reconciler(clients).with_price(clients.desired.price_per_gb_month);
-    Box::new(match clients.prune.clone() {
+    let ecr = match clients.prune.clone() {
         Some(prune) => ecr.pruning(prune),
+        None => ecr,
+    };
+    Box::new(match clients.destroy {
+        Some(destroy) => ecr.destroying(destroy),
         None => ecr,
     })
 }

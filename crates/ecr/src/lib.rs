@@ -3,7 +3,9 @@
 //!
 //! It creates missing repositories, corrects their settings and tags, and puts lifecycle
 //! policies. It deletes a repository only when pruning ([`Prune`], `--prune`), and then only one
-//! desired.toml does not declare that carries reconcile's `managed-by` tag.
+//! desired.toml does not declare that carries reconcile's `managed-by` tag, or when destroying
+//! ([`Destroy`]: a declared one, counting its images first); its images go with it only with
+//! `--force-delete-images`.
 //!
 //! Every plan reads the lifecycle policy of every repository in the account, declared or not,
 //! and reports any that can expire tagged images (D103); for every policy it creates or
@@ -23,9 +25,9 @@ use aws_sdk_ecr as ecr;
 use reconcile_aws::{Parallelism, absent_if, after_create, failed, gone_if, has_code, visible_tags};
 use reconcile_core::json::tag_changes;
 use reconcile_core::lifecycle::{Expiry, Image, Policy};
-use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Observed, Severity};
+use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Impact, Observed, Severity};
 use reconcile_core::reconciler::{Assessment, Observations};
-use reconcile_core::{Account, Address, Applied, Progress, ReconcileError, Reconciler, ResourceKind};
+use reconcile_core::{Account, Address, Applied, Destroy, Progress, ReconcileError, Reconciler, ResourceKind};
 
 pub use describe::{DESCRIPTION, ecr_reconciler, reconciler};
 pub use lifecycle::{canonical_policy, canonical_policy_text};
@@ -75,6 +77,11 @@ pub struct EcrReconciler {
     client: ecr::Client,
     account: Account,
     prune: Option<Prune>,
+    /// `reconcile destroy`: declared repositories are deleted, their images only if it says so.
+    destroy: Option<Destroy>,
+    /// The images each repository this plan deletes holds, as `assess` counted them: what
+    /// `refusal` refuses on.
+    held: std::sync::Mutex<BTreeMap<Address, u64>>,
     parallelism: Parallelism,
     /// What this run read already, when it only reads (see [`ReadOnce`]).
     read_once: Option<std::sync::Arc<ReadOnce>>,
@@ -92,6 +99,8 @@ impl EcrReconciler {
             client,
             account,
             prune: None,
+            destroy: None,
+            held: Default::default(),
             parallelism: Parallelism::default(),
             price_per_gb_month: reconcile_core::desired::ECR_PRICE_PER_GB_MONTH,
             read_once: None,
@@ -121,6 +130,18 @@ impl EcrReconciler {
     pub fn pruning(mut self, prune: Prune) -> EcrReconciler {
         self.prune = Some(prune);
         self
+    }
+
+    /// Deletes the declared repositories a destroy plans to, their images as `destroy` allows.
+    pub fn destroying(mut self, destroy: Destroy) -> EcrReconciler {
+        self.destroy = Some(destroy);
+        self
+    }
+
+    /// Whether a repository that still holds images may be deleted with them.
+    fn force_delete_images(&self) -> bool {
+        self.prune.as_ref().is_some_and(|p| p.force_delete_images)
+            || self.destroy.is_some_and(|d| d.force_delete_images)
     }
 
     fn repository_arn(&self, name: &str) -> String {
@@ -287,6 +308,24 @@ impl Reconciler for EcrReconciler {
                     && matches!(c.action, Action::Create | Action::Update)
             })
             .collect();
+        // A declared repository a destroy deletes: what it holds, said before it goes.
+        let deleted: Vec<&Change> = changes
+            .iter()
+            .copied()
+            .filter(|c| prunes(c) && c.before.as_ref().is_some_and(|before| !before.contains_key("images")))
+            .collect();
+        let counts = futures::future::join_all(deleted.iter().map(|change| async move {
+            let images = self.images(&change.address, &change.address.name).await?;
+            Ok::<_, ReconcileError>((change.address.clone(), images))
+        }))
+        .await;
+        let mut assessment = Assessment::default();
+        for count in counts {
+            let (address, images) = count?;
+            let bytes = images.iter().map(|image| image.size).sum();
+            self.held.lock().expect("never poisoned").insert(address.clone(), images.len() as u64);
+            assessment.impacts.insert(address, Impact::contents("images", images.len() as u64, bytes));
+        }
         // A repository the plan creates holds nothing yet.
         let reads: Vec<_> = policies
             .iter()
@@ -300,7 +339,6 @@ impl Reconciler for EcrReconciler {
             })
             .collect();
         let now = reconcile_core::time::now();
-        let mut assessment = Assessment::default();
         for (change, images) in futures::future::join_all(reads).await {
             let address = &change.address;
             let after: LifecyclePolicySpec = reconcile_core::spec::after(change)?;
@@ -326,6 +364,13 @@ impl Reconciler for EcrReconciler {
         Ok(assessment)
     }
 
+    /// Taking a repository's lifecycle policy away (a destroy's) lets its images pile up without
+    /// bound: the seeds' 347 GB. Not the apply role's.
+    fn administrators_only(&self, change: &Change) -> Option<&'static str> {
+        (change.address.kind == ResourceKind::ECR_LIFECYCLE_POLICY && change.action == Action::Delete)
+            .then_some("removing a repository's lifecycle policy, after which its images accumulate without bound")
+    }
+
     /// A repository whose encryption differs is a replacement: ECR sets it only on creation.
     fn diff(&self, address: &Address, desired: Option<&DesiredResource>, observed: &Observed) -> Option<Change> {
         reconcile_core::plan::diff_replacing(address, desired, observed, ResourceKind::ECR_REPOSITORY, &REPLACE_FIELDS)
@@ -343,9 +388,9 @@ impl Reconciler for EcrReconciler {
         if !prunes(change) {
             return None;
         }
-        let images = change.before.as_ref()?.get("images").and_then(serde_json::Value::as_u64).unwrap_or(0);
-        let forced = self.prune.as_ref().is_some_and(|p| p.force_delete_images);
-        (images > 0 && !forced).then(|| {
+        let counted = self.held.lock().expect("never poisoned").get(&change.address).copied();
+        let images = change.before.as_ref()?.get("images").and_then(serde_json::Value::as_u64).or(counted).unwrap_or(0);
+        (images > 0 && !self.force_delete_images()).then(|| {
             format!("the repository still holds {images} image(s); pass --force-delete-images to delete them with it")
         })
     }
@@ -360,7 +405,9 @@ impl Reconciler for EcrReconciler {
                 self.converge_repository(change, before.as_ref(), &current_tags).await?;
                 Ok(Applied::Done)
             }
-            (EcrKind::Repository, Action::Delete) if self.prune.is_some() => self.delete_repository(change).await,
+            (EcrKind::Repository, Action::Delete) if self.prune.is_some() || self.destroy.is_some() => {
+                self.delete_repository(change).await
+            }
             (EcrKind::Repository, Action::Delete | Action::Replace) => {
                 Err(ReconcileError::never(address, "delete repository"))
             }
@@ -491,7 +538,7 @@ impl EcrReconciler {
 
     async fn delete_repository(&self, change: &Change) -> Result<Applied, ReconcileError> {
         let address = &change.address;
-        let force = self.prune.as_ref().is_some_and(|p| p.force_delete_images);
+        let force = self.force_delete_images();
         let response = self.client.delete_repository().repository_name(&address.name).force(force).send().await;
         gone_if(response, &[REPOSITORY_NOT_FOUND]).map_err(failed(Some(address), "delete repository"))?;
         Ok(Applied::Done)

@@ -195,9 +195,9 @@ impl Reconciler for IamReconciler {
                 self.converge_role(change, before.as_ref(), &current_tags).await?;
                 Ok(Applied::Done)
             }
-            (IamKind::Role | IamKind::CiRole, Action::Delete | Action::Replace) => {
-                Err(ReconcileError::never(address, "delete role"))
-            }
+            // Only a destroy plans one, after the role's declared policies.
+            (IamKind::Role | IamKind::CiRole, Action::Delete) => self.delete_role(change).await,
+            (IamKind::Role | IamKind::CiRole, Action::Replace) => Err(ReconcileError::never(address, "replace role")),
             (IamKind::RolePolicy | IamKind::CiRolePolicy, Action::Create | Action::Update) => {
                 self.put_role_policy(change).await
             }
@@ -212,8 +212,15 @@ impl Reconciler for IamReconciler {
                 self.converge_provider(change, before.as_ref()).await?;
                 Ok(Applied::Done)
             }
-            (IamKind::Provider, Action::Delete | Action::Replace) => {
-                Err(ReconcileError::never(address, "delete the identity provider"))
+            (IamKind::Provider, Action::Delete) => {
+                let arn = provider_arn(&self.account);
+                let response =
+                    self.client.delete_open_id_connect_provider().open_id_connect_provider_arn(arn).send().await;
+                gone_if(response, &[NO_SUCH_ENTITY]).map_err(failed(Some(address), "delete the identity provider"))?;
+                Ok(Applied::Done)
+            }
+            (IamKind::Provider, Action::Replace) => {
+                Err(ReconcileError::never(address, "replace the identity provider"))
             }
             (IamKind::Boundary, Action::Create) => self.create_boundary(change).await,
             (IamKind::Boundary, Action::Update) => {
@@ -221,8 +228,9 @@ impl Reconciler for IamReconciler {
                 self.converge_boundary(change, before.as_ref()).await?;
                 Ok(Applied::Done)
             }
-            (IamKind::Boundary, Action::Delete | Action::Replace) => {
-                Err(ReconcileError::never(address, "delete a permissions boundary"))
+            (IamKind::Boundary, Action::Delete) => self.delete_boundary(change).await,
+            (IamKind::Boundary, Action::Replace) => {
+                Err(ReconcileError::never(address, "replace a permissions boundary"))
             }
         }
     }
@@ -861,6 +869,68 @@ impl IamReconciler {
                 .send()
         };
         after_create(request, &[NO_SUCH_ENTITY]).await.map_err(failed(Some(address), "put inline policy"))?;
+        Ok(Applied::Done)
+    }
+
+    /// Deletes a role (a destroy's): what IAM refuses to delete a role with goes first. Its
+    /// inline policies (the declared ones are gone already, each its own change), its managed
+    /// policies detached (not deleted: they are not the role's), its instance profiles left.
+    async fn delete_role(&self, change: &Change) -> Result<Applied, ReconcileError> {
+        const OPERATION: &str = "delete role";
+        let address = &change.address;
+        let before = reconcile_core::spec::before::<RoleSpec>(change)?
+            .ok_or_else(|| ReconcileError::new(Some(address), OPERATION, "the change has no observed fields"))?;
+        let role = before.name.as_str();
+        let inline = self.client.list_role_policies().role_name(role).max_items(1000).send().await;
+        let inline =
+            absent_if(inline, &[NO_SUCH_ENTITY]).map_err(failed(Some(address), "list the role's inline policies"))?;
+        for name in inline.iter().flat_map(|o| o.policy_names()) {
+            let response = self.client.delete_role_policy().role_name(role).policy_name(name).send().await;
+            gone_if(response, &[NO_SUCH_ENTITY]).map_err(failed(Some(address), "delete an inline policy"))?;
+        }
+        let attached = self.client.list_attached_role_policies().role_name(role).max_items(1000).send().await;
+        let attached = absent_if(attached, &[NO_SUCH_ENTITY])
+            .map_err(failed(Some(address), "list the role's managed policies"))?;
+        for arn in attached.iter().flat_map(|o| o.attached_policies()).filter_map(|p| p.policy_arn()) {
+            let response = self.client.detach_role_policy().role_name(role).policy_arn(arn).send().await;
+            gone_if(response, &[NO_SUCH_ENTITY]).map_err(failed(Some(address), "detach a managed policy"))?;
+        }
+        let profiles = self.client.list_instance_profiles_for_role().role_name(role).max_items(1000).send().await;
+        let profiles = absent_if(profiles, &[NO_SUCH_ENTITY])
+            .map_err(failed(Some(address), "list the role's instance profiles"))?;
+        for profile in profiles.iter().flat_map(|o| o.instance_profiles()) {
+            let response = self
+                .client
+                .remove_role_from_instance_profile()
+                .role_name(role)
+                .instance_profile_name(profile.instance_profile_name())
+                .send()
+                .await;
+            gone_if(response, &[NO_SUCH_ENTITY])
+                .map_err(failed(Some(address), "remove the role from an instance profile"))?;
+        }
+        let response = self.client.delete_role().role_name(role).send().await;
+        gone_if(response, &[NO_SUCH_ENTITY]).map_err(failed(Some(address), OPERATION))?;
+        Ok(Applied::Done)
+    }
+
+    /// Deletes a permissions boundary (a destroy's, after the roles it bounds): its versions
+    /// other than the default first, as IAM requires.
+    async fn delete_boundary(&self, change: &Change) -> Result<Applied, ReconcileError> {
+        const OPERATION: &str = "delete a permissions boundary";
+        let address = &change.address;
+        let before = reconcile_core::spec::before::<BoundarySpec>(change)?
+            .ok_or_else(|| ReconcileError::new(Some(address), OPERATION, "the change has no observed fields"))?;
+        let arn = policy_arn(&self.account, &before.name);
+        let versions = self.client.list_policy_versions().policy_arn(&arn).send().await;
+        let versions = absent_if(versions, &[NO_SUCH_ENTITY]).map_err(failed(Some(address), "list its versions"))?;
+        for version in versions.iter().flat_map(|o| o.versions()).filter(|v| !v.is_default_version()) {
+            let Some(id) = version.version_id() else { continue };
+            let response = self.client.delete_policy_version().policy_arn(&arn).version_id(id).send().await;
+            gone_if(response, &[NO_SUCH_ENTITY]).map_err(failed(Some(address), "delete an old version"))?;
+        }
+        let response = self.client.delete_policy().policy_arn(&arn).send().await;
+        gone_if(response, &[NO_SUCH_ENTITY]).map_err(failed(Some(address), OPERATION))?;
         Ok(Applied::Done)
     }
 

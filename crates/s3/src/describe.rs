@@ -37,7 +37,11 @@ const BUCKET_EVENTS: &[&str] = &[
 
 /// The reconciler the AWS backend builds.
 pub fn reconciler(clients: &reconcile_aws::Clients<'_>) -> Box<dyn reconcile_core::Reconciler> {
-    Box::new(crate::S3Reconciler::new(client(clients), clients.account.clone()).with_parallelism(clients.limit()))
+    let s3 = crate::S3Reconciler::new(client(clients), clients.account.clone()).with_parallelism(clients.limit());
+    Box::new(match clients.destroy {
+        Some(destroy) => s3.destroying(destroy),
+        None => s3,
+    })
 }
 
 /// An S3 client (the apply lock's too).

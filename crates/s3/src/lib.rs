@@ -17,10 +17,10 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use aws_sdk_s3 as s3;
 use reconcile_aws::{Parallelism, absent_if, after_create, failed, gone_if, has_code, visible_tags};
-use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Observed, Severity};
-use reconcile_core::reconciler::Observations;
+use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Impact, Observed, Severity};
+use reconcile_core::reconciler::{Assessment, Observations};
 use reconcile_core::spec::attributes;
-use reconcile_core::{Account, Address, Applied, Progress, ReconcileError, Reconciler, ResourceKind};
+use reconcile_core::{Account, Address, Applied, Destroy, Progress, ReconcileError, Reconciler, ResourceKind};
 
 pub use describe::{DESCRIPTION, client, reconciler};
 pub use lifecycle::{desired_rule, observed_rule};
@@ -43,11 +43,22 @@ pub struct S3Reconciler {
     client: s3::Client,
     account: Account,
     parallelism: Parallelism,
+    /// `reconcile destroy`: the declared bucket is deleted, its objects only if it says so.
+    destroy: Option<Destroy>,
+    /// The objects each bucket this plan deletes holds, as `assess` counted them: what
+    /// `refusal` refuses on.
+    held: std::sync::Mutex<BTreeMap<Address, u64>>,
 }
 
 impl S3Reconciler {
     pub fn new(client: s3::Client, account: Account) -> S3Reconciler {
-        S3Reconciler { client, account, parallelism: Parallelism::default() }
+        S3Reconciler { client, account, parallelism: Parallelism::default(), destroy: None, held: Default::default() }
+    }
+
+    /// Deletes the declared bucket a destroy plans to, its objects as `destroy` allows.
+    pub fn destroying(mut self, destroy: Destroy) -> S3Reconciler {
+        self.destroy = Some(destroy);
+        self
     }
 
     /// At most `parallelism` requests in flight at once.
@@ -107,6 +118,7 @@ impl Reconciler for S3Reconciler {
                 self.converge_bucket(change, before.as_ref(), Made::ByOthers).await?;
                 Ok(Applied::Done)
             }
+            (S3Kind::Bucket, Action::Delete) if self.destroy.is_some() => self.delete_bucket(change).await,
             (S3Kind::Bucket, Action::Delete | Action::Replace) => Err(ReconcileError::never(address, "delete bucket")),
             (S3Kind::Lifecycle, Action::Create | Action::Update) => self.put_lifecycle(change).await,
             (S3Kind::Lifecycle, Action::Delete) => self.delete_lifecycle(change).await,
@@ -118,15 +130,70 @@ impl Reconciler for S3Reconciler {
     /// A bucket's expiry deletes its objects, and an ACL reset is a write of who may reach
     /// them: neither is the apply role's (parliament's resource-policy escalation: either could
     /// be turned to delete, or to open, the compiler cache the nightly builds from).
+    /// What each bucket a destroy deletes holds (every version, reconcile's own lock aside).
+    async fn assess(
+        &self,
+        changes: &[&Change],
+        _desired: &BTreeMap<Address, DesiredResource>,
+    ) -> Result<Assessment, ReconcileError> {
+        let deleted =
+            changes.iter().filter(|c| c.address.kind == ResourceKind::S3_BUCKET && c.action == Action::Delete);
+        let counts = futures::future::join_all(deleted.map(|change| async move {
+            let name = bucket_name(change)?;
+            let versions = self.versions(&change.address, &name).await?;
+            Ok::<_, ReconcileError>((change.address.clone(), versions))
+        }))
+        .await;
+        let mut assessment = Assessment::default();
+        for count in counts {
+            let (address, versions) = count?;
+            let held: Vec<&Version> = versions.iter().filter(|v| v.key != lock::LOCK_KEY).collect();
+            let bytes = held.iter().map(|v| v.size).sum();
+            self.held.lock().expect("never poisoned").insert(address.clone(), held.len() as u64);
+            assessment.impacts.insert(address, Impact::contents("objects", held.len() as u64, bytes));
+        }
+        Ok(assessment)
+    }
+
+    fn refusal(&self, change: &Change) -> Option<String> {
+        if change.address.kind != ResourceKind::S3_BUCKET || change.action != Action::Delete {
+            return None;
+        }
+        let objects = self.held.lock().expect("never poisoned").get(&change.address).copied().unwrap_or(0);
+        let allowed = self.destroy.is_some_and(|d| d.empty_buckets);
+        (objects > 0 && !allowed).then(|| {
+            format!(
+                "the bucket still holds {objects} object(s) (versions and delete markers counted); pass \
+                 --empty-buckets to delete them with it"
+            )
+        })
+    }
+
     fn administrators_only(&self, change: &Change) -> Option<&'static str> {
         match S3Kind::of(&change.address).ok()? {
             S3Kind::Lifecycle => Some("a bucket's expiry, which deletes its objects"),
+            S3Kind::Bucket if change.action == Action::Delete => Some("deleting a bucket, and the objects in it"),
             S3Kind::Bucket if change.action == Action::Update && grants_someone(change) => {
                 Some("an ACL that grants someone else: who reaches the bucket")
             }
             S3Kind::Bucket => None,
         }
     }
+}
+
+/// One version (or delete marker) of an object.
+struct Version {
+    key: String,
+    id: Option<String>,
+    size: u64,
+}
+
+/// The name of the bucket a change deletes, as observed.
+fn bucket_name(change: &Change) -> Result<String, ReconcileError> {
+    let before = reconcile_core::spec::before::<BucketSpec>(change)?;
+    before
+        .map(|b| b.name)
+        .ok_or_else(|| ReconcileError::new(Some(&change.address), "delete bucket", "the change has no observed fields"))
 }
 
 /// A bucket ACL's grants beyond its owner's full control, as `<grantee> <permission>`, sorted.
@@ -559,6 +626,100 @@ impl S3Reconciler {
                 .send()
         };
         after_create(request, &["NoSuchBucket"]).await.map_err(failed(Some(address), "put lifecycle configuration"))?;
+        Ok(Applied::Done)
+    }
+
+    /// Every version and delete marker in bucket `name`, paginated to the end.
+    async fn versions(&self, address: &Address, name: &str) -> Result<Vec<Version>, ReconcileError> {
+        const OPERATION: &str = "list the bucket's object versions";
+        let mut versions = Vec::new();
+        let mut pages = reconcile_aws::Pages::default();
+        let (mut key_marker, mut version_marker): (Option<String>, Option<String>) = (None, None);
+        loop {
+            let response = self
+                .parallelism
+                .send(|| {
+                    self.client
+                        .list_object_versions()
+                        .bucket(name)
+                        .set_key_marker(key_marker.clone())
+                        .set_version_id_marker(version_marker.clone())
+                        .send()
+                })
+                .await;
+            let Some(page) = absent_if(response, &["NoSuchBucket"]).map_err(failed(Some(address), OPERATION))? else {
+                return Ok(versions);
+            };
+            versions.extend(page.versions().iter().map(|v| Version {
+                key: v.key().unwrap_or_default().to_owned(),
+                id: v.version_id().map(str::to_owned),
+                size: v.size().unwrap_or(0).max(0) as u64,
+            }));
+            versions.extend(page.delete_markers().iter().map(|m| Version {
+                key: m.key().unwrap_or_default().to_owned(),
+                id: m.version_id().map(str::to_owned),
+                size: 0,
+            }));
+            if !page.is_truncated().unwrap_or(false) {
+                return Ok(versions);
+            }
+            // Both markers together are one page's token.
+            let token = format!(
+                "{}\u{0}{}",
+                page.next_key_marker().unwrap_or_default(),
+                page.next_version_id_marker().unwrap_or_default()
+            );
+            pages.page(Some(&token), Some(address), OPERATION)?;
+            key_marker = page.next_key_marker().map(str::to_owned);
+            version_marker = page.next_version_id_marker().map(str::to_owned);
+        }
+    }
+
+    /// Empties the bucket (every version; with objects besides reconcile's lock only when
+    /// `--empty-buckets` allows: objects written since the plan counted them are not deleted
+    /// without it) and deletes it.
+    async fn delete_bucket(&self, change: &Change) -> Result<Applied, ReconcileError> {
+        const OPERATION: &str = "delete bucket";
+        let address = &change.address;
+        let name = bucket_name(change)?;
+        let versions = self.versions(address, &name).await?;
+        let allowed = self.destroy.is_some_and(|d| d.empty_buckets);
+        let others = versions.iter().filter(|v| v.key != lock::LOCK_KEY).count();
+        if others > 0 && !allowed {
+            return Err(ReconcileError::new(
+                Some(address),
+                OPERATION,
+                format!("the bucket holds {others} object(s); pass --empty-buckets to delete them with it"),
+            ));
+        }
+        for batch in versions.chunks(1000) {
+            let objects = batch
+                .iter()
+                .map(|v| s3::types::ObjectIdentifier::builder().key(&v.key).set_version_id(v.id.clone()).build())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|error| ReconcileError::new(Some(address), OPERATION, error.to_string()))?;
+            let delete = s3::types::Delete::builder()
+                .set_objects(Some(objects))
+                .quiet(true)
+                .build()
+                .map_err(|error| ReconcileError::new(Some(address), OPERATION, error.to_string()))?;
+            let response = self.client.delete_objects().bucket(&name).delete(delete).send().await;
+            let output = response.map_err(failed(Some(address), "empty the bucket"))?;
+            if let Some(error) = output.errors().first() {
+                return Err(ReconcileError::new(
+                    Some(address),
+                    "empty the bucket",
+                    format!(
+                        "{} object(s) could not be deleted, the first `{}`: {}",
+                        output.errors().len(),
+                        error.key().unwrap_or_default(),
+                        error.message().unwrap_or("no reason given")
+                    ),
+                ));
+            }
+        }
+        let response = self.client.delete_bucket().bucket(&name).send().await;
+        gone_if(response, &["NoSuchBucket"]).map_err(failed(Some(address), OPERATION))?;
         Ok(Applied::Done)
     }
 

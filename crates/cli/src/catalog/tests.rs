@@ -390,7 +390,7 @@ async fn the_aws_backend_has_a_reconciler_for_every_crate_but_githubs() {
     for crates in [&CRATES[..], &super::example::EXTENDED[..]] {
         let desired = example(crates);
         let mut built: Vec<reconcile_core::ResourceKind> = aws
-            .reconcilers(crates, &account(), &desired, None)
+            .reconcilers(crates, &account(), &desired, None, None)
             .iter()
             .flat_map(|r| r.kinds().iter().copied())
             .collect();
@@ -457,7 +457,7 @@ async fn a_new_kind_is_its_crate_and_one_line_in_the_list() {
 
     // Its reconciler, built by the AWS backend from the list: planned, applied, planned again.
     let aws = crate::aws::Aws::load("us-east-1", crate::aws::Purpose::Apply, 1).await;
-    let reconcilers = aws.reconcilers(&EXTENDED[5..], &account, &desired, None);
+    let reconcilers = aws.reconcilers(&EXTENDED[5..], &account, &desired, None, None);
     let own: engine::DesiredResources = resources.into_iter().filter(|(address, _)| address.kind == QUEUE).collect();
     let plan = engine::plan_with(&reconcilers, &desired, &own, &account, PlanOptions::default()).await.unwrap();
     assert_eq!(

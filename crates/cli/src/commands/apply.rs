@@ -15,14 +15,14 @@ use crate::error::CliError;
 use crate::output::{ApplyPrinter, Output, color_on, out, print_report};
 use crate::session::{ApplyRequest, Console, Interrupts, Session};
 
-/// Refuses an apply that would have to ask and cannot: not on a terminal, without
-/// `--auto-approve` (a saved plan was approved when it was reviewed).
-pub fn can_ask(auto_approve: bool, saved: bool) -> Result<(), CliError> {
+/// Refuses an apply (or a destroy: `command`) that would have to ask and cannot: not on a
+/// terminal, without `--auto-approve` (a saved plan was approved when it was reviewed).
+pub fn can_ask(command: &str, auto_approve: bool, saved: bool) -> Result<(), CliError> {
     if auto_approve || saved || std::io::stdin().is_terminal() {
         return Ok(());
     }
     Err(CliError::Other(anyhow::anyhow!(
-        "apply is not running on a terminal, so it cannot ask for approval; pass --auto-approve"
+        "{command} is not running on a terminal, so it cannot ask for approval; pass --auto-approve"
     )))
 }
 
@@ -31,12 +31,14 @@ pub async fn run(
     color: ColorChoice,
     format: Format,
     request: ApplyRequest<'_>,
+    destroy: bool,
 ) -> Result<u8, CliError> {
     // With a machine-readable report, stdout carries only the report.
     let progress_to_stderr = format != Format::Text;
     let console = Terminal {
         output: Output::new(color_on(color, std::io::stdout().is_terminal())),
         format,
+        destroy,
         printer: ApplyPrinter::new(progress_to_stderr, true),
         progress_to_stderr,
     };
@@ -47,6 +49,8 @@ pub async fn run(
 struct Terminal {
     output: Output,
     format: Format,
+    /// Asks as Terraform's destroy does.
+    destroy: bool,
     printer: ApplyPrinter,
     progress_to_stderr: bool,
 }
@@ -68,7 +72,11 @@ impl Console for Terminal {
         // Read on a thread of its own, so a signal at the prompt is heard while it waits (and the
         // process can end without waiting for a line that never comes).
         let (sender, answer) = tokio::sync::oneshot::channel();
-        let asked = out("\nDo you want to perform these actions? Only 'yes' will be accepted: ");
+        let asked = out(if self.destroy {
+            "\nDo you really want to destroy all these resources? There is no undo. Only 'yes' will be accepted: "
+        } else {
+            "\nDo you want to perform these actions? Only 'yes' will be accepted: "
+        });
         std::thread::spawn(move || {
             let mut line = String::new();
             let read = std::io::stdin().lock().read_line(&mut line).map(|_| line.trim() == "yes");

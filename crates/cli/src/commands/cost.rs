@@ -94,8 +94,10 @@ pub async fn run(
         }
     };
 
-    let registry =
-        reconcile_ecr::ecr_reconciler(&aws.clients(&account, desired, None)).stored_images().await.map_err(fail)?;
+    let registry = reconcile_ecr::ecr_reconciler(&aws.clients(&account, desired, None, None))
+        .stored_images()
+        .await
+        .map_err(fail)?;
     let cloudwatch = aws.cloudwatch();
     let mut bucket: BTreeMap<String, BTreeMap<i64, u64>> = BTreeMap::new();
     for declared in &desired.s3.buckets {

@@ -30,9 +30,9 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
         Command::Completions { shell } => docs::completions(shell),
         Command::Man { dir } => docs::man(dir.as_deref()),
         Command::Validate { bake } => validate::run(&desired, bake.bake.as_deref()),
-        Command::Plan { format, detailed_exitcode, out, attribute, public, base, since, bake, prune } => {
-            let inputs =
-                Inputs::load(&desired, Load { bake: bake.bake.as_deref(), prune: prune.prune, ..Load::default() })?;
+        Command::Plan { format, detailed_exitcode, out, attribute, public, base, destroy, since, bake, prune } => {
+            let load = Load { bake: bake.bake.as_deref(), prune: prune.prune, destroy, ..Load::default() };
+            let inputs = Inputs::load(&desired, load)?;
             let audience = plan::Audience::from(public, base.as_deref())?;
             let session = session(inputs, Purpose::Read, parallelism).await?;
             let attribute = attribute.then_some(since.since_days);
@@ -52,9 +52,9 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
         } => {
             // Unattended apply without --auto-approve is refused before anything else happens;
             // a saved plan was approved when it was reviewed.
-            apply::can_ask(auto_approve, plan_file.is_some())?;
-            let inputs =
-                Inputs::load(&desired, Load { bake: bake.bake.as_deref(), prune: prune.prune, force_delete_images })?;
+            apply::can_ask("apply", auto_approve, plan_file.is_some())?;
+            let load = Load { bake: bake.bake.as_deref(), prune: prune.prune, force_delete_images, ..Load::default() };
+            let inputs = Inputs::load(&desired, load)?;
             let session = session(inputs, Purpose::Apply, parallelism).await?;
             let request = crate::session::ApplyRequest {
                 plan: plan_file.as_deref().map_or(PlanFrom::Fresh, PlanFrom::Saved),
@@ -62,7 +62,21 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
                 allow_delete,
                 lock_timeout: std::time::Duration::from_secs(lock_timeout),
             };
-            apply::run(&session, color, format, request).await
+            apply::run(&session, color, format, request, false).await
+        }
+        Command::Destroy { plan_file, auto_approve, format, force_delete_images, empty_buckets, lock_timeout } => {
+            apply::can_ask("destroy", auto_approve, plan_file.is_some())?;
+            let load = Load { force_delete_images, destroy: true, empty_buckets, ..Load::default() };
+            let inputs = Inputs::load(&desired, load)?;
+            let session = session(inputs, Purpose::Apply, parallelism).await?;
+            let request = crate::session::ApplyRequest {
+                plan: plan_file.as_deref().map_or(PlanFrom::Fresh, PlanFrom::Saved),
+                auto_approve,
+                // The command is the flag: it deletes, and nothing else.
+                allow_delete: true,
+                lock_timeout: std::time::Duration::from_secs(lock_timeout),
+            };
+            apply::run(&session, color, format, request, true).await
         }
         Command::Drift { format, issue, since, bake, prune } => {
             let inputs =

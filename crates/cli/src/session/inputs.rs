@@ -24,6 +24,8 @@ pub struct Inputs {
     pub bake: Option<BakeFile>,
     /// `--prune`: how the ECR reconciler recognizes what it may delete.
     pub prune: Option<reconcile_core::Prune>,
+    /// `destroy` (and `plan --destroy`): the plan deletes what desired.toml declares.
+    pub destroy: Option<reconcile_core::Destroy>,
 }
 
 /// What a command asks [`Inputs::load`] to read and allow besides desired.toml.
@@ -33,8 +35,12 @@ pub struct Load<'a> {
     pub bake: Option<&'a Path>,
     /// `--prune`: repositories reconcile manages and desired.toml no longer declares are deleted.
     pub prune: bool,
-    /// `--force-delete-images`: a pruned repository may still hold images.
+    /// `--force-delete-images`: a pruned (or destroyed) repository may still hold images.
     pub force_delete_images: bool,
+    /// `destroy`, `plan --destroy`: plan deleting what desired.toml declares.
+    pub destroy: bool,
+    /// `--empty-buckets`: a destroyed bucket may still hold objects.
+    pub empty_buckets: bool,
 }
 
 impl Inputs {
@@ -42,7 +48,7 @@ impl Inputs {
     /// what is derived from it (the role's policy and its size) with a stand-in account: ids are
     /// always 12 digits, so sizes hold.
     pub fn load(path: &Path, load: Load<'_>) -> Result<Inputs, CliError> {
-        let Load { bake, prune, force_delete_images } = load;
+        let Load { bake, prune, force_delete_images, destroy, empty_buckets } = load;
         let repository = files::Repository::of(path)?;
         let (desired, desired_text) = files::load_desired(path)?;
         let stand_in = Account::new("000000000000", &desired.region);
@@ -71,7 +77,8 @@ impl Inputs {
             }),
             false => None,
         };
-        Ok(Inputs { repository, desired, desired_text, bake, prune })
+        let destroy = destroy.then_some(reconcile_core::Destroy { force_delete_images, empty_buckets });
+        Ok(Inputs { repository, desired, desired_text, bake, prune, destroy })
     }
 
     /// What the bake cross-check finds, for `account` when it is known (any account's registry

@@ -90,8 +90,12 @@ impl<B: Backend> Session<B> {
         let desired = &self.inputs.desired;
         let resources = self.resources(&account)?;
         let reconcilers = self.reconcilers(&account, prune);
-        let findings = self.github.finding().into_iter().chain(self.inputs.bake_findings(Some(&account.id))).collect();
-        let options = PlanOptions { when_unreadable: self.when_unreadable, findings };
+        // What the bake file names is what to make, not what to delete.
+        let bake =
+            if self.inputs.destroy.is_some() { Vec::new() } else { self.inputs.bake_findings(Some(&account.id)) };
+        let findings = self.github.finding().into_iter().chain(bake).collect();
+        let options =
+            PlanOptions { when_unreadable: self.when_unreadable, findings, destroy: self.inputs.destroy.is_some() };
         let mut plan = engine::plan_with(&reconcilers, desired, &resources, &account, options)
             .await
             .map_err(|errors| self.backend.failed(errors))?;
@@ -111,7 +115,7 @@ impl<B: Backend> Session<B> {
         account: &Account,
         prune: Option<reconcile_core::Prune>,
     ) -> Vec<Box<dyn Reconciler>> {
-        let mut reconcilers = self.backend.reconcilers(account, &self.inputs.desired, prune);
+        let mut reconcilers = self.backend.reconcilers(account, &self.inputs.desired, prune, self.inputs.destroy);
         reconcilers.extend(self.github.reconciler(&self.inputs.desired));
         reconcilers
     }

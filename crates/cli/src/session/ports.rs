@@ -24,12 +24,14 @@ pub trait Backend: Send + Sync {
     /// Whether the live role `name` trusts GitHub's OIDC provider: `None` when these credentials
     /// may not read it.
     async fn trusts_github(&self, account: &Account, name: &str) -> Result<Option<bool>, CliError>;
-    /// A reconciler per AWS resource crate; ECR's prunes when `prune` says how.
+    /// A reconciler per AWS resource crate; ECR's prunes when `prune` says how, and each deletes
+    /// its own kinds for `destroy`.
     fn reconcilers(
         &self,
         account: &Account,
         desired: &Desired,
         prune: Option<reconcile_core::Prune>,
+        destroy: Option<reconcile_core::Destroy>,
     ) -> Vec<Box<dyn Reconciler>>;
     /// Who made each difference in `planned`'s plan, from the account's change history of the
     /// last `days`, put into the plan. Never fails the run: what could not be told is said there.

@@ -74,7 +74,17 @@ impl<B: Backend> Session<B> {
                     .to_owned()
             }));
         }
-        if saved.plan.changes.iter().any(reconcile_ecr::prunes) && !pruning {
+        let destroying = self.inputs.destroy.is_some();
+        if saved.made_with.destroy != destroying {
+            return Err(stale(if destroying {
+                "it is not a destroy plan: `reconcile apply` carries it out; `destroy` carries out a plan made with \
+                 `plan --destroy`"
+                    .to_owned()
+            } else {
+                "it is a destroy plan (`plan --destroy`): `reconcile destroy` carries it out, not apply".to_owned()
+            }));
+        }
+        if saved.plan.changes.iter().any(reconcile_ecr::prunes) && !pruning && !destroying {
             return Err(stale(
                 "it deletes a repository, but was not made with --prune: the plan file was edited".to_owned(),
             ));
@@ -84,6 +94,10 @@ impl<B: Backend> Session<B> {
 
     /// How a plan made by this session is made, for saving it.
     pub fn made_with(&self) -> saved::MadeWith {
-        saved::MadeWith { prune: self.inputs.prune.is_some(), github: matches!(self.github, GithubSide::Checked(_)) }
+        saved::MadeWith {
+            prune: self.inputs.prune.is_some(),
+            github: matches!(self.github, GithubSide::Checked(_)),
+            destroy: self.inputs.destroy.is_some(),
+        }
     }
 }

@@ -10,6 +10,7 @@ mod codebuild;
 mod conversation;
 mod cost;
 mod declare;
+mod destroy;
 mod ecr;
 mod errors;
 mod escalation;

@@ -83,6 +83,10 @@ fn s3_permission(request: &RecordedRequest) -> (String, String) {
         ("DELETE", "website", _) => "DeleteBucketWebsite",
         ("GET", "logging", _) => "GetBucketLogging",
         ("PUT", "logging", _) => "PutBucketLogging",
+        ("GET", "versions", false) => "ListBucketVersions",
+        // DeleteObjects of versions: IAM checks each as DeleteObjectVersion.
+        ("POST", "delete", false) => "DeleteObjectVersion",
+        ("DELETE", "", false) => "DeleteBucket",
         ("GET", "lifecycle", _) => "GetLifecycleConfiguration",
         ("PUT" | "DELETE", "lifecycle", _) => "PutLifecycleConfiguration",
         other => panic!("an S3 request this test does not know: {other:?} {request}"),
@@ -230,7 +234,11 @@ impl Administrators {
     pub fn write(&self, request: &RecordedRequest) -> bool {
         let Some((action, resource)) = permission(request) else { return false };
         match action.as_str() {
+            // A destroy's: the bucket, its objects and the runner's project.
             "s3:PutLifecycleConfiguration" | "s3:PutBucketAcl" => true,
+            "s3:DeleteBucket" | "s3:DeleteObjectVersion" | "codebuild:DeleteProject" | "ecr:DeleteLifecyclePolicy" => {
+                true
+            }
             "s3:CreateBucket" => self.expiring.contains(&resource),
             _ => action.starts_with("iam:"),
         }

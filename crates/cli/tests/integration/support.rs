@@ -252,9 +252,14 @@ pub fn small_account_with_runner(repositories: &[&str]) -> String {
 /// Runs `reconcile apply <args>` on a terminal (a pseudo-terminal from `script`, util-linux),
 /// typing `answer` at the prompt. Returns the exit code and everything the terminal showed.
 pub fn apply_on_a_terminal(account: &TestAccount, desired: &Path, args: &str, answer: &str) -> (i32, String) {
+    on_a_terminal(account, desired, &format!("apply {args}"), answer)
+}
+
+/// Runs `reconcile <args>` on a terminal, typing `answer` at its prompt.
+pub fn on_a_terminal(account: &TestAccount, desired: &Path, args: &str, answer: &str) -> (i32, String) {
     use std::io::Write;
     let watch = Watch::start(&account.env());
-    let command = format!("{} --desired {} apply {args}", env!("CARGO_BIN_EXE_reconcile"), desired.display());
+    let command = format!("{} --desired {} {args}", env!("CARGO_BIN_EXE_reconcile"), desired.display());
     let mut child = std::process::Command::new("script")
         .args(["--quiet", "--return", "--command", &command, "/dev/null"])
         .envs(account.env())

@@ -80,7 +80,13 @@ impl Backend for FakeBackend {
         Ok(self.caller.1)
     }
 
-    fn reconcilers(&self, _: &Account, _: &Desired, _: Option<reconcile_core::Prune>) -> Vec<Box<dyn Reconciler>> {
+    fn reconcilers(
+        &self,
+        _: &Account,
+        _: &Desired,
+        _: Option<reconcile_core::Prune>,
+        _: Option<reconcile_core::Destroy>,
+    ) -> Vec<Box<dyn Reconciler>> {
         let n = self.plans.fetch_add(1, Ordering::SeqCst) + 1;
         let mut fake = FakeReconciler::new(&self.log);
         (self.setup)(n, &mut fake);
@@ -235,6 +241,7 @@ fn rig_with_lock(
         desired_text: desired.to_owned(),
         bake: None,
         prune: None,
+        destroy: None,
     };
     let (signals, interrupts) = Interrupts::channel();
     let console = FakeConsole {

@@ -1,0 +1,196 @@
+//! What `reconcile destroy` deletes: every resource desired.toml declares that exists and is
+//! reconcile's by its tag, in the reverse of the order apply makes them.
+//!
+//! Ownership is judged from the account, per declared resource (its root: a lifecycle policy is
+//! its repository's, a role's inline policy its role's): a root that exists without the tag
+//! desired.toml gives it was not made by reconcile (or was adopted, and is still someone else's
+//! to delete), so the whole destroy is refused ([`NOT_OURS_TO_DESTROY`]) rather than deleting
+//! around it. A declared resource desired.toml gives no such tag (the GitHub side's settings
+//! carry none) cannot be told apart, and is left alone, with a note ([`NOT_DESTROYED`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use crate::address::Address;
+use crate::audience::{OWNERSHIP_KEY, root};
+use crate::engine::DesiredResources;
+use crate::plan::{Action, Change, Finding, Observed, Severity};
+
+/// Finding code: destroy would delete a declared resource that exists without reconcile's tag:
+/// the destroy is refused. Stable; never reused.
+pub const NOT_OURS_TO_DESTROY: &str = "W603";
+/// Finding code: a declared resource desired.toml gives no ownership tag (the GitHub side's
+/// settings, which carry none), which destroy leaves as it is. Stable; never reused.
+pub const NOT_DESTROYED: &str = "W604";
+
+fn ownership(fields: &serde_json::Map<String, Value>) -> Option<&str> {
+    fields.get("tags")?.get(OWNERSHIP_KEY)?.as_str()
+}
+
+/// The deletes of a destroy, and the findings that refuse or qualify it. `observed` holds what
+/// was read for every declared resource (and the undeclared members found inside them, which go
+/// with them). Each delete waits for the deletes of everything that depended on it: a webhook
+/// before its project, a role's policies before the role, every role before its boundary.
+pub fn changes(resources: &DesiredResources, observed: &BTreeMap<Address, Observed>) -> (Vec<Change>, Vec<Finding>) {
+    let mut findings = Vec::new();
+    let mut refused: BTreeSet<&Address> = BTreeSet::new();
+    let mut untagged: BTreeSet<&Address> = BTreeSet::new();
+    for resource in resources.values().filter(|r| r.parent.is_none()) {
+        let Some(wanted) = ownership(&resource.attributes) else {
+            untagged.insert(&resource.address);
+            findings.push(Finding {
+                code: NOT_DESTROYED.to_owned(),
+                severity: Severity::Warning,
+                address: Some(resource.address.clone()),
+                message: format!(
+                    "desired.toml gives it no `{OWNERSHIP_KEY}` tag, so whether reconcile made it cannot be told: \
+                     destroy leaves it as it is"
+                ),
+                overridden_by: None,
+            });
+            continue;
+        };
+        let Some(Observed::Present(live)) = observed.get(&resource.address) else { continue };
+        if ownership(live) != Some(wanted) {
+            refused.insert(&resource.address);
+            findings.push(Finding {
+                code: NOT_OURS_TO_DESTROY.to_owned(),
+                severity: Severity::Error,
+                address: Some(resource.address.clone()),
+                message: format!(
+                    "`{}` exists without reconcile's tag `{OWNERSHIP_KEY} = {wanted}`: destroy never deletes what \
+                     reconcile did not make, so nothing is destroyed; delete it by hand, or take it out of \
+                     desired.toml",
+                    resource.remote_name
+                ),
+                overridden_by: None,
+            });
+        }
+    }
+
+    let deleted: Vec<(&Address, &serde_json::Map<String, Value>)> = observed
+        .iter()
+        .filter_map(|(address, observation)| match observation {
+            Observed::Present(fields) => Some((address, fields)),
+            Observed::Absent => None,
+        })
+        .filter(|(address, _)| {
+            root(resources, address).is_some_and(|root| !refused.contains(root) && !untagged.contains(root))
+        })
+        .collect();
+    let in_plan: BTreeSet<&Address> = deleted.iter().map(|(address, _)| *address).collect();
+    // What each resource is made after (a member is made after the resource it is in): reversed,
+    // what each delete waits for.
+    let made_after = |address: &Address| -> Vec<Address> {
+        match resources.get(address) {
+            Some(resource) => resource.depends_on.iter().chain(&resource.parent).cloned().collect(),
+            // An undeclared member (a role's other inline policy) is in the resource it is found in.
+            None => [address.declared()].into_iter().chain(root(resources, address).cloned()).collect(),
+        }
+    };
+    let mut waits: BTreeMap<&Address, BTreeSet<Address>> = BTreeMap::new();
+    for (address, _) in &deleted {
+        for dependency in made_after(address) {
+            if let Some(dependency) = in_plan.get(&dependency) {
+                waits.entry(dependency).or_default().insert((*address).clone());
+            }
+        }
+    }
+    let changes = deleted
+        .into_iter()
+        .map(|(address, fields)| Change {
+            address: address.clone(),
+            action: Action::Delete,
+            before: Some(fields.clone()),
+            after: None,
+            depends_on: waits.remove(address).unwrap_or_default().into_iter().collect(),
+        })
+        .collect();
+    (changes, findings)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::address::ResourceKind;
+    use crate::plan::DesiredResource;
+
+    fn resource(kind: ResourceKind, name: &str, tagged: bool) -> DesiredResource {
+        let attributes = if tagged { json!({"tags": {"managed-by": "reconcile"}}) } else { json!({"name": name}) };
+        DesiredResource::new(Address::new(kind, name), name, attributes.as_object().cloned().unwrap())
+    }
+
+    fn present(tags: Value) -> Observed {
+        Observed::Present(json!({ "tags": tags }).as_object().cloned().unwrap())
+    }
+
+    #[test]
+    fn deletes_wait_for_what_was_made_after_them_and_members_go_before_their_resource() {
+        let role = resource(ResourceKind::IAM_ROLE, "runner", true);
+        let mut policy = resource(ResourceKind::IAM_ROLE_POLICY, "runner", false);
+        policy.parent = Some(role.address.clone());
+        policy.depends_on = vec![role.address.clone()];
+        let mut project = resource(ResourceKind::CODEBUILD_PROJECT, "nightly", true);
+        project.depends_on = vec![role.address.clone()];
+        let gone = resource(ResourceKind::ECR_REPOSITORY, "gone", true);
+        let resources = crate::engine::desired_resources([role.clone(), policy.clone(), project.clone(), gone]);
+        let member = Address::member(ResourceKind::IAM_ROLE_POLICY, "runner", "extra");
+        let observed = BTreeMap::from([
+            (role.address.clone(), present(json!({"managed-by": "reconcile"}))),
+            (policy.address.clone(), Observed::Present(Default::default())),
+            (member.clone(), Observed::Present(Default::default())),
+            (project.address.clone(), present(json!({"managed-by": "reconcile"}))),
+            (Address::new(ResourceKind::ECR_REPOSITORY, "gone"), Observed::Absent),
+        ]);
+        let (changes, findings) = changes(&resources, &observed);
+        assert!(findings.is_empty(), "{findings:?}");
+        let waits: BTreeMap<String, BTreeSet<String>> = changes
+            .iter()
+            .map(|c| {
+                assert_eq!(c.action, Action::Delete);
+                (c.address.to_string(), c.depends_on.iter().map(ToString::to_string).collect())
+            })
+            .collect();
+        assert_eq!(
+            waits,
+            BTreeMap::from([
+                (
+                    role.address.to_string(),
+                    [&project.address, &policy.address, &member].map(ToString::to_string).into()
+                ),
+                (policy.address.to_string(), [member.to_string()].into()),
+                (member.to_string(), BTreeSet::new()),
+                (project.address.to_string(), BTreeSet::new()),
+            ])
+        );
+    }
+
+    #[test]
+    fn an_untagged_declared_resource_refuses_the_destroy_and_nothing_of_it_is_deleted() {
+        let role = resource(ResourceKind::IAM_ROLE, "theirs", true);
+        let mut policy = resource(ResourceKind::IAM_ROLE_POLICY, "theirs", false);
+        policy.parent = Some(role.address.clone());
+        let setting = resource(ResourceKind::GITHUB_VARIABLE, "REGISTRY", false);
+        let resources = crate::engine::desired_resources([role.clone(), policy.clone(), setting.clone()]);
+        let observed = BTreeMap::from([
+            (role.address.clone(), present(json!({"team": "other"}))),
+            (policy.address.clone(), Observed::Present(Default::default())),
+            (setting.address.clone(), Observed::Present(Default::default())),
+        ]);
+        let (changes, findings) = changes(&resources, &observed);
+        assert!(changes.is_empty(), "{changes:?}");
+        let codes: Vec<(&str, Severity, String)> =
+            findings.iter().map(|f| (f.code.as_str(), f.severity, f.address.as_ref().unwrap().to_string())).collect();
+        assert_eq!(
+            codes,
+            vec![
+                (NOT_OURS_TO_DESTROY, Severity::Error, role.address.to_string()),
+                (NOT_DESTROYED, Severity::Warning, setting.address.to_string()),
+            ]
+        );
+        assert!(findings[0].refuses() && !findings[1].refuses());
+    }
+}
