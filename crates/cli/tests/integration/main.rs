@@ -18,6 +18,7 @@ mod faults;
 mod github;
 mod hostile;
 mod input;
+mod live;
 mod performance;
 mod permissions;
 mod policies;

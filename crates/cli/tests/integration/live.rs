@@ -1,0 +1,164 @@
+//! The live acceptance suite (crates/live, `scripts/live-test.sh`) run against the emulator, as
+//! it runs against a sandbox account: end to end, then nothing of the run left; a run stopped
+//! halfway cleaned by the sweeper; and no run at all without credentials or the right account.
+
+use std::time::Duration;
+
+use reconcile_live::names::Run;
+use reconcile_live::suite::{self, Options, Step};
+use reconcile_live::sweep::{self, Filter};
+use reconcile_live::{Failure, outcome};
+use reconcile_test_support::{TestAccount, emulator};
+
+fn options(account: &TestAccount, run: Run, stop_after: Option<Step>) -> Options {
+    Options {
+        reconcile: env!("CARGO_BIN_EXE_reconcile").into(),
+        sdk: account.sdk_config(),
+        env: Some(account.env().into_iter().map(|(name, value)| (name.to_owned(), value)).collect()),
+        account: account.id.clone(),
+        region: "us-east-1".to_owned(),
+        run,
+        // The emulator's CodeBuild has the account's GitHub credential: the runner is declared.
+        github_repository: Some("https://github.com/ROCm/rocm-bake-sandbox".to_owned()),
+        trail_wait: Duration::ZERO,
+        stop_after,
+    }
+}
+
+/// Every resource of the account whose name holds `prefix`, read as an administrator, apart
+/// from the suite's own sweeper.
+async fn named(account: &TestAccount, prefix: &str) -> Vec<String> {
+    let config = account.sdk_config();
+    let mut found = Vec::new();
+    let repositories = aws_sdk_ecr::Client::new(&config).describe_repositories().send().await.unwrap();
+    found.extend(repositories.repositories().iter().filter_map(|r| r.repository_name().map(str::to_owned)));
+    let buckets = aws_sdk_s3::Client::new(&config).list_buckets().send().await.unwrap();
+    found.extend(buckets.buckets().iter().filter_map(|b| b.name().map(str::to_owned)));
+    let iam = aws_sdk_iam::Client::new(&config);
+    found.extend(iam.list_roles().send().await.unwrap().roles().iter().map(|r| r.role_name().to_owned()));
+    let policies = iam.list_policies().scope(aws_sdk_iam::types::PolicyScopeType::Local).send().await.unwrap();
+    found.extend(policies.policies().iter().filter_map(|p| p.policy_name().map(str::to_owned)));
+    found.extend(aws_sdk_codebuild::Client::new(&config).list_projects().send().await.unwrap().projects().to_vec());
+    found.retain(|name| name.contains(prefix));
+    found
+}
+
+#[tokio::test]
+async fn the_live_suite_passes_end_to_end_against_the_emulator_and_leaves_nothing() {
+    let account = emulator().new_account().await;
+    let run = Run::start();
+    let prefix = run.prefix();
+    let options = options(&account, run, None);
+    let mut lines = Vec::new();
+    let reports = suite::run(&options, &mut |line| lines.push(line.to_owned()))
+        .await
+        .unwrap_or_else(|failure| panic!("{failure}\n{}", lines.join("\n")));
+    // What a maintainer reads in the scheduled job's log (shown with --nocapture).
+    println!("{}", lines.join("\n"));
+    let steps: Vec<Step> = reports.iter().map(|r| r.step).collect();
+    assert_eq!(steps.len(), 11, "{lines:#?}");
+    assert_eq!(steps.last(), Some(&Step::LeftBehind));
+    // Each step that runs reconcile says what it cost; the CI roles' says why it did not run.
+    for report in &reports {
+        match report.step {
+            Step::CiRoles => assert!(report.note.starts_with("not run"), "{report:?}"),
+            Step::LeftBehind => assert_eq!(report.requests, 0, "{report:?}"),
+            _ => assert!(report.requests > 0, "{report:?}"),
+        }
+    }
+    let drift = reports.iter().find(|r| r.step == Step::Drift).unwrap();
+    assert!(drift.note.starts_with("7 out-of-band changes, each seen"), "{drift:?}");
+    assert!(lines.iter().any(|l| l.contains("AWS requests")), "{lines:#?}");
+    assert_eq!(named(&account, &prefix).await, Vec::<String>::new(), "{lines:#?}");
+}
+
+#[tokio::test]
+async fn a_run_stopped_halfway_is_left_to_the_sweeper_which_deletes_it_and_nothing_else() {
+    let account = emulator().new_account().await;
+    // Someone else's repository in the same account, with a name like a run's but no run tag.
+    let lookalike = "rcl-live-0000000000/not-a-run";
+    aws_sdk_ecr::Client::new(&account.sdk_config())
+        .create_repository()
+        .repository_name(lookalike)
+        .send()
+        .await
+        .unwrap();
+    let run = Run::start();
+    let prefix = run.prefix();
+    let mut lines = Vec::new();
+    suite::run(&options(&account, run.clone(), Some(Step::Apply)), &mut |line| lines.push(line.to_owned()))
+        .await
+        .unwrap_or_else(|failure| panic!("{failure}\n{}", lines.join("\n")));
+    let left = named(&account, &prefix).await;
+    assert!(left.len() >= 6, "{left:?}");
+
+    let sdk = account.sdk_config();
+    // A run still young is not swept by age.
+    let young = sweep::find(&sdk, &Filter { run: None, older_than: Duration::from_secs(3600) }).await.unwrap();
+    assert_eq!(young, Vec::new());
+    let found = sweep::find(&sdk, &Filter { run: None, older_than: Duration::ZERO }).await.unwrap();
+    let kinds: Vec<sweep::Kind> = found.iter().map(|l| l.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            sweep::Kind::Project,
+            sweep::Kind::Role,
+            sweep::Kind::Policy,
+            sweep::Kind::Repository,
+            sweep::Kind::Repository,
+            sweep::Kind::Bucket
+        ],
+        "{found:#?}"
+    );
+    assert!(found.iter().all(|l| l.run == run.id()), "{found:#?}");
+    // Finding is a dry run: nothing deleted.
+    assert_eq!(named(&account, &prefix).await, left);
+
+    let mut deleted = Vec::new();
+    sweep::delete(&sdk, &found, &mut |line| deleted.push(line.to_owned())).await.unwrap();
+    assert_eq!(deleted.len(), found.len(), "{deleted:#?}");
+    assert_eq!(named(&account, &prefix).await, Vec::<String>::new());
+    assert_eq!(named(&account, "rcl-live-").await, [lookalike], "only the run's went");
+    // Again: nothing to find, nothing to do.
+    assert_eq!(sweep::find(&sdk, &Filter { run: None, older_than: Duration::ZERO }).await.unwrap(), Vec::new());
+}
+
+#[tokio::test]
+async fn without_credentials_or_with_another_accounts_the_suite_does_nothing() {
+    let account = emulator().new_account().await;
+    let mut other = options(&account, Run::start(), None);
+    other.account = "000000000000".to_owned();
+    let refused = suite::run(&other, &mut |_| {}).await.unwrap_err();
+    assert!(refused.to_string().contains("not the sandbox account 000000000000 the suite was given: nothing done"));
+    assert_eq!(named(&account, "rcl-live-").await, Vec::<String>::new());
+
+    let mut anonymous = options(&account, Run::start(), None);
+    anonymous.sdk = account
+        .sdk_config()
+        .into_builder()
+        .credentials_provider(aws_credential_types::provider::SharedCredentialsProvider::new(NoCredentials))
+        .build();
+    let not_run = suite::run(&anonymous, &mut |_| {}).await.map(|_| ());
+    assert!(matches!(not_run, Err(Failure::NotRun(_))), "{not_run:?}");
+    // It says so, and exits 0 only when asked to skip.
+    let (code, said) = outcome(&not_run, false);
+    assert_eq!(code, 1);
+    assert!(said.unwrap().starts_with("the live suite did not run: no AWS credentials"));
+    assert_eq!(outcome(&not_run, true).0, 0);
+    assert_eq!(outcome(&Err(Failure::Failed("x".to_owned())), true).0, 1, "a failure is never skipped");
+}
+
+/// A credentials provider with none to give, as the chain is on a machine with no AWS setup.
+#[derive(Debug)]
+struct NoCredentials;
+
+impl aws_credential_types::provider::ProvideCredentials for NoCredentials {
+    fn provide_credentials<'a>(&'a self) -> aws_credential_types::provider::future::ProvideCredentials<'a>
+    where
+        Self: 'a,
+    {
+        aws_credential_types::provider::future::ProvideCredentials::ready(Err(
+            aws_credential_types::provider::error::CredentialsError::not_loaded("no credentials in the chain"),
+        ))
+    }
+}
