@@ -275,8 +275,9 @@ pub enum Command {
     /// runner's role's inline policy or permissions boundary.
     Policy {
         /// `plan` (the plan role's: only what reconcile manages), `read-only` (the drift role's),
-        /// `apply` (the apply role's), `runner` (the runner's role's inline policy) or `boundary`
-        /// (its permissions boundary).
+        /// `apply` (the apply role's), `administrator` (what apply and destroy need with no CI
+        /// role's limits: a sandbox's), `runner` (the runner's role's inline policy) or
+        /// `boundary` (its permissions boundary).
         #[arg(value_enum)]
         role: PolicyRole,
         /// Which role under `[iam.roles]`, for `runner` and `boundary`, when there are several.
@@ -309,6 +310,9 @@ pub enum PolicyRole {
     Plan,
     ReadOnly,
     Apply,
+    /// An administrator's: everything apply and destroy do on what desired.toml declares, IAM
+    /// included (a sandbox role's, least privilege).
+    Administrator,
     Runner,
     Boundary,
 }

@@ -31,7 +31,7 @@ pub const DESCRIPTION: Description = Description {
     kinds: CodebuildKind::KINDS,
     sections: &[],
     desired: |desired, account, _| crate::desired(desired, account),
-    access: Access { reads, drift_reads, writes, ..Access::NONE },
+    access: Access { reads, drift_reads, writes, administers, ..Access::NONE },
     trail: &[
         KindTrail {
             kind: K::CODEBUILD_PROJECT,
@@ -122,6 +122,15 @@ fn drift_reads(desired: &Desired, account: &Account) -> Vec<Value> {
             vec!["*".to_owned()],
         ),
     ]
+}
+
+/// A destroy's: the runner's project deleted, which stops the nightly.
+fn administers(desired: &Desired, account: &Account) -> Vec<Value> {
+    let projects = project_arns(desired.codebuild.projects.iter(), account);
+    if projects.is_empty() {
+        return Vec::new();
+    }
+    vec![statement("DestroyTheRunnersProject", &["codebuild:DeleteProject"], projects)]
 }
 
 fn writes(desired: &Desired, account: &Account) -> Vec<Value> {

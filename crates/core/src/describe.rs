@@ -51,6 +51,11 @@ pub struct Access {
     pub drift_reads: StatementsFn,
     /// What apply writes: only what some state of the account can lead it to write.
     pub writes: StatementsFn,
+    /// What only an administrator writes besides (every change in IAM, a bucket's expiry and ACL,
+    /// and what `destroy` deletes): never a CI role's. With the rest, `reconcile policy
+    /// administrator`: the least an administrator's apply and destroy need (the live suite's
+    /// sandbox role).
+    pub administers: StatementsFn,
 }
 
 impl Access {
@@ -60,6 +65,7 @@ impl Access {
         survey_reads: |_, _| Vec::new(),
         drift_reads: |_, _| Vec::new(),
         writes: |_, _| Vec::new(),
+        administers: |_, _| Vec::new(),
     };
 }
 

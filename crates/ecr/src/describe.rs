@@ -40,7 +40,7 @@ pub const DESCRIPTION: Description = Description {
     kinds: EcrKind::KINDS,
     sections: &[],
     desired: |desired, account, _| crate::desired(desired, account),
-    access: Access { reads, survey_reads, writes, ..Access::NONE },
+    access: Access { reads, survey_reads, writes, administers, ..Access::NONE },
     trail: &[
         KindTrail {
             kind: K::ECR_REPOSITORY,
@@ -154,6 +154,21 @@ fn survey_reads(desired: &Desired, account: &Account) -> Vec<Value> {
     vec![
         json!({ "Sid": "EveryRepositoryOfTheRegistry", "Effect": "Allow", "Action": READS, "Resource": every_repository(account) }),
     ]
+}
+
+/// A destroy's: the declared repositories and their lifecycle policies deleted.
+fn administers(desired: &Desired, account: &Account) -> Vec<Value> {
+    let arn = |name: &str| reconcile_aws::arn(account, "ecr", &format!("repository/{name}"));
+    let repositories: Vec<String> = desired.ecr.repositories.iter().map(|r| arn(&r.name)).collect();
+    if repositories.is_empty() {
+        return Vec::new();
+    }
+    vec![json!({
+        "Sid": "DestroyTheDeclaredRepositories",
+        "Effect": "Allow",
+        "Action": ["ecr:DeleteLifecyclePolicy", "ecr:DeleteRepository"],
+        "Resource": repositories,
+    })]
 }
 
 fn writes(desired: &Desired, account: &Account) -> Vec<Value> {

@@ -247,6 +247,26 @@ pub fn apply_policy(desired: &Desired, account: &Account, catalog: &Catalog) -> 
     Ok(policy)
 }
 
+/// An administrator's policy for desired.toml: everything a plan, the drift check, apply and
+/// destroy read and write on what it declares, and nothing else (the live suite's sandbox role,
+/// least privilege). No denial: it is the role that makes what the CI roles may not.
+pub fn administrator_policy(desired: &Desired, account: &Account, catalog: &Catalog) -> Result<Value, String> {
+    let mut statements = catalog.statements(desired, account, |access| access.reads);
+    statements.extend(catalog.statements(desired, account, |access| access.survey_reads));
+    statements.extend(catalog.statements(desired, account, |access| access.drift_reads));
+    statements.extend(catalog.statements(desired, account, |access| access.writes));
+    statements.extend(catalog.statements(desired, account, |access| access.administers));
+    let policy = json!({ "Version": "2012-10-17", "Statement": statements });
+    if size(&policy) > INLINE_POLICY_LIMIT {
+        return Err(format!(
+            "the derived administrator policy would be {} characters, over IAM's limit of {INLINE_POLICY_LIMIT} for a \
+             role's inline policies",
+            size(&policy)
+        ));
+    }
+    Ok(policy)
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;

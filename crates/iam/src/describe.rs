@@ -74,7 +74,7 @@ pub const DESCRIPTION: Description = Description {
     kinds: IamKind::KINDS,
     sections: &[],
     desired: crate::spec::desired,
-    access: Access { reads, ..Access::NONE },
+    access: Access { reads, administers, ..Access::NONE },
     trail: &[
         KindTrail {
             kind: K::IAM_ROLE_BOUNDARY,
@@ -165,6 +165,72 @@ fn statement(sid: &str, actions: &[&str], resources: Vec<String>) -> Value {
 
 fn role_arn(account: &Account, name: &str) -> String {
     reconcile_aws::arn(account, "iam", &format!("role/{name}"))
+}
+
+/// Every change in IAM apply and destroy make, on what desired.toml declares: the roles (the
+/// runner's and the CI roles), the runner's boundaries, GitHub's identity provider.
+fn administers(desired: &Desired, account: &Account) -> Vec<Value> {
+    let mut statements = Vec::new();
+    let mut roles: Vec<String> = desired.iam.roles.iter().map(|r| role_arn(account, &r.name)).collect();
+    roles.extend(desired.ci.iter().flat_map(|ci| &ci.roles).map(|r| role_arn(account, &r.name)));
+    if !roles.is_empty() {
+        statements.push(statement(
+            "MakeChangeAndDestroyTheRoles",
+            &[
+                "iam:CreateRole",
+                "iam:UpdateRole",
+                "iam:UpdateAssumeRolePolicy",
+                "iam:TagRole",
+                "iam:UntagRole",
+                "iam:PutRolePolicy",
+                "iam:DeleteRolePolicy",
+                "iam:PutRolePermissionsBoundary",
+                "iam:DeleteRolePermissionsBoundary",
+                "iam:DetachRolePolicy",
+                "iam:ListInstanceProfilesForRole",
+                "iam:DeleteRole",
+            ],
+            roles,
+        ));
+        // Deleting a role someone put in an instance profile takes it out of the profile first.
+        statements.push(statement(
+            "TakeADestroyedRoleOutOfItsInstanceProfiles",
+            &["iam:RemoveRoleFromInstanceProfile"],
+            vec![reconcile_aws::arn(account, "iam", "instance-profile/*")],
+        ));
+    }
+    let boundaries: Vec<String> =
+        desired.iam.roles.iter().map(|role| crate::spec::policy_arn(account, &boundary_name(role))).collect();
+    if !boundaries.is_empty() {
+        statements.push(statement(
+            "MakeChangeAndDestroyTheBoundaries",
+            &[
+                "iam:CreatePolicy",
+                "iam:CreatePolicyVersion",
+                "iam:ListPolicyVersions",
+                "iam:DeletePolicyVersion",
+                "iam:TagPolicy",
+                "iam:UntagPolicy",
+                "iam:DeletePolicy",
+            ],
+            boundaries,
+        ));
+    }
+    if desired.ci.is_some() {
+        statements.push(statement(
+            "MakeChangeAndDestroyGitHubsIdentityProvider",
+            &[
+                "iam:CreateOpenIDConnectProvider",
+                "iam:AddClientIDToOpenIDConnectProvider",
+                "iam:RemoveClientIDFromOpenIDConnectProvider",
+                "iam:TagOpenIDConnectProvider",
+                "iam:UntagOpenIDConnectProvider",
+                "iam:DeleteOpenIDConnectProvider",
+            ],
+            vec![crate::ci::provider_arn(account)],
+        ));
+    }
+    statements
 }
 
 fn reads(desired: &Desired, account: &Account) -> Vec<Value> {

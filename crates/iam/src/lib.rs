@@ -35,7 +35,7 @@ use reconcile_core::spec::attributes;
 use reconcile_core::{Account, Address, Applied, Progress, ReconcileError, Reconciler, ResourceKind};
 use serde_json::Value;
 
-pub use ci::{apply_policy, plan_policy, provider_arn, read_only_policy, trust_widening};
+pub use ci::{administrator_policy, apply_policy, plan_policy, provider_arn, read_only_policy, trust_widening};
 pub use derive::{INLINE_POLICY_LIMIT, MANAGED_POLICY_LIMIT, boundary_name, boundary_policy, inline_policy};
 pub use describe::{DESCRIPTION, reconciler};
 pub use policy::{canonical, canonical_text, percent_decode};

@@ -47,6 +47,14 @@ enum Command {
         #[arg(long, value_enum)]
         stop_after: Option<Step>,
     },
+    /// Print the sandbox role's policy: what apply and destroy of a run need (`reconcile policy
+    /// administrator`), for every run's names, and what the sweeper reads to find runs.
+    Policy {
+        #[arg(long)]
+        reconcile: Option<PathBuf>,
+        #[arg(long, env = "RECONCILE_LIVE_GITHUB_REPOSITORY")]
+        github_repository: Option<String>,
+    },
     /// Find what runs left (their prefix and tag) and, with --delete, delete it.
     Sweep {
         /// Only runs that started at least this many minutes ago.
@@ -86,6 +94,12 @@ async fn main() -> ExitCode {
                     "{why}\nWhat run {run} made is left: `reconcile-live sweep --older-than-minutes 0 --delete` deletes it."
                 )),
                 not_run => not_run,
+            })
+        }
+        Command::Policy { reconcile, github_repository } => {
+            let reconcile = reconcile.unwrap_or_else(suite::default_reconcile);
+            suite::sandbox_policy(&reconcile, &account, &args.region, github_repository.as_deref()).map(|policy| {
+                say(&serde_json::to_string_pretty(&policy).unwrap_or_default());
             })
         }
         Command::Sweep { older_than_minutes, delete } => {

@@ -177,6 +177,19 @@ filter_groups = [[{{ type = "EVENT", pattern = "WORKFLOW_JOB_QUEUED" }}]]
     }
 }
 
+impl Run {
+    /// [`Run::desired`] once the suite has declared its bake target.
+    pub fn desired_with_added(&self, region: &str, github_repository: Option<&str>) -> String {
+        let [_, app] = self.repositories();
+        let declared = format!("\"{app}\" = {{}}\n");
+        self.desired(region, github_repository).replacen(
+            &declared,
+            &format!("{declared}\"{}\" = {{}}\n", self.added()),
+            1,
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,6 +225,12 @@ mod tests {
                 desired.ecr.repositories.iter().map(|r| r.name.clone()).collect();
             assert_eq!(names, run.repositories().into_iter().collect());
             assert_eq!(desired.codebuild.projects.len(), usize::from(github.is_some()));
+            let added = reconcile_core::Desired::parse(
+                std::path::Path::new("desired.toml"),
+                &run.desired_with_added("us-west-2", github),
+            )
+            .unwrap();
+            assert!(added.ecr.repositories.iter().any(|r| r.name == run.added()));
         }
     }
 

@@ -485,6 +485,61 @@ async fn attribution(suite: &mut Suite<'_>) -> Result<String, Failure> {
     })
 }
 
+/// The sandbox role's policy: `reconcile policy administrator` for a run's desired.toml (the
+/// bake target included, and the runner when `github_repository` is given), its run's names
+/// made the prefix's wildcard, and what the suite and the sweeper read besides to find runs.
+/// Derived by the binary under test, so it is what apply and destroy need, and no more.
+pub fn sandbox_policy(
+    reconcile: &Path,
+    account: &str,
+    region: &str,
+    github_repository: Option<&str>,
+) -> Result<Value, Failure> {
+    let run = Run::of("0000000000").expect("a run id");
+    let dir = tempfile::tempdir().map_err(|e| fail(format!("a working directory: {e}")))?;
+    let desired = dir.path().join("desired.toml");
+    std::fs::write(&desired, run.desired_with_added(region, github_repository))
+        .map_err(|e| fail(format!("writing desired.toml: {e}")))?;
+    let output = Command::new(reconcile)
+        .arg("--desired")
+        .arg(&desired)
+        .args(["policy", "administrator", "--account", account])
+        .output()
+        .map_err(|error| fail(format!("{} could not be run: {error}", reconcile.display())))?;
+    if !output.status.success() {
+        return Err(fail(format!("`reconcile policy administrator`: {}", String::from_utf8_lossy(&output.stderr))));
+    }
+    let derived = String::from_utf8_lossy(&output.stdout).replace(&run.prefix(), &format!("{}*", crate::names::PREFIX));
+    let mut policy: Value = serde_json::from_str(&derived).map_err(|e| fail(format!("the derived policy: {e}")))?;
+    let arn = |service: &str, resource: &str| match service {
+        "iam" => format!("arn:aws:iam::{account}:{resource}"),
+        "s3" => format!("arn:aws:s3:::{resource}"),
+        _ => format!("arn:aws:{service}:{region}:{account}:{resource}"),
+    };
+    let runs = format!("{}*", crate::names::PREFIX);
+    let statements =
+        policy["Statement"].as_array_mut().ok_or_else(|| fail("a policy without statements".to_owned()))?;
+    statements.push(serde_json::json!({
+        "Sid": "FindRuns",
+        "Effect": "Allow",
+        "Action": ["codebuild:ListProjects", "ecr:DescribeRepositories", "iam:ListPolicies", "iam:ListRoles", "s3:ListAllMyBuckets"],
+        "Resource": ["*"],
+    }));
+    statements.push(serde_json::json!({
+        "Sid": "ReadRunsTags",
+        "Effect": "Allow",
+        "Action": ["codebuild:BatchGetProjects", "ecr:ListTagsForResource", "iam:ListPolicyTags", "iam:ListRoleTags", "s3:GetBucketTagging"],
+        "Resource": [
+            arn("codebuild", &format!("project/{runs}")),
+            arn("ecr", &format!("repository/{runs}")),
+            arn("iam", &format!("policy/{runs}")),
+            arn("iam", &format!("role/{runs}")),
+            arn("s3", &runs),
+        ],
+    }));
+    Ok(policy)
+}
+
 /// Where the binary is when not given: next to this one (`cargo build` puts both there).
 pub fn default_reconcile() -> PathBuf {
     std::env::current_exe()

@@ -59,7 +59,7 @@ pub const DESCRIPTION: Description = Description {
     kinds: S3Kind::KINDS,
     sections: &[],
     desired: |desired, account, _| crate::desired(desired, account),
-    access: Access { reads, drift_reads, writes, ..Access::NONE },
+    access: Access { reads, drift_reads, writes, administers, ..Access::NONE },
     trail: &[
         KindTrail {
             kind: K::S3_BUCKET,
@@ -163,6 +163,30 @@ fn drift_reads(desired: &Desired, _: &Account) -> Vec<Value> {
         &["cloudwatch:ListMetrics", "cloudwatch:GetMetricStatistics"],
         vec!["*".to_owned()],
     )]
+}
+
+/// A bucket's expiry and ACL (and so making one that declares an expiry), and a destroy's
+/// emptying and deleting of the declared buckets.
+fn administers(desired: &Desired, account: &Account) -> Vec<Value> {
+    let buckets: Vec<String> = desired.s3.buckets.iter().map(|b| bucket_arn(account, b)).collect();
+    if buckets.is_empty() {
+        return Vec::new();
+    }
+    let objects = buckets.iter().map(|bucket| format!("{bucket}/*")).collect();
+    vec![
+        statement(
+            "TheBucketsExpiryAclAndDestroy",
+            &[
+                "s3:CreateBucket",
+                "s3:PutLifecycleConfiguration",
+                "s3:PutBucketAcl",
+                "s3:ListBucketVersions",
+                "s3:DeleteBucket",
+            ],
+            buckets,
+        ),
+        statement("EmptyTheBucketsOnDestroy", &["s3:DeleteObject", "s3:DeleteObjectVersion"], objects),
+    ]
 }
 
 fn writes(desired: &Desired, account: &Account) -> Vec<Value> {

@@ -25,6 +25,7 @@ pub async fn run(
         PolicyRole::Plan => Which::Plan,
         PolicyRole::ReadOnly => Which::ReadOnly,
         PolicyRole::Apply => Which::Apply,
+        PolicyRole::Administrator => Which::Administrator,
         PolicyRole::Runner => Which::Runner(runner_role(desired, key)?),
         PolicyRole::Boundary => Which::Boundary(runner_role(desired, key)?),
     };
@@ -45,6 +46,7 @@ pub async fn run(
         Which::Plan => Ok(reconcile_iam::plan_policy(desired, &account, &CATALOG)),
         Which::ReadOnly => Ok(reconcile_iam::read_only_policy(desired, &account, &CATALOG)),
         Which::Apply => reconcile_iam::apply_policy(desired, &account, &CATALOG),
+        Which::Administrator => reconcile_iam::administrator_policy(desired, &account, &CATALOG),
         Which::Runner(role) => reconcile_iam::inline_policy(desired, role, &account, &projects(role)),
         Which::Boundary(role) => reconcile_iam::boundary_policy(desired, role, &account, &projects(role)),
     }
@@ -57,6 +59,7 @@ enum Which<'a> {
     Plan,
     ReadOnly,
     Apply,
+    Administrator,
     Runner(&'a Role),
     Boundary(&'a Role),
 }

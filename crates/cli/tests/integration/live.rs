@@ -10,6 +10,9 @@ use reconcile_live::sweep::{self, Filter};
 use reconcile_live::{Failure, outcome};
 use reconcile_test_support::{TestAccount, emulator};
 
+use crate::permissions::{Watch, derived_policy, not_allowed};
+use crate::support::desired_file;
+
 fn options(account: &TestAccount, run: Run, stop_after: Option<Step>) -> Options {
     Options {
         reconcile: env!("CARGO_BIN_EXE_reconcile").into(),
@@ -48,7 +51,8 @@ async fn the_live_suite_passes_end_to_end_against_the_emulator_and_leaves_nothin
     let account = emulator().new_account().await;
     let run = Run::start();
     let prefix = run.prefix();
-    let options = options(&account, run, None);
+    let options = options(&account, run.clone(), None);
+    let watch = Watch::start(&account.env());
     let mut lines = Vec::new();
     let reports = suite::run(&options, &mut |line| lines.push(line.to_owned()))
         .await
@@ -70,6 +74,20 @@ async fn the_live_suite_passes_end_to_end_against_the_emulator_and_leaves_nothin
     assert!(drift.note.starts_with("7 out-of-band changes, each seen"), "{drift:?}");
     assert!(lines.iter().any(|l| l.contains("AWS requests")), "{lines:#?}");
     assert_eq!(named(&account, &prefix).await, Vec::<String>::new(), "{lines:#?}");
+
+    // Every write the binary made is one the administrator policy derived for the run's
+    // desired.toml allows (`reconcile policy administrator`: apply and destroy, IAM included)...
+    let github = options.github_repository.as_deref();
+    let desired = desired_file(&run.desired_with_added("us-east-1", github));
+    let administrator = derived_policy("administrator", &desired.path, None, &account.id);
+    let refused = not_allowed(&watch.writes(), &administrator);
+    assert!(refused.is_empty(), "{refused:#?}\n{administrator:#}");
+    // ...and every write of the run, the suite's own out-of-band changes included, one the
+    // sandbox role's policy allows (docs/live-testing.md), for any run's names.
+    let sandbox = suite::sandbox_policy(&options.reconcile, &account.id, "us-east-1", github).unwrap();
+    let refused = not_allowed(&watch.all_writes(), &sandbox);
+    assert!(refused.is_empty(), "{refused:#?}\n{sandbox:#}");
+    assert!(!sandbox.to_string().contains(run.id()), "{sandbox:#}");
 }
 
 #[tokio::test]
@@ -93,6 +111,7 @@ async fn a_run_stopped_halfway_is_left_to_the_sweeper_which_deletes_it_and_nothi
     assert!(left.len() >= 6, "{left:?}");
 
     let sdk = account.sdk_config();
+    let watch = Watch::start(&account.env());
     // A run still young is not swept by age.
     let young = sweep::find(&sdk, &Filter { run: None, older_than: Duration::from_secs(3600) }).await.unwrap();
     assert_eq!(young, Vec::new());
@@ -119,6 +138,11 @@ async fn a_run_stopped_halfway_is_left_to_the_sweeper_which_deletes_it_and_nothi
     assert_eq!(deleted.len(), found.len(), "{deleted:#?}");
     assert_eq!(named(&account, &prefix).await, Vec::<String>::new());
     assert_eq!(named(&account, "rcl-live-").await, [lookalike], "only the run's went");
+    // The sweeper's deletes, too, are the sandbox role's.
+    let sandbox =
+        suite::sandbox_policy(env!("CARGO_BIN_EXE_reconcile").as_ref(), &account.id, "us-east-1", Some("https://github.com/ROCm/rocm-bake-sandbox")).unwrap();
+    let refused = not_allowed(&watch.all_writes(), &sandbox);
+    assert!(refused.is_empty(), "{refused:#?}\n{sandbox:#}");
     // Again: nothing to find, nothing to do.
     assert_eq!(sweep::find(&sdk, &Filter { run: None, older_than: Duration::ZERO }).await.unwrap(), Vec::new());
 }

@@ -26,7 +26,14 @@ pub fn permission(request: &RecordedRequest) -> Option<(String, String)> {
     let resource = match (service, action) {
         ("sts", "GetCallerIdentity") => return None,
         ("s3", _) => return Some(s3_permission(request)),
-        ("ecr", _) => named("ecr", "repository"),
+        // A repository's name may hold `/`: the whole name, or what an ARN names after `repository/`.
+        ("ecr", _) => {
+            let name = match request.resource.split_once(":repository/") {
+                Some((_, name)) => name,
+                None => request.resource.as_str(),
+            };
+            format!("arn:aws:ecr:{region}:{id}:repository/{name}")
+        }
         ("codebuild", "ListSourceCredentials") | ("iam", "ListRoles") => "*".to_owned(),
         ("codebuild", "BatchGetBuilds") => {
             let project = request.resource.split(':').next().unwrap_or_default();
@@ -91,7 +98,9 @@ fn s3_permission(request: &RecordedRequest) -> (String, String) {
         ("PUT" | "DELETE", "lifecycle", _) => "PutLifecycleConfiguration",
         other => panic!("an S3 request this test does not know: {other:?} {request}"),
     };
-    (format!("s3:{action}"), format!("arn:aws:s3:::{path}"))
+    // DeleteObjects is checked object by object: on the bucket's objects.
+    let objects = if action == "DeleteObjectVersion" && !is_object { "/*" } else { "" };
+    (format!("s3:{action}"), format!("arn:aws:s3:::{path}{objects}"))
 }
 
 pub use reconcile_iam::evaluate::matches;
@@ -162,6 +171,13 @@ impl Watch {
         );
     }
 
+    /// Every write sent with these keys since `start`, the binary's and anyone else's (a test's
+    /// own SDK calls).
+    pub fn all_writes(&self) -> Vec<RecordedRequest> {
+        let Some(access_key) = self.access_key.as_deref() else { return Vec::new() };
+        emulator().requests_of(access_key).into_iter().filter(|r| r.at >= self.since && r.is_write()).collect()
+    }
+
     /// Every write the binary sent with these keys since `start`.
     pub fn writes(&self) -> Vec<RecordedRequest> {
         // A run without keys reaches no account (or not the emulator's).
@@ -189,11 +205,16 @@ pub fn not_allowed(writes: &[RecordedRequest], policy: &Value) -> Vec<String> {
 
 /// `reconcile policy apply` for `desired` in `account`.
 pub fn apply_policy(desired: &Path, dir: Option<&Path>, account: &str) -> Value {
+    derived_policy("apply", desired, dir, account)
+}
+
+/// `reconcile policy <role>` for `desired` in `account`.
+pub fn derived_policy(role: &str, desired: &Path, dir: Option<&Path>, account: &str) -> Value {
     let mut command = crate::support::command(Some(desired));
     if let Some(dir) = dir {
         command.current_dir(dir);
     }
-    let output = command.args(["policy", "apply", "--account", account]).output().unwrap();
+    let output = command.args(["policy", role, "--account", account]).output().unwrap();
     assert!(
         output.status.success(),
         "{} was applied, but no apply policy derives from it: {}",
