@@ -336,6 +336,7 @@ impl Impact {
     pub fn contents(items: &str, count: u64, bytes: u64) -> Impact {
         let line = match count {
             0 => format!("no {items}: it is empty"),
+            1 => format!("1 {}, {}", items.trim_end_matches('s'), crate::units::bytes(bytes)),
             _ => format!("{count} {items}, {}", crate::units::bytes(bytes)),
         };
         let numbers = serde_json::json!({ items: count, "bytes": bytes });

@@ -39,16 +39,7 @@ pub fn outcome(result: &Result<(), Failure>, skip_allowed: bool) -> (u8, Option<
     }
 }
 
-/// An error and its causes, `: `-separated: the SDK's own message is under its display.
+/// An error and its causes, as reconcile says them everywhere.
 pub(crate) fn chain(error: &dyn std::error::Error) -> String {
-    let mut messages = vec![error.to_string()];
-    let mut next = error.source();
-    while let Some(error) = next {
-        let message = error.to_string();
-        if !messages.iter().any(|m| m.contains(&message)) {
-            messages.push(message);
-        }
-        next = error.source();
-    }
-    messages.join(": ")
+    reconcile_core::reconciler::error_chain(error)
 }

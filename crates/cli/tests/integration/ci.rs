@@ -365,3 +365,17 @@ async fn a_pull_request_changing_the_repository_is_an_error_naming_who_would_be_
     assert!(drift.stdout.contains("Error [S104]"), "{}", drift.stdout);
     assert!(!drift.stdout.contains("D108"), "{}", drift.stdout);
 }
+
+#[tokio::test]
+async fn the_apply_role_refuses_a_destroy_of_what_only_an_administrator_deletes_before_any_write() {
+    let (account, desired) = bootstrapped().await;
+    let apply_role = account.assume("rocm-bake-reconcile-apply").await;
+    let refused = reconcile(&apply_role, &desired.path, &["destroy", "--auto-approve"]);
+    assert_eq!(refused.code, 3, "{}{}", refused.stdout, refused.stderr);
+    assert!(refused.stderr.contains("a CI role never makes these changes"), "{}", refused.stderr);
+    assert!(refused.stderr.contains("`iam_ci_role.apply`"), "{}", refused.stderr);
+    // What desired.toml gives no managed-by tag is not destroy's: said, and left.
+    assert!(refused.stdout.contains("[W604]"), "{}", refused.stdout);
+    let writes: Vec<String> = apply_role.requests().iter().filter(|r| r.is_write()).map(ToString::to_string).collect();
+    assert!(writes.is_empty(), "no write, not even the lock: {writes:?}");
+}

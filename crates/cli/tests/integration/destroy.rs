@@ -88,7 +88,7 @@ async fn destroy_deletes_what_reconcile_made_last_made_first_its_data_only_when_
     }
     let text = reconcile(&account, &desired.path, &["plan", "--destroy"]);
     assert!(text.stdout.contains("deleting it deletes 2 objects, 1.0 KiB"), "{}", text.stdout);
-    assert!(text.stdout.contains("deleting it deletes 1 images"), "{}", text.stdout);
+    assert!(text.stdout.contains("deleting it deletes 1 image, "), "{}", text.stdout);
     assert!(text.stdout.contains("to destroy."), "{}", text.stdout);
 
     // Images and objects go only with their flags: refused, nothing deleted.
@@ -110,10 +110,21 @@ async fn destroy_deletes_what_reconcile_made_last_made_first_its_data_only_when_
     assert!(shown.contains("Do you really want to destroy all these resources?"), "{shown}");
     assert_eq!(held(&account).await, made);
 
+    let markdown = reconcile(&account, &desired.path, &["plan", "--destroy", "--format", "markdown"]);
+    assert_eq!(markdown.code, 0, "{}", markdown.stderr);
+    assert!(markdown.stdout.contains("to destroy"), "{}", markdown.stdout);
+
+    let started = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
     let destroy =
         reconcile(&account, &desired.path, &["destroy", "--auto-approve", "--force-delete-images", "--empty-buckets"]);
     assert_eq!(destroy.code, 0, "{}{}", destroy.stdout, destroy.stderr);
     assert_eq!(held(&account).await, Vec::<String>::new(), "{}", destroy.stdout);
+    // Under the apply lock, as apply: taken in the bucket before the first delete.
+    let requests = account.requests();
+    let since: Vec<_> = requests.iter().filter(|r| r.at >= started && r.is_write()).collect();
+    let locked = since.iter().position(|r| r.method == "PUT" && r.path.ends_with("reconcile/apply.lock"));
+    let first_delete = since.iter().position(|r| r.action.starts_with("Delete") || r.method == "DELETE");
+    assert!(matches!((locked, first_delete), (Some(l), Some(d)) if l < d), "{since:#?}");
 
     // Then every declared resource is one to create, and a second destroy changes nothing.
     let plan = reconcile(&account, &desired.path, &["plan", "--format", "json"]);

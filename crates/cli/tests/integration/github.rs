@@ -371,7 +371,7 @@ async fn a_saved_plan_cut_down_to_the_nightly_switch_or_applied_without_its_toke
     let plan = run(&account, Some(TOKEN), &desired.path, &["plan", "--out", saved_arg]);
     assert_eq!(plan.code, 0, "{}", plan.stderr);
     let whole: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
-    assert_eq!(whole["made_with"], json!({ "prune": false, "github": true }));
+    assert_eq!(whole["made_with"], json!({ "prune": false, "github": true, "destroy": false }));
 
     // Without the token: desired.toml declares [github], so the token is named, nothing is written.
     let writes = account.writes().len();

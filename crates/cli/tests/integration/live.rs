@@ -139,12 +139,27 @@ async fn a_run_stopped_halfway_is_left_to_the_sweeper_which_deletes_it_and_nothi
     assert_eq!(named(&account, &prefix).await, Vec::<String>::new());
     assert_eq!(named(&account, "rcl-live-").await, [lookalike], "only the run's went");
     // The sweeper's deletes, too, are the sandbox role's.
-    let sandbox =
-        suite::sandbox_policy(env!("CARGO_BIN_EXE_reconcile").as_ref(), &account.id, "us-east-1", Some("https://github.com/ROCm/rocm-bake-sandbox")).unwrap();
+    let sandbox = suite::sandbox_policy(
+        env!("CARGO_BIN_EXE_reconcile").as_ref(),
+        &account.id,
+        "us-east-1",
+        Some("https://github.com/ROCm/rocm-bake-sandbox"),
+    )
+    .unwrap();
     let refused = not_allowed(&watch.all_writes(), &sandbox);
     assert!(refused.is_empty(), "{refused:#?}\n{sandbox:#}");
     // Again: nothing to find, nothing to do.
     assert_eq!(sweep::find(&sdk, &Filter { run: None, older_than: Duration::ZERO }).await.unwrap(), Vec::new());
+}
+
+/// docs/live-sandbox-policy.json is what `reconcile-live policy` derives for its account.
+#[test]
+fn the_documented_sandbox_policy_is_the_derived_one() {
+    let derived =
+        suite::sandbox_policy(env!("CARGO_BIN_EXE_reconcile").as_ref(), "123456789012", "us-west-2", None).unwrap();
+    let path = reconcile_test_support::workspace_root().join("docs/live-sandbox-policy.json");
+    let documented: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(documented, derived, "regenerate it: reconcile-live --region us-west-2 --account 123456789012 policy");
 }
 
 #[tokio::test]

@@ -265,7 +265,7 @@ fn workflows_pin_actions_by_commit_and_install_reconcile_with_the_action() {
     let mut files = vec![root.join("action.yml"), root.join("README.md")];
     files_under(&root.join(".github/workflows"), "yml", &mut files);
     files_under(&root.join("examples/github-workflows"), "yml", &mut files);
-    assert_eq!(files.len(), 8, "{files:?}");
+    assert_eq!(files.len(), 9, "{files:?}");
     for file in &files {
         let text = std::fs::read_to_string(file).unwrap();
         assert!(
