@@ -72,14 +72,12 @@ pub fn to_pretty(value: &Value) -> String {
 
 /// JSON text with the bidirectional controls escaped as `\u202e`: the same string to a parser.
 pub fn escape_bidi(text: String) -> String {
-    if !text.chars().any(crate::render::is_bidi) {
+    if !text.chars().any(crate::text::is_bidi) {
         return text;
     }
     // Outside its strings JSON holds only ASCII, so each is inside a string, where the escape
     // means the character itself.
-    text.chars()
-        .map(|c| if crate::render::is_bidi(c) { format!("\\u{:04x}", c as u32) } else { c.to_string() })
-        .collect()
+    text.chars().map(|c| if crate::text::is_bidi(c) { format!("\\u{:04x}", c as u32) } else { c.to_string() }).collect()
 }
 
 /// A short, stable fingerprint of a value's canonical form (64-bit FNV-1a, hex).

@@ -24,6 +24,7 @@ pub mod retry;
 pub mod saved;
 pub mod spec;
 pub mod terraform;
+pub mod text;
 pub mod time;
 pub mod units;
 pub mod variables;

@@ -177,18 +177,7 @@ fn attribution_json(attribution: Option<&crate::plan::Attribution>) -> Value {
     }
 }
 
-/// A character that must not reach a reader as itself: a control character (an escape sequence
-/// that would clear the screen or recolour what follows, a carriage return that would overwrite
-/// the line, a line break that would start a workflow command in a job log) or a bidirectional
-/// control (U+202E and its kin), which makes text read in another order than it is written.
-pub fn is_hidden(c: char) -> bool {
-    c.is_control() || is_bidi(c)
-}
-
-/// A bidirectional control: the marks, embeddings, overrides and isolates.
-pub fn is_bidi(c: char) -> bool {
-    matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-}
+pub use crate::text::{is_bidi, is_hidden};
 
 /// `text` as it may be shown on a terminal or a log line: every [hidden](is_hidden) character a
 /// live value carried is shown escaped, as `\u{1b}`, not sent.

@@ -74,6 +74,8 @@ async fn the_live_suite_passes_end_to_end_against_the_emulator_and_leaves_nothin
     assert!(drift.note.starts_with("7 out-of-band changes, each seen"), "{drift:?}");
     assert!(lines.iter().any(|l| l.contains("AWS requests")), "{lines:#?}");
     assert_eq!(named(&account, &prefix).await, Vec::<String>::new(), "{lines:#?}");
+    // Nor anything else: the account was empty, and the run's tag is on nothing either.
+    assert_eq!(named(&account, "").await, Vec::<String>::new(), "{lines:#?}");
 
     // Every write the binary made is one the administrator policy derived for the run's
     // desired.toml allows (`reconcile policy administrator`: apply and destroy, IAM included)...
