@@ -188,7 +188,8 @@ pub async fn plan_with(
         });
     }
     Finding::rank(&mut findings);
-    Ok(Plan { changes, findings, observed, impacts, ..Plan::new(&account.id, &account.region) })
+    let destroy = options.destroy;
+    Ok(Plan { changes, findings, observed, impacts, destroy, ..Plan::new(&account.id, &account.region) })
 }
 
 /// Every reconciler observes its share of `wanted`, all at once; the observations of those that

@@ -245,6 +245,8 @@ pub struct Plan {
     pub attributions: BTreeMap<Address, Attribution>,
     /// What every attribution shares: how far back it looked, and CloudTrail's delivery delay.
     pub attribution_note: Option<String>,
+    /// A destroy plan (`plan --destroy`): what is absent stays so, and nothing is made.
+    pub destroy: bool,
 }
 
 /// Who last changed a resource, as CloudTrail tells it.
@@ -375,6 +377,7 @@ impl Plan {
             made_by: None,
             attributions: BTreeMap::new(),
             attribution_note: None,
+            destroy: false,
         }
     }
 

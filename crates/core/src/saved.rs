@@ -114,7 +114,7 @@ pub fn from_json(value: &Value, known: &[ResourceKind]) -> Result<SavedPlan, Str
     let flag = |key: &str| value["made_with"][key].as_bool().unwrap_or(false);
     Ok(SavedPlan {
         made_with: MadeWith { prune: flag("prune"), github: flag("github"), destroy: flag("destroy") },
-        plan: Plan { changes, ..Plan::new(text("account")?, text("region")?) },
+        plan: Plan { changes, destroy: flag("destroy"), ..Plan::new(text("account")?, text("region")?) },
         desired_fingerprint,
         observed_fingerprints,
     })

@@ -180,6 +180,8 @@ pub fn view(plan: &Plan, inputs: Inputs<'_>) -> Value {
             // Unchanged: what was observed of the managed fields is what is desired.
             None => match (desired, observed) {
                 (Some(desired), crate::plan::Observed::Present(_)) => (Some(desired.clone()), Some(desired.clone())),
+                // A destroy makes nothing: what is absent is not in its plan.
+                (Some(_), crate::plan::Observed::Absent) if plan.destroy => continue,
                 (Some(desired), crate::plan::Observed::Absent) => (None, Some(desired.clone())),
                 (None, _) => continue,
             },
@@ -421,6 +423,37 @@ mod tests {
                 (c["address"].as_str().unwrap().to_owned(), actions.collect())
             })
             .collect()
+    }
+
+    #[test]
+    fn a_destroy_plan_deletes_what_it_deletes_keeps_what_it_leaves_and_makes_nothing() {
+        let mut plan = Plan { destroy: true, ..Plan::new("123456789012", "us-east-1") };
+        let (gone, kept, absent) =
+            (Address::new(THING, "gone"), Address::new(THING, "kept"), Address::new(THING, "absent"));
+        plan.observed.insert(gone.clone(), Observed::Present(object(json!({ "size": 1 }))));
+        plan.observed.insert(kept, Observed::Present(object(json!({ "size": 2 }))));
+        plan.observed.insert(absent, Observed::Absent);
+        plan.changes.push(Change {
+            address: gone,
+            action: Action::Delete,
+            before: Some(object(json!({ "size": 1 }))),
+            after: None,
+            depends_on: vec![],
+        });
+        let declared =
+            [("gone", json!({ "size": 1 })), ("kept", json!({ "size": 2 })), ("absent", json!({ "size": 3 }))];
+        let view = view_of(&plan, &declared);
+        assert_eq!(
+            actions(&view),
+            [
+                ("aws_thing.thing[\"gone\"]".to_owned(), vec!["delete".to_owned()]),
+                ("aws_thing.thing[\"kept\"]".to_owned(), vec!["no-op".to_owned()]),
+            ]
+        );
+        assert_eq!(view["resource_changes"][0].get("action_reason"), None, "it is declared: no config reason");
+        let planned: Vec<&Value> =
+            view["planned_values"]["root_module"]["resources"].as_array().unwrap().iter().collect();
+        assert_eq!(planned.len(), 1, "only what the destroy leaves: {planned:?}");
     }
 
     #[test]
