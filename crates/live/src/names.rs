@@ -98,6 +98,11 @@ impl Run {
         format!("{}-nightly", self.prefix())
     }
 
+    /// A stand-in for a CI role (`plan`, `apply`), holding its derived policy.
+    pub fn ci_role(&self, purpose: &str) -> String {
+        format!("{}-ci-{purpose}", self.prefix())
+    }
+
     pub fn project(&self) -> String {
         format!("{}-runner", self.prefix())
     }
@@ -111,6 +116,7 @@ impl Run {
             ("ECR repository", self.added()),
             ("S3 bucket", self.bucket(account)),
             ("IAM role", self.role()),
+            ("IAM role", self.ci_role("apply")),
             ("IAM policy (the boundary)", self.boundary()),
             ("IAM inline policy", self.inline_policy()),
             ("CodeBuild project", self.project()),

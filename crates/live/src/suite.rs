@@ -32,7 +32,7 @@ pub enum Step {
     UsageAndCost,
     /// Who made a drift, once CloudTrail has the event (a bounded wait).
     Attribution,
-    /// The CI roles assumed, when the suite is given an OIDC token for them.
+    /// The CI roles' derived policies assumed (stand-in roles holding them) and held by IAM.
     CiRoles,
     Destroy,
     /// Nothing of the run left in the account.
@@ -72,6 +72,13 @@ pub struct StepReport {
     pub note: String,
 }
 
+/// A role session's keys.
+struct Keys {
+    id: String,
+    secret: String,
+    token: String,
+}
+
 /// One run of the binary.
 struct Ran {
     code: i32,
@@ -88,10 +95,23 @@ struct Suite<'a> {
 
 impl Suite<'_> {
     fn reconcile(&mut self, args: &[&str]) -> Result<Ran, Failure> {
+        self.reconcile_as(None, args)
+    }
+
+    /// [`Suite::reconcile`] with `keys` (a role's session) instead of the suite's credentials.
+    fn reconcile_as(&mut self, keys: Option<&Keys>, args: &[&str]) -> Result<Ran, Failure> {
         let mut command = Command::new(&self.options.reconcile);
         if let Some(env) = &self.options.env {
             command.env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default());
             command.envs(env.iter().map(|(name, value)| (name, value)));
+        }
+        if let Some(keys) = keys {
+            // The environment's keys come first in the standard chain, before any profile.
+            command
+                .env("AWS_ACCESS_KEY_ID", &keys.id)
+                .env("AWS_SECRET_ACCESS_KEY", &keys.secret)
+                .env("AWS_SESSION_TOKEN", &keys.token)
+                .env_remove("AWS_PROFILE");
         }
         // The binary's request count is logged at info; nothing else of the log is read.
         command.env("RECONCILE_LOG", "info").env("NO_COLOR", "1").env_remove("GITHUB_TOKEN").env_remove("GH_TOKEN");
@@ -114,7 +134,11 @@ impl Suite<'_> {
 
     /// Runs `reconcile <args>` and requires exit `code`.
     fn expect(&mut self, args: &[&str], code: i32) -> Result<Ran, Failure> {
-        let ran = self.reconcile(args)?;
+        self.expect_as(None, args, code)
+    }
+
+    fn expect_as(&mut self, keys: Option<&Keys>, args: &[&str], code: i32) -> Result<Ran, Failure> {
+        let ran = self.reconcile_as(keys, args)?;
         if ran.code != code {
             return Err(fail(format!(
                 "`reconcile {}` exited {}, not {code}\n--- stdout\n{}\n--- stderr\n{}",
@@ -268,9 +292,7 @@ pub async fn run(options: &Options, say: &mut dyn FnMut(&str)) -> Result<Vec<Ste
                 )
             }
             Step::Attribution => attribution(&mut suite).await?,
-            Step::CiRoles => {
-                "not run: the suite was given no OIDC token for the CI roles (docs/live-testing.md)".to_owned()
-            }
+            Step::CiRoles => ci_roles(&mut suite).await?,
             Step::Destroy => {
                 suite.expect(&["destroy", "--auto-approve", "--force-delete-images", "--empty-buckets"], 0)?;
                 let changes = suite.changes(&[])?;
@@ -403,6 +425,118 @@ async fn drift(suite: &mut Suite<'_>) -> Result<String, Failure> {
     Ok(format!("{} out-of-band changes, each seen: {}", expected.len(), expected.join(", ")))
 }
 
+/// The CI roles' derived policies under IAM's own evaluation: two roles of the run, trusted by
+/// the account, holding `reconcile policy plan` and `reconcile policy apply` as desired.toml
+/// derives them, assumed (IAM's propagation waited out); the plan role plans, the apply role
+/// puts a drift right, and the apply role's try at an IAM change is refused (by reconcile, which
+/// cannot tell the role from a CI role, or by IAM's denial), never made. GitHub's OIDC trust
+/// itself is not exercised (docs/live-testing.md). The roles are deleted at the end of the step
+/// (the sweeper's otherwise: prefix and run tag).
+async fn ci_roles(suite: &mut Suite<'_>) -> Result<String, Failure> {
+    let options = suite.options;
+    let account = suite.account().to_owned();
+    let iam = aws_sdk_iam::Client::new(&options.sdk);
+    let trust = serde_json::json!({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Effect": "Allow",
+            "Principal": { "AWS": format!("arn:aws:iam::{account}:root") },
+            "Action": "sts:AssumeRole",
+        }],
+    })
+    .to_string();
+    let tag = aws_sdk_iam::types::Tag::builder()
+        .key(crate::names::RUN_TAG)
+        .value(options.run.id())
+        .build()
+        .map_err(|e| fail(format!("a tag: {e}")))?;
+    let mut keys = Vec::new();
+    for purpose in ["plan", "apply"] {
+        let policy = suite.expect(&["policy", purpose, "--account", &account], 0)?.stdout;
+        let name = options.run.ci_role(purpose);
+        let made =
+            iam.create_role().role_name(&name).assume_role_policy_document(&trust).tags(tag.clone()).send().await;
+        made.map_err(|e| fail(format!("making the {purpose} role: {}", crate::chain(&e))))?;
+        let put = iam.put_role_policy().role_name(&name).policy_name("reconcile").policy_document(policy).send().await;
+        put.map_err(|e| fail(format!("putting the {purpose} role's policy: {}", crate::chain(&e))))?;
+        keys.push(assume(&options.sdk, &format!("arn:aws:iam::{account}:role/{name}"), options.run.id()).await?);
+    }
+    let (plan, apply) = (&keys[0], &keys[1]);
+    let result = async {
+        suite.expect_as(Some(plan), &["plan", "--detailed-exitcode"], 0)?;
+        // A drift the apply role puts right.
+        let [base, _] = options.run.repositories();
+        aws_sdk_ecr::Client::new(&options.sdk)
+            .put_image_tag_mutability()
+            .repository_name(&base)
+            .image_tag_mutability(aws_sdk_ecr::types::ImageTagMutability::Immutable)
+            .send()
+            .await
+            .map_err(|e| fail(format!("out of band, ECR tag mutability: {}", crate::chain(&e))))?;
+        suite.expect_as(Some(apply), &["apply", "--auto-approve"], 0)?;
+        suite.expect_as(Some(plan), &["plan", "--detailed-exitcode"], 0)?;
+        // An IAM change, which only an administrator makes.
+        iam.update_role()
+            .role_name(options.run.role())
+            .description("changed by hand")
+            .send()
+            .await
+            .map_err(|e| fail(format!("out of band, the runner's role: {}", crate::chain(&e))))?;
+        let tried = suite.reconcile_as(Some(apply), &["apply", "--auto-approve"])?;
+        let now = iam.get_role().role_name(options.run.role()).send().await;
+        let now = now.map_err(|e| fail(format!("reading the runner's role: {}", crate::chain(&e))))?;
+        let description = now.role().and_then(|r| r.description()).unwrap_or_default().to_owned();
+        let bounded = tried.code != 0 && description == "changed by hand";
+        // The emulator does not evaluate IAM, and the apply role reads its own trust there.
+        let emulated = options.sdk.endpoint_url().is_some();
+        if !bounded && !emulated {
+            return Err(fail(format!(
+                "the apply role changed the runner's role (exit {}):\n{}\n{}",
+                tried.code, tried.stdout, tried.stderr
+            )));
+        }
+        suite.expect(&["apply", "--auto-approve"], 0)?;
+        Ok(if bounded {
+            format!("the plan role planned, the apply role applied a drift and was kept from IAM (exit {})", tried.code)
+        } else {
+            "the plan role planned, the apply role applied a drift; IAM's denial is not evaluated by the emulator"
+                .to_owned()
+        })
+    }
+    .await;
+    for purpose in ["plan", "apply"] {
+        let name = options.run.ci_role(purpose);
+        let _ = iam.delete_role_policy().role_name(&name).policy_name("reconcile").send().await;
+        let deleted = iam.delete_role().role_name(&name).send().await;
+        deleted.map_err(|e| fail(format!("deleting the {purpose} role: {}", crate::chain(&e))))?;
+    }
+    result
+}
+
+/// A session of `role`, once IAM lets it be assumed: a role just made is not assumable everywhere
+/// at once (its propagation, seconds to a minute).
+async fn assume(sdk: &SdkConfig, role: &str, session: &str) -> Result<Keys, Failure> {
+    let sts = aws_sdk_sts::Client::new(sdk);
+    let mut last = String::new();
+    for attempt in 0..24 {
+        if attempt > 0 {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        }
+        match sts.assume_role().role_arn(role).role_session_name(format!("rcl-live-{session}")).send().await {
+            Ok(answer) => {
+                let credentials = answer.credentials().ok_or_else(|| fail("AssumeRole gave no keys".to_owned()))?;
+                return Ok(Keys {
+                    id: credentials.access_key_id().to_owned(),
+                    secret: credentials.secret_access_key().to_owned(),
+                    token: credentials.session_token().to_owned(),
+                });
+            }
+            Err(error) => last = crate::chain(&error),
+        }
+    }
+    Err(fail(format!("{role} could not be assumed within two minutes: {last}")))
+}
+
 /// A bake file naming one repository more: the plan refuses it, `declare` writes it into
 /// desired.toml, apply makes it, and the plan is clean again.
 fn bake_target(suite: &mut Suite<'_>) -> Result<(), Failure> {
@@ -519,6 +653,14 @@ pub fn sandbox_policy(
     let runs = format!("{}*", crate::names::PREFIX);
     let statements =
         policy["Statement"].as_array_mut().ok_or_else(|| fail("a policy without statements".to_owned()))?;
+    // The CiRoles step's stand-ins for the CI roles: made, given their derived policy, assumed,
+    // deleted.
+    statements.push(serde_json::json!({
+        "Sid": "TheStandInCiRoles",
+        "Effect": "Allow",
+        "Action": ["iam:CreateRole", "iam:TagRole", "iam:PutRolePolicy", "iam:DeleteRolePolicy", "iam:DeleteRole", "sts:AssumeRole"],
+        "Resource": [arn("iam", &format!("role/{runs}-ci-*"))],
+    }));
     statements.push(serde_json::json!({
         "Sid": "FindRuns",
         "Effect": "Allow",
