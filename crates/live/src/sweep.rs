@@ -1,11 +1,12 @@
-//! The sweeper: finds what runs of the suite left (a name with the runs' prefix and the run tag,
-//! both naming the same run) and, when asked, deletes it in dependency order: the project (its
+//! The sweeper: finds what runs of the suite left (a name with the runs' prefix and a run's id,
+//! which its run tag, if it has one, does not contradict) and, when asked, deletes it in dependency order: the project (its
 //! webhook first), the roles (their policies first), the boundaries, the repositories with their
 //! images, the buckets with their objects. A dry run by default; safe to run again.
 
 use std::fmt;
 use std::time::Duration;
 
+use aws_sdk_s3::error::ProvideErrorMetadata;
 use aws_types::SdkConfig;
 
 use crate::names::{PREFIX, RUN_TAG, Run};
@@ -56,11 +57,15 @@ impl fmt::Display for Leftover {
     }
 }
 
-/// The run a resource named `name` with `tags` belongs to, when both say the same one.
+/// The run a resource named `name` with `tags` belongs to: the one its name says, unless a run
+/// tag says another. A resource of a run's name without the tag is one a run made and was
+/// killed before tagging (S3 tags a bucket only after making it).
 fn run_of<'a>(name: &str, tags: impl IntoIterator<Item = (&'a str, &'a str)>) -> Option<Run> {
     let named = Run::named_in(name)?;
-    let tagged = tags.into_iter().find(|(key, _)| *key == RUN_TAG).and_then(|(_, value)| Run::of(value))?;
-    (named == tagged).then_some(named)
+    match tags.into_iter().find(|(key, _)| *key == RUN_TAG) {
+        None => Some(named),
+        Some((_, value)) => (Run::of(value).as_ref() == Some(&named)).then_some(named),
+    }
 }
 
 fn failed(what: &str) -> impl Fn(&dyn std::error::Error) -> Failure + '_ {
@@ -165,9 +170,13 @@ pub async fn find(sdk: &SdkConfig, filter: &Filter) -> Result<Vec<Leftover>, Fai
     let buckets = s3.list_buckets().send().await.map_err(|e| failed("list buckets")(&e))?;
     for bucket in buckets.buckets() {
         let Some(name) = bucket.name().filter(|n| n.starts_with(PREFIX)) else { continue };
-        // A bucket of another region answers from there: it is that region's sweep's.
-        let Ok(tags) = s3.get_bucket_tagging().bucket(name).send().await else { continue };
-        keep(&mut found, Kind::Bucket, name, run_of(name, tags.tag_set().iter().map(|t| (t.key(), t.value()))));
+        let tags = match s3.get_bucket_tagging().bucket(name).send().await {
+            Ok(tags) => tags.tag_set().to_vec(),
+            Err(error) if error.as_service_error().and_then(|e| e.meta().code()) == Some("NoSuchTagSet") => Vec::new(),
+            // A bucket of another region answers from there: it is that region's sweep's.
+            Err(_) => continue,
+        };
+        keep(&mut found, Kind::Bucket, name, run_of(name, tags.iter().map(|t| (t.key(), t.value()))));
     }
     found.sort();
     Ok(found)
@@ -254,15 +263,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_leftover_is_one_whose_name_and_tag_name_the_same_run() {
+    fn a_leftover_is_one_whose_name_names_a_run_its_tag_does_not_contradict() {
         let run = Run::start();
         let name = format!("{}/base", run.prefix());
         assert_eq!(run_of(&name, [(RUN_TAG, run.id())]), Some(run.clone()));
-        // A name alone, a tag alone, or the two naming different runs: not the sweeper's.
-        assert_eq!(run_of(&name, [("managed-by", "reconcile")]), None);
+        // Killed before it was tagged: its name says whose it is.
+        assert_eq!(run_of(&name, [("managed-by", "reconcile")]), Some(run.clone()));
+        // A tag alone, or a name and a tag naming different runs: not the sweeper's.
         assert_eq!(run_of("rocm-bake/pytorch", [(RUN_TAG, run.id())]), None);
         let other = Run::of("0000000abc").unwrap();
         assert_eq!(run_of(&name, [(RUN_TAG, other.id())]), None);
+        assert_eq!(run_of(&name, [(RUN_TAG, "not-a-run")]), None);
         let old = Filter { run: None, older_than: Duration::from_secs(3600) };
         assert!(!old.admits(&run) && old.admits(&other));
         let this = Filter { run: Some(run.clone()), older_than: Duration::ZERO };

@@ -96,11 +96,13 @@ async fn the_live_suite_passes_end_to_end_against_the_emulator_and_leaves_nothin
 #[tokio::test]
 async fn a_run_stopped_halfway_is_left_to_the_sweeper_which_deletes_it_and_nothing_else() {
     let account = emulator().new_account().await;
-    // Someone else's repository in the same account, with a name like a run's but no run tag.
+    // A repository named like a run's whose run tag says it is not that run's.
     let lookalike = "rcl-live-0000000000/not-a-run";
+    let tag = aws_sdk_ecr::types::Tag::builder().key(reconcile_live::names::RUN_TAG).value("someone-else").build();
     aws_sdk_ecr::Client::new(&account.sdk_config())
         .create_repository()
         .repository_name(lookalike)
+        .tags(tag.unwrap())
         .send()
         .await
         .unwrap();
@@ -153,6 +155,38 @@ async fn a_run_stopped_halfway_is_left_to_the_sweeper_which_deletes_it_and_nothi
     assert!(refused.is_empty(), "{refused:#?}\n{sandbox:#}");
     // Again: nothing to find, nothing to do.
     assert_eq!(sweep::find(&sdk, &Filter { run: None, older_than: Duration::ZERO }).await.unwrap(), Vec::new());
+}
+
+#[tokio::test]
+async fn a_run_killed_in_the_middle_of_its_apply_is_swept_to_nothing() {
+    let account = emulator().new_account().await;
+    let run = Run::start();
+    let desired = desired_file(&run.desired("us-east-1", Some("https://github.com/ROCm/rocm-bake-sandbox")));
+    let writes = || account.requests().iter().filter(|r| r.is_write()).count();
+    let before = writes();
+    let mut apply = crate::support::command(Some(&desired.path))
+        .args(["apply", "--auto-approve"])
+        .envs(account.env())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed outright (SIGKILL: no lock released, nothing finished) after its third write.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while writes() < before + 3 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    apply.kill().unwrap();
+    let status = apply.wait().unwrap();
+    assert_eq!(status.code(), None, "killed, not finished");
+    let left = named(&account, &run.prefix()).await;
+    assert!(!left.is_empty(), "the killed apply made something");
+
+    let sdk = account.sdk_config();
+    let found = sweep::find(&sdk, &Filter { run: Some(run.clone()), older_than: Duration::ZERO }).await.unwrap();
+    assert_eq!(found.len(), left.len(), "{found:#?} {left:#?}");
+    sweep::delete(&sdk, &found, &mut |_| {}).await.unwrap();
+    assert_eq!(named(&account, "").await, Vec::<String>::new());
 }
 
 /// docs/live-sandbox-policy.json is what `reconcile-live policy` derives for its account.
