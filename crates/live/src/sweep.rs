@@ -6,7 +6,6 @@
 use std::fmt;
 use std::time::Duration;
 
-use aws_sdk_s3::error::ProvideErrorMetadata;
 use aws_types::SdkConfig;
 
 use crate::names::{PREFIX, RUN_TAG, Run};
