@@ -21,6 +21,11 @@ pub fn text(plan: &Plan, report: &ApplyReport) -> String {
             .unwrap();
         }
     }
+    if report.succeeded() && plan.destroy {
+        // As Terraform's destroy says it.
+        writeln!(out, "Destroy complete! Resources: {} destroyed.", plan.summary().delete).unwrap();
+        return out;
+    }
     if report.succeeded() {
         let summary = plan.summary();
         writeln!(
@@ -131,7 +136,9 @@ pub fn json(plan: &Plan, report: &ApplyReport) -> Value {
 pub fn markdown(plan: &Plan, report: &ApplyReport) -> String {
     let (applied, failed, skipped) = counts(report);
     let mut out = format!("### reconcile apply to account {}, region {}\n\n", code(&plan.account), code(&plan.region));
-    if report.succeeded() {
+    if report.succeeded() && plan.destroy {
+        writeln!(out, "**Destroy complete: {applied} resources destroyed.**").unwrap();
+    } else if report.succeeded() {
         writeln!(out, "**Apply complete: {applied} resources changed.**").unwrap();
     } else if not_started(report) > 0 {
         let not_started = not_started(report);

@@ -118,6 +118,11 @@ async fn destroy_deletes_what_reconcile_made_last_made_first_its_data_only_when_
     let destroy =
         reconcile(&account, &desired.path, &["destroy", "--auto-approve", "--force-delete-images", "--empty-buckets"]);
     assert_eq!(destroy.code, 0, "{}{}", destroy.stdout, destroy.stderr);
+    assert!(
+        destroy.stdout.contains(&format!("Destroy complete! Resources: {} destroyed.", changes.len())),
+        "{}",
+        destroy.stdout
+    );
     assert_eq!(held(&account).await, Vec::<String>::new(), "{}", destroy.stdout);
     // Under the apply lock, as apply: taken in the bucket before the first delete.
     let requests = account.requests();
