@@ -126,13 +126,17 @@ impl Run {
     /// The run's desired.toml in `region`; with `github_repository` (a repository CodeBuild's
     /// credential in the account reaches), the runner project and its webhook too.
     pub fn desired(&self, region: &str, github_repository: Option<&str>) -> String {
+        // What the environment gives is quoted as a TOML string (JSON's escapes are TOML's), so
+        // no value adds a key of its own; reconcile then checks it as it checks any desired.toml.
+        let quoted = |value: &str| serde_json::Value::from(value).to_string();
+        let region = quoted(region);
         let id = &self.id;
         let tags = format!(r#"{{ managed-by = "reconcile", {RUN_TAG} = "{id}" }}"#);
         let [base, app] = self.repositories();
         let prefix = self.prefix();
         let mut text = format!(
             r#"# The live acceptance suite's run {id}: every name carries its prefix, every resource its tag.
-region = "{region}"
+region = {region}
 
 [ecr.defaults]
 lifecycle_policy = "keep-3-untagged"
@@ -162,13 +166,13 @@ tags = {tags}
             role = self.role(),
             policy = self.inline_policy(),
         );
-        if let Some(repository) = github_repository {
+        if let Some(repository) = github_repository.map(quoted) {
             text.push_str(&format!(
                 r#"
 [codebuild.projects.runner]
 name = "{project}"
 description = "The live acceptance suite's runner, run {id}"
-source_location = "{repository}"
+source_location = {repository}
 service_role = "runner"
 build_timeout_hours = 1
 tags = {tags}
@@ -238,6 +242,15 @@ mod tests {
             .unwrap();
             assert!(added.ecr.repositories.iter().any(|r| r.name == run.added()));
         }
+    }
+
+    #[test]
+    fn what_the_environment_gives_cannot_add_a_key() {
+        let run = Run::start();
+        let text = run.desired("us-west-2\"\n[iam.roles.x]\nname = \"y", Some("https://github.com/a/b\"\nx = \"1"));
+        let error = reconcile_core::Desired::parse(std::path::Path::new("desired.toml"), &text).unwrap_err();
+        assert!(!text.contains("\n[iam.roles.x]"), "{text}");
+        assert!(error.to_string().contains("region"), "{error}");
     }
 
     #[test]
