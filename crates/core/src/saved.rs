@@ -268,6 +268,9 @@ mod tests {
         let made_with = MadeWith { prune: true, github: true, destroy: true };
         let saved = from_json(&to_json(&plan(), "", made_with)).unwrap();
         assert_eq!(saved.made_with, made_with);
+        // A destroy plan read back is one: what it shows of the account makes nothing.
+        assert!(saved.plan.destroy);
+        assert!(!from_json(&to_json(&plan(), "", MadeWith::default())).unwrap().plan.destroy);
         // A file from before it was recorded: made without either.
         let mut old = to_json(&plan(), "", made_with);
         old.as_object_mut().unwrap().remove("made_with");
