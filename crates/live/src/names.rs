@@ -211,7 +211,13 @@ mod tests {
         let started = Run::start();
         assert_eq!(started.id().len(), ID_LEN);
         for run in [&longest, &started] {
-            for (what, name) in run.names("999999999999") {
+            let names = run.names("999999999999");
+            // Every name the run makes, of every kind a limit is known for.
+            assert_eq!(names.len(), 9, "{names:?}");
+            for (kind, _) in LIMITS {
+                assert!(names.iter().any(|(what, _)| what == kind), "no {kind} among {names:?}");
+            }
+            for (what, name) in names {
                 let limit = LIMITS.iter().find(|(kind, _)| *kind == what).unwrap().1;
                 assert!(name.len() <= limit, "{what} `{name}` is {} characters, over {limit}", name.len());
                 assert!(name.starts_with(PREFIX), "{name}");
