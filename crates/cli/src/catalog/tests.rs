@@ -579,3 +579,41 @@ fn every_ci_policy_names_each_statement_once() {
         }
     }
 }
+
+/// `reconcile schema`, and every policy derived for the project's desired.toml and the CI
+/// fixture, as they stand: moving where a kind is described (each crate owning its section)
+/// must leave them byte for byte.
+#[test]
+fn the_schema_and_every_derived_policy_stay_as_they_are() {
+    insta::assert_snapshot!(
+        "schema",
+        reconcile_core::json::to_pretty(&reconcile_core::desired::schema(&CATALOG.claims()))
+    );
+    let account = account();
+    for (name, text) in [("project", include_str!("../../../../desired.toml")), ("ci", BASE)] {
+        let desired = parse_desired(Path::new("desired.toml"), text).unwrap();
+        let mut policies = vec![
+            ("plan".to_owned(), Ok(reconcile_iam::plan_policy(&desired, &account, &CATALOG))),
+            ("read-only".to_owned(), Ok(read_only_policy(&desired, &account, &CATALOG))),
+            ("apply".to_owned(), apply_policy(&desired, &account, &CATALOG)),
+            ("administrator".to_owned(), reconcile_iam::administrator_policy(&desired, &account, &CATALOG)),
+        ];
+        for role in &desired.iam.roles {
+            let projects: Vec<String> = desired
+                .codebuild
+                .projects
+                .iter()
+                .filter(|p| p.service_role == role.key)
+                .map(|p| p.name.clone())
+                .collect();
+            let key = &role.key;
+            policies.push((format!("runner-{key}"), reconcile_iam::inline_policy(&desired, role, &account, &projects)));
+            policies
+                .push((format!("boundary-{key}"), reconcile_iam::boundary_policy(&desired, role, &account, &projects)));
+        }
+        for (role, policy) in policies {
+            let policy = policy.unwrap_or_else(|why| panic!("{name} {role}: {why}"));
+            insta::assert_snapshot!(format!("{name}_{role}_policy"), reconcile_core::json::to_pretty(&policy));
+        }
+    }
+}
