@@ -7,7 +7,7 @@ use reconcile_test_support::{TestAccount, emulator};
 use serde_json::Value;
 
 use crate::safety::push;
-use crate::support::{desired_file, json_changes, on_a_terminal, reconcile, small_account_with_runner};
+use crate::support::{desired_file, json_changes, on_a_terminal, reconcile, reconcile_with, small_account_with_runner};
 
 /// The small account with the runner, every resource tagged as reconcile's.
 fn tagged() -> String {
@@ -154,8 +154,26 @@ async fn a_declared_resource_without_reconciles_tag_refuses_the_whole_destroy() 
     .repository_arn()
     .unwrap()
     .to_owned();
-    client.untag_resource().resource_arn(arn).tag_keys("managed-by").send().await.unwrap();
+    client.untag_resource().resource_arn(arn.clone()).tag_keys("managed-by").send().await.unwrap();
+    // And it is another team's now: their tag and their partner's access.
+    let owner = aws_sdk_ecr::types::Tag::builder().key("owner").value("alice@example.com").build().unwrap();
+    client.tag_resource().resource_arn(arn).tags(owner).send().await.unwrap();
+    let partner = r#"{"Version":"2012-10-17","Statement":[{"Sid":"Partner","Effect":"Allow","Principal":{"AWS":"arn:aws:iam::210987654321:root"},"Action":"ecr:BatchGetImage"}]}"#;
+    client.set_repository_policy().repository_name("rocm-bake/triton").policy_text(partner).send().await.unwrap();
     let made = held(&account).await;
+
+    // A destroy plan made in a pull request's run is public: nothing of their repository in it.
+    let public = reconcile_with(
+        &account,
+        &desired.path,
+        &["plan", "--destroy", "--format", "markdown"],
+        &[("GITHUB_EVENT_NAME", "pull_request")],
+    );
+    assert_eq!(public.code, 3, "{}{}", public.stdout, public.stderr);
+    for planted in ["alice@example.com", "210987654321", "Partner"] {
+        assert!(!public.stdout.contains(planted) && !public.stderr.contains(planted), "{planted}: {}", public.stdout);
+    }
+    assert!(public.stdout.contains("W602"), "{}", public.stdout);
 
     let destroy =
         reconcile(&account, &desired.path, &["destroy", "--auto-approve", "--force-delete-images", "--empty-buckets"]);
