@@ -337,59 +337,66 @@ pub async fn run(options: &Options, say: &mut dyn FnMut(&str)) -> Result<Vec<Ste
     Ok(reports)
 }
 
+/// A change made by hand, as someone at the console would, that failed.
+fn by_hand(what: &str, error: &dyn std::error::Error) -> Failure {
+    fail(format!("out of band, {what}: {}", crate::chain(error)))
+}
+
 /// One change per kind made out of band, then the plan, which must show each.
 async fn drift(suite: &mut Suite<'_>) -> Result<String, Failure> {
     let options = suite.options;
     let sdk = &options.sdk;
     let [base, app] = options.run.repositories();
     let ecr = aws_sdk_ecr::Client::new(sdk);
-    let oob = |what: &'static str| {
-        move |error: &dyn std::error::Error| fail(format!("out of band, {what}: {}", crate::chain(error)))
-    };
     ecr.put_image_tag_mutability()
         .repository_name(&base)
         .image_tag_mutability(aws_sdk_ecr::types::ImageTagMutability::Immutable)
         .send()
         .await
-        .map_err(|e| oob("ECR tag mutability")(&e))?;
+        .map_err(|e| by_hand("ECR tag mutability", &e))?;
     let policy = r#"{"rules":[{"rulePriority":1,"selection":{"tagStatus":"untagged","countType":"imageCountMoreThan","countNumber":9},"action":{"type":"expire"}}]}"#;
     ecr.put_lifecycle_policy()
         .repository_name(&app)
         .lifecycle_policy_text(policy)
         .send()
         .await
-        .map_err(|e| oob("ECR lifecycle policy")(&e))?;
+        .map_err(|e| by_hand("ECR lifecycle policy", &e))?;
     let s3 = aws_sdk_s3::Client::new(sdk);
     let bucket = options.run.bucket(suite.account());
     // A tag added by hand, the others kept (S3 replaces the whole set).
-    let current = s3.get_bucket_tagging().bucket(&bucket).send().await.map_err(|e| oob("S3 bucket tags")(&e))?;
+    let current = s3.get_bucket_tagging().bucket(&bucket).send().await.map_err(|e| by_hand("S3 bucket tags", &e))?;
     let added = aws_sdk_s3::types::Tag::builder().key("added-by-hand").value("yes").build();
     let tagging = aws_sdk_s3::types::Tagging::builder()
         .set_tag_set(Some(current.tag_set().to_vec()))
-        .tag_set(added.map_err(|e| oob("a tag")(&e))?)
+        .tag_set(added.map_err(|e| by_hand("a tag", &e))?)
         .build()
-        .map_err(|e| oob("a tag set")(&e))?;
-    s3.put_bucket_tagging().bucket(&bucket).tagging(tagging).send().await.map_err(|e| oob("S3 bucket tags")(&e))?;
+        .map_err(|e| by_hand("a tag set", &e))?;
+    s3.put_bucket_tagging().bucket(&bucket).tagging(tagging).send().await.map_err(|e| by_hand("S3 bucket tags", &e))?;
     let rule = aws_sdk_s3::types::LifecycleRule::builder()
         .id("expire-after-30-days")
         .status(aws_sdk_s3::types::ExpirationStatus::Enabled)
         .filter(aws_sdk_s3::types::LifecycleRuleFilter::builder().prefix("").build())
         .expiration(aws_sdk_s3::types::LifecycleExpiration::builder().days(3).build())
         .build()
-        .map_err(|e| oob("a lifecycle rule")(&e))?;
+        .map_err(|e| by_hand("a lifecycle rule", &e))?;
     let lifecycle = aws_sdk_s3::types::BucketLifecycleConfiguration::builder()
         .rules(rule)
         .build()
-        .map_err(|e| oob("a lifecycle configuration")(&e))?;
+        .map_err(|e| by_hand("a lifecycle configuration", &e))?;
     s3.put_bucket_lifecycle_configuration()
         .bucket(&bucket)
         .lifecycle_configuration(lifecycle)
         .send()
         .await
-        .map_err(|e| oob("S3 lifecycle")(&e))?;
+        .map_err(|e| by_hand("S3 lifecycle", &e))?;
     let iam = aws_sdk_iam::Client::new(sdk);
     let role = options.run.role();
-    iam.update_role().role_name(&role).description("changed by hand").send().await.map_err(|e| oob("IAM role")(&e))?;
+    iam.update_role()
+        .role_name(&role)
+        .description("changed by hand")
+        .send()
+        .await
+        .map_err(|e| by_hand("IAM role", &e))?;
     let widened =
         r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:ListAllMyBuckets","Resource":"*"}]}"#;
     iam.put_role_policy()
@@ -398,7 +405,7 @@ async fn drift(suite: &mut Suite<'_>) -> Result<String, Failure> {
         .policy_document(widened)
         .send()
         .await
-        .map_err(|e| oob("IAM inline policy")(&e))?;
+        .map_err(|e| by_hand("IAM inline policy", &e))?;
     let mut expected = vec![
         format!("ecr_repository.{base}"),
         format!("ecr_lifecycle_policy.{app}"),
@@ -414,7 +421,7 @@ async fn drift(suite: &mut Suite<'_>) -> Result<String, Failure> {
             .timeout_in_minutes(17)
             .send()
             .await
-            .map_err(|e| oob("CodeBuild project")(&e))?;
+            .map_err(|e| by_hand("CodeBuild project", &e))?;
         expected.push("codebuild_project.runner".to_owned());
     }
     let changes = suite.changes(&[])?;
@@ -472,7 +479,7 @@ async fn ci_roles(suite: &mut Suite<'_>) -> Result<String, Failure> {
             .image_tag_mutability(aws_sdk_ecr::types::ImageTagMutability::Immutable)
             .send()
             .await
-            .map_err(|e| fail(format!("out of band, ECR tag mutability: {}", crate::chain(&e))))?;
+            .map_err(|e| by_hand("ECR tag mutability", &e))?;
         suite.expect_as(Some(apply), &["apply", "--auto-approve"], 0)?;
         suite.expect_as(Some(plan), &["plan", "--detailed-exitcode"], 0)?;
         // An IAM change, which only an administrator makes.
@@ -481,7 +488,7 @@ async fn ci_roles(suite: &mut Suite<'_>) -> Result<String, Failure> {
             .description("changed by hand")
             .send()
             .await
-            .map_err(|e| fail(format!("out of band, the runner's role: {}", crate::chain(&e))))?;
+            .map_err(|e| by_hand("the runner's role", &e))?;
         let tried = suite.reconcile_as(Some(apply), &["apply", "--auto-approve"])?;
         let now = iam.get_role().role_name(options.run.role()).send().await;
         let now = now.map_err(|e| fail(format!("reading the runner's role: {}", crate::chain(&e))))?;
@@ -571,8 +578,12 @@ async fn attribution(suite: &mut Suite<'_>) -> Result<String, Failure> {
     let [base, _] = options.run.repositories();
     // Scan on push turned the other way by hand.
     let ecr = aws_sdk_ecr::Client::new(&options.sdk);
-    let oob = |error: &dyn std::error::Error| fail(format!("out of band, ECR scan on push: {}", crate::chain(error)));
-    let described = ecr.describe_repositories().repository_names(&base).send().await.map_err(|e| oob(&e))?;
+    let described = ecr
+        .describe_repositories()
+        .repository_names(&base)
+        .send()
+        .await
+        .map_err(|e| by_hand("ECR scan on push", &e))?;
     let scans = described
         .repositories()
         .first()
@@ -580,7 +591,7 @@ async fn attribution(suite: &mut Suite<'_>) -> Result<String, Failure> {
         .is_some_and(|c| c.scan_on_push());
     let flipped = aws_sdk_ecr::types::ImageScanningConfiguration::builder().scan_on_push(!scans).build();
     let put = ecr.put_image_scanning_configuration().repository_name(&base).image_scanning_configuration(flipped);
-    put.send().await.map_err(|e| oob(&e))?;
+    put.send().await.map_err(|e| by_hand("ECR scan on push", &e))?;
     let address = format!("ecr_repository.{base}");
     let started = Instant::now();
     let seen = loop {
