@@ -23,6 +23,8 @@ mod terraform;
 
 use std::process::ExitCode;
 
+pub use catalog::{CATALOG, parse_desired};
+
 /// What `reconcile --version` says after the name: the version, the commit it was built from
 /// (`-dirty` when tracked files differed from it), and the target.
 pub const VERSION: &str =

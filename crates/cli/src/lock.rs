@@ -30,7 +30,7 @@ pub struct AwsLock<'a> {
 impl<'a> AwsLock<'a> {
     /// The lock, if desired.toml declares a bucket to keep it in.
     pub fn of(aws: &'a Aws, desired: &Desired, account: &Account) -> Option<AwsLock<'a>> {
-        let bucket = desired.s3.lock_bucket()?;
+        let bucket = reconcile_s3::declared(desired).lock_bucket()?;
         let lock = Lock::new(
             reconcile_s3::client(&aws.clients(account, desired, None, None)),
             &bucket.name.render(&account.id, &account.region),

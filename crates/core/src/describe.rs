@@ -56,6 +56,9 @@ pub struct Access {
     /// administrator`: the least an administrator's apply and destroy need (the live suite's
     /// sandbox role).
     pub administers: StatementsFn,
+    /// What a build on the runner needs on the crate's resources (the compiler cache's objects):
+    /// the runner role's inline policy and permissions boundary hold it, as IAM derives them.
+    pub runner: StatementsFn,
 }
 
 impl Access {
@@ -66,6 +69,7 @@ impl Access {
         drift_reads: |_, _| Vec::new(),
         writes: |_, _| Vec::new(),
         administers: |_, _| Vec::new(),
+        runner: |_, _| Vec::new(),
     };
 }
 
@@ -187,7 +191,13 @@ mod tests {
     static FIRST: Description = Description {
         name: "first",
         kinds: &[ResourceKind::S3_BUCKET, ResourceKind::S3_BUCKET_LIFECYCLE],
-        sections: &[Claim { name: "first", check: |_| Vec::new(), schema: || Value::Null }],
+        sections: &[Claim {
+            name: "first",
+            after: None,
+            types: |_| Ok(()),
+            read: |_| crate::desired::Read::refused(Vec::new()),
+            schema: || Value::Null,
+        }],
         desired: |_, _, _| Ok(Vec::new()),
         access: Access {
             reads: |_, _| statement("FirstReads"),
@@ -231,7 +241,7 @@ mod tests {
         assert_eq!(sids(|a| a.writes), ["FirstWrites"]);
         assert_eq!(sids(|a| a.drift_reads), Vec::<Value>::new());
         let none = Access::NONE;
-        for which in [none.reads, none.drift_reads, none.writes] {
+        for which in [none.reads, none.survey_reads, none.drift_reads, none.writes, none.administers, none.runner] {
             assert!(which(&desired, &account).is_empty());
         }
     }

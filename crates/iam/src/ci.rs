@@ -269,7 +269,6 @@ pub fn administrator_policy(desired: &Desired, account: &Account, catalog: &Cata
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
 
     use reconcile_core::desired::CiPurpose;
 
@@ -288,19 +287,25 @@ mod tests {
         use crate::evaluate::{Context, Principal, Request};
         let tagged = BASE
             .replace("lifecycle_policy = \"p\"\n", "lifecycle_policy = \"p\"\ntags = { managed-by = \"reconcile\" }\n");
-        let one = Desired::parse(Path::new("desired.toml"), &tagged).unwrap();
-        let three = Desired::parse(
-            Path::new("desired.toml"),
-            &tagged.replace("pytorch = {}\n", "pytorch = {}\nvllm = {}\nvllm-cache = {}\n"),
-        )
-        .unwrap();
+        let one = crate::testing::parse(&tagged);
+        let three =
+            crate::testing::parse(&tagged.replace("pytorch = {}\n", "pytorch = {}\nvllm = {}\nvllm-cache = {}\n"));
         let account = account();
         let role = &one.iam.roles[0];
         let projects = ["rocm-bake".to_owned()];
-        let inline = crate::derive::inline_policy(&one, role, &account, &projects).unwrap();
-        let boundary = crate::derive::boundary_policy(&one, role, &account, &projects).unwrap();
-        assert_eq!(inline, crate::derive::inline_policy(&three, &three.iam.roles[0], &account, &projects).unwrap());
-        assert_eq!(boundary, crate::derive::boundary_policy(&three, &three.iam.roles[0], &account, &projects).unwrap());
+        let inline = crate::derive::inline_policy(&one, &crate::testing::CATALOG, role, &account, &projects).unwrap();
+        let boundary =
+            crate::derive::boundary_policy(&one, &crate::testing::CATALOG, role, &account, &projects).unwrap();
+        assert_eq!(
+            inline,
+            crate::derive::inline_policy(&three, &crate::testing::CATALOG, &three.iam.roles[0], &account, &projects)
+                .unwrap()
+        );
+        assert_eq!(
+            boundary,
+            crate::derive::boundary_policy(&three, &crate::testing::CATALOG, &three.iam.roles[0], &account, &projects)
+                .unwrap()
+        );
         let runner = Principal { policies: std::slice::from_ref(&inline), boundary: Some(&boundary) };
         let repository = "arn:aws:ecr:us-east-1:123456789012:repository/vllm";
         let ours = Context::new().with("aws:ResourceTag/managed-by", &["reconcile"]);
@@ -322,16 +327,20 @@ mod tests {
             context: &Context::new()
         }));
         // Untagged repositories: named in the inline policy, the region's registry in the boundary.
-        let bare = Desired::parse(Path::new("desired.toml"), BASE).unwrap();
-        let boundary = crate::derive::boundary_policy(&bare, &bare.iam.roles[0], &account, &projects).unwrap();
+        let bare = crate::testing::parse(BASE);
+        let boundary =
+            crate::derive::boundary_policy(&bare, &crate::testing::CATALOG, &bare.iam.roles[0], &account, &projects)
+                .unwrap();
         assert!(boundary.to_string().contains("\"arn:aws:ecr:us-east-1:123456789012:repository/*\""), "{boundary}");
-        let inline = crate::derive::inline_policy(&bare, &bare.iam.roles[0], &account, &projects).unwrap();
+        let inline =
+            crate::derive::inline_policy(&bare, &crate::testing::CATALOG, &bare.iam.roles[0], &account, &projects)
+                .unwrap();
         assert!(inline.to_string().contains("repository/pytorch\""), "{inline}");
     }
 
     #[test]
     fn the_derived_trust_admits_nothing_more_and_each_widening_is_named() {
-        let desired = Desired::parse(Path::new("desired.toml"), BASE).unwrap();
+        let desired = crate::testing::parse(BASE);
         let role = desired.ci.as_ref().unwrap().role(CiPurpose::Apply).unwrap().clone();
         let derived = canonical(&trust_policy(&role, &account()), "aws");
         assert_eq!(trust_widening(&derived, &derived), Vec::<String>::new());

@@ -12,7 +12,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use reconcile_core::Account;
-use reconcile_core::desired::{APPLY_LOCK_KEY, Desired, Role, log_group, prune_marker};
+use reconcile_core::describe::Catalog;
+use reconcile_core::desired::{Desired, Role, log_group, prune_marker};
 use reconcile_core::json::to_compact;
 use serde_json::{Value, json};
 
@@ -36,21 +37,27 @@ const PUSH_PULL: [&str; 9] = [
 ];
 
 /// The derived inline policy of `role`, or why it cannot be one.
-pub fn inline_policy(desired: &Desired, role: &Role, account: &Account, projects: &[String]) -> Result<Value, String> {
+pub fn inline_policy(
+    desired: &Desired,
+    catalog: &Catalog,
+    role: &Role,
+    account: &Account,
+    projects: &[String],
+) -> Result<Value, String> {
     let repository_arn = |pattern: &str| reconcile_aws::arn(account, "ecr", &format!("repository/{pattern}"));
     if let Ok(marker) = prune_marker(desired) {
-        return Ok(build(desired, account, &Repositories::Tagged(marker), projects));
+        return Ok(build(desired, catalog, account, &Repositories::Tagged(marker), projects));
     }
     let names: Vec<&str> = desired.ecr.repositories.iter().map(|r| r.name.as_str()).collect();
 
     let arns: Vec<String> = names.iter().map(|name| repository_arn(name)).collect();
     // Too long with every repository listed: cover repositories that share a name prefix with
     // one `prefix*` pattern, until it fits or nothing is left to group (none, when it fits).
-    let excess =
-        size(&build(desired, account, &Repositories::Named(arns), projects)).saturating_sub(INLINE_POLICY_LIMIT);
+    let excess = size(&build(desired, catalog, account, &Repositories::Named(arns), projects))
+        .saturating_sub(INLINE_POLICY_LIMIT);
     let patterns = group_by_prefix(&names, excess, |pattern| repository_arn(pattern).chars().count());
     let named = Repositories::Named(patterns.iter().map(|p| repository_arn(p)).collect());
-    let policy = build(desired, account, &named, projects);
+    let policy = build(desired, catalog, account, &named, projects);
     let n_characters = size(&policy);
     if !fits(n_characters) {
         return Err(format!(
@@ -71,6 +78,7 @@ pub fn inline_policy(desired: &Desired, role: &Role, account: &Account, projects
 /// never without it.
 pub fn boundary_policy(
     desired: &Desired,
+    catalog: &Catalog,
     role: &Role,
     account: &Account,
     projects: &[String],
@@ -79,7 +87,7 @@ pub fn boundary_policy(
         Ok(marker) => Repositories::Tagged(marker),
         Err(_) => Repositories::Registry,
     };
-    let policy = build(desired, account, &repositories, projects);
+    let policy = build(desired, catalog, account, &repositories, projects);
     let n_characters = size(&policy);
     if n_characters > MANAGED_POLICY_LIMIT {
         return Err(format!(
@@ -117,7 +125,13 @@ enum Repositories {
     Registry,
 }
 
-fn build(desired: &Desired, account: &Account, repositories: &Repositories, projects: &[String]) -> Value {
+fn build(
+    desired: &Desired,
+    catalog: &Catalog,
+    account: &Account,
+    repositories: &Repositories,
+    projects: &[String],
+) -> Value {
     let every_repository = reconcile_aws::arn(account, "ecr", "repository/*");
     let mut statements = vec![json!({
         "Sid": "EcrLogin",
@@ -176,39 +190,8 @@ fn build(desired: &Desired, account: &Account, repositories: &Repositories, proj
             }));
         }
     }
-    let buckets: Vec<String> = desired
-        .s3
-        .buckets
-        .iter()
-        .map(|b| reconcile_aws::arn(account, "s3", &b.name.render(&account.id, &account.region)))
-        .collect();
-    if !buckets.is_empty() {
-        statements.push(json!({
-            "Sid": "CacheObjects",
-            "Effect": "Allow",
-            "Action": ["s3:DeleteObject", "s3:GetObject", "s3:PutObject"],
-            "Resource": buckets.iter().map(|b| format!("{b}/*")).collect::<Vec<_>>(),
-        }));
-        statements.push(json!({
-            "Sid": "CacheBucket",
-            "Effect": "Allow",
-            "Action": ["s3:GetBucketLocation", "s3:ListBucket"],
-            "Resource": buckets,
-        }));
-    }
-    // The apply lock lives in the cache bucket, whose objects the role may write: a build runs
-    // code from the nightly's repository, and must not hold, forge or delete the lock of the
-    // applies that change the account. An explicit deny, which no allow overrides.
-    if let Some(bucket) = desired.s3.lock_bucket() {
-        let bucket = reconcile_aws::arn(account, "s3", &bucket.name.render(&account.id, &account.region));
-        let lock = APPLY_LOCK_KEY.rsplit_once('/').map_or(APPLY_LOCK_KEY, |(prefix, _)| prefix);
-        statements.push(json!({
-            "Sid": "NotTheApplyLock",
-            "Effect": "Deny",
-            "Action": ["s3:*"],
-            "Resource": [format!("{bucket}/{lock}/*")],
-        }));
-    }
+    // What the other kinds' builds need of theirs: the compiler cache's objects.
+    statements.extend(catalog.statements(desired, account, |access| access.runner));
     if !projects.is_empty() {
         let groups: Vec<String> = projects
             .iter()
@@ -291,7 +274,6 @@ fn group_by_prefix(names: &[&str], excess: usize, entry_size: impl Fn(&str) -> u
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
 
     fn desired(repositories: &[String]) -> Desired {
         let mut text = String::from(
@@ -300,17 +282,23 @@ mod tests {
         for name in repositories {
             text.push_str(&format!("{name} = {{}}\n"));
         }
-        Desired::parse(Path::new("desired.toml"), &text).unwrap()
+        crate::testing::parse(&text)
     }
 
     fn derive(names: &[String]) -> Result<Value, String> {
         let desired = desired(names);
         let role = desired.iam.roles[0].clone();
-        inline_policy(&desired, &role, &Account::new("123456789012", "us-east-1"), &["rocm-bake".to_owned()])
+        inline_policy(
+            &desired,
+            &crate::testing::CATALOG,
+            &role,
+            &Account::new("123456789012", "us-east-1"),
+            &["rocm-bake".to_owned()],
+        )
     }
 
     #[test]
-    fn the_policy_names_every_repository_the_bucket_and_the_log_group() {
+    fn the_policy_names_every_repository_what_other_crates_ask_and_the_log_group() {
         let policy = derive(&["pytorch".into(), "pytorch-cache".into()]).unwrap();
         insta::assert_snapshot!(reconcile_core::json::to_pretty(&policy));
     }
@@ -390,13 +378,13 @@ mod tests {
     #[test]
     fn a_role_without_repositories_is_granted_none_and_its_boundary_has_a_name_and_a_limit() {
         // No `[ecr.repositories]` at all (an empty table is refused).
-        let bare = Desired::parse(
-            Path::new("desired.toml"),
+        let bare = crate::testing::parse(
             "region = \"us-east-1\"\n[iam.roles.codebuild]\nname = \"r\"\ntrusted_services = [\"codebuild.amazonaws.com\"]\n",
-        )
-        .unwrap();
+        );
         let account = Account::new("123456789012", "us-east-1");
-        let none = inline_policy(&bare, &bare.iam.roles[0], &account, &["rocm-bake".to_owned()]).unwrap();
+        let none =
+            inline_policy(&bare, &crate::testing::CATALOG, &bare.iam.roles[0], &account, &["rocm-bake".to_owned()])
+                .unwrap();
         for statement in none["Statement"].as_array().unwrap() {
             assert!(!statement["Resource"].as_array().is_some_and(Vec::is_empty), "{statement}");
             assert!(!statement.to_string().contains("ecr:PutImage"), "{statement}");
@@ -405,7 +393,9 @@ mod tests {
         let role = desired.iam.roles[0].clone();
         assert_eq!(boundary_name(&role), "rocm-bake-codebuild-boundary");
         // Exactly IAM's limit for a managed policy fits; a character more does not.
-        let sized = |projects: &[String]| size(&boundary_policy(&desired, &role, &account, projects).unwrap());
+        let sized = |projects: &[String]| {
+            size(&boundary_policy(&desired, &crate::testing::CATALOG, &role, &account, projects).unwrap())
+        };
         let mut projects: Vec<String> = Vec::new();
         while sized(&projects) < MANAGED_POLICY_LIMIT - 200 {
             projects.push(format!("p{}", projects.len()));
@@ -417,7 +407,7 @@ mod tests {
         }
         assert_eq!(sized(&projects), MANAGED_POLICY_LIMIT, "one more character of a name is one more of the policy");
         projects[last].push('x');
-        let refused = boundary_policy(&desired, &role, &account, &projects).unwrap_err();
+        let refused = boundary_policy(&desired, &crate::testing::CATALOG, &role, &account, &projects).unwrap_err();
         assert!(
             refused.contains("`rocm-bake-codebuild-boundary`") && refused.contains("over IAM's limit"),
             "{refused}"

@@ -22,6 +22,8 @@ mod policy;
 pub mod reach;
 mod spec;
 mod terraform;
+#[cfg(test)]
+mod testing;
 
 use std::collections::BTreeMap;
 

@@ -110,7 +110,7 @@ pub fn desired(
             ReconcileError::new(Some(&role_address), "read max_session_duration", "it is larger than IAM allows")
         })?;
         let boundary_address = Address::new(ResourceKind::IAM_ROLE_BOUNDARY, &role.key);
-        let boundary = boundary_policy(desired, role, account, &projects_using(desired, &role.key))
+        let boundary = boundary_policy(desired, catalog, role, account, &projects_using(desired, &role.key))
             .map_err(|why| ReconcileError::new(Some(&boundary_address), "derive the permissions boundary", why))?;
         let boundary_arn = policy_arn(account, &boundary_name(role));
         let spec = BoundarySpec {
@@ -134,7 +134,7 @@ pub fn desired(
                 .adopted(role.adopt),
         );
         let policy_address = Address::new(ResourceKind::IAM_ROLE_POLICY, &role.key);
-        let document = inline_policy(desired, role, account, &projects_using(desired, &role.key))
+        let document = inline_policy(desired, catalog, role, account, &projects_using(desired, &role.key))
             .map_err(|why| ReconcileError::new(Some(&policy_address), "derive the inline policy", why))?;
         let spec = RolePolicySpec {
             role: role.name.clone(),

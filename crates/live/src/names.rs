@@ -229,23 +229,29 @@ mod tests {
         assert!(bucket.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'), "{bucket}");
     }
 
+    /// A run's desired.toml, with the sections resource crates read.
+    fn parse(text: &str) -> Result<reconcile_core::Desired, reconcile_core::desired::DesiredErrors> {
+        reconcile_core::Desired::parse_claimed(std::path::Path::new("desired.toml"), text, &[&reconcile_s3::CLAIM])
+    }
+
     #[test]
     fn a_runs_desired_toml_is_valid_and_names_only_its_own_resources() {
         let run = Run::start();
         for github in [None, Some("https://github.com/ROCm/rocm-bake-sandbox")] {
             let text = run.desired("us-west-2", github);
-            let desired = reconcile_core::Desired::parse(std::path::Path::new("desired.toml"), &text)
-                .unwrap_or_else(|errors| panic!("{errors}\n{text}"));
+            let desired = parse(&text).unwrap_or_else(|errors| panic!("{errors}\n{text}"));
             assert_eq!(desired.region, "us-west-2");
             let names: std::collections::BTreeSet<String> =
                 desired.ecr.repositories.iter().map(|r| r.name.clone()).collect();
             assert_eq!(names, run.repositories().into_iter().collect());
             assert_eq!(desired.codebuild.projects.len(), usize::from(github.is_some()));
-            let added = reconcile_core::Desired::parse(
-                std::path::Path::new("desired.toml"),
-                &run.desired_with_added("us-west-2", github),
-            )
-            .unwrap();
+            let buckets: Vec<String> = reconcile_s3::declared(&desired)
+                .buckets
+                .iter()
+                .map(|b| b.name.render("999999999999", "us-west-2"))
+                .collect();
+            assert_eq!(buckets, [run.bucket("999999999999")]);
+            let added = parse(&run.desired_with_added("us-west-2", github)).unwrap();
             assert!(added.ecr.repositories.iter().any(|r| r.name == run.added()));
         }
     }
@@ -254,7 +260,7 @@ mod tests {
     fn what_the_environment_gives_cannot_add_a_key() {
         let run = Run::start();
         let text = run.desired("us-west-2\"\n[iam.roles.x]\nname = \"y", Some("https://github.com/a/b\"\nx = \"1"));
-        let error = reconcile_core::Desired::parse(std::path::Path::new("desired.toml"), &text).unwrap_err();
+        let error = parse(&text).unwrap_err();
         assert!(!text.contains("\n[iam.roles.x]"), "{text}");
         assert!(error.to_string().contains("region"), "{error}");
     }

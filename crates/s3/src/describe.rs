@@ -4,11 +4,11 @@
 
 use reconcile_core::ResourceKind as K;
 use reconcile_core::describe::{Access, Description, Index, KindTrail};
-use reconcile_core::desired::APPLY_LOCK_KEY;
 use reconcile_core::{Account, Desired};
 use serde_json::{Value, json};
 
 use crate::S3Kind;
+use crate::section::{APPLY_LOCK_KEY, Bucket, declared};
 
 /// Every event that changes a bucket's settings, as CloudTrail names them (`PutBucketLifecycle`
 /// for `PutBucketLifecycleConfiguration`, `PutBucketPublicAccessBlock` for
@@ -57,9 +57,9 @@ pub fn client(clients: &reconcile_aws::Clients<'_>) -> aws_sdk_s3::Client {
 pub const DESCRIPTION: Description = Description {
     name: "s3",
     kinds: S3Kind::KINDS,
-    sections: &[],
+    sections: &[crate::section::CLAIM],
     desired: |desired, account, _| crate::desired(desired, account),
-    access: Access { reads, drift_reads, writes, administers, ..Access::NONE },
+    access: Access { reads, drift_reads, writes, administers, runner, ..Access::NONE },
     trail: &[
         KindTrail {
             kind: K::S3_BUCKET,
@@ -141,12 +141,12 @@ fn statement(sid: &str, actions: &[&str], resources: Vec<String>) -> Value {
     json!({ "Sid": sid, "Effect": "Allow", "Action": actions, "Resource": resources })
 }
 
-fn bucket_arn(account: &Account, bucket: &reconcile_core::desired::Bucket) -> String {
+fn bucket_arn(account: &Account, bucket: &Bucket) -> String {
     reconcile_aws::arn(account, "s3", &bucket.name.render(&account.id, &account.region))
 }
 
 fn reads(desired: &Desired, account: &Account) -> Vec<Value> {
-    let buckets: Vec<String> = desired.s3.buckets.iter().map(|b| bucket_arn(account, b)).collect();
+    let buckets: Vec<String> = declared(desired).buckets.iter().map(|b| bucket_arn(account, b)).collect();
     if buckets.is_empty() {
         return Vec::new();
     }
@@ -155,7 +155,7 @@ fn reads(desired: &Desired, account: &Account) -> Vec<Value> {
 
 /// What the cache stores each day, for the nights' cost: CloudWatch has no resource to scope to.
 fn drift_reads(desired: &Desired, _: &Account) -> Vec<Value> {
-    if desired.s3.buckets.is_empty() {
+    if declared(desired).buckets.is_empty() {
         return Vec::new();
     }
     vec![statement(
@@ -168,7 +168,7 @@ fn drift_reads(desired: &Desired, _: &Account) -> Vec<Value> {
 /// A bucket's expiry and ACL (and so making one that declares an expiry), and a destroy's
 /// emptying and deleting of the declared buckets.
 fn administers(desired: &Desired, account: &Account) -> Vec<Value> {
-    let buckets: Vec<String> = desired.s3.buckets.iter().map(|b| bucket_arn(account, b)).collect();
+    let buckets: Vec<String> = declared(desired).buckets.iter().map(|b| bucket_arn(account, b)).collect();
     if buckets.is_empty() {
         return Vec::new();
     }
@@ -191,18 +191,56 @@ fn administers(desired: &Desired, account: &Account) -> Vec<Value> {
 
 fn writes(desired: &Desired, account: &Account) -> Vec<Value> {
     let mut statements = Vec::new();
-    let buckets: Vec<String> = desired.s3.buckets.iter().map(|b| bucket_arn(account, b)).collect();
+    let buckets: Vec<String> = declared(desired).buckets.iter().map(|b| bucket_arn(account, b)).collect();
     if !buckets.is_empty() {
         statements.push(statement("TheCompilerCacheBucket", &WRITES, buckets));
     }
-    let unexpiring: Vec<String> =
-        desired.s3.buckets.iter().filter(|b| b.lifecycle_rules.is_none()).map(|b| bucket_arn(account, b)).collect();
+    let unexpiring: Vec<String> = declared(desired)
+        .buckets
+        .iter()
+        .filter(|b| b.lifecycle_rules.is_none())
+        .map(|b| bucket_arn(account, b))
+        .collect();
     if !unexpiring.is_empty() {
         statements.push(statement("MakeTheBucketsWithoutAnExpiry", &["s3:CreateBucket"], unexpiring));
     }
-    if let Some(bucket) = desired.s3.lock_bucket() {
+    if let Some(bucket) = declared(desired).lock_bucket() {
         let lock = format!("{}/{APPLY_LOCK_KEY}", bucket_arn(account, bucket));
         statements.push(statement("TheApplyLock", &LOCK_WRITES, vec![lock]));
+    }
+    statements
+}
+
+/// What a build on the runner needs of the compiler cache: its objects, and never the apply
+/// lock's.
+fn runner(desired: &Desired, account: &Account) -> Vec<Value> {
+    let mut statements = Vec::new();
+    let buckets: Vec<String> = declared(desired).buckets.iter().map(|b| bucket_arn(account, b)).collect();
+    if !buckets.is_empty() {
+        statements.push(json!({
+            "Sid": "CacheObjects",
+            "Effect": "Allow",
+            "Action": ["s3:DeleteObject", "s3:GetObject", "s3:PutObject"],
+            "Resource": buckets.iter().map(|b| format!("{b}/*")).collect::<Vec<_>>(),
+        }));
+        statements.push(json!({
+            "Sid": "CacheBucket",
+            "Effect": "Allow",
+            "Action": ["s3:GetBucketLocation", "s3:ListBucket"],
+            "Resource": buckets,
+        }));
+    }
+    // The apply lock lives in the cache bucket, whose objects the role may write: a build runs
+    // code from the nightly's repository, and must not hold, forge or delete the lock of the
+    // applies that change the account. An explicit deny, which no allow overrides.
+    if let Some(bucket) = declared(desired).lock_bucket() {
+        let lock = APPLY_LOCK_KEY.rsplit_once('/').map_or(APPLY_LOCK_KEY, |(prefix, _)| prefix);
+        statements.push(json!({
+            "Sid": "NotTheApplyLock",
+            "Effect": "Deny",
+            "Action": ["s3:*"],
+            "Resource": [format!("{}/{lock}/*", bucket_arn(account, bucket))],
+        }));
     }
     statements
 }

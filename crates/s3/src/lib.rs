@@ -8,6 +8,7 @@
 mod describe;
 mod lifecycle;
 pub mod lock;
+mod section;
 mod spec;
 pub mod storage;
 mod terraform;
@@ -24,6 +25,7 @@ use reconcile_core::{Account, Address, Applied, Destroy, Progress, ReconcileErro
 
 pub use describe::{DESCRIPTION, client, reconciler};
 pub use lifecycle::{desired_rule, observed_rule};
+pub use section::{APPLY_LOCK_KEY, Bucket, CLAIM, S3, S3LifecycleRule, declared};
 pub use spec::desired;
 use spec::{BlockPublicAccess, BucketLifecycleSpec, BucketSpec, OWNER_ENFORCED, SSE_S3, VERSIONING_OFF};
 

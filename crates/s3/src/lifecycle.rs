@@ -5,8 +5,8 @@
 //! this reconciler does not declare (transitions, tag filters, ...) are kept, so a rule that
 //! does more than desired.toml says is drift rather than invisible.
 
+use crate::section::S3LifecycleRule;
 use aws_sdk_s3 as s3;
-use reconcile_core::desired::S3LifecycleRule;
 use reconcile_core::json::{object, to_compact};
 use serde_json::{Map, Value, json};
 

@@ -21,7 +21,7 @@ use reconcile_core::ReconcileError;
 use serde::{Deserialize, Serialize};
 
 /// Where the lock lives in the bucket.
-pub const LOCK_KEY: &str = reconcile_core::desired::APPLY_LOCK_KEY;
+pub const LOCK_KEY: &str = crate::section::APPLY_LOCK_KEY;
 
 /// Who holds the lock, as written in it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

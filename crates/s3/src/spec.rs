@@ -79,7 +79,7 @@ pub(crate) struct BucketLifecycleSpec {
 /// The buckets and lifecycle configurations desired.toml asks for. Pure: no client, no AWS.
 pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResource>, ReconcileError> {
     let mut resources = Vec::new();
-    for bucket in &desired.s3.buckets {
+    for bucket in &crate::section::declared(desired).buckets {
         let name = bucket.name.render(&account.id, &account.region);
         let bucket_address = Address::new(ResourceKind::S3_BUCKET, &bucket.key);
         let spec = BucketSpec {

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use reconcile_core::describe::{Access, Description, Index, KindTrail};
-use reconcile_core::desired::{Claim, DesiredError, Section};
+use reconcile_core::desired::{Claim, Read, Section};
 use reconcile_core::plan::{Change, DesiredResource, Observed};
 use reconcile_core::reconciler::{Applied, Observations, Progress};
 use reconcile_core::{Account, Address, Desired, ReconcileError, Reconciler, ResourceKind};
@@ -45,37 +45,34 @@ struct RawQueue {
     retention_days: Spanned<u32>,
 }
 
-fn check(section: &Section) -> Vec<DesiredError> {
-    let raw: RawExample = match section.parse() {
-        Ok(raw) => raw,
-        Err(errors) => return errors.0,
-    };
-    raw.queues
-        .iter()
-        .filter(|(_, queue)| !(1..=14).contains(queue.retention_days.get_ref()))
-        .map(|(name, queue)| {
-            section.error(
-                Some(queue.retention_days.span()),
-                &format!("queues.{name}.retention_days"),
-                "a queue keeps messages 1 to 14 days",
-            )
-        })
-        .collect()
+/// What the crate keeps of its section: each queue's retention, in days.
+type Retentions = BTreeMap<String, u32>;
+
+fn read(section: &Section) -> Read {
+    section.read(|locate, raw: RawExample, errors| {
+        for (name, queue) in &raw.queues {
+            if !(1..=14).contains(queue.retention_days.get_ref()) {
+                errors.push(locate.error(
+                    Some(queue.retention_days.span()),
+                    &format!("example.queues.{name}.retention_days"),
+                    "a queue keeps messages 1 to 14 days",
+                ));
+            }
+        }
+        raw.queues.into_iter().map(|(name, queue)| (name, queue.retention_days.into_inner())).collect::<Retentions>()
+    })
 }
 
-fn desired(desired: &Desired) -> Result<Vec<DesiredResource>, ReconcileError> {
-    let Some(section) = desired.section("example") else { return Ok(Vec::new()) };
-    let raw: RawExample =
-        section.parse().map_err(|errors| ReconcileError::new(None, "read `[example]`", errors.to_string()))?;
-    Ok(raw
-        .queues
-        .into_iter()
-        .map(|(name, queue)| {
+fn desired(desired: &Desired) -> Vec<DesiredResource> {
+    let Some(queues) = desired.section("example").and_then(Section::model::<Retentions>) else { return Vec::new() };
+    queues
+        .iter()
+        .map(|(name, days)| {
             let mut attributes = Map::new();
-            attributes.insert("retention_days".to_owned(), json!(queue.retention_days.into_inner()));
-            DesiredResource::new(Address::new(QUEUE, &name), &name, attributes)
+            attributes.insert("retention_days".to_owned(), json!(days));
+            DesiredResource::new(Address::new(QUEUE, name), name, attributes)
         })
-        .collect())
+        .collect()
 }
 
 fn statement(sid: &str, actions: &[&str], account: &Account) -> Vec<Value> {
@@ -86,8 +83,14 @@ fn statement(sid: &str, actions: &[&str], account: &Account) -> Vec<Value> {
 pub const DESCRIPTION: Description = Description {
     name: "example",
     kinds: ExampleKind::KINDS,
-    sections: &[Claim { name: "example", check, schema: || json!(schemars::schema_for!(RawExample)) }],
-    desired: |desired_file, _, _| desired(desired_file),
+    sections: &[Claim {
+        name: "example",
+        after: None,
+        types: Section::types::<RawExample>,
+        read,
+        schema: || json!(schemars::schema_for!(RawExample)),
+    }],
+    desired: |desired_file, _, _| Ok(desired(desired_file)),
     access: Access {
         reads: |_, account| statement("TheExampleQueues", &["sqs:GetQueueAttributes"], account),
         writes: |_, account| {

@@ -25,7 +25,7 @@ fn the_apply_policy_grants_only_what_this_desired_file_can_lead_apply_to_write()
     // No tags, no managed-by marker, no webhook, no bucket expiry: nothing to tag, nothing to
     // prune, no webhook to make; a webhook can still be deleted, and the bucket, which has no
     // expiry to be made with, made.
-    let bare = Desired::parse(Path::new("desired.toml"), BASE).unwrap();
+    let bare = crate::catalog::parse_desired(Path::new("desired.toml"), BASE).unwrap();
     let policy = apply_policy(&bare, &account(), &CATALOG).unwrap();
     let granted = sids(&policy);
     for absent in ["TheDeclaredRepositoriesTags", "TheRepositoriesReconcileManages", "TheRunnersWebhook"] {
@@ -39,7 +39,7 @@ fn the_apply_policy_grants_only_what_this_desired_file_can_lead_apply_to_write()
         .replace("name = \"cache-${account_id}\"\n", "name = \"cache-${account_id}\"\nlifecycle_rules = [{ id = \"x\", expiration_days = 30 }]\n")
         .replace("trusted_services = [\"codebuild.amazonaws.com\"]\n", "trusted_services = [\"codebuild.amazonaws.com\"]\ntags = { a = \"b\" }\n")
         .replace("build_timeout_hours = 4\n", "build_timeout_hours = 4\n[codebuild.projects.runner.webhook]\nfilter_groups = [[{ type = \"EVENT\", pattern = \"WORKFLOW_JOB_QUEUED\" }]]\n");
-    let full = Desired::parse(Path::new("desired.toml"), &full).unwrap();
+    let full = crate::catalog::parse_desired(Path::new("desired.toml"), &full).unwrap();
     let granted_all = apply_policy(&full, &account(), &CATALOG).unwrap();
     for present in ["TheRepositoriesReconcileManages", "MakeRepositoriesTaggedAsReconciles", "TheRunnersWebhook"] {
         assert!(sids(&granted_all).contains(&present), "{present}");
@@ -97,10 +97,10 @@ fn derived_account(desired: &Desired) -> reconcile_iam::reach::Model {
         let projects: Vec<String> = desired.codebuild.projects.iter().map(|p| p.name.clone()).collect();
         roles.push(reconcile_iam::reach::Role {
             arn: arn(&role.name),
-            policies: vec![reconcile_iam::inline_policy(desired, role, &account, &projects).unwrap()],
+            policies: vec![reconcile_iam::inline_policy(desired, &CATALOG, role, &account, &projects).unwrap()],
             boundary: Some((
                 reconcile_iam::policy_arn(&account, &reconcile_iam::boundary_name(role)),
-                reconcile_iam::boundary_policy(desired, role, &account, &projects).unwrap(),
+                reconcile_iam::boundary_policy(desired, &CATALOG, role, &account, &projects).unwrap(),
             )),
         });
     }
@@ -122,7 +122,7 @@ fn no_ci_role_nor_any_role_it_reaches_can_widen_anything() {
     let tagged =
         BASE.replace("lifecycle_policy = \"p\"\n", "lifecycle_policy = \"p\"\ntags = { managed-by = \"reconcile\" }\n");
     for text in [BASE, tagged.as_str()] {
-        let desired = Desired::parse(Path::new("desired.toml"), text).unwrap();
+        let desired = crate::catalog::parse_desired(Path::new("desired.toml"), text).unwrap();
         let model = derived_account(&desired);
         let runner = "arn:aws:iam::123456789012:role/runner";
         for role in ["p", "d", "a"] {
@@ -194,7 +194,7 @@ fn catalog_of(crates: &[Crate]) -> Catalog {
 fn example(crates: &[Crate]) -> Desired {
     let catalog = catalog_of(crates);
     let mut text = include_str!("../../../../desired.toml").to_owned();
-    if !catalog.claims().is_empty() {
+    if catalog.claims().iter().any(|claim| claim.name == "example") {
         text.push_str("\n[example.queues.nightly-events]\nretention_days = 4\n");
     }
     Desired::parse_claimed(Path::new("desired.toml"), &text, &catalog.claims()).unwrap()
@@ -491,7 +491,7 @@ async fn a_new_kind_is_its_crate_and_one_line_in_the_list() {
 /// The iam crate's small account, its repositories given `tags` (a TOML line, or nothing).
 fn with_repository_tags(tags: &str) -> Desired {
     let text = BASE.replace("lifecycle_policy = \"p\"\n", &format!("lifecycle_policy = \"p\"\n{tags}"));
-    Desired::parse(Path::new("desired.toml"), &text).unwrap()
+    crate::catalog::parse_desired(Path::new("desired.toml"), &text).unwrap()
 }
 
 #[test]
@@ -607,9 +607,14 @@ fn the_schema_and_every_derived_policy_stay_as_they_are() {
                 .map(|p| p.name.clone())
                 .collect();
             let key = &role.key;
-            policies.push((format!("runner-{key}"), reconcile_iam::inline_policy(&desired, role, &account, &projects)));
-            policies
-                .push((format!("boundary-{key}"), reconcile_iam::boundary_policy(&desired, role, &account, &projects)));
+            policies.push((
+                format!("runner-{key}"),
+                reconcile_iam::inline_policy(&desired, &CATALOG, role, &account, &projects),
+            ));
+            policies.push((
+                format!("boundary-{key}"),
+                reconcile_iam::boundary_policy(&desired, &CATALOG, role, &account, &projects),
+            ));
         }
         for (role, policy) in policies {
             let policy = policy.unwrap_or_else(|why| panic!("{name} {role}: {why}"));

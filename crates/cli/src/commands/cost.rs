@@ -100,7 +100,7 @@ pub async fn run(
         .map_err(fail)?;
     let cloudwatch = aws.cloudwatch();
     let mut bucket: BTreeMap<String, BTreeMap<i64, u64>> = BTreeMap::new();
-    for declared in &desired.s3.buckets {
+    for declared in &reconcile_s3::declared(desired).buckets {
         let name = declared.name.render(&account.id, &account.region);
         match reconcile_s3::storage::daily_bytes(&cloudwatch, &name, first, today + DAY).await {
             Ok(days) => {

@@ -47,8 +47,12 @@ pub async fn run(
         Which::ReadOnly => Ok(reconcile_iam::read_only_policy(desired, &account, &CATALOG)),
         Which::Apply => reconcile_iam::apply_policy(desired, &account, &CATALOG),
         Which::Administrator => reconcile_iam::administrator_policy(desired, &account, &CATALOG),
-        Which::Runner(role) => reconcile_iam::inline_policy(desired, role, &account, &projects(role)),
-        Which::Boundary(role) => reconcile_iam::boundary_policy(desired, role, &account, &projects(role)),
+        Which::Runner(role) => {
+            reconcile_iam::inline_policy(desired, &crate::catalog::CATALOG, role, &account, &projects(role))
+        }
+        Which::Boundary(role) => {
+            reconcile_iam::boundary_policy(desired, &crate::catalog::CATALOG, role, &account, &projects(role))
+        }
     }
     .map_err(|why| CliError::Input(vec![why]))?;
     out(&format!("{}\n", json::to_pretty(&policy)))?;

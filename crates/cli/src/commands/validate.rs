@@ -47,7 +47,7 @@ pub fn run(path: &Path, bake: Option<&Path>) -> Result<u8, CliError> {
         path.display(),
         desired.region,
         desired.ecr.repositories.len(),
-        desired.s3.buckets.len(),
+        reconcile_s3::declared(desired).buckets.len(),
         desired.iam.roles.len(),
         desired.codebuild.projects.len(),
     ))?;

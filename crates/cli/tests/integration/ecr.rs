@@ -5,7 +5,7 @@ use std::path::Path;
 use aws_sdk_ecr as ecr;
 use reconcile_core::engine::{self, ApplyOptions};
 use reconcile_core::reconciler::Silent;
-use reconcile_core::{Account, Desired, Reconciler};
+use reconcile_core::{Account, Reconciler};
 use reconcile_ecr::EcrReconciler;
 use reconcile_test_support::emulator;
 
@@ -147,7 +147,7 @@ async fn adding_a_repository_plans_only_its_repository_and_policy() {
 #[tokio::test]
 async fn a_repository_made_between_plan_and_apply_is_adopted_not_an_error() {
     let account = emulator().new_account().await;
-    let desired = Desired::parse(Path::new("desired.toml"), &small_desired(&["vllm-wheel"])).unwrap();
+    let desired = reconcile_cli::parse_desired(Path::new("desired.toml"), &small_desired(&["vllm-wheel"])).unwrap();
     let client = ecr::Client::new(&account.sdk_config());
     let reconcilers: Vec<Box<dyn Reconciler>> =
         vec![Box::new(EcrReconciler::new(client.clone(), Account::new(&account.id, "us-east-1")))];

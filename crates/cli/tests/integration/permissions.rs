@@ -238,11 +238,10 @@ impl Administrators {
     pub fn of(desired: &Path, dir: Option<&Path>, account: &str) -> Administrators {
         let path = dir.map_or_else(|| desired.to_path_buf(), |dir| dir.join(desired));
         let text = std::fs::read_to_string(&path).unwrap_or_default();
-        let Ok(parsed) = reconcile_core::Desired::parse(&path, &text) else {
+        let Ok(parsed) = reconcile_cli::parse_desired(&path, &text) else {
             return Administrators { expiring: Vec::new() };
         };
-        let expiring = parsed
-            .s3
+        let expiring = reconcile_s3::declared(&parsed)
             .buckets
             .iter()
             .filter(|bucket| bucket.lifecycle_rules.is_some())

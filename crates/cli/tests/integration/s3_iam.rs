@@ -6,7 +6,7 @@ use std::process::Command;
 use aws_sdk_ecr as ecr;
 use aws_sdk_iam as iam;
 use aws_sdk_s3 as s3;
-use reconcile_core::{Account, Desired};
+use reconcile_core::Account;
 use reconcile_test_support::{TestAccount, emulator, emulator_python};
 use serde_json::{Value, json};
 
@@ -109,10 +109,15 @@ async fn a_bucket_and_role_made_by_the_old_script_are_adopted_with_only_the_boun
         .send()
         .await
         .unwrap();
-    let desired = Desired::parse(Path::new("desired.toml"), &text).unwrap();
-    let derived =
-        reconcile_iam::inline_policy(&desired, &desired.iam.roles[0], &Account::new(&account.id, "us-east-1"), &[])
-            .unwrap();
+    let desired = reconcile_cli::parse_desired(Path::new("desired.toml"), &text).unwrap();
+    let derived = reconcile_iam::inline_policy(
+        &desired,
+        &reconcile_cli::CATALOG,
+        &desired.iam.roles[0],
+        &Account::new(&account.id, "us-east-1"),
+        &[],
+    )
+    .unwrap();
     iam.put_role_policy()
         .role_name("rocm-bake-codebuild")
         .policy_name("rocm-bake-nightly")

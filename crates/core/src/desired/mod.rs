@@ -12,7 +12,6 @@ mod codebuild;
 mod ecr;
 mod github;
 mod iam;
-mod s3;
 mod section;
 #[cfg(test)]
 mod testing;
@@ -38,8 +37,7 @@ pub use ecr::{
 };
 pub use github::{APPROVAL_POLICIES, DERIVED_VARIABLES, Github};
 pub use iam::{Iam, Role};
-pub use s3::{APPLY_LOCK_KEY, Bucket, S3, S3LifecycleRule};
-pub use section::{Claim, Section};
+pub use section::{Claim, Read, Section, TypeError, schema_of};
 
 /// The whole desired state of the account, validated.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,7 +47,6 @@ pub struct Desired {
     /// The region every resource lives in. It wins over the environment's region.
     pub region: String,
     pub ecr: Ecr,
-    pub s3: S3,
     pub iam: Iam,
     pub codebuild: Codebuild,
     pub nightly: Nightly,
@@ -152,11 +149,7 @@ pub struct DesiredFinding {
 }
 
 impl DesiredFinding {
-    pub(super) fn warning(
-        code: &'static str,
-        address: Option<crate::Address>,
-        location: DesiredError,
-    ) -> DesiredFinding {
+    pub fn warning(code: &'static str, address: Option<crate::Address>, location: DesiredError) -> DesiredFinding {
         DesiredFinding { code, severity: Severity::Warning, address, location, overridden_by: None }
     }
 
@@ -198,7 +191,8 @@ impl Template {
         Ok(Template(text.to_owned()))
     }
 
-    fn literal(text: &str) -> Template {
+    /// `text` as it is, for a template that did not parse (its error said why).
+    pub fn literal(text: &str) -> Template {
         Template(text.to_owned())
     }
 
@@ -208,7 +202,7 @@ impl Template {
     }
 
     /// The text as a real account would fill it in, for checks that need the final form.
-    pub(super) fn example(&self) -> String {
+    pub fn example(&self) -> String {
         self.render("123456789012", "us-east-1")
     }
 }
@@ -283,8 +277,23 @@ pub fn schema(claims: &[&Claim]) -> serde_json::Value {
 
 /// The top-level keys core reads (`RawDesired`'s fields); any other is a claimed section or a
 /// mistake.
-pub const CORE_KEYS: [&str; 11] =
-    ["region", "bake", "bake_variables", "ecr", "s3", "iam", "codebuild", "nightly", "github", "ci", "usage"];
+pub const CORE_KEYS: [&str; 10] =
+    ["region", "bake", "bake_variables", "ecr", "iam", "codebuild", "nightly", "github", "ci", "usage"];
+
+/// Every top-level key the file may hold, as messages list them: core's, and each claimed
+/// section after the key it names.
+fn listed_keys(claims: &[&Claim]) -> Vec<&'static str> {
+    let mut keys = CORE_KEYS.to_vec();
+    let mut left: Vec<&Claim> = claims.to_vec();
+    // A claim may follow another claim's key: placed once that one is.
+    while let Some(at) = left.iter().position(|claim| claim.after.is_some_and(|after| keys.contains(&after))) {
+        let claim = left.remove(at);
+        let after = keys.iter().position(|key| Some(*key) == claim.after).map_or(keys.len(), |idx| idx + 1);
+        keys.insert(after, claim.name);
+    }
+    keys.extend(left.iter().map(|claim| claim.name));
+    keys
+}
 
 impl Desired {
     /// Parses and validates the text of a desired-state file. `path` is only used in messages.
@@ -296,36 +305,58 @@ impl Desired {
     /// catalog's): each is checked by its crate and kept for it.
     pub fn parse_claimed(path: &Path, text: &str, claims: &[&Claim]) -> Result<Desired, DesiredErrors> {
         let locate = Locator { path, text };
-        let raw = parse_raw(text).map_err(|error| DesiredErrors(every_type_error(&locate, error)))?;
+        let shared: Arc<str> = Arc::from(text);
+        // `RawDesired` lets other top-level keys through so that a claimed section can be
+        // there: each is either claimed or a misspelling, refused as serde would. None when the
+        // file does not parse: core's type check says why.
+        let keys = toml::de::DeTable::parse(text).map(toml::Spanned::into_inner).unwrap_or_default();
+        let claimed: Vec<&Claim> =
+            keys.keys().filter_map(|key| claims.iter().copied().find(|claim| claim.name == key.get_ref())).collect();
+
+        // Every type error first, core's and each claimed section's, and nothing else when
+        // there is one: the rest is checked on a file whose every value has its type.
+        let core_types = |text: &str| parse_raw(text).map(drop);
+        let mut type_errors = match core_types(text) {
+            Ok(()) => Vec::new(),
+            Err(first) => every_type_error(&locate, first, &core_types),
+        };
+        for claim in &claimed {
+            let types = |text: &str| {
+                (claim.types)(&Section::new(claim.name, path.to_owned(), Arc::from(text)))
+                    .map_err(|TypeError(span, key_path, message)| (span, key_path, message))
+            };
+            if let Err(first) = types(text) {
+                type_errors.extend(every_type_error(&locate, first, &types));
+            }
+        }
+        if !type_errors.is_empty() {
+            type_errors.sort_by_key(|error| (error.line, error.column));
+            type_errors.dedup();
+            type_errors.truncate(MAX_TYPE_ERRORS);
+            return Err(DesiredErrors(type_errors));
+        }
+
+        let raw = parse_raw(text).map_err(|error| DesiredErrors(vec![locate.toml_error(error)]))?;
         let mut errors = Vec::new();
         let mut desired = convert(&locate, raw, &mut errors);
-        let text: Arc<str> = Arc::from(text);
-        // `RawDesired` lets other top-level keys through so that a claimed section can be
-        // there: each is either claimed or a misspelling, refused as serde would.
-        let keys = toml::de::DeTable::parse(&text).map(toml::Spanned::into_inner).unwrap_or_default();
+        for claim in &claimed {
+            let mut section = Section::new(claim.name, path.to_owned(), Arc::clone(&shared));
+            let read = (claim.read)(&section);
+            errors.extend(read.errors);
+            desired.findings.extend(read.findings);
+            section.keep(read.model);
+            desired.sections.push(section);
+        }
+        let listed = listed_keys(claims);
         for key in keys.keys() {
             let name = key.get_ref().as_ref();
-            if CORE_KEYS.contains(&name) {
-                continue;
-            }
-            match claims.iter().find(|claim| claim.name == name) {
-                Some(claim) => {
-                    let section = Section::new(claim.name, path.to_owned(), Arc::clone(&text));
-                    errors.extend((claim.check)(&section));
-                    desired.sections.push(section);
-                }
-                None => {
-                    let expected: Vec<String> = CORE_KEYS
-                        .iter()
-                        .chain(claims.iter().map(|claim| &claim.name))
-                        .map(|key| format!("`{key}`"))
-                        .collect();
-                    errors.push(locate.error(
-                        Some(key.span()),
-                        name,
-                        format!("unknown field `{name}`, expected one of {}", expected.join(", ")),
-                    ));
-                }
+            if !listed.contains(&name) {
+                let expected: Vec<String> = listed.iter().map(|key| format!("`{key}`")).collect();
+                errors.push(locate.error(
+                    Some(key.span()),
+                    name,
+                    format!("unknown field `{name}`, expected one of {}", expected.join(", ")),
+                ));
             }
         }
         if errors.is_empty() {
@@ -345,6 +376,10 @@ impl Desired {
     }
 }
 
+/// A problem before it is located: the span, the key path from the top of the file, the
+/// message.
+type Unlocated = (Option<Range<usize>>, String, String);
+
 /// The most type errors one file reports at once.
 const MAX_TYPE_ERRORS: usize = 20;
 
@@ -352,7 +387,11 @@ const MAX_TYPE_ERRORS: usize = 20;
 /// `key = value` is blanked out (overwritten with spaces, so every other byte keeps its place
 /// and its line and column) and the file read again. Syntax errors, and errors inside arrays,
 /// stop the search: there is nothing to blank safely.
-fn every_type_error(locate: &Locator<'_>, first: (Option<Range<usize>>, String, String)) -> Vec<DesiredError> {
+fn every_type_error(
+    locate: &Locator<'_>,
+    first: Unlocated,
+    reparse: &dyn Fn(&str) -> Result<(), Unlocated>,
+) -> Vec<DesiredError> {
     let mut text = locate.text.to_owned();
     let mut error = first;
     let mut blanked: Vec<String> = Vec::new();
@@ -385,8 +424,8 @@ fn every_type_error(locate: &Locator<'_>, first: (Option<Range<usize>>, String, 
         }
         text.replace_range(start..end, &" ".repeat(end - start));
         blanked.push(key.to_owned());
-        match parse_raw(&text) {
-            Ok(_) => break,
+        match reparse(&text) {
+            Ok(()) => break,
             // What blanking broke is not the user's problem.
             Err((_, next_path, _)) if next_path.is_empty() => break,
             Err(next) => error = next,
@@ -405,7 +444,7 @@ fn key_start(text: &str, key: &str, value_start: usize) -> Option<usize> {
     Some(key_text.len())
 }
 
-fn parse_raw(text: &str) -> Result<RawDesired, (Option<Range<usize>>, String, String)> {
+fn parse_raw(text: &str) -> Result<RawDesired, Unlocated> {
     let deserializer =
         toml::Deserializer::parse(text).map_err(|e| (e.span(), String::new(), e.message().to_owned()))?;
     tracked(deserializer)
@@ -414,7 +453,7 @@ fn parse_raw(text: &str) -> Result<RawDesired, (Option<Range<usize>>, String, St
 /// `T` from `deserializer`, or the error's span, key path and message.
 fn tracked<'de, T: Deserialize<'de>>(
     deserializer: impl serde::Deserializer<'de, Error = toml::de::Error>,
-) -> Result<T, (Option<Range<usize>>, String, String)> {
+) -> Result<T, Unlocated> {
     serde_path_to_error::deserialize(deserializer).map_err(|error| {
         // `Spanned` shows up in serde's path as a private field; the user never wrote it.
         let key_path = error
@@ -452,8 +491,6 @@ struct RawDesired {
     #[serde(default)]
     ecr: ecr::RawEcr,
     #[serde(default)]
-    s3: s3::RawS3,
-    #[serde(default)]
     iam: iam::RawIam,
     #[serde(default)]
     codebuild: codebuild::RawCodebuild,
@@ -479,13 +516,14 @@ struct RawUsage {
 pub const ECR_PRICE_PER_GB_MONTH: f64 = 0.10;
 
 /// Turns byte spans into file, line and column.
-pub(super) struct Locator<'a> {
+pub struct Locator<'a> {
     path: &'a Path,
     text: &'a str,
 }
 
 impl Locator<'_> {
-    pub(super) fn error(&self, span: Option<Range<usize>>, key_path: &str, message: impl Into<String>) -> DesiredError {
+    /// A problem at `span` of the file, at `key_path` from its top.
+    pub fn error(&self, span: Option<Range<usize>>, key_path: &str, message: impl Into<String>) -> DesiredError {
         let (line, column) = match span {
             Some(span) => line_column(self.text, span.start),
             None => (1, 1),
@@ -499,7 +537,7 @@ impl Locator<'_> {
         }
     }
 
-    fn toml_error(&self, (span, key_path, message): (Option<Range<usize>>, String, String)) -> DesiredError {
+    fn toml_error(&self, (span, key_path, message): Unlocated) -> DesiredError {
         // toml's messages can span lines; the location is ours to print, so keep one line.
         let message = message.trim().replace('\n', " ");
         // A syntax error carries no key path; for a key written twice, name the key.
@@ -551,7 +589,6 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
         ));
     }
 
-    let s3 = s3::convert(locate, &raw.s3, errors);
     let iam = iam::convert(locate, &raw.iam, errors);
     let role_keys: Vec<&str> = iam.roles.iter().map(|r| r.key.as_str()).collect();
     let mut findings = Vec::new();
@@ -617,7 +654,6 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
         path: locate.path.to_owned(),
         region: raw.region.into_inner(),
         ecr,
-        s3,
         iam,
         codebuild,
         nightly,
@@ -653,14 +689,14 @@ fn is_region(region: &str) -> bool {
 
 /// Whether AWS tells two names apart by case: IAM does not (`Runner` and `runner` are one role).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Case {
+pub enum Case {
     Sensitive,
     Insensitive,
 }
 
 impl Case {
     /// The form two names are compared in.
-    pub(super) fn fold(self, name: &str) -> String {
+    pub fn fold(self, name: &str) -> String {
         match self {
             Case::Sensitive => name.to_owned(),
             Case::Insensitive => name.to_ascii_lowercase(),
@@ -673,7 +709,7 @@ impl Case {
 /// inline policy). `names` are (key, name as AWS will see it, where the name is written), under
 /// `section` (such as `iam.roles`), compared as AWS compares them (`case`); the error names both
 /// keys and both lines.
-pub(super) fn check_unique_names(
+pub fn check_unique_names(
     locate: &Locator<'_>,
     section: &str,
     what: &str,
@@ -711,7 +747,7 @@ pub(super) fn check_unique_names(
 
 /// Checks the tags written under `key_path` (such as `iam.roles.codebuild`), putting each valid
 /// one into `into` (a later section's value wins) and an error for each other.
-pub(super) fn convert_tags(
+pub fn convert_tags(
     locate: &Locator<'_>,
     key_path: &str,
     raw: &std::collections::BTreeMap<String, Spanned<String>>,
@@ -728,7 +764,8 @@ pub(super) fn convert_tags(
     }
 }
 
-pub(super) fn check_tag(key: &str, value: &str) -> Result<(), String> {
+/// Why a tag cannot be put on a resource, if it cannot.
+pub fn check_tag(key: &str, value: &str) -> Result<(), String> {
     if key.is_empty() || key.chars().count() > 128 {
         return Err("a tag key must be 1 to 128 characters long".to_owned());
     }
@@ -864,38 +901,11 @@ rules = [
     }
 
     #[test]
-    fn an_unknown_template_variable_is_an_error_and_known_ones_are_filled_in() {
-        let text = "region = \"us-east-1\"\n[s3.buckets.sccache]\nname = \"rocm-bake-sccache-${acount_id}\"\n";
+    fn a_region_is_checked_by_its_form() {
         assert_eq!(
-            errors(text),
-            "desired.toml:3:8: `s3.buckets.sccache.name`: unknown template variable `${acount_id}` in \
-             `rocm-bake-sccache-${acount_id}`; known: `${account_id}`, `${region}`"
+            errors("region = \"us-est-1\"\n"),
+            "desired.toml:1:10: `region`: `us-est-1` is not an AWS region name such as `us-east-1`"
         );
-        let desired = parse(&text.replace("acount_id", "account_id")).unwrap();
-        assert_eq!(desired.s3.buckets[0].name.render("123456789012", "us-east-1"), "rocm-bake-sccache-123456789012");
-    }
-
-    #[test]
-    fn what_aws_would_refuse_is_refused_before_it() {
-        let text = r#"
-region = "us-est-1"
-[s3.buckets.a]
-name = "192.168.1.1"
-[s3.buckets.b]
-name = "xn--cache"
-[s3.buckets.c]
-name = "cache-s3alias"
-[s3.buckets.d]
-name = "ok-bucket"
-tags = { team = "rocm;rm" }
-"#;
-        insta::assert_snapshot!(errors(text), @r"
-        desired.toml:2:10: `region`: `us-est-1` is not an AWS region name such as `us-east-1`
-        desired.toml:4:8: `s3.buckets.a.name`: bucket name `192.168.1.1` is formatted as an IP address, which S3 does not allow
-        desired.toml:6:8: `s3.buckets.b.name`: bucket name `xn--cache` starts with `xn--`, which S3 reserves
-        desired.toml:8:8: `s3.buckets.c.name`: bucket name `cache-s3alias` ends with `-s3alias`, which S3 reserves
-        desired.toml:11:17: `s3.buckets.d.tags.team`: tags may hold only letters, digits, spaces and `_ . : / = + - @`, not `;`
-        ");
         for region in ["us-east-1", "us-gov-west-1", "ap-southeast-7", "eusc-de-east-1x"] {
             let text = format!("region = \"{region}\"\n");
             assert_eq!(parse(&text).is_ok(), region != "eusc-de-east-1x", "{region}");
@@ -946,14 +956,9 @@ trusted_services = ["codebuild.amazonaws.com"]
 [iam.roles.codebuild]
 name = "rocm-bake-codebuild"
 trusted_services = ["codebuild.amazonaws.com"]
-[s3.buckets.one]
-name = "cache-${account_id}"
-[s3.buckets.two]
-name = "cache-${account_id}"
 "#;
         insta::assert_snapshot!(errors(text), @r"
         desired.toml:7:8: `iam.roles.codebuild.name`: role name `rocm-bake-codebuild` is also declared by `iam.roles.builder` (line 4); one AWS name can be declared only once
-        desired.toml:12:8: `s3.buckets.two.name`: bucket name `cache-123456789012` is also declared by `s3.buckets.one` (line 10); one AWS name can be declared only once
         ");
     }
 

@@ -1,40 +1,102 @@
-//! The sections of desired.toml a resource crate reads itself. Core parses the sections its
-//! shared model names (`[ecr]`, `[iam]`, ...: several crates read each of them); a crate whose
-//! kinds are its own alone claims a top-level table of its own ([`Claim`], in its description)
-//! and parses it with its own serde schema, located like the rest of the file. So a new kind's
-//! settings need no edit here.
+//! The sections of desired.toml a resource crate reads itself: a crate claims a top-level table
+//! ([`Claim`], in its description), reads it with its own serde type into its own model, and
+//! keeps the model in the [`Section`] for itself. Core parses only its own keys (region, bake,
+//! nightly, usage); a section's type errors are found with core's, by the same search, and its
+//! problems are reported with the rest of the file's, so a file's every problem is said at once
+//! whoever reads the section.
 
+use std::any::Any;
+use std::fmt;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 
-use super::{DesiredError, DesiredErrors, Locator, tracked};
+use super::{DesiredError, DesiredErrors, DesiredFinding, Locator, Unlocated, tracked};
 
-/// A top-level table of desired.toml that one resource crate reads: `[queues]`.
+/// A top-level table of desired.toml that one resource crate reads: `[s3]`, `[queues]`.
 pub struct Claim {
     /// The table's key.
     pub name: &'static str,
-    /// Every problem in the section, as `validate` says them (parsing it with
-    /// [`Section::parse`] says its type errors); nothing for a good one.
-    pub check: fn(&Section) -> Vec<DesiredError>,
-    /// Its JSON Schema (`schemars::schema_for!` of the crate's own type), for `reconcile schema`.
+    /// The key it is listed after where the file's keys are listed (an unknown key's message),
+    /// in the order docs/desired.md describes them; `None`: after every other.
+    pub after: Option<&'static str>,
+    /// Its first type error: the section read as the crate's serde type ([`Section::types`]).
+    /// Type errors are found before anything else is checked, the file's every one at once.
+    pub types: fn(&Section) -> Result<(), TypeError>,
+    /// The section read into the crate's model once the whole file's types hold: its problems
+    /// and findings, and the model, kept for the crate ([`Section::model`]).
+    pub read: fn(&Section) -> Read,
+    /// Its JSON Schema, for `reconcile schema`: [`schema_of`] the crate's type (or its
+    /// `schemars::schema_for!`); its definitions join the file's.
     pub schema: fn() -> serde_json::Value,
 }
 
-/// A claimed section, as the file holds it.
+/// What reading a section found.
+pub struct Read {
+    /// What the crate keeps of it, when the section is good.
+    pub model: Option<Arc<dyn Any + Send + Sync>>,
+    pub errors: Vec<DesiredError>,
+    pub findings: Vec<DesiredFinding>,
+}
+
+impl Read {
+    /// The section read as `model`, with the problems found on the way.
+    pub fn model<M: Any + Send + Sync>(model: M, errors: Vec<DesiredError>) -> Read {
+        Read { model: Some(Arc::new(model)), errors, findings: Vec::new() }
+    }
+
+    /// A section that cannot be read, for these reasons.
+    pub fn refused(errors: Vec<DesiredError>) -> Read {
+        Read { model: None, errors, findings: Vec::new() }
+    }
+}
+
+/// A type error, before it is located: the span, the key path from the top of the file, the
+/// message.
 #[derive(Debug, Clone, PartialEq)]
+pub struct TypeError(pub(super) Option<Range<usize>>, pub(super) String, pub(super) String);
+
+/// The schema of a section whose type is `T`, as core's own sections are in the file's: a
+/// reference into the definitions, which come along.
+pub fn schema_of<T: schemars::JsonSchema>() -> serde_json::Value {
+    let mut generator = schemars::generate::SchemaSettings::default().into_generator();
+    let mut section = generator.subschema_for::<T>().to_value();
+    section["$defs"] = serde_json::Value::Object(generator.take_definitions(true));
+    section
+}
+
+/// A claimed section, as the file holds it, and what its crate made of it.
+#[derive(Clone)]
 pub struct Section {
     name: &'static str,
     path: PathBuf,
     /// The whole file: spans, and so lines and columns, are the file's own.
     text: Arc<str>,
+    model: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+impl fmt::Debug for Section {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Section").field("name", &self.name).field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+/// Two sections are one when they are the same text: the model is made of it.
+impl PartialEq for Section {
+    fn eq(&self, other: &Section) -> bool {
+        self.name == other.name && self.path == other.path && self.text == other.text
+    }
 }
 
 impl Section {
     pub(super) fn new(name: &'static str, path: PathBuf, text: Arc<str>) -> Section {
-        Section { name, path, text }
+        Section { name, path, text, model: None }
+    }
+
+    pub(super) fn keep(&mut self, model: Option<Arc<dyn Any + Send + Sync>>) {
+        self.model = model;
     }
 
     /// Its key in the file.
@@ -42,30 +104,63 @@ impl Section {
         self.name
     }
 
+    /// What its crate made of it, when it is an `M`.
+    pub fn model<M: Any>(&self) -> Option<&M> {
+        self.model.as_deref().and_then(|model| (model as &dyn Any).downcast_ref())
+    }
+
     /// The section read as the crate's `T`; a type error names the file, line, column and the
     /// key path from the top of the file.
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, DesiredErrors> {
-        let failed = |(span, key_path, message): (Option<Range<usize>>, String, String)| {
-            DesiredErrors(vec![self.locate().toml_error((span, self.key_path(&key_path), message))])
-        };
-        // The file parsed once already: it holds the section.
+        let absent = || (None, self.name.to_owned(), "the section is not in the file".to_owned());
+        self.value()
+            .and_then(|value| value.ok_or_else(absent))
+            .map_err(|error| DesiredErrors(vec![self.locator().toml_error(error)]))
+    }
+
+    /// Whether the section is a `T`: the first type error, for [`Claim::types`]. A file without
+    /// it has none (the search for every type error blanks a section out).
+    pub fn types<T: DeserializeOwned>(&self) -> Result<(), TypeError> {
+        self.value::<T>().map(drop).map_err(|(span, key_path, message)| TypeError(span, key_path, message))
+    }
+
+    /// The section read as `Raw` and made into the crate's model by `convert`, which says its
+    /// problems at their places, for [`Claim::read`].
+    pub fn read<Raw: DeserializeOwned, M: Any + Send + Sync>(
+        &self,
+        convert: impl FnOnce(&Locator<'_>, Raw, &mut Vec<DesiredError>) -> M,
+    ) -> Read {
+        match self.parse::<Raw>() {
+            Ok(raw) => {
+                let mut errors = Vec::new();
+                let model = convert(&self.locator(), raw, &mut errors);
+                Read::model(model, errors)
+            }
+            Err(errors) => Read::refused(errors.0),
+        }
+    }
+
+    /// The section as a `T`, `None` when the file does not hold it.
+    fn value<T: DeserializeOwned>(&self) -> Result<Option<T>, Unlocated> {
+        let at_top = |(span, key_path, message): Unlocated| (span, self.key_path(&key_path), message);
         let mut table = toml::de::DeTable::parse(&self.text)
-            .map_err(|error| failed((error.span(), String::new(), error.message().to_owned())))?
+            .map_err(|error| at_top((error.span(), String::new(), error.message().to_owned())))?
             .into_inner();
         let key = table.keys().find(|key| key.get_ref() == self.name).cloned();
-        let value = key
-            .and_then(|key| table.remove(&key))
-            .ok_or_else(|| failed((None, String::new(), "the section is not in the file".to_owned())))?;
-        tracked(toml::de::ValueDeserializer::from(value)).map_err(failed)
+        match key.and_then(|key| table.remove(&key)) {
+            Some(value) => tracked(toml::de::ValueDeserializer::from(value)).map(Some).map_err(at_top),
+            None => Ok(None),
+        }
     }
 
     /// A problem at `span` of the file (a `toml::Spanned` value of the crate's `T`) at
     /// `key_path` below the section.
     pub fn error(&self, span: Option<Range<usize>>, key_path: &str, message: impl Into<String>) -> DesiredError {
-        self.locate().error(span, &self.key_path(key_path), message)
+        self.locator().error(span, &self.key_path(key_path), message)
     }
 
-    fn locate(&self) -> Locator<'_> {
+    /// Where its problems are: key paths given to it are from the top of the file.
+    pub fn locator(&self) -> Locator<'_> {
         Locator { path: &self.path, text: &self.text }
     }
 
@@ -84,7 +179,7 @@ mod tests {
     use toml::Spanned;
 
     use crate::Desired;
-    use crate::desired::{Claim, DesiredError, Section};
+    use crate::desired::{Claim, DesiredError, Read, Section};
 
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
@@ -110,7 +205,13 @@ mod tests {
         }
     }
 
-    const CLAIM: Claim = Claim { name: "example", check, schema: || serde_json::json!({}) };
+    const CLAIM: Claim = Claim {
+        name: "example",
+        after: None,
+        types: Section::types::<Queues>,
+        read: |section| Read { model: None, errors: check(section), findings: Vec::new() },
+        schema: || serde_json::json!({}),
+    };
 
     fn parse(text: &str, claims: &[&Claim]) -> Result<Desired, String> {
         Desired::parse_claimed(Path::new("desired.toml"), text, claims).map_err(|errors| errors.to_string())
@@ -146,7 +247,7 @@ mod tests {
         assert_eq!(
             unclaimed,
             "desired.toml:2:2: `example`: unknown field `example`, expected one of `region`, `bake`, `bake_variables`, \
-             `ecr`, `s3`, `iam`, `codebuild`, `nightly`, `github`, `ci`, `usage`"
+             `ecr`, `iam`, `codebuild`, `nightly`, `github`, `ci`, `usage`"
         );
         let misspelt = parse(&format!("exampel = 1\n{text}"), &[&CLAIM]).unwrap_err();
         assert!(misspelt.starts_with("desired.toml:1:1: `exampel`: unknown field `exampel`"), "{misspelt}");
@@ -170,7 +271,9 @@ mod tests {
     fn the_schema_holds_each_claimed_section_with_its_definitions() {
         const WITH_DEFS: Claim = Claim {
             name: "example",
-            check: |_| Vec::new(),
+            after: None,
+            types: |_| Ok(()),
+            read: |_| Read::refused(Vec::new()),
             schema: || {
                 serde_json::json!({
                     "$schema": "https://json-schema.org/draft/2020-12/schema",

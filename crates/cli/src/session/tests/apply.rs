@@ -25,7 +25,7 @@ async fn an_apply_looks_then_locks_plans_again_asks_applies_reports_and_releases
 
 #[tokio::test]
 async fn an_apply_with_nothing_to_do_takes_no_lock_and_listens_for_nothing() {
-    let desired = Desired::parse(Path::new("desired.toml"), DESIRED).unwrap();
+    let desired = crate::catalog::parse_desired(Path::new("desired.toml"), DESIRED).unwrap();
     let account = Account::new("123456789012", "us-east-1");
     let present: std::collections::BTreeMap<Address, Observed> =
         desired_resources(&crate::catalog::CATALOG, &desired, &account, false)

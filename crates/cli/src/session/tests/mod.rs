@@ -234,7 +234,7 @@ fn rig_with_lock(
         locked: Arc::clone(&locked),
         caller: ("arn:aws:sts::123456789012:assumed-role/administrator/session", Some(false)),
     };
-    let parsed = Desired::parse(Path::new("desired.toml"), desired).expect("a valid desired.toml");
+    let parsed = crate::catalog::parse_desired(Path::new("desired.toml"), desired).expect("a valid desired.toml");
     let inputs = Inputs {
         repository: files::Repository::of(Path::new("Cargo.toml")).unwrap(),
         desired: parsed,

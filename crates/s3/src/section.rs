@@ -1,12 +1,30 @@
-//! The `[s3]` section: buckets (the sccache bucket), their protection, tags and lifecycle rules.
+//! The `[s3]` section of desired.toml: buckets (the sccache bucket), their protection, tags and
+//! lifecycle rules. This crate claims it ([`CLAIM`]); [`declared`] is what it holds.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use reconcile_core::Desired;
+use reconcile_core::desired::{
+    Case, Claim, DesiredError, Locator, Section, Template, check_unique_names, convert_tags, schema_of,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::{DesiredError, Locator, Template, convert_tags};
+/// `[s3]`, listed after `[ecr]` where the file's keys are.
+pub const CLAIM: Claim = Claim {
+    name: "s3",
+    after: Some("ecr"),
+    types: Section::types::<RawS3>,
+    read: |section| section.read(|locate, raw: RawS3, errors| convert(locate, &raw, errors)),
+    schema: schema_of::<RawS3>,
+};
+
+/// The buckets desired.toml declares: none when it has no `[s3]`.
+pub fn declared(desired: &Desired) -> &S3 {
+    static NONE: S3 = S3 { buckets: Vec::new() };
+    desired.section(CLAIM.name).and_then(Section::model::<S3>).unwrap_or(&NONE)
+}
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct S3 {
@@ -54,7 +72,7 @@ pub struct S3LifecycleRule {
 
 #[derive(Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawS3 {
+struct RawS3 {
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, RawBucket>")]
     buckets: BTreeMap<String, Spanned<RawBucket>>,
@@ -103,7 +121,7 @@ enum RuleStatus {
 }
 
 /// Checks the `[s3]` section and converts it to the model.
-pub(super) fn convert(locate: &Locator<'_>, raw: &RawS3, errors: &mut Vec<DesiredError>) -> S3 {
+fn convert(locate: &Locator<'_>, raw: &RawS3, errors: &mut Vec<DesiredError>) -> S3 {
     let mut buckets = Vec::new();
     for (key, bucket) in &raw.buckets {
         let key_path = format!("s3.buckets.{key}");
@@ -189,7 +207,7 @@ pub(super) fn convert(locate: &Locator<'_>, raw: &RawS3, errors: &mut Vec<Desire
         .zip(&buckets)
         .map(|((key, raw_bucket), bucket)| (key.as_str(), bucket.name.example(), raw_bucket.get_ref().name.span()))
         .collect();
-    super::check_unique_names(locate, "s3.buckets", "bucket name", names, super::Case::Sensitive, errors);
+    check_unique_names(locate, "s3.buckets", "bucket name", names, Case::Sensitive, errors);
     S3 { buckets }
 }
 
@@ -220,4 +238,96 @@ fn check_bucket_name(name: &str) -> Result<(), String> {
         return Err(format!("bucket name `{name}` ends with `{suffix}`, which S3 reserves"));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn parse(text: &str) -> Result<Desired, String> {
+        Desired::parse_claimed(Path::new("desired.toml"), text, &[&CLAIM]).map_err(|errors| errors.to_string())
+    }
+
+    fn errors(text: &str) -> String {
+        parse(text).expect_err("refused")
+    }
+
+    #[test]
+    fn an_unknown_template_variable_is_an_error_and_known_ones_are_filled_in() {
+        let text = "region = \"us-east-1\"\n[s3.buckets.sccache]\nname = \"rocm-bake-sccache-${acount_id}\"\n";
+        assert_eq!(
+            errors(text),
+            "desired.toml:3:8: `s3.buckets.sccache.name`: unknown template variable `${acount_id}` in \
+             `rocm-bake-sccache-${acount_id}`; known: `${account_id}`, `${region}`"
+        );
+        let desired = parse(&text.replace("acount_id", "account_id")).unwrap();
+        assert_eq!(
+            declared(&desired).buckets[0].name.render("123456789012", "us-east-1"),
+            "rocm-bake-sccache-123456789012"
+        );
+    }
+
+    #[test]
+    fn what_aws_would_refuse_is_refused_before_it_with_cores_own_problems() {
+        let text = r#"
+region = "us-est-1"
+[s3.buckets.a]
+name = "192.168.1.1"
+[s3.buckets.b]
+name = "xn--cache"
+[s3.buckets.c]
+name = "cache-s3alias"
+[s3.buckets.d]
+name = "ok-bucket"
+tags = { team = "rocm;rm" }
+"#;
+        insta::assert_snapshot!(errors(text), @r"
+        desired.toml:2:10: `region`: `us-est-1` is not an AWS region name such as `us-east-1`
+        desired.toml:4:8: `s3.buckets.a.name`: bucket name `192.168.1.1` is formatted as an IP address, which S3 does not allow
+        desired.toml:6:8: `s3.buckets.b.name`: bucket name `xn--cache` starts with `xn--`, which S3 reserves
+        desired.toml:8:8: `s3.buckets.c.name`: bucket name `cache-s3alias` ends with `-s3alias`, which S3 reserves
+        desired.toml:11:17: `s3.buckets.d.tags.team`: tags may hold only letters, digits, spaces and `_ . : / = + - @`, not `;`
+        ");
+    }
+
+    #[test]
+    fn one_bucket_name_under_two_keys_is_refused_naming_both_with_a_role_named_twice() {
+        let text = r#"
+region = "us-east-1"
+[iam.roles.builder]
+name = "rocm-bake-codebuild"
+trusted_services = ["codebuild.amazonaws.com"]
+[iam.roles.codebuild]
+name = "rocm-bake-codebuild"
+trusted_services = ["codebuild.amazonaws.com"]
+[s3.buckets.one]
+name = "cache-${account_id}"
+[s3.buckets.two]
+name = "cache-${account_id}"
+"#;
+        insta::assert_snapshot!(errors(text), @r"
+        desired.toml:7:8: `iam.roles.codebuild.name`: role name `rocm-bake-codebuild` is also declared by `iam.roles.builder` (line 4); one AWS name can be declared only once
+        desired.toml:12:8: `s3.buckets.two.name`: bucket name `cache-123456789012` is also declared by `s3.buckets.one` (line 10); one AWS name can be declared only once
+        ");
+    }
+
+    #[test]
+    fn its_type_errors_are_said_with_cores_and_nothing_else_then() {
+        let text = "region = \"us-east-1\"\n[nightly]\nenabled = \"yes\"\n[s3.buckets.a]\nname = 3\nadopt = \"no\"\n[s3.buckets.b]\nname = \"xn--b\"\n";
+        let said = errors(text);
+        let lines: Vec<&str> = said.lines().collect();
+        assert_eq!(lines.len(), 3, "{said}");
+        assert!(lines[0].starts_with("desired.toml:3:11: `nightly.enabled`: invalid type: string"), "{said}");
+        assert!(lines[1].starts_with("desired.toml:5:8: `s3.buckets.a.name`: invalid type: integer `3`"), "{said}");
+        assert!(lines[2].starts_with("desired.toml:6:9: `s3.buckets.a.adopt`: invalid type: string"), "{said}");
+        // A file without `[s3]` declares no bucket; one the claim is not given is refused.
+        assert!(declared(&parse("region = \"us-east-1\"\n").unwrap()).buckets.is_empty());
+        let unclaimed =
+            Desired::parse(Path::new("desired.toml"), "region = \"us-east-1\"\n[s3.buckets.a]\nname = \"a-b-c\"\n")
+                .unwrap_err()
+                .to_string();
+        assert!(unclaimed.starts_with("desired.toml:2:2: `s3`: unknown field `s3`"), "{unclaimed}");
+    }
 }
