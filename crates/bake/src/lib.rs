@@ -28,7 +28,6 @@ use hcl::eval::{Context, Evaluate};
 use serde_json::Value;
 
 use reconcile_core::address::{Address, ResourceKind};
-use reconcile_core::desired::Desired;
 use reconcile_core::plan::{Finding, Severity};
 use reconcile_core::redact::Redactor;
 
@@ -692,9 +691,9 @@ impl BakeFile {
             .collect()
     }
 
-    pub fn check(&self, desired: &Desired, account: Option<&str>) -> Check {
-        let declared = desired.ecr.repositories.iter().map(|r| r.name.as_str()).collect();
-        let mut check = check(&self.name, &self.references, &declared, &desired.region, account);
+    /// The cross-check against the repositories desired.toml declares in `region`.
+    pub fn check(&self, declared: &BTreeSet<&str>, region: &str, account: Option<&str>) -> Check {
+        let mut check = check(&self.name, &self.references, declared, region, account);
         for finding in &mut check.findings {
             finding.message = self.redact(&finding.message);
             if let Some(address) = &mut finding.address {
@@ -806,18 +805,14 @@ variable "REGISTRY" { default = "zot.fleet:5000" }
 variable "LEAK" { default = "x" }
 target "foo" { tags = ["${REGISTRY}/leak-${LEAK}:t"] }
 "#;
-        let desired = reconcile_core::Desired::parse(
-            std::path::Path::new("desired.toml"),
-            "region = \"us-east-1\"\n[ecr.lifecycle_policies.p]\nrules = [{ rulePriority = 1, selection = { tagStatus = \"untagged\", countType = \"imageCountMoreThan\", countNumber = 3 }, action = { type = \"expire\" } }]\n[ecr.repositories]\nfoo = { lifecycle_policy = \"p\" }\n",
-        )
-        .unwrap();
+        let declared = BTreeSet::from(["foo"]);
         // Not listed: the file's default, whatever the environment holds.
         let unlisted = BakeFile::read("bake.hcl", hcl, &[], &env).unwrap();
         assert_eq!(names(&unlisted.references), ["foo tags zot.fleet:5000/leak-x:t"]);
         // Listed: the environment's value, which no finding shows.
         let listed = BakeFile::read("bake.hcl", hcl, &["REGISTRY".to_owned(), "LEAK".to_owned()], &env).unwrap();
         assert_eq!(names(&listed.references), [format!("foo tags {HOST}/leak-{secret}:t")]);
-        let check = listed.check(&desired, Some("123456789012"));
+        let check = listed.check(&declared, "us-east-1", Some("123456789012"));
         let finding = &check.findings[0];
         assert_eq!(finding.address.as_ref().unwrap().name, "leak-${LEAK}");
         assert_eq!(
@@ -840,7 +835,7 @@ target "foo" { tags = ["${REGISTRY}/leak-${LEAK}:t"] }
         let hcl =
             format!("variable \"LEAK\" {{ default = \"x\" }}\ntarget \"t\" {{ tags = [\"{HOST}/r-${{LEAK}}\"] }}\n");
         let file = BakeFile::read("bake.hcl", &hcl, &["LEAK".to_owned()], &env).unwrap();
-        let check = file.check(&desired, Some("123456789012"));
+        let check = file.check(&declared, "us-east-1", Some("123456789012"));
         let shown = format!("{} {}", check.findings[0].message, check.findings[0].address.as_ref().unwrap().name);
         for part in ["canary-one", "canary-two", "canary-three"] {
             assert!(!shown.contains(part), "{shown}");

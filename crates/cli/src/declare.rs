@@ -68,7 +68,7 @@ pub fn declare(text: &str, desired: &Desired, bake: &BakeFile, account: Option<&
             ));
         }
     };
-    let declared: BTreeSet<&str> = desired.ecr.repositories.iter().map(|r| r.name.as_str()).collect();
+    let declared: BTreeSet<&str> = reconcile_ecr::declared(desired).names();
     for (ecr, field) in candidates {
         if ecr.account != account {
             *skipped.entry(format!("account {}'s ECR registry: another account", ecr.account)).or_default() += 1;

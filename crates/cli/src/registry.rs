@@ -14,8 +14,11 @@ use crate::error::CliError;
 /// Reads what every repository of the registry holds (see `EcrReconciler::usage`), with a
 /// progress line on a terminal once it takes more than a second.
 pub async fn registry_usage(aws: &Aws, account: &Account, desired: &Desired) -> Result<Usage, CliError> {
-    let declared =
-        desired.ecr.repositories.iter().map(|r| (r.name.clone(), r.lifecycle_policy.document.clone())).collect();
+    let declared = reconcile_ecr::declared(desired)
+        .repositories
+        .iter()
+        .map(|r| (r.name.clone(), r.lifecycle_policy.document.clone()))
+        .collect();
     let now = reconcile_core::time::now();
     let (done, total) = (AtomicUsize::new(0), AtomicUsize::new(0));
     let progress = |read: usize, of: usize| {

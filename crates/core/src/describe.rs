@@ -21,6 +21,20 @@ pub type DesiredFn = fn(&Desired, &Account, &Catalog) -> Result<Vec<DesiredResou
 /// IAM policy statements (JSON objects) for `desired` in `account`.
 pub type StatementsFn = fn(&Desired, &Account) -> Vec<Value>;
 
+/// Which of a runner role's policies a crate's [`Access::runner`] statements are for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Runner {
+    /// Its permissions boundary (the most the role may ever do, unchanged by a declared
+    /// resource), not its inline policy.
+    pub boundary: bool,
+    /// How many characters the inline policy is over IAM's limit by: a crate that can grant the
+    /// same in fewer (repositories by a shared name prefix) saves at least this many, if it can.
+    pub over_by: usize,
+}
+
+/// What a build on the runner needs of a crate's resources, as IAM statements.
+pub type RunnerFn = fn(&Desired, &Account, &Runner) -> Vec<Value>;
+
 /// One resource crate.
 pub struct Description {
     /// The crate, for messages: `ecr`.
@@ -56,9 +70,10 @@ pub struct Access {
     /// administrator`: the least an administrator's apply and destroy need (the live suite's
     /// sandbox role).
     pub administers: StatementsFn,
-    /// What a build on the runner needs on the crate's resources (the compiler cache's objects):
-    /// the runner role's inline policy and permissions boundary hold it, as IAM derives them.
-    pub runner: StatementsFn,
+    /// What a build on the runner needs on the crate's resources (pushing to the registry, the
+    /// compiler cache's objects): the runner role's inline policy and permissions boundary hold
+    /// it, as IAM derives them.
+    pub runner: RunnerFn,
 }
 
 impl Access {
@@ -69,7 +84,7 @@ impl Access {
         drift_reads: |_, _| Vec::new(),
         writes: |_, _| Vec::new(),
         administers: |_, _| Vec::new(),
-        runner: |_, _| Vec::new(),
+        runner: |_, _, _| Vec::new(),
     };
 }
 
@@ -241,8 +256,9 @@ mod tests {
         assert_eq!(sids(|a| a.writes), ["FirstWrites"]);
         assert_eq!(sids(|a| a.drift_reads), Vec::<Value>::new());
         let none = Access::NONE;
-        for which in [none.reads, none.survey_reads, none.drift_reads, none.writes, none.administers, none.runner] {
+        for which in [none.reads, none.survey_reads, none.drift_reads, none.writes, none.administers] {
             assert!(which(&desired, &account).is_empty());
         }
+        assert!((none.runner)(&desired, &account, &Runner::default()).is_empty());
     }
 }

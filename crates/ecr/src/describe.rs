@@ -38,9 +38,9 @@ pub fn ecr_reconciler(clients: &reconcile_aws::Clients<'_>) -> crate::EcrReconci
 pub const DESCRIPTION: Description = Description {
     name: "ecr",
     kinds: EcrKind::KINDS,
-    sections: &[],
+    sections: &[crate::section::CLAIM],
     desired: |desired, account, _| crate::desired(desired, account),
-    access: Access { reads, survey_reads, writes, administers, ..Access::NONE },
+    access: Access { reads, survey_reads, writes, administers, runner: crate::runner::runner, ..Access::NONE },
     trail: &[
         KindTrail {
             kind: K::ECR_REPOSITORY,
@@ -124,11 +124,11 @@ fn every_repository(account: &Account) -> Vec<String> {
 /// CI policy), else those desired.toml declares, by name. Never another team's repository's
 /// policy, tags, lifecycle or images.
 fn reads(desired: &Desired, account: &Account) -> Vec<Value> {
-    if desired.ecr.repositories.is_empty() {
+    if crate::declared(desired).repositories.is_empty() {
         return Vec::new();
     }
     let listing = json!({ "Sid": "ListTheRegistry", "Effect": "Allow", "Action": ["ecr:DescribeRepositories"], "Resource": every_repository(account) });
-    let managed = match reconcile_core::desired::prune_marker(desired) {
+    let managed = match crate::prune_marker(desired) {
         Ok((key, value)) => json!({
             "Sid": "ReadTheRepositoriesTaggedAsReconciles",
             "Effect": "Allow",
@@ -138,7 +138,7 @@ fn reads(desired: &Desired, account: &Account) -> Vec<Value> {
         }),
         Err(_) => {
             let arn = |name: &str| reconcile_aws::arn(account, "ecr", &format!("repository/{name}"));
-            let declared: Vec<String> = desired.ecr.repositories.iter().map(|r| arn(&r.name)).collect();
+            let declared: Vec<String> = crate::declared(desired).repositories.iter().map(|r| arn(&r.name)).collect();
             json!({ "Sid": "ReadTheDeclaredRepositories", "Effect": "Allow", "Action": READS, "Resource": declared })
         }
     };
@@ -148,7 +148,7 @@ fn reads(desired: &Desired, account: &Account) -> Vec<Value> {
 /// Every repository of the registry, not only reconcile's: the drift check looks for undeclared
 /// ones without a policy, apply's `--prune` for undeclared ones carrying its tag.
 fn survey_reads(desired: &Desired, account: &Account) -> Vec<Value> {
-    if desired.ecr.repositories.is_empty() {
+    if crate::declared(desired).repositories.is_empty() {
         return Vec::new();
     }
     vec![
@@ -159,7 +159,7 @@ fn survey_reads(desired: &Desired, account: &Account) -> Vec<Value> {
 /// A destroy's: the declared repositories and their lifecycle policies deleted.
 fn administers(desired: &Desired, account: &Account) -> Vec<Value> {
     let arn = |name: &str| reconcile_aws::arn(account, "ecr", &format!("repository/{name}"));
-    let repositories: Vec<String> = desired.ecr.repositories.iter().map(|r| arn(&r.name)).collect();
+    let repositories: Vec<String> = crate::declared(desired).repositories.iter().map(|r| arn(&r.name)).collect();
     if repositories.is_empty() {
         return Vec::new();
     }
@@ -172,7 +172,7 @@ fn administers(desired: &Desired, account: &Account) -> Vec<Value> {
 }
 
 fn writes(desired: &Desired, account: &Account) -> Vec<Value> {
-    match reconcile_core::desired::prune_marker(desired) {
+    match crate::prune_marker(desired) {
         // Every declared repository carries reconcile's tag: the repositories are granted by it,
         // not by name, so declaring one more (the second use of this tool, after a bake target
         // is added) changes no CI policy, and the apply role applies it. Only a repository made
@@ -205,7 +205,8 @@ fn writes(desired: &Desired, account: &Account) -> Vec<Value> {
         Err(_) => {
             let arn = |name: &str| reconcile_aws::arn(account, "ecr", &format!("repository/{name}"));
             let mut statements = Vec::new();
-            let repositories: Vec<String> = desired.ecr.repositories.iter().map(|r| arn(&r.name)).collect();
+            let repositories: Vec<String> =
+                crate::declared(desired).repositories.iter().map(|r| arn(&r.name)).collect();
             if !repositories.is_empty() {
                 statements.push(
                     json!({ "Sid": "TheDeclaredRepositories", "Effect": "Allow", "Action": WRITES, "Resource": repositories }),
@@ -213,8 +214,12 @@ fn writes(desired: &Desired, account: &Account) -> Vec<Value> {
             }
             // Tags are only ever set where desired.toml declares some (a create sends them too,
             // which needs the same permission); undeclared ones are removed anywhere.
-            let tagged: Vec<String> =
-                desired.ecr.repositories.iter().filter(|r| !r.tags.is_empty()).map(|r| arn(&r.name)).collect();
+            let tagged: Vec<String> = crate::declared(desired)
+                .repositories
+                .iter()
+                .filter(|r| !r.tags.is_empty())
+                .map(|r| arn(&r.name))
+                .collect();
             if !tagged.is_empty() {
                 statements.push(json!({
                     "Sid": "TheDeclaredRepositoriesTags",

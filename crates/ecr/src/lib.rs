@@ -14,6 +14,8 @@
 mod describe;
 mod impact;
 mod lifecycle;
+mod runner;
+mod section;
 mod spec;
 mod terraform;
 pub mod usage;
@@ -31,7 +33,10 @@ use reconcile_core::{Account, Address, Applied, Destroy, Progress, ReconcileErro
 
 pub use describe::{DESCRIPTION, ecr_reconciler, reconciler};
 pub use lifecycle::{canonical_policy, canonical_policy_text};
-pub use reconcile_core::desired::prune_marker;
+pub use section::{
+    AGE_BASED_UNTAGGED_EXPIRY, ALLOW_TAGGED_EXPIRY, CLAIM, Ecr, EcrRepository, EncryptionType, FEW_UNTAGGED_KEPT,
+    LifecyclePolicy, TAGGED_EXPIRY, TagMutability, UNTAGGED_NEVER_EXPIRE, declared, prune_marker,
+};
 pub use spec::desired;
 use spec::{LifecyclePolicySpec, RepositorySpec, RepositoryState};
 
@@ -217,9 +222,7 @@ impl Reconciler for EcrReconciler {
                         findings.extend(self.foreign_access(&address, field("repository_policy")));
                     }
                     EcrKind::LifecyclePolicy => {
-                        let allowed = desired
-                            .iter()
-                            .any(|r| r.address == address && r.overrides(reconcile_core::desired::ALLOW_TAGGED_EXPIRY));
+                        let allowed = desired.iter().any(|r| r.address == address && r.overrides(ALLOW_TAGGED_EXPIRY));
                         if !allowed {
                             findings.extend(live_tagged_expiry(&address, field("policy"), true));
                         }
@@ -346,8 +349,7 @@ impl Reconciler for EcrReconciler {
                 .map_err(|why| ReconcileError::new(Some(address), "evaluate the lifecycle policy", why))?;
             let expiry = Expiry::of(&policy, &images?, now);
             if !expiry.tagged.is_empty() {
-                let allowed =
-                    desired.get(address).is_some_and(|r| r.overrides(reconcile_core::desired::ALLOW_TAGGED_EXPIRY));
+                let allowed = desired.get(address).is_some_and(|r| r.overrides(ALLOW_TAGGED_EXPIRY));
                 assessment.findings.push(Finding {
                     code: EXPIRES_TAGGED_NOW.to_owned(),
                     severity: if allowed { Severity::Warning } else { Severity::Error },
@@ -356,7 +358,7 @@ impl Reconciler for EcrReconciler {
                         "the new lifecycle policy expires tagged images when it first runs: {}",
                         expiry.tagged.join(", ")
                     ),
-                    overridden_by: allowed.then(|| reconcile_core::desired::ALLOW_TAGGED_EXPIRY.to_owned()),
+                    overridden_by: allowed.then(|| ALLOW_TAGGED_EXPIRY.to_owned()),
                 });
             }
             assessment.impacts.insert(address.clone(), impact::impact(&expiry, self.price_per_gb_month));

@@ -51,7 +51,7 @@ pub(crate) struct LifecyclePolicySpec {
 /// The repositories and lifecycle policies desired.toml asks for. Pure: no client, no AWS.
 pub fn desired(desired: &Desired, _account: &Account) -> Result<Vec<DesiredResource>, ReconcileError> {
     let mut resources = Vec::new();
-    for repository in &desired.ecr.repositories {
+    for repository in &crate::declared(desired).repositories {
         let repository_address = Address::new(ResourceKind::ECR_REPOSITORY, &repository.name);
         let spec = RepositorySpec {
             image_tag_mutability: repository.image_tag_mutability.as_str().to_owned(),
@@ -70,7 +70,7 @@ pub fn desired(desired: &Desired, _account: &Account) -> Result<Vec<DesiredResou
         let mut policy =
             DesiredResource::new(policy_address, &repository.name, attributes(&policy)).under(&repository_address);
         if repository.allow_tagged_expiry {
-            policy.overrides.push(reconcile_core::desired::ALLOW_TAGGED_EXPIRY);
+            policy.overrides.push(crate::ALLOW_TAGGED_EXPIRY);
         }
         resources.push(policy);
     }

@@ -283,62 +283,6 @@ mod tests {
     }
 
     #[test]
-    fn the_runners_policy_grants_repositories_by_reconciles_tag_and_never_changes_with_them() {
-        use crate::evaluate::{Context, Principal, Request};
-        let tagged = BASE
-            .replace("lifecycle_policy = \"p\"\n", "lifecycle_policy = \"p\"\ntags = { managed-by = \"reconcile\" }\n");
-        let one = crate::testing::parse(&tagged);
-        let three =
-            crate::testing::parse(&tagged.replace("pytorch = {}\n", "pytorch = {}\nvllm = {}\nvllm-cache = {}\n"));
-        let account = account();
-        let role = &one.iam.roles[0];
-        let projects = ["rocm-bake".to_owned()];
-        let inline = crate::derive::inline_policy(&one, &crate::testing::CATALOG, role, &account, &projects).unwrap();
-        let boundary =
-            crate::derive::boundary_policy(&one, &crate::testing::CATALOG, role, &account, &projects).unwrap();
-        assert_eq!(
-            inline,
-            crate::derive::inline_policy(&three, &crate::testing::CATALOG, &three.iam.roles[0], &account, &projects)
-                .unwrap()
-        );
-        assert_eq!(
-            boundary,
-            crate::derive::boundary_policy(&three, &crate::testing::CATALOG, &three.iam.roles[0], &account, &projects)
-                .unwrap()
-        );
-        let runner = Principal { policies: std::slice::from_ref(&inline), boundary: Some(&boundary) };
-        let repository = "arn:aws:ecr:us-east-1:123456789012:repository/vllm";
-        let ours = Context::new().with("aws:ResourceTag/managed-by", &["reconcile"]);
-        let theirs = Context::new().with("aws:ResourceTag/managed-by", &["someone"]);
-        assert!(runner.allows(Request { action: "ecr:PutImage", resource: repository, context: &ours }));
-        assert!(!runner.allows(Request { action: "ecr:PutImage", resource: repository, context: &theirs }));
-        assert!(!runner.allows(Request { action: "ecr:PutImage", resource: repository, context: &Context::new() }));
-        let made = Context::new().with("aws:RequestTag/managed-by", &["reconcile"]);
-        assert!(runner.allows(Request { action: "ecr:CreateRepository", resource: repository, context: &made }));
-        assert!(!runner.allows(Request {
-            action: "ecr:CreateRepository",
-            resource: repository,
-            context: &Context::new()
-        }));
-        assert!(!runner.allows(Request { action: "ecr:TagResource", resource: repository, context: &made }));
-        assert!(runner.allows(Request {
-            action: "ecr:DescribeRepositories",
-            resource: repository,
-            context: &Context::new()
-        }));
-        // Untagged repositories: named in the inline policy, the region's registry in the boundary.
-        let bare = crate::testing::parse(BASE);
-        let boundary =
-            crate::derive::boundary_policy(&bare, &crate::testing::CATALOG, &bare.iam.roles[0], &account, &projects)
-                .unwrap();
-        assert!(boundary.to_string().contains("\"arn:aws:ecr:us-east-1:123456789012:repository/*\""), "{boundary}");
-        let inline =
-            crate::derive::inline_policy(&bare, &crate::testing::CATALOG, &bare.iam.roles[0], &account, &projects)
-                .unwrap();
-        assert!(inline.to_string().contains("repository/pytorch\""), "{inline}");
-    }
-
-    #[test]
     fn the_derived_trust_admits_nothing_more_and_each_widening_is_named() {
         let desired = crate::testing::parse(BASE);
         let role = desired.ci.as_ref().unwrap().role(CiPurpose::Apply).unwrap().clone();

@@ -1,44 +1,55 @@
-//! How IAM's tests read a desired.toml whose `[s3]` the S3 crate reads: a stand-in for that
-//! crate, which claims the section and says what a build needs of the cache, as the catalog's
-//! S3 description does, so a derived policy holds what it takes from another crate.
+//! How IAM's tests read a desired.toml whose `[ecr]` and `[s3]` other crates read: stand-ins for
+//! them, which claim the sections and say what a build needs of the registry and the cache, as
+//! the catalog's descriptions do, so a derived policy holds what it takes from other crates.
 
 use std::path::Path;
 
 use reconcile_core::Desired;
-use reconcile_core::describe::{Access, Catalog, Description};
+use reconcile_core::describe::{Access, Catalog, Description, Runner, RunnerFn};
 use reconcile_core::desired::{Claim, Read};
 use serde_json::{Value, json};
 
-static CACHE: Description = Description {
-    name: "cache",
-    kinds: &[],
-    sections: &[Claim {
-        name: "s3",
-        after: Some("ecr"),
+/// A section read by a crate the tests stand in for: accepted as it is, nothing kept.
+const fn unread(name: &'static str) -> Claim {
+    Claim {
+        name,
+        after: None,
         types: |_| Ok(()),
         read: |_| Read { model: None, errors: Vec::new(), findings: Vec::new() },
         schema: || Value::Null,
-    }],
-    desired: |_, _, _| Ok(Vec::new()),
-    access: Access {
-        // Its length matters to the boundary's size test: every character of a project's name
-        // counts twice (its log group and the group's streams), so the rest must let the
-        // policy's size reach IAM's limit exactly.
-        runner: |_, _| {
-            vec![
-                json!({ "Sid": "WhatTheCachesCrateSays", "Effect": "Allow", "Action": ["s3:GetObject"], "Resource": ["*"] }),
-            ]
-        },
-        ..Access::NONE
-    },
-    trail: &[],
-    terraform: &[],
-};
+    }
+}
 
-/// The stand-in alone.
-pub static CATALOG: Catalog = Catalog(&[&CACHE]);
+/// A crate named `name` reading `section`, whose builds need what `runner` says.
+pub const fn stand_in(name: &'static str, section: &'static [Claim], runner: RunnerFn) -> Description {
+    Description {
+        name,
+        kinds: &[],
+        sections: section,
+        desired: |_, _, _| Ok(Vec::new()),
+        access: Access { runner, ..Access::NONE },
+        trail: &[],
+        terraform: &[],
+    }
+}
 
-/// `text` as desired.toml, with the stand-in's section.
+/// One statement that says which policy it is for.
+pub fn statement(sid: &str, runner: &Runner) -> Vec<Value> {
+    let resource = if runner.boundary { "boundary" } else { "inline" };
+    vec![json!({ "Sid": sid, "Effect": "Allow", "Action": ["s3:GetObject"], "Resource": [resource] })]
+}
+
+static REGISTRY: Description = stand_in("ecr", &[unread("ecr")], |_, _, runner| statement("TheRegistry", runner));
+// Its Sid's length matters to the boundary's size test: every character of a project's name
+// counts twice (its log group and the group's streams), so the rest must let the policy's size
+// reach IAM's limit exactly.
+static CACHE: Description = stand_in("s3", &[unread("s3")], |_, _, runner| statement("TheCachesCrates", runner));
+
+/// The stand-ins, the cache's first: the runner's policy puts the registry's first whatever the
+/// catalog's order.
+pub static CATALOG: Catalog = Catalog(&[&CACHE, &REGISTRY]);
+
+/// `text` as desired.toml, with the stand-ins' sections.
 pub fn parse(text: &str) -> Desired {
     Desired::parse_claimed(Path::new("desired.toml"), text, &CATALOG.claims()).expect("a valid desired.toml")
 }

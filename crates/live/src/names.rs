@@ -231,7 +231,11 @@ mod tests {
 
     /// A run's desired.toml, with the sections resource crates read.
     fn parse(text: &str) -> Result<reconcile_core::Desired, reconcile_core::desired::DesiredErrors> {
-        reconcile_core::Desired::parse_claimed(std::path::Path::new("desired.toml"), text, &[&reconcile_s3::CLAIM])
+        reconcile_core::Desired::parse_claimed(
+            std::path::Path::new("desired.toml"),
+            text,
+            &[&reconcile_ecr::CLAIM, &reconcile_s3::CLAIM],
+        )
     }
 
     #[test]
@@ -242,7 +246,7 @@ mod tests {
             let desired = parse(&text).unwrap_or_else(|errors| panic!("{errors}\n{text}"));
             assert_eq!(desired.region, "us-west-2");
             let names: std::collections::BTreeSet<String> =
-                desired.ecr.repositories.iter().map(|r| r.name.clone()).collect();
+                reconcile_ecr::declared(&desired).repositories.iter().map(|r| r.name.clone()).collect();
             assert_eq!(names, run.repositories().into_iter().collect());
             assert_eq!(desired.codebuild.projects.len(), usize::from(github.is_some()));
             let buckets: Vec<String> = reconcile_s3::declared(&desired)
@@ -252,7 +256,7 @@ mod tests {
                 .collect();
             assert_eq!(buckets, [run.bucket("999999999999")]);
             let added = parse(&run.desired_with_added("us-west-2", github)).unwrap();
-            assert!(added.ecr.repositories.iter().any(|r| r.name == run.added()));
+            assert!(reconcile_ecr::declared(&added).repositories.iter().any(|r| r.name == run.added()));
         }
     }
 

@@ -3,7 +3,7 @@
 //! it.
 
 use reconcile_core::ResourceKind as K;
-use reconcile_core::describe::{Access, Description, Index, KindTrail};
+use reconcile_core::describe::{Access, Description, Index, KindTrail, Runner};
 use reconcile_core::{Account, Desired};
 use serde_json::{Value, json};
 
@@ -213,7 +213,7 @@ fn writes(desired: &Desired, account: &Account) -> Vec<Value> {
 
 /// What a build on the runner needs of the compiler cache: its objects, and never the apply
 /// lock's.
-fn runner(desired: &Desired, account: &Account) -> Vec<Value> {
+fn runner(desired: &Desired, account: &Account, _: &Runner) -> Vec<Value> {
     let mut statements = Vec::new();
     let buckets: Vec<String> = declared(desired).buckets.iter().map(|b| bucket_arn(account, b)).collect();
     if !buckets.is_empty() {

@@ -49,4 +49,6 @@ pub fn parse_desired(path: &Path, text: &str) -> Result<Desired, DesiredErrors> 
 #[cfg(test)]
 mod example;
 #[cfg(test)]
+mod runner_tests;
+#[cfg(test)]
 mod tests;

@@ -74,7 +74,11 @@ fn held_as_plan_holds(path: &Path, inputs: &Inputs, text: &str, account: Option<
         ))
     })?;
     let before = inputs.findings(account);
-    let bake = inputs.bake.as_ref().map(|bake| bake.check(&desired, account).findings).unwrap_or_default();
+    let bake = inputs
+        .bake
+        .as_ref()
+        .map(|bake| bake.check(&reconcile_ecr::declared(&desired).names(), &desired.region, account).findings)
+        .unwrap_or_default();
     let new: Vec<String> = engine::desired_findings(&desired, bake)
         .into_iter()
         .filter(|finding| finding.refuses())

@@ -72,7 +72,7 @@ impl Public {
             ..audience::Public::default()
         };
         let mut named = nightly;
-        named.extend(inputs.desired.ecr.repositories.iter().map(|r| r.name.clone()));
+        named.extend(reconcile_ecr::declared(&inputs.desired).repositories.iter().map(|r| r.name.clone()));
         Public { plan: audience::publish(planned.plan.clone(), &planned.resources, &public), named }
     }
 }

@@ -49,7 +49,7 @@ impl Audience {
         let resources = crate::session::desired_resources(&crate::catalog::CATALOG, base, account, true)
             .map_err(|errors| CliError::Input(errors.iter().map(|e| format!("--base: {e}")).collect()))?;
         let declared: BTreeSet<_> = resources.values().map(|r| (r.address.clone(), r.remote_name.clone())).collect();
-        let marker = reconcile_core::desired::prune_marker(base)
+        let marker = reconcile_ecr::prune_marker(base)
             .unwrap_or_else(|_| (audience::OWNERSHIP_KEY.to_owned(), audience::OWNERSHIP_VALUE.to_owned()));
         Ok(Public { base: Some(declared), marker, ..Public::default() })
     }

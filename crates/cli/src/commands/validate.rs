@@ -14,7 +14,7 @@ pub fn run(path: &Path, bake: Option<&Path>) -> Result<u8, CliError> {
     let inputs = Inputs::load(path, Load { bake, ..Load::default() })?;
     let desired = &inputs.desired;
     if let Some(bake) = &inputs.bake {
-        let check = bake.check(desired, None);
+        let check = bake.check(&reconcile_ecr::declared(desired).names(), &desired.region, None);
         if !check.accounts.is_empty() {
             let accounts: Vec<&str> = check.accounts.iter().map(String::as_str).collect();
             let line = format!(
@@ -46,7 +46,7 @@ pub fn run(path: &Path, bake: Option<&Path>) -> Result<u8, CliError> {
         "{} is valid: region {}, {} ECR repositories, {} S3 buckets, {} IAM roles, {} CodeBuild projects{ci}.\n",
         path.display(),
         desired.region,
-        desired.ecr.repositories.len(),
+        reconcile_ecr::declared(desired).repositories.len(),
         reconcile_s3::declared(desired).buckets.len(),
         desired.iam.roles.len(),
         desired.codebuild.projects.len(),

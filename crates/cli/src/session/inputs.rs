@@ -84,7 +84,12 @@ impl Inputs {
     /// What the bake cross-check finds, for `account` when it is known (any account's registry
     /// in the region otherwise).
     pub fn bake_findings(&self, account: Option<&str>) -> Vec<Finding> {
-        self.bake.iter().flat_map(|bake| bake.check(&self.desired, account).findings).collect()
+        self.bake
+            .iter()
+            .flat_map(|bake| {
+                bake.check(&reconcile_ecr::declared(&self.desired).names(), &self.desired.region, account).findings
+            })
+            .collect()
     }
 
     /// What the files themselves hold for a reviewer (desired.toml's findings and the bake

@@ -560,7 +560,25 @@ mod tests {
     //! would refuse, and the webhook's filters, each with its key.
 
     use super::*;
-    use crate::desired::testing::{each_refused_as, findings, parse, refusals};
+    use crate::desired::testing::Files;
+
+    const FILES: Files = Files(&[]);
+
+    fn parse(text: &str) -> Result<crate::Desired, String> {
+        FILES.parse(text)
+    }
+
+    fn refusals(text: &str) -> Vec<String> {
+        FILES.refusals(text)
+    }
+
+    fn findings(text: &str) -> Vec<String> {
+        FILES.findings(text)
+    }
+
+    fn each_refused_as(cases: impl IntoIterator<Item = (String, String)>) {
+        FILES.each_refused_as(cases);
+    }
 
     const ROLE: &str =
         "[iam.roles.codebuild]\nname = \"rocm-bake-codebuild\"\ntrusted_services = [\"codebuild.amazonaws.com\"]\n";

@@ -9,12 +9,10 @@
 
 mod ci;
 mod codebuild;
-mod ecr;
 mod github;
 mod iam;
 mod section;
-#[cfg(test)]
-mod testing;
+pub mod testing;
 
 use std::fmt;
 use std::ops::Range;
@@ -31,10 +29,6 @@ pub use ci::{Ci, CiPurpose, CiRole, GITHUB_OIDC_AUDIENCE, GITHUB_OIDC_HOST, SUBJ
 pub use codebuild::{
     Codebuild, NOT_A_RUNNER, ONLY_EVENT_FILTER, Project, Webhook, WebhookFilter, WebhookScope, log_group,
 };
-pub use ecr::{
-    AGE_BASED_UNTAGGED_EXPIRY, ALLOW_TAGGED_EXPIRY, Ecr, EcrRepository, FEW_UNTAGGED_KEPT, LifecyclePolicy,
-    TAGGED_EXPIRY, TagMutability, UNTAGGED_NEVER_EXPIRE, prune_marker,
-};
 pub use github::{APPROVAL_POLICIES, DERIVED_VARIABLES, Github};
 pub use iam::{Iam, Role};
 pub use section::{Claim, Read, Section, TypeError, schema_of};
@@ -46,7 +40,6 @@ pub struct Desired {
     pub path: PathBuf,
     /// The region every resource lives in. It wins over the environment's region.
     pub region: String,
-    pub ecr: Ecr,
     pub iam: Iam,
     pub codebuild: Codebuild,
     pub nightly: Nightly,
@@ -277,8 +270,8 @@ pub fn schema(claims: &[&Claim]) -> serde_json::Value {
 
 /// The top-level keys core reads (`RawDesired`'s fields); any other is a claimed section or a
 /// mistake.
-pub const CORE_KEYS: [&str; 10] =
-    ["region", "bake", "bake_variables", "ecr", "iam", "codebuild", "nightly", "github", "ci", "usage"];
+pub const CORE_KEYS: [&str; 9] =
+    ["region", "bake", "bake_variables", "iam", "codebuild", "nightly", "github", "ci", "usage"];
 
 /// Every top-level key the file may hold, as messages list them: core's, and each claimed
 /// section after the key it names.
@@ -489,8 +482,6 @@ struct RawDesired {
     #[schemars(with = "Vec<String>")]
     bake_variables: Vec<Spanned<String>>,
     #[serde(default)]
-    ecr: ecr::RawEcr,
-    #[serde(default)]
     iam: iam::RawIam,
     #[serde(default)]
     codebuild: codebuild::RawCodebuild,
@@ -592,7 +583,6 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
     let iam = iam::convert(locate, &raw.iam, errors);
     let role_keys: Vec<&str> = iam.roles.iter().map(|r| r.key.as_str()).collect();
     let mut findings = Vec::new();
-    let ecr = ecr::convert(locate, &raw.ecr, errors, &mut findings);
     let codebuild = codebuild::convert(locate, &raw.codebuild, &role_keys, errors, &mut findings);
     if let Some(arches) = &raw.nightly.arches {
         if arches.get_ref().chars().any(char::is_control) {
@@ -653,7 +643,6 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
     Desired {
         path: locate.path.to_owned(),
         region: raw.region.into_inner(),
-        ecr,
         iam,
         codebuild,
         nightly,
@@ -790,13 +779,6 @@ pub fn check_tag(key: &str, value: &str) -> Result<(), String> {
 mod tests {
     use super::*;
 
-    const POLICY: &str = r#"
-[ecr.lifecycle_policies.keep-3-untagged]
-rules = [
-  { rulePriority = 1, selection = { tagStatus = "untagged", countType = "imageCountMoreThan", countNumber = 3 }, action = { type = "expire" } },
-]
-"#;
-
     fn parse(text: &str) -> Result<Desired, DesiredErrors> {
         Desired::parse(Path::new("desired.toml"), text)
     }
@@ -806,46 +788,7 @@ rules = [
     }
 
     #[test]
-    fn a_minimal_file_parses_with_defaults_filled_in() {
-        let text = format!(
-            "region = \"us-east-1\"\n[ecr.defaults]\nlifecycle_policy = \"keep-3-untagged\"\ntags = {{ project = \"rocm\" }}\n{POLICY}\n[ecr.repositories]\npytorch = {{}}\npytorch-cache = {{ tags = {{ kind = \"cache\" }} }}\n"
-        );
-        let desired = parse(&text).unwrap();
-        assert_eq!(desired.region, "us-east-1");
-        let names: Vec<&str> = desired.ecr.repositories.iter().map(|r| r.name.as_str()).collect();
-        assert_eq!(names, ["pytorch", "pytorch-cache"]);
-        let cache = &desired.ecr.repositories[1];
-        assert_eq!(cache.image_tag_mutability, TagMutability::Mutable);
-        assert!(!cache.scan_on_push);
-        assert_eq!(cache.tags.len(), 2);
-        assert_eq!(cache.lifecycle_policy.name, "keep-3-untagged");
-        assert_eq!(
-            cache.lifecycle_policy.document,
-            serde_json::json!({"rules": [{"rulePriority": 1, "selection": {"tagStatus": "untagged", "countType": "imageCountMoreThan", "countNumber": 3}, "action": {"type": "expire"}}]})
-        );
-    }
-
-    #[test]
-    fn unknown_keys_are_errors_with_line_column_and_key_path() {
-        let text = "region = \"us-east-1\"\n[ecr.repositories.pytorch]\nlifecycle_polcy = \"x\"\n";
-        assert_eq!(
-            errors(text),
-            "desired.toml:3:1: `ecr.repositories.pytorch.lifecycle_polcy`: unknown field `lifecycle_polcy`, expected one of \
-             `lifecycle_policy`, `image_tag_mutability`, `scan_on_push`, `encryption_type`, `kms_key`, `tags`, \
-             `allow_tagged_expiry`, `adopt`"
-        );
-    }
-
-    #[test]
-    fn wrong_types_and_bad_enum_values_name_their_key() {
-        let text = "region = \"us-east-1\"\n[ecr.repositories.pytorch]\nimage_tag_mutability = \"SOMETIMES\"\n";
-        let message = errors(text);
-        assert!(
-            message.starts_with(
-                "desired.toml:3:24: `ecr.repositories.pytorch.image_tag_mutability`: unknown variant `SOMETIMES`"
-            ),
-            "{message}"
-        );
+    fn a_wrong_type_names_its_key() {
         let message = errors("region = 5\n");
         assert!(
             message.starts_with("desired.toml:1:10: `region`: invalid type: integer `5`, expected a string"),
@@ -856,48 +799,6 @@ rules = [
     #[test]
     fn syntax_errors_are_located() {
         assert!(errors("region = \"us-east-1\n").starts_with("desired.toml:1:"));
-    }
-
-    #[test]
-    fn a_repository_without_a_lifecycle_policy_is_refused() {
-        let text = "region = \"us-east-1\"\n[ecr.repositories]\natom-wheel-cache = {}\n";
-        assert_eq!(
-            errors(text),
-            "desired.toml:3:20: `ecr.repositories.atom-wheel-cache`: repository has no lifecycle policy: set \
-             `lifecycle_policy` here or in `[ecr.defaults]` (without one, untagged images accumulate without bound)"
-        );
-    }
-
-    #[test]
-    fn semantic_errors_are_all_reported_and_located() {
-        let text = format!(
-            "region = \"mars\"\n{POLICY}\n[ecr.repositories]\nPyTorch = {{ lifecycle_policy = \"keep-3-untagged\" }}\nvllm = {{ lifecycle_policy = \"nope\", tags = {{ \"aws:x\" = \"y\" }} }}\n"
-        );
-        insta::assert_snapshot!(errors(&text), @r"
-        desired.toml:1:10: `region`: `mars` is not an AWS region name such as `us-east-1`
-        desired.toml:9:11: `ecr.repositories.PyTorch`: repository name `PyTorch` is not valid in ECR: lowercase letters and digits, separated by single `.`, `_`, `-` or `/`
-        desired.toml:10:29: `ecr.repositories.vllm.lifecycle_policy`: no lifecycle policy named `nope` in `[ecr.lifecycle_policies]`
-        desired.toml:10:56: `ecr.repositories.vllm.tags.aws:x`: tag keys starting with `aws:` are reserved for AWS
-        ");
-    }
-
-    #[test]
-    fn lifecycle_rules_are_checked_like_ecr_checks_them() {
-        let text = r#"
-region = "us-east-1"
-[ecr.lifecycle_policies.bad]
-rules = [
-  { rulePriority = 1, selection = { tagStatus = "any", countType = "sinceImagePushed", countNumber = 14 }, action = { type = "expire" } },
-  { rulePriority = 1, selection = { tagStatus = "tagged", countType = "imageCountMoreThan", countNumber = 0 }, action = { type = "transition" } },
-]
-"#;
-        insta::assert_snapshot!(errors(text), @r#"
-        desired.toml:5:3: `ecr.lifecycle_policies.bad.rules[0]`: an age-based `countType` needs `countUnit = "days"`
-        desired.toml:6:3: `ecr.lifecycle_policies.bad.rules[1]`: `rulePriority` 1 is used by another rule
-        desired.toml:6:3: `ecr.lifecycle_policies.bad.rules[1]`: `selection.countNumber` must be 1 or more
-        desired.toml:6:3: `ecr.lifecycle_policies.bad.rules[1]`: a `tagged` selection needs `tagPrefixList` or `tagPatternList`
-        desired.toml:6:3: `ecr.lifecycle_policies.bad.rules[1]`: a `transition` action needs `targetStorageClass`
-        "#);
     }
 
     #[test]
@@ -960,35 +861,6 @@ trusted_services = ["codebuild.amazonaws.com"]
         insta::assert_snapshot!(errors(text), @r"
         desired.toml:7:8: `iam.roles.codebuild.name`: role name `rocm-bake-codebuild` is also declared by `iam.roles.builder` (line 4); one AWS name can be declared only once
         ");
-    }
-
-    #[test]
-    fn each_problem_is_said_once_where_it_is_and_with_its_key() {
-        let shared = format!(
-            "region = \"us-east-1\"\n[ecr.defaults]\nlifecycle_policy = \"nope\"\n{POLICY}\n[ecr.repositories]\npytorch = {{}}\nvllm = {{}}\n"
-        );
-        assert_eq!(
-            errors(&shared),
-            "desired.toml:3:20: `ecr.defaults.lifecycle_policy`: no lifecycle policy named `nope` in \
-             `[ecr.lifecycle_policies]`"
-        );
-        let empty = "region = \"us-east-1\"\n[ecr.lifecycle_policies.p]\nrules = []\n";
-        assert_eq!(
-            errors(empty),
-            "desired.toml:3:9: `ecr.lifecycle_policies.p.rules`: a lifecycle policy needs at least one rule"
-        );
-        let two_types = "region = \"us-east-1\"\n[ecr.repositories]\npytorch = { scan_on_push = \"yes\" }\nvllm = { scan_on_push = \"no\", image_tag_mutability = 3 }\n";
-        insta::assert_snapshot!(errors(two_types), @r#"
-        desired.toml:3:28: `ecr.repositories.pytorch.scan_on_push`: invalid type: string "yes", expected a boolean
-        desired.toml:4:25: `ecr.repositories.vllm.scan_on_push`: invalid type: string "no", expected a boolean
-        desired.toml:4:54: `ecr.repositories.vllm.image_tag_mutability`: wanted string or table
-        "#);
-        let twice = "region = \"us-east-1\"\n[ecr.repositories]\npytorch = {}\npytorch = {}\n";
-        assert!(
-            errors(twice).starts_with("desired.toml:4:1: `ecr.repositories.pytorch`: duplicate key"),
-            "{}",
-            errors(twice)
-        );
     }
 
     #[test]

@@ -247,7 +247,7 @@ mod tests {
         assert_eq!(
             unclaimed,
             "desired.toml:2:2: `example`: unknown field `example`, expected one of `region`, `bake`, `bake_variables`, \
-             `ecr`, `iam`, `codebuild`, `nightly`, `github`, `ci`, `usage`"
+             `iam`, `codebuild`, `nightly`, `github`, `ci`, `usage`"
         );
         let misspelt = parse(&format!("exampel = 1\n{text}"), &[&CLAIM]).unwrap_err();
         assert!(misspelt.starts_with("desired.toml:1:1: `exampel`: unknown field `exampel`"), "{misspelt}");
@@ -255,6 +255,26 @@ mod tests {
         // Every problem at once: the unknown key and a bad value elsewhere.
         let both = parse("region = \"nowhere\"\nregoin = 1\n", &[]).unwrap_err();
         assert_eq!(both.lines().count(), 2, "{both}");
+    }
+
+    #[test]
+    fn a_claimed_key_is_listed_after_the_one_it_names_even_another_claims() {
+        const fn named(name: &'static str, after: Option<&'static str>) -> Claim {
+            Claim {
+                name,
+                after,
+                types: |_| Ok(()),
+                read: |_| Read::refused(Vec::new()),
+                schema: || serde_json::json!({}),
+            }
+        }
+        // Given before the claim whose key it follows, and one following a key no one reads.
+        let (second, first, lost, last) =
+            (named("s", Some("f")), named("f", Some("bake")), named("l", Some("nowhere")), named("z", None));
+        let keys = crate::desired::listed_keys(&[&second, &first, &lost, &last]);
+        assert_eq!(keys[..5], ["region", "bake", "f", "s", "bake_variables"]);
+        assert_eq!(keys[keys.len() - 2..], ["l", "z"]);
+        assert_eq!(keys.len(), crate::desired::CORE_KEYS.len() + 4);
     }
 
     #[test]

@@ -1,16 +1,41 @@
-//! The `[ecr]` section: repositories, their settings and tags, and named lifecycle policies.
+//! The `[ecr]` section of desired.toml: repositories, their settings and tags, and named
+//! lifecycle policies. This crate claims it ([`CLAIM`]); [`declared`] is what it holds.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
+use reconcile_core::desired::{Claim, DesiredError, DesiredFinding, Locator, Read, Section, convert_tags, schema_of};
+use reconcile_core::lifecycle::{Count, Policy, RuleAction, TagStatus as EvaluatedStatus};
+use reconcile_core::plan::Severity;
+use reconcile_core::{Address, Desired, ResourceKind};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use super::{DesiredError, DesiredFinding, Locator, convert_tags};
-use crate::lifecycle::{Count, Policy, RuleAction, TagStatus as EvaluatedStatus};
-use crate::plan::Severity;
-use crate::{Address, ResourceKind};
+/// `[ecr]`, listed first of the resources' sections where the file's keys are.
+pub const CLAIM: Claim = Claim {
+    name: "ecr",
+    after: Some("bake_variables"),
+    types: Section::types::<RawEcr>,
+    read,
+    schema: schema_of::<RawEcr>,
+};
+
+fn read(section: &Section) -> Read {
+    let raw: RawEcr = match section.parse() {
+        Ok(raw) => raw,
+        Err(errors) => return Read::refused(errors.0),
+    };
+    let (mut errors, mut findings) = (Vec::new(), Vec::new());
+    let ecr = convert(&section.locator(), &raw, &mut errors, &mut findings);
+    Read { findings, ..Read::model(ecr, errors) }
+}
+
+/// The repositories and policies desired.toml declares: none when it has no `[ecr]`.
+pub fn declared(desired: &Desired) -> &Ecr {
+    static NONE: Ecr = Ecr { repositories: Vec::new() };
+    desired.section(CLAIM.name).and_then(Section::model::<Ecr>).unwrap_or(&NONE)
+}
 
 /// Finding code: a lifecycle rule can expire (or archive) tagged images; one such rule once
 /// expired the live `latest-<arch>-nightly` tag. An error unless the repository sets
@@ -39,6 +64,13 @@ const MAX_WILDCARDS: usize = 4;
 pub struct Ecr {
     /// Sorted by name.
     pub repositories: Vec<EcrRepository>,
+}
+
+impl Ecr {
+    /// The declared repositories' names.
+    pub fn names(&self) -> BTreeSet<&str> {
+        self.repositories.iter().map(|r| r.name.as_str()).collect()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -106,7 +138,7 @@ impl TagMutability {
 
 #[derive(Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawEcr {
+struct RawEcr {
     #[serde(default)]
     defaults: RawRepository,
     #[serde(default)]
@@ -119,7 +151,7 @@ pub(super) struct RawEcr {
 
 #[derive(Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawRepository {
+struct RawRepository {
     #[schemars(with = "Option<String>")]
     lifecycle_policy: Option<Spanned<String>>,
     image_tag_mutability: Option<TagMutability>,
@@ -146,7 +178,7 @@ pub(super) struct RawRepository {
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawLifecyclePolicy {
+struct RawLifecyclePolicy {
     #[schemars(with = "Vec<RawLifecycleRule>")]
     rules: Spanned<Vec<Spanned<RawLifecycleRule>>>,
 }
@@ -225,7 +257,7 @@ enum ActionType {
 }
 
 /// Checks the `[ecr]` section and converts it to the model.
-pub(super) fn convert(
+fn convert(
     locate: &Locator<'_>,
     raw: &RawEcr,
     errors: &mut Vec<DesiredError>,
@@ -617,10 +649,10 @@ fn check_repository_name(name: &str) -> Result<(), String> {
 /// The tag that marks a repository as reconcile's, for `--prune`: the `managed-by` tag, with the
 /// value desired.toml gives every repository it declares. Without one, nothing can be told apart
 /// from a repository made by hand, so pruning is refused.
-pub fn prune_marker(desired: &super::Desired) -> Result<(String, String), String> {
+pub fn prune_marker(desired: &Desired) -> Result<(String, String), String> {
     const KEY: &str = "managed-by";
     let values: std::collections::BTreeSet<Option<&String>> =
-        desired.ecr.repositories.iter().map(|r| r.tags.get(KEY)).collect();
+        declared(desired).repositories.iter().map(|r| r.tags.get(KEY)).collect();
     match values.into_iter().collect::<Vec<_>>().as_slice() {
         [Some(value)] => Ok((KEY.to_owned(), (*value).clone())),
         _ => Err(format!(
@@ -636,7 +668,32 @@ mod tests {
     //! and what it warns about, each with its key.
 
     use super::*;
-    use crate::desired::testing::{findings, parse, refusals};
+    use reconcile_core::desired::testing::Files;
+
+    const FILES: Files = Files(&[&CLAIM]);
+
+    fn parse(text: &str) -> Result<Desired, String> {
+        FILES.parse(text)
+    }
+
+    fn refusals(text: &str) -> Vec<String> {
+        FILES.refusals(text)
+    }
+
+    fn findings(text: &str) -> Vec<String> {
+        FILES.findings(text)
+    }
+
+    fn errors(text: &str) -> String {
+        parse(text).expect_err("the file should be refused")
+    }
+
+    const POLICY: &str = r#"
+[ecr.lifecycle_policies.keep-3-untagged]
+rules = [
+  { rulePriority = 1, selection = { tagStatus = "untagged", countType = "imageCountMoreThan", countNumber = 3 }, action = { type = "expire" } },
+]
+"#;
 
     const KEEP_3: &str = r#"{ rulePriority = 1, selection = { tagStatus = "untagged", countType = "imageCountMoreThan", countNumber = 3 }, action = { type = "expire" } }"#;
 
@@ -682,7 +739,7 @@ mod tests {
             "ra = {}\nrb = { image_tag_mutability = \"MUTABLE\", scan_on_push = false, tags = { kind = \"cache\" } }",
         );
         let desired = parse(&text).unwrap();
-        let [a, b] = desired.ecr.repositories.as_slice() else { panic!("two repositories") };
+        let [a, b] = declared(&desired).repositories.as_slice() else { panic!("two repositories") };
         assert_eq!((a.image_tag_mutability, a.scan_on_push), (TagMutability::Immutable, true));
         assert_eq!((b.image_tag_mutability, b.scan_on_push), (TagMutability::Mutable, false));
         assert_eq!(a.tags["kind"], "image");
@@ -694,7 +751,8 @@ mod tests {
 
         // Without defaults: mutable, no scan, the repository's own policy.
         let text = file(&[KEEP_3], "", "ra = { lifecycle_policy = \"p\" }");
-        let a = &parse(&text).unwrap().ecr.repositories[0];
+        let parsed = parse(&text).unwrap();
+        let a = &declared(&parsed).repositories[0];
         assert_eq!(
             (a.image_tag_mutability, a.scan_on_push, a.lifecycle_policy.name.as_str()),
             (TagMutability::Mutable, false, "p")
@@ -709,7 +767,8 @@ mod tests {
             file(&[KEEP_3], "lifecycle_policy = \"p\"", "ra = {}\nrb = { lifecycle_policy = \"q\" }")
         );
         let desired = parse(&text).unwrap();
-        let names: Vec<&str> = desired.ecr.repositories.iter().map(|r| r.lifecycle_policy.name.as_str()).collect();
+        let names: Vec<&str> =
+            declared(&desired).repositories.iter().map(|r| r.lifecycle_policy.name.as_str()).collect();
         assert_eq!(names, ["p", "q"]);
 
         let text = file(&[KEEP_3], "", "ra = { lifecycle_policy = \"nope\" }");
@@ -743,7 +802,7 @@ mod tests {
         );
         // No table at all is no repository, and no mistake.
         let none = "region = \"us-east-1\"\n";
-        assert!(parse(none).unwrap().ecr.repositories.is_empty());
+        assert!(declared(&parse(none).unwrap()).repositories.is_empty());
     }
 
     #[test]
@@ -754,7 +813,7 @@ mod tests {
             &format!("lifecycle_policy = \"p\"\ntags = {{ {} }}", fifty.join(", ")),
             "ra = { tags = { own = \"x\" } }",
         );
-        assert_eq!(parse(&text).unwrap().ecr.repositories[0].tags.len(), 50, "50 is ECR's limit, and allowed");
+        assert_eq!(declared(&parse(&text).unwrap()).repositories[0].tags.len(), 50, "50 is ECR's limit, and allowed");
         let text = text.replace("own = \"x\"", "own = \"x\", more = \"y\"");
         assert_eq!(refusals(&text), ["`ecr.repositories.ra`: 51 tags, more than the 50 ECR allows on a repository"]);
         let text = file(
@@ -807,8 +866,8 @@ mod tests {
             b.location.message,
             "repository `rb` uses lifecycle policy `p`, whose rule 1 (`tagStatus = \"any\"`) can expire tagged images"
         );
-        assert!(desired.ecr.repositories[1].allow_tagged_expiry);
-        assert!(!desired.ecr.repositories[0].allow_tagged_expiry);
+        assert!(declared(&desired).repositories[1].allow_tagged_expiry);
+        assert!(!declared(&desired).repositories[0].allow_tagged_expiry);
         // `allow_tagged_expiry = false` allows nothing.
         let text = file(&[&any], "lifecycle_policy = \"p\"", "ra = { allow_tagged_expiry = false }");
         assert_eq!(parse(&text).unwrap().findings.iter().filter(|f| f.severity == Severity::Error).count(), 1);
@@ -1028,6 +1087,120 @@ mod tests {
             [
                 "`ecr.lifecycle_policies.p.rules`: the policy is 30721 characters as sent to ECR, more than the 30720 it accepts"
             ]
+        );
+    }
+
+    #[test]
+    fn a_file_with_its_defaults_fills_them_in() {
+        let text = format!(
+            "region = \"us-east-1\"\n[ecr.defaults]\nlifecycle_policy = \"keep-3-untagged\"\ntags = {{ project = \"rocm\" }}\n{POLICY}\n[ecr.repositories]\npytorch = {{}}\npytorch-cache = {{ tags = {{ kind = \"cache\" }} }}\n"
+        );
+        let desired = parse(&text).unwrap();
+        assert_eq!(desired.region, "us-east-1");
+        let names: Vec<&str> = declared(&desired).repositories.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["pytorch", "pytorch-cache"]);
+        let cache = &declared(&desired).repositories[1];
+        assert_eq!(cache.image_tag_mutability, TagMutability::Mutable);
+        assert!(!cache.scan_on_push);
+        assert_eq!(cache.tags.len(), 2);
+        assert_eq!(cache.lifecycle_policy.name, "keep-3-untagged");
+        assert_eq!(
+            cache.lifecycle_policy.document,
+            serde_json::json!({"rules": [{"rulePriority": 1, "selection": {"tagStatus": "untagged", "countType": "imageCountMoreThan", "countNumber": 3}, "action": {"type": "expire"}}]})
+        );
+    }
+
+    #[test]
+    fn unknown_keys_are_errors_with_line_column_and_key_path() {
+        let text = "region = \"us-east-1\"\n[ecr.repositories.pytorch]\nlifecycle_polcy = \"x\"\n";
+        assert_eq!(
+            errors(text),
+            "desired.toml:3:1: `ecr.repositories.pytorch.lifecycle_polcy`: unknown field `lifecycle_polcy`, expected one of \
+             `lifecycle_policy`, `image_tag_mutability`, `scan_on_push`, `encryption_type`, `kms_key`, `tags`, \
+             `allow_tagged_expiry`, `adopt`"
+        );
+    }
+
+    #[test]
+    fn wrong_types_and_bad_enum_values_name_their_key() {
+        let text = "region = \"us-east-1\"\n[ecr.repositories.pytorch]\nimage_tag_mutability = \"SOMETIMES\"\n";
+        let message = errors(text);
+        assert!(
+            message.starts_with(
+                "desired.toml:3:24: `ecr.repositories.pytorch.image_tag_mutability`: unknown variant `SOMETIMES`"
+            ),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_repository_without_a_lifecycle_policy_is_refused() {
+        let text = "region = \"us-east-1\"\n[ecr.repositories]\natom-wheel-cache = {}\n";
+        assert_eq!(
+            errors(text),
+            "desired.toml:3:20: `ecr.repositories.atom-wheel-cache`: repository has no lifecycle policy: set \
+             `lifecycle_policy` here or in `[ecr.defaults]` (without one, untagged images accumulate without bound)"
+        );
+    }
+
+    #[test]
+    fn semantic_errors_are_all_reported_and_located() {
+        let text = format!(
+            "region = \"mars\"\n{POLICY}\n[ecr.repositories]\nPyTorch = {{ lifecycle_policy = \"keep-3-untagged\" }}\nvllm = {{ lifecycle_policy = \"nope\", tags = {{ \"aws:x\" = \"y\" }} }}\n"
+        );
+        insta::assert_snapshot!(errors(&text), @r"
+        desired.toml:1:10: `region`: `mars` is not an AWS region name such as `us-east-1`
+        desired.toml:9:11: `ecr.repositories.PyTorch`: repository name `PyTorch` is not valid in ECR: lowercase letters and digits, separated by single `.`, `_`, `-` or `/`
+        desired.toml:10:29: `ecr.repositories.vllm.lifecycle_policy`: no lifecycle policy named `nope` in `[ecr.lifecycle_policies]`
+        desired.toml:10:56: `ecr.repositories.vllm.tags.aws:x`: tag keys starting with `aws:` are reserved for AWS
+        ");
+    }
+
+    #[test]
+    fn lifecycle_rules_are_checked_like_ecr_checks_them() {
+        let text = r#"
+region = "us-east-1"
+[ecr.lifecycle_policies.bad]
+rules = [
+  { rulePriority = 1, selection = { tagStatus = "any", countType = "sinceImagePushed", countNumber = 14 }, action = { type = "expire" } },
+  { rulePriority = 1, selection = { tagStatus = "tagged", countType = "imageCountMoreThan", countNumber = 0 }, action = { type = "transition" } },
+]
+"#;
+        insta::assert_snapshot!(errors(text), @r#"
+        desired.toml:5:3: `ecr.lifecycle_policies.bad.rules[0]`: an age-based `countType` needs `countUnit = "days"`
+        desired.toml:6:3: `ecr.lifecycle_policies.bad.rules[1]`: `rulePriority` 1 is used by another rule
+        desired.toml:6:3: `ecr.lifecycle_policies.bad.rules[1]`: `selection.countNumber` must be 1 or more
+        desired.toml:6:3: `ecr.lifecycle_policies.bad.rules[1]`: a `tagged` selection needs `tagPrefixList` or `tagPatternList`
+        desired.toml:6:3: `ecr.lifecycle_policies.bad.rules[1]`: a `transition` action needs `targetStorageClass`
+        "#);
+    }
+
+    #[test]
+    fn each_problem_is_said_once_where_it_is_and_with_its_key() {
+        let shared = format!(
+            "region = \"us-east-1\"\n[ecr.defaults]\nlifecycle_policy = \"nope\"\n{POLICY}\n[ecr.repositories]\npytorch = {{}}\nvllm = {{}}\n"
+        );
+        assert_eq!(
+            errors(&shared),
+            "desired.toml:3:20: `ecr.defaults.lifecycle_policy`: no lifecycle policy named `nope` in \
+             `[ecr.lifecycle_policies]`"
+        );
+        let empty = "region = \"us-east-1\"\n[ecr.lifecycle_policies.p]\nrules = []\n";
+        assert_eq!(
+            errors(empty),
+            "desired.toml:3:9: `ecr.lifecycle_policies.p.rules`: a lifecycle policy needs at least one rule"
+        );
+        let two_types = "region = \"us-east-1\"\n[ecr.repositories]\npytorch = { scan_on_push = \"yes\" }\nvllm = { scan_on_push = \"no\", image_tag_mutability = 3 }\n";
+        insta::assert_snapshot!(errors(two_types), @r#"
+        desired.toml:3:28: `ecr.repositories.pytorch.scan_on_push`: invalid type: string "yes", expected a boolean
+        desired.toml:4:25: `ecr.repositories.vllm.scan_on_push`: invalid type: string "no", expected a boolean
+        desired.toml:4:54: `ecr.repositories.vllm.image_tag_mutability`: wanted string or table
+        "#);
+        let twice = "region = \"us-east-1\"\n[ecr.repositories]\npytorch = {}\npytorch = {}\n";
+        assert!(
+            errors(twice).starts_with("desired.toml:4:1: `ecr.repositories.pytorch`: duplicate key"),
+            "{}",
+            errors(twice)
         );
     }
 }
