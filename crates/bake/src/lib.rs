@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use hcl::eval::{Context, Evaluate};
 use serde_json::Value;
 
-use reconcile_core::address::{Address, ResourceKind};
+use reconcile_core::address::Address;
 use reconcile_core::plan::{Finding, Severity};
 use reconcile_core::redact::Redactor;
 
@@ -605,7 +605,7 @@ pub fn check(
         result.findings.push(Finding {
             code: UNDECLARED_BAKE_REPOSITORY.to_owned(),
             severity: Severity::Error,
-            address: Some(Address::new(ResourceKind::ECR_REPOSITORY, &ecr.repository)),
+            address: Some(Address::new(reconcile_ecr::REPOSITORY, &ecr.repository)),
             message: format!(
                 "{file}: target `{}` {} `{}`, but desired.toml declares no repository `{}`: declare it under \
                  `[ecr.repositories]`, and the plan creates it with its lifecycle policy",

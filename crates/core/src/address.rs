@@ -51,8 +51,9 @@ impl ResourceKind {
     }
 }
 
-/// The kinds of the sections core parses (each owned by one resource crate, which names them in
-/// its `resource_kinds!`).
+/// The kinds of the sections core still parses (each owned by one resource crate, which names
+/// them in its `resource_kinds!`). A crate that reads its own section declares its own kinds
+/// (`reconcile_ecr::REPOSITORY`).
 impl ResourceKind {
     pub const IAM_ROLE_BOUNDARY: ResourceKind = ResourceKind::new("iam_role_boundary", 100);
     pub const IAM_ROLE: ResourceKind = ResourceKind::new("iam_role", 110);
@@ -60,10 +61,6 @@ impl ResourceKind {
     pub const IAM_OIDC_PROVIDER: ResourceKind = ResourceKind::new("iam_oidc_provider", 130);
     pub const IAM_CI_ROLE: ResourceKind = ResourceKind::new("iam_ci_role", 140);
     pub const IAM_CI_ROLE_POLICY: ResourceKind = ResourceKind::new("iam_ci_role_policy", 150).with_members();
-    pub const S3_BUCKET: ResourceKind = ResourceKind::new("s3_bucket", 200);
-    pub const S3_BUCKET_LIFECYCLE: ResourceKind = ResourceKind::new("s3_bucket_lifecycle", 210);
-    pub const ECR_REPOSITORY: ResourceKind = ResourceKind::new("ecr_repository", 300);
-    pub const ECR_LIFECYCLE_POLICY: ResourceKind = ResourceKind::new("ecr_lifecycle_policy", 310);
     pub const CODEBUILD_PROJECT: ResourceKind = ResourceKind::new("codebuild_project", 400);
     pub const CODEBUILD_WEBHOOK: ResourceKind = ResourceKind::new("codebuild_webhook", 410);
     pub const GITHUB_FORK_PR_APPROVAL: ResourceKind = ResourceKind::new("github_fork_pr_approval", 500);
@@ -94,8 +91,8 @@ impl fmt::Display for ResourceKind {
 /// reconcile_core::resource_kinds! {
 ///     /// The kinds this crate owns.
 ///     pub enum EcrKind {
-///         Repository = ResourceKind::ECR_REPOSITORY,
-///         LifecyclePolicy = ResourceKind::ECR_LIFECYCLE_POLICY,
+///         Repository = REPOSITORY,
+///         LifecyclePolicy = LIFECYCLE_POLICY,
 ///     }
 /// }
 /// ```
@@ -195,7 +192,7 @@ mod tests {
     use super::*;
 
     const QUEUE: ResourceKind = ResourceKind::new("example_queue", 50);
-    const KNOWN: [ResourceKind; 3] = [ResourceKind::IAM_ROLE_POLICY, ResourceKind::ECR_REPOSITORY, QUEUE];
+    const KNOWN: [ResourceKind; 3] = [ResourceKind::IAM_ROLE_POLICY, crate::fake::kinds::ECR_REPOSITORY, QUEUE];
 
     #[test]
     fn addresses_round_trip_through_their_string_form() {
@@ -208,7 +205,7 @@ mod tests {
         assert_eq!(parse(&member.to_string()), Ok(member.clone()));
         assert_eq!(member.declared(), Address::new(ResourceKind::IAM_ROLE_POLICY, "codebuild"));
         // A repository name may hold a `/`: it is part of the name, not a member.
-        assert_eq!(parse("ecr_repository.team/app"), Ok(Address::new(ResourceKind::ECR_REPOSITORY, "team/app")));
+        assert_eq!(parse("ecr_repository.team/app"), Ok(Address::new(crate::fake::kinds::ECR_REPOSITORY, "team/app")));
         assert_eq!(parse("example_queue.a/b"), Ok(Address::new(QUEUE, "a/b")));
         assert_eq!(parse("iam_role_policy.codebuild/"), Ok(Address::new(ResourceKind::IAM_ROLE_POLICY, "codebuild/")));
         assert!(parse("ecr_repository").is_err());
@@ -220,7 +217,7 @@ mod tests {
 
     #[test]
     fn kinds_are_ordered_by_rank_and_print_their_name() {
-        assert!(QUEUE < ResourceKind::IAM_ROLE_BOUNDARY && ResourceKind::IAM_ROLE < ResourceKind::S3_BUCKET);
+        assert!(QUEUE < ResourceKind::IAM_ROLE_BOUNDARY && ResourceKind::IAM_ROLE < crate::fake::kinds::S3_BUCKET);
         assert!(ResourceKind::IAM_ROLE_POLICY.has_members() && !ResourceKind::IAM_ROLE.has_members());
         assert_eq!(QUEUE.rank(), 50);
         assert_eq!(format!("{QUEUE} {QUEUE:?}"), "example_queue example_queue");

@@ -214,7 +214,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::address::ResourceKind;
+
     use crate::plan::{Action, Change, DesiredResource};
 
     fn map(value: Value) -> Map<String, Value> {
@@ -222,7 +222,7 @@ mod tests {
     }
 
     fn repository(name: &str, adopt: bool) -> (DesiredResource, DesiredResource) {
-        let address = Address::new(ResourceKind::ECR_REPOSITORY, name);
+        let address = Address::new(crate::fake::kinds::ECR_REPOSITORY, name);
         let mut repository = DesiredResource::new(
             address.clone(),
             name,
@@ -232,7 +232,7 @@ mod tests {
             repository.overrides.push(ADOPT);
         }
         let policy = DesiredResource::new(
-            Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, name),
+            Address::new(crate::fake::kinds::ECR_LIFECYCLE_POLICY, name),
             name,
             map(json!({ "policy": { "rules": [] } })),
         )
@@ -330,7 +330,7 @@ mod tests {
             new_repository,
             base_repository,
         ]);
-        let undeclared = Address::new(ResourceKind::ECR_REPOSITORY, "secret-mi500-bringup");
+        let undeclared = Address::new(crate::fake::kinds::ECR_REPOSITORY, "secret-mi500-bringup");
         let mut plan = Plan::new("123456789012", "us-east-1");
         plan.observed = BTreeMap::from([
             (t.clone(), theirs()),
@@ -349,16 +349,16 @@ mod tests {
             finding("S102", Some(t.clone()), THEIRS),
             finding("D103", Some(tp.clone()), THEIRS),
             finding("D102", Some(undeclared.clone()), "secret-mi500-bringup"),
-            finding("D101", Some(Address::new(ResourceKind::ECR_REPOSITORY, "b")), "b"),
-            finding("D102", Some(Address::new(ResourceKind::ECR_REPOSITORY, "atom-wheel-cache")), "named"),
+            finding("D101", Some(Address::new(crate::fake::kinds::ECR_REPOSITORY, "b")), "b"),
+            finding("D102", Some(Address::new(crate::fake::kinds::ECR_REPOSITORY, "atom-wheel-cache")), "named"),
             finding("S102", Some(o.clone()), "ours, shown"),
             finding("W401", None, "about the files"),
-            finding("W401", Some(Address::new(ResourceKind::ECR_REPOSITORY, "sglang")), "a bake target's"),
+            finding("W401", Some(Address::new(crate::fake::kinds::ECR_REPOSITORY, "sglang")), "a bake target's"),
             Finding { severity: Severity::Warning, ..finding("W501", None, "this plan changes `iam_role.codebuild`") },
         ];
         let public = Public {
             base: Some(BTreeSet::from([(b.clone(), "declared-on-main".to_owned())])),
-            named: BTreeSet::from([Address::new(ResourceKind::ECR_REPOSITORY, "atom-wheel-cache")]),
+            named: BTreeSet::from([Address::new(crate::fake::kinds::ECR_REPOSITORY, "atom-wheel-cache")]),
             ..Public::default()
         };
         let shown = publish(plan, &resources, &public);

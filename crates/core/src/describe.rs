@@ -193,7 +193,7 @@ mod tests {
     }
 
     const TRAIL: KindTrail = KindTrail {
-        kind: ResourceKind::S3_BUCKET,
+        kind: crate::fake::kinds::S3_BUCKET,
         events: &["CreateBucket"],
         fields: &[],
         other_fields: None,
@@ -205,7 +205,7 @@ mod tests {
     };
     static FIRST: Description = Description {
         name: "first",
-        kinds: &[ResourceKind::S3_BUCKET, ResourceKind::S3_BUCKET_LIFECYCLE],
+        kinds: &[crate::fake::kinds::S3_BUCKET, crate::fake::kinds::S3_BUCKET_LIFECYCLE],
         sections: &[Claim {
             name: "first",
             after: None,
@@ -220,7 +220,11 @@ mod tests {
             ..Access::NONE
         },
         trail: &[TRAIL],
-        terraform: &[],
+        terraform: &[crate::terraform::Mapping {
+            kind: crate::fake::kinds::S3_BUCKET,
+            map: |_, _| Vec::new(),
+            unmapped: "",
+        }],
     };
     static SECOND: Description = Description {
         name: "second",
@@ -236,17 +240,22 @@ mod tests {
     fn a_catalog_finds_each_kinds_owner_and_trail_and_joins_its_crates_statements() {
         static BOTH: [&Description; 2] = [&FIRST, &SECOND];
         let catalog = Catalog(&BOTH);
-        assert_eq!(catalog.owner(ResourceKind::S3_BUCKET_LIFECYCLE).map(|d| d.name), Some("first"));
+        assert_eq!(catalog.owner(crate::fake::kinds::S3_BUCKET_LIFECYCLE).map(|d| d.name), Some("first"));
         assert_eq!(catalog.owner(ResourceKind::GITHUB_VARIABLE).map(|d| d.name), Some("second"));
-        assert!(catalog.owner(ResourceKind::ECR_REPOSITORY).is_none());
+        assert!(catalog.owner(crate::fake::kinds::ECR_REPOSITORY).is_none());
         assert_eq!(
             catalog.kinds(),
-            [ResourceKind::S3_BUCKET, ResourceKind::S3_BUCKET_LIFECYCLE, ResourceKind::GITHUB_VARIABLE]
+            [crate::fake::kinds::S3_BUCKET, crate::fake::kinds::S3_BUCKET_LIFECYCLE, ResourceKind::GITHUB_VARIABLE]
         );
         assert_eq!(catalog.claims().iter().map(|claim| claim.name).collect::<Vec<_>>(), ["first"]);
-        assert_eq!(catalog.trail(ResourceKind::S3_BUCKET).map(|t| t.events), Some(&["CreateBucket"][..]));
-        assert!(catalog.trail(ResourceKind::S3_BUCKET_LIFECYCLE).is_none());
+        assert_eq!(catalog.trail(crate::fake::kinds::S3_BUCKET).map(|t| t.events), Some(&["CreateBucket"][..]));
+        assert!(catalog.trail(crate::fake::kinds::S3_BUCKET_LIFECYCLE).is_none());
         assert!(catalog.trail(ResourceKind::GITHUB_VARIABLE).is_none());
+        assert_eq!(
+            catalog.terraform(crate::fake::kinds::S3_BUCKET).map(|m| m.kind),
+            Some(crate::fake::kinds::S3_BUCKET)
+        );
+        assert!(catalog.terraform(crate::fake::kinds::S3_BUCKET_LIFECYCLE).is_none());
         let desired = Desired::parse(std::path::Path::new("desired.toml"), "region = \"us-east-1\"\n").unwrap();
         let account = Account::new("123456789012", "us-east-1");
         let sids = |which: fn(&Access) -> StatementsFn| -> Vec<Value> {

@@ -135,7 +135,7 @@ mod tests {
         policy.depends_on = vec![role.address.clone()];
         let mut project = resource(ResourceKind::CODEBUILD_PROJECT, "nightly", true);
         project.depends_on = vec![role.address.clone()];
-        let gone = resource(ResourceKind::ECR_REPOSITORY, "gone", true);
+        let gone = resource(crate::fake::kinds::ECR_REPOSITORY, "gone", true);
         let resources = crate::engine::desired_resources([role.clone(), policy.clone(), project.clone(), gone]);
         let member = Address::member(ResourceKind::IAM_ROLE_POLICY, "runner", "extra");
         let observed = BTreeMap::from([
@@ -143,7 +143,7 @@ mod tests {
             (policy.address.clone(), Observed::Present(Default::default())),
             (member.clone(), Observed::Present(Default::default())),
             (project.address.clone(), present(json!({"managed-by": "reconcile"}))),
-            (Address::new(ResourceKind::ECR_REPOSITORY, "gone"), Observed::Absent),
+            (Address::new(crate::fake::kinds::ECR_REPOSITORY, "gone"), Observed::Absent),
         ]);
         let (changes, findings) = changes(&resources, &observed);
         assert!(findings.is_empty(), "{findings:?}");

@@ -573,35 +573,39 @@ mod tests {
     fn a_resource_applied_last_depends_on_every_other_desired_resource() {
         let resource = |kind, name: &str| DesiredResource::new(Address::new(kind, name), name, Map::new());
         let switch = resource(ResourceKind::GITHUB_VARIABLE, "NIGHTLY_ENABLED").applied_last();
-        let mut policy = resource(ResourceKind::ECR_LIFECYCLE_POLICY, "a");
-        policy.depends_on = vec![Address::new(ResourceKind::ECR_REPOSITORY, "a")];
+        let mut policy = resource(crate::fake::kinds::ECR_LIFECYCLE_POLICY, "a");
+        policy.depends_on = vec![Address::new(crate::fake::kinds::ECR_REPOSITORY, "a")];
         let resources = desired_resources([
             switch.clone(),
-            resource(ResourceKind::ECR_REPOSITORY, "a"),
+            resource(crate::fake::kinds::ECR_REPOSITORY, "a"),
             policy,
             resource(ResourceKind::GITHUB_VARIABLE, "AWS_REGION"),
         ]);
         assert_eq!(
             resources[&switch.address].depends_on,
             [
-                Address::new(ResourceKind::ECR_REPOSITORY, "a"),
-                Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, "a"),
+                Address::new(crate::fake::kinds::ECR_REPOSITORY, "a"),
+                Address::new(crate::fake::kinds::ECR_LIFECYCLE_POLICY, "a"),
                 Address::new(ResourceKind::GITHUB_VARIABLE, "AWS_REGION"),
             ]
         );
-        let policy = &resources[&Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, "a")];
-        assert_eq!(policy.depends_on, [Address::new(ResourceKind::ECR_REPOSITORY, "a")], "the others keep theirs");
-        assert!(resources[&Address::new(ResourceKind::ECR_REPOSITORY, "a")].depends_on.is_empty());
+        let policy = &resources[&Address::new(crate::fake::kinds::ECR_LIFECYCLE_POLICY, "a")];
+        assert_eq!(
+            policy.depends_on,
+            [Address::new(crate::fake::kinds::ECR_REPOSITORY, "a")],
+            "the others keep theirs"
+        );
+        assert!(resources[&Address::new(crate::fake::kinds::ECR_REPOSITORY, "a")].depends_on.is_empty());
     }
 
     #[test]
     fn a_requested_replacement_replaces_what_exists_and_leaves_a_create_or_delete_alone() {
         let reconcilers: Vec<Box<dyn Reconciler>> = vec![Box::new(FakeReconciler::default())];
-        let address = Address::new(ResourceKind::ECR_REPOSITORY, "r");
+        let address = Address::new(crate::fake::kinds::ECR_REPOSITORY, "r");
         let fields = |value: &str| crate::json::object(serde_json::json!({ "a": value, "extra": 1 }));
         let mut desired =
             DesiredResource::new(address.clone(), "r", crate::json::object(serde_json::json!({ "a": "x" })));
-        desired.depends_on = vec![Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, "p")];
+        desired.depends_on = vec![Address::new(crate::fake::kinds::ECR_LIFECYCLE_POLICY, "p")];
         let same = Observed::Present(fields("x"));
         let action = |d: Option<&DesiredResource>, o: &Observed, replaced: bool| {
             change_for(&reconcilers, &address, d, o, replaced).map(|c| c.action)
@@ -632,7 +636,7 @@ mod tests {
         let reconcilers: Vec<Box<dyn Reconciler>> = vec![Box::new(fake)];
         let changes: Vec<Change> = ["a", "free", "b", "c"]
             .iter()
-            .map(|name| change(ResourceKind::ECR_REPOSITORY, name, Action::Update, &[]))
+            .map(|name| change(crate::fake::kinds::ECR_REPOSITORY, name, Action::Update, &[]))
             .collect();
         assert_eq!(
             administrators_only(&reconcilers, &changes),
@@ -647,10 +651,9 @@ mod tests {
     #[test]
     fn a_plan_says_an_administrator_must_apply_it_only_where_ci_is_declared() {
         let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
-        let resources = desired_resources(
-            ["a", "b"]
-                .map(|name| DesiredResource::new(Address::new(ResourceKind::ECR_REPOSITORY, name), name, Map::new())),
-        );
+        let resources = desired_resources(["a", "b"].map(|name| {
+            DesiredResource::new(Address::new(crate::fake::kinds::ECR_REPOSITORY, name), name, Map::new())
+        }));
         let w501 = |ci: &str| {
             let fake = FakeReconciler {
                 administrators: BTreeMap::from([("a".to_owned(), "why")]),
@@ -704,14 +707,14 @@ mod tests {
 
     #[test]
     fn dependents_wait_for_and_are_skipped_after_a_failed_dependency() {
-        let repo_a = Address::new(ResourceKind::ECR_REPOSITORY, "a");
-        let repo_b = Address::new(ResourceKind::ECR_REPOSITORY, "b");
+        let repo_a = Address::new(crate::fake::kinds::ECR_REPOSITORY, "a");
+        let repo_b = Address::new(crate::fake::kinds::ECR_REPOSITORY, "b");
         let plan = plan_of(vec![
-            change(ResourceKind::ECR_REPOSITORY, "a", Action::Create, &[]),
-            change(ResourceKind::ECR_REPOSITORY, "b", Action::Create, &[]),
-            change(ResourceKind::ECR_REPOSITORY, "adopted", Action::Create, &[]),
-            change(ResourceKind::ECR_LIFECYCLE_POLICY, "a", Action::Create, &[repo_a]),
-            change(ResourceKind::ECR_LIFECYCLE_POLICY, "b", Action::Create, std::slice::from_ref(&repo_b)),
+            change(crate::fake::kinds::ECR_REPOSITORY, "a", Action::Create, &[]),
+            change(crate::fake::kinds::ECR_REPOSITORY, "b", Action::Create, &[]),
+            change(crate::fake::kinds::ECR_REPOSITORY, "adopted", Action::Create, &[]),
+            change(crate::fake::kinds::ECR_LIFECYCLE_POLICY, "a", Action::Create, &[repo_a]),
+            change(crate::fake::kinds::ECR_LIFECYCLE_POLICY, "b", Action::Create, std::slice::from_ref(&repo_b)),
         ]);
         let (report, log) = run(&plan, &["b"], false);
         // Both repositories go first, concurrently; a policy only after its repository.
@@ -744,8 +747,8 @@ mod tests {
     #[test]
     fn deletes_are_refused_before_any_call_unless_allowed() {
         let plan = plan_of(vec![
-            change(ResourceKind::ECR_REPOSITORY, "a", Action::Create, &[]),
-            change(ResourceKind::ECR_LIFECYCLE_POLICY, "old", Action::Delete, &[]),
+            change(crate::fake::kinds::ECR_REPOSITORY, "a", Action::Create, &[]),
+            change(crate::fake::kinds::ECR_LIFECYCLE_POLICY, "old", Action::Delete, &[]),
         ]);
         let (result, log) = run(&plan, &[], false);
         assert!(log.is_empty());

@@ -47,10 +47,21 @@ impl FakeReconciler {
     }
 }
 
+/// The kinds the fake reconciler and core's tests stand for: ECR's and S3's, named and ranked as
+/// their crates declare them. Core declares no kind of a crate that reads its own section.
+pub mod kinds {
+    use crate::ResourceKind;
+
+    pub const S3_BUCKET: ResourceKind = ResourceKind::new("s3_bucket", 200);
+    pub const S3_BUCKET_LIFECYCLE: ResourceKind = ResourceKind::new("s3_bucket_lifecycle", 210);
+    pub const ECR_REPOSITORY: ResourceKind = ResourceKind::new("ecr_repository", 300);
+    pub const ECR_LIFECYCLE_POLICY: ResourceKind = ResourceKind::new("ecr_lifecycle_policy", 310);
+}
+
 #[async_trait]
 impl Reconciler for FakeReconciler {
     fn kinds(&self) -> &'static [ResourceKind] {
-        &[ResourceKind::ECR_REPOSITORY, ResourceKind::ECR_LIFECYCLE_POLICY]
+        &[crate::fake::kinds::ECR_REPOSITORY, crate::fake::kinds::ECR_LIFECYCLE_POLICY]
     }
 
     async fn observe(&self, desired: &[&DesiredResource]) -> Result<Observations, ReconcileError> {

@@ -469,9 +469,9 @@ mod tests {
 
     #[test]
     fn what_was_left_out_is_counted_by_kind_and_said_only_when_there_is_some() {
-        use crate::address::{Address, ResourceKind};
+        use crate::address::Address;
         use crate::plan::{Action, Attribution, Change, Finding, Impact, Severity};
-        let address = |name: &str| Address::new(ResourceKind::ECR_REPOSITORY, name);
+        let address = |name: &str| Address::new(crate::fake::kinds::ECR_REPOSITORY, name);
         let change = |name: &str, action| Change {
             address: address(name),
             action,
@@ -594,7 +594,7 @@ mod tests {
             event_id: "e-1".into(),
             by_reconcile: false,
         };
-        let address = crate::Address::new(crate::ResourceKind::ECR_REPOSITORY, "pytorch");
+        let address = crate::Address::new(crate::fake::kinds::ECR_REPOSITORY, "pytorch");
         let plan = Plan {
             attributions: [(address, Attribution::Event(event))].into_iter().collect(),
             ..Plan::new("123456789012", "us-east-1")

@@ -589,7 +589,7 @@ mod tests {
                     Some(json!({ "description": "a", "name": "n", "tags": {} })),
                     Some(json!({ "description": "b", "name": "n", "tags": { "k": "v" } })),
                 ),
-                change(ResourceKind::ECR_REPOSITORY, "stray", Action::Delete, Some(json!({})), None),
+                change(crate::fake::kinds::ECR_REPOSITORY, "stray", Action::Delete, Some(json!({})), None),
             ],
             findings: vec![
                 finding("S104", Severity::Error, Some(Address::new(ResourceKind::IAM_CI_ROLE, "plan")), "3 GB"),
@@ -629,7 +629,7 @@ mod tests {
     }
 
     fn check(desired: Option<Value>, observed: Option<Value>) -> Option<(Action, Vec<String>)> {
-        let address = Address::new(ResourceKind::ECR_REPOSITORY, "pytorch");
+        let address = Address::new(crate::fake::kinds::ECR_REPOSITORY, "pytorch");
         let desired = desired.map(|attributes| DesiredResource::new(address.clone(), "pytorch", object(attributes)));
         let observed = observed.map_or(Observed::Absent, |v| Observed::Present(object(v)));
         diff(&address, desired.as_ref(), &observed).map(|change| {
@@ -640,17 +640,17 @@ mod tests {
 
     #[test]
     fn an_update_of_a_field_set_only_on_creation_is_a_replacement() {
-        let address = Address::new(ResourceKind::ECR_REPOSITORY, "a");
+        let address = Address::new(crate::fake::kinds::ECR_REPOSITORY, "a");
         let desired = DesiredResource::new(address.clone(), "a", object(json!({ "e": "KMS", "t": 1 })));
         let live = |e: &str, t: u8| Observed::Present(object(json!({ "e": e, "t": t })));
         let action = |observed: &Observed, kind| {
             diff_replacing(&address, Some(&desired), observed, kind, &["e"]).map(|change| change.action)
         };
-        assert_eq!(action(&live("AES256", 1), ResourceKind::ECR_REPOSITORY), Some(Action::Replace));
-        assert_eq!(action(&live("KMS", 2), ResourceKind::ECR_REPOSITORY), Some(Action::Update));
-        assert_eq!(action(&live("AES256", 1), ResourceKind::S3_BUCKET), Some(Action::Update), "another kind");
-        assert_eq!(action(&live("KMS", 1), ResourceKind::ECR_REPOSITORY), None);
-        assert_eq!(action(&Observed::Absent, ResourceKind::ECR_REPOSITORY), Some(Action::Create));
+        assert_eq!(action(&live("AES256", 1), crate::fake::kinds::ECR_REPOSITORY), Some(Action::Replace));
+        assert_eq!(action(&live("KMS", 2), crate::fake::kinds::ECR_REPOSITORY), Some(Action::Update));
+        assert_eq!(action(&live("AES256", 1), crate::fake::kinds::S3_BUCKET), Some(Action::Update), "another kind");
+        assert_eq!(action(&live("KMS", 1), crate::fake::kinds::ECR_REPOSITORY), None);
+        assert_eq!(action(&Observed::Absent, crate::fake::kinds::ECR_REPOSITORY), Some(Action::Create));
     }
 
     #[test]
@@ -692,7 +692,7 @@ mod tests {
         Finding {
             code: code.into(),
             severity,
-            address: Some(Address::new(ResourceKind::ECR_REPOSITORY, name)),
+            address: Some(Address::new(crate::fake::kinds::ECR_REPOSITORY, name)),
             message: String::new(),
             overridden_by: None,
         }
@@ -738,7 +738,8 @@ mod tests {
 
     #[test]
     fn a_resource_overrides_only_the_keys_it_sets() {
-        let mut resource = DesiredResource::new(Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, "a"), "a", Map::new());
+        let mut resource =
+            DesiredResource::new(Address::new(crate::fake::kinds::ECR_LIFECYCLE_POLICY, "a"), "a", Map::new());
         assert!(!resource.overrides("allow_tagged_expiry"));
         resource.overrides.push("allow_tagged_expiry");
         assert!(resource.overrides("allow_tagged_expiry"));
@@ -754,7 +755,7 @@ mod tests {
         plan.findings.push(finding("D101", Severity::Warning, "a"));
         assert!(plan.account_differs());
         plan.findings.clear();
-        let address = Address::new(ResourceKind::ECR_REPOSITORY, "a");
+        let address = Address::new(crate::fake::kinds::ECR_REPOSITORY, "a");
         plan.changes.push(Change { address, action: Action::Create, before: None, after: None, depends_on: vec![] });
         assert!(plan.account_differs());
     }

@@ -193,12 +193,12 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::address::{Address, ResourceKind};
+    use crate::address::Address;
     use crate::plan::{Action, Change};
 
     #[test]
     fn an_adopted_resource_is_reported_as_adopted_in_every_format() {
-        let address = Address::new(ResourceKind::ECR_REPOSITORY, "vllm-wheel");
+        let address = Address::new(crate::fake::kinds::ECR_REPOSITORY, "vllm-wheel");
         let change =
             Change { address: address.clone(), action: Action::Create, before: None, after: None, depends_on: vec![] };
         let plan = Plan { changes: vec![change], ..Plan::new("123456789012", "us-east-1") };

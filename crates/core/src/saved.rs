@@ -171,14 +171,14 @@ mod tests {
     use crate::json::object;
 
     const KNOWN: [ResourceKind; 3] =
-        [ResourceKind::ECR_REPOSITORY, ResourceKind::ECR_LIFECYCLE_POLICY, ResourceKind::IAM_ROLE_POLICY];
+        [crate::fake::kinds::ECR_REPOSITORY, crate::fake::kinds::ECR_LIFECYCLE_POLICY, ResourceKind::IAM_ROLE_POLICY];
 
     fn from_json(value: &Value) -> Result<SavedPlan, String> {
         super::from_json(value, &KNOWN)
     }
 
     fn plan() -> Plan {
-        let address = Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, "pytorch-cache");
+        let address = Address::new(crate::fake::kinds::ECR_LIFECYCLE_POLICY, "pytorch-cache");
         let observed = Observed::Present(object(json!({"policy": {"rules": []}})));
         Plan {
             changes: vec![Change {
@@ -186,7 +186,7 @@ mod tests {
                 action: Action::Update,
                 before: Some(object(json!({"policy": {"rules": []}}))),
                 after: Some(object(json!({"policy": {"rules": [1]}}))),
-                depends_on: vec![Address::new(ResourceKind::ECR_REPOSITORY, "pytorch-cache")],
+                depends_on: vec![Address::new(crate::fake::kinds::ECR_REPOSITORY, "pytorch-cache")],
             }],
             observed: BTreeMap::from([(address, observed)]),
             ..Plan::new("123456789012", "us-east-1")
@@ -198,7 +198,7 @@ mod tests {
         let mut plan = plan();
         // A create has no `before`, a delete no `after`: both read back as none.
         plan.changes.push(Change {
-            address: Address::new(ResourceKind::ECR_REPOSITORY, "vllm"),
+            address: Address::new(crate::fake::kinds::ECR_REPOSITORY, "vllm"),
             action: Action::Create,
             before: None,
             after: Some(object(json!({"scan_on_push": false}))),
@@ -234,7 +234,7 @@ mod tests {
     #[test]
     fn a_saved_plan_of_a_kind_not_known_is_refused() {
         let saved = to_json(&plan(), "", MadeWith::default());
-        let unknown = super::from_json(&saved, &[ResourceKind::ECR_REPOSITORY]).unwrap_err();
+        let unknown = super::from_json(&saved, &[crate::fake::kinds::ECR_REPOSITORY]).unwrap_err();
         assert_eq!(unknown, "unknown resource kind `ecr_lifecycle_policy`");
     }
 
@@ -304,7 +304,7 @@ mod tests {
         // Cut down: a change derived again that the file does not hold.
         let mut more = derived.clone();
         let vllm = Change {
-            address: Address::new(ResourceKind::ECR_REPOSITORY, "vllm"),
+            address: Address::new(crate::fake::kinds::ECR_REPOSITORY, "vllm"),
             action: Action::Create,
             before: None,
             after: Some(object(json!({"scan_on_push": false}))),

@@ -46,8 +46,8 @@ fn creates_only() -> Plan {
     let keep3 = policy("imageCountMoreThan", "untagged", 3, None);
     plan(
         vec![
-            change(ResourceKind::ECR_REPOSITORY, "vllm", Some(repository()), None),
-            change(ResourceKind::ECR_LIFECYCLE_POLICY, "vllm", Some(json!({"policy": keep3})), None),
+            change(crate::fake::kinds::ECR_REPOSITORY, "vllm", Some(repository()), None),
+            change(crate::fake::kinds::ECR_LIFECYCLE_POLICY, "vllm", Some(json!({"policy": keep3})), None),
         ],
         vec![],
     )
@@ -58,7 +58,7 @@ fn policy_diff() -> Plan {
     let old = policy("sinceImagePushed", "any", 14, Some("days"));
     plan(
         vec![change(
-            ResourceKind::ECR_LIFECYCLE_POLICY,
+            crate::fake::kinds::ECR_LIFECYCLE_POLICY,
             "pytorch-cache",
             Some(json!({"policy": keep3})),
             Some(json!({"policy": old})),
@@ -94,7 +94,7 @@ fn mixed() -> Plan {
     changes.extend(policy_diff().changes);
     changes.extend(a_delete().changes);
     changes.push(change(
-        ResourceKind::ECR_REPOSITORY,
+        crate::fake::kinds::ECR_REPOSITORY,
         "pytorch",
         Some(repository()),
         Some(json!({"image_tag_mutability": "IMMUTABLE", "scan_on_push": false, "tags": {}})),
@@ -116,8 +116,8 @@ fn two_thousand() -> Plan {
         .flat_map(|i| {
             let name = format!("target{i:04}");
             [
-                change(ResourceKind::ECR_REPOSITORY, &name, Some(repository()), None),
-                change(ResourceKind::ECR_LIFECYCLE_POLICY, &name, Some(json!({"policy": keep3.clone()})), None),
+                change(crate::fake::kinds::ECR_REPOSITORY, &name, Some(repository()), None),
+                change(crate::fake::kinds::ECR_LIFECYCLE_POLICY, &name, Some(json!({"policy": keep3.clone()})), None),
             ]
         })
         .collect();

@@ -60,7 +60,7 @@ fn typed<T: DeserializeOwned>(change: &Change, which: &str, fields: &Map<String,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::address::{Address, ResourceKind};
+    use crate::address::Address;
     use crate::plan::Action;
     use serde::Deserialize;
     use serde_json::json;
@@ -73,7 +73,7 @@ mod tests {
 
     fn change(after: Value) -> Change {
         Change {
-            address: Address::new(ResourceKind::ECR_REPOSITORY, "pytorch"),
+            address: Address::new(crate::fake::kinds::ECR_REPOSITORY, "pytorch"),
             action: Action::Update,
             before: None,
             after: after.as_object().cloned(),

@@ -365,7 +365,7 @@ mod tests {
     use crate::json::object;
     use crate::plan::{Change, Finding, Observed, Severity};
 
-    const THING: ResourceKind = ResourceKind::ECR_REPOSITORY;
+    const THING: ResourceKind = crate::fake::kinds::ECR_REPOSITORY;
     const UNMAPPED: ResourceKind = ResourceKind::GITHUB_FORK_PR_APPROVAL;
 
     /// A kind that is a `thing` and, while `extra` is set, a `thing_extra` besides.

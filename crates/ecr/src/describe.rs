@@ -2,7 +2,6 @@
 //! desired resources, what a CI role needs on its repositories, and what CloudTrail records of
 //! them.
 
-use reconcile_core::ResourceKind as K;
 use reconcile_core::describe::{Access, Description, Index, KindTrail, arn_names};
 use reconcile_core::{Account, Desired};
 use serde_json::{Value, json};
@@ -43,7 +42,7 @@ pub const DESCRIPTION: Description = Description {
     access: Access { reads, survey_reads, writes, administers, runner: crate::runner::runner, ..Access::NONE },
     trail: &[
         KindTrail {
-            kind: K::ECR_REPOSITORY,
+            kind: crate::REPOSITORY,
             events: &[
                 "CreateRepository",
                 "DeleteRepository",
@@ -73,7 +72,7 @@ pub const DESCRIPTION: Description = Description {
             names,
         },
         KindTrail {
-            kind: K::ECR_LIFECYCLE_POLICY,
+            kind: crate::LIFECYCLE_POLICY,
             events: &["PutLifecyclePolicy", "DeleteLifecyclePolicy"],
             fields: &[("policy", &["PutLifecyclePolicy"])],
             other_fields: None,

@@ -70,11 +70,16 @@ const REPLACE_FIELDS: [&str; 2] = ["encryption_type", "kms_key"];
 const NO_POLICY: [&str; 2] = ["LifecyclePolicyNotFoundException", REPOSITORY_NOT_FOUND];
 const NO_REPOSITORY_POLICY: [&str; 2] = ["RepositoryPolicyNotFoundException", REPOSITORY_NOT_FOUND];
 
+/// `ecr_repository.<name>`: a repository's settings and tags.
+pub const REPOSITORY: ResourceKind = ResourceKind::new("ecr_repository", 300);
+/// `ecr_lifecycle_policy.<name>`: a repository's lifecycle policy.
+pub const LIFECYCLE_POLICY: ResourceKind = ResourceKind::new("ecr_lifecycle_policy", 310);
+
 reconcile_core::resource_kinds! {
     /// The kinds this crate owns.
     pub enum EcrKind {
-        Repository = ResourceKind::ECR_REPOSITORY,
-        LifecyclePolicy = ResourceKind::ECR_LIFECYCLE_POLICY,
+        Repository = crate::REPOSITORY,
+        LifecyclePolicy = crate::LIFECYCLE_POLICY,
     }
 }
 
@@ -260,13 +265,13 @@ impl Reconciler for EcrReconciler {
         let reads: Vec<_> = undeclared
             .iter()
             .map(|name| async move {
-                let address = Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, name);
+                let address = Address::new(crate::LIFECYCLE_POLICY, name);
                 (name, self.observe_lifecycle_policy(&address, name).await)
             })
             .collect();
         let mut findings = Vec::new();
         for (name, policy) in futures::future::join_all(reads).await {
-            let address = Address::new(ResourceKind::ECR_REPOSITORY, name);
+            let address = Address::new(crate::REPOSITORY, name);
             let finding = match policy? {
                 Observed::Absent => Finding {
                     code: UNDECLARED_REPOSITORY_WITHOUT_POLICY.to_owned(),
@@ -300,15 +305,14 @@ impl Reconciler for EcrReconciler {
     ) -> Result<Assessment, ReconcileError> {
         let created: BTreeSet<&str> = changes
             .iter()
-            .filter(|c| c.address.kind == ResourceKind::ECR_REPOSITORY && c.action == Action::Create)
+            .filter(|c| c.address.kind == crate::REPOSITORY && c.action == Action::Create)
             .map(|c| c.address.name.as_str())
             .collect();
         let policies: Vec<&Change> = changes
             .iter()
             .copied()
             .filter(|c| {
-                c.address.kind == ResourceKind::ECR_LIFECYCLE_POLICY
-                    && matches!(c.action, Action::Create | Action::Update)
+                c.address.kind == crate::LIFECYCLE_POLICY && matches!(c.action, Action::Create | Action::Update)
             })
             .collect();
         // A declared repository a destroy deletes: what it holds, said before it goes.
@@ -369,13 +373,13 @@ impl Reconciler for EcrReconciler {
     /// Taking a repository's lifecycle policy away (a destroy's) lets its images pile up without
     /// bound: the seeds' 347 GB. Not the apply role's.
     fn administrators_only(&self, change: &Change) -> Option<&'static str> {
-        (change.address.kind == ResourceKind::ECR_LIFECYCLE_POLICY && change.action == Action::Delete)
+        (change.address.kind == crate::LIFECYCLE_POLICY && change.action == Action::Delete)
             .then_some("removing a repository's lifecycle policy, after which its images accumulate without bound")
     }
 
     /// A repository whose encryption differs is a replacement: ECR sets it only on creation.
     fn diff(&self, address: &Address, desired: Option<&DesiredResource>, observed: &Observed) -> Option<Change> {
-        reconcile_core::plan::diff_replacing(address, desired, observed, ResourceKind::ECR_REPOSITORY, &REPLACE_FIELDS)
+        reconcile_core::plan::diff_replacing(address, desired, observed, crate::REPOSITORY, &REPLACE_FIELDS)
     }
 
     fn refusal(&self, change: &Change) -> Option<String> {
@@ -448,7 +452,7 @@ impl EcrReconciler {
     /// An undeclared repository: its lifecycle policy checked, and, when pruning, whether it is
     /// reconcile's to delete (then observed with its images) or left alone (a finding).
     async fn observe_undeclared(&self, name: &str, repository: &LiveRepository) -> Result<Undeclared, ReconcileError> {
-        let policy_address = Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, name);
+        let policy_address = Address::new(crate::LIFECYCLE_POLICY, name);
         let finding = match self.observe_lifecycle_policy(&policy_address, name).await {
             Ok(Observed::Present(fields)) => {
                 live_tagged_expiry(&policy_address, fields.get("policy").unwrap_or(&serde_json::Value::Null), false)
@@ -469,7 +473,7 @@ impl EcrReconciler {
             Err(error) => return Err(error),
         };
         let Some(prune) = &self.prune else { return Ok(Undeclared { finding, pruned: None }) };
-        let address = Address::new(ResourceKind::ECR_REPOSITORY, name);
+        let address = Address::new(crate::REPOSITORY, name);
         let tags = self.tags(&address, &repository.arn).await?;
         let (key, value) = &prune.marker;
         if tags.get(key) != Some(value) {
@@ -751,8 +755,8 @@ impl EcrReconciler {
         let reads: Vec<_> = names
             .iter()
             .map(|name| async move {
-                let address = Address::new(ResourceKind::ECR_REPOSITORY, name);
-                let policy_address = Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, name);
+                let address = Address::new(crate::REPOSITORY, name);
+                let policy_address = Address::new(crate::LIFECYCLE_POLICY, name);
                 let (images, policy) = futures::future::join(
                     self.images(&address, name),
                     self.observe_lifecycle_policy(&policy_address, name),
@@ -787,7 +791,7 @@ impl EcrReconciler {
         let names: Vec<String> =
             self.list_all_repositories().await?.iter().filter_map(|r| r.repository_name().map(str::to_owned)).collect();
         let reads = names.iter().map(|name| async move {
-            let address = Address::new(ResourceKind::ECR_REPOSITORY, name);
+            let address = Address::new(crate::REPOSITORY, name);
             self.images(&address, name).await
         });
         let mut stored = Vec::new();
@@ -852,7 +856,7 @@ fn encryption(name: &str, spec: &RepositorySpec) -> Result<ecr::types::Encryptio
         .set_kms_key(spec.kms_key.clone())
         .build()
         .map_err(|error| {
-            let address = Address::new(ResourceKind::ECR_REPOSITORY, name);
+            let address = Address::new(crate::REPOSITORY, name);
             ReconcileError::new(Some(&address), "create repository", error.to_string())
         })
 }
@@ -937,7 +941,7 @@ mod tests {
     }
 
     fn policy_address() -> Address {
-        Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, "pytorch")
+        Address::new(crate::LIFECYCLE_POLICY, "pytorch")
     }
 
     /// What `observe` is given: the desired resources (only their addresses matter to ECR).
@@ -965,7 +969,7 @@ mod tests {
             )
         });
         let reconciler = reconciler(&[&describe, &tags, &policy, &repository_policy]);
-        let addresses = [Address::new(ResourceKind::ECR_REPOSITORY, "pytorch"), policy_address()];
+        let addresses = [Address::new(crate::REPOSITORY, "pytorch"), policy_address()];
         let error = observe(&reconciler, &addresses).await.unwrap_err();
         let message = error.to_string();
         assert!(message.starts_with("ecr_lifecycle_policy.pytorch: failed to read lifecycle policy: "), "{message}");
@@ -1022,7 +1026,7 @@ mod tests {
         let describe = one_repository();
         let reconciler = reconciler(&[&describe]);
         let change = Change {
-            address: Address::new(ResourceKind::ECR_REPOSITORY, "pytorch"),
+            address: Address::new(crate::REPOSITORY, "pytorch"),
             action: Action::Delete,
             before: Some(Map::new()),
             after: None,
@@ -1068,7 +1072,7 @@ mod tests {
             .then_output(|| aws_sdk_ecr::operation::put_lifecycle_policy::PutLifecyclePolicyOutput::builder().build());
         let reconciler = reconciler(&[&create, &put]);
         let repository = Change {
-            address: Address::new(ResourceKind::ECR_REPOSITORY, "pytorch"),
+            address: Address::new(crate::REPOSITORY, "pytorch"),
             action: Action::Create,
             before: None,
             after: Some(object(json!({ "scan_on_push": true, "tags": {} }))),

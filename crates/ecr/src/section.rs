@@ -7,7 +7,7 @@ use std::ops::Range;
 use reconcile_core::desired::{Claim, DesiredError, DesiredFinding, Locator, Read, Section, convert_tags, schema_of};
 use reconcile_core::lifecycle::{Count, Policy, RuleAction, TagStatus as EvaluatedStatus};
 use reconcile_core::plan::Severity;
-use reconcile_core::{Address, Desired, ResourceKind};
+use reconcile_core::{Address, Desired};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
@@ -392,7 +392,7 @@ fn convert(
         if let Some(policy) = &lifecycle_policy {
             used_policies.insert(policy.name.clone());
             if let Some((rule_path, span, why)) = analyses.get(&policy.name).and_then(|a| a.tagged.as_ref()) {
-                let address = Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, name);
+                let address = Address::new(crate::LIFECYCLE_POLICY, name);
                 let (severity, overridden_by, consequence) = if allow_tagged_expiry {
                     (Severity::Warning, Some(ALLOW_TAGGED_EXPIRY), "")
                 } else {
@@ -711,6 +711,20 @@ rules = [
     }
 
     #[test]
+    fn the_declared_names_and_the_settings_as_aws_spells_them() {
+        let desired = parse(&file(&[KEEP_3], "lifecycle_policy = \"p\"", "vllm = {}\npytorch = {}")).unwrap();
+        assert_eq!(declared(&desired).names(), BTreeSet::from(["pytorch", "vllm"]));
+        assert!(declared(&parse("region = \"us-east-1\"\n").unwrap()).names().is_empty());
+        for (encryption, aws) in
+            [(EncryptionType::Aes256, "AES256"), (EncryptionType::Kms, "KMS"), (EncryptionType::KmsDsse, "KMS_DSSE")]
+        {
+            assert_eq!(encryption.as_str(), aws);
+        }
+        assert_eq!(TagMutability::Mutable.as_str(), "MUTABLE");
+        assert_eq!(TagMutability::Immutable.as_str(), "IMMUTABLE");
+    }
+
+    #[test]
     fn pruning_needs_one_managed_by_value_on_every_declared_repository() {
         let marker = |defaults: &str, repositories: &str| {
             prune_marker(
@@ -852,7 +866,7 @@ rules = [
         let tagged: Vec<_> = desired.findings.iter().filter(|f| f.code == TAGGED_EXPIRY).collect();
         assert_eq!(tagged.len(), 2, "one per repository that uses it");
         let (a, b) = (tagged[0], tagged[1]);
-        assert_eq!(a.address, Some(Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, "ra")));
+        assert_eq!(a.address, Some(Address::new(crate::LIFECYCLE_POLICY, "ra")));
         assert_eq!((a.severity, a.overridden_by), (Severity::Error, None));
         assert_eq!(
             a.location.message,

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use reconcile_core::desired::Desired;
 use reconcile_core::plan::DesiredResource;
 use reconcile_core::spec::attributes;
-use reconcile_core::{Account, Address, ReconcileError, ResourceKind};
+use reconcile_core::{Account, Address, ReconcileError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -52,7 +52,7 @@ pub(crate) struct LifecyclePolicySpec {
 pub fn desired(desired: &Desired, _account: &Account) -> Result<Vec<DesiredResource>, ReconcileError> {
     let mut resources = Vec::new();
     for repository in &crate::declared(desired).repositories {
-        let repository_address = Address::new(ResourceKind::ECR_REPOSITORY, &repository.name);
+        let repository_address = Address::new(crate::REPOSITORY, &repository.name);
         let spec = RepositorySpec {
             image_tag_mutability: repository.image_tag_mutability.as_str().to_owned(),
             scan_on_push: repository.scan_on_push,
@@ -66,7 +66,7 @@ pub fn desired(desired: &Desired, _account: &Account) -> Result<Vec<DesiredResou
                 .adopted(repository.adopt),
         );
         let policy = LifecyclePolicySpec { policy: canonical_policy(&repository.lifecycle_policy.document) };
-        let policy_address = Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, &repository.name);
+        let policy_address = Address::new(crate::LIFECYCLE_POLICY, &repository.name);
         let mut policy =
             DesiredResource::new(policy_address, &repository.name, attributes(&policy)).under(&repository_address);
         if repository.allow_tagged_expiry {

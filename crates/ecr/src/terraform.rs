@@ -6,13 +6,12 @@
 //! | its `repository_policy` | `aws_ecr_repository_policy.repository["<name>"]` (only while one is set) | `repository`, `policy` (JSON string) |
 //! | `ecr_lifecycle_policy.<name>` | `aws_ecr_lifecycle_policy.repository["<name>"]` | `repository`, `policy` (JSON string) |
 
-use reconcile_core::ResourceKind;
 use reconcile_core::terraform::{Mapping, Provider, ProviderResource, policy_string, tags};
 use serde_json::{Map, Value, json};
 
 pub const MAPPINGS: &[Mapping] = &[
-    Mapping { kind: ResourceKind::ECR_REPOSITORY, map: repository, unmapped: "" },
-    Mapping { kind: ResourceKind::ECR_LIFECYCLE_POLICY, map: lifecycle_policy, unmapped: "" },
+    Mapping { kind: crate::REPOSITORY, map: repository, unmapped: "" },
+    Mapping { kind: crate::LIFECYCLE_POLICY, map: lifecycle_policy, unmapped: "" },
 ];
 
 const REPOSITORY: &[(&str, &str, &str)] = &[("repository", "aws_ecr_repository.repository", "name")];

@@ -2,7 +2,6 @@
 //! desired resources, what a CI role needs on the cache bucket, and what CloudTrail records of
 //! it.
 
-use reconcile_core::ResourceKind as K;
 use reconcile_core::describe::{Access, Description, Index, KindTrail, Runner};
 use reconcile_core::{Account, Desired};
 use serde_json::{Value, json};
@@ -62,7 +61,7 @@ pub const DESCRIPTION: Description = Description {
     access: Access { reads, drift_reads, writes, administers, runner, ..Access::NONE },
     trail: &[
         KindTrail {
-            kind: K::S3_BUCKET,
+            kind: crate::BUCKET,
             events: BUCKET_EVENTS,
             fields: &[
                 ("block_public_access", &["PutBucketPublicAccessBlock", "DeleteBucketPublicAccessBlock"]),
@@ -84,7 +83,7 @@ pub const DESCRIPTION: Description = Description {
             names,
         },
         KindTrail {
-            kind: K::S3_BUCKET_LIFECYCLE,
+            kind: crate::BUCKET_LIFECYCLE,
             events: &["PutBucketLifecycle", "DeleteBucketLifecycle"],
             fields: &[],
             other_fields: Some(&["PutBucketLifecycle", "DeleteBucketLifecycle"]),

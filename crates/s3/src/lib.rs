@@ -33,11 +33,16 @@ use spec::{BlockPublicAccess, BucketLifecycleSpec, BucketSpec, OWNER_ENFORCED, S
 /// reused.
 pub const FOREIGN_BUCKET_ACCESS: &str = "S103";
 
+/// `s3_bucket.<key>`: a bucket's name, protection, encryption and tags.
+pub const BUCKET: ResourceKind = ResourceKind::new("s3_bucket", 200);
+/// `s3_bucket_lifecycle.<key>`: a bucket's lifecycle rules.
+pub const BUCKET_LIFECYCLE: ResourceKind = ResourceKind::new("s3_bucket_lifecycle", 210);
+
 reconcile_core::resource_kinds! {
     /// The kinds this crate owns.
     pub enum S3Kind {
-        Bucket = ResourceKind::S3_BUCKET,
-        Lifecycle = ResourceKind::S3_BUCKET_LIFECYCLE,
+        Bucket = crate::BUCKET,
+        Lifecycle = crate::BUCKET_LIFECYCLE,
     }
 }
 
@@ -104,7 +109,7 @@ impl Reconciler for S3Reconciler {
             observations.resources.extend(result?);
         }
         for (address, observed) in &observations.resources {
-            if let (ResourceKind::S3_BUCKET, Observed::Present(fields)) = (address.kind, observed) {
+            if let (crate::BUCKET, Observed::Present(fields)) = (address.kind, observed) {
                 observations.findings.extend(self.foreign_access(address, fields));
             }
         }
@@ -138,8 +143,7 @@ impl Reconciler for S3Reconciler {
         changes: &[&Change],
         _desired: &BTreeMap<Address, DesiredResource>,
     ) -> Result<Assessment, ReconcileError> {
-        let deleted =
-            changes.iter().filter(|c| c.address.kind == ResourceKind::S3_BUCKET && c.action == Action::Delete);
+        let deleted = changes.iter().filter(|c| c.address.kind == crate::BUCKET && c.action == Action::Delete);
         let counts = futures::future::join_all(deleted.map(|change| async move {
             let name = bucket_name(change)?;
             let versions = self.versions(&change.address, &name).await?;
@@ -158,7 +162,7 @@ impl Reconciler for S3Reconciler {
     }
 
     fn refusal(&self, change: &Change) -> Option<String> {
-        if change.address.kind != ResourceKind::S3_BUCKET || change.action != Action::Delete {
+        if change.address.kind != crate::BUCKET || change.action != Action::Delete {
             return None;
         }
         let objects = self.held.lock().expect("never poisoned").get(&change.address).copied().unwrap_or(0);
@@ -232,13 +236,13 @@ impl S3Reconciler {
         // The bucket's settings and its lifecycle configuration, read at once.
         let (bucket, lifecycle) = tokio::join!(
             async {
-                match addresses.iter().find(|a| a.kind == ResourceKind::S3_BUCKET) {
+                match addresses.iter().find(|a| a.kind == crate::BUCKET) {
                     Some(address) if head == Head::Ours => Some(self.observe_bucket(address, name).await).transpose(),
                     _ => Ok(None),
                 }
             },
             async {
-                match addresses.iter().find(|a| a.kind == ResourceKind::S3_BUCKET_LIFECYCLE) {
+                match addresses.iter().find(|a| a.kind == crate::BUCKET_LIFECYCLE) {
                     Some(address) if head == Head::Ours => {
                         Some(self.observe_lifecycle(address, name).await).transpose()
                     }
@@ -815,7 +819,7 @@ mod tests {
 
     fn create_change() -> Change {
         Change {
-            address: Address::new(ResourceKind::S3_BUCKET, "sccache"),
+            address: Address::new(crate::BUCKET, "sccache"),
             action: Action::Create,
             before: None,
             after: Some(object(json!({
@@ -898,11 +902,8 @@ mod tests {
             Some("an ACL that grants someone else: who reaches the bucket")
         );
         for action in [Action::Create, Action::Update, Action::Delete] {
-            let expiry = Change {
-                address: Address::new(ResourceKind::S3_BUCKET_LIFECYCLE, "sccache"),
-                action,
-                ..create_change()
-            };
+            let expiry =
+                Change { address: Address::new(crate::BUCKET_LIFECYCLE, "sccache"), action, ..create_change() };
             assert_eq!(reconciler.administrators_only(&expiry), Some("a bucket's expiry, which deletes its objects"));
         }
     }
@@ -946,8 +947,7 @@ mod tests {
                 SdkBody::empty(),
             )
         });
-        let desired =
-            DesiredResource::new(Address::new(ResourceKind::S3_BUCKET, "sccache"), "someone-elses-bucket", Map::new());
+        let desired = DesiredResource::new(Address::new(crate::BUCKET, "sccache"), "someone-elses-bucket", Map::new());
         let error = reconciler(&[&head]).observe(&[&desired]).await.unwrap_err();
         assert!(
             error.to_string().starts_with(
@@ -970,7 +970,7 @@ mod tests {
             })
             .build();
         let change = Change {
-            address: Address::new(ResourceKind::S3_BUCKET_LIFECYCLE, "sccache"),
+            address: Address::new(crate::BUCKET_LIFECYCLE, "sccache"),
             action: Action::Create,
             before: None,
             after: Some(object(json!({
@@ -1080,7 +1080,7 @@ mod tests {
             "s3_bucket.sccache: failed to read the change's desired fields: missing field `block_public_access`"
         );
         let lifecycle = Change {
-            address: Address::new(ResourceKind::S3_BUCKET_LIFECYCLE, "sccache"),
+            address: Address::new(crate::BUCKET_LIFECYCLE, "sccache"),
             after: Some(object(json!({ "rules": [] }))),
             ..create_change()
         };

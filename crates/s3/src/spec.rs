@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use reconcile_core::desired::Desired;
 use reconcile_core::plan::DesiredResource;
 use reconcile_core::spec::attributes;
-use reconcile_core::{Account, Address, ReconcileError, ResourceKind};
+use reconcile_core::{Account, Address, ReconcileError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -81,7 +81,7 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
     let mut resources = Vec::new();
     for bucket in &crate::section::declared(desired).buckets {
         let name = bucket.name.render(&account.id, &account.region);
-        let bucket_address = Address::new(ResourceKind::S3_BUCKET, &bucket.key);
+        let bucket_address = Address::new(crate::BUCKET, &bucket.key);
         let spec = BucketSpec {
             name: name.clone(),
             block_public_access: BlockPublicAccess::all(bucket.block_public_access),
@@ -100,7 +100,7 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
             let mut rules: Vec<Value> = rules.iter().map(desired_rule).collect();
             lifecycle::sort_rules(&mut rules);
             let spec = BucketLifecycleSpec { bucket: name.clone(), rules };
-            let address = Address::new(ResourceKind::S3_BUCKET_LIFECYCLE, &bucket.key);
+            let address = Address::new(crate::BUCKET_LIFECYCLE, &bucket.key);
             resources.push(DesiredResource::new(address, &name, attributes(&spec)).under(&bucket_address));
         }
     }

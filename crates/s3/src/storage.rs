@@ -8,7 +8,7 @@ use aws_sdk_cloudwatch as cloudwatch;
 use aws_sdk_cloudwatch::types::{Dimension, DimensionFilter, Statistic};
 use aws_smithy_types::DateTime;
 use reconcile_aws::failed;
-use reconcile_core::{Address, ReconcileError, ResourceKind};
+use reconcile_core::{Address, ReconcileError};
 
 const NAMESPACE: &str = "AWS/S3";
 const METRIC: &str = "BucketSizeBytes";
@@ -29,7 +29,7 @@ pub async fn daily_bytes(
     from: i64,
     to: i64,
 ) -> Result<DailyBytes, ReconcileError> {
-    let address = Address::new(ResourceKind::S3_BUCKET, bucket);
+    let address = Address::new(crate::BUCKET, bucket);
     let listed = client
         .list_metrics()
         .namespace(NAMESPACE)

@@ -16,13 +16,12 @@
 //! ACL grants and replication, which reconcile only ever clears, are mapped onto the bucket's
 //! deprecated arguments only while set, so that drift in them shows in the bucket's change.
 
-use reconcile_core::ResourceKind;
 use reconcile_core::terraform::{Mapping, Provider, ProviderResource, policy_string, tags};
 use serde_json::{Map, Value, json};
 
 pub const MAPPINGS: &[Mapping] = &[
-    Mapping { kind: ResourceKind::S3_BUCKET, map: bucket, unmapped: "" },
-    Mapping { kind: ResourceKind::S3_BUCKET_LIFECYCLE, map: lifecycle, unmapped: "" },
+    Mapping { kind: crate::BUCKET, map: bucket, unmapped: "" },
+    Mapping { kind: crate::BUCKET_LIFECYCLE, map: lifecycle, unmapped: "" },
 ];
 
 const BUCKET: &[(&str, &str, &str)] = &[("bucket", "aws_s3_bucket.bucket", "id")];

@@ -376,7 +376,7 @@ mod tests {
     /// A kind named by `repositoryName`, regional or global.
     fn kind(global: bool) -> KindTrail {
         KindTrail {
-            kind: ResourceKind::ECR_REPOSITORY,
+            kind: ResourceKind::new("ecr_repository", 300),
             events: &["PutLifecyclePolicy"],
             fields: &[],
             other_fields: None,

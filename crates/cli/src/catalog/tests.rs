@@ -453,7 +453,7 @@ async fn a_new_kind_is_its_crate_and_one_line_in_the_list() {
     let resources = crate::session::desired_resources(&catalog, &desired, &account, false).unwrap();
     let queue = Address::new(QUEUE, "nightly-events");
     assert_eq!(resources[&queue].attributes["retention_days"], 4);
-    assert!(resources.keys().any(|address| address.kind == reconcile_core::ResourceKind::ECR_REPOSITORY));
+    assert!(resources.keys().any(|address| address.kind == reconcile_ecr::REPOSITORY));
 
     // Its reconciler, built by the AWS backend from the list: planned, applied, planned again.
     let aws = crate::aws::Aws::load("us-east-1", crate::aws::Purpose::Apply, 1).await;

@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 
 use reconcile_core::audience;
 use reconcile_core::markdown::GITHUB_COMMENT_LIMIT;
-use reconcile_core::{Address, Plan, ResourceKind, json, render};
+use reconcile_core::{Address, Plan, json, render};
 use reconcile_ecr::usage::{self, Usage};
 
 use crate::args::{ColorChoice, Format};
@@ -62,10 +62,7 @@ impl Public {
             named: nightly
                 .iter()
                 .flat_map(|name| {
-                    [
-                        Address::new(ResourceKind::ECR_REPOSITORY, name),
-                        Address::new(ResourceKind::ECR_LIFECYCLE_POLICY, name),
-                    ]
+                    [Address::new(reconcile_ecr::REPOSITORY, name), Address::new(reconcile_ecr::LIFECYCLE_POLICY, name)]
                 })
                 .collect(),
             review: false,

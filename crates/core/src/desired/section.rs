@@ -174,6 +174,7 @@ impl Section {
 mod tests {
     use std::collections::BTreeMap;
     use std::path::Path;
+    use std::sync::Arc;
 
     use serde::Deserialize;
     use toml::Spanned;
@@ -191,6 +192,9 @@ mod tests {
     #[serde(deny_unknown_fields)]
     struct Queue {
         days: Spanned<u32>,
+        /// A paused queue's days are not checked.
+        #[serde(default)]
+        paused: bool,
     }
 
     fn check(section: &Section) -> Vec<DesiredError> {
@@ -198,7 +202,7 @@ mod tests {
             Ok(queues) => queues
                 .queues
                 .iter()
-                .filter(|(_, queue)| *queue.days.get_ref() > 14)
+                .filter(|(_, queue)| !queue.paused && *queue.days.get_ref() > 14)
                 .map(|(name, queue)| section.error(Some(queue.days.span()), &format!("queues.{name}.days"), "too long"))
                 .collect(),
             Err(errors) => errors.0,
@@ -209,7 +213,17 @@ mod tests {
         name: "example",
         after: None,
         types: Section::types::<Queues>,
-        read: |section| Read { model: None, errors: check(section), findings: Vec::new() },
+        read: |section| {
+            // What the crate keeps: each queue's days.
+            let days = section.parse::<Queues>().map(|queues| {
+                queues
+                    .queues
+                    .iter()
+                    .map(|(name, queue)| (name.clone(), *queue.days.get_ref()))
+                    .collect::<BTreeMap<_, _>>()
+            });
+            Read { model: days.ok().map(|days| Arc::new(days) as _), errors: check(section), findings: Vec::new() }
+        },
         schema: || serde_json::json!({}),
     };
 
@@ -224,6 +238,8 @@ mod tests {
         let section = desired.section("example").unwrap();
         assert_eq!(section.name(), "example");
         assert_eq!(*section.parse::<Queues>().unwrap().queues["a"].days.get_ref(), 4);
+        assert_eq!(section.model::<BTreeMap<String, u32>>(), Some(&BTreeMap::from([("a".to_owned(), 4)])));
+        assert_eq!(section.model::<String>(), None, "the model is the crate's own type");
         assert!(desired.section("other").is_none());
         // A file without the section keeps none.
         assert!(parse("region = \"us-east-1\"\n", &[&CLAIM]).unwrap().sections.is_empty());
@@ -238,6 +254,41 @@ mod tests {
         assert!(wrong.starts_with("desired.toml:2:11: `example`: invalid type: integer `3`"), "{wrong}");
         let error = Section::new("example", "d.toml".into(), "x = 1\n".into()).error(None, "", "said");
         assert_eq!(error.to_string(), "d.toml:1:1: `example`: said");
+    }
+
+    #[test]
+    fn a_claimed_sections_type_errors_are_said_with_cores_and_nothing_else_then() {
+        // A bad region (checked after types) and a type error in the section: the type error
+        // alone, as for core's own sections.
+        let text = "region = \"nowhere\"\n[example.queues.a]\ndays = \"four\"\n";
+        let said = parse(text, &[&CLAIM]).unwrap_err();
+        assert!(said.starts_with("desired.toml:3:8: `example.queues.a.days`: invalid type: string"), "{said}");
+        assert_eq!(said.lines().count(), 1, "{said}");
+        // Two type errors in the section: both, by the same search as core's.
+        let two = "region = \"us-east-1\"\n[example.queues.a]\ndays = 4\npaused = 1\n[example.queues.b]\ndays = -1\n";
+        assert_eq!(parse(two, &[&CLAIM]).unwrap_err().lines().count(), 2);
+    }
+
+    #[test]
+    fn a_section_is_one_with_another_when_it_is_the_same_text_and_says_which_it_is() {
+        let text: Arc<str> = Arc::from("example = 1\n");
+        let section = Section::new("example", "desired.toml".into(), Arc::clone(&text));
+        assert_eq!(section, Section::new("example", "desired.toml".into(), Arc::clone(&text)));
+        assert_ne!(section, Section::new("other", "desired.toml".into(), Arc::clone(&text)));
+        assert_ne!(section, Section::new("example", "other.toml".into(), Arc::clone(&text)));
+        assert_ne!(section, Section::new("example", "desired.toml".into(), Arc::from("example = 2\n")));
+        let shown = format!("{section:?}");
+        assert!(shown.contains("\"example\"") && shown.contains("desired.toml"), "{shown}");
+    }
+
+    #[test]
+    fn a_sections_schema_is_a_reference_into_its_definitions() {
+        let schema = super::schema_of::<crate::desired::RawNightly>();
+        assert_eq!(schema["$ref"], "#/$defs/RawNightly");
+        assert_eq!(
+            schema["$defs"]["RawNightly"]["properties"]["enabled"]["type"],
+            serde_json::json!(["boolean", "null"])
+        );
     }
 
     #[test]

@@ -51,7 +51,7 @@ async fn a_refused_plan_takes_no_lock() {
     assert_eq!(rig.log(), ["observe", "show plan"]);
 
     // A delete, without --allow-delete.
-    let stray = Address::new(ResourceKind::ECR_REPOSITORY, "stray");
+    let stray = Address::new(reconcile_ecr::REPOSITORY, "stray");
     let rig = new_rig(DESIRED, Answer::Yes, move |_, fake| {
         fake.observed.insert(stray.clone(), Observed::Present(serde_json::Map::new()));
     });
@@ -170,7 +170,7 @@ async fn every_failure_after_the_lock_releases_it() {
     assert_eq!(rig.log(), ["observe", "listen", "lock", "observe", "show plan", "ask", "release"]);
 
     // The account changed between the look and the locked plan, and now the plan is refused.
-    let stray = Address::new(ResourceKind::ECR_REPOSITORY, "stray");
+    let stray = Address::new(reconcile_ecr::REPOSITORY, "stray");
     let rig = new_rig(DESIRED, Answer::Yes, move |n, fake| {
         if n == 2 {
             fake.observed.insert(stray.clone(), Observed::Present(serde_json::Map::new()));

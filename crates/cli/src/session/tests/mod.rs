@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 
 use reconcile_core::fake::FakeReconciler;
-use reconcile_core::{Address, Observed, ResourceKind};
+use reconcile_core::{Address, Observed};
 use tokio::sync::Notify;
 
 use std::path::Path;

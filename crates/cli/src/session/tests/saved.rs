@@ -50,7 +50,7 @@ async fn a_saved_plan_the_account_moved_past_is_stale_and_the_lock_is_released()
     // The second plan (the one under the lock) finds the repository made meanwhile.
     let rig = new_rig(DESIRED, Answer::Never, |n, fake| {
         if n >= 2 {
-            let address = Address::new(ResourceKind::ECR_REPOSITORY, "pytorch");
+            let address = Address::new(reconcile_ecr::REPOSITORY, "pytorch");
             fake.observed.insert(address, Observed::Present(serde_json::Map::new()));
         }
     });
