@@ -725,6 +725,31 @@ rules = [
     }
 
     #[test]
+    fn a_kms_key_needs_kms_encryption_and_an_arn() {
+        let key = "arn:aws:kms:us-east-1:123456789012:key/k";
+        let with = |defaults: &str, repository: &str| {
+            file(&[KEEP_3], &format!("lifecycle_policy = \"p\"\n{defaults}"), repository)
+        };
+        let accepted =
+            parse(&with("encryption_type = \"KMS\"", &format!("pytorch = {{ kms_key = \"{key}\" }}"))).unwrap();
+        let pytorch = &declared(&accepted).repositories[0];
+        assert_eq!((pytorch.encryption_type, pytorch.kms_key.as_deref()), (EncryptionType::Kms, Some(key)));
+        assert_eq!(
+            refusals(&with("", &format!("pytorch = {{ kms_key = \"{key}\" }}"))),
+            [
+                "`ecr.repositories.pytorch.kms_key`: repository `pytorch` is encrypted with AES256, which takes no KMS key: \
+              set `encryption_type = \"KMS\"` (or `KMS_DSSE`) with it, or remove the key"
+            ]
+        );
+        assert_eq!(
+            refusals(&with("encryption_type = \"KMS_DSSE\"\nkms_key = \"alias/k\"", "pytorch = {}")),
+            [
+                "`ecr.defaults.kms_key`: `alias/k` is not a KMS key's ARN (ECR answers with the ARN, so only it compares)"
+            ]
+        );
+    }
+
+    #[test]
     fn pruning_needs_one_managed_by_value_on_every_declared_repository() {
         let marker = |defaults: &str, repositories: &str| {
             prune_marker(

@@ -293,23 +293,16 @@ tags = { team = "rocm;rm" }
     }
 
     #[test]
-    fn one_bucket_name_under_two_keys_is_refused_naming_both_with_a_role_named_twice() {
+    fn one_bucket_name_under_two_keys_is_refused_naming_both() {
         let text = r#"
 region = "us-east-1"
-[iam.roles.builder]
-name = "rocm-bake-codebuild"
-trusted_services = ["codebuild.amazonaws.com"]
-[iam.roles.codebuild]
-name = "rocm-bake-codebuild"
-trusted_services = ["codebuild.amazonaws.com"]
 [s3.buckets.one]
 name = "cache-${account_id}"
 [s3.buckets.two]
 name = "cache-${account_id}"
 "#;
         insta::assert_snapshot!(errors(text), @r"
-        desired.toml:7:8: `iam.roles.codebuild.name`: role name `rocm-bake-codebuild` is also declared by `iam.roles.builder` (line 4); one AWS name can be declared only once
-        desired.toml:12:8: `s3.buckets.two.name`: bucket name `cache-123456789012` is also declared by `s3.buckets.one` (line 10); one AWS name can be declared only once
+        desired.toml:6:8: `s3.buckets.two.name`: bucket name `cache-123456789012` is also declared by `s3.buckets.one` (line 4); one AWS name can be declared only once
         ");
     }
 

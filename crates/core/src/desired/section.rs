@@ -143,8 +143,10 @@ impl Section {
     /// The section as a `T`, `None` when the file does not hold it.
     fn value<T: DeserializeOwned>(&self) -> Result<Option<T>, Unlocated> {
         let at_top = |(span, key_path, message): Unlocated| (span, self.key_path(&key_path), message);
+        // A syntax error is the file's, not the section's: no key path (the search for every
+        // type error stops at one, which its blanking may make).
         let mut table = toml::de::DeTable::parse(&self.text)
-            .map_err(|error| at_top((error.span(), String::new(), error.message().to_owned())))?
+            .map_err(|error| (error.span(), String::new(), error.message().to_owned()))?
             .into_inner();
         let key = table.keys().find(|key| key.get_ref() == self.name).cloned();
         match key.and_then(|key| table.remove(&key)) {
