@@ -292,6 +292,97 @@ tags = { team = "rocm;rm" }
         ");
     }
 
+    /// The one refusal of a file declaring bucket `a` with these lines.
+    fn refusal(lines: &str) -> String {
+        let said = errors(&format!("region = \"us-east-1\"\n[s3.buckets.a]\n{lines}\n"));
+        assert_eq!(said.lines().count(), 1, "{said}");
+        said.splitn(4, ':').nth(3).unwrap().trim().to_owned()
+    }
+
+    #[test]
+    fn a_bucket_is_read_with_its_defaults_and_the_first_holds_the_lock() {
+        let desired = parse(
+            "region = \"us-east-1\"\n[s3.buckets.b]\nname = \"bbb\"\nblock_public_access = false\n[s3.buckets.a]\nname = \"aaa\"\nencryption = \"AES256\"\nlifecycle_rules = [{ id = \"x\", status = \"Disabled\", prefix = \"p/\", expiration_days = 3, abort_incomplete_multipart_upload_days = 1 }, { id = \"y\", expiration_days = 30 }]\n",
+        )
+        .unwrap();
+        let s3 = declared(&desired);
+        let [a, b] = s3.buckets.as_slice() else { panic!("two buckets") };
+        assert_eq!((a.key.as_str(), a.block_public_access, a.encryption.as_str()), ("a", true, "AES256"));
+        assert!(!b.block_public_access && b.lifecycle_rules.is_none());
+        let rules = a.lifecycle_rules.as_ref().unwrap();
+        assert_eq!(
+            rules[0],
+            S3LifecycleRule {
+                id: "x".into(),
+                enabled: false,
+                prefix: "p/".into(),
+                expiration_days: 3,
+                abort_incomplete_multipart_upload_days: Some(1)
+            }
+        );
+        assert!(rules[1].enabled && rules[1].prefix.is_empty());
+        assert_eq!(s3.lock_bucket().map(|b| b.key.as_str()), Some("a"));
+        assert!(declared(&parse("region = \"us-east-1\"\n").unwrap()).lock_bucket().is_none());
+    }
+
+    #[test]
+    fn what_s3_would_refuse_of_a_bucket_and_its_rules_is_refused_with_its_key() {
+        let name = "name = \"cache-b\"\n";
+        assert_eq!(
+            refusal(&format!("{name}encryption = \"aws:kms\"")),
+            "`s3.buckets.a.encryption`: encryption `aws:kms` is not supported; use `AES256` (SSE-S3)"
+        );
+        let rule = |rule: &str| refusal(&format!("{name}lifecycle_rules = [{rule}]"));
+        let id_length = "`s3.buckets.a.lifecycle_rules[0]`: `id` must be 1 to 255 characters long";
+        assert_eq!(rule("{ id = \"\", expiration_days = 1 }"), id_length);
+        assert_eq!(rule(&format!("{{ id = \"{}\", expiration_days = 1 }}", "i".repeat(256))), id_length);
+        assert!(parse(&format!("region = \"us-east-1\"\n[s3.buckets.a]\n{name}lifecycle_rules = [{{ id = \"{}\", expiration_days = 1 }}]\n", "i".repeat(255))).is_ok());
+        assert_eq!(
+            refusal(&format!(
+                "{name}lifecycle_rules = [{{ id = \"x\", expiration_days = 1 }}, {{ id = \"x\", expiration_days = 2 }}]"
+            )),
+            "`s3.buckets.a.lifecycle_rules[1]`: `id` `x` is used by another rule"
+        );
+        assert_eq!(
+            rule("{ id = \"x\", expiration_days = 0 }"),
+            "`s3.buckets.a.lifecycle_rules[0]`: `expiration_days` must be 1 or more"
+        );
+        assert_eq!(
+            rule("{ id = \"x\", expiration_days = 1, abort_incomplete_multipart_upload_days = 0 }"),
+            "`s3.buckets.a.lifecycle_rules[0]`: `abort_incomplete_multipart_upload_days` must be 1 or more"
+        );
+        assert_eq!(
+            refusal(&format!("{name}lifecycle_rules = []")),
+            "`s3.buckets.a.lifecycle_rules`: give at least one rule, or leave `lifecycle_rules` out to leave the \
+             bucket's lifecycle unmanaged"
+        );
+    }
+
+    #[test]
+    fn a_bucket_name_follows_s3s_rules() {
+        for good in ["abc", "a-b.c", "0ab", &"a".repeat(63), "rocm-bake-sccache-${account_id}"] {
+            assert!(check_bucket_name(&Template::parse(good).unwrap().example()).is_ok(), "{good}");
+        }
+        let invalid = |name: &str| {
+            format!(
+                "bucket name `{name}` is not valid in S3: lowercase letters, digits, `-` and `.`, starting and ending \
+                 with a letter or digit"
+            )
+        };
+        for bad in ["Abc", "ab_c", "-abc", "abc-", ".abc", "abc.", "a..b"] {
+            assert_eq!(check_bucket_name(bad), Err(invalid(bad)), "{bad}");
+        }
+        for length in ["ab", &"a".repeat(64)] {
+            assert_eq!(
+                check_bucket_name(length),
+                Err(format!("bucket name `{length}` must be 3 to 63 characters long"))
+            );
+        }
+        // Four dot-separated numbers are an IP address; three, or four with a letter, are not.
+        assert!(check_bucket_name("10.0.0.1").unwrap_err().contains("IP address"));
+        assert!(check_bucket_name("10.0.0").is_ok() && check_bucket_name("10.0.0.a1").is_ok());
+    }
+
     #[test]
     fn one_bucket_name_under_two_keys_is_refused_naming_both() {
         let text = r#"
