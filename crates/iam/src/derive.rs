@@ -187,13 +187,16 @@ mod tests {
         let sized =
             |projects: &[String]| size(&boundary_policy(&desired, &CATALOG, &role, &account(), projects).unwrap());
         let mut projects: Vec<String> = Vec::new();
+        // Each step grows the policy: bounded, so that a policy that does not grow fails here.
         while sized(&projects) < MANAGED_POLICY_LIMIT - 400 {
             projects.push(format!("p{}", projects.len()));
+            assert!(projects.len() < 100, "a project's log group grows the boundary");
         }
         projects.push(String::new());
         let last = projects.len() - 1;
         while sized(&projects) < MANAGED_POLICY_LIMIT {
             projects[last].push('x');
+            assert!(projects[last].len() < 400, "a longer project name grows the boundary");
         }
         assert_eq!(sized(&projects), MANAGED_POLICY_LIMIT, "one more character of a name is one more of the policy");
         projects[last].push('x');
