@@ -19,15 +19,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value};
 
 use crate::address::Address;
-use crate::engine::DesiredResources;
-use crate::plan::{Finding, Observed, Plan, Severity};
+use crate::plan::{DesiredResources, Finding, NEEDS_AN_ADMINISTRATOR, Observed, Plan, Severity};
 
 /// The tag key reconcile marks its resources with.
 pub const OWNERSHIP_KEY: &str = "managed-by";
 /// Its value, unless desired.toml gives every resource another.
 pub const OWNERSHIP_VALUE: &str = "reconcile";
-/// The key on a resource in desired.toml that takes over one reconcile did not make.
-pub const ADOPT: &str = "adopt";
+pub use crate::plan::ADOPT;
 
 /// Finding code: a declared resource exists without reconcile's tag; refuses unless the resource
 /// sets `adopt = true`. Stable; never reused.
@@ -161,7 +159,7 @@ pub fn publish(mut plan: Plan, resources: &DesiredResources, public: &Public) ->
     for finding in std::mem::take(&mut plan.findings) {
         match &finding.address {
             // The apply job refuses it after merge: in review it is an error, so the status fails.
-            None if public.review && finding.code == crate::engine::NEEDS_AN_ADMINISTRATOR => findings.push(Finding {
+            None if public.review && finding.code == NEEDS_AN_ADMINISTRATOR => findings.push(Finding {
                 severity: Severity::Error,
                 message: format!(
                     "{}; the apply job refuses it after merge, so this pull request's plan fails until an \

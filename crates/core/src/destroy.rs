@@ -14,8 +14,7 @@ use serde_json::Value;
 
 use crate::address::Address;
 use crate::audience::{OWNERSHIP_KEY, root};
-use crate::engine::DesiredResources;
-use crate::plan::{Action, Change, Finding, Observed, Severity};
+use crate::plan::{Action, Change, DesiredResources, Finding, Observed, Severity};
 
 /// Finding code: destroy would delete a declared resource that exists without reconcile's tag:
 /// the destroy is refused. Stable; never reused.

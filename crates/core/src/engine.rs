@@ -12,18 +12,11 @@ use crate::desired::Desired;
 use crate::plan::{Action, Change, DesiredResource, Finding, Observed, Plan, Severity};
 use crate::reconciler::{Account, Applied, Observations, Progress, ReconcileError, Reconciler};
 
-/// Every desired resource, keyed by address, as the resource crates' `desired` functions
-/// computed them: planning what desired.toml asks for needs no reconciler and no AWS.
-pub type DesiredResources = BTreeMap<Address, DesiredResource>;
+pub use crate::plan::{DesiredResources, NEEDS_AN_ADMINISTRATOR};
 
 /// Finding code: a declared resource could not be read (its service kept failing), so apply
 /// leaves it, and everything that depends on it, alone. Stable; never reused.
 pub const UNREADABLE: &str = "E101";
-
-/// Finding code: with `[ci]` declared, the plan makes a change only an administrator makes (a CI
-/// identity, a bucket's expiry, an ACL that grants someone else): the apply role cannot apply
-/// it. Stable.
-pub const NEEDS_AN_ADMINISTRATOR: &str = "W501";
 
 /// What a plan does when one reconciler cannot read its resources.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

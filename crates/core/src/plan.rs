@@ -12,6 +12,18 @@ use serde_json::{Map, Value};
 
 use crate::address::Address;
 
+/// Every desired resource, keyed by address, as the resource crates' `desired` functions
+/// computed them: planning what desired.toml asks for needs no reconciler and no AWS.
+pub type DesiredResources = BTreeMap<Address, DesiredResource>;
+
+/// The key on a resource in desired.toml that takes over one reconcile did not make.
+pub const ADOPT: &str = "adopt";
+
+/// Finding code: with `[ci]` declared, the plan makes a change only an administrator makes (a CI
+/// identity, a bucket's expiry, an ACL that grants someone else): the apply role cannot apply
+/// it. Stable.
+pub const NEEDS_AN_ADMINISTRATOR: &str = "W501";
+
 /// One resource as `desired.toml` wants it, in canonical form.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DesiredResource {
@@ -61,7 +73,7 @@ impl DesiredResource {
     /// Takes over what exists without reconcile's tag, when desired.toml says `adopt = true`.
     pub fn adopted(mut self, adopt: bool) -> DesiredResource {
         if adopt {
-            self.overrides.push(crate::audience::ADOPT);
+            self.overrides.push(ADOPT);
         }
         self
     }

@@ -135,12 +135,23 @@ fn the_pull_request_workflows_post_every_plan_and_decide_from_the_head_alone() {
     assert!(!check.contains("upload-artifact"), "it hands nothing on");
 }
 
-/// The command line's modules form no circle: a module that another one uses never uses it back,
-/// however far round (the session is used by the commands, never the other way). A module is a
-/// file under `crates/cli/src`, named as `crate::` paths name it.
+/// The command line's modules form no circle, nor core's: a module that another one uses never
+/// uses it back, however far round (the session is used by the commands, never the other way;
+/// the engine uses the plan, never the other way). A module is a file under the crate's `src`,
+/// named as `crate::` paths name it.
 #[test]
-fn the_cli_modules_import_no_circle() {
-    let src = workspace_root().join("crates/cli/src");
+fn the_cli_and_core_modules_import_no_circle() {
+    let (edges, circles) = module_circles("crates/cli/src");
+    assert!(edges["commands::apply"].contains("session"), "{edges:?}");
+    assert!(circles.is_empty(), "cli modules that import each other:\n{}", circles.join("\n"));
+    let (edges, circles) = module_circles("crates/core/src");
+    assert!(edges["engine"].contains("audience") && edges["audience"].contains("plan"), "{edges:?}");
+    assert!(circles.is_empty(), "core modules that import each other:\n{}", circles.join("\n"));
+}
+
+/// Which module of the crate at `src` uses which, and every circle among them.
+fn module_circles(src: &str) -> (std::collections::BTreeMap<String, std::collections::BTreeSet<String>>, Vec<String>) {
+    let src = workspace_root().join(src);
     let mut files = Vec::new();
     files_under(&src, "rs", &mut files);
     let module_of = |path: &Path| {
@@ -200,8 +211,7 @@ fn the_cli_modules_import_no_circle() {
             }
         }
     }
-    assert!(modules.contains(&"session".to_owned()) && edges.contains_key("commands::apply"), "{edges:?}");
-    assert!(circles.is_empty(), "modules that import each other:\n{}", circles.join("\n"));
+    (edges, circles)
 }
 
 /// The linters the test command runs over the workflows (scripts/lint-workflows.sh, which
