@@ -12,7 +12,14 @@ fuzz_target!(|data: &[u8]| {
     let env = |name: &str| (name == "ECR_REGISTRY").then(|| "123456789012.dkr.ecr.us-east-1.amazonaws.com".to_owned());
     if let Ok(references) = bake::read(text, &env) {
         let declared = std::collections::BTreeSet::from(["pytorch"]);
-        let _ = bake::check("bake.hcl", &references, &declared, "us-east-1", None);
-        let _ = bake::check("bake.hcl", &references, &declared, "us-east-1", Some("123456789012"));
+        let _ = bake::check("bake.hcl", &references, &declared, reconcile_ecr::REPOSITORY, "us-east-1", None);
+        let _ = bake::check(
+            "bake.hcl",
+            &references,
+            &declared,
+            reconcile_ecr::REPOSITORY,
+            "us-east-1",
+            Some("123456789012"),
+        );
     }
 });

@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use hcl::eval::{Context, Evaluate};
 use serde_json::Value;
 
-use reconcile_core::address::Address;
+use reconcile_core::address::{Address, ResourceKind};
 use reconcile_core::plan::{Finding, Severity};
 use reconcile_core::redact::Redactor;
 
@@ -579,12 +579,14 @@ pub struct Check {
 }
 
 /// Checks every reference to ECR in `region` (of `account` when known; of any account when not,
-/// as `validate` makes no AWS call) against the declared repositories. `file` names the bake
-/// file in messages.
+/// as `validate` makes no AWS call) against the declared repositories, whose addresses are of
+/// `kind` (ECR's crate declares it; this one reads no section of desired.toml). `file` names the
+/// bake file in messages.
 pub fn check(
     file: &str,
     references: &[Reference],
     declared: &BTreeSet<&str>,
+    kind: ResourceKind,
     region: &str,
     account: Option<&str>,
 ) -> Check {
@@ -605,7 +607,7 @@ pub fn check(
         result.findings.push(Finding {
             code: UNDECLARED_BAKE_REPOSITORY.to_owned(),
             severity: Severity::Error,
-            address: Some(Address::new(reconcile_ecr::REPOSITORY, &ecr.repository)),
+            address: Some(Address::new(kind, &ecr.repository)),
             message: format!(
                 "{file}: target `{}` {} `{}`, but desired.toml declares no repository `{}`: declare it under \
                  `[ecr.repositories]`, and the plan creates it with its lifecycle policy",
@@ -691,9 +693,9 @@ impl BakeFile {
             .collect()
     }
 
-    /// The cross-check against the repositories desired.toml declares in `region`.
-    pub fn check(&self, declared: &BTreeSet<&str>, region: &str, account: Option<&str>) -> Check {
-        let mut check = check(&self.name, &self.references, declared, region, account);
+    /// The cross-check against the repositories desired.toml declares in `region` (see [`check`]).
+    pub fn check(&self, declared: &BTreeSet<&str>, kind: ResourceKind, region: &str, account: Option<&str>) -> Check {
+        let mut check = check(&self.name, &self.references, declared, kind, region, account);
         for finding in &mut check.findings {
             finding.message = self.redact(&finding.message);
             if let Some(address) = &mut finding.address {
@@ -719,6 +721,9 @@ impl BakeFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The kind the tests' repositories are of, as ECR's crate declares it.
+    const REPOSITORY: ResourceKind = ResourceKind::new("ecr_repository", 300);
 
     const HOST: &str = "123456789012.dkr.ecr.us-east-1.amazonaws.com";
 
@@ -812,7 +817,7 @@ target "foo" { tags = ["${REGISTRY}/leak-${LEAK}:t"] }
         // Listed: the environment's value, which no finding shows.
         let listed = BakeFile::read("bake.hcl", hcl, &["REGISTRY".to_owned(), "LEAK".to_owned()], &env).unwrap();
         assert_eq!(names(&listed.references), [format!("foo tags {HOST}/leak-{secret}:t")]);
-        let check = listed.check(&declared, "us-east-1", Some("123456789012"));
+        let check = listed.check(&declared, REPOSITORY, "us-east-1", Some("123456789012"));
         let finding = &check.findings[0];
         assert_eq!(finding.address.as_ref().unwrap().name, "leak-${LEAK}");
         assert_eq!(
@@ -835,7 +840,7 @@ target "foo" { tags = ["${REGISTRY}/leak-${LEAK}:t"] }
         let hcl =
             format!("variable \"LEAK\" {{ default = \"x\" }}\ntarget \"t\" {{ tags = [\"{HOST}/r-${{LEAK}}\"] }}\n");
         let file = BakeFile::read("bake.hcl", &hcl, &["LEAK".to_owned()], &env).unwrap();
-        let check = file.check(&declared, "us-east-1", Some("123456789012"));
+        let check = file.check(&declared, REPOSITORY, "us-east-1", Some("123456789012"));
         let shown = format!("{} {}", check.findings[0].message, check.findings[0].address.as_ref().unwrap().name);
         for part in ["canary-one", "canary-two", "canary-three"] {
             assert!(!shown.contains(part), "{shown}");
@@ -1027,7 +1032,7 @@ target "foo" { tags = [notequal(REGISTRY, "") ? "${REGISTRY}/foo" : "foo"] }
             reference("foo", "tags", "public.ecr.aws/x/y:1"),
         ];
         let declared = BTreeSet::from(["foo"]);
-        let known = check("bake.json", &references, &declared, "us-east-1", Some("123456789012"));
+        let known = check("bake.json", &references, &declared, REPOSITORY, "us-east-1", Some("123456789012"));
         assert_eq!(known.checked, 3);
         assert_eq!(known.findings.len(), 1, "one finding per repository, target and field");
         let finding = &known.findings[0];
@@ -1040,11 +1045,11 @@ target "foo" { tags = [notequal(REGISTRY, "") ? "${REGISTRY}/foo" : "foo"] }
         );
 
         // Without the account (validate), every account's registry in the region counts.
-        let any = check("bake.json", &references, &declared, "us-east-1", None);
+        let any = check("bake.json", &references, &declared, REPOSITORY, "us-east-1", None);
         assert_eq!(any.accounts, BTreeSet::from(["123456789012".to_owned(), "999999999999".to_owned()]));
         assert_eq!(any.findings.len(), 2);
 
-        let none = check("bake.json", &references[3..], &declared, "us-east-1", Some("123456789012"));
+        let none = check("bake.json", &references[3..], &declared, REPOSITORY, "us-east-1", Some("123456789012"));
         assert_eq!(none.findings[0].code, NO_ECR_REFERENCE);
         assert_eq!(none.findings[0].severity, Severity::Warning);
     }

@@ -87,7 +87,13 @@ impl Inputs {
         self.bake
             .iter()
             .flat_map(|bake| {
-                bake.check(&reconcile_ecr::declared(&self.desired).names(), &self.desired.region, account).findings
+                bake.check(
+                    &reconcile_ecr::declared(&self.desired).names(),
+                    reconcile_ecr::REPOSITORY,
+                    &self.desired.region,
+                    account,
+                )
+                .findings
             })
             .collect()
     }
