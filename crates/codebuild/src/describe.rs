@@ -3,7 +3,7 @@
 //! it.
 
 use reconcile_core::ResourceKind as K;
-use reconcile_core::describe::{Access, Description, Index, KindTrail, arn_names};
+use reconcile_core::describe::{Access, Description, Index, KindTrail, Runner, arn_names};
 use reconcile_core::{Account, Desired};
 use serde_json::{Value, json};
 
@@ -31,7 +31,7 @@ pub const DESCRIPTION: Description = Description {
     kinds: CodebuildKind::KINDS,
     sections: &[],
     desired: |desired, account, _| crate::desired(desired, account),
-    access: Access { reads, drift_reads, writes, administers, ..Access::NONE },
+    access: Access { reads, drift_reads, writes, administers, runner, ..Access::NONE },
     trail: &[
         KindTrail {
             kind: K::CODEBUILD_PROJECT,
@@ -163,9 +163,47 @@ fn writes(desired: &Desired, account: &Account) -> Vec<Value> {
     statements
 }
 
+/// What a build needs of its own project: the log group of each project that runs as the role.
+fn runner(desired: &Desired, account: &Account, runner: &Runner<'_>) -> Vec<Value> {
+    let groups: Vec<String> = desired
+        .codebuild
+        .projects
+        .iter()
+        .filter(|project| project.service_role == runner.role)
+        .flat_map(|project| {
+            let group = reconcile_aws::arn(account, "logs", &format!("log-group:{}", project.log_group()));
+            [group.clone(), format!("{group}:*")]
+        })
+        .collect();
+    if groups.is_empty() {
+        return Vec::new();
+    }
+    vec![json!({
+        "Sid": "BuildLogs",
+        "Effect": "Allow",
+        "Action": ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
+        "Resource": groups,
+    })]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_build_may_write_the_logs_of_the_projects_that_run_as_its_role_and_no_others() {
+        let text = "region = \"us-east-1\"\n[iam.roles.codebuild]\nname = \"r\"\ntrusted_services = [\"codebuild.amazonaws.com\"]\n[iam.roles.other]\nname = \"o\"\ntrusted_services = [\"codebuild.amazonaws.com\"]\n[codebuild.projects.runner]\nname = \"rocm-bake\"\nsource_location = \"https://github.com/ROCm/rocm-bake\"\nservice_role = \"codebuild\"\nbuild_timeout_hours = 4\n";
+        let desired = Desired::parse(std::path::Path::new("desired.toml"), text).unwrap();
+        let account = Account::new("123456789012", "us-east-1");
+        let group = "arn:aws:logs:us-east-1:123456789012:log-group:/aws/codebuild/rocm-bake";
+        for boundary in [false, true] {
+            let statements = runner(&desired, &account, &Runner { role: "codebuild", boundary, over_by: 0 });
+            assert_eq!(statements.len(), 1);
+            assert_eq!(statements[0]["Sid"], "BuildLogs");
+            assert_eq!(statements[0]["Resource"], json!([group, format!("{group}:*")]));
+        }
+        assert!(runner(&desired, &account, &Runner { role: "other", ..Runner::default() }).is_empty());
+    }
 
     #[test]
     fn a_call_names_a_project_by_name_or_by_its_arn_here() {

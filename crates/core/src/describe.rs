@@ -23,7 +23,10 @@ pub type StatementsFn = fn(&Desired, &Account) -> Vec<Value>;
 
 /// Which of a runner role's policies a crate's [`Access::runner`] statements are for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Runner {
+pub struct Runner<'a> {
+    /// The runner role's key (`[iam.roles.<key>]`): what runs as it (the projects whose
+    /// `service_role` it is) is what its builds are.
+    pub role: &'a str,
     /// Its permissions boundary (the most the role may ever do, unchanged by a declared
     /// resource), not its inline policy.
     pub boundary: bool,
@@ -33,7 +36,7 @@ pub struct Runner {
 }
 
 /// What a build on the runner needs of a crate's resources, as IAM statements.
-pub type RunnerFn = fn(&Desired, &Account, &Runner) -> Vec<Value>;
+pub type RunnerFn = fn(&Desired, &Account, &Runner<'_>) -> Vec<Value>;
 
 /// One resource crate.
 pub struct Description {

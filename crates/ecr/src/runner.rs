@@ -196,7 +196,7 @@ mod tests {
     #[test]
     fn the_registry_is_granted_by_reconciles_tag_else_by_name_and_bounded_by_the_whole_registry() {
         let inline = Runner::default();
-        let boundary = Runner { boundary: true, over_by: 0 };
+        let boundary = Runner { boundary: true, ..Runner::default() };
         let every = "arn:aws:ecr:us-east-1:123456789012:repository/*";
 
         let tagged = file("tags = { managed-by = \"reconcile\" }", &["pytorch", "vllm"]);
@@ -234,7 +234,7 @@ mod tests {
 
         // No repository declared: the login alone, whatever it is asked to save.
         let none = file("", &[]);
-        assert_eq!(sids(&runner(&none, &account(), &Runner { boundary: false, over_by: 10_000 })), ["EcrLogin"]);
+        assert_eq!(sids(&runner(&none, &account(), &Runner { over_by: 10_000, ..Runner::default() })), ["EcrLogin"]);
     }
 
     #[test]
@@ -243,7 +243,7 @@ mod tests {
             (0..20).flat_map(|i| [format!("target{i:02}-wheel"), format!("target{i:02}-wheel-cache")]).collect();
         let desired = file("", &names.iter().map(String::as_str).collect::<Vec<_>>());
         let size = |over_by: usize| {
-            let statements = runner(&desired, &account(), &Runner { boundary: false, over_by });
+            let statements = runner(&desired, &account(), &Runner { over_by, ..Runner::default() });
             (serde_json::to_string(&statements).unwrap().len(), statements[1]["Resource"].as_array().unwrap().len())
         };
         let (whole, listed) = size(0);

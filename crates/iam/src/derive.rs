@@ -1,7 +1,7 @@
 //! The runner's role policies, derived from the rest of the desired state: its inline policy
 //! (what each crate says a build needs of its resources, [`Access::runner`]: push and pull on
-//! the declared repositories, the compiler cache's objects; and the logs of the projects that
-//! run as the role) and its permissions boundary (the most the role may ever do, whatever its
+//! the declared repositories, the compiler cache's objects, the logs of the projects that run
+//! as the role) and its permissions boundary (the most the role may ever do, whatever its
 //! inline policy says). Never a hand-kept list of ARNs.
 //!
 //! Too long for IAM's limit, the inline policy is asked for again in fewer characters (ECR's
@@ -12,7 +12,7 @@
 
 use reconcile_core::Account;
 use reconcile_core::describe::{Catalog, Runner};
-use reconcile_core::desired::{Desired, Role, log_group};
+use reconcile_core::desired::{Desired, Role};
 use reconcile_core::json::to_compact;
 use serde_json::{Value, json};
 
@@ -23,14 +23,8 @@ pub const INLINE_POLICY_LIMIT: usize = 10_240;
 pub const MANAGED_POLICY_LIMIT: usize = 6_144;
 
 /// The derived inline policy of `role`, or why it cannot be one.
-pub fn inline_policy(
-    desired: &Desired,
-    catalog: &Catalog,
-    role: &Role,
-    account: &Account,
-    projects: &[String],
-) -> Result<Value, String> {
-    let said = |over_by| build(desired, catalog, account, &Runner { boundary: false, over_by }, projects);
+pub fn inline_policy(desired: &Desired, catalog: &Catalog, role: &Role, account: &Account) -> Result<Value, String> {
+    let said = |over_by| build(desired, catalog, account, &Runner { role: &role.key, boundary: false, over_by });
     let whole = said(0);
     // Too long as each crate says it first: each says it again in fewer characters where it can
     // (repositories sharing a name prefix as one `prefix*` pattern), until it fits.
@@ -52,14 +46,8 @@ pub fn inline_policy(
 /// reconcile's tag, or (without one on every repository) the region's whole registry, so that it
 /// never changes when a repository is declared. Only an administrator puts it; the role is
 /// never without it.
-pub fn boundary_policy(
-    desired: &Desired,
-    catalog: &Catalog,
-    role: &Role,
-    account: &Account,
-    projects: &[String],
-) -> Result<Value, String> {
-    let policy = build(desired, catalog, account, &Runner { boundary: true, over_by: 0 }, projects);
+pub fn boundary_policy(desired: &Desired, catalog: &Catalog, role: &Role, account: &Account) -> Result<Value, String> {
+    let policy = build(desired, catalog, account, &Runner { role: &role.key, boundary: true, over_by: 0 });
     let n_characters = size(&policy);
     if n_characters > MANAGED_POLICY_LIMIT {
         return Err(format!(
@@ -93,34 +81,21 @@ pub fn size(policy: &Value) -> usize {
 /// order whatever the order of the catalog, whose order the CI roles' policies follow.
 const RUNNER_FIRST: [&str; 2] = ["ecr", "s3"];
 
-fn build(desired: &Desired, catalog: &Catalog, account: &Account, runner: &Runner, projects: &[String]) -> Value {
+fn build(desired: &Desired, catalog: &Catalog, account: &Account, runner: &Runner<'_>) -> Value {
     let mut crates: Vec<_> = catalog.0.to_vec();
     crates.sort_by_key(|description| {
         RUNNER_FIRST.iter().position(|name| *name == description.name).unwrap_or(RUNNER_FIRST.len())
     });
-    let mut statements: Vec<Value> =
+    let statements: Vec<Value> =
         crates.iter().flat_map(|description| (description.access.runner)(desired, account, runner)).collect();
-    if !projects.is_empty() {
-        let groups: Vec<String> = projects
-            .iter()
-            .flat_map(|project| {
-                let group = reconcile_aws::arn(account, "logs", &format!("log-group:{}", log_group(project)));
-                [group.clone(), format!("{group}:*")]
-            })
-            .collect();
-        statements.push(json!({
-            "Sid": "BuildLogs",
-            "Effect": "Allow",
-            "Action": ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
-            "Resource": groups,
-        }));
-    }
     json!({ "Version": "2012-10-17", "Statement": statements })
 }
 
 #[cfg(test)]
 mod tests {
     use reconcile_core::describe::Description;
+
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
     use crate::testing::{CATALOG, stand_in};
@@ -136,19 +111,19 @@ mod tests {
     }
 
     #[test]
-    fn the_policy_holds_what_each_crate_asks_the_registrys_first_and_the_log_group() {
+    fn the_policy_holds_what_each_crate_asks_the_registrys_first() {
         let desired = desired();
         let role = &desired.iam.roles[0];
-        let policy = inline_policy(&desired, &CATALOG, role, &account(), &["rocm-bake".to_owned()]).unwrap();
+        let policy = inline_policy(&desired, &CATALOG, role, &account()).unwrap();
         insta::assert_snapshot!(reconcile_core::json::to_pretty(&policy));
-        let boundary = boundary_policy(&desired, &CATALOG, role, &account(), &[]).unwrap();
+        let boundary = boundary_policy(&desired, &CATALOG, role, &account()).unwrap();
         let resources: Vec<&Value> =
             boundary["Statement"].as_array().unwrap().iter().map(|s| &s["Resource"][0]).collect();
         assert_eq!(resources, [&json!("boundary"), &json!("boundary")], "{boundary}");
     }
 
     /// A crate whose statement is 12,000 characters long, less what it is asked to save.
-    fn long(_: &Desired, _: &Account, runner: &Runner) -> Vec<Value> {
+    fn long(_: &Desired, _: &Account, runner: &Runner<'_>) -> Vec<Value> {
         vec![json!({ "Sid": "Long", "Resource": ["x".repeat(12_000 - runner.over_by)] })]
     }
 
@@ -161,9 +136,9 @@ mod tests {
         static NEVER_SAVES: Catalog = Catalog(&[&NEVER]);
         let desired = desired();
         let role = &desired.iam.roles[0];
-        let policy = inline_policy(&desired, &SAVES, role, &account(), &[]).unwrap();
+        let policy = inline_policy(&desired, &SAVES, role, &account()).unwrap();
         assert_eq!(size(&policy), INLINE_POLICY_LIMIT, "the limit itself fits");
-        let refused = inline_policy(&desired, &NEVER_SAVES, role, &account(), &[]).unwrap_err();
+        let refused = inline_policy(&desired, &NEVER_SAVES, role, &account()).unwrap_err();
         assert!(
             refused
                 .starts_with("the derived inline policy `rocm-bake-codebuild` of role `rocm-bake-codebuild` would be")
@@ -183,24 +158,21 @@ mod tests {
         let desired = desired();
         let role = desired.iam.roles[0].clone();
         assert_eq!(boundary_name(&role), "rocm-bake-codebuild-boundary");
-        // Exactly IAM's limit for a managed policy fits; a character more does not.
-        let sized =
-            |projects: &[String]| size(&boundary_policy(&desired, &CATALOG, &role, &account(), projects).unwrap());
-        let mut projects: Vec<String> = Vec::new();
-        // Each step grows the policy: bounded, so that a policy that does not grow fails here.
-        while sized(&projects) < MANAGED_POLICY_LIMIT - 400 {
-            projects.push(format!("p{}", projects.len()));
-            assert!(projects.len() < 100, "a project's log group grows the boundary");
-        }
-        projects.push(String::new());
-        let last = projects.len() - 1;
-        while sized(&projects) < MANAGED_POLICY_LIMIT {
-            projects[last].push('x');
-            assert!(projects[last].len() < 400, "a longer project name grows the boundary");
-        }
-        assert_eq!(sized(&projects), MANAGED_POLICY_LIMIT, "one more character of a name is one more of the policy");
-        projects[last].push('x');
-        let refused = boundary_policy(&desired, &CATALOG, &role, &account(), &projects).unwrap_err();
+        // Exactly IAM's limit for a managed policy fits; a character more does not. The boundary
+        // grows with what a crate's runner statement says, here a run of `x` of a set length.
+        static LENGTH: AtomicUsize = AtomicUsize::new(0);
+        static GROWING: Description = stand_in("s3", &[], |_, _, runner| {
+            assert!(runner.boundary && runner.role == "codebuild", "{runner:?}");
+            vec![json!({ "Sid": "Growing", "Resource": ["x".repeat(LENGTH.load(Ordering::SeqCst))] })]
+        });
+        static GROWS: Catalog = Catalog(&[&GROWING]);
+        let sized = |length: usize| {
+            LENGTH.store(length, Ordering::SeqCst);
+            boundary_policy(&desired, &GROWS, &role, &account()).map(|policy| size(&policy))
+        };
+        let at_limit = MANAGED_POLICY_LIMIT - sized(0).unwrap();
+        assert_eq!(sized(at_limit), Ok(MANAGED_POLICY_LIMIT));
+        let refused = sized(at_limit + 1).unwrap_err();
         assert!(
             refused.contains("`rocm-bake-codebuild-boundary`") && refused.contains("over IAM's limit"),
             "{refused}"

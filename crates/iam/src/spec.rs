@@ -92,11 +92,6 @@ pub fn policy_arn(account: &Account, name: &str) -> String {
     reconcile_aws::arn(account, "iam", &format!("policy/{name}"))
 }
 
-/// The projects that run as the role with this key, whose log groups the role may write.
-fn projects_using(desired: &Desired, role_key: &str) -> Vec<String> {
-    desired.codebuild.projects.iter().filter(|p| p.service_role == role_key).map(|p| p.name.clone()).collect()
-}
-
 /// The roles and their derived inline policies desired.toml asks for. Pure: no client, no AWS.
 pub fn desired(
     desired: &Desired,
@@ -110,7 +105,7 @@ pub fn desired(
             ReconcileError::new(Some(&role_address), "read max_session_duration", "it is larger than IAM allows")
         })?;
         let boundary_address = Address::new(ResourceKind::IAM_ROLE_BOUNDARY, &role.key);
-        let boundary = boundary_policy(desired, catalog, role, account, &projects_using(desired, &role.key))
+        let boundary = boundary_policy(desired, catalog, role, account)
             .map_err(|why| ReconcileError::new(Some(&boundary_address), "derive the permissions boundary", why))?;
         let boundary_arn = policy_arn(account, &boundary_name(role));
         let spec = BoundarySpec {
@@ -134,7 +129,7 @@ pub fn desired(
                 .adopted(role.adopt),
         );
         let policy_address = Address::new(ResourceKind::IAM_ROLE_POLICY, &role.key);
-        let document = inline_policy(desired, catalog, role, account, &projects_using(desired, &role.key))
+        let document = inline_policy(desired, catalog, role, account)
             .map_err(|why| ReconcileError::new(Some(&policy_address), "derive the inline policy", why))?;
         let spec = RolePolicySpec {
             role: role.name.clone(),

@@ -94,13 +94,12 @@ fn derived_account(desired: &Desired) -> reconcile_iam::reach::Model {
         })
         .collect();
     for role in &desired.iam.roles {
-        let projects: Vec<String> = desired.codebuild.projects.iter().map(|p| p.name.clone()).collect();
         roles.push(reconcile_iam::reach::Role {
             arn: arn(&role.name),
-            policies: vec![reconcile_iam::inline_policy(desired, &CATALOG, role, &account, &projects).unwrap()],
+            policies: vec![reconcile_iam::inline_policy(desired, &CATALOG, role, &account).unwrap()],
             boundary: Some((
                 reconcile_iam::policy_arn(&account, &reconcile_iam::boundary_name(role)),
-                reconcile_iam::boundary_policy(desired, &CATALOG, role, &account, &projects).unwrap(),
+                reconcile_iam::boundary_policy(desired, &CATALOG, role, &account).unwrap(),
             )),
         });
     }
@@ -599,22 +598,10 @@ fn the_schema_and_every_derived_policy_stay_as_they_are() {
             ("administrator".to_owned(), reconcile_iam::administrator_policy(&desired, &account, &CATALOG)),
         ];
         for role in &desired.iam.roles {
-            let projects: Vec<String> = desired
-                .codebuild
-                .projects
-                .iter()
-                .filter(|p| p.service_role == role.key)
-                .map(|p| p.name.clone())
-                .collect();
             let key = &role.key;
-            policies.push((
-                format!("runner-{key}"),
-                reconcile_iam::inline_policy(&desired, &CATALOG, role, &account, &projects),
-            ));
-            policies.push((
-                format!("boundary-{key}"),
-                reconcile_iam::boundary_policy(&desired, &CATALOG, role, &account, &projects),
-            ));
+            policies.push((format!("runner-{key}"), reconcile_iam::inline_policy(&desired, &CATALOG, role, &account)));
+            policies
+                .push((format!("boundary-{key}"), reconcile_iam::boundary_policy(&desired, &CATALOG, role, &account)));
         }
         for (role, policy) in policies {
             let policy = policy.unwrap_or_else(|why| panic!("{name} {role}: {why}"));

@@ -39,20 +39,13 @@ pub async fn run(
             aws.account().await.map_err(|error| aws.failed(vec![error]))?
         }
     };
-    let projects = |role: &Role| -> Vec<String> {
-        desired.codebuild.projects.iter().filter(|p| p.service_role == role.key).map(|p| p.name.clone()).collect()
-    };
     let policy = match which {
         Which::Plan => Ok(reconcile_iam::plan_policy(desired, &account, &CATALOG)),
         Which::ReadOnly => Ok(reconcile_iam::read_only_policy(desired, &account, &CATALOG)),
         Which::Apply => reconcile_iam::apply_policy(desired, &account, &CATALOG),
         Which::Administrator => reconcile_iam::administrator_policy(desired, &account, &CATALOG),
-        Which::Runner(role) => {
-            reconcile_iam::inline_policy(desired, &crate::catalog::CATALOG, role, &account, &projects(role))
-        }
-        Which::Boundary(role) => {
-            reconcile_iam::boundary_policy(desired, &crate::catalog::CATALOG, role, &account, &projects(role))
-        }
+        Which::Runner(role) => reconcile_iam::inline_policy(desired, &CATALOG, role, &account),
+        Which::Boundary(role) => reconcile_iam::boundary_policy(desired, &CATALOG, role, &account),
     }
     .map_err(|why| CliError::Input(vec![why]))?;
     out(&format!("{}\n", json::to_pretty(&policy)))?;

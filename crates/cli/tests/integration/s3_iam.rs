@@ -115,7 +115,6 @@ async fn a_bucket_and_role_made_by_the_old_script_are_adopted_with_only_the_boun
         &reconcile_cli::CATALOG,
         &desired.iam.roles[0],
         &Account::new(&account.id, "us-east-1"),
-        &[],
     )
     .unwrap();
     iam.put_role_policy()
