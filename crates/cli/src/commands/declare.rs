@@ -77,10 +77,7 @@ fn held_as_plan_holds(path: &Path, inputs: &Inputs, text: &str, account: Option<
     let bake = inputs
         .bake
         .as_ref()
-        .map(|bake| {
-            bake.check(&reconcile_ecr::declared(&desired).names(), reconcile_ecr::REPOSITORY, &desired.region, account)
-                .findings
-        })
+        .map(|bake| crate::session::bake_check(bake, &desired, account).findings)
         .unwrap_or_default();
     let new: Vec<String> = engine::desired_findings(&desired, bake)
         .into_iter()

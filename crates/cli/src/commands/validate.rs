@@ -14,8 +14,7 @@ pub fn run(path: &Path, bake: Option<&Path>) -> Result<u8, CliError> {
     let inputs = Inputs::load(path, Load { bake, ..Load::default() })?;
     let desired = &inputs.desired;
     if let Some(bake) = &inputs.bake {
-        let check =
-            bake.check(&reconcile_ecr::declared(desired).names(), reconcile_ecr::REPOSITORY, &desired.region, None);
+        let check = crate::session::bake_check(bake, desired, None);
         if !check.accounts.is_empty() {
             let accounts: Vec<&str> = check.accounts.iter().map(String::as_str).collect();
             let line = format!(

@@ -84,18 +84,7 @@ impl Inputs {
     /// What the bake cross-check finds, for `account` when it is known (any account's registry
     /// in the region otherwise).
     pub fn bake_findings(&self, account: Option<&str>) -> Vec<Finding> {
-        self.bake
-            .iter()
-            .flat_map(|bake| {
-                bake.check(
-                    &reconcile_ecr::declared(&self.desired).names(),
-                    reconcile_ecr::REPOSITORY,
-                    &self.desired.region,
-                    account,
-                )
-                .findings
-            })
-            .collect()
+        self.bake.iter().flat_map(|bake| bake_check(bake, &self.desired, account).findings).collect()
     }
 
     /// What the files themselves hold for a reviewer (desired.toml's findings and the bake
@@ -164,4 +153,10 @@ pub fn refuse_on(findings: &[Finding]) -> Result<(), CliError> {
         })
         .collect();
     if refusing.is_empty() { Ok(()) } else { Err(CliError::RefusedFindings(refusing)) }
+}
+
+/// The bake cross-check of `bake` against the ECR repositories `desired` declares, for `account`
+/// when it is known (any account's registry in the region otherwise).
+pub fn bake_check(bake: &reconcile_bake::BakeFile, desired: &Desired, account: Option<&str>) -> reconcile_bake::Check {
+    bake.check(&reconcile_ecr::declared(desired).names(), reconcile_ecr::REPOSITORY, &desired.region, account)
 }

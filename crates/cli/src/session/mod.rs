@@ -24,7 +24,7 @@ use reconcile_core::engine::{self, DesiredResources, PlanOptions, WhenUnreadable
 use reconcile_core::{Account, Reconciler};
 
 use inputs::input;
-pub use inputs::{Inputs, Load, desired_resources, refuse_on};
+pub use inputs::{Inputs, Load, bake_check, desired_resources, refuse_on};
 pub use ports::{ApplyLock, ApplyRequest, Backend, Console, Drift, PlanFrom, Planned};
 pub use signals::Interrupts;
 
