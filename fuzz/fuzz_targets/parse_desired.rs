@@ -1,5 +1,5 @@
 //! Fuzzes reading desired.toml: any bytes at all must end in a parsed file or in located
-//! errors, never in a panic, a hang or unbounded memory; with the sections the ECR and S3 crates
+//! errors, never in a panic, a hang or unbounded memory; with the sections the resource crates
 //! claim, and one more (`[fuzzed]`), read by its own type as a claimed section is.
 
 #![no_main]
@@ -18,6 +18,7 @@ const CLAIM: Claim = Claim {
     name: "fuzzed",
     after: None,
     types: Section::types::<Fuzzed>,
+    publishes: Claim::NOTHING,
     read: |section| section.read(|_, raw: Fuzzed, _| raw),
     schema: schema_of::<Fuzzed>,
 };
@@ -27,7 +28,15 @@ fuzz_target!(|data: &[u8]| {
     match Desired::parse_claimed(
         Path::new("desired.toml"),
         text,
-        &[&CLAIM, &reconcile_ecr::CLAIM, &reconcile_s3::CLAIM],
+        &[
+            &CLAIM,
+            &reconcile_ecr::CLAIM,
+            &reconcile_s3::CLAIM,
+            &reconcile_iam::CLAIM,
+            &reconcile_codebuild::CLAIM,
+            &reconcile_github::CLAIM,
+            &reconcile_iam::CI_CLAIM,
+        ],
     ) {
         Ok(desired) => {
             if let Some(section) = desired.section("fuzzed") {
@@ -38,6 +47,10 @@ fuzz_target!(|data: &[u8]| {
                 let _ = bucket.name.render("123456789012", &desired.region);
             }
             let _ = reconcile_ecr::declared(&desired).names();
+            // What the sections published refers to what they declare.
+            let projects = &reconcile_codebuild::declared(&desired).projects;
+            let published = desired.referred(reconcile_core::desired::Topic::Project).count();
+            assert_eq!(published, projects.len(), "each project is published");
         }
         Err(errors) => {
             assert!(!errors.0.is_empty());

@@ -318,7 +318,7 @@ mod tests {
 
     #[test]
     fn a_failure_keeps_its_kind_its_words_and_its_typed_source() {
-        let address = Address::new(reconcile_core::ResourceKind::IAM_ROLE, "codebuild");
+        let address = Address::new(reconcile_core::ResourceKind::new("iam_role", 110), "codebuild");
         let message =
             "User: arn:aws:sts::1:assumed-role/ci/x is not authorized to perform: iam:GetRole on resource: role r";
         let error = failed(Some(&address), "read role")(service_error(403, Some("AccessDenied"), message));

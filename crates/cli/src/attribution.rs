@@ -53,10 +53,9 @@ pub async fn attribute(aws: &Aws, planned: &mut Planned, desired: &Desired, days
         account: planned.account.clone(),
         catalog: CATALOG,
         caller: aws.caller_arn().await.ok(),
-        own_roles: desired
-            .ci
+        own_roles: reconcile_iam::declared_ci(desired)
             .iter()
-            .filter_map(|ci| ci.role(reconcile_core::desired::CiPurpose::Apply))
+            .filter_map(|ci| ci.role(reconcile_iam::CiPurpose::Apply))
             .map(|role| role.name.clone())
             .collect(),
     };

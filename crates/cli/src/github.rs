@@ -35,7 +35,7 @@ pub fn conversation(desired: &Desired, repository: Option<&str>, tokens: &[&str]
 /// The same, with no desired.toml to fall back on.
 pub fn conversation_in(desired: Option<&Desired>, repository: Option<&str>, tokens: &[&str]) -> Result<Api, CliError> {
     let from_env = std::env::var("GITHUB_REPOSITORY").ok().filter(|r| !r.is_empty());
-    let declared = desired.and_then(|d| d.github.as_ref()).map(|g| format!("{}/{}", g.owner, g.repository));
+    let declared = desired.and_then(reconcile_github::declared).map(|g| format!("{}/{}", g.owner, g.repository));
     let Some(repository) = repository.map(str::to_owned).or(from_env).or(declared) else {
         return Err(CliError::Input(vec![
             "no GitHub repository to write to: give --repository, or set GITHUB_REPOSITORY".to_owned(),
@@ -83,7 +83,7 @@ pub enum GithubSide {
 
 impl GithubSide {
     pub fn connect(desired: &Desired) -> Result<GithubSide, CliError> {
-        let Some(github) = &desired.github else { return Ok(GithubSide::Undeclared) };
+        let Some(github) = reconcile_github::declared(desired) else { return Ok(GithubSide::Undeclared) };
         // A pull request's desired.toml may name any repository: the trusted workflow that plans
         // it says which one its token is for, and the token is used on no other.
         let declared = format!("{}/{}", github.owner, github.repository);

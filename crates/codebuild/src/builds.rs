@@ -6,7 +6,7 @@
 
 use aws_sdk_codebuild as codebuild;
 use reconcile_aws::failed;
-use reconcile_core::{Address, ReconcileError, ResourceKind};
+use reconcile_core::{Address, ReconcileError};
 
 /// One build, as billing sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,7 +39,7 @@ pub async fn since(
     project: &str,
     since: f64,
 ) -> Result<(Vec<Build>, Reads), ReconcileError> {
-    let address = Address::new(ResourceKind::CODEBUILD_PROJECT, project);
+    let address = Address::new(crate::PROJECT, project);
     let mut builds = Vec::new();
     let mut reads = Reads::default();
     let mut token: Option<String> = None;

@@ -10,8 +10,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::section::{Project, Webhook};
 use aws_sdk_codebuild as codebuild;
-use reconcile_core::desired::{Project, Webhook};
 use reconcile_core::spec::attributes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -472,7 +472,7 @@ pub(crate) fn test_project() -> Project {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reconcile_core::desired::WebhookFilter;
+    use crate::section::WebhookFilter;
 
     fn webhook(groups: Vec<Vec<(&str, &str)>>) -> Webhook {
         Webhook {

@@ -2,8 +2,8 @@
 //! desired resources, what a CI role needs on the runner project, and what CloudTrail records of
 //! it.
 
-use reconcile_core::ResourceKind as K;
 use reconcile_core::describe::{Access, Description, Index, KindTrail, Runner, arn_names};
+use reconcile_core::desired::Topic;
 use reconcile_core::{Account, Desired};
 use serde_json::{Value, json};
 
@@ -29,12 +29,12 @@ pub fn reconciler(clients: &reconcile_aws::Clients<'_>) -> Box<dyn reconcile_cor
 pub const DESCRIPTION: Description = Description {
     name: "codebuild",
     kinds: CodebuildKind::KINDS,
-    sections: &[],
+    sections: &[crate::CLAIM],
     desired: |desired, account, _| crate::desired(desired, account),
     access: Access { reads, drift_reads, writes, administers, runner, ..Access::NONE },
     trail: &[
         KindTrail {
-            kind: K::CODEBUILD_PROJECT,
+            kind: crate::PROJECT,
             events: &["CreateProject", "UpdateProject", "UpdateProjectVisibility", "DeleteProject"],
             fields: &[("project_visibility", &["UpdateProjectVisibility"])],
             other_fields: Some(&["UpdateProject"]),
@@ -45,7 +45,7 @@ pub const DESCRIPTION: Description = Description {
             names,
         },
         KindTrail {
-            kind: K::CODEBUILD_WEBHOOK,
+            kind: crate::WEBHOOK,
             events: &["CreateWebhook", "UpdateWebhook", "DeleteWebhook"],
             fields: &[],
             other_fields: Some(&["UpdateWebhook", "CreateWebhook"]),
@@ -80,27 +80,25 @@ fn statement(sid: &str, actions: &[&str], resources: Vec<String>) -> Value {
     json!({ "Sid": sid, "Effect": "Allow", "Action": actions, "Resource": resources })
 }
 
-fn project_arns<'a>(
-    projects: impl Iterator<Item = &'a reconcile_core::desired::Project>,
-    account: &Account,
-) -> Vec<String> {
+fn project_arns<'a>(projects: impl Iterator<Item = &'a crate::Project>, account: &Account) -> Vec<String> {
     projects.map(|p| reconcile_aws::arn(account, "codebuild", &format!("project/{}", p.name))).collect()
 }
 
 fn reads(desired: &Desired, account: &Account) -> Vec<Value> {
     let mut statements = Vec::new();
-    let projects = project_arns(desired.codebuild.projects.iter(), account);
+    let projects = project_arns(crate::declared(desired).projects.iter(), account);
     if !projects.is_empty() {
         statements.push(statement("TheRunnerProjectAndItsWebhook", &["codebuild:BatchGetProjects"], projects));
     }
-    if desired.codebuild.projects.iter().any(|p| p.source_auth.is_none()) {
+    if crate::declared(desired).projects.iter().any(|p| p.source_auth.is_none()) {
         statements.push(statement(
             "HowCodeBuildReachesGitHub",
             &["codebuild:ListSourceCredentials"],
             vec!["*".to_owned()],
         ));
     }
-    let connections: Vec<String> = desired.codebuild.projects.iter().filter_map(|p| p.source_auth.clone()).collect();
+    let connections: Vec<String> =
+        crate::declared(desired).projects.iter().filter_map(|p| p.source_auth.clone()).collect();
     if !connections.is_empty() {
         statements.push(statement("TheConnectionToGitHub", &["codeconnections:GetConnection"], connections));
     }
@@ -109,7 +107,7 @@ fn reads(desired: &Desired, account: &Account) -> Vec<Value> {
 
 /// The runner's builds and what a minute of them costs, for the nights' cost.
 fn drift_reads(desired: &Desired, account: &Account) -> Vec<Value> {
-    let projects = project_arns(desired.codebuild.projects.iter(), account);
+    let projects = project_arns(crate::declared(desired).projects.iter(), account);
     if projects.is_empty() {
         return Vec::new();
     }
@@ -126,7 +124,7 @@ fn drift_reads(desired: &Desired, account: &Account) -> Vec<Value> {
 
 /// A destroy's: the runner's project deleted, which stops the nightly.
 fn administers(desired: &Desired, account: &Account) -> Vec<Value> {
-    let projects = project_arns(desired.codebuild.projects.iter(), account);
+    let projects = project_arns(crate::declared(desired).projects.iter(), account);
     if projects.is_empty() {
         return Vec::new();
     }
@@ -137,11 +135,9 @@ fn writes(desired: &Desired, account: &Account) -> Vec<Value> {
     let mut statements = Vec::new();
     // The roles the projects run as, passed to CodeBuild and nothing else.
     let passed: Vec<String> = desired
-        .iam
-        .roles
-        .iter()
-        .filter(|role| desired.codebuild.projects.iter().any(|p| p.service_role == role.key))
-        .map(|role| reconcile_aws::arn(account, "iam", &format!("role/{}", role.name)))
+        .referred(Topic::Role)
+        .filter(|role| crate::declared(desired).projects.iter().any(|p| p.service_role == role.key))
+        .map(|role| reconcile_aws::arn(account, "iam", &format!("role/{}", role.value)))
         .collect();
     if !passed.is_empty() {
         statements.push(json!({
@@ -152,11 +148,11 @@ fn writes(desired: &Desired, account: &Account) -> Vec<Value> {
             "Condition": { "StringEquals": { "iam:PassedToService": "codebuild.amazonaws.com" } },
         }));
     }
-    let projects = project_arns(desired.codebuild.projects.iter(), account);
+    let projects = project_arns(crate::declared(desired).projects.iter(), account);
     if !projects.is_empty() {
         statements.push(statement("TheRunnerProject", &PROJECT_WRITES, projects));
     }
-    let hooked = project_arns(desired.codebuild.projects.iter().filter(|p| p.webhook.is_some()), account);
+    let hooked = project_arns(crate::declared(desired).projects.iter().filter(|p| p.webhook.is_some()), account);
     if !hooked.is_empty() {
         statements.push(statement("TheRunnersWebhook", &WEBHOOK_WRITES, hooked));
     }
@@ -165,8 +161,7 @@ fn writes(desired: &Desired, account: &Account) -> Vec<Value> {
 
 /// What a build needs of its own project: the log group of each project that runs as the role.
 fn runner(desired: &Desired, account: &Account, runner: &Runner<'_>) -> Vec<Value> {
-    let groups: Vec<String> = desired
-        .codebuild
+    let groups: Vec<String> = crate::declared(desired)
         .projects
         .iter()
         .filter(|project| project.service_role == runner.role)
@@ -193,7 +188,8 @@ mod tests {
     #[test]
     fn a_build_may_write_the_logs_of_the_projects_that_run_as_its_role_and_no_others() {
         let text = "region = \"us-east-1\"\n[iam.roles.codebuild]\nname = \"r\"\ntrusted_services = [\"codebuild.amazonaws.com\"]\n[iam.roles.other]\nname = \"o\"\ntrusted_services = [\"codebuild.amazonaws.com\"]\n[codebuild.projects.runner]\nname = \"rocm-bake\"\nsource_location = \"https://github.com/ROCm/rocm-bake\"\nservice_role = \"codebuild\"\nbuild_timeout_hours = 4\n";
-        let desired = Desired::parse(std::path::Path::new("desired.toml"), text).unwrap();
+        let claims = [&crate::CLAIM, &reconcile_core::desired::testing::IAM];
+        let desired = Desired::parse_claimed(std::path::Path::new("desired.toml"), text, &claims).unwrap();
         let account = Account::new("123456789012", "us-east-1");
         let group = "arn:aws:logs:us-east-1:123456789012:log-group:/aws/codebuild/rocm-bake";
         for boundary in [false, true] {

@@ -15,6 +15,7 @@
 pub mod builds;
 mod canonical;
 mod describe;
+mod section;
 mod terraform;
 
 use std::collections::BTreeMap;
@@ -25,7 +26,7 @@ use async_trait::async_trait;
 use aws_sdk_codebuild as codebuild;
 use aws_sdk_codebuild::error::ProvideErrorMetadata;
 use reconcile_aws::{BATCH_SIZE, failed, gone_if, has_code};
-use reconcile_core::desired::Desired;
+use reconcile_core::desired::{Desired, Topic};
 use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Observed, Severity};
 use reconcile_core::reconciler::{Assessment, Observations};
 use reconcile_core::retry::Backoff;
@@ -34,6 +35,10 @@ use reconcile_core::{Account, Address, Applied, Progress, ReconcileError, Reconc
 use canonical::{ProjectSpec, WebhookSpec};
 pub use canonical::{desired_project, desired_webhook, observed_project, observed_webhook};
 pub use describe::{DESCRIPTION, reconciler};
+pub use section::{
+    CLAIM, Codebuild, NOT_A_RUNNER, ONLY_EVENT_FILTER, PULL_REQUEST_BUILDS, Project, Webhook, WebhookFilter,
+    WebhookScope, declared, log_group,
+};
 
 /// Sets every managed project field on a `CreateProject` or `UpdateProject` request: their
 /// builders are different types with the same setters.
@@ -66,11 +71,16 @@ pub const IAM_PROPAGATION: Backoff = Backoff {
 const NOT_FOUND: &str = "ResourceNotFoundException";
 const ALREADY_EXISTS: &str = "ResourceAlreadyExistsException";
 
+/// `codebuild_project.<key>`: a project, the runner.
+pub const PROJECT: ResourceKind = ResourceKind::new("codebuild_project", 400);
+/// `codebuild_webhook.<key>`: a project's webhook.
+pub const WEBHOOK: ResourceKind = ResourceKind::new("codebuild_webhook", 410);
+
 reconcile_core::resource_kinds! {
     /// The kinds this crate owns.
     pub enum CodebuildKind {
-        Project = ResourceKind::CODEBUILD_PROJECT,
-        Webhook = ResourceKind::CODEBUILD_WEBHOOK,
+        Project = crate::PROJECT,
+        Webhook = crate::WEBHOOK,
     }
 }
 
@@ -106,7 +116,7 @@ impl CodebuildReconciler {
     async fn way_to_github(&self, desired: &[&DesiredResource]) -> Result<Vec<Finding>, ReconcileError> {
         let projects: Vec<(&DesiredResource, ProjectSpec)> = desired
             .iter()
-            .filter(|r| r.address.kind == ResourceKind::CODEBUILD_PROJECT)
+            .filter(|r| r.address.kind == crate::PROJECT)
             .map(|r| Ok((*r, reconcile_core::spec::desired::<ProjectSpec>(r)?)))
             .collect::<Result<_, ReconcileError>>()?;
         let mut credential = None;
@@ -202,26 +212,25 @@ const WEBHOOK_REPLACE_FIELDS: [&str; 2] = ["manual_creation", "scope_configurati
 /// The project and its webhook desired.toml asks for. Pure: no client, no AWS.
 pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResource>, ReconcileError> {
     let mut resources = Vec::new();
-    for project in &desired.codebuild.projects {
-        let project_address = Address::new(ResourceKind::CODEBUILD_PROJECT, &project.key);
-        let role = desired.iam.roles.iter().find(|r| r.key == project.service_role).ok_or_else(|| {
+    for project in &declared(desired).projects {
+        let project_address = Address::new(crate::PROJECT, &project.key);
+        let role = desired.referred(Topic::Role).find(|r| r.key == project.service_role).ok_or_else(|| {
             ReconcileError::new(
                 Some(&project_address),
                 "find the service role",
                 format!("no role `{}` under [iam.roles]", project.service_role),
             )
         })?;
-        let role_arn = reconcile_aws::arn(account, "iam", &format!("role/{}", role.name));
+        let role_arn = reconcile_aws::arn(account, "iam", &format!("role/{}", role.value));
         // The role must be usable, and allow what the build does, before the project runs as it.
-        let role_addresses =
-            [Address::new(ResourceKind::IAM_ROLE, &role.key), Address::new(ResourceKind::IAM_ROLE_POLICY, &role.key)];
+        let role_addresses = role.addresses.clone();
         resources.push(
             DesiredResource::new(project_address.clone(), &project.name, desired_project(project, &role_arn))
                 .depending_on(role_addresses)
                 .adopted(project.adopt),
         );
         if let Some(webhook) = &project.webhook {
-            let address = Address::new(ResourceKind::CODEBUILD_WEBHOOK, &project.key);
+            let address = Address::new(crate::WEBHOOK, &project.key);
             resources.push(
                 DesiredResource::new(address, &project.name, desired_webhook(&project.name, webhook))
                     .under(&project_address),
@@ -306,12 +315,12 @@ impl Reconciler for CodebuildReconciler {
 
     /// Deleting the runner's project (a destroy's) stops the nightly: not the apply role's.
     fn administrators_only(&self, change: &Change) -> Option<&'static str> {
-        (change.address.kind == ResourceKind::CODEBUILD_PROJECT && change.action == Action::Delete)
+        (change.address.kind == crate::PROJECT && change.action == Action::Delete)
             .then_some("deleting the runner's project, which stops the nightly")
     }
 
     fn diff(&self, address: &Address, desired: Option<&DesiredResource>, observed: &Observed) -> Option<Change> {
-        let kind = ResourceKind::CODEBUILD_WEBHOOK;
+        let kind = crate::WEBHOOK;
         reconcile_core::plan::diff_replacing(address, desired, observed, kind, &WEBHOOK_REPLACE_FIELDS)
     }
 
@@ -675,7 +684,7 @@ mod tests {
         let client = mock_client!(aws_sdk_codebuild, RuleMode::MatchAny, [&create, &update]);
         let reconciler = CodebuildReconciler::new(client, Account::new("123456789012", "us-east-1"), IAM_PROPAGATION);
         let change = Change {
-            address: Address::new(ResourceKind::CODEBUILD_WEBHOOK, "runner"),
+            address: Address::new(crate::WEBHOOK, "runner"),
             action: Action::Create,
             before: None,
             after: Some(object(json!({
@@ -700,7 +709,7 @@ mod tests {
         let client = mock_client!(aws_sdk_codebuild, RuleMode::MatchAny, [&create, &webhook]);
         let reconciler = CodebuildReconciler::new(client, Account::new("123456789012", "us-east-1"), IAM_PROPAGATION);
         let project = Change {
-            address: Address::new(ResourceKind::CODEBUILD_PROJECT, "runner"),
+            address: Address::new(crate::PROJECT, "runner"),
             action: Action::Create,
             before: None,
             // No service role: CodeBuild must never be sent an empty one.
@@ -713,7 +722,7 @@ mod tests {
             "codebuild_project.runner: failed to read the change's desired fields: missing field `source_type`"
         );
         let hook = Change {
-            address: Address::new(ResourceKind::CODEBUILD_WEBHOOK, "runner"),
+            address: Address::new(crate::WEBHOOK, "runner"),
             after: Some(object(json!({ "project": "rocm-bake", "build_type": "BUILD", "manual_creation": false }))),
             ..project
         };
@@ -761,7 +770,7 @@ mod tests {
         let client = mock_client!(aws_sdk_codebuild, RuleMode::MatchAny, [&update, &live]);
         let reconciler = CodebuildReconciler::new(client, Account::new("123456789012", "us-east-1"), IAM_PROPAGATION);
         let change = Change {
-            address: Address::new(ResourceKind::CODEBUILD_PROJECT, "runner"),
+            address: Address::new(crate::PROJECT, "runner"),
             action: Action::Update,
             before: Some(seen),
             after: Some(desired),

@@ -8,13 +8,12 @@
 //! A plain-text environment variable's value is never read (observe writes a placeholder), so
 //! the view holds none either.
 
-use reconcile_core::ResourceKind;
 use reconcile_core::terraform::{Mapping, Provider, ProviderResource, tags};
 use serde_json::{Map, Value, json};
 
 pub const MAPPINGS: &[Mapping] = &[
-    Mapping { kind: ResourceKind::CODEBUILD_PROJECT, map: project, unmapped: "" },
-    Mapping { kind: ResourceKind::CODEBUILD_WEBHOOK, map: webhook, unmapped: "" },
+    Mapping { kind: crate::PROJECT, map: project, unmapped: "" },
+    Mapping { kind: crate::WEBHOOK, map: webhook, unmapped: "" },
 ];
 
 /// A nested block of zero or one: the provider's list form.

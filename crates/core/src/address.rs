@@ -3,9 +3,8 @@
 use std::fmt;
 
 /// A kind of resource: `ecr_repository`, `iam_role_policy`. Open: the crate that owns a kind
-/// declares it (core declares the kinds of the desired.toml sections it parses, below; a crate
-/// with a section of its own declares its kinds itself), and the binary's catalog lists every
-/// crate, so a kind is known where an address is read back ([`Address::parse`]).
+/// declares it with its section (`reconcile_ecr::REPOSITORY`), and the binary's catalog lists
+/// every crate, so a kind is known where an address is read back ([`Address::parse`]).
 ///
 /// Kinds are ordered by `rank`: the order resources are listed in a plan, roughly the order in
 /// which they depend on each other, so a plan reads top to bottom. The names are part of the
@@ -49,24 +48,6 @@ impl ResourceKind {
     pub fn parse(name: &str, known: &[ResourceKind]) -> Result<ResourceKind, String> {
         known.iter().copied().find(|kind| kind.name == name).ok_or_else(|| format!("unknown resource kind `{name}`"))
     }
-}
-
-/// The kinds of the sections core still parses (each owned by one resource crate, which names
-/// them in its `resource_kinds!`). A crate that reads its own section declares its own kinds
-/// (`reconcile_ecr::REPOSITORY`).
-impl ResourceKind {
-    pub const IAM_ROLE_BOUNDARY: ResourceKind = ResourceKind::new("iam_role_boundary", 100);
-    pub const IAM_ROLE: ResourceKind = ResourceKind::new("iam_role", 110);
-    pub const IAM_ROLE_POLICY: ResourceKind = ResourceKind::new("iam_role_policy", 120).with_members();
-    pub const IAM_OIDC_PROVIDER: ResourceKind = ResourceKind::new("iam_oidc_provider", 130);
-    pub const IAM_CI_ROLE: ResourceKind = ResourceKind::new("iam_ci_role", 140);
-    pub const IAM_CI_ROLE_POLICY: ResourceKind = ResourceKind::new("iam_ci_role_policy", 150).with_members();
-    pub const CODEBUILD_PROJECT: ResourceKind = ResourceKind::new("codebuild_project", 400);
-    pub const CODEBUILD_WEBHOOK: ResourceKind = ResourceKind::new("codebuild_webhook", 410);
-    pub const GITHUB_FORK_PR_APPROVAL: ResourceKind = ResourceKind::new("github_fork_pr_approval", 500);
-    pub const GITHUB_WORKFLOW_PERMISSIONS: ResourceKind = ResourceKind::new("github_workflow_permissions", 510);
-    pub const GITHUB_OIDC_SUBJECT: ResourceKind = ResourceKind::new("github_oidc_subject", 520);
-    pub const GITHUB_VARIABLE: ResourceKind = ResourceKind::new("github_variable", 530);
 }
 
 impl fmt::Debug for ResourceKind {
@@ -192,7 +173,7 @@ mod tests {
     use super::*;
 
     const QUEUE: ResourceKind = ResourceKind::new("example_queue", 50);
-    const KNOWN: [ResourceKind; 3] = [ResourceKind::IAM_ROLE_POLICY, crate::fake::kinds::ECR_REPOSITORY, QUEUE];
+    const KNOWN: [ResourceKind; 3] = [crate::fake::kinds::IAM_ROLE_POLICY, crate::fake::kinds::ECR_REPOSITORY, QUEUE];
 
     #[test]
     fn addresses_round_trip_through_their_string_form() {
@@ -201,13 +182,16 @@ mod tests {
             let address = Address::new(kind, "pytorch-cache");
             assert_eq!(parse(&address.to_string()), Ok(address));
         }
-        let member = Address::member(ResourceKind::IAM_ROLE_POLICY, "codebuild", "legacy");
+        let member = Address::member(crate::fake::kinds::IAM_ROLE_POLICY, "codebuild", "legacy");
         assert_eq!(parse(&member.to_string()), Ok(member.clone()));
-        assert_eq!(member.declared(), Address::new(ResourceKind::IAM_ROLE_POLICY, "codebuild"));
+        assert_eq!(member.declared(), Address::new(crate::fake::kinds::IAM_ROLE_POLICY, "codebuild"));
         // A repository name may hold a `/`: it is part of the name, not a member.
         assert_eq!(parse("ecr_repository.team/app"), Ok(Address::new(crate::fake::kinds::ECR_REPOSITORY, "team/app")));
         assert_eq!(parse("example_queue.a/b"), Ok(Address::new(QUEUE, "a/b")));
-        assert_eq!(parse("iam_role_policy.codebuild/"), Ok(Address::new(ResourceKind::IAM_ROLE_POLICY, "codebuild/")));
+        assert_eq!(
+            parse("iam_role_policy.codebuild/"),
+            Ok(Address::new(crate::fake::kinds::IAM_ROLE_POLICY, "codebuild/"))
+        );
         assert!(parse("ecr_repository").is_err());
         assert!(parse("ecr_repository.").is_err());
         // A kind not among those known is not read, even one core declares.
@@ -217,8 +201,11 @@ mod tests {
 
     #[test]
     fn kinds_are_ordered_by_rank_and_print_their_name() {
-        assert!(QUEUE < ResourceKind::IAM_ROLE_BOUNDARY && ResourceKind::IAM_ROLE < crate::fake::kinds::S3_BUCKET);
-        assert!(ResourceKind::IAM_ROLE_POLICY.has_members() && !ResourceKind::IAM_ROLE.has_members());
+        assert!(
+            QUEUE < crate::fake::kinds::IAM_ROLE_BOUNDARY
+                && crate::fake::kinds::IAM_ROLE < crate::fake::kinds::S3_BUCKET
+        );
+        assert!(crate::fake::kinds::IAM_ROLE_POLICY.has_members() && !crate::fake::kinds::IAM_ROLE.has_members());
         assert_eq!(QUEUE.rank(), 50);
         assert_eq!(format!("{QUEUE} {QUEUE:?}"), "example_queue example_queue");
     }

@@ -213,6 +213,7 @@ mod tests {
             name: "first",
             after: None,
             types: |_| Ok(()),
+            publishes: Claim::NOTHING,
             read: |_| crate::desired::Read::refused(Vec::new()),
             schema: || Value::Null,
         }],
@@ -231,7 +232,7 @@ mod tests {
     };
     static SECOND: Description = Description {
         name: "second",
-        kinds: &[ResourceKind::GITHUB_VARIABLE],
+        kinds: &[crate::fake::kinds::GITHUB_VARIABLE],
         sections: &[],
         desired: |_, _, _| Ok(Vec::new()),
         access: Access { reads: |_, _| statement("SecondReads"), ..Access::NONE },
@@ -244,16 +245,20 @@ mod tests {
         static BOTH: [&Description; 2] = [&FIRST, &SECOND];
         let catalog = Catalog(&BOTH);
         assert_eq!(catalog.owner(crate::fake::kinds::S3_BUCKET_LIFECYCLE).map(|d| d.name), Some("first"));
-        assert_eq!(catalog.owner(ResourceKind::GITHUB_VARIABLE).map(|d| d.name), Some("second"));
+        assert_eq!(catalog.owner(crate::fake::kinds::GITHUB_VARIABLE).map(|d| d.name), Some("second"));
         assert!(catalog.owner(crate::fake::kinds::ECR_REPOSITORY).is_none());
         assert_eq!(
             catalog.kinds(),
-            [crate::fake::kinds::S3_BUCKET, crate::fake::kinds::S3_BUCKET_LIFECYCLE, ResourceKind::GITHUB_VARIABLE]
+            [
+                crate::fake::kinds::S3_BUCKET,
+                crate::fake::kinds::S3_BUCKET_LIFECYCLE,
+                crate::fake::kinds::GITHUB_VARIABLE
+            ]
         );
         assert_eq!(catalog.claims().iter().map(|claim| claim.name).collect::<Vec<_>>(), ["first"]);
         assert_eq!(catalog.trail(crate::fake::kinds::S3_BUCKET).map(|t| t.events), Some(&["CreateBucket"][..]));
         assert!(catalog.trail(crate::fake::kinds::S3_BUCKET_LIFECYCLE).is_none());
-        assert!(catalog.trail(ResourceKind::GITHUB_VARIABLE).is_none());
+        assert!(catalog.trail(crate::fake::kinds::GITHUB_VARIABLE).is_none());
         assert_eq!(
             catalog.terraform(crate::fake::kinds::S3_BUCKET).map(|m| m.kind),
             Some(crate::fake::kinds::S3_BUCKET)

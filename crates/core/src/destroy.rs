@@ -128,15 +128,15 @@ mod tests {
 
     #[test]
     fn deletes_wait_for_what_was_made_after_them_and_members_go_before_their_resource() {
-        let role = resource(ResourceKind::IAM_ROLE, "runner", true);
-        let mut policy = resource(ResourceKind::IAM_ROLE_POLICY, "runner", false);
+        let role = resource(crate::fake::kinds::IAM_ROLE, "runner", true);
+        let mut policy = resource(crate::fake::kinds::IAM_ROLE_POLICY, "runner", false);
         policy.parent = Some(role.address.clone());
         policy.depends_on = vec![role.address.clone()];
-        let mut project = resource(ResourceKind::CODEBUILD_PROJECT, "nightly", true);
+        let mut project = resource(crate::fake::kinds::CODEBUILD_PROJECT, "nightly", true);
         project.depends_on = vec![role.address.clone()];
         let gone = resource(crate::fake::kinds::ECR_REPOSITORY, "gone", true);
         let resources = crate::engine::desired_resources([role.clone(), policy.clone(), project.clone(), gone]);
-        let member = Address::member(ResourceKind::IAM_ROLE_POLICY, "runner", "extra");
+        let member = Address::member(crate::fake::kinds::IAM_ROLE_POLICY, "runner", "extra");
         let observed = BTreeMap::from([
             (role.address.clone(), present(json!({"managed-by": "reconcile"}))),
             (policy.address.clone(), Observed::Present(Default::default())),
@@ -169,10 +169,10 @@ mod tests {
 
     #[test]
     fn an_untagged_declared_resource_refuses_the_destroy_and_nothing_of_it_is_deleted() {
-        let role = resource(ResourceKind::IAM_ROLE, "theirs", true);
-        let mut policy = resource(ResourceKind::IAM_ROLE_POLICY, "theirs", false);
+        let role = resource(crate::fake::kinds::IAM_ROLE, "theirs", true);
+        let mut policy = resource(crate::fake::kinds::IAM_ROLE_POLICY, "theirs", false);
         policy.parent = Some(role.address.clone());
-        let setting = resource(ResourceKind::GITHUB_VARIABLE, "REGISTRY", false);
+        let setting = resource(crate::fake::kinds::GITHUB_VARIABLE, "REGISTRY", false);
         let resources = crate::engine::desired_resources([role.clone(), policy.clone(), setting.clone()]);
         let observed = BTreeMap::from([
             (role.address.clone(), present(json!({"team": "other"}))),

@@ -8,7 +8,7 @@ use futures::StreamExt;
 use futures::future::join_all;
 
 use crate::address::{Address, ResourceKind};
-use crate::desired::Desired;
+use crate::desired::{Desired, Topic};
 use crate::plan::{Action, Change, DesiredResource, Finding, Observed, Plan, Severity};
 use crate::reconciler::{Account, Applied, Observations, Progress, ReconcileError, Reconciler};
 
@@ -168,7 +168,7 @@ pub async fn plan_with(
         return Err(errors);
     }
     let administrators = administrators_only(reconcilers, &changes);
-    if desired.ci.is_some() && !administrators.is_empty() {
+    if desired.referred(Topic::CiRole).next().is_some() && !administrators.is_empty() {
         findings.push(Finding {
             code: NEEDS_AN_ADMINISTRATOR.to_owned(),
             severity: Severity::Warning,
@@ -565,21 +565,21 @@ mod tests {
     #[test]
     fn a_resource_applied_last_depends_on_every_other_desired_resource() {
         let resource = |kind, name: &str| DesiredResource::new(Address::new(kind, name), name, Map::new());
-        let switch = resource(ResourceKind::GITHUB_VARIABLE, "NIGHTLY_ENABLED").applied_last();
+        let switch = resource(crate::fake::kinds::GITHUB_VARIABLE, "NIGHTLY_ENABLED").applied_last();
         let mut policy = resource(crate::fake::kinds::ECR_LIFECYCLE_POLICY, "a");
         policy.depends_on = vec![Address::new(crate::fake::kinds::ECR_REPOSITORY, "a")];
         let resources = desired_resources([
             switch.clone(),
             resource(crate::fake::kinds::ECR_REPOSITORY, "a"),
             policy,
-            resource(ResourceKind::GITHUB_VARIABLE, "AWS_REGION"),
+            resource(crate::fake::kinds::GITHUB_VARIABLE, "AWS_REGION"),
         ]);
         assert_eq!(
             resources[&switch.address].depends_on,
             [
                 Address::new(crate::fake::kinds::ECR_REPOSITORY, "a"),
                 Address::new(crate::fake::kinds::ECR_LIFECYCLE_POLICY, "a"),
-                Address::new(ResourceKind::GITHUB_VARIABLE, "AWS_REGION"),
+                Address::new(crate::fake::kinds::GITHUB_VARIABLE, "AWS_REGION"),
             ]
         );
         let policy = &resources[&Address::new(crate::fake::kinds::ECR_LIFECYCLE_POLICY, "a")];
@@ -637,7 +637,7 @@ mod tests {
         );
         assert_eq!(administrators_only(&reconcilers, &changes[1..2]), Vec::<String>::new());
         // A kind no reconciler owns is not the apply role's business here (preflight refuses it).
-        let github = change(ResourceKind::GITHUB_VARIABLE, "a", Action::Update, &[]);
+        let github = change(crate::fake::kinds::GITHUB_VARIABLE, "a", Action::Update, &[]);
         assert_eq!(administrators_only(&reconcilers, &[github]), Vec::<String>::new());
     }
 
@@ -654,7 +654,8 @@ mod tests {
             };
             let reconcilers: Vec<Box<dyn Reconciler>> = vec![Box::new(fake)];
             let text = format!("region = \"us-east-1\"\n{ci}");
-            let desired = Desired::parse(std::path::Path::new("desired.toml"), &text).unwrap();
+            let claims = [&crate::desired::testing::CI, &crate::desired::testing::GITHUB];
+            let desired = Desired::parse_claimed(std::path::Path::new("desired.toml"), &text, &claims).unwrap();
             let account = Account::new("123456789012", "us-east-1");
             let plan = runtime.block_on(plan(&reconcilers, &desired, &resources, &account)).unwrap();
             assert_eq!(plan.changes.len(), 2);

@@ -47,15 +47,24 @@ impl FakeReconciler {
     }
 }
 
-/// The kinds the fake reconciler and core's tests stand for: ECR's and S3's, named and ranked as
-/// their crates declare them. Core declares no kind of a crate that reads its own section.
+/// The kinds the fake reconciler and core's tests stand for, named and ranked as their crates
+/// declare them: core declares no kind.
 pub mod kinds {
     use crate::ResourceKind;
+
+    pub const IAM_ROLE_BOUNDARY: ResourceKind = ResourceKind::new("iam_role_boundary", 100);
+    pub const IAM_ROLE: ResourceKind = ResourceKind::new("iam_role", 110);
+    pub const IAM_ROLE_POLICY: ResourceKind = ResourceKind::new("iam_role_policy", 120).with_members();
+    pub const IAM_CI_ROLE: ResourceKind = ResourceKind::new("iam_ci_role", 140);
 
     pub const S3_BUCKET: ResourceKind = ResourceKind::new("s3_bucket", 200);
     pub const S3_BUCKET_LIFECYCLE: ResourceKind = ResourceKind::new("s3_bucket_lifecycle", 210);
     pub const ECR_REPOSITORY: ResourceKind = ResourceKind::new("ecr_repository", 300);
     pub const ECR_LIFECYCLE_POLICY: ResourceKind = ResourceKind::new("ecr_lifecycle_policy", 310);
+    pub const CODEBUILD_PROJECT: ResourceKind = ResourceKind::new("codebuild_project", 400);
+    pub const CODEBUILD_WEBHOOK: ResourceKind = ResourceKind::new("codebuild_webhook", 410);
+    pub const GITHUB_FORK_PR_APPROVAL: ResourceKind = ResourceKind::new("github_fork_pr_approval", 500);
+    pub const GITHUB_VARIABLE: ResourceKind = ResourceKind::new("github_variable", 530);
 }
 
 #[async_trait]

@@ -526,7 +526,6 @@ pub fn diff_replacing(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::address::ResourceKind;
     use serde_json::json;
 
     #[test]
@@ -595,7 +594,7 @@ mod tests {
         let mut plan = Plan {
             changes: vec![
                 change(
-                    ResourceKind::IAM_ROLE,
+                    crate::fake::kinds::IAM_ROLE,
                     "codebuild",
                     Action::Update,
                     Some(json!({ "description": "a", "name": "n", "tags": {} })),
@@ -604,7 +603,7 @@ mod tests {
                 change(crate::fake::kinds::ECR_REPOSITORY, "stray", Action::Delete, Some(json!({})), None),
             ],
             findings: vec![
-                finding("S104", Severity::Error, Some(Address::new(ResourceKind::IAM_CI_ROLE, "plan")), "3 GB"),
+                finding("S104", Severity::Error, Some(Address::new(crate::fake::kinds::IAM_CI_ROLE, "plan")), "3 GB"),
                 finding("W303", Severity::Warning, None, "desired.toml's own"),
                 finding("D102", Severity::Error, None, "undeclared"),
             ],

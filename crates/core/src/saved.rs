@@ -170,8 +170,11 @@ mod tests {
     use super::*;
     use crate::json::object;
 
-    const KNOWN: [ResourceKind; 3] =
-        [crate::fake::kinds::ECR_REPOSITORY, crate::fake::kinds::ECR_LIFECYCLE_POLICY, ResourceKind::IAM_ROLE_POLICY];
+    const KNOWN: [ResourceKind; 3] = [
+        crate::fake::kinds::ECR_REPOSITORY,
+        crate::fake::kinds::ECR_LIFECYCLE_POLICY,
+        crate::fake::kinds::IAM_ROLE_POLICY,
+    ];
 
     fn from_json(value: &Value) -> Result<SavedPlan, String> {
         super::from_json(value, &KNOWN)
@@ -205,7 +208,7 @@ mod tests {
             depends_on: vec![],
         });
         plan.changes.push(Change {
-            address: Address::member(ResourceKind::IAM_ROLE_POLICY, "codebuild", "legacy"),
+            address: Address::member(crate::fake::kinds::IAM_ROLE_POLICY, "codebuild", "legacy"),
             action: Action::Delete,
             before: Some(object(json!({"policy_name": "legacy"}))),
             after: None,

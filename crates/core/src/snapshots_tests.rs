@@ -72,7 +72,7 @@ fn a_delete() -> Plan {
         json!({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": ["s3:*"], "Resource": ["*"]}]});
     plan(
         vec![change(
-            ResourceKind::IAM_ROLE_POLICY,
+            crate::fake::kinds::IAM_ROLE_POLICY,
             "codebuild/legacy",
             None,
             Some(json!({"role": "rocm-bake-codebuild", "policy_name": "legacy", "document": wide})),
@@ -80,7 +80,7 @@ fn a_delete() -> Plan {
         vec![Finding {
             code: "W101".into(),
             severity: Severity::Warning,
-            address: Some(Address::new(ResourceKind::IAM_ROLE, "codebuild")),
+            address: Some(Address::new(crate::fake::kinds::IAM_ROLE, "codebuild")),
             message:
                 "managed policy arn:aws:iam::123456789012:policy/hand-made is attached to role `rocm-bake-codebuild`"
                     .into(),
@@ -100,7 +100,7 @@ fn mixed() -> Plan {
         Some(json!({"image_tag_mutability": "IMMUTABLE", "scan_on_push": false, "tags": {}})),
     ));
     let mut webhook = change(
-        ResourceKind::CODEBUILD_WEBHOOK,
+        crate::fake::kinds::CODEBUILD_WEBHOOK,
         "runner",
         Some(json!({"manual_creation": false, "build_type": "BUILD"})),
         Some(json!({"manual_creation": true, "build_type": "BUILD"})),

@@ -366,7 +366,7 @@ mod tests {
     use crate::plan::{Change, Finding, Observed, Severity};
 
     const THING: ResourceKind = crate::fake::kinds::ECR_REPOSITORY;
-    const UNMAPPED: ResourceKind = ResourceKind::GITHUB_FORK_PR_APPROVAL;
+    const UNMAPPED: ResourceKind = crate::fake::kinds::GITHUB_FORK_PR_APPROVAL;
 
     /// A kind that is a `thing` and, while `extra` is set, a `thing_extra` besides.
     fn map(name: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {

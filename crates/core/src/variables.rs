@@ -2,8 +2,21 @@
 //! derivation, for `reconcile outputs` (the lines a person pastes) and for the GitHub
 //! reconciler (which sets them).
 
-use crate::desired::Desired;
+use crate::desired::{Desired, Topic};
 use crate::reconciler::Account;
+
+/// The repository variables the nightly reads, derived from the rest of desired.toml and the
+/// account, in the order they are set: `NIGHTLY_ENABLED`, the off switch, last.
+pub const DERIVED_VARIABLES: [&str; 8] = [
+    "CODEBUILD_PROJECT",
+    "ECR_REGISTRY",
+    "AWS_REGION",
+    "NIGHTLY_ARCHES",
+    "RECONCILE_PLAN_ROLE_ARN",
+    "RECONCILE_DRIFT_ROLE_ARN",
+    "RECONCILE_APPLY_ROLE_ARN",
+    "NIGHTLY_ENABLED",
+];
 
 /// The variable that turns the nightly on: set last, after every other change succeeded.
 pub const NIGHTLY_ENABLED: &str = "NIGHTLY_ENABLED";
@@ -11,21 +24,25 @@ pub const NIGHTLY_ENABLED: &str = "NIGHTLY_ENABLED";
 /// The derived variables desired.toml implies, in the order they are set, `NIGHTLY_ENABLED`
 /// last: `CODEBUILD_PROJECT` only when a project is declared, `NIGHTLY_ARCHES` only when
 /// `[nightly] arches` is, the CI roles' ARNs (`RECONCILE_PLAN_ROLE_ARN`, ...) only when `[ci]`
-/// is.
+/// is. Of the other sections, it reads only what they publish ([`Topic::Project`],
+/// [`Topic::CiRole`]).
 pub fn derived(desired: &Desired, account: &Account) -> Vec<(&'static str, String)> {
     let domain = if account.partition == "aws-cn" { "amazonaws.com.cn" } else { "amazonaws.com" };
     let mut variables = Vec::new();
-    if let Some(project) = desired.codebuild.projects.first() {
-        variables.push(("CODEBUILD_PROJECT", project.name.clone()));
+    if let Some(project) = desired.referred(Topic::Project).next() {
+        variables.push(("CODEBUILD_PROJECT", project.value.clone()));
     }
     variables.push(("ECR_REGISTRY", format!("{}.dkr.ecr.{}.{domain}", account.id, account.region)));
     variables.push(("AWS_REGION", account.region.clone()));
     if let Some(arches) = &desired.nightly.arches {
         variables.push(("NIGHTLY_ARCHES", arches.clone()));
     }
-    for role in desired.ci.iter().flat_map(|ci| &ci.roles) {
-        let arn = format!("arn:{}:iam::{}:role/{}", account.partition, account.id, role.name);
-        variables.push((role.purpose.variable(), arn));
+    for role in desired.referred(Topic::CiRole) {
+        let arn = format!("arn:{}:iam::{}:role/{}", account.partition, account.id, role.value);
+        // One of the derived names: a crate cannot publish a variable core does not list.
+        if let Some(name) = DERIVED_VARIABLES.iter().find(|name| **name == role.key) {
+            variables.push((*name, arn));
+        }
     }
     variables.push((NIGHTLY_ENABLED, desired.nightly.enabled.to_string()));
     variables
@@ -37,13 +54,15 @@ mod tests {
 
     use super::*;
 
+    use crate::desired::testing::{CI, CODEBUILD};
+
+    /// A file with `extra` and the runner project, as CodeBuild's crate publishes it.
     fn desired(extra: &str) -> Desired {
         let text = format!(
-            "region = \"cn-north-1\"\n{extra}\n[iam.roles.codebuild]\nname = \"r\"\ntrusted_services = \
-             [\"codebuild.amazonaws.com\"]\npolicy_name = \"p\"\n[codebuild.projects.runner]\nname = \"rocm-bake\"\n\
-             source_location = \"https://github.com/ROCm/rocm-bake\"\nservice_role = \"codebuild\"\nbuild_timeout_hours = 4\n"
+            "region = \"cn-north-1\"\n{extra}\n[codebuild.projects.runner]\nname = \"rocm-bake\"\n\
+             [codebuild.projects.second]\nname = \"other\"\n"
         );
-        Desired::parse(Path::new("desired.toml"), &text).expect("valid")
+        Desired::parse_claimed(Path::new("desired.toml"), &text, &[&CODEBUILD, &CI]).expect("valid")
     }
 
     #[test]
@@ -65,5 +84,16 @@ mod tests {
         );
         let aws = Account::new("123456789012", "us-east-1");
         assert_eq!(derived(&desired(""), &aws)[1].1, "123456789012.dkr.ecr.us-east-1.amazonaws.com");
+        // The CI roles' ARNs, from what `[ci]` publishes, before the switch.
+        let ci = desired("[ci]\nplan_role = \"p\"\ndrift_role = \"d\"\napply_role = \"a\"\n");
+        assert_eq!(
+            names(&ci)[3..],
+            [
+                "RECONCILE_PLAN_ROLE_ARN=arn:aws-cn:iam::123456789012:role/p",
+                "RECONCILE_DRIFT_ROLE_ARN=arn:aws-cn:iam::123456789012:role/d",
+                "RECONCILE_APPLY_ROLE_ARN=arn:aws-cn:iam::123456789012:role/a",
+                "NIGHTLY_ENABLED=true",
+            ]
+        );
     }
 }

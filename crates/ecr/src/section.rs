@@ -17,6 +17,7 @@ pub const CLAIM: Claim = Claim {
     name: "ecr",
     after: Some("bake_variables"),
     types: Section::types::<RawEcr>,
+    publishes: Claim::NOTHING,
     read,
     schema: schema_of::<RawEcr>,
 };

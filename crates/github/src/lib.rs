@@ -10,6 +10,7 @@ mod answers;
 mod api;
 pub mod contents;
 pub mod conversation;
+mod section;
 mod terraform;
 mod threads;
 
@@ -18,7 +19,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use http::{Method, StatusCode};
 use reconcile_core::address::{Address, ResourceKind};
-use reconcile_core::desired::Desired;
+use reconcile_core::desired::{Desired, Topic};
 use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Observed, Severity};
 use reconcile_core::reconciler::{Account, Applied, Observations, Progress, ReconcileError, Reconciler, Replacement};
 use serde::{Deserialize, Serialize};
@@ -26,6 +27,7 @@ use serde_json::{Value, json};
 
 pub use answers::GithubError;
 pub use api::{API_VERSION, Api};
+pub use section::{APPROVAL_POLICIES, CLAIM, Github, declared};
 
 /// Finding code: the repository's hook to CodeBuild is missing, disabled, or no longer sends
 /// `workflow_job`, so no job reaches the runner. Stable; never reused.
@@ -118,16 +120,16 @@ impl OidcSubjectSpec {
 /// network. `NIGHTLY_ENABLED`, the nightly's on switch, is among them, applied last: only once
 /// every other change of the plan, AWS and GitHub, succeeded.
 pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResource>, ReconcileError> {
-    let Some(github) = &desired.github else { return Ok(Vec::new()) };
+    let Some(github) = declared(desired) else { return Ok(Vec::new()) };
     let remote = format!("{}/{}", github.owner, github.repository);
     let mut resources = vec![
         DesiredResource::new(
-            Address::new(ResourceKind::GITHUB_FORK_PR_APPROVAL, &github.repository),
+            Address::new(crate::FORK_PR_APPROVAL, &github.repository),
             &remote,
             reconcile_core::spec::attributes(&ApprovalSpec { approval_policy: github.fork_pr_approval.clone() }),
         ),
         DesiredResource::new(
-            Address::new(ResourceKind::GITHUB_WORKFLOW_PERMISSIONS, &github.repository),
+            Address::new(crate::WORKFLOW_PERMISSIONS, &github.repository),
             &remote,
             reconcile_core::spec::attributes(&WorkflowPermissionsSpec {
                 default_workflow_permissions: github.default_workflow_permissions.clone(),
@@ -135,13 +137,13 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
             }),
         ),
     ];
-    if desired.ci.is_some() {
+    let ci_roles: Vec<Address> = desired.referred(Topic::CiRole).flat_map(|role| role.addresses.clone()).collect();
+    if !ci_roles.is_empty() {
         // The CI roles trust subjects made of these claims: their trusts change first.
-        let trusts = reconcile_core::desired::CiPurpose::ALL
-            .map(|purpose| Address::new(ResourceKind::IAM_CI_ROLE, purpose.key()));
+        let trusts = ci_roles;
         resources.push(
             DesiredResource::new(
-                Address::new(ResourceKind::GITHUB_OIDC_SUBJECT, &github.repository),
+                Address::new(crate::OIDC_SUBJECT, &github.repository),
                 &remote,
                 reconcile_core::spec::attributes(&OidcSubjectSpec {
                     use_default: false,
@@ -155,7 +157,7 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
     let by_hand = github.variables.iter().map(|(name, value)| (name.as_str(), value.clone()));
     for (name, value) in derived.into_iter().chain(by_hand) {
         let variable = DesiredResource::new(
-            Address::new(ResourceKind::GITHUB_VARIABLE, name),
+            Address::new(crate::VARIABLE, name),
             &remote,
             reconcile_core::spec::attributes(&VariableSpec { name: name.to_owned(), value }),
         );
@@ -171,20 +173,29 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
 pub const DESCRIPTION: reconcile_core::describe::Description = reconcile_core::describe::Description {
     name: "github",
     kinds: GithubKind::KINDS,
-    sections: &[],
+    sections: &[CLAIM],
     desired: |desired_toml, account, _| desired(desired_toml, account),
     access: reconcile_core::describe::Access::NONE,
     trail: &[],
     terraform: crate::terraform::MAPPINGS,
 };
 
+/// `github_fork_pr_approval.<repository>`: which fork pull requests wait for approval.
+pub const FORK_PR_APPROVAL: ResourceKind = ResourceKind::new("github_fork_pr_approval", 500);
+/// `github_workflow_permissions.<repository>`: what a workflow's token may do.
+pub const WORKFLOW_PERMISSIONS: ResourceKind = ResourceKind::new("github_workflow_permissions", 510);
+/// `github_oidc_subject.<repository>`: the OIDC subject template.
+pub const OIDC_SUBJECT: ResourceKind = ResourceKind::new("github_oidc_subject", 520);
+/// `github_variable.<NAME>`: a repository variable.
+pub const VARIABLE: ResourceKind = ResourceKind::new("github_variable", 530);
+
 reconcile_core::resource_kinds! {
     /// The kinds this crate owns.
     pub enum GithubKind {
-        ForkPrApproval = ResourceKind::GITHUB_FORK_PR_APPROVAL,
-        WorkflowPermissions = ResourceKind::GITHUB_WORKFLOW_PERMISSIONS,
-        OidcSubject = ResourceKind::GITHUB_OIDC_SUBJECT,
-        Variable = ResourceKind::GITHUB_VARIABLE,
+        ForkPrApproval = crate::FORK_PR_APPROVAL,
+        WorkflowPermissions = crate::WORKFLOW_PERMISSIONS,
+        OidcSubject = crate::OIDC_SUBJECT,
+        Variable = crate::VARIABLE,
     }
 }
 
@@ -201,11 +212,8 @@ impl GithubReconciler {
     pub fn new(api: Api, desired: &Desired) -> GithubReconciler {
         let region = &desired.region;
         let domain = if region.starts_with("cn-") { "amazonaws.com.cn" } else { "amazonaws.com" };
-        let webhook = desired.codebuild.projects.iter().find(|p| p.webhook.is_some());
-        let runner_hook = webhook.map(|project| {
-            let address = Address::new(ResourceKind::CODEBUILD_WEBHOOK, &project.key);
-            (address, format!("https://codebuild.{region}.{domain}/webhooks"))
-        });
+        let webhook = desired.referred(Topic::Webhook).find_map(|webhook| webhook.addresses.first().cloned());
+        let runner_hook = webhook.map(|address| (address, format!("https://codebuild.{region}.{domain}/webhooks")));
         GithubReconciler { api, runner_hook }
     }
 
@@ -311,10 +319,10 @@ impl Reconciler for GithubReconciler {
     }
 
     async fn observe(&self, desired: &[&DesiredResource]) -> Result<Observations, ReconcileError> {
-        let wants_variables = desired.iter().any(|r| r.address.kind == ResourceKind::GITHUB_VARIABLE);
-        let settings = desired.iter().find(|r| r.address.kind == ResourceKind::GITHUB_FORK_PR_APPROVAL);
-        let permissions = desired.iter().find(|r| r.address.kind == ResourceKind::GITHUB_WORKFLOW_PERMISSIONS);
-        let template = desired.iter().find(|r| r.address.kind == ResourceKind::GITHUB_OIDC_SUBJECT);
+        let wants_variables = desired.iter().any(|r| r.address.kind == crate::VARIABLE);
+        let settings = desired.iter().find(|r| r.address.kind == crate::FORK_PR_APPROVAL);
+        let permissions = desired.iter().find(|r| r.address.kind == crate::WORKFLOW_PERMISSIONS);
+        let template = desired.iter().find(|r| r.address.kind == crate::OIDC_SUBJECT);
         let (variables, approval, workflow, hook, subject) = futures::join!(
             async { if wants_variables { self.variables().await.map(Some) } else { Ok(None) } },
             async {
@@ -384,7 +392,7 @@ impl Reconciler for GithubReconciler {
 
     /// Every variable of the repository that desired.toml does not declare: left alone, named.
     async fn survey(&self, desired: &[&DesiredResource]) -> Result<Vec<Finding>, ReconcileError> {
-        if !desired.iter().any(|r| r.address.kind == ResourceKind::GITHUB_VARIABLE) {
+        if !desired.iter().any(|r| r.address.kind == crate::VARIABLE) {
             return Ok(Vec::new());
         }
         let declared: Vec<&str> = desired.iter().map(|r| r.address.name.as_str()).collect();
@@ -396,7 +404,7 @@ impl Reconciler for GithubReconciler {
             .map(|name| Finding {
                 code: UNDECLARED_VARIABLE.to_owned(),
                 severity: Severity::Warning,
-                address: Some(Address::new(ResourceKind::GITHUB_VARIABLE, &name)),
+                address: Some(Address::new(crate::VARIABLE, &name)),
                 message: format!(
                     "repository variable {name} is not in desired.toml; reconcile leaves it alone: declare it under \
                      [github.variables], or delete it"
@@ -439,7 +447,7 @@ impl Reconciler for GithubReconciler {
     /// The subject template decides which runs the CI roles' trusts admit: the apply role
     /// changing it could change who may act as reconcile.
     fn administrators_only(&self, change: &Change) -> Option<&'static str> {
-        (change.address.kind == ResourceKind::GITHUB_OIDC_SUBJECT)
+        (change.address.kind == crate::OIDC_SUBJECT)
             .then_some("the OIDC subject template: which runs each CI role's trust admits")
     }
 }

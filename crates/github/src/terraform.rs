@@ -8,19 +8,18 @@
 //! | `github_oidc_subject.<owner/repo>` | `github_actions_repository_oidc_subject_claim_customization_template.repository["<owner/repo>"]` | `repository`, `use_default`, `include_claim_keys` |
 //! | `github_variable.<NAME>` | `github_actions_variable.variable["<NAME>"]` | `variable_name`, `value` (`repository` is the `[github]` repository's, which the variable's fields do not carry, so it is left out) |
 
-use reconcile_core::ResourceKind;
 use reconcile_core::terraform::{Mapping, Provider, ProviderResource};
 use serde_json::{Map, Value, json};
 
 pub const MAPPINGS: &[Mapping] = &[
     Mapping {
-        kind: ResourceKind::GITHUB_FORK_PR_APPROVAL,
+        kind: crate::FORK_PR_APPROVAL,
         map: |_, _| Vec::new(),
         unmapped: "all of it: integrations/github has no resource for the fork pull-request approval policy",
     },
-    Mapping { kind: ResourceKind::GITHUB_WORKFLOW_PERMISSIONS, map: workflow_permissions, unmapped: "" },
-    Mapping { kind: ResourceKind::GITHUB_OIDC_SUBJECT, map: oidc_subject, unmapped: "" },
-    Mapping { kind: ResourceKind::GITHUB_VARIABLE, map: variable, unmapped: "`repository`" },
+    Mapping { kind: crate::WORKFLOW_PERMISSIONS, map: workflow_permissions, unmapped: "" },
+    Mapping { kind: crate::OIDC_SUBJECT, map: oidc_subject, unmapped: "" },
+    Mapping { kind: crate::VARIABLE, map: variable, unmapped: "`repository`" },
 ];
 
 /// The repository's name, as the provider takes it (its owner is the provider's).

@@ -11,7 +11,9 @@
 
 use reconcile_core::Account;
 use reconcile_core::describe::Catalog;
-use reconcile_core::desired::{CiRole, Desired, GITHUB_OIDC_AUDIENCE, GITHUB_OIDC_HOST};
+use reconcile_core::desired::Desired;
+
+use crate::ci_section::{CiRole, GITHUB_OIDC_AUDIENCE, GITHUB_OIDC_HOST};
 use serde_json::{Value, json};
 
 use crate::derive::{INLINE_POLICY_LIMIT, size};
@@ -270,7 +272,7 @@ pub fn administrator_policy(desired: &Desired, account: &Account, catalog: &Cata
 #[cfg(test)]
 mod tests {
 
-    use reconcile_core::desired::CiPurpose;
+    use crate::ci_section::CiPurpose;
 
     use super::*;
     use crate::policy::canonical;
@@ -285,7 +287,7 @@ mod tests {
     #[test]
     fn the_derived_trust_admits_nothing_more_and_each_widening_is_named() {
         let desired = crate::testing::parse(BASE);
-        let role = desired.ci.as_ref().unwrap().role(CiPurpose::Apply).unwrap().clone();
+        let role = crate::declared_ci(&desired).unwrap().role(CiPurpose::Apply).unwrap().clone();
         let derived = canonical(&trust_policy(&role, &account()), "aws");
         assert_eq!(trust_widening(&derived, &derived), Vec::<String>::new());
         assert_eq!(

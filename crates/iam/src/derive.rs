@@ -12,7 +12,9 @@
 
 use reconcile_core::Account;
 use reconcile_core::describe::{Catalog, Runner};
-use reconcile_core::desired::{Desired, Role};
+use reconcile_core::desired::Desired;
+
+use crate::section::Role;
 use reconcile_core::json::to_compact;
 use serde_json::{Value, json};
 
@@ -98,7 +100,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
-    use crate::testing::{CATALOG, stand_in};
+    use crate::testing::{CATALOG, described};
 
     fn desired() -> Desired {
         crate::testing::parse(
@@ -113,7 +115,7 @@ mod tests {
     #[test]
     fn the_policy_holds_what_each_crate_asks_the_registrys_first() {
         let desired = desired();
-        let role = &desired.iam.roles[0];
+        let role = &crate::declared(&desired).roles[0];
         let policy = inline_policy(&desired, &CATALOG, role, &account()).unwrap();
         insta::assert_snapshot!(reconcile_core::json::to_pretty(&policy));
         let boundary = boundary_policy(&desired, &CATALOG, role, &account()).unwrap();
@@ -129,13 +131,13 @@ mod tests {
 
     #[test]
     fn an_inline_policy_over_the_limit_is_asked_for_again_saving_exactly_the_excess() {
-        static SAVING: Description = stand_in("ecr", &[], long);
+        static SAVING: Description = described("ecr", &[], long);
         static NEVER: Description =
-            stand_in("ecr", &[], |desired, account, _| long(desired, account, &Runner::default()));
+            described("ecr", &[], |desired, account, _| long(desired, account, &Runner::default()));
         static SAVES: Catalog = Catalog(&[&SAVING]);
         static NEVER_SAVES: Catalog = Catalog(&[&NEVER]);
         let desired = desired();
-        let role = &desired.iam.roles[0];
+        let role = &crate::declared(&desired).roles[0];
         let policy = inline_policy(&desired, &SAVES, role, &account()).unwrap();
         assert_eq!(size(&policy), INLINE_POLICY_LIMIT, "the limit itself fits");
         let refused = inline_policy(&desired, &NEVER_SAVES, role, &account()).unwrap_err();
@@ -156,12 +158,12 @@ mod tests {
     #[test]
     fn a_boundary_has_a_name_and_a_limit() {
         let desired = desired();
-        let role = desired.iam.roles[0].clone();
+        let role = crate::declared(&desired).roles[0].clone();
         assert_eq!(boundary_name(&role), "rocm-bake-codebuild-boundary");
         // Exactly IAM's limit for a managed policy fits; a character more does not. The boundary
         // grows with what a crate's runner statement says, here a run of `x` of a set length.
         static LENGTH: AtomicUsize = AtomicUsize::new(0);
-        static GROWING: Description = stand_in("s3", &[], |_, _, runner| {
+        static GROWING: Description = described("s3", &[], |_, _, runner| {
             assert!(runner.boundary && runner.role == "codebuild", "{runner:?}");
             vec![json!({ "Sid": "Growing", "Resource": ["x".repeat(LENGTH.load(Ordering::SeqCst))] })]
         });

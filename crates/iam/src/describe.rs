@@ -72,12 +72,12 @@ pub fn reconciler(clients: &reconcile_aws::Clients<'_>) -> Box<dyn reconcile_cor
 pub const DESCRIPTION: Description = Description {
     name: "iam",
     kinds: IamKind::KINDS,
-    sections: &[],
+    sections: &[crate::section::CLAIM, crate::ci_section::CLAIM],
     desired: crate::spec::desired,
     access: Access { reads, administers, ..Access::NONE },
     trail: &[
         KindTrail {
-            kind: K::IAM_ROLE_BOUNDARY,
+            kind: crate::ROLE_BOUNDARY,
             events: &[
                 "CreatePolicy",
                 "CreatePolicyVersion",
@@ -98,19 +98,19 @@ pub const DESCRIPTION: Description = Description {
             index: Index::Absent,
             names: boundary_names,
         },
-        role(K::IAM_ROLE, &[(crate::ATTACHED_MANAGED_POLICY, &["AttachRolePolicy"])]),
+        role(crate::ROLE, &[(crate::ATTACHED_MANAGED_POLICY, &["AttachRolePolicy"])]),
         role(
-            K::IAM_CI_ROLE,
+            crate::CI_ROLE,
             &[
                 (crate::ATTACHED_MANAGED_POLICY, &["AttachRolePolicy"]),
                 (crate::CI_TRUST_WIDENED, &["UpdateAssumeRolePolicy"]),
                 (crate::CI_TRUST_CHANGED, &["UpdateAssumeRolePolicy"]),
             ],
         ),
-        role_policy(K::IAM_ROLE_POLICY),
-        role_policy(K::IAM_CI_ROLE_POLICY),
+        role_policy(crate::ROLE_POLICY),
+        role_policy(crate::CI_ROLE_POLICY),
         KindTrail {
-            kind: K::IAM_OIDC_PROVIDER,
+            kind: crate::OIDC_PROVIDER,
             events: &[
                 "CreateOpenIDConnectProvider",
                 "DeleteOpenIDConnectProvider",
@@ -171,8 +171,8 @@ fn role_arn(account: &Account, name: &str) -> String {
 /// runner's and the CI roles), the runner's boundaries, GitHub's identity provider.
 fn administers(desired: &Desired, account: &Account) -> Vec<Value> {
     let mut statements = Vec::new();
-    let mut roles: Vec<String> = desired.iam.roles.iter().map(|r| role_arn(account, &r.name)).collect();
-    roles.extend(desired.ci.iter().flat_map(|ci| &ci.roles).map(|r| role_arn(account, &r.name)));
+    let mut roles: Vec<String> = crate::declared(desired).roles.iter().map(|r| role_arn(account, &r.name)).collect();
+    roles.extend(crate::declared_ci(desired).iter().flat_map(|ci| &ci.roles).map(|r| role_arn(account, &r.name)));
     if !roles.is_empty() {
         statements.push(statement(
             "MakeChangeAndDestroyTheRoles",
@@ -199,8 +199,11 @@ fn administers(desired: &Desired, account: &Account) -> Vec<Value> {
             vec![reconcile_aws::arn(account, "iam", "instance-profile/*")],
         ));
     }
-    let boundaries: Vec<String> =
-        desired.iam.roles.iter().map(|role| crate::spec::policy_arn(account, &boundary_name(role))).collect();
+    let boundaries: Vec<String> = crate::declared(desired)
+        .roles
+        .iter()
+        .map(|role| crate::spec::policy_arn(account, &boundary_name(role)))
+        .collect();
     if !boundaries.is_empty() {
         statements.push(statement(
             "MakeChangeAndDestroyTheBoundaries",
@@ -216,7 +219,7 @@ fn administers(desired: &Desired, account: &Account) -> Vec<Value> {
             boundaries,
         ));
     }
-    if desired.ci.is_some() {
+    if crate::declared_ci(desired).is_some() {
         statements.push(statement(
             "MakeChangeAndDestroyGitHubsIdentityProvider",
             &[
@@ -235,8 +238,8 @@ fn administers(desired: &Desired, account: &Account) -> Vec<Value> {
 
 fn reads(desired: &Desired, account: &Account) -> Vec<Value> {
     let mut statements = Vec::new();
-    let mut roles: Vec<String> = desired.iam.roles.iter().map(|r| role_arn(account, &r.name)).collect();
-    roles.extend(desired.ci.iter().flat_map(|ci| &ci.roles).map(|r| role_arn(account, &r.name)));
+    let mut roles: Vec<String> = crate::declared(desired).roles.iter().map(|r| role_arn(account, &r.name)).collect();
+    roles.extend(crate::declared_ci(desired).iter().flat_map(|ci| &ci.roles).map(|r| role_arn(account, &r.name)));
     if !roles.is_empty() {
         statements.push(statement(
             "TheManagedRoles",
@@ -244,12 +247,15 @@ fn reads(desired: &Desired, account: &Account) -> Vec<Value> {
             roles,
         ));
     }
-    let boundaries: Vec<String> =
-        desired.iam.roles.iter().map(|role| crate::spec::policy_arn(account, &boundary_name(role))).collect();
+    let boundaries: Vec<String> = crate::declared(desired)
+        .roles
+        .iter()
+        .map(|role| crate::spec::policy_arn(account, &boundary_name(role)))
+        .collect();
     if !boundaries.is_empty() {
         statements.push(statement("TheRunnersRolesBoundaries", &["iam:GetPolicy", "iam:GetPolicyVersion"], boundaries));
     }
-    if desired.ci.is_some() {
+    if crate::declared_ci(desired).is_some() {
         statements.push(statement(
             "GitHubsIdentityProvider",
             &["iam:GetOpenIDConnectProvider"],

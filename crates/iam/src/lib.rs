@@ -15,11 +15,13 @@
 //! are never deleted.
 
 mod ci;
+mod ci_section;
 mod derive;
 mod describe;
 pub mod evaluate;
 mod policy;
 pub mod reach;
+mod section;
 mod spec;
 mod terraform;
 #[cfg(test)]
@@ -38,9 +40,13 @@ use reconcile_core::{Account, Address, Applied, Progress, ReconcileError, Reconc
 use serde_json::Value;
 
 pub use ci::{administrator_policy, apply_policy, plan_policy, provider_arn, read_only_policy, trust_widening};
+pub use ci_section::{
+    CLAIM as CI_CLAIM, Ci, CiPurpose, CiRole, GITHUB_OIDC_AUDIENCE, GITHUB_OIDC_HOST, declared as declared_ci,
+};
 pub use derive::{INLINE_POLICY_LIMIT, MANAGED_POLICY_LIMIT, boundary_name, boundary_policy, inline_policy};
 pub use describe::{DESCRIPTION, reconciler};
 pub use policy::{canonical, canonical_text, percent_decode};
+pub use section::{CLAIM, Iam, Role, declared};
 use spec::{BoundarySpec, ProviderSpec, RolePolicySpec, RoleSpec, RoleState};
 pub use spec::{desired, policy_arn, trust_policy};
 
@@ -66,15 +72,28 @@ pub const CI_TRUST_CHANGED: &str = "D108";
 /// IAM's answer for "there is no such role or policy".
 const NO_SUCH_ENTITY: &str = "NoSuchEntity";
 
+/// `iam_role_boundary.<key>`: the managed policy that bounds a role.
+pub const ROLE_BOUNDARY: ResourceKind = ResourceKind::new("iam_role_boundary", 100);
+/// `iam_role.<key>`: a role of `[iam.roles]`.
+pub const ROLE: ResourceKind = ResourceKind::new("iam_role", 110);
+/// `iam_role_policy.<key>`: a role's derived inline policy, and (as members) the ones it should not have.
+pub const ROLE_POLICY: ResourceKind = ResourceKind::new("iam_role_policy", 120).with_members();
+/// `iam_oidc_provider.github`: GitHub's OIDC identity provider.
+pub const OIDC_PROVIDER: ResourceKind = ResourceKind::new("iam_oidc_provider", 130);
+/// `iam_ci_role.<purpose>`: a CI role of `[ci]`.
+pub const CI_ROLE: ResourceKind = ResourceKind::new("iam_ci_role", 140);
+/// `iam_ci_role_policy.<purpose>`: a CI role's derived inline policy, and (as members) the ones it should not have.
+pub const CI_ROLE_POLICY: ResourceKind = ResourceKind::new("iam_ci_role_policy", 150).with_members();
+
 reconcile_core::resource_kinds! {
     /// The kinds this crate owns.
     pub enum IamKind {
-        Boundary = ResourceKind::IAM_ROLE_BOUNDARY,
-        Role = ResourceKind::IAM_ROLE,
-        RolePolicy = ResourceKind::IAM_ROLE_POLICY,
-        Provider = ResourceKind::IAM_OIDC_PROVIDER,
-        CiRole = ResourceKind::IAM_CI_ROLE,
-        CiRolePolicy = ResourceKind::IAM_CI_ROLE_POLICY,
+        Boundary = crate::ROLE_BOUNDARY,
+        Role = crate::ROLE,
+        RolePolicy = crate::ROLE_POLICY,
+        Provider = crate::OIDC_PROVIDER,
+        CiRole = crate::CI_ROLE,
+        CiRolePolicy = crate::CI_ROLE_POLICY,
     }
 }
 
@@ -106,15 +125,15 @@ enum Family {
 impl Family {
     fn role(self) -> ResourceKind {
         match self {
-            Family::Runner => ResourceKind::IAM_ROLE,
-            Family::Ci => ResourceKind::IAM_CI_ROLE,
+            Family::Runner => crate::ROLE,
+            Family::Ci => crate::CI_ROLE,
         }
     }
 
     fn policy(self) -> ResourceKind {
         match self {
-            Family::Runner => ResourceKind::IAM_ROLE_POLICY,
-            Family::Ci => ResourceKind::IAM_CI_ROLE_POLICY,
+            Family::Runner => crate::ROLE_POLICY,
+            Family::Ci => crate::CI_ROLE_POLICY,
         }
     }
 }
@@ -279,7 +298,7 @@ pub async fn role_trusts_github(
 
 /// Whether `kind` is one of the CI identities, which only an administrator may change.
 fn is_ci_identity(kind: ResourceKind) -> bool {
-    matches!(kind, ResourceKind::IAM_OIDC_PROVIDER | ResourceKind::IAM_CI_ROLE | ResourceKind::IAM_CI_ROLE_POLICY)
+    matches!(kind, crate::OIDC_PROVIDER | crate::CI_ROLE | crate::CI_ROLE_POLICY)
 }
 
 impl IamReconciler {
@@ -376,7 +395,7 @@ impl IamReconciler {
     async fn github_roles(&self, desired: &[&DesiredResource]) -> Result<Vec<Finding>, ReconcileError> {
         let declared: std::collections::BTreeSet<&str> = desired
             .iter()
-            .filter(|r| matches!(r.address.kind, ResourceKind::IAM_ROLE | ResourceKind::IAM_CI_ROLE))
+            .filter(|r| matches!(r.address.kind, crate::ROLE | crate::CI_ROLE))
             .map(|r| r.remote_name.as_str())
             .collect();
         let mut pages = self.client.list_roles().into_paginator().send();
@@ -397,7 +416,7 @@ impl IamReconciler {
                         code: UNDECLARED_GITHUB_ROLE.to_owned(),
                         severity: Severity::Warning,
                         // An undeclared role's address: a public plan counts these, never names them.
-                        address: Some(Address::new(ResourceKind::IAM_ROLE, role.role_name())),
+                        address: Some(Address::new(crate::ROLE, role.role_name())),
                         message: format!(
                             "role `{}` is not in desired.toml and trusts GitHub's OIDC provider ({}): the workflows \
                              it admits can act as it; declare what they need under [ci], or delete it",
@@ -990,14 +1009,14 @@ mod tests {
             after: Some(Map::new()),
             depends_on: vec![],
         };
-        for kind in [ResourceKind::IAM_OIDC_PROVIDER, ResourceKind::IAM_CI_ROLE, ResourceKind::IAM_CI_ROLE_POLICY] {
+        for kind in [crate::OIDC_PROVIDER, crate::CI_ROLE, crate::CI_ROLE_POLICY] {
             assert_eq!(
                 reconciler.administrators_only(&change(kind)),
                 Some("the CI identities: the apply role would widen itself"),
                 "{kind:?}"
             );
         }
-        for kind in [ResourceKind::IAM_ROLE, ResourceKind::IAM_ROLE_POLICY, ResourceKind::IAM_ROLE_BOUNDARY] {
+        for kind in [crate::ROLE, crate::ROLE_POLICY, crate::ROLE_BOUNDARY] {
             assert_eq!(
                 reconciler.administrators_only(&change(kind)),
                 Some("the runner's role, its policy or its permissions boundary: what every build may do"),
@@ -1023,10 +1042,9 @@ mod tests {
         let get_policy = mock!(iam::Client::get_role_policy).then_error(|| {
             iam::operation::get_role_policy::GetRolePolicyError::NoSuchEntityException(no_such_entity())
         });
-        let role =
-            DesiredResource::new(Address::new(ResourceKind::IAM_ROLE, "codebuild"), "rocm-bake-codebuild", Map::new());
+        let role = DesiredResource::new(Address::new(crate::ROLE, "codebuild"), "rocm-bake-codebuild", Map::new());
         let policy = DesiredResource::new(
-            Address::new(ResourceKind::IAM_ROLE_POLICY, "codebuild"),
+            Address::new(crate::ROLE_POLICY, "codebuild"),
             "rocm-bake-codebuild",
             object(json!({ "role": "rocm-bake-codebuild", "policy_name": "p", "document": {} })),
         );
@@ -1047,7 +1065,7 @@ mod tests {
             .output(|| iam::operation::put_role_policy::PutRolePolicyOutput::builder().build())
             .build();
         let change = Change {
-            address: Address::new(ResourceKind::IAM_ROLE_POLICY, "codebuild"),
+            address: Address::new(crate::ROLE_POLICY, "codebuild"),
             action: Action::Create,
             before: None,
             after: Some(object(json!({ "role": "rocm-bake-codebuild", "policy_name": "p", "document": {} }))),
@@ -1065,7 +1083,7 @@ mod tests {
             .then_output(|| iam::operation::put_role_policy::PutRolePolicyOutput::builder().build());
         let reconciler = reconciler(&[&create, &put]);
         let role = Change {
-            address: Address::new(ResourceKind::IAM_ROLE, "codebuild"),
+            address: Address::new(crate::ROLE, "codebuild"),
             action: Action::Create,
             before: None,
             // No trust policy: IAM must never be sent an empty one.
@@ -1080,7 +1098,7 @@ mod tests {
             "iam_role.codebuild: failed to read the change's desired fields: missing field `assume_role_policy`"
         );
         let policy = Change {
-            address: Address::new(ResourceKind::IAM_ROLE_POLICY, "codebuild"),
+            address: Address::new(crate::ROLE_POLICY, "codebuild"),
             after: Some(object(json!({ "role": "rocm-bake-codebuild", "policy_name": "p" }))),
             ..role
         };

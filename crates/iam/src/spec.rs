@@ -7,7 +7,7 @@ use reconcile_core::describe::Catalog;
 use reconcile_core::desired::Desired;
 use reconcile_core::plan::DesiredResource;
 use reconcile_core::spec::attributes;
-use reconcile_core::{Account, Address, ReconcileError, ResourceKind};
+use reconcile_core::{Account, Address, ReconcileError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -99,12 +99,12 @@ pub fn desired(
     catalog: &Catalog,
 ) -> Result<Vec<DesiredResource>, ReconcileError> {
     let mut resources = Vec::new();
-    for role in &desired.iam.roles {
-        let role_address = Address::new(ResourceKind::IAM_ROLE, &role.key);
+    for role in &crate::declared(desired).roles {
+        let role_address = Address::new(crate::ROLE, &role.key);
         let max_session_duration = i32::try_from(role.max_session_duration).map_err(|_| {
             ReconcileError::new(Some(&role_address), "read max_session_duration", "it is larger than IAM allows")
         })?;
-        let boundary_address = Address::new(ResourceKind::IAM_ROLE_BOUNDARY, &role.key);
+        let boundary_address = Address::new(crate::ROLE_BOUNDARY, &role.key);
         let boundary = boundary_policy(desired, catalog, role, account)
             .map_err(|why| ReconcileError::new(Some(&boundary_address), "derive the permissions boundary", why))?;
         let boundary_arn = policy_arn(account, &boundary_name(role));
@@ -128,7 +128,7 @@ pub fn desired(
                 .depending_on([boundary_address])
                 .adopted(role.adopt),
         );
-        let policy_address = Address::new(ResourceKind::IAM_ROLE_POLICY, &role.key);
+        let policy_address = Address::new(crate::ROLE_POLICY, &role.key);
         let document = inline_policy(desired, catalog, role, account)
             .map_err(|why| ReconcileError::new(Some(&policy_address), "derive the inline policy", why))?;
         let spec = RolePolicySpec {
@@ -138,11 +138,11 @@ pub fn desired(
         };
         resources.push(DesiredResource::new(policy_address, &role.name, attributes(&spec)).under(&role_address));
     }
-    if let Some(declared) = &desired.ci {
-        let provider_address = Address::new(ResourceKind::IAM_OIDC_PROVIDER, PROVIDER_KEY);
+    if let Some(declared) = crate::declared_ci(desired) {
+        let provider_address = Address::new(crate::OIDC_PROVIDER, PROVIDER_KEY);
         let provider = ProviderSpec {
-            url: reconcile_core::desired::GITHUB_OIDC_HOST.to_owned(),
-            client_ids: vec![reconcile_core::desired::GITHUB_OIDC_AUDIENCE.to_owned()],
+            url: crate::ci_section::GITHUB_OIDC_HOST.to_owned(),
+            client_ids: vec![crate::ci_section::GITHUB_OIDC_AUDIENCE.to_owned()],
             tags: declared.tags.clone(),
         };
         resources.push(DesiredResource::new(
@@ -155,7 +155,7 @@ pub fn desired(
         })?;
         for role in &declared.roles {
             let key = role.purpose.key();
-            let role_address = Address::new(ResourceKind::IAM_CI_ROLE, key);
+            let role_address = Address::new(crate::CI_ROLE, key);
             let spec = RoleSpec {
                 name: role.name.clone(),
                 assume_role_policy: canonical(&ci::trust_policy(role, account), &account.partition),
@@ -168,12 +168,12 @@ pub fn desired(
                 DesiredResource::new(role_address.clone(), &role.name, attributes(&spec))
                     .depending_on([provider_address.clone()]),
             );
-            let document = if role.purpose == reconcile_core::desired::CiPurpose::Plan {
+            let document = if role.purpose == crate::ci_section::CiPurpose::Plan {
                 ci::plan_policy(desired, account, catalog)
             } else if role.purpose.reads_only() {
                 ci::read_only_policy(desired, account, catalog)
             } else {
-                let policy_address = Address::new(ResourceKind::IAM_CI_ROLE_POLICY, key);
+                let policy_address = Address::new(crate::CI_ROLE_POLICY, key);
                 ci::apply_policy(desired, account, catalog)
                     .map_err(|why| ReconcileError::new(Some(&policy_address), "derive the inline policy", why))?
             };
@@ -182,7 +182,7 @@ pub fn desired(
                 policy_name: CI_POLICY_NAME.to_owned(),
                 document: canonical(&document, &account.partition),
             };
-            let policy_address = Address::new(ResourceKind::IAM_CI_ROLE_POLICY, key);
+            let policy_address = Address::new(crate::CI_ROLE_POLICY, key);
             resources.push(DesiredResource::new(policy_address, &role.name, attributes(&spec)).under(&role_address));
         }
     }

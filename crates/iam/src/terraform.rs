@@ -9,17 +9,16 @@
 //! | `iam_ci_role.<key>` | `aws_iam_role.ci["<key>"]` | as `iam_role` |
 //! | `iam_ci_role_policy.<key>[/<name>]` | `aws_iam_role_policy.ci["<key>[/<name>]"]` | as `iam_role_policy` |
 
-use reconcile_core::ResourceKind;
 use reconcile_core::terraform::{Mapping, Provider, ProviderResource, policy_string, tags};
 use serde_json::{Map, Value, json};
 
 pub const MAPPINGS: &[Mapping] = &[
-    Mapping { kind: ResourceKind::IAM_ROLE_BOUNDARY, map: boundary, unmapped: "" },
-    Mapping { kind: ResourceKind::IAM_ROLE, map: |_, fields| vec![role("runner", fields)], unmapped: "" },
-    Mapping { kind: ResourceKind::IAM_ROLE_POLICY, map: |_, fields| vec![role_policy("runner", fields)], unmapped: "" },
-    Mapping { kind: ResourceKind::IAM_OIDC_PROVIDER, map: provider, unmapped: "" },
-    Mapping { kind: ResourceKind::IAM_CI_ROLE, map: |_, fields| vec![role("ci", fields)], unmapped: "" },
-    Mapping { kind: ResourceKind::IAM_CI_ROLE_POLICY, map: |_, fields| vec![role_policy("ci", fields)], unmapped: "" },
+    Mapping { kind: crate::ROLE_BOUNDARY, map: boundary, unmapped: "" },
+    Mapping { kind: crate::ROLE, map: |_, fields| vec![role("runner", fields)], unmapped: "" },
+    Mapping { kind: crate::ROLE_POLICY, map: |_, fields| vec![role_policy("runner", fields)], unmapped: "" },
+    Mapping { kind: crate::OIDC_PROVIDER, map: provider, unmapped: "" },
+    Mapping { kind: crate::CI_ROLE, map: |_, fields| vec![role("ci", fields)], unmapped: "" },
+    Mapping { kind: crate::CI_ROLE_POLICY, map: |_, fields| vec![role_policy("ci", fields)], unmapped: "" },
 ];
 
 fn field(fields: &Map<String, Value>, key: &str) -> Value {

@@ -6,22 +6,17 @@ use std::path::Path;
 
 use reconcile_core::Desired;
 use reconcile_core::describe::{Access, Catalog, Description, Runner, RunnerFn};
-use reconcile_core::desired::{Claim, Read};
+use reconcile_core::desired::testing::{CODEBUILD, GITHUB};
+use reconcile_core::desired::{Claim, testing::stand_in};
 use serde_json::{Value, json};
 
 /// A section read by a crate the tests stand in for: accepted as it is, nothing kept.
 const fn unread(name: &'static str) -> Claim {
-    Claim {
-        name,
-        after: None,
-        types: |_| Ok(()),
-        read: |_| Read { model: None, errors: Vec::new(), findings: Vec::new() },
-        schema: || Value::Null,
-    }
+    stand_in(name, Claim::NOTHING)
 }
 
 /// A crate named `name` reading `section`, whose builds need what `runner` says.
-pub const fn stand_in(name: &'static str, section: &'static [Claim], runner: RunnerFn) -> Description {
+pub const fn described(name: &'static str, section: &'static [Claim], runner: RunnerFn) -> Description {
     Description {
         name,
         kinds: &[],
@@ -39,17 +34,25 @@ pub fn statement(sid: &str, runner: &Runner) -> Vec<Value> {
     vec![json!({ "Sid": sid, "Effect": "Allow", "Action": ["s3:GetObject"], "Resource": [resource] })]
 }
 
-static REGISTRY: Description = stand_in("ecr", &[unread("ecr")], |_, _, runner| statement("TheRegistry", runner));
+static REGISTRY: Description = described("ecr", &[unread("ecr")], |_, _, runner| statement("TheRegistry", runner));
 // Its Sid's length matters to the boundary's size test: every character of a project's name
 // counts twice (its log group and the group's streams), so the rest must let the policy's size
 // reach IAM's limit exactly.
-static CACHE: Description = stand_in("s3", &[unread("s3")], |_, _, runner| statement("TheCachesCrates", runner));
+static CACHE: Description = described("s3", &[unread("s3")], |_, _, runner| statement("TheCachesCrates", runner));
 
 /// The stand-ins, the cache's first: the runner's policy puts the registry's first whatever the
 /// catalog's order.
 pub static CATALOG: Catalog = Catalog(&[&CACHE, &REGISTRY]);
 
-/// `text` as desired.toml, with the stand-ins' sections.
+/// `text` as desired.toml, with IAM's own sections, the stand-ins' and those of GitHub and
+/// CodeBuild that IAM's refer to.
 pub fn parse(text: &str) -> Desired {
-    Desired::parse_claimed(Path::new("desired.toml"), text, &CATALOG.claims()).expect("a valid desired.toml")
+    try_parse(text).expect("a valid desired.toml")
+}
+
+/// `text` as desired.toml, as [`parse`] reads it, or every error as printed.
+pub fn try_parse(text: &str) -> Result<Desired, String> {
+    let mut claims = CATALOG.claims();
+    claims.extend([&crate::CLAIM, &crate::CI_CLAIM, &GITHUB, &CODEBUILD]);
+    Desired::parse_claimed(Path::new("desired.toml"), text, &claims).map_err(|errors| errors.to_string())
 }

@@ -234,7 +234,14 @@ mod tests {
         reconcile_core::Desired::parse_claimed(
             std::path::Path::new("desired.toml"),
             text,
-            &[&reconcile_ecr::CLAIM, &reconcile_s3::CLAIM],
+            &[
+                &reconcile_ecr::CLAIM,
+                &reconcile_s3::CLAIM,
+                &reconcile_iam::CLAIM,
+                &reconcile_codebuild::CLAIM,
+                &reconcile_github::CLAIM,
+                &reconcile_iam::CI_CLAIM,
+            ],
         )
     }
 
@@ -248,7 +255,7 @@ mod tests {
             let names: std::collections::BTreeSet<String> =
                 reconcile_ecr::declared(&desired).repositories.iter().map(|r| r.name.clone()).collect();
             assert_eq!(names, run.repositories().into_iter().collect());
-            assert_eq!(desired.codebuild.projects.len(), usize::from(github.is_some()));
+            assert_eq!(reconcile_codebuild::declared(&desired).projects.len(), usize::from(github.is_some()));
             let buckets: Vec<String> = reconcile_s3::declared(&desired)
                 .buckets
                 .iter()

@@ -16,6 +16,7 @@ pub const CLAIM: Claim = Claim {
     name: "s3",
     after: Some("ecr"),
     types: Section::types::<RawS3>,
+    publishes: Claim::NOTHING,
     read: |section| section.read(|locate, raw: RawS3, errors| convert(locate, &raw, errors)),
     schema: schema_of::<RawS3>,
 };

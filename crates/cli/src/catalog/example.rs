@@ -87,6 +87,7 @@ pub const DESCRIPTION: Description = Description {
         name: "example",
         after: None,
         types: Section::types::<RawExample>,
+        publishes: Claim::NOTHING,
         read,
         schema: || json!(schemars::schema_for!(RawExample)),
     }],

@@ -29,7 +29,7 @@ fn derive(names: &[String]) -> Result<Value, String> {
         text.push_str(&format!("{name} = {{}}\n"));
     }
     let desired = parse(&text);
-    let role = desired.iam.roles[0].clone();
+    let role = reconcile_iam::declared(&desired).roles[0].clone();
     inline_policy(&desired, &CATALOG, &role, &Account::new("123456789012", "us-east-1"))
 }
 
@@ -40,7 +40,7 @@ fn a_role_without_repositories_is_granted_none() {
         "region = \"us-east-1\"\n[iam.roles.codebuild]\nname = \"r\"\ntrusted_services = [\"codebuild.amazonaws.com\"]\n",
     );
     let account = Account::new("123456789012", "us-east-1");
-    let none = inline_policy(&bare, &CATALOG, &bare.iam.roles[0], &account).unwrap();
+    let none = inline_policy(&bare, &CATALOG, &reconcile_iam::declared(&bare).roles[0], &account).unwrap();
     for statement in none["Statement"].as_array().unwrap() {
         assert!(!statement["Resource"].as_array().is_some_and(Vec::is_empty), "{statement}");
         assert!(!statement.to_string().contains("ecr:PutImage"), "{statement}");
@@ -54,11 +54,14 @@ fn the_runners_policy_grants_repositories_by_reconciles_tag_and_never_changes_wi
     let one = parse(&tagged);
     let three = parse(&tagged.replace("pytorch = {}\n", "pytorch = {}\nvllm = {}\nvllm-cache = {}\n"));
     let account = Account::new("123456789012", "us-east-1");
-    let role = &one.iam.roles[0];
+    let role = &reconcile_iam::declared(&one).roles[0];
     let inline = inline_policy(&one, &CATALOG, role, &account).unwrap();
     let boundary = boundary_policy(&one, &CATALOG, role, &account).unwrap();
-    assert_eq!(inline, inline_policy(&three, &CATALOG, &three.iam.roles[0], &account).unwrap());
-    assert_eq!(boundary, boundary_policy(&three, &CATALOG, &three.iam.roles[0], &account).unwrap());
+    assert_eq!(inline, inline_policy(&three, &CATALOG, &reconcile_iam::declared(&three).roles[0], &account).unwrap());
+    assert_eq!(
+        boundary,
+        boundary_policy(&three, &CATALOG, &reconcile_iam::declared(&three).roles[0], &account).unwrap()
+    );
     let runner = Principal { policies: std::slice::from_ref(&inline), boundary: Some(&boundary) };
     let repository = "arn:aws:ecr:us-east-1:123456789012:repository/vllm";
     let ours = Context::new().with("aws:ResourceTag/managed-by", &["reconcile"]);
@@ -77,9 +80,9 @@ fn the_runners_policy_grants_repositories_by_reconciles_tag_and_never_changes_wi
     }));
     // Untagged repositories: named in the inline policy, the region's registry in the boundary.
     let bare = parse(BASE);
-    let boundary = boundary_policy(&bare, &CATALOG, &bare.iam.roles[0], &account).unwrap();
+    let boundary = boundary_policy(&bare, &CATALOG, &reconcile_iam::declared(&bare).roles[0], &account).unwrap();
     assert!(boundary.to_string().contains("\"arn:aws:ecr:us-east-1:123456789012:repository/*\""), "{boundary}");
-    let inline = inline_policy(&bare, &CATALOG, &bare.iam.roles[0], &account).unwrap();
+    let inline = inline_policy(&bare, &CATALOG, &reconcile_iam::declared(&bare).roles[0], &account).unwrap();
     assert!(inline.to_string().contains("repository/pytorch\""), "{inline}");
 }
 

@@ -77,13 +77,13 @@ fn the_apply_policy_grants_only_what_this_desired_file_can_lead_apply_to_write()
 fn derived_account(desired: &Desired) -> reconcile_iam::reach::Model {
     let account = account();
     let arn = |name: &str| format!("arn:aws:iam::{}:role/{name}", account.id);
-    let ci = desired.ci.as_ref().unwrap();
+    let ci = reconcile_iam::declared_ci(desired).unwrap();
     let mut roles: Vec<reconcile_iam::reach::Role> = ci
         .roles
         .iter()
         .map(|role| reconcile_iam::reach::Role {
             arn: arn(&role.name),
-            policies: vec![if role.purpose == reconcile_core::desired::CiPurpose::Plan {
+            policies: vec![if role.purpose == reconcile_iam::CiPurpose::Plan {
                 plan_policy(desired, &account, &CATALOG)
             } else if role.purpose.reads_only() {
                 read_only_policy(desired, &account, &CATALOG)
@@ -93,7 +93,7 @@ fn derived_account(desired: &Desired) -> reconcile_iam::reach::Model {
             boundary: None,
         })
         .collect();
-    for role in &desired.iam.roles {
+    for role in &reconcile_iam::declared(desired).roles {
         roles.push(reconcile_iam::reach::Role {
             arn: arn(&role.name),
             policies: vec![reconcile_iam::inline_policy(desired, &CATALOG, role, &account).unwrap()],
@@ -103,13 +103,17 @@ fn derived_account(desired: &Desired) -> reconcile_iam::reach::Model {
             )),
         });
     }
-    let projects = desired
-        .codebuild
+    let projects = reconcile_codebuild::declared(desired)
         .projects
         .iter()
         .map(|p| reconcile_iam::reach::Project {
             arn: reconcile_aws::arn(&account, "codebuild", &format!("project/{}", p.name)),
-            service_role: arn(&desired.iam.roles.iter().find(|r| r.key == p.service_role).unwrap().name),
+            service_role: arn(&reconcile_iam::declared(desired)
+                .roles
+                .iter()
+                .find(|r| r.key == p.service_role)
+                .unwrap()
+                .name),
         })
         .collect();
     reconcile_iam::reach::Model { account: account.id, roles, projects }
@@ -597,7 +601,7 @@ fn the_schema_and_every_derived_policy_stay_as_they_are() {
             ("apply".to_owned(), apply_policy(&desired, &account, &CATALOG)),
             ("administrator".to_owned(), reconcile_iam::administrator_policy(&desired, &account, &CATALOG)),
         ];
-        for role in &desired.iam.roles {
+        for role in &reconcile_iam::declared(&desired).roles {
             let key = &role.key;
             policies.push((format!("runner-{key}"), reconcile_iam::inline_policy(&desired, &CATALOG, role, &account)));
             policies
@@ -607,5 +611,54 @@ fn the_schema_and_every_derived_policy_stay_as_they_are() {
             let policy = policy.unwrap_or_else(|why| panic!("{name} {role}: {why}"));
             insta::assert_snapshot!(format!("{name}_{role}_policy"), reconcile_core::json::to_pretty(&policy));
         }
+    }
+}
+
+#[test]
+fn each_section_publishes_what_the_others_refer_to_as_the_stand_ins_of_the_crates_tests_do() {
+    use reconcile_core::desired::{Topic, testing};
+    let with_webhook = BASE.replace(
+        "build_timeout_hours = 4\n",
+        "build_timeout_hours = 4\n[codebuild.projects.runner.webhook]\nfilter_groups = [[{ type = \"EVENT\", pattern = \
+         \"WORKFLOW_JOB_QUEUED\" }]]\n",
+    );
+    let desired = crate::catalog::parse_desired(Path::new("desired.toml"), &with_webhook).unwrap();
+    let published: Vec<String> = desired
+        .references
+        .iter()
+        .map(|r| {
+            let at: Vec<String> = r.addresses.iter().map(ToString::to_string).collect();
+            format!("{:?} {} = {} at [{}]", r.topic, r.key, r.value, at.join(", "))
+        })
+        .collect();
+    assert_eq!(
+        published,
+        // By section key (`ci`, `codebuild`, `github`, `iam`), each in its own order.
+        [
+            "CiRole RECONCILE_PLAN_ROLE_ARN = p at [iam_ci_role.plan]",
+            "CiRole RECONCILE_DRIFT_ROLE_ARN = d at [iam_ci_role.drift]",
+            "CiRole RECONCILE_APPLY_ROLE_ARN = a at [iam_ci_role.apply]",
+            "Project runner = rocm-bake at []",
+            "Webhook runner = rocm-bake at [codebuild_webhook.runner]",
+            "Repository  = ROCm/rocm-bake at []",
+            "Role codebuild = runner at [iam_role.codebuild, iam_role_policy.codebuild]",
+        ]
+    );
+    // The crates' tests stand in for the sections they refer to: each stand-in publishes what
+    // the section's own crate does (the addresses, which are the crate's kinds, aside).
+    let stand_ins = [&testing::IAM, &testing::CODEBUILD, &testing::GITHUB, &testing::CI];
+    let mut claims = stand_ins.to_vec();
+    let (ecr, s3) = (&reconcile_ecr::CLAIM, &reconcile_s3::CLAIM);
+    claims.extend([ecr, s3]);
+    let stood_in = Desired::parse_claimed(Path::new("desired.toml"), &with_webhook, &claims).unwrap();
+    let said = |desired: &Desired| {
+        let mut said: Vec<(Topic, String, String)> =
+            desired.references.iter().map(|r| (r.topic, r.key.clone(), r.value.clone())).collect();
+        said.sort();
+        said
+    };
+    assert_eq!(said(&stood_in), said(&desired));
+    for topic in [Topic::Role, Topic::Project, Topic::Repository, Topic::CiRole] {
+        assert!(desired.referred(topic).next().is_some(), "{topic:?}");
     }
 }

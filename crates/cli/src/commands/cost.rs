@@ -35,7 +35,7 @@ pub async fn run(
 
     let codebuild = aws.codebuild();
     let mut builds = Vec::new();
-    for project in &desired.codebuild.projects {
+    for project in &reconcile_codebuild::declared(desired).projects {
         let (found, reads) =
             reconcile_codebuild::builds::since(&codebuild, &project.name, first as f64).await.map_err(fail)?;
         tracing::info!(

@@ -13,8 +13,7 @@ use crate::output::out;
 /// The repository variables that wire the nightly's GitHub repository to this account, in the
 /// runbook's order: `NIGHTLY_ENABLED` last, because setting it turns the nightly on.
 pub async fn run(aws: &Aws, desired: &Desired, format: OutputsFormat) -> Result<u8, CliError> {
-    desired
-        .codebuild
+    reconcile_codebuild::declared(desired)
         .projects
         .first()
         .context("desired.toml declares no CodeBuild project, so there is no CODEBUILD_PROJECT to print")?;

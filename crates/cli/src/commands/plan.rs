@@ -117,7 +117,7 @@ pub async fn run(session: &Session<Aws>, color: ColorChoice, request: Request<'_
     }
     if let Some(path) = out {
         // Apply checks the GitHub side a saved plan names, and refuses a plan made without it.
-        if session.inputs().desired.github.is_some() && !session.checks_github() {
+        if reconcile_github::declared(&session.inputs().desired).is_some() && !session.checks_github() {
             crate::output::err(&format!(
                 "Saved the plan to {}, but apply cannot carry it out: desired.toml declares [github] and this run \
                  did not check it (no GITHUB_TOKEN or GH_TOKEN, or another repository than \

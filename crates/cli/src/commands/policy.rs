@@ -3,8 +3,8 @@
 //! an administrator does and for review (`docs/read-only-policy.json` is the read-only one for
 //! the project's desired.toml).
 
-use reconcile_core::desired::Role;
 use reconcile_core::{Account, Desired, json};
+use reconcile_iam::Role;
 
 use crate::args::PolicyRole;
 use crate::aws::{Aws, Purpose};
@@ -63,15 +63,15 @@ enum Which<'a> {
 
 /// The role under `[iam.roles]` that `key` names, or the only one.
 fn runner_role<'a>(desired: &'a Desired, key: Option<&str>) -> Result<&'a Role, CliError> {
-    let keys: Vec<&str> = desired.iam.roles.iter().map(|role| role.key.as_str()).collect();
+    let keys: Vec<&str> = reconcile_iam::declared(desired).roles.iter().map(|role| role.key.as_str()).collect();
     match key {
-        Some(key) => desired.iam.roles.iter().find(|role| role.key == key).ok_or_else(|| {
+        Some(key) => reconcile_iam::declared(desired).roles.iter().find(|role| role.key == key).ok_or_else(|| {
             CliError::Input(vec![format!(
                 "--role: desired.toml declares no `[iam.roles.{key}]` (it declares: {})",
                 keys.join(", ")
             )])
         }),
-        None => match desired.iam.roles.as_slice() {
+        None => match reconcile_iam::declared(desired).roles.as_slice() {
             [role] => Ok(role),
             [] => Err(CliError::Input(vec!["desired.toml declares no role under `[iam.roles]`".to_owned()])),
             _ => Err(CliError::Input(vec![format!(

@@ -38,7 +38,7 @@ pub fn run(path: &Path, bake: Option<&Path>) -> Result<u8, CliError> {
         crate::output::err_lines(&crate::declare::hint_text(&hint));
     }
     refuse_on(&findings)?;
-    let ci = match &desired.ci {
+    let ci = match reconcile_iam::declared_ci(desired) {
         Some(ci) => format!(", {} CI roles", ci.roles.len()),
         None => String::new(),
     };
@@ -48,8 +48,8 @@ pub fn run(path: &Path, bake: Option<&Path>) -> Result<u8, CliError> {
         desired.region,
         reconcile_ecr::declared(desired).repositories.len(),
         reconcile_s3::declared(desired).buckets.len(),
-        desired.iam.roles.len(),
-        desired.codebuild.projects.len(),
+        reconcile_iam::declared(desired).roles.len(),
+        reconcile_codebuild::declared(desired).projects.len(),
     ))?;
     Ok(exit::OK)
 }

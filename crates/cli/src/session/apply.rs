@@ -46,8 +46,10 @@ impl<B: Backend> Session<B> {
         let caller = self.backend.caller().await?;
         // A user, or the account's root: not a role GitHub can assume.
         let Some(role) = role_of_session(&caller) else { return Ok(()) };
-        let declared =
-            self.inputs.desired.ci.iter().flat_map(|ci| &ci.roles).find(|r| r.name.eq_ignore_ascii_case(role));
+        let declared = reconcile_iam::declared_ci(&self.inputs.desired)
+            .iter()
+            .flat_map(|ci| &ci.roles)
+            .find(|r| r.name.eq_ignore_ascii_case(role));
         let who = match declared {
             Some(declared) => format!("the {} role `{role}` ({caller})", declared.purpose.key()),
             None => match self.backend.trusts_github(account, role).await? {

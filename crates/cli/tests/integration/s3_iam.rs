@@ -113,7 +113,7 @@ async fn a_bucket_and_role_made_by_the_old_script_are_adopted_with_only_the_boun
     let derived = reconcile_iam::inline_policy(
         &desired,
         &reconcile_cli::CATALOG,
-        &desired.iam.roles[0],
+        &reconcile_iam::declared(&desired).roles[0],
         &Account::new(&account.id, "us-east-1"),
     )
     .unwrap();

@@ -7,10 +7,7 @@
 //!
 //! One submodule per section of the file; this module holds what they share.
 
-mod ci;
-mod codebuild;
-mod github;
-mod iam;
+mod reference;
 mod section;
 pub mod testing;
 
@@ -25,12 +22,7 @@ use toml::Spanned;
 
 use crate::plan::Severity;
 
-pub use ci::{Ci, CiPurpose, CiRole, GITHUB_OIDC_AUDIENCE, GITHUB_OIDC_HOST, SUBJECT_CLAIMS};
-pub use codebuild::{
-    Codebuild, NOT_A_RUNNER, ONLY_EVENT_FILTER, Project, Webhook, WebhookFilter, WebhookScope, log_group,
-};
-pub use github::{APPROVAL_POLICIES, DERIVED_VARIABLES, Github};
-pub use iam::{Iam, Role};
+pub use reference::{Reference, SUBJECT_CLAIMS, Topic};
 pub use section::{Claim, Read, Section, TypeError, schema_of};
 
 /// The whole desired state of the account, validated.
@@ -40,13 +32,7 @@ pub struct Desired {
     pub path: PathBuf,
     /// The region every resource lives in. It wins over the environment's region.
     pub region: String,
-    pub iam: Iam,
-    pub codebuild: Codebuild,
     pub nightly: Nightly,
-    /// The nightly's GitHub repository (`[github]`), when its side is reconciled too.
-    pub github: Option<Github>,
-    /// The identities the repository's workflows run reconcile as (`[ci]`), when declared.
-    pub ci: Option<Ci>,
     /// The nightly's bake file (`bake = "..."`), relative to desired.toml's directory: every ECR
     /// repository it names must be declared. `--bake` wins over it.
     pub bake: Option<BakePath>,
@@ -61,6 +47,8 @@ pub struct Desired {
     pub findings: Vec<DesiredFinding>,
     /// The sections resource crates claimed and the file holds, for each to read itself.
     pub sections: Vec<Section>,
+    /// What those sections publish for the others (and core) to refer to.
+    pub references: Vec<Reference>,
 }
 
 /// The bake file desired.toml names, and where it names it.
@@ -270,8 +258,7 @@ pub fn schema(claims: &[&Claim]) -> serde_json::Value {
 
 /// The top-level keys core reads (`RawDesired`'s fields); any other is a claimed section or a
 /// mistake.
-pub const CORE_KEYS: [&str; 9] =
-    ["region", "bake", "bake_variables", "iam", "codebuild", "nightly", "github", "ci", "usage"];
+pub const CORE_KEYS: [&str; 5] = ["region", "bake", "bake_variables", "nightly", "usage"];
 
 /// Every top-level key the file may hold, as messages list them: core's, and each claimed
 /// section after the key it names.
@@ -329,11 +316,17 @@ impl Desired {
             return Err(DesiredErrors(type_errors));
         }
 
+        // What each section publishes, before any is read: a check across sections (a
+        // project's role) reads the other's references, whichever is read first.
+        let section = |claim: &Claim| Section::new(claim.name, path.to_owned(), Arc::clone(&shared));
+        let references: Arc<[Reference]> =
+            claimed.iter().flat_map(|claim| (claim.publishes)(&section(claim))).collect();
         let raw = parse_raw(text).map_err(|error| DesiredErrors(vec![locate.toml_error(error)]))?;
         let mut errors = Vec::new();
         let mut desired = convert(&locate, raw, &mut errors);
+        desired.references = references.to_vec();
         for claim in &claimed {
-            let mut section = Section::new(claim.name, path.to_owned(), Arc::clone(&shared));
+            let mut section = section(claim).seeing(Arc::clone(&references));
             let read = (claim.read)(&section);
             errors.extend(read.errors);
             desired.findings.extend(read.findings);
@@ -361,6 +354,11 @@ impl Desired {
             errors.dedup();
             Err(DesiredErrors(errors))
         }
+    }
+
+    /// What the file's claimed sections published on `topic`: by section key, each in its own order.
+    pub fn referred(&self, topic: Topic) -> impl Iterator<Item = &Reference> {
+        self.references.iter().filter(move |reference| reference.topic == topic)
     }
 
     /// The claimed section `name`, when the file holds it.
@@ -482,14 +480,7 @@ struct RawDesired {
     #[schemars(with = "Vec<String>")]
     bake_variables: Vec<Spanned<String>>,
     #[serde(default)]
-    iam: iam::RawIam,
-    #[serde(default)]
-    codebuild: codebuild::RawCodebuild,
-    #[serde(default)]
     nightly: RawNightly,
-    github: Option<github::RawGithub>,
-    #[schemars(with = "Option<ci::RawCi>")]
-    ci: Option<Spanned<ci::RawCi>>,
     #[serde(default)]
     usage: RawUsage,
 }
@@ -580,10 +571,6 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
         ));
     }
 
-    let iam = iam::convert(locate, &raw.iam, errors);
-    let role_keys: Vec<&str> = iam.roles.iter().map(|r| r.key.as_str()).collect();
-    let mut findings = Vec::new();
-    let codebuild = codebuild::convert(locate, &raw.codebuild, &role_keys, errors, &mut findings);
     if let Some(arches) = &raw.nightly.arches {
         if arches.get_ref().chars().any(char::is_control) {
             errors.push(locate.error(
@@ -604,9 +591,6 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
     }
     let nightly =
         Nightly { arches: raw.nightly.arches.map(Spanned::into_inner), enabled: raw.nightly.enabled.unwrap_or(true) };
-    let github = raw.github.as_ref().map(|raw| github::convert(locate, raw, errors));
-    let role_names: Vec<&str> = iam.roles.iter().map(|r| r.name.as_str()).collect();
-    let ci = raw.ci.as_ref().map(|raw| ci::convert(locate, raw, github.as_ref(), &role_names, errors));
     let price_per_gb_month = match &raw.usage.price_per_gb_month {
         Some(price) if !(price.get_ref().is_finite() && *price.get_ref() > 0.0) => {
             errors.push(locate.error(
@@ -643,21 +627,19 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
     Desired {
         path: locate.path.to_owned(),
         region: raw.region.into_inner(),
-        iam,
-        codebuild,
         nightly,
-        github,
-        ci,
         bake,
         bake_variables,
         price_per_gb_month,
-        findings,
+        findings: Vec::new(),
         sections: Vec::new(),
+        references: Vec::new(),
     }
 }
 
-/// GitHub's limit on a repository variable's value, in bytes (48 KB).
-pub(crate) const GITHUB_VARIABLE_LIMIT: usize = 48 * 1024;
+/// GitHub's limit on a repository variable's value, in bytes (48 KB): `[nightly] arches` and
+/// `[github.variables]` are held to it.
+pub const GITHUB_VARIABLE_LIMIT: usize = 48 * 1024;
 
 /// AWS region names are `<area>-<direction>-<number>` (`us-gov-west-1` has a two-part area).
 /// Checked by form against AWS's areas and directions rather than by a list of today's regions,
@@ -811,56 +793,6 @@ mod tests {
             let text = format!("region = \"{region}\"\n");
             assert_eq!(parse(&text).is_ok(), region != "eusc-de-east-1x", "{region}");
         }
-    }
-
-    #[test]
-    fn a_project_aws_would_refuse_is_refused_before_it() {
-        let text = format!(
-            r#"
-region = "us-east-1"
-[iam.roles.codebuild]
-name = "rocm-bake-codebuild"
-trusted_services = ["codebuild.amazonaws.com"]
-[codebuild.projects.runner]
-name = "rocm-bake"
-description = "{}"
-image = " "
-source_location = "https://github.com/ROCm"
-service_role = "codebuild"
-build_timeout_hours = 4
-[codebuild.projects.runner.webhook]
-filter_groups = [[{{ type = "EVENT", pattern = "WORKFLOW_JOB_QUEUED" }}, {{ type = "HEAD_REF", pattern = "^refs/heads/(main" }}]]
-[codebuild.projects.other]
-name = "rocm-bake"
-source_location = "https://github.com/ROCm/rocm-bake.git"
-service_role = "codebuild"
-build_timeout_hours = 4
-"#,
-            "d".repeat(256)
-        );
-        insta::assert_snapshot!(errors(&text), @r"
-        desired.toml:6:1: `codebuild.projects.runner.description`: CodeBuild takes a description of at most 255 characters
-        desired.toml:6:1: `codebuild.projects.runner.image`: the image must name a container image; leave it out for the standard one
-        desired.toml:10:19: `codebuild.projects.runner.source_location`: a runner project's source is its GitHub repository, `https://github.com/OWNER/REPO`
-        desired.toml:14:18: `codebuild.projects.runner.webhook.filter_groups[0]`: the HEAD_REF pattern `^refs/heads/(main` is not a valid regular expression: unclosed group
-        desired.toml:16:8: `codebuild.projects.other.name`: project name `rocm-bake` is also declared by `codebuild.projects.runner` (line 7); one AWS name can be declared only once
-        ");
-    }
-
-    #[test]
-    fn one_aws_name_under_two_keys_is_refused_naming_both() {
-        let text = r#"
-region = "us-east-1"
-[iam.roles.builder]
-name = "rocm-bake-codebuild"
-trusted_services = ["codebuild.amazonaws.com"]
-[iam.roles.codebuild]
-name = "rocm-bake-codebuild"
-trusted_services = ["codebuild.amazonaws.com"]
-"#;
-        insta::assert_snapshot!(errors(text), @r"
-        desired.toml:7:8: `iam.roles.codebuild.name`: role name `rocm-bake-codebuild` is also declared by `iam.roles.builder` (line 4); one AWS name can be declared only once
-        ");
     }
 
     #[test]

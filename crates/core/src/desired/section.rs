@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 
-use super::{DesiredError, DesiredErrors, DesiredFinding, Locator, Unlocated, tracked};
+use super::{DesiredError, DesiredErrors, DesiredFinding, Locator, Reference, Topic, Unlocated, tracked};
 
 /// A top-level table of desired.toml that one resource crate reads: `[s3]`, `[queues]`.
 pub struct Claim {
@@ -25,6 +25,11 @@ pub struct Claim {
     /// Its first type error: the section read as the crate's serde type ([`Section::types`]).
     /// Type errors are found before anything else is checked, the file's every one at once.
     pub types: fn(&Section) -> Result<(), TypeError>,
+    /// What the section lets the rest of the file refer to (its roles' names, its
+    /// repository), from a section whose types hold, before any section is read: every claim's
+    /// `read` sees every claim's ([`Section::referred`]), and so does the program
+    /// ([`Desired::referred`](super::Desired::referred)).
+    pub publishes: fn(&Section) -> Vec<Reference>,
     /// The section read into the crate's model once the whole file's types hold: its problems
     /// and findings, and the model, kept for the crate ([`Section::model`]).
     pub read: fn(&Section) -> Read,
@@ -39,6 +44,11 @@ pub struct Read {
     pub model: Option<Arc<dyn Any + Send + Sync>>,
     pub errors: Vec<DesiredError>,
     pub findings: Vec<DesiredFinding>,
+}
+
+impl Claim {
+    /// For [`Claim::publishes`]: a section no other refers to.
+    pub const NOTHING: fn(&Section) -> Vec<Reference> = |_| Vec::new();
 }
 
 impl Read {
@@ -74,6 +84,8 @@ pub struct Section {
     path: PathBuf,
     /// The whole file: spans, and so lines and columns, are the file's own.
     text: Arc<str>,
+    /// What every claimed section of the file published.
+    references: Arc<[Reference]>,
     model: Option<Arc<dyn Any + Send + Sync>>,
 }
 
@@ -92,7 +104,12 @@ impl PartialEq for Section {
 
 impl Section {
     pub(super) fn new(name: &'static str, path: PathBuf, text: Arc<str>) -> Section {
-        Section { name, path, text, model: None }
+        Section { name, path, text, references: Arc::from([]), model: None }
+    }
+
+    /// This section, seeing what every claimed section published.
+    pub(super) fn seeing(self, references: Arc<[Reference]>) -> Section {
+        Section { references, ..self }
     }
 
     pub(super) fn keep(&mut self, model: Option<Arc<dyn Any + Send + Sync>>) {
@@ -102,6 +119,11 @@ impl Section {
     /// Its key in the file.
     pub fn name(&self) -> &'static str {
         self.name
+    }
+
+    /// What the file's claimed sections published on `topic`: by section key, each in its own order.
+    pub fn referred(&self, topic: Topic) -> impl Iterator<Item = &Reference> {
+        self.references.iter().filter(move |reference| reference.topic == topic)
     }
 
     /// What its crate made of it, when it is an `M`.
@@ -182,7 +204,7 @@ mod tests {
     use toml::Spanned;
 
     use crate::Desired;
-    use crate::desired::{Claim, DesiredError, Read, Section};
+    use crate::desired::{Claim, DesiredError, Read, Reference, Section, Topic};
 
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
@@ -215,6 +237,7 @@ mod tests {
         name: "example",
         after: None,
         types: Section::types::<Queues>,
+        publishes: Claim::NOTHING,
         read: |section| {
             // What the crate keeps: each queue's days.
             let days = section.parse::<Queues>().map(|queues| {
@@ -256,6 +279,61 @@ mod tests {
         assert!(wrong.starts_with("desired.toml:2:11: `example`: invalid type: integer `3`"), "{wrong}");
         let error = Section::new("example", "d.toml".into(), "x = 1\n".into()).error(None, "", "said");
         assert_eq!(error.to_string(), "d.toml:1:1: `example`: said");
+    }
+
+    /// `[owners]` names people by key; `[teams]` refers to them.
+    const OWNERS: Claim = Claim {
+        name: "owners",
+        after: None,
+        types: Section::types::<BTreeMap<String, String>>,
+        publishes: |section| {
+            let owners = section.parse::<BTreeMap<String, String>>().unwrap_or_default();
+            owners.into_iter().map(|(key, name)| Reference::new(Topic::Role, key, name)).collect()
+        },
+        read: |section| section.read(|_, _: BTreeMap<String, String>, _| ()),
+        schema: || serde_json::json!({}),
+    };
+
+    const TEAMS: Claim = Claim {
+        name: "teams",
+        after: None,
+        types: Section::types::<BTreeMap<String, Spanned<String>>>,
+        publishes: Claim::NOTHING,
+        read: |section| {
+            section.read(|locate, teams: BTreeMap<String, Spanned<String>>, errors| {
+                for (team, owner) in &teams {
+                    if !section.referred(Topic::Role).any(|role| role.key == *owner.get_ref()) {
+                        let message = format!("no owner `{}`", owner.get_ref());
+                        errors.push(locate.error(Some(owner.span()), &format!("teams.{team}"), message));
+                    }
+                }
+            })
+        },
+        schema: || serde_json::json!({}),
+    };
+
+    #[test]
+    fn a_section_refers_to_what_another_published_whichever_is_read_first() {
+        let text = "region = \"us-east-1\"\n[teams]\nbuild = \"ana\"\n[owners]\nana = \"Ana B\"\n";
+        // The section that refers comes first in the file and in the claims.
+        let desired = parse(text, &[&TEAMS, &OWNERS]).unwrap();
+        let published: Vec<(&str, &str)> =
+            desired.referred(Topic::Role).map(|r| (r.key.as_str(), r.value.as_str())).collect();
+        assert_eq!(published, [("ana", "Ana B")]);
+        assert_eq!(desired.referred(Topic::Repository).count(), 0);
+        assert_eq!(
+            parse(&text.replace("build = \"ana\"", "build = \"bo\""), &[&TEAMS, &OWNERS]),
+            Err("desired.toml:3:9: `teams.build`: no owner `bo`".to_owned())
+        );
+        // A section the file does not hold publishes nothing.
+        let alone = "region = \"us-east-1\"\n[teams]\nbuild = \"ana\"\n";
+        assert_eq!(parse(alone, &[&TEAMS, &OWNERS]), Err("desired.toml:3:9: `teams.build`: no owner `ana`".to_owned()));
+        assert!(parse("region = \"us-east-1\"\n", &[&OWNERS]).unwrap().references.is_empty());
+        let reference = Reference::new(Topic::Webhook, "k", "v")
+            .at(crate::Address::new(crate::fake::kinds::CODEBUILD_WEBHOOK, "k"))
+            .at(crate::Address::new(crate::fake::kinds::CODEBUILD_PROJECT, "k"));
+        assert_eq!(reference.addresses.len(), 2, "each address is kept, in order");
+        assert_eq!(reference.addresses[1].to_string(), "codebuild_project.k");
     }
 
     #[test]
@@ -300,11 +378,11 @@ mod tests {
         assert_eq!(
             unclaimed,
             "desired.toml:2:2: `example`: unknown field `example`, expected one of `region`, `bake`, `bake_variables`, \
-             `iam`, `codebuild`, `nightly`, `github`, `ci`, `usage`"
+             `nightly`, `usage`"
         );
         let misspelt = parse(&format!("exampel = 1\n{text}"), &[&CLAIM]).unwrap_err();
         assert!(misspelt.starts_with("desired.toml:1:1: `exampel`: unknown field `exampel`"), "{misspelt}");
-        assert!(misspelt.ends_with("`ci`, `usage`, `example`"), "{misspelt}");
+        assert!(misspelt.ends_with("`nightly`, `usage`, `example`"), "{misspelt}");
         // Every problem at once: the unknown key and a bad value elsewhere.
         let both = parse("region = \"nowhere\"\nregoin = 1\n", &[]).unwrap_err();
         assert_eq!(both.lines().count(), 2, "{both}");
@@ -317,6 +395,7 @@ mod tests {
                 name,
                 after,
                 types: |_| Ok(()),
+                publishes: Claim::NOTHING,
                 read: |_| Read::refused(Vec::new()),
                 schema: || serde_json::json!({}),
             }
@@ -346,6 +425,7 @@ mod tests {
             name: "example",
             after: None,
             types: |_| Ok(()),
+            publishes: Claim::NOTHING,
             read: |_| Read::refused(Vec::new()),
             schema: || {
                 serde_json::json!({

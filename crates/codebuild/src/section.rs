@@ -1,4 +1,5 @@
-//! The `[codebuild]` section: the runner project and its webhook.
+//! The `[codebuild]` section: the runner project and its webhook. This crate claims it
+//! ([`CLAIM`]); [`declared`] is what it holds.
 //!
 //! What would make the nightly fail hours later is refused here instead: Lambda compute (no
 //! Docker builds, no privileged mode, nothing over 15 minutes), privileged mode off (BuildKit
@@ -6,12 +7,55 @@
 
 use std::collections::BTreeMap;
 
+use reconcile_core::desired::{
+    Case, Claim, DesiredError, DesiredFinding, Locator, Read, Reference, Section, Topic, check_tag, check_unique_names,
+    schema_of,
+};
+use reconcile_core::{Address, Desired};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::{DesiredError, DesiredFinding, Locator, check_tag};
-use crate::address::{Address, ResourceKind};
+/// `[codebuild]`, listed after `[iam]` where the file's keys are. It publishes its projects (the
+/// first is the runner whose name the repository variables carry) and their webhooks (whose
+/// hook GitHub's crate checks); a project's role is one `[iam]` publishes.
+pub const CLAIM: Claim = Claim {
+    name: "codebuild",
+    after: Some("iam"),
+    types: Section::types::<RawCodebuild>,
+    publishes: |section| {
+        let projects = section.parse::<RawCodebuild>().map(|raw| raw.projects).unwrap_or_default();
+        let mut references = Vec::new();
+        for (key, project) in &projects {
+            let name = project.get_ref().name.get_ref();
+            references.push(Reference::new(Topic::Project, key, name));
+            if project.get_ref().webhook.is_some() {
+                let webhook = Reference::new(Topic::Webhook, key, name);
+                references.push(webhook.at(Address::new(crate::WEBHOOK, key)));
+            }
+        }
+        references
+    },
+    read,
+    schema: schema_of::<RawCodebuild>,
+};
+
+fn read(section: &Section) -> Read {
+    let raw: RawCodebuild = match section.parse() {
+        Ok(raw) => raw,
+        Err(errors) => return Read::refused(errors.0),
+    };
+    let role_keys: Vec<&str> = section.referred(Topic::Role).map(|role| role.key.as_str()).collect();
+    let (mut errors, mut findings) = (Vec::new(), Vec::new());
+    let codebuild = convert(&section.locator(), &raw, &role_keys, &mut errors, &mut findings);
+    Read { findings, ..Read::model(codebuild, errors) }
+}
+
+/// The projects desired.toml declares: none when it has no `[codebuild]`.
+pub fn declared(desired: &Desired) -> &Codebuild {
+    static NONE: Codebuild = Codebuild { projects: Vec::new() };
+    desired.section(CLAIM.name).and_then(Section::model::<Codebuild>).unwrap_or(&NONE)
+}
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Codebuild {
@@ -184,7 +228,7 @@ pub const PULL_REQUEST_BUILDS: &str = "W203";
 
 #[derive(Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawCodebuild {
+pub struct RawCodebuild {
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, RawProject>")]
     projects: BTreeMap<String, Spanned<RawProject>>,
@@ -271,7 +315,7 @@ struct RawScope {
 }
 
 /// Checks the `[codebuild]` section and converts it to the model.
-pub(super) fn convert(
+fn convert(
     locate: &Locator<'_>,
     raw: &RawCodebuild,
     role_keys: &[&str],
@@ -416,7 +460,7 @@ pub(super) fn convert(
         .iter()
         .map(|(key, project)| (key.as_str(), project.get_ref().name.get_ref().clone(), project.get_ref().name.span()))
         .collect();
-    super::check_unique_names(locate, "codebuild.projects", "project name", names, super::Case::Sensitive, errors);
+    check_unique_names(locate, "codebuild.projects", "project name", names, Case::Sensitive, errors);
     Codebuild { projects }
 }
 
@@ -429,7 +473,7 @@ fn convert_webhook(
     findings: &mut Vec<DesiredFinding>,
 ) -> Webhook {
     let raw = webhook.get_ref();
-    let address = Address::new(ResourceKind::CODEBUILD_WEBHOOK, project_key);
+    let address = Address::new(crate::WEBHOOK, project_key);
     if !["BUILD", "BUILD_BATCH", "RUNNER_BUILDKITE_BUILD"].contains(&raw.build_type.as_str()) {
         errors.push(locate.error(
             Some(webhook.span()),
@@ -532,7 +576,7 @@ fn convert_webhook(
     if pull_requests {
         findings.push(DesiredFinding::warning(
             PULL_REQUEST_BUILDS,
-            Some(Address::new(ResourceKind::CODEBUILD_WEBHOOK, project_key)),
+            Some(Address::new(crate::WEBHOOK, project_key)),
             locate.error(
                 Some(webhook.span()),
                 &format!("{key_path}.filter_groups"),
@@ -560,11 +604,11 @@ mod tests {
     //! would refuse, and the webhook's filters, each with its key.
 
     use super::*;
-    use crate::desired::testing::Files;
+    use reconcile_core::desired::testing::{Files, IAM};
 
-    const FILES: Files = Files(&[]);
+    const FILES: Files = Files(&[&CLAIM, &IAM]);
 
-    fn parse(text: &str) -> Result<crate::Desired, String> {
+    fn parse(text: &str) -> Result<Desired, String> {
         FILES.parse(text)
     }
 
@@ -599,7 +643,7 @@ mod tests {
     #[test]
     fn a_runner_project_is_filled_in_with_ec2_defaults() {
         let desired = parse(&file("tags = { project = \"rocm\" }", Some(RUNNER))).unwrap();
-        let project = &desired.codebuild.projects[0];
+        let project = &declared(&desired).projects[0];
         assert_eq!(project.key, "runner");
         assert_eq!(project.name, "rocm-bake");
         assert_eq!(project.description, "");
@@ -639,14 +683,14 @@ mod tests {
             None,
         ))
         .unwrap();
-        let project = &arm.codebuild.projects[0];
+        let project = &declared(&arm).projects[0];
         assert_eq!(project.image, "aws/codebuild/amazonlinux-aarch64-standard:3.0");
         assert_eq!(project.compute_type, "BUILD_GENERAL1_LARGE");
         assert_eq!(project.queued_timeout_minutes, Some(480));
         assert_eq!(project.description, "the runner");
         assert!(project.webhook.is_none());
         let own = parse(&file("image = \"public.ecr.aws/x/y:1\"", None)).unwrap();
-        assert_eq!(own.codebuild.projects[0].image, "public.ecr.aws/x/y:1");
+        assert_eq!(declared(&own).projects[0].image, "public.ecr.aws/x/y:1");
 
         let scoped = parse(&file(
             "",
@@ -656,7 +700,7 @@ manual_creation = true
 scope = { name = "ROCm", scope = "GITHUB_ORGANIZATION", domain = "github.com" }"#),
         ))
         .unwrap();
-        let webhook = scoped.codebuild.projects[0].webhook.clone().unwrap();
+        let webhook = declared(&scoped).projects[0].webhook.clone().unwrap();
         assert_eq!((webhook.build_type.as_str(), webhook.manual_creation), ("BUILD_BATCH", true));
         assert!(webhook.filter_groups[0][1].exclude_matched_pattern);
         assert_eq!(
@@ -698,8 +742,8 @@ scope = { name = "ROCm", scope = "GITHUB_ORGANIZATION", domain = "github.com" }"
     fn the_build_timeout_is_whole_hours_within_codebuilds_range() {
         let timeout =
             |hours: u32| file("", None).replace("build_timeout_hours = 4", &format!("build_timeout_hours = {hours}"));
-        assert_eq!(parse(&timeout(1)).unwrap().codebuild.projects[0].build_timeout_minutes, 60);
-        assert_eq!(parse(&timeout(36)).unwrap().codebuild.projects[0].build_timeout_minutes, 2160);
+        assert_eq!(declared(&parse(&timeout(1)).unwrap()).projects[0].build_timeout_minutes, 60);
+        assert_eq!(declared(&parse(&timeout(36)).unwrap()).projects[0].build_timeout_minutes, 2160);
         for hours in [0, 37, u32::MAX] {
             assert_eq!(
                 refusals(&timeout(hours)),
@@ -829,7 +873,7 @@ scope = { name = "ROCm", scope = "GITHUB_ORGANIZATION", domain = "github.com" }"
         assert_eq!(findings(&file("", Some(RUNNER))), Vec::<String>::new());
         // Each is about the webhook.
         let warned = parse(&file("", Some(r#"[[{ type = "EVENT", pattern = "WORKFLOW_JOB_QUEUED" }]]"#))).unwrap();
-        assert_eq!(warned.findings[0].address, Some(Address::new(ResourceKind::CODEBUILD_WEBHOOK, "runner")));
+        assert_eq!(warned.findings[0].address, Some(Address::new(crate::WEBHOOK, "runner")));
         assert_eq!(
             findings(&file("", Some(r#"[[{ type = "EVENT", pattern = "WORKFLOW_JOB_QUEUED" }]]"#))),
             [
@@ -888,8 +932,8 @@ scope = { name = "ROCm", scope = "GITHUB_ORGANIZATION", domain = "github.com" }"
     fn a_connection_is_named_by_its_arn() {
         let connection = "arn:aws:codeconnections:us-east-1:123456789012:connection/0a1b-2c3d";
         let named = parse(&file(&format!("source_auth = \"{connection}\""), None)).unwrap();
-        assert_eq!(named.codebuild.projects[0].source_auth.as_deref(), Some(connection));
-        assert_eq!(parse(&file("", None)).unwrap().codebuild.projects[0].source_auth, None);
+        assert_eq!(declared(&named).projects[0].source_auth.as_deref(), Some(connection));
+        assert_eq!(declared(&parse(&file("", None)).unwrap()).projects[0].source_auth, None);
         for good in [connection, "arn:aws-cn:codestar-connections:cn-north-1:123456789012:connection/abc"] {
             assert!(is_connection_arn(good), "{good}");
         }
@@ -926,6 +970,37 @@ scope = { name = "ROCm", scope = "GITHUB_ORGANIZATION", domain = "github.com" }"
             [
                 "`codebuild.projects.other.name`: project name `rocm-bake` is also declared by `codebuild.projects.runner` (line 6); one AWS name can be declared only once"
             ]
+        );
+    }
+
+    #[test]
+    fn a_project_aws_would_refuse_is_refused_before_it() {
+        let text = format!(
+            r#"
+region = "us-east-1"
+[iam.roles.codebuild]
+name = "rocm-bake-codebuild"
+trusted_services = ["codebuild.amazonaws.com"]
+[codebuild.projects.runner]
+name = "rocm-bake"
+description = "{}"
+image = " "
+source_location = "https://github.com/ROCm"
+service_role = "codebuild"
+build_timeout_hours = 4
+[codebuild.projects.runner.webhook]
+filter_groups = [[{{ type = "EVENT", pattern = "WORKFLOW_JOB_QUEUED" }}, {{ type = "HEAD_REF", pattern = "^refs/heads/(main" }}]]
+[codebuild.projects.other]
+name = "rocm-bake"
+source_location = "https://github.com/ROCm/rocm-bake.git"
+service_role = "codebuild"
+build_timeout_hours = 4
+"#,
+            "d".repeat(256)
+        );
+        assert_eq!(
+            parse(&text).unwrap_err(),
+            "desired.toml:6:1: `codebuild.projects.runner.description`: CodeBuild takes a description of at most 255 characters\ndesired.toml:6:1: `codebuild.projects.runner.image`: the image must name a container image; leave it out for the standard one\ndesired.toml:10:19: `codebuild.projects.runner.source_location`: a runner project's source is its GitHub repository, `https://github.com/OWNER/REPO`\ndesired.toml:14:18: `codebuild.projects.runner.webhook.filter_groups[0]`: the HEAD_REF pattern `^refs/heads/(main` is not a valid regular expression: unclosed group\ndesired.toml:16:8: `codebuild.projects.other.name`: project name `rocm-bake` is also declared by `codebuild.projects.runner` (line 7); one AWS name can be declared only once"
         );
     }
 }

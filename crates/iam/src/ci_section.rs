@@ -7,15 +7,51 @@
 //! These roles are the account's real boundary: whoever can assume the apply role can change
 //! everything reconcile manages. So the apply role can never change this section's resources;
 //! an administrator applies those (see docs/desired.md).
+//!
+//! This crate claims it ([`CLAIM`]); [`declared`] is what it holds.
 
 use std::collections::BTreeMap;
 
+use reconcile_core::desired::{Claim, DesiredError, Locator, Reference, Section, Topic, convert_tags, schema_of};
+use reconcile_core::{Address, Desired};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::{DesiredError, Locator, convert_tags};
-use crate::desired::github::Github;
+use crate::section::check_iam_name;
+
+/// `[ci]`, listed after `[github]` where the file's keys are. It publishes its roles, whose
+/// ARNs the repository variables carry and whose trusts GitHub's subject template waits on.
+pub const CLAIM: Claim = Claim {
+    name: "ci",
+    after: Some("github"),
+    types: Section::types::<RawCi>,
+    publishes: |section| {
+        let Ok(raw) = section.parse::<RawCi>() else { return Vec::new() };
+        let names = [&raw.plan_role, &raw.drift_role, &raw.apply_role];
+        CiPurpose::ALL
+            .into_iter()
+            .zip(names)
+            .map(|(purpose, name)| {
+                Reference::new(Topic::CiRole, purpose.variable(), name.get_ref())
+                    .at(Address::new(crate::CI_ROLE, purpose.key()))
+            })
+            .collect()
+    },
+    read: |section| {
+        section.read(|locate, raw: Spanned<RawCi>, errors| {
+            let repository = section.referred(Topic::Repository).next().map(|r| r.value.as_str());
+            let roles: Vec<&str> = section.referred(Topic::Role).map(|role| role.value.as_str()).collect();
+            convert(locate, &raw, repository, &roles, errors)
+        })
+    },
+    schema: schema_of::<Option<RawCi>>,
+};
+
+/// The CI identities desired.toml declares, when it has `[ci]`.
+pub fn declared(desired: &Desired) -> Option<&Ci> {
+    desired.section(CLAIM.name).and_then(Section::model::<Ci>)
+}
 
 /// The host of GitHub Actions' OIDC tokens: the identity provider's URL without `https://`,
 /// and the prefix of its condition keys (`token.actions.githubusercontent.com:sub`).
@@ -23,15 +59,6 @@ pub const GITHUB_OIDC_HOST: &str = "token.actions.githubusercontent.com";
 
 /// The audience GitHub's tokens carry for AWS (what `configure-aws-credentials` asks for).
 pub const GITHUB_OIDC_AUDIENCE: &str = "sts.amazonaws.com";
-
-/// The claims every workflow run's OIDC subject is made of, with `[ci]` declared: the repository
-/// (`repo:OWNER/NAME`), the run's context (`environment:NAME`, `ref:REF` or `pull_request`) and
-/// the workflow file that runs the job (`job_workflow_ref:OWNER/NAME/.github/workflows/FILE@REF`).
-/// GitHub's default (`repo` and `context`) cannot tell apart two workflows on the default
-/// branch: the trusted pull-request plan and the drift check. reconcile manages the repository's
-/// template (`github_oidc_subject.<repository>`) so that the subjects below are the ones GitHub
-/// mints.
-pub const SUBJECT_CLAIMS: [&str; 3] = ["repo", "context", "job_workflow_ref"];
 
 /// What a CI role is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -89,7 +116,8 @@ pub struct CiRole {
     pub name: String,
     /// The workflow file (under `.github/workflows/`) whose jobs assume the role.
     pub workflow: String,
-    /// The one `sub` claim the role trusts, in the form [`SUBJECT_CLAIMS`] makes:
+    /// The one `sub` claim the role trusts, in the form
+    /// [`SUBJECT_CLAIMS`](reconcile_core::desired::SUBJECT_CLAIMS) makes:
     /// `repo:ROCm/rocm-bake:ref:refs/heads/main:job_workflow_ref:ROCm/rocm-bake/.github/workflows/pull-request-plan.yml@refs/heads/main`.
     pub subject: String,
 }
@@ -102,7 +130,7 @@ impl Ci {
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawCi {
+pub struct RawCi {
     /// The role the trusted pull-request plan workflow (`workflow_run`, on `branch`) assumes to
     /// plan (read only).
     #[schemars(with = "String")]
@@ -136,19 +164,19 @@ pub(super) struct RawCi {
     tags: BTreeMap<String, Spanned<String>>,
 }
 
-/// Checks `[ci]` against `[github]` (whose repository the roles trust) and the other roles'
-/// names, and converts it.
-pub(super) fn convert(
+/// Checks `[ci]` against `[github]`'s repository (`owner/name`, which the roles trust) and the
+/// other roles' names, and converts it.
+fn convert(
     locate: &Locator<'_>,
     raw: &Spanned<RawCi>,
-    github: Option<&Github>,
+    repository: Option<&str>,
     other_role_names: &[&str],
     errors: &mut Vec<DesiredError>,
 ) -> Ci {
     let section = raw.span();
     let raw = raw.get_ref();
-    let repository = match github {
-        Some(github) => format!("{}/{}", github.owner, github.repository),
+    let repository = match repository {
+        Some(repository) => repository.to_owned(),
         None => {
             errors.push(locate.error(
                 Some(section.clone()),
@@ -191,7 +219,7 @@ pub(super) fn convert(
     for (purpose, name, context, workflow) in subjects {
         let subject = subject(&repository, context, workflow, branch);
         let key = format!("ci.{}_role", purpose.key());
-        if let Err(why) = super::iam::check_iam_name(name.get_ref(), 64) {
+        if let Err(why) = check_iam_name(name.get_ref(), 64) {
             errors.push(locate.error(Some(name.span()), &key, why));
         } else if let Some(other) = other_role_names.iter().find(|other| other.eq_ignore_ascii_case(name.get_ref())) {
             let spelt = if *other == name.get_ref() {
@@ -234,7 +262,8 @@ pub(super) fn convert(
     Ci { roles, branch: branch.to_owned(), max_session_duration, tags }
 }
 
-/// The `sub` GitHub mints, with the template [`SUBJECT_CLAIMS`], for a job of `workflow` (a file
+/// The `sub` GitHub mints, with the template
+/// [`SUBJECT_CLAIMS`](reconcile_core::desired::SUBJECT_CLAIMS), for a job of `workflow` (a file
 /// under `.github/workflows/` on `branch`) of `repository` running in `context`.
 fn subject(repository: &str, context: &str, workflow: &str, branch: &str) -> String {
     format!(
@@ -289,20 +318,18 @@ fn check_environment(environment: &str) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
+    use super::{Ci, CiPurpose};
 
-    use crate::desired::{CiPurpose, Desired};
-
-    fn parse(ci: &str) -> Desired {
+    fn parse(ci: &str) -> Ci {
         let text = format!("region = \"us-east-1\"\n[github]\nrepository = \"ROCm/rocm-bake\"\n[ci]\n{ci}");
-        Desired::parse(Path::new("desired.toml"), &text).unwrap()
+        super::declared(&crate::testing::parse(&text)).unwrap().clone()
     }
 
     const ROLES: &str = "plan_role = \"p\"\ndrift_role = \"d\"\napply_role = \"a\"\nenvironment = \"aws-production\"\n";
 
     #[test]
     fn each_role_trusts_one_kind_of_run_of_the_github_repository() {
-        let ci = parse(ROLES).ci.unwrap();
+        let ci = parse(ROLES);
         let subjects: Vec<(CiPurpose, &str, &str)> =
             ci.roles.iter().map(|r| (r.purpose, r.name.as_str(), r.subject.as_str())).collect();
         let file = |name: &str| format!("job_workflow_ref:ROCm/rocm-bake/.github/workflows/{name}@refs/heads/main");
@@ -330,9 +357,7 @@ mod tests {
         assert_eq!((ci.max_session_duration, ci.tags.len()), (3600, 0));
         let release = parse(&format!(
             "{ROLES}branch = \"release/7.1\"\nmax_session_duration = 7200\ndrift_workflow = \"drift.yaml\"\n"
-        ))
-        .ci
-        .unwrap();
+        ));
         assert_eq!(
             release.role(CiPurpose::Drift).unwrap().subject,
             "repo:ROCm/rocm-bake:ref:refs/heads/release/7.1:job_workflow_ref:ROCm/rocm-bake/.github/workflows/\
