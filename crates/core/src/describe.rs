@@ -44,8 +44,8 @@ pub struct Description {
     pub name: &'static str,
     /// Every kind it owns: its reconciler's `kinds()`.
     pub kinds: &'static [ResourceKind],
-    /// The top-level sections of desired.toml it reads itself (none for a crate whose settings
-    /// are in core's shared model).
+    /// The top-level sections of desired.toml it reads itself (none for a crate with no
+    /// settings of its own).
     pub sections: &'static [Claim],
     pub desired: DesiredFn,
     pub access: Access,

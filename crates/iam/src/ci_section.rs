@@ -372,6 +372,52 @@ mod tests {
     }
 
     #[test]
+    fn the_roles_are_published_with_their_variables_and_addresses() {
+        let text = format!("region = \"us-east-1\"\n[github]\nrepository = \"ROCm/rocm-bake\"\n[ci]\n{ROLES}");
+        let desired = crate::testing::parse(&text);
+        let published: Vec<String> = desired
+            .referred(reconcile_core::desired::Topic::CiRole)
+            .map(|r| format!("{} {} {}", r.key, r.value, r.addresses[0]))
+            .collect();
+        assert_eq!(
+            published,
+            [
+                "RECONCILE_PLAN_ROLE_ARN p iam_ci_role.plan",
+                "RECONCILE_DRIFT_ROLE_ARN d iam_ci_role.drift",
+                "RECONCILE_APPLY_ROLE_ARN a iam_ci_role.apply",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_ci_role_named_as_another_role_is_refused_saying_how_they_collide() {
+        let role = "[iam.roles.runner]\nname = \"Runner\"\ntrusted_services = [\"codebuild.amazonaws.com\"]\n";
+        let refused = |ci: &str| {
+            let text = format!(
+                "region = \"us-east-1\"\n{role}[github]\nrepository = \"ROCm/rocm-bake\"\n[ci]\n{}",
+                ROLES.replace("drift_role = \"d\"", ci)
+            );
+            crate::testing::try_parse(&text).expect_err("refused")
+        };
+        assert_eq!(
+            refused("drift_role = \"Runner\""),
+            "desired.toml:9:14: `ci.drift_role`: role `Runner` is also declared under `[iam.roles]`; one AWS name \
+             can be declared only once"
+        );
+        assert_eq!(
+            refused("drift_role = \"runner\""),
+            "desired.toml:9:14: `ci.drift_role`: role `runner` is also declared under `[iam.roles]` as `Runner`: IAM \
+             does not tell role names apart by case; one AWS name can be declared only once"
+        );
+        assert_eq!(
+            refused("drift_role = \"P\""),
+            "desired.toml:9:14: `ci.drift_role`: role `P` is declared for two purposes; each CI role is trusted by one \
+             kind of run only"
+        );
+        assert!(refused("drift_role = \"a/b\"").starts_with("desired.toml:9:14: `ci.drift_role`: `a/b` may only use"));
+    }
+
+    #[test]
     fn a_branch_or_environment_that_could_read_as_a_pattern_or_another_claim_is_refused() {
         for branch in ["*", "main*", "a..b", "/main", "main/", "a:b", "x.lock", "-x", ""] {
             assert!(super::check_branch(branch).is_err(), "{branch}");

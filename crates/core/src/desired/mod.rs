@@ -5,7 +5,9 @@
 //! uses and which never carry serde's quirks. Every error names the file, the line and column,
 //! and the key path, and parsing never touches the network.
 //!
-//! One submodule per section of the file; this module holds what they share.
+//! Core reads only the top-level keys (`region`, `bake`, `bake_variables`, `[nightly]`,
+//! `[usage]`); each kind's section is its crate's, claimed through `section` and referring to
+//! the others only through what they publish (`reference`). This module holds what they share.
 
 mod reference;
 mod section;
