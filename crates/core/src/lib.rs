@@ -13,7 +13,6 @@ pub mod engine;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
 pub mod json;
-pub mod lifecycle;
 pub mod markdown;
 pub mod pages;
 pub mod plan;

@@ -1,8 +1,8 @@
 //! What a lifecycle policy the plan puts will expire when it first runs, as the plan shows it:
 //! the line a reviewer needs, the numbers for the JSON plan, and what it saves a month.
 
+use crate::expiry::Expiry;
 use reconcile_core::Impact;
-use reconcile_core::lifecycle::Expiry;
 use reconcile_core::units::{bytes as human_bytes, usd};
 use serde_json::json;
 

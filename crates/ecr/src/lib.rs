@@ -12,6 +12,7 @@
 //! changes, it reads the repository's images and says what the policy will expire.
 
 mod describe;
+pub mod expiry;
 mod impact;
 mod lifecycle;
 mod runner;
@@ -22,11 +23,11 @@ pub mod usage;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::expiry::{Expiry, Image, Policy};
 use async_trait::async_trait;
 use aws_sdk_ecr as ecr;
 use reconcile_aws::{Parallelism, absent_if, after_create, failed, gone_if, has_code, visible_tags};
 use reconcile_core::json::tag_changes;
-use reconcile_core::lifecycle::{Expiry, Image, Policy};
 use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Impact, Observed, Severity};
 use reconcile_core::reconciler::{Assessment, Observations};
 use reconcile_core::{Account, Address, Applied, Destroy, Progress, ReconcileError, Reconciler, ResourceKind};

@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
+use crate::expiry::{Count, Policy, RuleAction, TagStatus as EvaluatedStatus};
 use reconcile_core::desired::{Claim, DesiredError, DesiredFinding, Locator, Read, Section, convert_tags, schema_of};
-use reconcile_core::lifecycle::{Count, Policy, RuleAction, TagStatus as EvaluatedStatus};
 use reconcile_core::plan::Severity;
 use reconcile_core::{Address, Desired};
 use schemars::JsonSchema;

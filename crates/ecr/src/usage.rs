@@ -11,7 +11,7 @@ use std::fmt::Write;
 
 use serde_json::{Value, json};
 
-use reconcile_core::lifecycle::{Expiry, Image, Policy};
+use crate::expiry::{Expiry, Image, Policy};
 use reconcile_core::markdown::{cell, code, fence};
 use reconcile_core::units::{self, bytes as human_bytes, usd};
 

@@ -1,4 +1,5 @@
-//! ECR lifecycle policies, evaluated: which images a policy expires, and why.
+//! ECR lifecycle policies, evaluated: which images a policy expires, and why. Pure; the
+//! registry summary, the plan's impact and the W30x checks of `[ecr]` all ask it.
 //!
 //! ECR never shows what a policy will do before it does it (its preview is asynchronous and
 //! per repository), and one rule once expired the nightly's live tag along with the orphans it
