@@ -526,6 +526,23 @@ pub fn diff_replacing(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_deleting_a_container_deletes_is_said_and_counted() {
+        let gb = crate::units::bytes(5_000_000_000);
+        let none = Impact::contents("images", 0, 0);
+        assert_eq!((none.line.as_str(), none.alarming), ("no images: it is empty", false));
+        assert_eq!((none.count("images"), none.count("objects")), (Some(0), None));
+        let one = Impact::contents("objects", 1, 5_000_000_000);
+        assert_eq!((one.line.clone(), one.alarming, one.count("objects")), (format!("1 object, {gb}"), true, Some(1)));
+        let many = Impact::contents("images", 12, 5_000_000_000);
+        assert_eq!(
+            (many.line.clone(), many.alarming, many.count("images")),
+            (format!("12 images, {gb}"), true, Some(12))
+        );
+        assert_eq!(many.numbers["bytes"], 5_000_000_000u64);
+        assert_eq!(many.context, "deleting it deletes");
+    }
     use serde_json::json;
 
     #[test]
