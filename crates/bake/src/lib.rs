@@ -727,6 +727,22 @@ mod tests {
 
     const HOST: &str = "123456789012.dkr.ecr.us-east-1.amazonaws.com";
 
+    #[test]
+    fn the_repositories_are_those_of_this_accounts_registry_in_this_region_only() {
+        let hcl = format!(
+            r#"
+target "a" {{ tags = ["{HOST}/pytorch:t", "{HOST}/pytorch:u", "{HOST}/triton:t"] }}
+target "b" {{ tags = ["123456789012.dkr.ecr.eu-west-1.amazonaws.com/elsewhere:t", "999999999999.dkr.ecr.us-east-1.amazonaws.com/theirs:t", "docker.io/library/ubuntu:24.04"] }}
+"#
+        );
+        let file = BakeFile::read("bake.hcl", &hcl, &[], &no_env).unwrap();
+        let ours: Vec<String> = file.repositories("us-east-1", "123456789012").into_iter().collect();
+        assert_eq!(ours, ["pytorch", "triton"]);
+        let elsewhere: Vec<String> = file.repositories("eu-west-1", "123456789012").into_iter().collect();
+        assert_eq!(elsewhere, ["elsewhere"]);
+        assert!(file.repositories("us-east-1", "111111111111").is_empty());
+    }
+
     fn no_env(_: &str) -> Option<String> {
         None
     }

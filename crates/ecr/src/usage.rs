@@ -582,6 +582,9 @@ mod tests {
         assert!(counted.contains(&more), "{counted}");
         let without = counted.lines().find(|line| line.starts_with("Without a lifecycle policy")).unwrap();
         assert!(!without.contains("small-a") && !without.contains("with-a-policy"), "{without}");
+        // Every repository bounded: no line about those without a policy.
+        let bounded = summary_text(&usage(0, vec![repository("with-a-policy", gb, 0, true)]), false);
+        assert!(!bounded.contains("Without a lifecycle policy"), "{bounded}");
     }
 
     #[test]
