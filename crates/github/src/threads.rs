@@ -486,7 +486,12 @@ mod tests {
         // Closed as not planned: acknowledged; closed as a duplicate: never the drift issue.
         let mut not_planned = issues[0].clone();
         not_planned["state_reason"] = json!("not_planned");
-        assert_eq!(existing_issue(&[not_planned], &me).map(|e| e.acknowledged), Some(true));
+        assert_eq!(existing_issue(&[not_planned.clone()], &me).map(|e| e.acknowledged), Some(true));
+        // Closed as completed is fixed, not acknowledged; so is an open one whatever its reason
+        // says (reopened after being closed as not planned).
+        assert_eq!(existing_issue(&issues[..1], &me).map(|e| e.acknowledged), Some(false));
+        not_planned["state"] = json!("open");
+        assert_eq!(existing_issue(&[not_planned], &me).map(|e| e.acknowledged), Some(false));
         let mut duplicate = issue(8, "me", "closed", &body);
         duplicate["state_reason"] = json!("duplicate");
         assert_eq!(existing_issue(&[issues[1].clone(), duplicate], &me).map(|e| e.number), Some(5));
