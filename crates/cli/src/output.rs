@@ -40,8 +40,11 @@ const SDK_TARGETS: [&str; 13] = [
 
 /// Logs are coloured by the same rule as the rest, judged on stderr, where they go.
 pub fn init_logging(verbose: u8, color: ColorChoice) {
+    // Without `-v` only reconcile's own warnings: the SDK's (every credential provider that
+    // found nothing, with its whole error) come before reconcile's own line about the same
+    // failure, and a newcomer reads them first.
     let default = match verbose {
-        0 => "warn",
+        0 => "off,reconcile=warn",
         1 => "info",
         _ => "debug",
     };

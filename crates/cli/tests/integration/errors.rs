@@ -63,6 +63,58 @@ async fn missing_credentials_are_one_line_with_the_fix() {
     insta::assert_snapshot!("missing_credentials", run.stderr);
 }
 
+/// An instance metadata service that refuses every request, as one does where it is turned off
+/// for the caller (or a network in between denies it): what a newcomer's laptop or a CI runner
+/// without a role meets when the SDK's chain asks it last.
+fn refusing_metadata_service() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { break };
+            use std::io::{Read, Write};
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request);
+            let body = "resolve_deny: denied destination";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    format!("http://{address}")
+}
+
+#[tokio::test]
+async fn without_credentials_the_sdks_own_warnings_are_shown_only_with_v() {
+    let account = emulator().new_account().await;
+    let home = tempfile::tempdir().unwrap();
+    let desired = desired_file(&small_account(&["pytorch"]));
+    let mut env = without_credentials(&account, home.path());
+    // The chain's last provider asked, and refused: the SDK warns about it (with the whole
+    // response) before reconcile says what failed.
+    env.retain(|(name, _)| *name != "AWS_EC2_METADATA_DISABLED");
+    env.push(("AWS_EC2_METADATA_SERVICE_ENDPOINT", refusing_metadata_service()));
+    let run = reconcile_in(&env, &desired.path, &["plan"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.stdout, "");
+    assert_eq!(run.stderr.lines().count(), 1, "one line of reconcile's own: {}", run.stderr);
+    assert!(
+        run.stderr
+            .starts_with("error: failed to learn the account from STS GetCallerIdentity: no valid AWS credentials"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"), "{}", run.stderr);
+
+    // Asked for, the SDK's detail is there too, before the same last line.
+    let verbose = reconcile_in(&env, &desired.path, &["-v", "plan"]);
+    assert_eq!(verbose.code, 1, "{}", verbose.stderr);
+    assert!(verbose.stderr.contains("provider failed to provide credentials"), "{}", verbose.stderr);
+    assert_eq!(verbose.stderr.lines().last(), run.stderr.lines().last());
+}
+
 #[tokio::test]
 async fn an_endpoint_that_refuses_connections_is_one_line_naming_it() {
     let account = emulator().new_account().await;
