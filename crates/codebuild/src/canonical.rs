@@ -202,8 +202,8 @@ pub(crate) struct ScopeSpec {
     pub domain: Option<String>,
 }
 
-/// The desired project's fields.
-pub fn desired_project(project: &Project, role_arn: &str) -> Map<String, Value> {
+/// The desired project's fields, with `tags` (desired.toml's, and the deployment's mark).
+pub fn desired_project(project: &Project, role_arn: &str, tags: BTreeMap<String, String>) -> Map<String, Value> {
     attributes(&ProjectSpec {
         name: project.name.clone(),
         description: project.description.clone(),
@@ -219,7 +219,7 @@ pub fn desired_project(project: &Project, role_arn: &str) -> Map<String, Value> 
         timeout_in_minutes: minutes(project.build_timeout_minutes),
         queued_timeout_in_minutes: project.queued_timeout_minutes.map(minutes),
         cloudwatch_logs: LogsSpec { status: "ENABLED".to_owned(), group_name: Some(project.log_group()) },
-        tags: project.tags.clone(),
+        tags,
         source_auth: project.source_auth.clone(),
         buildspec: String::new(),
         insecure_ssl: false,
@@ -517,12 +517,17 @@ mod tests {
     }
 
     fn spec() -> ProjectSpec {
-        serde_json::from_value(Value::Object(desired_project(&test_project(), "arn:aws:iam::1:role/r"))).unwrap()
+        serde_json::from_value(Value::Object(desired_project(
+            &test_project(),
+            "arn:aws:iam::1:role/r",
+            test_project().tags,
+        )))
+        .unwrap()
     }
 
     #[test]
     fn the_desired_project_is_what_desired_toml_says_and_clears_the_rest() {
-        let fields = desired_project(&test_project(), "arn:aws:iam::1:role/r");
+        let fields = desired_project(&test_project(), "arn:aws:iam::1:role/r", test_project().tags);
         assert_eq!(fields["name"], "rocm-bake");
         assert_eq!(fields["service_role"], "arn:aws:iam::1:role/r");
         assert_eq!(fields["timeout_in_minutes"], 240);

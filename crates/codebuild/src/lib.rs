@@ -225,9 +225,13 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
         // The role must be usable, and allow what the build does, before the project runs as it.
         let role_addresses = role.addresses.clone();
         resources.push(
-            DesiredResource::new(project_address.clone(), &project.name, desired_project(project, &role_arn))
-                .depending_on(role_addresses)
-                .adopted(project.adopt),
+            DesiredResource::new(
+                project_address.clone(),
+                &project.name,
+                desired_project(project, &role_arn, desired.marked(&project.tags)),
+            )
+            .depending_on(role_addresses)
+            .adopted(project.adopt),
         );
         if let Some(webhook) = &project.webhook {
             let address = Address::new(crate::WEBHOOK, &project.key);
@@ -400,8 +404,25 @@ impl CodebuildReconciler {
         };
         match self.waiting_for_iam(address, progress, request).await {
             Ok(_) => Ok(Applied::Done),
-            // Made since the plan was read: bring it to the desired state instead.
+            // Made since the plan was read: brought to the desired state if this deployment made
+            // it (an apply killed after its create), refused otherwise.
             Err(error) if has_code(&error, &[ALREADY_EXISTS]) => {
+                let live = self
+                    .client
+                    .batch_get_projects()
+                    .names(&spec.name)
+                    .send()
+                    .await
+                    .map_err(failed(Some(address), "read project"))?;
+                let tags = reconcile_aws::visible_tags(
+                    live.projects()
+                        .iter()
+                        .flat_map(|p| p.tags())
+                        .filter_map(|t| Some((t.key()?, t.value().unwrap_or_default()))),
+                );
+                if !reconcile_core::ownership::made_by_this_deployment(&tags, &spec.tags) {
+                    return Err(reconcile_core::ownership::made_meanwhile(address, "create project", &spec.name));
+                }
                 self.update_project(change, progress).await?;
                 Ok(Applied::Adopted)
             }
@@ -736,7 +757,11 @@ mod tests {
 
     #[tokio::test]
     async fn an_update_clears_only_what_was_seen_set() {
-        let desired = desired_project(&canonical::test_project(), "arn:aws:iam::123456789012:role/r");
+        let desired = desired_project(
+            &canonical::test_project(),
+            "arn:aws:iam::123456789012:role/r",
+            canonical::test_project().tags,
+        );
         let mut seen = desired.clone();
         seen.insert("vpc_config".into(), json!({"vpc_id": "vpc-1", "subnets": [], "security_group_ids": []}));
         let update = mock!(codebuild::Client::update_project)

@@ -1,104 +1,39 @@
 //! Whose resources a plan may show, and to whom.
 //!
-//! reconcile tells its own resources by the tag it gives them (`managed-by = reconcile`). Two
-//! rules follow from it:
-//!
-//! - **Adoption is explicit.** A declared resource that exists in the account without that tag
-//!   was made by someone else; declaring it would take it over (its policy deleted, its tags
-//!   replaced), so the plan refuses it ([`NOT_OURS`]) until desired.toml says `adopt = true` on
-//!   that resource, and then says what adopting removes.
-//! - **A public plan shows only what reconcile manages.** A pull request's plan is posted where
-//!   anyone reads it, from a desired.toml anyone wrote. [`publish`] keeps of it only what belongs
-//!   to reconcile, judged from the account (the tag) and from the default branch's desired.toml
-//!   (trusted), never from the pull request's: a resource the pull request names that exists and
-//!   is neither becomes an error finding ([`NOT_OURS_PUBLIC`]) with nothing of its live state,
-//!   and what the account holds beyond desired.toml is counted, not named.
+//! A pull request's plan is posted where anyone reads it, from a desired.toml anyone wrote.
+//! [`publish`] keeps of it only what belongs to this deployment, judged from the account (the
+//! mark, [`crate::ownership`], with the deployment's name the default branch's desired.toml
+//! gives, never the pull request's) and from the default branch's desired.toml (trusted): a
+//! resource the pull request names that exists and is neither becomes an error finding
+//! ([`NOT_OURS_PUBLIC`]) with nothing of its live state, and what the account holds beyond
+//! desired.toml is counted, not named. Taking over what is not ours is [`crate::ownership`]'s.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
 use crate::address::Address;
+use crate::ownership::{MARK_KEY, mark};
 use crate::plan::{DesiredResources, Finding, NEEDS_AN_ADMINISTRATOR, Observed, Plan, Severity};
 
-/// The tag key reconcile marks its resources with.
-pub const OWNERSHIP_KEY: &str = "managed-by";
-/// Its value, unless desired.toml gives every resource another.
-pub const OWNERSHIP_VALUE: &str = "reconcile";
+pub use crate::ownership::NOT_OURS;
 pub use crate::plan::ADOPT;
 
-/// Finding code: a declared resource exists without reconcile's tag; refuses unless the resource
-/// sets `adopt = true`. Stable; never reused.
-pub const NOT_OURS: &str = "W601";
 /// Finding code: in a public plan, a resource the pull request declares exists and is not
 /// reconcile's: nothing of it is shown. Stable; never reused.
 pub const NOT_OURS_PUBLIC: &str = "W602";
-
-/// What `key = value` tag `fields` (a canonical map) carries.
-fn tag<'a>(fields: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
-    fields.get("tags")?.get(key)?.as_str()
-}
-
-/// A declared resource that exists without the ownership tag desired.toml gives it: one finding
-/// each, an error unless it sets `adopt = true`, naming what adopting it removes (its live fields
-/// that desired.toml sets otherwise, and its tags desired.toml does not keep: by name only).
-pub fn adoption_findings(resources: &DesiredResources, observed: &BTreeMap<Address, Observed>) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    for resource in resources.values() {
-        let Some(wanted) = tag(&resource.attributes, OWNERSHIP_KEY) else { continue };
-        let Some(Observed::Present(live)) = observed.get(&resource.address) else { continue };
-        if tag(live, OWNERSHIP_KEY) == Some(wanted) {
-            continue;
-        }
-        let mut removed: Vec<String> = resource
-            .attributes
-            .iter()
-            .filter(|(field, value)| *field != "tags" && live.get(*field).is_some_and(|v| v != *value && !v.is_null()))
-            .map(|(field, _)| format!("its `{field}` as it is"))
-            .collect();
-        let kept = resource.attributes.get("tags").and_then(Value::as_object);
-        let dropped: Vec<String> = live
-            .get("tags")
-            .and_then(Value::as_object)
-            .into_iter()
-            .flat_map(|tags| tags.keys())
-            .filter(|key| !kept.is_some_and(|kept| kept.contains_key(*key)))
-            .map(|key| format!("`{key}`"))
-            .collect();
-        if !dropped.is_empty() {
-            removed.push(format!("its tags {}", dropped.join(", ")));
-        }
-        let removes = if removed.is_empty() { "nothing but its ownership".to_owned() } else { removed.join("; ") };
-        let adopted = resource.overrides(ADOPT);
-        let consequence = if adopted {
-            format!("adopting it (`{ADOPT} = true`) removes {removes}")
-        } else {
-            format!(
-                "declaring it takes it over, which would remove {removes}; nothing is changed until desired.toml sets \
-                 `{ADOPT} = true` on it"
-            )
-        };
-        findings.push(Finding {
-            code: NOT_OURS.to_owned(),
-            severity: if adopted { Severity::Warning } else { Severity::Error },
-            address: Some(resource.address.clone()),
-            message: format!(
-                "`{}` exists without reconcile's tag `{OWNERSHIP_KEY} = {wanted}`: reconcile did not make it; {consequence}",
-                resource.remote_name
-            ),
-            overridden_by: adopted.then(|| ADOPT.to_owned()),
-        });
-    }
-    findings
-}
+/// Finding code: in a public plan, the pull request names another deployment than the default
+/// branch's (`deployment`): every resource would be marked as that one's. Stable; never reused.
+pub const ANOTHER_DEPLOYMENT: &str = "W605";
 
 /// What a public plan may show: the resources the default branch's desired.toml declares, by
-/// address and the name AWS knows them by (`None`: it was not given, so only the tag counts),
-/// the tag that marks reconcile's, and the undeclared resources it may still name (the drift
-/// issue's: the repositories the nightly's own bake file pushes to).
+/// address and the name AWS knows them by (`None`: it was not given, so only the mark counts),
+/// the deployment whose mark makes a resource reconcile's (the default branch's: `None` when
+/// there is none to read it from, and then no mark does), and the undeclared resources it may
+/// still name (the drift issue's: the repositories the nightly's own bake file pushes to).
 pub struct Public {
     pub base: Option<BTreeSet<(Address, String)>>,
-    pub marker: (String, String),
+    pub deployment: Option<String>,
     pub named: BTreeSet<Address>,
     /// A pull request's review, where a change only an administrator applies fails the status.
     pub review: bool,
@@ -106,12 +41,7 @@ pub struct Public {
 
 impl Default for Public {
     fn default() -> Public {
-        Public {
-            base: None,
-            marker: (OWNERSHIP_KEY.to_owned(), OWNERSHIP_VALUE.to_owned()),
-            named: BTreeSet::new(),
-            review: true,
-        }
+        Public { base: None, deployment: None, named: BTreeSet::new(), review: true }
     }
 }
 
@@ -128,7 +58,7 @@ pub(crate) fn root<'a>(resources: &'a DesiredResources, address: &Address) -> Op
 /// `plan` as it may be shown in public: see the module's documentation. `resources` are the
 /// pull request's desired resources the plan was made from.
 pub fn publish(mut plan: Plan, resources: &DesiredResources, public: &Public) -> Plan {
-    let (key, value) = &public.marker;
+    let ours = |live: &Map<String, Value>| public.deployment.as_deref().is_some_and(|ours| mark(live) == Some(ours));
     let hidden: BTreeSet<Address> = resources
         .values()
         .filter(|resource| resource.parent.is_none())
@@ -136,7 +66,7 @@ pub fn publish(mut plan: Plan, resources: &DesiredResources, public: &Public) ->
             Some(Observed::Present(live)) => {
                 let named = (resource.address.clone(), resource.remote_name.clone());
                 let declared = public.base.as_ref().is_some_and(|base| base.contains(&named));
-                !declared && tag(live, key) != Some(value.as_str())
+                !declared && !ours(live)
             }
             _ => false,
         })
@@ -156,6 +86,23 @@ pub fn publish(mut plan: Plan, resources: &DesiredResources, public: &Public) ->
 
     let mut counted: BTreeMap<(String, Severity), usize> = BTreeMap::new();
     let mut findings = Vec::new();
+    // The pull request's own deployment, as its resources are marked: another than the default
+    // branch's would take every resource over in that one's name.
+    let named: BTreeSet<&str> = resources.values().filter_map(|resource| mark(&resource.attributes)).collect();
+    if let Some(base) = &public.deployment
+        && let Some(other) = named.iter().find(|name| *name != base)
+    {
+        findings.push(Finding {
+            code: ANOTHER_DEPLOYMENT.to_owned(),
+            severity: Severity::Error,
+            address: None,
+            message: format!(
+                "desired.toml names the deployment `{other}`, and the default branch's names `{base}`: applied, every \
+                 resource would be marked as `{other}`'s; a maintainer renames a deployment, and plans it privately"
+            ),
+            overridden_by: None,
+        });
+    }
     for finding in std::mem::take(&mut plan.findings) {
         match &finding.address {
             // The apply job refuses it after merge: in review it is an error, so the status fails.
@@ -194,9 +141,9 @@ pub fn publish(mut plan: Plan, resources: &DesiredResources, public: &Public) ->
             code: NOT_OURS_PUBLIC.to_owned(),
             severity: Severity::Error,
             message: format!(
-                "`{address}` exists in the account and is not reconcile's (it has no `{key} = {value}` tag and the \
-                 default branch's desired.toml does not declare it): a public plan shows nothing of it, and a pull \
-                 request cannot take it over; a maintainer adopts one (`{ADOPT} = true`) and plans it privately"
+                "`{address}` exists in the account and is not reconcile's (it carries no `{MARK_KEY}` mark of this \
+                 deployment and the default branch's desired.toml does not declare it): a public plan shows nothing \
+                 of it, and a pull request cannot take it over; a maintainer imports one and plans it privately"
             ),
             address: Some(address),
             overridden_by: None,
@@ -224,7 +171,7 @@ mod tests {
         let mut repository = DesiredResource::new(
             address.clone(),
             name,
-            map(json!({ "scan_on_push": false, "tags": { "managed-by": "reconcile" } })),
+            map(json!({ "scan_on_push": false, "tags": { MARK_KEY: "rocm-bake" } })),
         );
         if adopt {
             repository.overrides.push(ADOPT);
@@ -253,38 +200,7 @@ mod tests {
     }
 
     fn ours() -> Observed {
-        Observed::Present(map(json!({ "scan_on_push": true, "tags": { "managed-by": "reconcile" } })))
-    }
-
-    #[test]
-    fn a_declared_resource_without_the_tag_is_refused_until_adopted_and_says_what_adopting_removes() {
-        let (declared, _) = repository("skunkworks", false);
-        let address = declared.address.clone();
-        let observed = BTreeMap::from([(address.clone(), theirs())]);
-        let findings = adoption_findings(&resources(vec![declared]), &observed);
-        assert_eq!(findings.len(), 1);
-        assert_eq!((findings[0].code.as_str(), findings[0].severity), (NOT_OURS, Severity::Error));
-        assert!(findings[0].refuses());
-        assert!(
-            findings[0].message.contains("its `scan_on_push` as it is; its tags `owner`"),
-            "{}",
-            findings[0].message
-        );
-        assert!(!findings[0].message.contains(THEIRS), "names, never values");
-
-        let (adopted, _) = repository("skunkworks", true);
-        let findings = adoption_findings(&resources(vec![adopted]), &observed);
-        assert_eq!((findings[0].severity, findings[0].overridden_by.as_deref()), (Severity::Warning, Some(ADOPT)));
-        assert!(findings[0].message.starts_with("`skunkworks` exists without reconcile's tag"));
-
-        // Ours, absent, or declared without the tag: nothing to say.
-        let (pytorch, _) = repository("pytorch", false);
-        for observed in [ours(), Observed::Absent] {
-            let observed = BTreeMap::from([(pytorch.address.clone(), observed)]);
-            assert_eq!(adoption_findings(&resources(vec![pytorch.clone()]), &observed), vec![]);
-        }
-        let untagged = DesiredResource::new(address.clone(), "skunkworks", map(json!({ "tags": {} })));
-        assert_eq!(adoption_findings(&resources(vec![untagged]), &BTreeMap::from([(address, theirs())])), vec![]);
+        Observed::Present(map(json!({ "scan_on_push": true, "tags": { MARK_KEY: "rocm-bake" } })))
     }
 
     fn change(address: &Address, before: Option<Value>) -> Change {
@@ -357,6 +273,7 @@ mod tests {
         let public = Public {
             base: Some(BTreeSet::from([(b.clone(), "declared-on-main".to_owned())])),
             named: BTreeSet::from([Address::new(crate::fake::kinds::ECR_REPOSITORY, "atom-wheel-cache")]),
+            deployment: Some("rocm-bake".to_owned()),
             ..Public::default()
         };
         let shown = publish(plan, &resources, &public);

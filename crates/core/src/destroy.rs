@@ -1,31 +1,29 @@
-//! What `reconcile destroy` deletes: every resource desired.toml declares that exists and is
-//! reconcile's by its tag, in the reverse of the order apply makes them.
+//! What `reconcile destroy` deletes: every resource desired.toml declares that exists and
+//! carries this deployment's mark ([`crate::ownership`]), in the reverse of the order apply
+//! makes them.
 //!
 //! Ownership is judged from the account, per declared resource (its root: a lifecycle policy is
-//! its repository's, a role's inline policy its role's): a root that exists without the tag
-//! desired.toml gives it was not made by reconcile (or was adopted, and is still someone else's
-//! to delete), so the whole destroy is refused ([`NOT_OURS_TO_DESTROY`]) rather than deleting
-//! around it. A declared resource desired.toml gives no such tag (the GitHub side's settings
-//! carry none) cannot be told apart, and is left alone, with a note ([`NOT_DESTROYED`]).
+//! its repository's, a role's inline policy its role's): a root that exists without this
+//! deployment's mark was not made (nor taken over) by it, or is another deployment's, so the
+//! whole destroy is refused ([`NOT_OURS_TO_DESTROY`]) rather than deleting around it. A declared
+//! resource reconcile does not mark (the GitHub side's settings carry no tags) cannot be told
+//! apart, and is left alone, with a note ([`NOT_DESTROYED`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
 use crate::address::Address;
-use crate::audience::{OWNERSHIP_KEY, root};
+use crate::audience::root;
+use crate::ownership::{MARK_KEY, mark};
 use crate::plan::{Action, Change, DesiredResources, Finding, Observed, Severity};
 
-/// Finding code: destroy would delete a declared resource that exists without reconcile's tag:
-/// the destroy is refused. Stable; never reused.
+/// Finding code: destroy would delete a declared resource that exists without this deployment's
+/// mark: the destroy is refused. Stable; never reused.
 pub const NOT_OURS_TO_DESTROY: &str = "W603";
-/// Finding code: a declared resource desired.toml gives no ownership tag (the GitHub side's
-/// settings, which carry none), which destroy leaves as it is. Stable; never reused.
+/// Finding code: a declared resource reconcile does not mark (the GitHub side's settings, which
+/// carry no tags), which destroy leaves as it is. Stable; never reused.
 pub const NOT_DESTROYED: &str = "W604";
-
-fn ownership(fields: &serde_json::Map<String, Value>) -> Option<&str> {
-    fields.get("tags")?.get(OWNERSHIP_KEY)?.as_str()
-}
 
 /// The deletes of a destroy, and the findings that refuse or qualify it. `observed` holds what
 /// was read for every declared resource (and the undeclared members found inside them, which go
@@ -36,14 +34,14 @@ pub fn changes(resources: &DesiredResources, observed: &BTreeMap<Address, Observ
     let mut refused: BTreeSet<&Address> = BTreeSet::new();
     let mut untagged: BTreeSet<&Address> = BTreeSet::new();
     for resource in resources.values().filter(|r| r.parent.is_none()) {
-        let Some(wanted) = ownership(&resource.attributes) else {
+        let Some(wanted) = mark(&resource.attributes) else {
             untagged.insert(&resource.address);
             findings.push(Finding {
                 code: NOT_DESTROYED.to_owned(),
                 severity: Severity::Warning,
                 address: Some(resource.address.clone()),
                 message: format!(
-                    "desired.toml gives it no `{OWNERSHIP_KEY}` tag, so whether reconcile made it cannot be told: \
+                    "reconcile does not mark it (`{MARK_KEY}`), so whether reconcile made it cannot be told: \
                      destroy leaves it as it is"
                 ),
                 overridden_by: None,
@@ -51,17 +49,22 @@ pub fn changes(resources: &DesiredResources, observed: &BTreeMap<Address, Observ
             continue;
         };
         let Some(Observed::Present(live)) = observed.get(&resource.address) else { continue };
-        if ownership(live) != Some(wanted) {
+        if mark(live) != Some(wanted) {
             refused.insert(&resource.address);
             findings.push(Finding {
                 code: NOT_OURS_TO_DESTROY.to_owned(),
                 severity: Severity::Error,
                 address: Some(resource.address.clone()),
                 message: format!(
-                    "`{}` exists without reconcile's tag `{OWNERSHIP_KEY} = {wanted}`: destroy never deletes what \
-                     reconcile did not make, so nothing is destroyed; delete it by hand, or take it out of \
-                     desired.toml",
-                    resource.remote_name
+                    "`{}` exists without this deployment's mark `{MARK_KEY} = {wanted}`{}: destroy never deletes \
+                     what this deployment did not make or take over, so nothing is destroyed; delete it by hand, or \
+                     take it out of desired.toml",
+                    resource.remote_name,
+                    match crate::ownership::owner(live, wanted) {
+                        crate::ownership::Owner::Deployment(other) => format!(" (it is deployment `{other}`'s)"),
+                        crate::ownership::Owner::Legacy => " (it carries reconcile's old `managed-by` tag: plan and apply re-mark it first)".to_owned(),
+                        _ => String::new(),
+                    }
                 ),
                 overridden_by: None,
             });
@@ -118,7 +121,7 @@ mod tests {
     use crate::plan::DesiredResource;
 
     fn resource(kind: ResourceKind, name: &str, tagged: bool) -> DesiredResource {
-        let attributes = if tagged { json!({"tags": {"managed-by": "reconcile"}}) } else { json!({"name": name}) };
+        let attributes = if tagged { json!({"tags": {MARK_KEY: "rocm-bake"}}) } else { json!({"name": name}) };
         DesiredResource::new(Address::new(kind, name), name, attributes.as_object().cloned().unwrap())
     }
 
@@ -138,10 +141,10 @@ mod tests {
         let resources = crate::engine::desired_resources([role.clone(), policy.clone(), project.clone(), gone]);
         let member = Address::member(crate::fake::kinds::IAM_ROLE_POLICY, "runner", "extra");
         let observed = BTreeMap::from([
-            (role.address.clone(), present(json!({"managed-by": "reconcile"}))),
+            (role.address.clone(), present(json!({MARK_KEY: "rocm-bake"}))),
             (policy.address.clone(), Observed::Present(Default::default())),
             (member.clone(), Observed::Present(Default::default())),
-            (project.address.clone(), present(json!({"managed-by": "reconcile"}))),
+            (project.address.clone(), present(json!({MARK_KEY: "rocm-bake"}))),
             (Address::new(crate::fake::kinds::ECR_REPOSITORY, "gone"), Observed::Absent),
         ]);
         let (changes, findings) = changes(&resources, &observed);
@@ -168,14 +171,27 @@ mod tests {
     }
 
     #[test]
-    fn an_untagged_declared_resource_refuses_the_destroy_and_nothing_of_it_is_deleted() {
+    fn an_unmarked_declared_resource_refuses_the_destroy_and_nothing_of_it_is_deleted() {
+        // Unmarked, reconcile's old tag (not re-marked yet), a tag a file could write, another
+        // deployment's mark: none of them this deployment's.
+        for tags in [
+            json!({"team": "other"}),
+            json!({"managed-by": "reconcile"}),
+            json!({"managed-by": "rocm-bake"}),
+            json!({MARK_KEY: "team-x"}),
+        ] {
+            unmarked_refuses(tags);
+        }
+    }
+
+    fn unmarked_refuses(tags: Value) {
         let role = resource(crate::fake::kinds::IAM_ROLE, "theirs", true);
         let mut policy = resource(crate::fake::kinds::IAM_ROLE_POLICY, "theirs", false);
         policy.parent = Some(role.address.clone());
         let setting = resource(crate::fake::kinds::GITHUB_VARIABLE, "REGISTRY", false);
         let resources = crate::engine::desired_resources([role.clone(), policy.clone(), setting.clone()]);
         let observed = BTreeMap::from([
-            (role.address.clone(), present(json!({"team": "other"}))),
+            (role.address.clone(), present(tags)),
             (policy.address.clone(), Observed::Present(Default::default())),
             (setting.address.clone(), Observed::Present(Default::default())),
         ]);

@@ -9,7 +9,7 @@ use futures::future::join_all;
 
 use crate::address::{Address, ResourceKind};
 use crate::desired::{Desired, Topic};
-use crate::plan::{Action, Change, DesiredResource, Finding, Observed, Plan, Severity};
+use crate::plan::{Action, Change, DesiredResource, Finding, MarkOrder, Observed, Plan, Severity};
 use crate::reconciler::{Account, Applied, Observations, Progress, ReconcileError, Reconciler};
 
 pub use crate::plan::{DesiredResources, NEEDS_AN_ADMINISTRATOR};
@@ -31,9 +31,15 @@ pub enum WhenUnreadable {
 
 /// Every desired resource of every resource crate, keyed by address, with what they ask of
 /// each other resolved: a resource [`DesiredResource::last`] depends on every other one, so it
-/// is applied only once everything else succeeded.
+/// is applied only once everything else succeeded, and one that grants by the mark on every one
+/// reached through it ([`MarkOrder`]).
 pub fn desired_resources(resources: impl IntoIterator<Item = DesiredResource>) -> DesiredResources {
     let mut resources: DesiredResources = resources.into_iter().map(|r| (r.address.clone(), r)).collect();
+    let reached: Vec<Address> =
+        resources.values().filter(|r| r.mark == MarkOrder::Reached).map(|r| r.address.clone()).collect();
+    for resource in resources.values_mut().filter(|r| r.mark == MarkOrder::Grants) {
+        resource.depends_on.extend(reached.iter().cloned());
+    }
     let last: Vec<Address> = resources.values().filter(|r| r.last).map(|r| r.address.clone()).collect();
     for address in last {
         let others: Vec<Address> = resources.keys().filter(|other| **other != address).cloned().collect();
@@ -115,6 +121,7 @@ pub async fn plan_with(
     findings.extend(observations.findings);
     let mut observed = observations.resources;
     let mut changes = Vec::new();
+    let mut takeovers = BTreeMap::new();
     if options.destroy {
         // What a reconciler found undeclared (a repository to prune) is not the destroy's.
         observed.retain(|address, _| crate::audience::root(resources, address).is_some());
@@ -122,7 +129,9 @@ pub async fn plan_with(
         changes = deletes;
         findings.extend(refusals);
     } else {
-        findings.extend(crate::audience::adoption_findings(resources, &observed));
+        let (found, taken) = crate::ownership::takeovers(resources, &observed);
+        findings.extend(found);
+        takeovers = taken;
         let replace: BTreeSet<Address> = observations.replace.iter().map(|r| r.address.clone()).collect();
         for (address, observation) in &observed {
             let replaced = replace.contains(address);
@@ -167,7 +176,10 @@ pub async fn plan_with(
     if !errors.is_empty() {
         return Err(errors);
     }
-    let administrators = administrators_only(reconcilers, &changes);
+    // Only what a change is made for: the takeover of a resource the plan does not change is
+    // no takeover.
+    takeovers.retain(|address, _| changes.iter().any(|change| &change.address == address));
+    let administrators = administrators_only(reconcilers, &changes, &takeovers);
     if desired.referred(Topic::CiRole).next().is_some() && !administrators.is_empty() {
         findings.push(Finding {
             code: NEEDS_AN_ADMINISTRATOR.to_owned(),
@@ -182,7 +194,7 @@ pub async fn plan_with(
     }
     Finding::rank(&mut findings);
     let destroy = options.destroy;
-    Ok(Plan { changes, findings, observed, impacts, destroy, ..Plan::new(&account.id, &account.region) })
+    Ok(Plan { changes, findings, observed, impacts, destroy, takeovers, ..Plan::new(&account.id, &account.region) })
 }
 
 /// Every reconciler observes its share of `wanted`, all at once; the observations of those that
@@ -407,13 +419,24 @@ impl ApplyOptions<'_> {
     }
 }
 
+/// Why taking a resource over is an administrator's: the apply role could otherwise make any
+/// resource of the account its own (and the builds', which reach what carries the mark) by
+/// listing it in desired.toml, a pull request's file.
+pub const TAKING_OVER: &str = "taking over a resource reconcile does not own yet: an import, or a re-mark";
+
 /// The changes of `changes` only an administrator makes, grouped by why, in plan order:
-/// ``"`iam_ci_role.apply`, `iam_ci_role.plan` (the CI identities: ...)"`` each. Empty when the
-/// apply role may make them all.
-pub fn administrators_only(reconcilers: &[Box<dyn Reconciler>], changes: &[Change]) -> Vec<String> {
+/// ``"`iam_ci_role.apply`, `iam_ci_role.plan` (the CI identities: ...)"`` each: each
+/// reconciler's own, and every takeover. Empty when the apply role may make them all.
+pub fn administrators_only(
+    reconcilers: &[Box<dyn Reconciler>],
+    changes: &[Change],
+    takeovers: &BTreeMap<Address, crate::plan::Takeover>,
+) -> Vec<String> {
     let mut groups: Vec<(&'static str, Vec<String>)> = Vec::new();
     for change in changes {
-        let why = reconciler_for(reconcilers, change.address.kind).and_then(|r| r.administrators_only(change));
+        let why = reconciler_for(reconcilers, change.address.kind)
+            .and_then(|r| r.administrators_only(change))
+            .or_else(|| takeovers.contains_key(&change.address).then_some(TAKING_OVER));
         let Some(why) = why else { continue };
         let address = format!("`{}`", change.address);
         match groups.iter_mut().find(|(reason, _)| *reason == why) {
@@ -631,14 +654,51 @@ mod tests {
             .iter()
             .map(|name| change(crate::fake::kinds::ECR_REPOSITORY, name, Action::Update, &[]))
             .collect();
+        let none = BTreeMap::new();
         assert_eq!(
-            administrators_only(&reconcilers, &changes),
+            administrators_only(&reconcilers, &changes, &none),
             ["`ecr_repository.a`, `ecr_repository.c` (why one)", "`ecr_repository.b` (why two)"]
         );
-        assert_eq!(administrators_only(&reconcilers, &changes[1..2]), Vec::<String>::new());
+        assert_eq!(administrators_only(&reconcilers, &changes[1..2], &none), Vec::<String>::new());
         // A kind no reconciler owns is not the apply role's business here (preflight refuses it).
         let github = change(crate::fake::kinds::GITHUB_VARIABLE, "a", Action::Update, &[]);
-        assert_eq!(administrators_only(&reconcilers, &[github]), Vec::<String>::new());
+        assert_eq!(administrators_only(&reconcilers, &[github], &none), Vec::<String>::new());
+        // A takeover is an administrator's whatever its reconciler says of the change.
+        let takeovers = BTreeMap::from([
+            (changes[1].address.clone(), crate::plan::Takeover::Import),
+            (changes[3].address.clone(), crate::plan::Takeover::Remark),
+        ]);
+        assert_eq!(
+            administrators_only(&reconcilers, &changes, &takeovers),
+            [
+                "`ecr_repository.a`, `ecr_repository.c` (why one)".to_owned(),
+                format!("`ecr_repository.free` ({TAKING_OVER})"),
+                "`ecr_repository.b` (why two)".to_owned(),
+            ]
+        );
+    }
+
+    #[test]
+    fn what_grants_by_the_mark_waits_for_everything_reached_through_it() {
+        let resource = |name: &str, order: MarkOrder| {
+            DesiredResource::new(Address::new(crate::fake::kinds::ECR_REPOSITORY, name), name, Map::new())
+                .ordered_by_mark(order)
+        };
+        let resources = desired_resources([
+            resource("pytorch", MarkOrder::Reached),
+            resource("vllm", MarkOrder::Reached),
+            resource("policy", MarkOrder::Grants),
+            resource("boundary", MarkOrder::Grants),
+            resource("other", MarkOrder::Neither),
+        ]);
+        let waits = |name: &str| {
+            let address = Address::new(crate::fake::kinds::ECR_REPOSITORY, name);
+            resources[&address].depends_on.iter().map(|a| a.name.clone()).collect::<Vec<_>>()
+        };
+        assert_eq!(waits("policy"), ["pytorch", "vllm"]);
+        assert_eq!(waits("boundary"), ["pytorch", "vllm"]);
+        assert_eq!(waits("pytorch"), Vec::<String>::new());
+        assert_eq!(waits("other"), Vec::<String>::new());
     }
 
     #[test]

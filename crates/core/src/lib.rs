@@ -14,6 +14,7 @@ pub mod engine;
 pub mod fake;
 pub mod json;
 pub mod markdown;
+pub mod ownership;
 pub mod pages;
 pub mod plan;
 pub mod policy;

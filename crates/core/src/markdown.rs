@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::json::to_pretty;
 use crate::plan::{Action, Change, Plan};
-use crate::render::{action_words, is_bidi, severity_word, summary_line, unified_diff};
+use crate::render::{action_words, is_bidi, severity_word, summary_line, takeover_words, unified_diff};
 
 /// GitHub's limit on a comment's body, in characters.
 pub const GITHUB_COMMENT_LIMIT: usize = 65_536;
@@ -102,7 +102,7 @@ pub fn titled(plan: &Plan, limit: usize, command: &str) -> String {
         // Destructive changes first here too: if anything's detail is left out, not theirs.
         let ordered = destructive.iter().copied().chain(plan.changes.iter().filter(|c| !c.action.is_destructive()));
         for change in ordered {
-            if !push(&mut out, &details(change), budget) {
+            if !push(&mut out, &details(change, plan.takeovers.get(&change.address).copied()), budget) {
                 left_out.details += 1;
             }
         }
@@ -179,8 +179,9 @@ impl LeftOut {
 
 /// One changed resource as a collapsible block: scalar fields as a list, documents as a
 /// fenced `diff` block.
-fn details(change: &Change) -> String {
+fn details(change: &Change, takeover: Option<crate::plan::Takeover>) -> String {
     let (sign, what) = action_words(change.action);
+    let what = takeover_words(change, takeover).unwrap_or(what);
     let address = html(&change.address.to_string());
     let mut out = format!("<details><summary><code>{sign} {address}</code> {what}</summary>\n\n");
     for field in change.field_changes() {

@@ -44,6 +44,24 @@ pub struct DesiredResource {
     /// Applied only after every other change of the plan succeeded (the nightly's on switch):
     /// [`crate::engine::desired_resources`] makes it depend on every other desired resource.
     pub last: bool,
+    /// How the mark orders it ([`crate::ownership`]): what IAM reaches through the mark (a
+    /// repository the builds push to) is marked before what grants by it changes.
+    pub mark: MarkOrder,
+}
+
+/// Where a resource stands in the order the mark gives an apply: IAM grants the builds the
+/// repositories that carry the mark, so a plan that marks a repository (an import, a re-mark)
+/// and changes a grant to the mark's condition must mark first, or a build running meanwhile
+/// loses its push. [`crate::engine::desired_resources`] makes every `Grants` depend on every
+/// `Reached`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MarkOrder {
+    #[default]
+    Neither,
+    /// Reached through its mark by the grants (a repository).
+    Reached,
+    /// Grants by the mark (a role's policy, its boundary, the role that carries it).
+    Grants,
 }
 
 impl DesiredResource {
@@ -56,7 +74,14 @@ impl DesiredResource {
             depends_on: Vec::new(),
             overrides: Vec::new(),
             last: false,
+            mark: MarkOrder::Neither,
         }
+    }
+
+    /// Stands where `order` says in the order the mark gives an apply.
+    pub fn ordered_by_mark(mut self, order: MarkOrder) -> DesiredResource {
+        self.mark = order;
+        self
     }
 
     /// Applied only after every other change of the plan succeeded, and skipped when any failed.
@@ -146,6 +171,25 @@ impl Action {
     }
 }
 
+/// How a change takes a resource over ([`crate::ownership`]): what its mark is written for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Takeover {
+    /// Terraform's import: a resource reconcile did not make, listed to be taken over. Writing
+    /// the mark is the import itself, not a change of the resource.
+    Import,
+    /// A resource reconcile made before the mark (its old `managed-by = reconcile` tag): marked.
+    Remark,
+}
+
+impl Takeover {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Takeover::Import => "import",
+            Takeover::Remark => "remark",
+        }
+    }
+}
+
 /// One change to one resource: everything apply needs, and nothing it must decide.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Change {
@@ -181,6 +225,21 @@ impl Change {
                 (b != a).then_some(FieldChange { name, before: b, after: a })
             })
             .collect()
+    }
+
+    /// Whether the change writes nothing but the mark ([`crate::ownership::MARK_KEY`]): an
+    /// import of a resource that is already as desired.toml says.
+    pub fn only_marks(&self) -> bool {
+        let without_mark = |fields: Option<&Map<String, Value>>| {
+            fields.map(|fields| {
+                let mut fields = fields.clone();
+                if let Some(Value::Object(tags)) = fields.get_mut("tags") {
+                    tags.remove(crate::ownership::MARK_KEY);
+                }
+                fields
+            })
+        };
+        self.action == Action::Update && without_mark(self.before.as_ref()) == without_mark(self.after.as_ref())
     }
 }
 
@@ -259,6 +318,8 @@ pub struct Plan {
     pub attribution_note: Option<String>,
     /// A destroy plan (`plan --destroy`): what is absent stays so, and nothing is made.
     pub destroy: bool,
+    /// The changes that take a resource over (import or re-mark), by address.
+    pub takeovers: BTreeMap<Address, Takeover>,
 }
 
 /// Who last changed a resource, as CloudTrail tells it.
@@ -370,6 +431,9 @@ impl Impact {
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Summary {
+    /// Resources imported (Terraform's "to import"): an import that changes nothing but the
+    /// mark counts only here, one that changes more counts as an update too.
+    pub import: usize,
     pub create: usize,
     pub update: usize,
     pub delete: usize,
@@ -390,14 +454,18 @@ impl Plan {
             attributions: BTreeMap::new(),
             attribution_note: None,
             destroy: false,
+            takeovers: BTreeMap::new(),
         }
     }
 
     pub fn summary(&self) -> Summary {
         let mut summary = Summary::default();
         for change in &self.changes {
+            let import = self.takeovers.get(&change.address) == Some(&Takeover::Import);
+            summary.import += usize::from(import);
             match change.action {
                 Action::Create => summary.create += 1,
+                Action::Update if import && change.only_marks() => {}
                 Action::Update => summary.update += 1,
                 // Counted as Terraform counts a replacement: one destroyed, one added.
                 Action::Replace => {

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use similar::TextDiff;
 
 use crate::json::to_pretty;
-use crate::plan::{Action, Change, Plan, Severity};
+use crate::plan::{Action, Change, Plan, Severity, Takeover};
 
 /// The version of reconcile's JSON plan format, under [`VERSION_KEY`]. Consumers should reject
 /// an unknown major version. 2.0: the key is no longer Terraform's `format_version`, which made
@@ -86,7 +86,7 @@ pub fn styled_text(plan: &Plan) -> Styled {
     out.line(style::PLAIN, "reconcile will perform the following actions:");
     for change in &plan.changes {
         out.blank();
-        render_change(&mut out, change);
+        render_change(&mut out, change, plan.takeovers.get(&change.address).copied());
         if let Some(impact) = plan.impacts.get(&change.address) {
             let style = if impact.alarming { style::DESTROY } else { style::PLAIN };
             out.line(style, format_args!("    # {} {}", impact.context, impact.line));
@@ -114,8 +114,10 @@ pub fn summary_line(plan: &Plan) -> String {
         return "No changes.".to_owned();
     }
     let summary = plan.summary();
-    // Terraform's words, which the tools that read plans in pull requests (tfcmt) look for.
-    format!("Plan: {} to add, {} to change, {} to destroy.", summary.create, summary.update, summary.delete)
+    // Terraform's words, which the tools that read plans in pull requests (tfcmt) look for;
+    // imports first and only when there are some, as Terraform says them.
+    let import = if summary.import > 0 { format!("{} to import, ", summary.import) } else { String::new() };
+    format!("Plan: {import}{} to add, {} to change, {} to destroy.", summary.create, summary.update, summary.delete)
 }
 
 fn render_findings(out: &mut Styled, plan: &Plan) {
@@ -209,9 +211,10 @@ fn sign_style(sign: &str) -> Style {
     }
 }
 
-fn render_change(out: &mut Styled, change: &Change) {
+fn render_change(out: &mut Styled, change: &Change, takeover: Option<Takeover>) {
     let (sign, what) = action_words(change.action);
     let comment = if change.action.is_destructive() { style::DESTROY } else { style::PLAIN };
+    let what = takeover_words(change, takeover).unwrap_or(what);
     out.line(comment, format_args!("  # {} {what}", change.address));
     out.line(sign_style(sign), format_args!("  {sign} {} {{", change.address));
     let fields = change.field_changes();
@@ -271,6 +274,19 @@ pub(crate) fn unified_diff(before: &str, after: &str) -> String {
     diff.unified_diff().context_radius(3).iter_hunks().map(|hunk| hunk.to_string()).collect()
 }
 
+/// What a plan says of a change that takes its resource over, in place of its action's words.
+pub(crate) fn takeover_words(change: &Change, takeover: Option<Takeover>) -> Option<&'static str> {
+    let only_marks = change.only_marks();
+    Some(match (takeover?, only_marks) {
+        (Takeover::Import, true) => "will be imported (marked as this deployment's)",
+        (Takeover::Import, false) => "will be imported (marked as this deployment's) and updated in place",
+        (Takeover::Remark, true) => "will be re-marked: reconcile made it before its mark (managed-by = reconcile)",
+        (Takeover::Remark, false) => {
+            "will be re-marked (reconcile made it before its mark: managed-by = reconcile) and updated in place"
+        }
+    })
+}
+
 /// The words a plan uses for an action: its sign and what will happen.
 pub(crate) fn action_words(action: Action) -> (&'static str, &'static str) {
     match action {
@@ -305,6 +321,9 @@ pub fn json(plan: &Plan) -> Value {
                     "before": change.before,
                     "after": change.after,
                 },
+                // Whether it takes the resource over (`import`, `remark`): what its mark is
+                // written for.
+                "takeover": plan.takeovers.get(&change.address).map(|takeover| takeover.as_str()),
                 "depends_on": change.depends_on.iter().map(ToString::to_string).collect::<Vec<_>>(),
                 // What the change does beyond its fields, as its reconciler numbered it.
                 "expires": plan.impacts.get(&change.address).map(|impact| &impact.numbers),
@@ -334,6 +353,11 @@ pub fn json(plan: &Plan) -> Value {
         "resource_changes": resource_changes,
         "findings": findings,
         "attribution_note": plan.attribution_note,
-        "summary": { "create": summary.create, "update": summary.update, "delete": summary.delete },
+        "summary": {
+            "import": summary.import,
+            "create": summary.create,
+            "update": summary.update,
+            "delete": summary.delete,
+        },
     })
 }

@@ -28,9 +28,11 @@ pub fn text(plan: &Plan, report: &ApplyReport) -> String {
     }
     if report.succeeded() {
         let summary = plan.summary();
+        // Imports first and only when there are some, as Terraform says them.
+        let imported = if summary.import > 0 { format!("{} imported, ", summary.import) } else { String::new() };
         writeln!(
             out,
-            "Apply complete! Resources: {} created, {} updated, {} deleted.",
+            "Apply complete! Resources: {imported}{} created, {} updated, {} deleted.",
             summary.create, summary.update, summary.delete
         )
         .unwrap();
@@ -103,6 +105,7 @@ pub fn json(plan: &Plan, report: &ApplyReport) -> Value {
             let mut entry = json!({
                 "address": address.to_string(),
                 "actions": action.json_actions(),
+                "takeover": plan.takeovers.get(address).map(|takeover| takeover.as_str()),
                 "elapsed_seconds": (elapsed.as_secs_f64() * 10.0).round() / 10.0,
             });
             match outcome {
@@ -139,7 +142,9 @@ pub fn markdown(plan: &Plan, report: &ApplyReport) -> String {
     if report.succeeded() && plan.destroy {
         writeln!(out, "**Destroy complete: {applied} resources destroyed.**").unwrap();
     } else if report.succeeded() {
-        writeln!(out, "**Apply complete: {applied} resources changed.**").unwrap();
+        let imported = plan.summary().import;
+        let imported = if imported > 0 { format!(", {imported} of them imported") } else { String::new() };
+        writeln!(out, "**Apply complete: {applied} resources changed{imported}.**").unwrap();
     } else if not_started(report) > 0 {
         let not_started = not_started(report);
         writeln!(

@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 
 use crate::address::{Address, ResourceKind};
 use crate::json::fingerprint_text;
-use crate::plan::{Action, Change, Observed, Plan};
+use crate::plan::{Action, Change, Observed, Plan, Takeover};
 use crate::render;
 
 /// A plan read back from a file, with what it was made against.
@@ -79,6 +79,7 @@ pub fn from_json(value: &Value, known: &[ResourceKind]) -> Result<SavedPlan, Str
     let desired_fingerprint =
         text("desired_fingerprint").map_err(|_| "the plan was not saved with `plan --out`".to_owned())?;
     let mut changes = Vec::new();
+    let mut takeovers = BTreeMap::new();
     for entry in value["resource_changes"].as_array().ok_or("the plan has no `resource_changes`")? {
         let address = Address::parse(entry["address"].as_str().unwrap_or_default(), known)?;
         let actions: Vec<&str> =
@@ -102,6 +103,17 @@ pub fn from_json(value: &Value, known: &[ResourceKind]) -> Result<SavedPlan, Str
             .map(|d| Address::parse(d.as_str().unwrap_or_default(), known))
             .collect::<Result<Vec<Address>, String>>()?;
         let (before, after) = (fields("before")?, fields("after")?);
+        match &entry["takeover"] {
+            Value::Null => {}
+            takeover => {
+                let takeover = match takeover.as_str() {
+                    Some("import") => Takeover::Import,
+                    Some("remark") => Takeover::Remark,
+                    _ => return Err(format!("{address}: unknown `takeover` {takeover}")),
+                };
+                takeovers.insert(address.clone(), takeover);
+            }
+        }
         changes.push(Change { address, action, before, after, depends_on });
     }
     let mut observed_fingerprints = BTreeMap::new();
@@ -114,7 +126,7 @@ pub fn from_json(value: &Value, known: &[ResourceKind]) -> Result<SavedPlan, Str
     let flag = |key: &str| value["made_with"][key].as_bool().unwrap_or(false);
     Ok(SavedPlan {
         made_with: MadeWith { prune: flag("prune"), github: flag("github"), destroy: flag("destroy") },
-        plan: Plan { changes, destroy: flag("destroy"), ..Plan::new(text("account")?, text("region")?) },
+        plan: Plan { changes, takeovers, destroy: flag("destroy"), ..Plan::new(text("account")?, text("region")?) },
         desired_fingerprint,
         observed_fingerprints,
     })
@@ -139,10 +151,19 @@ pub fn staleness(saved: &SavedPlan, desired_text: &str, now: &BTreeMap<Address, 
 /// (`derived`, planned again the way the saved plan was made); empty when they are. Each saved
 /// change must be derived again as it is in the file (an edited `after`, a policy widened in
 /// the file with its fingerprints left alone, is refused), none may be added, and none derived
-/// may be missing (a plan cut down to a subset is not the plan that was reviewed).
-pub fn tampering(saved: &SavedPlan, derived: &[Change]) -> Vec<String> {
-    let derived: BTreeMap<&Address, &Change> = derived.iter().map(|change| (&change.address, change)).collect();
+/// may be missing (a plan cut down to a subset is not the plan that was reviewed); and each
+/// must take its resource over exactly as the file says (a takeover is reviewed as one).
+pub fn tampering(saved: &SavedPlan, derived_plan: &Plan) -> Vec<String> {
+    let derived: BTreeMap<&Address, &Change> =
+        derived_plan.changes.iter().map(|change| (&change.address, change)).collect();
     let mut reasons = Vec::new();
+    if saved.plan.takeovers != derived_plan.takeovers {
+        reasons.push(
+            "the resources it takes over (imports, re-marks) are not the ones desired.toml and the account give now: \
+             the plan file was edited"
+                .to_owned(),
+        );
+    }
     for change in &saved.plan.changes {
         if !saved.observed_fingerprints.contains_key(&change.address) {
             reasons.push(format!("{} has no fingerprint in the plan file: it was edited", change.address));
@@ -284,14 +305,14 @@ mod tests {
     fn the_saved_changes_must_be_exactly_the_ones_derived_again() {
         let plan = plan();
         let saved = from_json(&to_json(&plan, "", MadeWith::default())).unwrap();
-        let derived = plan.changes.clone();
-        assert_eq!(tampering(&saved, &derived), Vec::<String>::new());
+        let derived = |changes: Vec<Change>| Plan { changes, ..plan.clone() };
+        assert_eq!(tampering(&saved, &plan), Vec::<String>::new());
 
         // The file's `after` edited: not what desired.toml gives.
         let mut edited = saved.clone();
         edited.plan.changes[0].after = Some(object(json!({"policy": {"rules": [2]}})));
         assert_eq!(
-            tampering(&edited, &derived),
+            tampering(&edited, &plan),
             ["the change to ecr_lifecycle_policy.pytorch-cache is not the one desired.toml and the account give now: \
               the plan file was edited"]
         );
@@ -299,13 +320,13 @@ mod tests {
         let mut added = saved.clone();
         added.observed_fingerprints.clear();
         assert_eq!(
-            tampering(&added, &derived),
+            tampering(&added, &plan),
             ["ecr_lifecycle_policy.pytorch-cache has no fingerprint in the plan file: it was edited"]
         );
         // Nothing to change any more (desired.toml now asks for what is there).
-        assert_eq!(tampering(&saved, &[]).len(), 1);
+        assert_eq!(tampering(&saved, &derived(vec![])).len(), 1);
         // Cut down: a change derived again that the file does not hold.
-        let mut more = derived.clone();
+        let mut more = plan.changes.clone();
         let vllm = Change {
             address: Address::new(crate::fake::kinds::ECR_REPOSITORY, "vllm"),
             action: Action::Create,
@@ -315,9 +336,30 @@ mod tests {
         };
         more.push(vllm);
         assert_eq!(
-            tampering(&saved, &more),
+            tampering(&saved, &derived(more)),
             ["ecr_repository.vllm needs a change the plan does not hold: it moved since the plan was made, or the \
               plan file was cut down"]
         );
+    }
+
+    #[test]
+    fn a_takeover_is_saved_read_back_and_held_to_what_is_derived_again() {
+        let mut plan = plan();
+        let address = plan.changes[0].address.clone();
+        plan.takeovers.insert(address.clone(), Takeover::Import);
+        let saved = from_json(&to_json(&plan, "", MadeWith::default())).unwrap();
+        assert_eq!(saved.plan.takeovers, plan.takeovers);
+        assert_eq!(tampering(&saved, &plan), Vec::<String>::new());
+        // A re-mark in the file where an import is derived, or none: edited.
+        let mut remark = saved.clone();
+        remark.plan.takeovers.insert(address.clone(), Takeover::Remark);
+        assert_eq!(tampering(&remark, &plan).len(), 1);
+        let mut none = saved.clone();
+        none.plan.takeovers.clear();
+        assert!(tampering(&none, &plan)[0].starts_with("the resources it takes over"));
+        // An unknown word is no takeover.
+        let mut value = to_json(&plan, "", MadeWith::default());
+        value["resource_changes"][0]["takeover"] = json!("steal");
+        assert!(from_json(&value).unwrap_err().contains("unknown `takeover`"));
     }
 }

@@ -161,10 +161,10 @@ pub fn view(plan: &Plan, inputs: Inputs<'_>) -> Value {
     let mut provider_addresses = Map::new();
     let mut unmapped = BTreeSet::new();
     let adopted: BTreeSet<&Address> = plan
-        .findings
+        .takeovers
         .iter()
-        .filter(|f| f.code == crate::audience::NOT_OURS && f.overridden_by.is_some())
-        .filter_map(|f| f.address.as_ref())
+        .filter(|(_, takeover)| **takeover == crate::plan::Takeover::Import)
+        .map(|(address, _)| address)
         .collect();
 
     let by_address: BTreeMap<&Address, &crate::plan::Change> = plan.changes.iter().map(|c| (&c.address, c)).collect();
@@ -363,7 +363,7 @@ pub fn tags(fields: &Map<String, Value>) -> (Value, Value) {
 mod tests {
     use super::*;
     use crate::json::object;
-    use crate::plan::{Change, Finding, Observed, Severity};
+    use crate::plan::{Change, Observed};
 
     const THING: ResourceKind = crate::fake::kinds::ECR_REPOSITORY;
     const UNMAPPED: ResourceKind = crate::fake::kinds::GITHUB_FORK_PR_APPROVAL;
@@ -534,13 +534,7 @@ mod tests {
         let mut plan = Plan::new("1", "r");
         plan.observed.insert(Address::new(THING, "a"), Observed::Present(object(json!({ "size": 1 }))));
         plan.changes = vec![change("a", Action::Replace, Some(json!({ "size": 1 })), Some(json!({ "size": 2 })))];
-        plan.findings.push(Finding {
-            code: crate::audience::NOT_OURS.to_owned(),
-            severity: Severity::Warning,
-            address: Some(Address::new(THING, "a")),
-            message: String::new(),
-            overridden_by: Some("adopt".to_owned()),
-        });
+        plan.takeovers.insert(Address::new(THING, "a"), crate::plan::Takeover::Import);
         let view = view_of(&plan, &[("a", json!({ "size": 2 }))]);
         // `size` is not among the block's force-new arguments: an update in the provider's terms.
         assert_eq!(view["resource_changes"][0]["change"]["actions"], json!(["update"]));

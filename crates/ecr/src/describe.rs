@@ -118,30 +118,24 @@ fn every_repository(account: &Account) -> Vec<String> {
     vec![reconcile_aws::arn(account, "ecr", "repository/*")]
 }
 
-/// The registry's listing, and each repository reconcile manages: those carrying its tag when
-/// every declared one carries it (so declaring one more, the second use of this tool, changes no
-/// CI policy), else those desired.toml declares, by name. Never another team's repository's
-/// policy, tags, lifecycle or images.
+/// The registry's listing, and each repository this deployment manages: those carrying its mark
+/// (so declaring one more, the second use of this tool, changes no CI policy). Never another
+/// team's repository's policy, tags, lifecycle or images, nor another deployment's.
 fn reads(desired: &Desired, account: &Account) -> Vec<Value> {
     if crate::declared(desired).repositories.is_empty() {
         return Vec::new();
     }
-    let listing = json!({ "Sid": "ListTheRegistry", "Effect": "Allow", "Action": ["ecr:DescribeRepositories"], "Resource": every_repository(account) });
-    let managed = match crate::prune_marker(desired) {
-        Ok((key, value)) => json!({
-            "Sid": "ReadTheRepositoriesTaggedAsReconciles",
+    let (key, value) = desired.mark();
+    vec![
+        json!({ "Sid": "ListTheRegistry", "Effect": "Allow", "Action": ["ecr:DescribeRepositories"], "Resource": every_repository(account) }),
+        json!({
+            "Sid": "ReadTheRepositoriesMarkedAsReconciles",
             "Effect": "Allow",
             "Action": READS,
             "Resource": every_repository(account),
             "Condition": { "StringEquals": { format!("aws:ResourceTag/{key}"): value } },
         }),
-        Err(_) => {
-            let arn = |name: &str| reconcile_aws::arn(account, "ecr", &format!("repository/{name}"));
-            let declared: Vec<String> = crate::declared(desired).repositories.iter().map(|r| arn(&r.name)).collect();
-            json!({ "Sid": "ReadTheDeclaredRepositories", "Effect": "Allow", "Action": READS, "Resource": declared })
-        }
-    };
-    vec![listing, managed]
+    ]
 }
 
 /// Every repository of the registry, not only reconcile's: the drift check looks for undeclared
@@ -155,7 +149,9 @@ fn survey_reads(desired: &Desired, account: &Account) -> Vec<Value> {
     ]
 }
 
-/// A destroy's: the declared repositories and their lifecycle policies deleted.
+/// A destroy's (the declared repositories and their lifecycle policies deleted) and an import's
+/// (a declared repository someone else made, marked as this deployment's, after which the
+/// writes granted by the mark reach it).
 fn administers(desired: &Desired, account: &Account) -> Vec<Value> {
     let arn = |name: &str| reconcile_aws::arn(account, "ecr", &format!("repository/{name}"));
     let repositories: Vec<String> = crate::declared(desired).repositories.iter().map(|r| arn(&r.name)).collect();
@@ -163,73 +159,65 @@ fn administers(desired: &Desired, account: &Account) -> Vec<Value> {
         return Vec::new();
     }
     vec![json!({
-        "Sid": "DestroyTheDeclaredRepositories",
+        "Sid": "DestroyOrImportTheDeclaredRepositories",
         "Effect": "Allow",
-        "Action": ["ecr:DeleteLifecyclePolicy", "ecr:DeleteRepository"],
+        "Action": ["ecr:DeleteLifecyclePolicy", "ecr:DeleteRepository", "ecr:TagResource"],
         "Resource": repositories,
     })]
 }
 
+/// Every repository is granted by this deployment's mark, not by name, so declaring one more
+/// (the second use of this tool, after a bake target is added) changes no CI policy, and the
+/// apply role applies it. Only a repository made with the mark may be made; only one carrying it
+/// changed, tagged (keeping the mark: no other is taken over by tagging it, which is an
+/// administrator's import) or, with `--prune`, deleted; and its mark is never taken off.
 fn writes(desired: &Desired, account: &Account) -> Vec<Value> {
-    match crate::prune_marker(desired) {
-        // Every declared repository carries reconcile's tag: the repositories are granted by it,
-        // not by name, so declaring one more (the second use of this tool, after a bake target
-        // is added) changes no CI policy, and the apply role applies it. Only a repository made
-        // with the tag may be made, only one carrying it changed, tagged (so no other is taken
-        // over by tagging it) or, with `--prune`, deleted.
-        Ok((key, value)) => {
-            let tagged = json!({ "StringEquals": { format!("aws:ResourceTag/{key}"): value } });
-            let created = json!({ "StringEquals": { format!("aws:RequestTag/{key}"): value } });
-            let mut writes: Vec<&str> = WRITES.iter().copied().filter(|a| *a != "ecr:CreateRepository").collect();
-            writes.extend(["ecr:TagResource", "ecr:DeleteRepository"]);
-            vec![
-                json!({
-                    "Sid": "TheRepositoriesReconcileManages",
-                    "Effect": "Allow",
-                    "Action": writes,
-                    "Resource": every_repository(account),
-                    "Condition": tagged,
-                }),
-                json!({
-                    "Sid": "MakeRepositoriesTaggedAsReconciles",
-                    "Effect": "Allow",
-                    "Action": ["ecr:CreateRepository", "ecr:TagResource"],
-                    "Resource": every_repository(account),
-                    "Condition": created,
-                }),
-            ]
-        }
-        // Without one tag on every repository, nothing tells them apart from a repository made
-        // by hand: they are granted by name (and nothing is pruned).
-        Err(_) => {
-            let arn = |name: &str| reconcile_aws::arn(account, "ecr", &format!("repository/{name}"));
-            let mut statements = Vec::new();
-            let repositories: Vec<String> =
-                crate::declared(desired).repositories.iter().map(|r| arn(&r.name)).collect();
-            if !repositories.is_empty() {
-                statements.push(
-                    json!({ "Sid": "TheDeclaredRepositories", "Effect": "Allow", "Action": WRITES, "Resource": repositories }),
-                );
-            }
-            // Tags are only ever set where desired.toml declares some (a create sends them too,
-            // which needs the same permission); undeclared ones are removed anywhere.
-            let tagged: Vec<String> = crate::declared(desired)
-                .repositories
-                .iter()
-                .filter(|r| !r.tags.is_empty())
-                .map(|r| arn(&r.name))
-                .collect();
-            if !tagged.is_empty() {
-                statements.push(json!({
-                    "Sid": "TheDeclaredRepositoriesTags",
-                    "Effect": "Allow",
-                    "Action": ["ecr:TagResource"],
-                    "Resource": tagged,
-                }));
-            }
-            statements
-        }
+    if crate::declared(desired).repositories.is_empty() {
+        return Vec::new();
     }
+    let (key, value) = desired.mark();
+    let marked = json!({ "StringEquals": { format!("aws:ResourceTag/{key}"): value } });
+    let mut writes: Vec<&str> =
+        WRITES.iter().copied().filter(|a| *a != "ecr:CreateRepository" && *a != "ecr:UntagResource").collect();
+    writes.push("ecr:DeleteRepository");
+    vec![
+        json!({
+            "Sid": "TheRepositoriesReconcileManages",
+            "Effect": "Allow",
+            "Action": writes,
+            "Resource": every_repository(account),
+            "Condition": marked,
+        }),
+        json!({
+            "Sid": "TagTheRepositoriesReconcileManagesKeepingTheMark",
+            "Effect": "Allow",
+            "Action": ["ecr:TagResource"],
+            "Resource": every_repository(account),
+            "Condition": {
+                "StringEquals": { format!("aws:ResourceTag/{key}"): value },
+                "StringEqualsIfExists": { format!("aws:RequestTag/{key}"): value },
+            },
+        }),
+        json!({
+            "Sid": "UntagTheRepositoriesReconcileManagesButNotTheMark",
+            "Effect": "Allow",
+            "Action": ["ecr:UntagResource"],
+            "Resource": every_repository(account),
+            "Condition": {
+                "StringEquals": { format!("aws:ResourceTag/{key}"): value },
+                "ForAllValues:StringNotEquals": { "aws:TagKeys": [key] },
+            },
+        }),
+        // Tags sent with a create are authorized on `ecr:CreateRepository` itself, with the
+        // request's tags: never `ecr:TagResource` on the mark, which would take any repository.
+        json!({
+            "Sid": "MakeRepositoriesMarkedAsReconciles",
+            "Effect": "Allow",
+            "Action": ["ecr:CreateRepository"],
+            "Resource": every_repository(account),
+            "Condition": { "StringEquals": { format!("aws:RequestTag/{key}"): value } },
+        }),
+    ]
 }
 
 #[cfg(test)]

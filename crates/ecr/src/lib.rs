@@ -1,11 +1,11 @@
 //! The ECR reconciler: `ecr_repository.<name>` (tag mutability, scan on push, tags) and
 //! `ecr_lifecycle_policy.<name>` (the policy document, compared semantically).
 //!
-//! It creates missing repositories, corrects their settings and tags, and puts lifecycle
-//! policies. It deletes a repository only when pruning ([`Prune`], `--prune`), and then only one
-//! desired.toml does not declare that carries reconcile's `managed-by` tag, or when destroying
-//! ([`Destroy`]: a declared one, counting its images first); its images go with it only with
-//! `--force-delete-images`.
+//! It creates missing repositories (marked as this deployment's in the same call), corrects their
+//! settings and tags, and puts lifecycle policies. It deletes a repository only when pruning
+//! ([`Prune`], `--prune`), and then only one desired.toml does not declare that carries this
+//! deployment's mark, or when destroying ([`Destroy`]: a declared one, counting its images
+//! first); its images go with it only with `--force-delete-images`.
 //!
 //! Every plan reads the lifecycle policy of every repository in the account, declared or not,
 //! and reports any that can expire tagged images (D103); for every policy it creates or
@@ -36,7 +36,7 @@ pub use describe::{DESCRIPTION, ecr_reconciler, reconciler};
 pub use lifecycle::{canonical_policy, canonical_policy_text};
 pub use section::{
     AGE_BASED_UNTAGGED_EXPIRY, ALLOW_TAGGED_EXPIRY, CLAIM, Ecr, EcrRepository, EncryptionType, FEW_UNTAGGED_KEPT,
-    LifecyclePolicy, TAGGED_EXPIRY, TagMutability, UNTAGGED_NEVER_EXPIRE, declared, prune_marker,
+    LifecyclePolicy, TAGGED_EXPIRY, TagMutability, UNTAGGED_NEVER_EXPIRE, declared,
 };
 pub use spec::desired;
 use spec::{LifecyclePolicySpec, RepositorySpec, RepositoryState};
@@ -52,8 +52,8 @@ pub const FOREIGN_REPOSITORY_ACCESS: &str = "S102";
 /// Finding code: a live lifecycle policy, on any repository of the account, can expire tagged
 /// images (the old 14-day `tagStatus any` rule expired the live nightly tag). Stable.
 pub const LIVE_TAGGED_EXPIRY: &str = "D103";
-/// Finding code: `--prune` leaves an undeclared repository alone because it does not carry
-/// reconcile's `managed-by` tag. Stable; never reused.
+/// Finding code: `--prune` leaves an undeclared repository alone because it does not carry this
+/// deployment's mark. Stable; never reused.
 pub const NOT_PRUNED: &str = "D104";
 /// Finding code: a lifecycle policy the plan puts expires tagged images when it first runs.
 /// An error about desired.toml unless the repository allows it. Stable; never reused.
@@ -101,7 +101,8 @@ pub struct EcrReconciler {
     price_per_gb_month: f64,
 }
 
-/// What `--prune` asks of the reconciler: its marker is [`prune_marker`].
+/// What `--prune` asks of the reconciler: its marker is the deployment's mark
+/// ([`reconcile_core::Desired::mark`]).
 pub use reconcile_core::Prune;
 
 impl EcrReconciler {
@@ -485,8 +486,9 @@ impl EcrReconciler {
                     severity: Severity::Warning,
                     address: Some(address),
                     message: format!(
-                        "repository `{name}` is not in desired.toml, but --prune leaves it: it is not tagged \
-                         `{key} = {value}`, so reconcile did not make it; declare it, or delete it by hand"
+                        "repository `{name}` is not in desired.toml, but --prune leaves it: it does not carry this \
+                         deployment's mark `{key} = {value}`, so this deployment did not make it; declare it, or \
+                         delete it by hand"
                     ),
                     overridden_by: None,
                 })),
@@ -637,9 +639,14 @@ impl EcrReconciler {
             .await;
         match response {
             Ok(_) => Ok(Applied::Done),
-            // Made since the plan was read (a nightly's --ensure-ecr, say): converge it instead.
+            // Made since the plan was read: by the nightly's `--ensure-ecr`, or by this
+            // deployment's apply killed after its create, as this deployment's (converged), or by
+            // someone else (refused: taking it over is an import's, reviewed).
             Err(error) if has_code(&error, &["RepositoryAlreadyExistsException"]) => {
                 let current_tags = self.tags(address, &self.repository_arn(&address.name)).await?;
+                if !reconcile_core::ownership::made_by_this_deployment(&current_tags, &after.tags) {
+                    return Err(reconcile_core::ownership::made_meanwhile(address, "create repository", &address.name));
+                }
                 self.converge_repository(change, None, &current_tags).await?;
                 Ok(Applied::Adopted)
             }
@@ -658,6 +665,22 @@ impl EcrReconciler {
         let address = &change.address;
         let after: RepositorySpec = reconcile_core::spec::after(change)?;
         let name = &address.name;
+        let arn = self.repository_arn(name);
+        // The mark first, alone: what apply writes next is granted by it (an import's writes
+        // are the apply role's once the repository is ours), and a build running meanwhile
+        // reaches the repository through it.
+        if let Some(mark) = after.tags.get(reconcile_core::ownership::MARK_KEY)
+            && current_tags.get(reconcile_core::ownership::MARK_KEY) != Some(mark)
+        {
+            let tag = ecr::types::Tag::builder().key(reconcile_core::ownership::MARK_KEY).value(mark).build();
+            self.client
+                .tag_resource()
+                .resource_arn(&arn)
+                .tags(tag.map_err(ReconcileError::of(address, "build the mark"))?)
+                .send()
+                .await
+                .map_err(failed(Some(address), "mark the repository as this deployment's"))?;
+        }
         if before.is_none_or(|b| b.image_tag_mutability != after.image_tag_mutability) {
             self.client
                 .put_image_tag_mutability()
@@ -696,8 +719,10 @@ impl EcrReconciler {
                 }
             }
         }
-        let arn = self.repository_arn(name);
-        let (remove, set) = tag_changes(current_tags, &after.tags);
+        let mut current_tags = current_tags.clone();
+        current_tags
+            .extend(after.tags.get_key_value(reconcile_core::ownership::MARK_KEY).map(|(k, v)| (k.clone(), v.clone())));
+        let (remove, set) = tag_changes(&current_tags, &after.tags);
         if !remove.is_empty() {
             self.client
                 .untag_resource()
@@ -1091,5 +1116,61 @@ mod tests {
             "ecr_lifecycle_policy.pytorch: failed to read the change's desired fields: missing field `policy`"
         );
         assert_eq!((create.num_calls(), put.num_calls()), (0, 0));
+    }
+    #[tokio::test]
+    async fn a_repository_made_meanwhile_is_converged_only_when_it_carries_this_deployments_mark() {
+        use aws_sdk_ecr::operation::create_repository::CreateRepositoryError;
+        use aws_sdk_ecr::types::error::RepositoryAlreadyExistsException;
+        for (mark, converged) in [(Some("rocm-bake"), true), (Some("team-x"), false), (None, false)] {
+            let create = mock!(ecr::Client::create_repository).then_error(|| {
+                CreateRepositoryError::RepositoryAlreadyExistsException(
+                    RepositoryAlreadyExistsException::builder().meta(code("RepositoryAlreadyExistsException")).build(),
+                )
+            });
+            let tags = mock!(ecr::Client::list_tags_for_resource).then_output(move || {
+                let tag = mark.map(|value| {
+                    ecr::types::Tag::builder().key(reconcile_core::ownership::MARK_KEY).value(value).build().unwrap()
+                });
+                ListTagsForResourceOutput::builder().set_tags(Some(tag.into_iter().collect())).build()
+            });
+            let mutability = mock!(ecr::Client::put_image_tag_mutability).then_output(|| {
+                ecr::operation::put_image_tag_mutability::PutImageTagMutabilityOutput::builder().build()
+            });
+            let scanning = mock!(ecr::Client::put_image_scanning_configuration).then_output(|| {
+                ecr::operation::put_image_scanning_configuration::PutImageScanningConfigurationOutput::builder().build()
+            });
+            let no_policy = mock!(ecr::Client::delete_repository_policy).then_error(|| {
+                aws_sdk_ecr::operation::delete_repository_policy::DeleteRepositoryPolicyError::RepositoryPolicyNotFoundException(
+                    aws_sdk_ecr::types::error::RepositoryPolicyNotFoundException::builder()
+                        .meta(code("RepositoryPolicyNotFoundException"))
+                        .build(),
+                )
+            });
+            let tag = mock!(ecr::Client::tag_resource)
+                .then_output(|| ecr::operation::tag_resource::TagResourceOutput::builder().build());
+            let reconciler = reconciler(&[&create, &tags, &mutability, &scanning, &no_policy, &tag]);
+            let change = Change {
+                address: Address::new(crate::REPOSITORY, "pytorch"),
+                action: Action::Create,
+                before: None,
+                after: Some(object(json!({
+                    "image_tag_mutability": "MUTABLE",
+                    "scan_on_push": false,
+                    "encryption_type": "AES256",
+                    "tags": { reconcile_core::ownership::MARK_KEY: "rocm-bake", "project": "rocm-bake" },
+                    "repository_policy": null,
+                }))),
+                depends_on: vec![],
+            };
+            let applied = reconciler.apply(&change, &Silent).await;
+            if converged {
+                assert_eq!(applied.unwrap(), Applied::Adopted);
+                assert_eq!((mutability.num_calls(), tag.num_calls()), (1, 1), "the project tag set");
+            } else {
+                let error = applied.unwrap_err();
+                assert!(error.to_string().contains("without this deployment's mark"), "{error}");
+                assert_eq!((mutability.num_calls(), scanning.num_calls(), tag.num_calls()), (0, 0, 0), "{mark:?}");
+            }
+        }
     }
 }

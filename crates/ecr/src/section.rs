@@ -647,22 +647,6 @@ fn check_repository_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The tag that marks a repository as reconcile's, for `--prune`: the `managed-by` tag, with the
-/// value desired.toml gives every repository it declares. Without one, nothing can be told apart
-/// from a repository made by hand, so pruning is refused.
-pub fn prune_marker(desired: &Desired) -> Result<(String, String), String> {
-    const KEY: &str = "managed-by";
-    let values: std::collections::BTreeSet<Option<&String>> =
-        declared(desired).repositories.iter().map(|r| r.tags.get(KEY)).collect();
-    match values.into_iter().collect::<Vec<_>>().as_slice() {
-        [Some(value)] => Ok((KEY.to_owned(), (*value).clone())),
-        _ => Err(format!(
-            "--prune deletes only repositories tagged `{KEY}` with the value desired.toml gives every repository it \
-             declares, and desired.toml gives them no single such value; set it in `[ecr.defaults.tags]`"
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     //! The `[ecr]` section: what it fills in, what it refuses (as ECR would, before ECR sees it)
@@ -748,27 +732,6 @@ rules = [
                 "`ecr.defaults.kms_key`: `alias/k` is not a KMS key's ARN (ECR answers with the ARN, so only it compares)"
             ]
         );
-    }
-
-    #[test]
-    fn pruning_needs_one_managed_by_value_on_every_declared_repository() {
-        let marker = |defaults: &str, repositories: &str| {
-            prune_marker(
-                &parse(&file(&[KEEP_3], &format!("lifecycle_policy = \"p\"\n{defaults}"), repositories)).unwrap(),
-            )
-        };
-        assert_eq!(
-            marker("tags = { managed-by = \"reconcile\" }", "ra = {}\nrb = { tags = { kind = \"cache\" } }"),
-            Ok(("managed-by".to_owned(), "reconcile".to_owned()))
-        );
-        for (defaults, repositories) in [
-            ("", "ra = {}"),
-            ("tags = { managed-by = \"reconcile\" }", "ra = {}\nrb = { tags = { managed-by = \"team\" } }"),
-            ("", "ra = { tags = { managed-by = \"reconcile\" } }\nrb = {}"),
-        ] {
-            let refused = marker(defaults, repositories).expect_err(repositories);
-            assert!(refused.contains("set it in `[ecr.defaults.tags]`"), "{refused}");
-        }
     }
 
     #[test]

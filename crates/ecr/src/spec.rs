@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use reconcile_core::desired::Desired;
-use reconcile_core::plan::DesiredResource;
+use reconcile_core::plan::{DesiredResource, MarkOrder};
 use reconcile_core::spec::attributes;
 use reconcile_core::{Account, Address, ReconcileError};
 use serde::{Deserialize, Serialize};
@@ -58,12 +58,14 @@ pub fn desired(desired: &Desired, _account: &Account) -> Result<Vec<DesiredResou
             scan_on_push: repository.scan_on_push,
             encryption_type: repository.encryption_type.as_str().to_owned(),
             kms_key: repository.kms_key.clone(),
-            tags: repository.tags.clone(),
+            tags: desired.marked(&repository.tags),
             repository_policy: None,
         };
         resources.push(
             DesiredResource::new(repository_address.clone(), &repository.name, attributes(&spec))
-                .adopted(repository.adopt),
+                .adopted(repository.adopt)
+                // The builds reach it through its mark: marked before a grant by the mark changes.
+                .ordered_by_mark(MarkOrder::Reached),
         );
         let policy = LifecyclePolicySpec { policy: canonical_policy(&repository.lifecycle_policy.document) };
         let policy_address = Address::new(crate::LIFECYCLE_POLICY, &repository.name);

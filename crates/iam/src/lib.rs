@@ -544,12 +544,33 @@ impl IamReconciler {
             .await;
         match response {
             Ok(_) => Ok(Applied::Done),
-            // Made since the plan was read: converge it instead.
+            // Made since the plan was read: converged if this deployment made it (an apply
+            // killed after its create), refused otherwise.
             Err(error) if has_code(&error, &["EntityAlreadyExists"]) => {
-                self.converge_boundary(change, None).await?;
+                let live = self.live_boundary(address, &policy_arn(&self.account, &after.name)).await?;
+                if !reconcile_core::ownership::made_by_this_deployment(&live.tags, &after.tags) {
+                    return Err(reconcile_core::ownership::made_meanwhile(
+                        address,
+                        "create the permissions boundary",
+                        &after.name,
+                    ));
+                }
+                self.converge_boundary(change, Some(&live)).await?;
                 Ok(Applied::Adopted)
             }
             Err(error) => Err(failed(Some(address), "create the permissions boundary")(error)),
+        }
+    }
+
+    /// The boundary `arn` as it is now.
+    async fn live_boundary(&self, address: &Address, arn: &str) -> Result<BoundarySpec, ReconcileError> {
+        let desired = DesiredResource::new(address.clone(), arn, serde_json::Map::new());
+        match self.observe_boundary(&desired).await?.1 {
+            Observed::Present(fields) => serde_json::from_value(Value::Object(fields))
+                .map_err(|e| ReconcileError::new(Some(address), "read the permissions boundary", e.to_string())),
+            Observed::Absent => {
+                Err(ReconcileError::new(Some(address), "update the permissions boundary", "it is gone"))
+            }
         }
     }
 
@@ -561,21 +582,7 @@ impl IamReconciler {
         let arn = policy_arn(&self.account, &after.name);
         let before = match before {
             Some(before) => before.clone(),
-            None => {
-                let desired = DesiredResource::new(address.clone(), &arn, serde_json::Map::new());
-                match self.observe_boundary(&desired).await?.1 {
-                    Observed::Present(fields) => serde_json::from_value(Value::Object(fields)).map_err(|e| {
-                        ReconcileError::new(Some(address), "read the permissions boundary", e.to_string())
-                    })?,
-                    Observed::Absent => {
-                        return Err(ReconcileError::new(
-                            Some(address),
-                            "update the permissions boundary",
-                            "it is gone",
-                        ));
-                    }
-                }
-            }
+            None => self.live_boundary(address, &arn).await?,
         };
         if before.document != after.document {
             let versions = self
@@ -643,12 +650,31 @@ impl IamReconciler {
             .await;
         match response {
             Ok(_) => Ok(Applied::Done),
-            // Made since the plan was read: converge it instead.
+            // Made since the plan was read: converged if this deployment made it, refused
+            // otherwise.
             Err(error) if has_code(&error, &["EntityAlreadyExists"]) => {
-                self.converge_provider(change, None).await?;
+                let live = self.live_provider(address).await?;
+                if !reconcile_core::ownership::made_by_this_deployment(&live.tags, &after.tags) {
+                    return Err(reconcile_core::ownership::made_meanwhile(
+                        address,
+                        "create the identity provider",
+                        &after.url,
+                    ));
+                }
+                self.converge_provider(change, Some(&live)).await?;
                 Ok(Applied::Adopted)
             }
             Err(error) => Err(failed(Some(address), "create the identity provider")(error)),
+        }
+    }
+
+    /// The identity provider as it is now.
+    async fn live_provider(&self, address: &Address) -> Result<ProviderSpec, ReconcileError> {
+        let desired = DesiredResource::new(address.clone(), provider_arn(&self.account), serde_json::Map::new());
+        match self.observe_provider(&desired).await?.remove(address) {
+            Some(Observed::Present(fields)) => serde_json::from_value(Value::Object(fields))
+                .map_err(|e| ReconcileError::new(Some(address), "read the identity provider", e.to_string())),
+            _ => Err(ReconcileError::new(Some(address), "update the identity provider", "it is gone")),
         }
     }
 
@@ -660,14 +686,7 @@ impl IamReconciler {
         let arn = provider_arn(&self.account);
         let before = match before {
             Some(before) => before.clone(),
-            None => {
-                let desired = DesiredResource::new(address.clone(), &arn, serde_json::Map::new());
-                match self.observe_provider(&desired).await?.remove(address) {
-                    Some(Observed::Present(fields)) => serde_json::from_value(Value::Object(fields))
-                        .map_err(|e| ReconcileError::new(Some(address), "read the identity provider", e.to_string()))?,
-                    _ => return Err(ReconcileError::new(Some(address), "update the identity provider", "it is gone")),
-                }
-            }
+            None => self.live_provider(address).await?,
         };
         for client_id in after.client_ids.iter().filter(|id| !before.client_ids.contains(id)) {
             self.client
@@ -787,7 +806,8 @@ impl IamReconciler {
             .await;
         match response {
             Ok(_) => Ok(Applied::Done),
-            // Made since the plan was read: converge it instead.
+            // Made since the plan was read: converged if this deployment made it (an apply
+            // killed after its create), refused otherwise.
             Err(error) if has_code(&error, &["EntityAlreadyExists"]) => {
                 let live = self
                     .client
@@ -797,7 +817,11 @@ impl IamReconciler {
                     .await
                     .map_err(failed(Some(address), "read role"))?;
                 let current_tags = live.role().map(|r| visible_tags(r.tags().iter().map(|t| (t.key(), t.value()))));
-                self.converge_role(change, None, &current_tags.unwrap_or_default()).await?;
+                let current_tags = current_tags.unwrap_or_default();
+                if !reconcile_core::ownership::made_by_this_deployment(&current_tags, &after.tags) {
+                    return Err(reconcile_core::ownership::made_meanwhile(address, "create role", &after.name));
+                }
+                self.converge_role(change, None, &current_tags).await?;
                 Ok(Applied::Adopted)
             }
             Err(error) => Err(failed(Some(address), "create role")(error)),

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use reconcile_core::describe::Catalog;
 use reconcile_core::desired::Desired;
-use reconcile_core::plan::DesiredResource;
+use reconcile_core::plan::{DesiredResource, MarkOrder};
 use reconcile_core::spec::attributes;
 use reconcile_core::{Account, Address, ReconcileError};
 use serde::{Deserialize, Serialize};
@@ -111,22 +111,28 @@ pub fn desired(
         let spec = BoundarySpec {
             name: boundary_name(role),
             document: canonical(&boundary, &account.partition),
-            tags: role.tags.clone(),
+            tags: desired.marked(&role.tags),
         };
-        resources
-            .push(DesiredResource::new(boundary_address.clone(), &boundary_arn, attributes(&spec)).adopted(role.adopt));
+        // The boundary, the role that carries it and its inline policy grant the builds what
+        // carries the mark: changed only once every repository the plan marks is marked.
+        resources.push(
+            DesiredResource::new(boundary_address.clone(), &boundary_arn, attributes(&spec))
+                .adopted(role.adopt)
+                .ordered_by_mark(MarkOrder::Grants),
+        );
         let spec = RoleSpec {
             name: role.name.clone(),
             assume_role_policy: canonical(&trust_policy(&role.trusted_services), &account.partition),
             description: role.description.clone(),
             max_session_duration,
-            tags: role.tags.clone(),
+            tags: desired.marked(&role.tags),
             permissions_boundary: Some(boundary_arn),
         };
         resources.push(
             DesiredResource::new(role_address.clone(), &role.name, attributes(&spec))
                 .depending_on([boundary_address])
-                .adopted(role.adopt),
+                .adopted(role.adopt)
+                .ordered_by_mark(MarkOrder::Grants),
         );
         let policy_address = Address::new(crate::ROLE_POLICY, &role.key);
         let document = inline_policy(desired, catalog, role, account)
@@ -136,14 +142,18 @@ pub fn desired(
             policy_name: role.policy_name.clone(),
             document: canonical(&document, &account.partition),
         };
-        resources.push(DesiredResource::new(policy_address, &role.name, attributes(&spec)).under(&role_address));
+        resources.push(
+            DesiredResource::new(policy_address, &role.name, attributes(&spec))
+                .under(&role_address)
+                .ordered_by_mark(MarkOrder::Grants),
+        );
     }
     if let Some(declared) = crate::declared_ci(desired) {
         let provider_address = Address::new(crate::OIDC_PROVIDER, PROVIDER_KEY);
         let provider = ProviderSpec {
             url: crate::ci_section::GITHUB_OIDC_HOST.to_owned(),
             client_ids: vec![crate::ci_section::GITHUB_OIDC_AUDIENCE.to_owned()],
-            tags: declared.tags.clone(),
+            tags: desired.marked(&declared.tags),
         };
         resources.push(DesiredResource::new(
             provider_address.clone(),
@@ -161,7 +171,7 @@ pub fn desired(
                 assume_role_policy: canonical(&ci::trust_policy(role, account), &account.partition),
                 description: format!("reconcile's {key} role, assumed by {} only", role.subject),
                 max_session_duration,
-                tags: declared.tags.clone(),
+                tags: desired.marked(&declared.tags),
                 permissions_boundary: None,
             };
             resources.push(
@@ -183,7 +193,11 @@ pub fn desired(
                 document: canonical(&document, &account.partition),
             };
             let policy_address = Address::new(crate::CI_ROLE_POLICY, key);
-            resources.push(DesiredResource::new(policy_address, &role.name, attributes(&spec)).under(&role_address));
+            resources.push(
+                DesiredResource::new(policy_address, &role.name, attributes(&spec))
+                    .under(&role_address)
+                    .ordered_by_mark(MarkOrder::Grants),
+            );
         }
     }
     Ok(resources)

@@ -177,6 +177,7 @@ fn administers(desired: &Desired, account: &Account) -> Vec<Value> {
             "TheBucketsExpiryAclAndDestroy",
             &[
                 "s3:CreateBucket",
+                "s3:TagResource",
                 "s3:PutLifecycleConfiguration",
                 "s3:PutBucketAcl",
                 "s3:ListBucketVersions",
@@ -201,7 +202,9 @@ fn writes(desired: &Desired, account: &Account) -> Vec<Value> {
         .map(|b| bucket_arn(account, b))
         .collect();
     if !unexpiring.is_empty() {
-        statements.push(statement("MakeTheBucketsWithoutAnExpiry", &["s3:CreateBucket"], unexpiring));
+        // A bucket is made with its tags (the mark among them), which S3 authorizes as
+        // `s3:TagResource` besides.
+        statements.push(statement("MakeTheBucketsWithoutAnExpiry", &["s3:CreateBucket", "s3:TagResource"], unexpiring));
     }
     if let Some(bucket) = declared(desired).lock_bucket() {
         let lock = format!("{}/{APPLY_LOCK_KEY}", bucket_arn(account, bucket));

@@ -1,9 +1,12 @@
 //! The S3 reconciler: `s3_bucket.<key>` (name, Block Public Access, default encryption, tags)
 //! and `s3_bucket_lifecycle.<key>` (the lifecycle rules, compared as a set).
 //!
-//! Buckets that exist are adopted as they are: creation first asks `HeadBucket`, because in
-//! us-east-1 a second `CreateBucket` succeeds silently (and resets the bucket's ACLs). A bucket
-//! is never deleted.
+//! A bucket is made with its tags, this deployment's mark among them, in the one `CreateBucket`
+//! (`CreateBucketConfiguration.Tags`), so an apply killed right after leaves a bucket that is
+//! recognisably its own. Creation first asks `HeadBucket`, because in us-east-1 a second
+//! `CreateBucket` succeeds silently (and resets the bucket's ACLs): one found made since the plan
+//! was read is converged when it carries this deployment's mark, and refused otherwise. A bucket
+//! is deleted only by `destroy`.
 
 mod describe;
 mod lifecycle;
@@ -400,23 +403,31 @@ impl S3Reconciler {
         let address = &change.address;
         let after = bucket_spec(change)?;
         let name = after.name.as_str();
-        // Made since the plan was read: adopt it, never "create" it again (see the module doc).
+        // Made since the plan was read: converged if it is this deployment's, never "created"
+        // again (see the module doc).
         if let Head::Ours = self.head(address, name).await? {
+            self.made_by_this_deployment(address, name, &after).await?;
             self.converge_bucket(change, None, Made::ByOthers).await?;
             return Ok(Applied::Adopted);
         }
-        let mut request = self.client.create_bucket().bucket(name);
+        let tags = after
+            .tags
+            .iter()
+            .map(|(k, v)| s3::types::Tag::builder().key(k).value(v).build())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(ReconcileError::of(address, "build bucket tags"))?;
+        let mut configuration = s3::types::CreateBucketConfiguration::builder().set_tags(Some(tags));
         // us-east-1 refuses an explicit LocationConstraint; every other region requires one.
         if self.account.region != "us-east-1" {
-            request = request.create_bucket_configuration(
-                s3::types::CreateBucketConfiguration::builder()
-                    .location_constraint(self.account.region.as_str().into())
-                    .build(),
-            );
+            configuration = configuration.location_constraint(self.account.region.as_str().into());
         }
+        let request = self.client.create_bucket().bucket(name).create_bucket_configuration(configuration.build());
         let applied = match request.send().await {
             Ok(_) => Applied::Done,
-            Err(error) if has_code(&error, &["BucketAlreadyOwnedByYou"]) => Applied::Adopted,
+            Err(error) if has_code(&error, &["BucketAlreadyOwnedByYou"]) => {
+                self.made_by_this_deployment(address, name, &after).await?;
+                Applied::Adopted
+            }
             Err(error) if has_code(&error, &["BucketAlreadyExists"]) => {
                 return Err(ReconcileError::new(
                     Some(address),
@@ -429,6 +440,26 @@ impl S3Reconciler {
         let made = if applied == Applied::Done { Made::Now } else { Made::ByOthers };
         self.converge_bucket(change, None, made).await?;
         Ok(applied)
+    }
+
+    /// Refuses a bucket found made since the plan was read that does not carry this deployment's
+    /// mark: converging it would take it over unreviewed.
+    async fn made_by_this_deployment(
+        &self,
+        address: &Address,
+        name: &str,
+        after: &BucketSpec,
+    ) -> Result<(), ReconcileError> {
+        let tagging = self.client.get_bucket_tagging().bucket(name).send().await;
+        let live = absent_if(tagging, &["NoSuchTagSet"])
+            .map_err(failed(Some(address), "read bucket tags"))?
+            .map(|output| visible_tags(output.tag_set().iter().map(|t| (t.key(), t.value()))))
+            .unwrap_or_default();
+        if reconcile_core::ownership::made_by_this_deployment(&live, &after.tags) {
+            Ok(())
+        } else {
+            Err(reconcile_core::ownership::made_meanwhile(address, "create bucket", name))
+        }
     }
 
     /// Makes the bucket's settings and tags match the change, touching only what differs from
@@ -578,7 +609,8 @@ impl S3Reconciler {
                 .await
                 .map_err(failed(Some(address), "set default encryption"))?;
         }
-        if before.is_none_or(|b| b.tags != after.tags) {
+        // A bucket made now has the tags it was made with.
+        if made == Made::ByOthers && before.is_none_or(|b| b.tags != after.tags) {
             // S3 tagging replaces the whole set.
             if after.tags.is_empty() {
                 self.client
@@ -826,7 +858,7 @@ mod tests {
                 "name": "rocm-bake-sccache-123456789012",
                 "block_public_access": BlockPublicAccess::all(true),
                 "encryption": SSE_S3,
-                "tags": {},
+                "tags": { reconcile_core::ownership::MARK_KEY: "rocm-bake" },
                 "policy": null,
                 "object_ownership": OWNER_ENFORCED,
                 "acl_grants": [],
@@ -877,9 +909,22 @@ mod tests {
                 .then_output(|| s3::operation::put_public_access_block::PutPublicAccessBlockOutput::builder().build()),
             mock!(s3::Client::put_bucket_encryption)
                 .then_output(|| s3::operation::put_bucket_encryption::PutBucketEncryptionOutput::builder().build()),
-            mock!(s3::Client::delete_bucket_tagging)
-                .then_output(|| s3::operation::delete_bucket_tagging::DeleteBucketTaggingOutput::builder().build()),
+            mock!(s3::Client::put_bucket_tagging)
+                .then_output(|| s3::operation::put_bucket_tagging::PutBucketTaggingOutput::builder().build()),
         ]
+    }
+
+    /// A bucket's tags as `GetBucketTagging` answers, the mark of `deployment` among them.
+    fn tagged(deployment: Option<&'static str>) -> Rule {
+        mock!(s3::Client::get_bucket_tagging).then_output(move || {
+            let tags = deployment.map(|value| {
+                s3::types::Tag::builder().key(reconcile_core::ownership::MARK_KEY).value(value).build().unwrap()
+            });
+            s3::operation::get_bucket_tagging::GetBucketTaggingOutput::builder()
+                .set_tag_set(Some(tags.into_iter().collect()))
+                .build()
+                .unwrap()
+        })
     }
 
     fn missing() -> Rule {
@@ -925,18 +970,22 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn outside_us_east_1_the_bucket_is_created_with_its_location_constraint() {
+    async fn outside_us_east_1_the_bucket_is_created_with_its_location_constraint_and_its_mark() {
         let head = missing();
         let create = mock!(s3::Client::create_bucket)
             .match_requests(|request| {
-                request.create_bucket_configuration().and_then(|c| c.location_constraint()).map(|l| l.as_str())
-                    == Some("eu-west-1")
+                let configuration = request.create_bucket_configuration();
+                let marked = configuration.is_some_and(|c| {
+                    c.tags().iter().any(|t| t.key() == reconcile_core::ownership::MARK_KEY && t.value() == "rocm-bake")
+                });
+                configuration.and_then(|c| c.location_constraint()).map(|l| l.as_str()) == Some("eu-west-1") && marked
             })
             .then_output(|| s3::operation::create_bucket::CreateBucketOutput::builder().build());
-        let [block, encryption, untag] = settings_writes();
-        reconciler(&[&head, &create, &block, &encryption, &untag]).apply(&create_change(), &Silent).await.unwrap();
+        let [block, encryption, tagging] = settings_writes();
+        reconciler(&[&head, &create, &block, &encryption, &tagging]).apply(&create_change(), &Silent).await.unwrap();
         assert_eq!(create.num_calls(), 1);
         assert_eq!((block.num_calls(), encryption.num_calls()), (1, 1));
+        assert_eq!(tagging.num_calls(), 0, "made with its tags: nothing left to tag");
     }
 
     #[tokio::test]
@@ -998,7 +1047,8 @@ mod tests {
             let [block, encryption, untag] = settings_writes();
             let off = everything_off();
             let acl = mock!(s3::Client::get_bucket_acl).then_output(move || acl_granting(everyone));
-            let mut rules = vec![&head, &create, &block, &encryption, &untag, &acl];
+            let ours = tagged(Some("rocm-bake"));
+            let mut rules = vec![&head, &create, &block, &encryption, &untag, &acl, &ours];
             rules.extend(off.iter());
             let applied = reconciler(&rules).apply(&create_change(), &Silent).await.unwrap();
             assert_eq!(applied, Applied::Adopted);
@@ -1008,6 +1058,31 @@ mod tests {
             // keeps off is turned off, once each.
             assert_eq!(off[0].num_calls(), acl_writes, "{everyone:?}");
             assert!(off[1..].iter().all(|rule| rule.num_calls() == 1));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_bucket_made_meanwhile_without_this_deployments_mark_is_not_taken_over() {
+        use aws_sdk_s3::types::error::BucketAlreadyOwnedByYou;
+        for mark in [None, Some("team-x")] {
+            let head = missing();
+            let create = mock!(s3::Client::create_bucket).then_error(|| {
+                CreateBucketError::BucketAlreadyOwnedByYou(
+                    BucketAlreadyOwnedByYou::builder().meta(code("BucketAlreadyOwnedByYou")).build(),
+                )
+            });
+            let theirs = tagged(mark);
+            let [block, encryption, tagging] = settings_writes();
+            let error = reconciler(&[&head, &create, &theirs, &block, &encryption, &tagging])
+                .apply(&create_change(), &Silent)
+                .await
+                .unwrap_err();
+            assert!(
+                error.to_string().contains("was made since the plan was read, without this deployment's mark"),
+                "{error}"
+            );
+            assert_eq!(error.kind, reconcile_core::ErrorKind::InvalidChange);
+            assert_eq!((block.num_calls(), encryption.num_calls(), tagging.num_calls()), (0, 0, 0), "{mark:?}");
         }
     }
 

@@ -86,7 +86,7 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
             name: name.clone(),
             block_public_access: BlockPublicAccess::all(bucket.block_public_access),
             encryption: SSE_S3.to_owned(),
-            tags: bucket.tags.clone(),
+            tags: desired.marked(&bucket.tags),
             policy: None,
             object_ownership: OWNER_ENFORCED.to_owned(),
             acl_grants: Vec::new(),

@@ -22,15 +22,16 @@ fn sids(policy: &Value) -> Vec<&str> {
 
 #[test]
 fn the_apply_policy_grants_only_what_this_desired_file_can_lead_apply_to_write() {
-    // No tags, no managed-by marker, no webhook, no bucket expiry: nothing to tag, nothing to
-    // prune, no webhook to make; a webhook can still be deleted, and the bucket, which has no
-    // expiry to be made with, made.
+    // No webhook, no bucket expiry: no webhook to make; a webhook can still be deleted, and the
+    // bucket, which has no expiry to be made with, made. The repositories are the ones carrying
+    // this deployment's mark, whatever their tags.
     let bare = crate::catalog::parse_desired(Path::new("desired.toml"), BASE).unwrap();
     let policy = apply_policy(&bare, &account(), &CATALOG).unwrap();
     let granted = sids(&policy);
-    for absent in ["TheDeclaredRepositoriesTags", "TheRepositoriesReconcileManages", "TheRunnersWebhook"] {
+    for absent in ["TheDeclaredRepositories", "TheDeclaredRepositoriesTags", "TheRunnersWebhook"] {
         assert!(!granted.contains(&absent), "{absent}: {granted:?}");
     }
+    assert!(granted.contains(&"TheRepositoriesReconcileManages"), "{granted:?}");
     assert!(policy.to_string().contains("codebuild:DeleteWebhook"));
     assert!(granted.contains(&"MakeTheBucketsWithoutAnExpiry"), "{granted:?}");
 
@@ -41,8 +42,32 @@ fn the_apply_policy_grants_only_what_this_desired_file_can_lead_apply_to_write()
         .replace("build_timeout_hours = 4\n", "build_timeout_hours = 4\n[codebuild.projects.runner.webhook]\nfilter_groups = [[{ type = \"EVENT\", pattern = \"WORKFLOW_JOB_QUEUED\" }]]\n");
     let full = crate::catalog::parse_desired(Path::new("desired.toml"), &full).unwrap();
     let granted_all = apply_policy(&full, &account(), &CATALOG).unwrap();
-    for present in ["TheRepositoriesReconcileManages", "MakeRepositoriesTaggedAsReconciles", "TheRunnersWebhook"] {
+    for present in ["TheRepositoriesReconcileManages", "MakeRepositoriesMarkedAsReconciles", "TheRunnersWebhook"] {
         assert!(sids(&granted_all).contains(&present), "{present}");
+    }
+    // The repositories: the apply role makes one only marked, changes and tags only one that is
+    // marked (so it never takes one over: an import is an administrator's), and never takes a
+    // mark off.
+    {
+        use reconcile_iam::evaluate::{Context, Principal, Request};
+        let apply = Principal { policies: std::slice::from_ref(&granted_all), boundary: None };
+        let repository = "arn:aws:ecr:us-east-1:123456789012:repository/skunkworks";
+        let ours = || Context::new().with("aws:ResourceTag/reconcile:deployment", &["default"]);
+        let allows = |action: &str, context: &Context| apply.allows(Request { action, resource: repository, context });
+        let marking = Context::new().with("aws:RequestTag/reconcile:deployment", &["default"]);
+        assert!(allows("ecr:CreateRepository", &marking));
+        assert!(!allows("ecr:CreateRepository", &Context::new()));
+        assert!(!allows("ecr:TagResource", &marking), "an unmarked repository is not the apply role's to mark");
+        assert!(!allows("ecr:TagResource", &marking.clone().with("aws:ResourceTag/reconcile:deployment", &["team-x"])));
+        assert!(allows("ecr:TagResource", &ours().with("aws:RequestTag/team", &["x"])));
+        assert!(!allows("ecr:TagResource", &ours().with("aws:RequestTag/reconcile:deployment", &["team-x"])));
+        assert!(allows("ecr:UntagResource", &ours().with("aws:TagKeys", &["team"])));
+        assert!(!allows("ecr:UntagResource", &ours().with("aws:TagKeys", &["team", "reconcile:deployment"])));
+        assert!(allows("ecr:PutImageTagMutability", &ours()));
+        assert!(!allows(
+            "ecr:PutImageTagMutability",
+            &Context::new().with("aws:ResourceTag/managed-by", &["reconcile"])
+        ));
     }
     // A bucket's expiry and ACL, and so making a bucket that declares an expiry, are an
     // administrator's: never granted.
@@ -506,7 +531,8 @@ fn the_plan_role_reads_no_repository_but_reconciles_and_nothing_only_the_drift_c
         let policy = plan_policy(&desired, &account, &CATALOG);
         let plan = Principal { policies: std::slice::from_ref(&policy), boundary: None };
         let repository = |name: &str| format!("arn:aws:ecr:us-east-1:{}:repository/{name}", account.id);
-        let ours = Context::new().with("aws:ResourceTag/managed-by", &["reconcile"]);
+        let ours = Context::new().with("aws:ResourceTag/reconcile:deployment", &["default"]);
+        let legacy = Context::new().with("aws:ResourceTag/managed-by", &["reconcile"]);
         let theirs = Context::new().with("aws:ResourceTag/owner", &["skunkworks@example.com"]);
         for action in
             ["ecr:GetRepositoryPolicy", "ecr:ListTagsForResource", "ecr:GetLifecyclePolicy", "ecr:DescribeImages"]
@@ -517,17 +543,15 @@ fn the_plan_role_reads_no_repository_but_reconciles_and_nothing_only_the_drift_c
                 "{action} on another team's repository ({tags})"
             );
             assert!(!plan.allows(Request { action, resource: &another, context: &Context::new() }), "{action}");
-            // Declared: by name without a tag on every repository, by the tag with one.
+            // Declared or not: by this deployment's mark only, never by name, nor by a tag a file
+            // could write.
             let declared = repository("pytorch");
-            let context = if tags.is_empty() { Context::new() } else { ours.clone() };
-            assert!(plan.allows(Request { action, resource: &declared, context: &context }), "{action}");
-            // A repository the nightly made with reconcile's tag, declared or not yet.
-            let tagged = repository("vllm-cache");
-            assert_eq!(
-                plan.allows(Request { action, resource: &tagged, context: &ours }),
-                !tags.is_empty(),
-                "{action}"
-            );
+            assert!(plan.allows(Request { action, resource: &declared, context: &ours }), "{action}");
+            assert!(!plan.allows(Request { action, resource: &declared, context: &Context::new() }), "{action}");
+            assert!(!plan.allows(Request { action, resource: &declared, context: &legacy }), "{action}");
+            // A repository the nightly made with the mark, declared or not yet.
+            let made = repository("vllm-cache");
+            assert!(plan.allows(Request { action, resource: &made, context: &ours }), "{action}");
         }
         // The listing, which IAM cannot scope: a public plan names no repository from it.
         let every = repository("*");

@@ -66,7 +66,7 @@ impl Public {
                 })
                 .collect(),
             review: false,
-            ..audience::Public::default()
+            deployment: Some(inputs.desired.deployment.clone()),
         };
         let mut named = nightly;
         named.extend(reconcile_ecr::declared(&inputs.desired).repositories.iter().map(|r| r.name.clone()));

@@ -43,15 +43,14 @@ impl Audience {
 
     /// What a public plan may show in `account`: the base's resources (address and the name AWS
     /// knows them by, so a pull request cannot point a declared key at another resource) and its
-    /// ownership tag.
+    /// deployment, whose mark makes a resource reconcile's. Without a base, nothing the pull
+    /// request says makes anything reconcile's: no resource that exists is shown.
     fn public(base: Option<&Desired>, account: &Account) -> Result<Public, CliError> {
         let Some(base) = base else { return Ok(Public::default()) };
         let resources = crate::session::desired_resources(&crate::catalog::CATALOG, base, account, true)
             .map_err(|errors| CliError::Input(errors.iter().map(|e| format!("--base: {e}")).collect()))?;
         let declared: BTreeSet<_> = resources.values().map(|r| (r.address.clone(), r.remote_name.clone())).collect();
-        let marker = reconcile_ecr::prune_marker(base)
-            .unwrap_or_else(|_| (audience::OWNERSHIP_KEY.to_owned(), audience::OWNERSHIP_VALUE.to_owned()));
-        Ok(Public { base: Some(declared), marker, ..Public::default() })
+        Ok(Public { base: Some(declared), deployment: Some(base.deployment.clone()), ..Public::default() })
     }
 }
 

@@ -26,10 +26,10 @@ impl<B: Backend> Session<B> {
     async fn preflight(&self, planned: &Planned, allow_delete: bool) -> Result<(), CliError> {
         refuse_on(&planned.plan.findings)?;
         engine::preflight(&planned.reconcilers, &planned.plan, allow_delete).map_err(refused)?;
-        self.refuse_administrators_only(&planned.account, &planned.reconcilers, &planned.plan.changes).await
+        self.refuse_administrators_only(&planned.account, &planned.reconcilers, &planned.plan).await
     }
 
-    /// Refuses `changes` when one of them is only an administrator's and the caller is CI: a
+    /// Refuses `plan` when one of its changes is only an administrator's and the caller is CI: a
     /// session of a role desired.toml names in `[ci]` (compared as IAM compares names, without
     /// case), or of any live role that trusts GitHub's OIDC provider. Who the caller is comes from
     /// the account, so renaming or removing a CI role in desired.toml changes nothing.
@@ -37,9 +37,9 @@ impl<B: Backend> Session<B> {
         &self,
         account: &Account,
         reconcilers: &[Box<dyn Reconciler>],
-        changes: &[reconcile_core::Change],
+        plan: &reconcile_core::Plan,
     ) -> Result<(), CliError> {
-        let administrators = engine::administrators_only(reconcilers, changes);
+        let administrators = engine::administrators_only(reconcilers, &plan.changes, &plan.takeovers);
         if administrators.is_empty() {
             return Ok(());
         }
@@ -84,7 +84,7 @@ impl<B: Backend> Session<B> {
                 // What the file says it changes is enough to refuse it before the lock: first
                 // whether this caller may make such changes at all, then whether it can be checked.
                 let reconcilers = self.reconcilers(&account, None);
-                self.refuse_administrators_only(&account, &reconcilers, &saved.plan.changes).await?;
+                self.refuse_administrators_only(&account, &reconcilers, &saved.plan).await?;
                 self.admit_saved(saved, path)?;
             }
             None => {

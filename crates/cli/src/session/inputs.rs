@@ -52,9 +52,13 @@ impl Inputs {
         let repository = files::Repository::of(path)?;
         let (desired, desired_text) = files::load_desired(path)?;
         let stand_in = Account::new("000000000000", &desired.region);
-        desired_resources(&CATALOG, &desired, &stand_in, true).map_err(|errors| {
+        let mut resources = unimported(&CATALOG, &desired, &stand_in, true).map_err(|errors| {
             CliError::Input(errors.iter().map(|error| format!("{}: {error}", path.display())).collect())
         })?;
+        let wrong = reconcile_core::ownership::import(&desired, &mut resources, &CATALOG.kinds());
+        if !wrong.is_empty() {
+            return Err(CliError::Input(wrong.iter().map(ToString::to_string).collect()));
+        }
         let bake = match (bake, &desired.bake) {
             (Some(typed), _) => {
                 let real = repository.typed(typed).map_err(|why| input(format!("{}: {why}", typed.display())))?;
@@ -71,10 +75,7 @@ impl Inputs {
             (None, None) => None,
         };
         let prune = match prune {
-            true => Some(reconcile_core::Prune {
-                marker: reconcile_ecr::prune_marker(&desired).map_err(|why| CliError::Input(vec![why]))?,
-                force_delete_images,
-            }),
+            true => Some(reconcile_core::Prune { marker: desired.mark(), force_delete_images }),
             false => None,
         };
         let destroy = destroy.then_some(reconcile_core::Destroy { force_delete_images, empty_buckets });
@@ -120,8 +121,21 @@ fn load_bake(name: &Path, real: &Path, desired: &Desired) -> Result<BakeFile, Cl
 }
 
 /// Every desired resource of every resource crate in `catalog` (GitHub's when `github`), keyed
-/// by address. Pure: no AWS.
+/// by address, those desired.toml's `import` lists taken over (its entries were checked when the
+/// file was read, [`Inputs::load`]). Pure: no AWS.
 pub fn desired_resources(
+    catalog: &Catalog,
+    desired: &Desired,
+    account: &Account,
+    github: bool,
+) -> Result<DesiredResources, Vec<ReconcileError>> {
+    let mut resources = unimported(catalog, desired, account, github)?;
+    reconcile_core::ownership::import(desired, &mut resources, &catalog.kinds());
+    Ok(resources)
+}
+
+/// [`desired_resources`], without desired.toml's `import` list.
+fn unimported(
     catalog: &Catalog,
     desired: &Desired,
     account: &Account,

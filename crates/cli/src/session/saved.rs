@@ -30,7 +30,7 @@ impl<B: Backend> Session<B> {
         let mut reasons = saved::staleness(&saved, &self.inputs.desired_text, &now.plan.observed);
         // Only when nothing moved can the changes be derived again and compared with the file's.
         if reasons.is_empty() {
-            reasons = saved::tampering(&saved, &now.plan.changes);
+            reasons = saved::tampering(&saved, &now.plan);
         }
         if !reasons.is_empty() {
             return Err(stale(reasons));

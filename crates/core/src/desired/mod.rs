@@ -34,6 +34,13 @@ pub struct Desired {
     pub path: PathBuf,
     /// The region every resource lives in. It wins over the environment's region.
     pub region: String,
+    /// This deployment's name (`deployment`, default [`crate::ownership::DEFAULT_DEPLOYMENT`]):
+    /// the value of the mark reconcile writes on everything it makes or takes over
+    /// ([`crate::ownership`]).
+    pub deployment: String,
+    /// desired.toml's `import` list: declared resources that exist without the mark and are to
+    /// be taken over, as Terraform's `import` blocks are.
+    pub imports: Vec<Import>,
     pub nightly: Nightly,
     /// The nightly's bake file (`bake = "..."`), relative to desired.toml's directory: every ECR
     /// repository it names must be declared. `--bake` wins over it.
@@ -51,6 +58,14 @@ pub struct Desired {
     pub sections: Vec<Section>,
     /// What those sections publish for the others (and core) to refer to.
     pub references: Vec<Reference>,
+}
+
+/// One entry of desired.toml's `import` list: an address, as written, and where.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Import {
+    pub address: String,
+    /// The entry's place, for a refusal of it (its message is empty).
+    pub at: DesiredError,
 }
 
 /// The bake file desired.toml names, and where it names it.
@@ -203,6 +218,13 @@ pub struct DesiredError {
     pub message: String,
 }
 
+impl DesiredError {
+    /// The same place, saying `message`.
+    pub fn with_message(self, message: impl Into<String>) -> DesiredError {
+        DesiredError { message: message.into(), ..self }
+    }
+}
+
 impl fmt::Display for DesiredError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.file.display())?;
@@ -260,7 +282,7 @@ pub fn schema(claims: &[&Claim]) -> serde_json::Value {
 
 /// The top-level keys core reads (`RawDesired`'s fields); any other is a claimed section or a
 /// mistake.
-pub const CORE_KEYS: [&str; 5] = ["region", "bake", "bake_variables", "nightly", "usage"];
+pub const CORE_KEYS: [&str; 7] = ["region", "bake", "bake_variables", "nightly", "usage", "deployment", "import"];
 
 /// Every top-level key the file may hold, as messages list them: core's, and each claimed
 /// section after the key it names.
@@ -472,6 +494,16 @@ fn tracked<'de, T: Deserialize<'de>>(
 struct RawDesired {
     #[schemars(with = "String")]
     region: Spanned<String>,
+    /// This deployment's name, the value of the `reconcile:deployment` tag reconcile writes on
+    /// everything it makes or takes over (default `default`). Two deployments in one account
+    /// must each have their own.
+    #[schemars(with = "Option<String>")]
+    deployment: Option<Spanned<String>>,
+    /// Declared resources that exist without this deployment's mark and are to be taken over
+    /// (imported), by address: `ecr_repository.pytorch`. `reconcile import` writes the list.
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    import: Vec<Spanned<String>>,
     /// The nightly's bake file, relative to this file and inside the repository:
     /// `docker buildx bake --print` JSON, or HCL.
     #[schemars(with = "Option<String>")]
@@ -626,9 +658,29 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
             Err(why) => errors.push(locate.error(Some(variable.span()), "bake_variables", why)),
         }
     }
+    let deployment = match &raw.deployment {
+        Some(name) => {
+            if let Err(why) = check_deployment(name.get_ref()) {
+                errors.push(locate.error(Some(name.span()), "deployment", why));
+            }
+            name.get_ref().clone()
+        }
+        None => crate::ownership::DEFAULT_DEPLOYMENT.to_owned(),
+    };
+    let imports = raw
+        .import
+        .iter()
+        .enumerate()
+        .map(|(idx, entry)| Import {
+            address: entry.get_ref().clone(),
+            at: locate.error(Some(entry.span()), &format!("import[{idx}]"), ""),
+        })
+        .collect();
     Desired {
         path: locate.path.to_owned(),
         region: raw.region.into_inner(),
+        deployment,
+        imports,
         nightly,
         bake,
         bake_variables,
@@ -636,6 +688,38 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
         findings: Vec::new(),
         sections: Vec::new(),
         references: Vec::new(),
+    }
+}
+
+/// The most characters a deployment's name may have.
+const DEPLOYMENT_LIMIT: usize = 64;
+
+/// Why `name` cannot name a deployment, if it cannot: it is a tag value, an IAM condition's
+/// value and part of the nightly's commands, so letters, digits, `.`, `_` and `-` only.
+fn check_deployment(name: &str) -> Result<(), String> {
+    let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+    if !valid || name.len() > DEPLOYMENT_LIMIT {
+        return Err(format!(
+            "`{name}` cannot name a deployment: 1 to {DEPLOYMENT_LIMIT} letters, digits, `.`, `_` or `-`, starting with \
+             a letter or digit"
+        ));
+    }
+    Ok(())
+}
+
+impl Desired {
+    /// `tags` with this deployment's mark: what every resource reconcile marks is given.
+    pub fn marked(
+        &self,
+        tags: &std::collections::BTreeMap<String, String>,
+    ) -> std::collections::BTreeMap<String, String> {
+        crate::ownership::marked(tags, &self.deployment)
+    }
+
+    /// The mark, as a tag: its key and this deployment's name.
+    pub fn mark(&self) -> (String, String) {
+        (crate::ownership::MARK_KEY.to_owned(), self.deployment.clone())
     }
 }
 
@@ -745,6 +829,14 @@ pub fn check_tag(key: &str, value: &str) -> Result<(), String> {
     if key.starts_with("aws:") {
         return Err("tag keys starting with `aws:` are reserved for AWS".to_owned());
     }
+    if crate::ownership::is_reserved(key) {
+        return Err(format!(
+            "tag keys starting with `{}` are reconcile's own: it marks what it makes or takes over with `{}`, \
+             whose value is `deployment`, and no file can write or change it",
+            crate::ownership::RESERVED_PREFIX,
+            crate::ownership::MARK_KEY
+        ));
+    }
     if value.chars().count() > 256 {
         return Err("a tag value must be at most 256 characters long".to_owned());
     }
@@ -794,6 +886,45 @@ mod tests {
         for region in ["us-east-1", "us-gov-west-1", "ap-southeast-7", "eusc-de-east-1x"] {
             let text = format!("region = \"{region}\"\n");
             assert_eq!(parse(&text).is_ok(), region != "eusc-de-east-1x", "{region}");
+        }
+    }
+
+    #[test]
+    fn a_deployment_is_named_in_a_few_plain_characters_or_is_the_default() {
+        assert_eq!(parse("region = \"us-east-1\"\n").unwrap().deployment, "default");
+        let named = parse("region = \"us-east-1\"\ndeployment = \"rocm-bake.v2_x\"\n").unwrap();
+        assert_eq!(named.deployment, "rocm-bake.v2_x");
+        assert_eq!(named.mark(), ("reconcile:deployment".to_owned(), "rocm-bake.v2_x".to_owned()));
+        for bad in ["", "-x", "a b", "a*", "a/b", "é", &"x".repeat(65)] {
+            let message = errors(&format!("region = \"us-east-1\"\ndeployment = \"{bad}\"\n"));
+            assert!(message.starts_with("desired.toml:2:14: `deployment`: "), "{bad}: {message}");
+        }
+    }
+
+    #[test]
+    fn the_import_list_keeps_each_entry_and_where_it_is() {
+        let desired =
+            parse("region = \"us-east-1\"\nimport = [\n  \"ecr_repository.pytorch\",\n  \"s3_bucket.cache\",\n]\n")
+                .unwrap();
+        let entries: Vec<(&str, String)> =
+            desired.imports.iter().map(|i| (i.address.as_str(), i.at.clone().with_message("x").to_string())).collect();
+        assert_eq!(
+            entries,
+            [
+                ("ecr_repository.pytorch", "desired.toml:3:3: `import[0]`: x".to_owned()),
+                ("s3_bucket.cache", "desired.toml:4:3: `import[1]`: x".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn reconciles_own_tag_keys_are_no_files_to_write() {
+        for key in ["reconcile:deployment", "Reconcile:Deployment", "reconcile:anything"] {
+            let why = check_tag(key, "x").unwrap_err();
+            assert!(why.contains("are reconcile's own"), "{key}: {why}");
+        }
+        for key in ["managed-by", "reconcile", "team:reconcile:x"] {
+            assert_eq!(check_tag(key, "reconcile"), Ok(()), "{key}");
         }
     }
 

@@ -1,0 +1,375 @@
+//! Whose a resource is: the mark reconcile writes on everything it makes or takes over.
+//!
+//! Every ownership decision (a declared resource that exists is ours or is refused, a public
+//! plan shows it or not, `--prune` and `destroy` may delete it, the runner's and CI roles' IAM
+//! conditions reach it, the live suite's sweeper takes it) reads one tag, [`MARK_KEY`], whose
+//! value names the deployment: desired.toml's `deployment`. desired.toml's `tags` can never set
+//! it (any key under [`RESERVED_PREFIX`] is refused where it is written), so a value a pull
+//! request writes decides nothing, and another deployment's resources (the same key, another
+//! value) are not this one's. AWS resources are made with it in the same call wherever the API
+//! takes tags at creation, so an interrupted apply leaves nothing half ours.
+//!
+//! What exists without the mark is taken over explicitly, as Terraform's `import` blocks do:
+//! listed in desired.toml's `import` (or `adopt = true` on the resource), reviewed in a plan
+//! that shows it as an import, and only then marked. A resource carrying reconcile's old
+//! ownership tag (`managed-by = reconcile`, from desired.toml's tags before the mark existed)
+//! is re-marked without being listed: that is an account reconcile made, upgraded.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Map, Value};
+
+use crate::address::{Address, ResourceKind};
+use crate::desired::{Desired, DesiredError};
+use crate::plan::{ADOPT, DesiredResources, Finding, Observed, Severity, Takeover};
+
+/// The tag key of the mark. Its value is the deployment's name.
+pub const MARK_KEY: &str = "reconcile:deployment";
+/// Tag keys reconcile keeps for itself (compared without case, as IAM's condition keys are):
+/// desired.toml's `tags` may not use them.
+pub const RESERVED_PREFIX: &str = "reconcile:";
+/// The deployment's name when desired.toml does not give one (`deployment = "..."`). Two
+/// deployments of reconcile in one account must each name themselves.
+pub const DEFAULT_DEPLOYMENT: &str = "default";
+/// reconcile's ownership tag before the mark: desired.toml's own `managed-by = reconcile`.
+pub const LEGACY_KEY: &str = "managed-by";
+pub const LEGACY_VALUE: &str = "reconcile";
+
+/// Finding code: a declared resource exists without this deployment's mark (made by hand, by
+/// another tool, or by another deployment); refuses unless it is imported. Stable; never reused.
+pub const NOT_OURS: &str = "W601";
+/// Finding code: re-marking a resource reconcile made before the mark also removes its old
+/// `managed-by = reconcile` tag, which the live IAM policies grant the builds by until the same
+/// apply changes them: a build running meanwhile would lose its push. Stable; never reused.
+pub const LEGACY_TAG_REMOVED: &str = "W606";
+
+/// Whether `key` is one of reconcile's own tag keys, which desired.toml may not write.
+pub fn is_reserved(key: &str) -> bool {
+    key.get(..RESERVED_PREFIX.len()).is_some_and(|prefix| prefix.eq_ignore_ascii_case(RESERVED_PREFIX))
+}
+
+/// `tags` with the deployment's mark.
+pub fn marked(tags: &BTreeMap<String, String>, deployment: &str) -> BTreeMap<String, String> {
+    let mut tags = tags.clone();
+    tags.insert(MARK_KEY.to_owned(), deployment.to_owned());
+    tags
+}
+
+/// The deployment a resource's canonical fields (desired or observed) are marked as.
+pub fn mark(fields: &Map<String, Value>) -> Option<&str> {
+    fields.get("tags")?.get(MARK_KEY)?.as_str()
+}
+
+/// Whose a live resource is, to the deployment `ours`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner<'a> {
+    Ours,
+    /// Another deployment of reconcile's: its mark, with another name.
+    Deployment(&'a str),
+    /// reconcile's, from before the mark: `managed-by = reconcile`.
+    Legacy,
+    /// Nobody reconcile knows: made by hand, or by another tool.
+    Unmarked,
+}
+
+pub fn owner<'a>(live: &'a Map<String, Value>, ours: &str) -> Owner<'a> {
+    match mark(live) {
+        Some(mark) if mark == ours => Owner::Ours,
+        Some(other) => Owner::Deployment(other),
+        None if live.get("tags").and_then(|tags| tags.get(LEGACY_KEY)).and_then(Value::as_str)
+            == Some(LEGACY_VALUE) =>
+        {
+            Owner::Legacy
+        }
+        None => Owner::Unmarked,
+    }
+}
+
+/// Whether a resource found already made when apply came to create it (`live` its tags) is this
+/// deployment's, as `wanted` (the tags the create would have sent) marks it: made meanwhile by
+/// an apply of this deployment interrupted after its create, or by the nightly's
+/// `--ensure-ecr` as reconcile's; converged then, and refused otherwise.
+pub fn made_by_this_deployment(live: &BTreeMap<String, String>, wanted: &BTreeMap<String, String>) -> bool {
+    wanted.get(MARK_KEY).is_some_and(|ours| live.get(MARK_KEY) == Some(ours))
+}
+
+/// Apply's refusal to converge what it came to create (`operation` on `address`) and found made
+/// by someone else since the plan was read: that would take it over unreviewed.
+pub fn made_meanwhile(address: &Address, operation: &str, name: &str) -> crate::ReconcileError {
+    crate::ReconcileError::new(
+        Some(address),
+        operation,
+        format!(
+            "`{name}` was made since the plan was read, without this deployment's mark ({MARK_KEY}): reconcile does \
+             not take over what it did not make unless desired.toml imports it; plan again"
+        ),
+    )
+    .with_kind(crate::ErrorKind::InvalidChange)
+}
+
+/// What each declared resource that exists without this deployment's mark is to the plan: an
+/// import (listed, or `adopt = true`: a warning that says what taking it over removes), a
+/// re-mark (reconcile's old tag), or a refusal ([`NOT_OURS`], an error); with the findings.
+/// Only the resources desired.toml marks (the AWS ones) are judged; the GitHub side's carry no
+/// tags.
+pub fn takeovers(
+    resources: &DesiredResources,
+    observed: &BTreeMap<Address, Observed>,
+) -> (Vec<Finding>, BTreeMap<Address, Takeover>) {
+    let mut findings = Vec::new();
+    let mut takeovers = BTreeMap::new();
+    for resource in resources.values() {
+        let Some(ours) = mark(&resource.attributes) else { continue };
+        let Some(Observed::Present(live)) = observed.get(&resource.address) else { continue };
+        let imported = resource.overrides(ADOPT);
+        let name = &resource.remote_name;
+        let whose = match owner(live, ours) {
+            Owner::Ours => continue,
+            Owner::Legacy => {
+                takeovers.insert(resource.address.clone(), Takeover::Remark);
+                if wanted_tags(resource).is_some_and(|tags| !tags.contains_key(LEGACY_KEY)) {
+                    findings.push(Finding {
+                        code: LEGACY_TAG_REMOVED.to_owned(),
+                        severity: Severity::Error,
+                        address: Some(resource.address.clone()),
+                        message: format!(
+                            "re-marking `{name}` as deployment `{ours}`'s would also remove its `{LEGACY_KEY} = \
+                             {LEGACY_VALUE}` tag, which the live IAM policies grant the builds by until this apply \
+                             changes them: keep `{LEGACY_KEY} = \"{LEGACY_VALUE}\"` in its tags for this apply, and \
+                             remove it in a later one"
+                        ),
+                        overridden_by: None,
+                    });
+                }
+                continue;
+            }
+            Owner::Deployment(other) => format!("carries deployment `{other}`'s mark, not `{ours}`'s"),
+            Owner::Unmarked => {
+                format!("exists without reconcile's mark (`{MARK_KEY} = {ours}`): reconcile did not make it")
+            }
+        };
+        let removes = what_taking_over_removes(resource, live);
+        let message = if imported {
+            takeovers.insert(resource.address.clone(), Takeover::Import);
+            format!("`{name}` {whose}; importing it marks it as `{ours}`'s and removes {removes}")
+        } else {
+            format!(
+                "`{name}` {whose}; taking it over would remove {removes}; nothing is changed until desired.toml \
+                 lists `{}` in `import` (`reconcile import` writes the list), or sets `{ADOPT} = true` on it",
+                resource.address
+            )
+        };
+        findings.push(Finding {
+            code: NOT_OURS.to_owned(),
+            severity: if imported { Severity::Warning } else { Severity::Error },
+            address: Some(resource.address.clone()),
+            message,
+            overridden_by: imported.then(|| ADOPT.to_owned()),
+        });
+    }
+    (findings, takeovers)
+}
+
+fn wanted_tags(resource: &crate::plan::DesiredResource) -> Option<&Map<String, Value>> {
+    resource.attributes.get("tags").and_then(Value::as_object)
+}
+
+/// What taking `resource` over removes of what `live` holds: its live fields that desired.toml
+/// sets otherwise, and its tags desired.toml does not keep; by name only, never a value.
+fn what_taking_over_removes(resource: &crate::plan::DesiredResource, live: &Map<String, Value>) -> String {
+    let mut removed: Vec<String> = resource
+        .attributes
+        .iter()
+        .filter(|(field, value)| *field != "tags" && live.get(*field).is_some_and(|v| v != *value && !v.is_null()))
+        .map(|(field, _)| format!("its `{field}` as it is"))
+        .collect();
+    let kept = wanted_tags(resource);
+    let dropped: Vec<String> = live
+        .get("tags")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|tags| tags.keys())
+        .filter(|key| !kept.is_some_and(|kept| kept.contains_key(*key)))
+        .map(|key| format!("`{key}`"))
+        .collect();
+    if !dropped.is_empty() {
+        removed.push(format!("its tags {}", dropped.join(", ")));
+    }
+    if removed.is_empty() { "nothing else".to_owned() } else { removed.join("; ") }
+}
+
+/// desired.toml's `import` list applied to `resources`: each address it lists is taken over as
+/// `adopt = true` would. An address that is not a declared resource reconcile marks (a typo, a
+/// lifecycle policy, which goes with its repository, a GitHub setting) is an error at its line.
+pub fn import(desired: &Desired, resources: &mut DesiredResources, known: &[ResourceKind]) -> Vec<DesiredError> {
+    let mut errors = Vec::new();
+    let mut seen = BTreeSet::new();
+    for entry in &desired.imports {
+        let error = |why: String| entry.at.clone().with_message(why);
+        let address = match Address::parse(&entry.address, known) {
+            Ok(address) => address,
+            Err(why) => {
+                errors.push(error(why));
+                continue;
+            }
+        };
+        if !seen.insert(address.clone()) {
+            errors.push(error(format!("`{address}` is listed twice")));
+            continue;
+        }
+        match resources.get_mut(&address) {
+            None => errors
+                .push(error(format!("`{address}` is not declared in this file: only a declared resource is imported"))),
+            Some(resource) if mark(&resource.attributes).is_none() => {
+                let whole = resource
+                    .parent
+                    .as_ref()
+                    .map(|parent| format!(": it goes with `{parent}`, import that"))
+                    .unwrap_or_else(|| ": reconcile does not mark it".to_owned());
+                errors.push(error(format!("`{address}` is not a resource reconcile takes over{whole}")));
+            }
+            Some(resource) => {
+                if !resource.overrides(ADOPT) {
+                    resource.overrides.push(ADOPT);
+                }
+            }
+        }
+    }
+    errors
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::plan::DesiredResource;
+
+    fn map(value: Value) -> Map<String, Value> {
+        value.as_object().unwrap().clone()
+    }
+
+    fn repository(name: &str, adopt: bool) -> DesiredResource {
+        let address = Address::new(crate::fake::kinds::ECR_REPOSITORY, name);
+        DesiredResource::new(
+            address,
+            name,
+            map(json!({ "scan_on_push": false, "tags": { MARK_KEY: "rocm-bake", "project": "rocm-bake" } })),
+        )
+        .adopted(adopt)
+    }
+
+    const THEIRS: &str = "partner-123456789012 owner@example.com";
+
+    fn live(tags: Value) -> Observed {
+        Observed::Present(map(json!({ "scan_on_push": true, "repository_policy": THEIRS, "tags": tags })))
+    }
+
+    fn judge(resource: DesiredResource, observed: Observed) -> (Vec<Finding>, BTreeMap<Address, Takeover>) {
+        let observed = BTreeMap::from([(resource.address.clone(), observed)]);
+        takeovers(&crate::engine::desired_resources([resource]), &observed)
+    }
+
+    #[test]
+    fn reserved_keys_are_reconciles_in_any_case() {
+        for key in ["reconcile:deployment", "Reconcile:Deployment", "RECONCILE:anything", "reconcile:"] {
+            assert!(is_reserved(key), "{key}");
+        }
+        for key in ["reconcile", "managed-by", "reconcile-deployment", "my:reconcile:x", "é"] {
+            assert!(!is_reserved(key), "{key}");
+        }
+    }
+
+    #[test]
+    fn a_resource_is_ours_by_this_deployments_mark_alone() {
+        let ours = map(json!({ "tags": { MARK_KEY: "rocm-bake" } }));
+        let other = map(json!({ "tags": { MARK_KEY: "team-x", LEGACY_KEY: LEGACY_VALUE } }));
+        let legacy = map(json!({ "tags": { LEGACY_KEY: LEGACY_VALUE } }));
+        let written = map(json!({ "tags": { LEGACY_KEY: "terraform" } }));
+        assert_eq!(owner(&ours, "rocm-bake"), Owner::Ours);
+        assert_eq!(owner(&ours, "team-x"), Owner::Deployment("rocm-bake"));
+        assert_eq!(owner(&other, "rocm-bake"), Owner::Deployment("team-x"), "a mark wins over the old tag");
+        assert_eq!(owner(&legacy, "rocm-bake"), Owner::Legacy);
+        assert_eq!(owner(&written, "rocm-bake"), Owner::Unmarked);
+        assert_eq!(owner(&map(json!({})), "rocm-bake"), Owner::Unmarked);
+        assert_eq!(marked(&BTreeMap::new(), "x"), BTreeMap::from([(MARK_KEY.to_owned(), "x".to_owned())]));
+    }
+
+    #[test]
+    fn an_unmarked_resource_is_refused_until_imported_and_says_what_importing_removes() {
+        let (findings, takeovers) = judge(repository("skunkworks", false), live(json!({ "owner": THEIRS })));
+        assert_eq!(takeovers, BTreeMap::new());
+        assert_eq!((findings[0].code.as_str(), findings[0].severity), (NOT_OURS, Severity::Error));
+        assert!(findings[0].refuses());
+        let message = &findings[0].message;
+        assert!(message.contains("its `scan_on_push` as it is; its tags `owner`"), "{message}");
+        assert!(message.contains("lists `ecr_repository.skunkworks` in `import`"), "{message}");
+        assert!(!message.contains(THEIRS), "names, never values");
+
+        let (findings, takeovers) = judge(repository("skunkworks", true), live(json!({ "owner": THEIRS })));
+        assert_eq!(takeovers.values().collect::<Vec<_>>(), [&Takeover::Import]);
+        assert_eq!((findings[0].severity, findings[0].overridden_by.as_deref()), (Severity::Warning, Some(ADOPT)));
+        assert!(
+            findings[0].message.starts_with("`skunkworks` exists without reconcile's mark"),
+            "{}",
+            findings[0].message
+        );
+
+        // Another deployment's is refused the same way, and says whose it is.
+        let (findings, _) = judge(repository("skunkworks", false), live(json!({ MARK_KEY: "team-x" })));
+        assert!(findings[0].refuses());
+        assert!(findings[0].message.contains("carries deployment `team-x`'s mark"), "{}", findings[0].message);
+
+        // A tag desired.toml could write decides nothing.
+        let (findings, _) = judge(repository("skunkworks", false), live(json!({ LEGACY_KEY: "terraform" })));
+        assert!(findings[0].refuses());
+    }
+
+    #[test]
+    fn reconciles_old_tag_is_re_marked_and_refused_only_if_the_same_apply_drops_it() {
+        let kept = {
+            let mut resource = repository("pytorch", false);
+            resource.attributes["tags"][LEGACY_KEY] = json!(LEGACY_VALUE);
+            resource
+        };
+        let (findings, takeovers) = judge(kept, live(json!({ LEGACY_KEY: LEGACY_VALUE })));
+        assert_eq!(findings, vec![]);
+        assert_eq!(takeovers.values().collect::<Vec<_>>(), [&Takeover::Remark]);
+        let (findings, takeovers) = judge(repository("pytorch", false), live(json!({ LEGACY_KEY: LEGACY_VALUE })));
+        assert_eq!(takeovers.values().collect::<Vec<_>>(), [&Takeover::Remark]);
+        assert_eq!((findings[0].code.as_str(), findings[0].refuses()), (LEGACY_TAG_REMOVED, true));
+    }
+
+    #[test]
+    fn the_import_list_takes_over_declared_marked_resources_and_refuses_the_rest_at_their_line() {
+        let text = "region = \"us-east-1\"\nimport = [\"ecr_repository.pytorch\", \"ecr_lifecycle_policy.pytorch\", \
+                    \"ecr_repository.nope\", \"ecr_repository.pytorch\", \"no_such_kind.x\"]\n";
+        let desired = Desired::parse(std::path::Path::new("desired.toml"), text).unwrap();
+        let repository = repository("pytorch", false);
+        let policy = DesiredResource::new(
+            Address::new(crate::fake::kinds::ECR_LIFECYCLE_POLICY, "pytorch"),
+            "pytorch",
+            map(json!({ "policy": {} })),
+        )
+        .under(&repository.address);
+        let mut resources = crate::engine::desired_resources([repository.clone(), policy]);
+        let known = [crate::fake::kinds::ECR_REPOSITORY, crate::fake::kinds::ECR_LIFECYCLE_POLICY];
+        let errors: Vec<String> = import(&desired, &mut resources, &known).iter().map(ToString::to_string).collect();
+        assert!(resources[&repository.address].overrides(ADOPT));
+        assert_eq!(errors.len(), 4, "{errors:#?}");
+        assert!(errors[0].starts_with("desired.toml:2:37: `import[1]`: `ecr_lifecycle_policy.pytorch` is not a resource reconcile takes over: it goes with `ecr_repository.pytorch`"), "{}", errors[0]);
+        assert!(errors[1].contains("`import[2]`: `ecr_repository.nope` is not declared in this file"), "{}", errors[1]);
+        assert!(errors[2].contains("`import[3]`: `ecr_repository.pytorch` is listed twice"), "{}", errors[2]);
+        assert!(errors[3].contains("`import[4]`: "), "{}", errors[3]);
+    }
+
+    #[test]
+    fn ours_absent_or_unmarked_in_desired_toml_is_nothing_to_judge() {
+        for observed in [live(json!({ MARK_KEY: "rocm-bake" })), Observed::Absent] {
+            assert_eq!(judge(repository("pytorch", false), observed), (vec![], BTreeMap::new()));
+        }
+        let address = Address::new(crate::fake::kinds::ECR_REPOSITORY, "x");
+        let unmarked = DesiredResource::new(address, "x", map(json!({ "tags": {} })));
+        assert_eq!(judge(unmarked, live(json!({}))), (vec![], BTreeMap::new()));
+    }
+}
