@@ -9,8 +9,8 @@ launcher records of it (service, action, method, path, query, resource, account,
 what IAM would evaluate it with that the request alone does not say:
 - `context`: the condition keys reconcile's policies use, from the emulator's own state:
   `aws:ResourceTag/KEY` (the repository's tags), `aws:RequestTag/KEY` and `aws:TagKeys` (the
-  tags the request sets), `iam:PermissionsBoundary` (the boundary the request puts, or the one
-  the role carries);
+  tags the request sets, or the keys it takes off; a new bucket's too), `iam:PermissionsBoundary`
+  (the boundary the request puts, or the one the role carries);
 - `passes_role`: the role a CodeBuild project is given, which IAM checks as `iam:PassRole`.
 The decider answers `{"allowed": true}` or `{"allowed": false, "message": "..."}`; a refused
 request is answered with AccessDenied in the service's own protocol and never reaches moto (nor
@@ -96,6 +96,15 @@ def facts(environ, entry):
             context[f"aws:RequestTag/{tag['Key']}"] = [tag["Value"]]
         if tags:
             context["aws:TagKeys"] = [tag["Key"] for tag in tags]
+        # UntagResource names the keys it takes off.
+        if fields.get("tagKeys"):
+            context["aws:TagKeys"] = list(fields["tagKeys"])
+    elif entry["service"] == "s3" and entry["action"] == "CreateBucket":
+        tags = creation_tags(body) or {}
+        for key, value in tags.items():
+            context[f"aws:RequestTag/{key}"] = [value]
+        if tags:
+            context["aws:TagKeys"] = list(tags)
     elif entry["service"] == "iam":
         from moto.iam.models import iam_backends
 
@@ -113,6 +122,24 @@ def facts(environ, entry):
         except ValueError:
             passes_role = None
     return context, passes_role
+
+
+def creation_tags(body):
+    """The tags of a `CreateBucketConfiguration`, as a dict; None when it has none."""
+    import xmltodict
+
+    if not body:
+        return None
+    try:
+        configuration = xmltodict.parse(body).get("CreateBucketConfiguration") or {}
+    except Exception:  # noqa: BLE001 - not XML: moto's own parse said so already
+        return None
+    tags = (configuration.get("Tags") or {}).get("Tag")
+    if not tags:
+        return None
+    if not isinstance(tags, list):
+        tags = [tags]
+    return {tag["Key"]: tag.get("Value") or "" for tag in tags}
 
 
 def refuse(environ, entry, start_response, message):

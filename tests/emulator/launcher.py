@@ -687,6 +687,10 @@ def patch_defaults():
     - ECR: each pushed image gets a push time later than the one before, as pushes a second
       apart would: moto keeps whole seconds, so images pushed in one test second would tie, and
       which of them a count-based lifecycle rule keeps would be a coin toss.
+    - S3: `CreateBucket` makes the bucket with the tags of its `CreateBucketConfiguration.Tags`,
+      in the same call, as S3 does
+      (https://docs.aws.amazon.com/AmazonS3/latest/API/API_CreateBucketConfiguration.html);
+      moto ignores them, so a bucket would be made untagged and tagged by no one.
     """
     from moto.ecr import models as ecr_models
     from moto.s3 import models as s3_models
@@ -711,6 +715,19 @@ def patch_defaults():
         return 200, {"Content-Type": "application/xml"}, body
 
     s3_responses.S3Response.get_bucket_versioning = get_versioning_as_s3_answers
+
+    bucket_put = s3_responses.S3Response._bucket_response_put
+
+    def bucket_put_with_its_tags(self, request, bucket_name, querystring):
+        creating = not querystring
+        existed = creating and bucket_name in self.backend.buckets
+        answer = bucket_put(self, request, bucket_name, querystring)
+        tags = gate.creation_tags(self.body) if creating and not existed else None
+        if tags:
+            self.backend.put_bucket_tagging(bucket_name, tags)
+        return answer
+
+    s3_responses.S3Response._bucket_response_put = bucket_put_with_its_tags
 
     put_scanning = ecr_models.ECRBackend.put_image_scanning_configuration
 

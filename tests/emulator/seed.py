@@ -1,13 +1,16 @@
 """Loads an emulator account with the ROCm nightly's account as it stood on 2026-11-11.
 
-That is what `.builders/codebuild-setup.sh` had made by then: every repository in desired.toml,
-tagged as declared, each with its lifecycle policy written the way the script wrote it (pretty
-printed, keys in its own order); the sccache bucket with its 30-day expiry (written with a
-`Filter: {Prefix: ""}`) and the protections real S3 gives a new bucket; and the service role with
-its trust and inline policy, pretty printed, statements in the script's order. Except that
+That is what `.builders/codebuild-setup.sh` had made by then, a shell script written before
+reconcile existed, so nothing carries reconcile's mark (`reconcile:deployment`): every repository
+in desired.toml, tagged as declared, each with its lifecycle policy written the way the script
+wrote it (pretty printed, keys in its own order); the sccache bucket with its 30-day expiry
+(written with a `Filter: {Prefix: ""}`) and the protections real S3 gives a new bucket; and the
+service role with its trust and inline policy, pretty printed, statements in the script's order,
+with no permissions boundary. Except that
 - `atom-wheel-cache` and `torchvision-wheel-cache` were added to the bake file after the script
-  last ran: they have no lifecycle policy at all (347 GB between them), and the role's policy
-  does not name them;
+  last ran, and made by the nightly's `--ensure-ecr` as `aws ecr create-repository` makes them
+  with its defaults (no tags, mutable, no scan on push): they have no lifecycle policy at all
+  (347 GB between them), and the role's policy does not name them;
 - `pytorch-cache` still has the old age-based rule, `tagStatus any, sinceImagePushed 14 days`,
   which also expires the live nightly tag;
 - the role lacks `ecr:CreateRepository`, which the nightly's `--ensure-ecr` needs.
@@ -80,6 +83,10 @@ def main():
     defaults = section.get("defaults", {})
     policies = section.get("lifecycle_policies", {})
     for name, repository in sorted(section.get("repositories", {}).items()):
+        if name in ADDED_AFTER_THE_SCRIPT_RAN:
+            # `aws ecr create-repository --repository-name NAME`, nothing else.
+            ecr.create_repository(repositoryName=name)
+            continue
         tags = {**defaults.get("tags", {}), **repository.get("tags", {})}
         ecr.create_repository(
             repositoryName=name,
@@ -87,8 +94,6 @@ def main():
             imageScanningConfiguration={"scanOnPush": repository.get("scan_on_push", defaults.get("scan_on_push", False))},
             tags=[{"Key": k, "Value": v} for k, v in sorted(tags.items())],
         )
-        if name in NO_POLICY:
-            continue
         policy = OLD_14_DAY_RULE if name in OLD_POLICY else policies[repository.get("lifecycle_policy", defaults.get("lifecycle_policy"))]
         ecr.put_lifecycle_policy(repositoryName=name, lifecyclePolicyText=script_style(policy))
 

@@ -271,6 +271,15 @@ pub enum Command {
         #[arg(long, value_name = "ID")]
         account: Option<String>,
     },
+    /// List in desired.toml's `import` every declared resource that exists without this
+    /// deployment's mark (an account a setup script or a person made), for the next plan to show
+    /// as imports and apply to take over; and take the imports already done off it. Reads the
+    /// account, never writes to it.
+    Import {
+        /// Change nothing: print the diff that would be written, and exit 1 if there is one.
+        #[arg(long)]
+        check: bool,
+    },
     /// Print an IAM policy derived from desired.toml as apply derives it: a CI role's, or the
     /// runner's role's inline policy or permissions boundary.
     Policy {

@@ -15,6 +15,7 @@ mod error;
 mod exit;
 mod files;
 mod github;
+mod import;
 mod lock;
 mod output;
 mod registry;

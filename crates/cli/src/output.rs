@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use reconcile_core::engine::{ApplyEvents, ApplyReport, Outcome};
 use reconcile_core::markdown::GITHUB_COMMENT_LIMIT;
-use reconcile_core::plan::{Action, Change, Plan};
+use reconcile_core::plan::{Action, Change, Plan, Takeover};
 use reconcile_core::redact::Redactor;
 use reconcile_core::render::{Styled, printable};
 use reconcile_core::{Address, Progress, json, render, report};
@@ -223,6 +223,8 @@ pub struct ApplyPrinter {
     to_stderr: bool,
     /// `Some` when a spinner is drawn: the resources in flight, and whether the line is shown.
     spinner: Option<Mutex<Spinner>>,
+    /// The changes of the plan being applied that take their resource over: said as such.
+    takeovers: Mutex<std::collections::BTreeMap<Address, Takeover>>,
 }
 
 #[derive(Default)]
@@ -242,7 +244,21 @@ impl ApplyPrinter {
     pub fn new(to_stderr: bool, spinner: bool) -> ApplyPrinter {
         let spinner =
             (spinner && !to_stderr && std::io::stdout().is_terminal()).then(|| Mutex::new(Spinner::default()));
-        ApplyPrinter { to_stderr, spinner }
+        ApplyPrinter { to_stderr, spinner, takeovers: Mutex::default() }
+    }
+
+    /// The plan about to be applied: its takeovers are said as imports and re-marks.
+    pub fn applying(&self, plan: &Plan) {
+        *self.takeovers.lock().expect("never poisoned") = plan.takeovers.clone();
+    }
+
+    fn words(&self, change: &Change) -> (&'static str, &'static str, &'static str) {
+        match self.takeovers.lock().expect("never poisoned").get(&change.address) {
+            // As Terraform says an import.
+            Some(Takeover::Import) => ("Importing...", "Import complete", "Import failed"),
+            Some(Takeover::Remark) => ("Re-marking...", "Re-marking complete", "Re-marking failed"),
+            None => words(change.action),
+        }
     }
 
     /// Progress is best effort: a closed stdout must not stop an apply halfway.
@@ -321,13 +337,13 @@ impl Progress for ApplyPrinter {
 
 impl ApplyEvents for ApplyPrinter {
     fn started(&self, change: &Change) {
-        self.line(&format!("{}: {}", change.address, words(change.action).0));
+        self.line(&format!("{}: {}", change.address, self.words(change).0));
         self.track(&change.address, true);
     }
 
     fn finished(&self, change: &Change, outcome: &Outcome, elapsed: Duration) {
         self.track(&change.address, false);
-        let (_, done, failed) = words(change.action);
+        let (_, done, failed) = self.words(change);
         let address = &change.address;
         let seconds = elapsed.as_secs_f64();
         self.line(&match outcome {

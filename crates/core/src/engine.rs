@@ -444,7 +444,17 @@ pub fn administrators_only(
             None => groups.push((why, vec![address])),
         }
     }
-    groups.into_iter().map(|(why, addresses)| format!("{} ({why})", addresses.join(", "))).collect()
+    // Named, up to a few: a takeover of a whole account is thirty addresses, which the plan lists.
+    const NAMED: usize = 5;
+    groups
+        .into_iter()
+        .map(|(why, addresses)| {
+            let more = addresses.len().saturating_sub(NAMED);
+            let named = addresses[..addresses.len().min(NAMED)].join(", ");
+            let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+            format!("{named}{more} ({why})")
+        })
+        .collect()
 }
 
 /// Everything apply checks before its first call: deletes allowed, a reconciler for every
@@ -675,6 +685,18 @@ mod tests {
                 format!("`ecr_repository.free` ({TAKING_OVER})"),
                 "`ecr_repository.b` (why two)".to_owned(),
             ]
+        );
+        // Thirty imports: the first five named, the rest counted (the plan lists them).
+        let many: Vec<Change> = (0..30)
+            .map(|n| change(crate::fake::kinds::ECR_REPOSITORY, &format!("r{n:02}"), Action::Update, &[]))
+            .collect();
+        let all = many.iter().map(|c| (c.address.clone(), crate::plan::Takeover::Import)).collect();
+        assert_eq!(
+            administrators_only(&reconcilers, &many, &all),
+            [format!(
+                "`ecr_repository.r00`, `ecr_repository.r01`, `ecr_repository.r02`, `ecr_repository.r03`, \
+                 `ecr_repository.r04` and 25 more ({TAKING_OVER})"
+            )]
         );
     }
 

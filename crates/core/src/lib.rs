@@ -13,6 +13,7 @@ pub mod engine;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
 pub mod json;
+pub mod mark;
 pub mod markdown;
 pub mod ownership;
 pub mod pages;

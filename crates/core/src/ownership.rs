@@ -23,18 +23,6 @@ use crate::address::{Address, ResourceKind};
 use crate::desired::{Desired, DesiredError};
 use crate::plan::{ADOPT, DesiredResources, Finding, Observed, Severity, Takeover};
 
-/// The tag key of the mark. Its value is the deployment's name.
-pub const MARK_KEY: &str = "reconcile:deployment";
-/// Tag keys reconcile keeps for itself (compared without case, as IAM's condition keys are):
-/// desired.toml's `tags` may not use them.
-pub const RESERVED_PREFIX: &str = "reconcile:";
-/// The deployment's name when desired.toml does not give one (`deployment = "..."`). Two
-/// deployments of reconcile in one account must each name themselves.
-pub const DEFAULT_DEPLOYMENT: &str = "default";
-/// reconcile's ownership tag before the mark: desired.toml's own `managed-by = reconcile`.
-pub const LEGACY_KEY: &str = "managed-by";
-pub const LEGACY_VALUE: &str = "reconcile";
-
 /// Finding code: a declared resource exists without this deployment's mark (made by hand, by
 /// another tool, or by another deployment); refuses unless it is imported. Stable; never reused.
 pub const NOT_OURS: &str = "W601";
@@ -43,22 +31,9 @@ pub const NOT_OURS: &str = "W601";
 /// apply changes them: a build running meanwhile would lose its push. Stable; never reused.
 pub const LEGACY_TAG_REMOVED: &str = "W606";
 
-/// Whether `key` is one of reconcile's own tag keys, which desired.toml may not write.
-pub fn is_reserved(key: &str) -> bool {
-    key.get(..RESERVED_PREFIX.len()).is_some_and(|prefix| prefix.eq_ignore_ascii_case(RESERVED_PREFIX))
-}
-
-/// `tags` with the deployment's mark.
-pub fn marked(tags: &BTreeMap<String, String>, deployment: &str) -> BTreeMap<String, String> {
-    let mut tags = tags.clone();
-    tags.insert(MARK_KEY.to_owned(), deployment.to_owned());
-    tags
-}
-
-/// The deployment a resource's canonical fields (desired or observed) are marked as.
-pub fn mark(fields: &Map<String, Value>) -> Option<&str> {
-    fields.get("tags")?.get(MARK_KEY)?.as_str()
-}
+pub use crate::mark::{
+    DEFAULT_DEPLOYMENT, LEGACY_KEY, LEGACY_VALUE, MARK_KEY, RESERVED_PREFIX, is_reserved, mark, marked,
+};
 
 /// Whose a live resource is, to the deployment `ours`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,14 +123,17 @@ pub fn takeovers(
                 format!("exists without reconcile's mark (`{MARK_KEY} = {ours}`): reconcile did not make it")
             }
         };
-        let removes = what_taking_over_removes(resource, live);
+        let removed = what_taking_over_removes(resource, live);
         let message = if imported {
             takeovers.insert(resource.address.clone(), Takeover::Import);
-            format!("`{name}` {whose}; importing it marks it as `{ours}`'s and removes {removes}")
+            // The plan shows the import; a finding says only what it takes away.
+            let Some(removed) = removed else { continue };
+            format!("`{name}` {whose}; importing it marks it as `{ours}`'s and removes {removed}")
         } else {
             format!(
-                "`{name}` {whose}; taking it over would remove {removes}; nothing is changed until desired.toml \
-                 lists `{}` in `import` (`reconcile import` writes the list), or sets `{ADOPT} = true` on it",
+                "`{name}` {whose}; taking it over would remove {}; nothing is changed until desired.toml lists `{}` \
+                 in `import` (`reconcile import` writes the list), or sets `{ADOPT} = true` on it",
+                removed.as_deref().unwrap_or("nothing else"),
                 resource.address
             )
         };
@@ -164,7 +142,7 @@ pub fn takeovers(
             severity: if imported { Severity::Warning } else { Severity::Error },
             address: Some(resource.address.clone()),
             message,
-            overridden_by: imported.then(|| ADOPT.to_owned()),
+            overridden_by: None,
         });
     }
     (findings, takeovers)
@@ -175,8 +153,9 @@ fn wanted_tags(resource: &crate::plan::DesiredResource) -> Option<&Map<String, V
 }
 
 /// What taking `resource` over removes of what `live` holds: its live fields that desired.toml
-/// sets otherwise, and its tags desired.toml does not keep; by name only, never a value.
-fn what_taking_over_removes(resource: &crate::plan::DesiredResource, live: &Map<String, Value>) -> String {
+/// sets otherwise, and its tags desired.toml does not keep; by name only, never a value. `None`
+/// when nothing.
+fn what_taking_over_removes(resource: &crate::plan::DesiredResource, live: &Map<String, Value>) -> Option<String> {
     let mut removed: Vec<String> = resource
         .attributes
         .iter()
@@ -195,7 +174,7 @@ fn what_taking_over_removes(resource: &crate::plan::DesiredResource, live: &Map<
     if !dropped.is_empty() {
         removed.push(format!("its tags {}", dropped.join(", ")));
     }
-    if removed.is_empty() { "nothing else".to_owned() } else { removed.join("; ") }
+    (!removed.is_empty()).then(|| removed.join("; "))
 }
 
 /// desired.toml's `import` list applied to `resources`: each address it lists is taken over as
@@ -271,16 +250,6 @@ mod tests {
     }
 
     #[test]
-    fn reserved_keys_are_reconciles_in_any_case() {
-        for key in ["reconcile:deployment", "Reconcile:Deployment", "RECONCILE:anything", "reconcile:"] {
-            assert!(is_reserved(key), "{key}");
-        }
-        for key in ["reconcile", "managed-by", "reconcile-deployment", "my:reconcile:x", "é"] {
-            assert!(!is_reserved(key), "{key}");
-        }
-    }
-
-    #[test]
     fn a_resource_is_ours_by_this_deployments_mark_alone() {
         let ours = map(json!({ "tags": { MARK_KEY: "rocm-bake" } }));
         let other = map(json!({ "tags": { MARK_KEY: "team-x", LEGACY_KEY: LEGACY_VALUE } }));
@@ -308,12 +277,17 @@ mod tests {
 
         let (findings, takeovers) = judge(repository("skunkworks", true), live(json!({ "owner": THEIRS })));
         assert_eq!(takeovers.values().collect::<Vec<_>>(), [&Takeover::Import]);
-        assert_eq!((findings[0].severity, findings[0].overridden_by.as_deref()), (Severity::Warning, Some(ADOPT)));
+        assert_eq!(findings[0].severity, Severity::Warning);
         assert!(
             findings[0].message.starts_with("`skunkworks` exists without reconcile's mark"),
             "{}",
             findings[0].message
         );
+        assert!(findings[0].message.contains("importing it marks it as `rocm-bake`'s and removes its `scan_on_push`"));
+        // An import that takes nothing away is the plan's to show, and says nothing more.
+        let same = Observed::Present(map(json!({ "scan_on_push": false, "tags": { "project": "rocm-bake" } })));
+        let (findings, takeovers) = judge(repository("pytorch", true), same);
+        assert_eq!((findings, takeovers.len()), (vec![], 1));
 
         // Another deployment's is refused the same way, and says whose it is.
         let (findings, _) = judge(repository("skunkworks", false), live(json!({ MARK_KEY: "team-x" })));

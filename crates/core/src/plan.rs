@@ -227,14 +227,14 @@ impl Change {
             .collect()
     }
 
-    /// Whether the change writes nothing but the mark ([`crate::ownership::MARK_KEY`]): an
+    /// Whether the change writes nothing but the mark ([`crate::mark::MARK_KEY`]): an
     /// import of a resource that is already as desired.toml says.
     pub fn only_marks(&self) -> bool {
         let without_mark = |fields: Option<&Map<String, Value>>| {
             fields.map(|fields| {
                 let mut fields = fields.clone();
                 if let Some(Value::Object(tags)) = fields.get_mut("tags") {
-                    tags.remove(crate::ownership::MARK_KEY);
+                    tags.remove(crate::mark::MARK_KEY);
                 }
                 fields
             })

@@ -208,14 +208,27 @@ fn writes(desired: &Desired, account: &Account) -> Vec<Value> {
                 "ForAllValues:StringNotEquals": { "aws:TagKeys": [key] },
             },
         }),
-        // Tags sent with a create are authorized on `ecr:CreateRepository` itself, with the
-        // request's tags: never `ecr:TagResource` on the mark, which would take any repository.
+        // ECR authorizes the tags of a create as `ecr:TagResource` on the new repository too,
+        // which IAM cannot tell from marking one that exists unmarked: taking one over that way
+        // is refused to CI by the run itself (an import is an administrator's), and the deny
+        // below keeps another deployment's repositories out of reach.
         json!({
             "Sid": "MakeRepositoriesMarkedAsReconciles",
             "Effect": "Allow",
-            "Action": ["ecr:CreateRepository"],
+            "Action": ["ecr:CreateRepository", "ecr:TagResource"],
             "Resource": every_repository(account),
             "Condition": { "StringEquals": { format!("aws:RequestTag/{key}"): value } },
+        }),
+        json!({
+            "Sid": "NeverAnotherDeploymentsRepositories",
+            "Effect": "Deny",
+            "Action": ["ecr:TagResource", "ecr:UntagResource"],
+            "Resource": every_repository(account),
+            "Condition": {
+                // A mark (`StringLike "*"`: any value), and not this deployment's.
+                "StringLike": { format!("aws:ResourceTag/{key}"): "*" },
+                "StringNotEquals": { format!("aws:ResourceTag/{key}"): value },
+            },
         }),
     ]
 }

@@ -59,16 +59,30 @@ pub(crate) fn runner(desired: &Desired, account: &Account, _runner: &Runner) -> 
         "Resource": [every_repository],
         "Condition": { "StringEquals": { format!("aws:ResourceTag/{key}"): value } },
     }));
-    // `--ensure-ecr` may make a repository only as this deployment's (the mark in the request),
-    // so that reconcile manages it (a lifecycle policy on the next apply, drift until it is
-    // declared); an untagged create is denied at once, before the build. Never
-    // `ecr:TagResource`: with it, a build could mark any repository as ours and push to it.
+    // `--ensure-ecr` may make a repository only as this deployment's, with the mark and nothing
+    // else in the request, so that reconcile manages it (a lifecycle policy once declared, drift
+    // until then); an untagged create is denied at once, before the build. ECR authorizes the
+    // tags of a create as `ecr:TagResource` on the new repository too (since 2022), which IAM
+    // cannot tell from tagging one that exists: the deny below keeps every marked repository
+    // (ours, or another deployment's) out of its reach.
     statements.push(json!({
         "Sid": "EcrMakeOnlyAsReconciles",
         "Effect": "Allow",
-        "Action": ["ecr:CreateRepository"],
+        "Action": ["ecr:CreateRepository", "ecr:TagResource"],
         "Resource": [every_repository],
-        "Condition": { "StringEquals": { format!("aws:RequestTag/{key}"): value } },
+        "Condition": {
+            "StringEquals": { format!("aws:RequestTag/{key}"): value },
+            "ForAllValues:StringEquals": { "aws:TagKeys": [key] },
+        },
+    }));
+    statements.push(json!({
+        "Sid": "EcrNeverRetagAMarkedRepository",
+        "Effect": "Deny",
+        "Action": ["ecr:TagResource", "ecr:UntagResource"],
+        "Resource": [every_repository],
+        // Any mark at all (`StringLike "*"` holds of every value the key has, and not of a
+        // repository without it, as one being made is).
+        "Condition": { "StringLike": { format!("aws:ResourceTag/{key}"): "*" } },
     }));
     statements
 }
@@ -115,7 +129,13 @@ mod tests {
                 let statements = runner(&desired, &account(), &which);
                 assert_eq!(
                     sids(&statements),
-                    ["EcrLogin", "EcrWhichRepositoriesExist", "EcrPushPull", "EcrMakeOnlyAsReconciles"]
+                    [
+                        "EcrLogin",
+                        "EcrWhichRepositoriesExist",
+                        "EcrPushPull",
+                        "EcrMakeOnlyAsReconciles",
+                        "EcrNeverRetagAMarkedRepository"
+                    ]
                 );
                 assert_eq!(statements[2]["Resource"], json!([every]));
                 assert_eq!(statements[2]["Action"], json!(PUSH_PULL));
@@ -125,10 +145,13 @@ mod tests {
                 );
                 assert_eq!(
                     statements[3]["Condition"],
-                    json!({ "StringEquals": { "aws:RequestTag/reconcile:deployment": deployment } })
+                    json!({
+                        "StringEquals": { "aws:RequestTag/reconcile:deployment": deployment },
+                        "ForAllValues:StringEquals": { "aws:TagKeys": ["reconcile:deployment"] },
+                    })
                 );
-                assert_eq!(statements[3]["Action"], json!(["ecr:CreateRepository"]));
-                assert!(!serde_json::to_string(&statements).unwrap().contains("TagResource"));
+                assert_eq!(statements[3]["Action"], json!(["ecr:CreateRepository", "ecr:TagResource"]));
+                assert_eq!(statements[4]["Effect"], "Deny");
             }
         }
         // No repository declared: the login alone, whatever it is asked to save.

@@ -222,7 +222,9 @@ fn condition_holds(operator: &str, present: Option<&[String]>, wanted: &[String]
     }
     let Some((compare, negated)) = comparison(operator) else { return Truth::Unknown };
     let Some(present) = present else {
-        return Truth::of(if_exists || (negated && set.is_none()));
+        // `ForAllValues` holds of a key the request does not carry, as of an empty set (IAM's
+        // documented trap, which is why a policy pairs it with another condition on the key).
+        return Truth::of(if_exists || (negated && set.is_none()) || set == Some("ForAllValues"));
     };
     let one = |value: &str| wanted.iter().any(|w| compare(w, value));
     match set {
@@ -367,6 +369,9 @@ mod tests {
         assert_eq!(holds("ForAnyValue:StringEquals", Some(&["a", "b"]), &["b"]), Truth::True);
         assert_eq!(holds("ForAllValues:StringEquals", Some(&["a", "b"]), &["b"]), Truth::False);
         assert_eq!(holds("ForAllValues:StringEquals", Some(&[]), &["b"]), Truth::True);
+        assert_eq!(holds("ForAllValues:StringEquals", None, &["b"]), Truth::True, "absent: an empty set");
+        assert_eq!(holds("ForAllValues:StringNotEquals", None, &["b"]), Truth::True);
+        assert_eq!(holds("ForAnyValue:StringEquals", None, &["b"]), Truth::False);
         assert_eq!(holds("ForAnyValue:StringEquals", Some(&["b"]), &["b"]), Truth::True);
         assert_eq!(holds("ForAnyValue:StringEquals", Some(&["a"]), &["b"]), Truth::False);
         assert_eq!(holds("ForAllValues:StringEquals", Some(&["b"]), &["b"]), Truth::True);

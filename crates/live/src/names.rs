@@ -1,5 +1,6 @@
-//! A run's names: every resource the suite declares carries the run's prefix in its name and
-//! the run's tag, so concurrent runs never collide and the sweeper finds what a run left.
+//! A run's names: every resource the suite declares carries the run's prefix in its name, the
+//! run's tag, and the live suite's deployment's mark, so concurrent runs never collide and the
+//! sweeper finds what a run left, and nothing else.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -7,6 +8,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub const PREFIX: &str = "rcl-live-";
 /// The tag every resource of a run carries; its value is the run's id.
 pub const RUN_TAG: &str = "reconcile-live-run";
+/// The deployment every run's desired.toml names: reconcile marks what a run makes with it
+/// (`reconcile:deployment = rcl-live`), and the sweeper takes only what carries it.
+pub const DEPLOYMENT: &str = "rcl-live";
 /// A run id's length: its start time in seconds (base 36, 7 digits until the year 4200) and 3
 /// more of the process and the clock, so two runs started in the same second differ.
 pub const ID_LEN: usize = 10;
@@ -131,12 +135,13 @@ impl Run {
         let quoted = |value: &str| serde_json::Value::from(value).to_string();
         let region = quoted(region);
         let id = &self.id;
-        let tags = format!(r#"{{ managed-by = "reconcile", {RUN_TAG} = "{id}" }}"#);
+        let tags = format!(r#"{{ {RUN_TAG} = "{id}" }}"#);
         let [base, app] = self.repositories();
         let prefix = self.prefix();
         let mut text = format!(
             r#"# The live acceptance suite's run {id}: every name carries its prefix, every resource its tag.
 region = {region}
+deployment = "{DEPLOYMENT}"
 
 [ecr.defaults]
 lifecycle_policy = "keep-3-untagged"

@@ -452,17 +452,25 @@ async fn ci_roles(suite: &mut Suite<'_>) -> Result<String, Failure> {
         }],
     })
     .to_string();
-    let tag = aws_sdk_iam::types::Tag::builder()
-        .key(crate::names::RUN_TAG)
-        .value(options.run.id())
-        .build()
-        .map_err(|e| fail(format!("a tag: {e}")))?;
+    // Tagged as reconcile tags what a run makes, so the sweeper finds them.
+    let tag = |key: &str, value: &str| {
+        aws_sdk_iam::types::Tag::builder().key(key).value(value).build().map_err(|e| fail(format!("a tag: {e}")))
+    };
+    let tags = vec![
+        tag(crate::names::RUN_TAG, options.run.id())?,
+        tag(reconcile_core::mark::MARK_KEY, crate::names::DEPLOYMENT)?,
+    ];
     let mut keys = Vec::new();
     for purpose in ["plan", "apply"] {
         let policy = suite.expect(&["policy", purpose, "--account", &account], 0)?.stdout;
         let name = options.run.ci_role(purpose);
-        let made =
-            iam.create_role().role_name(&name).assume_role_policy_document(&trust).tags(tag.clone()).send().await;
+        let made = iam
+            .create_role()
+            .role_name(&name)
+            .assume_role_policy_document(&trust)
+            .set_tags(Some(tags.clone()))
+            .send()
+            .await;
         made.map_err(|e| fail(format!("making the {purpose} role: {}", crate::chain(&e))))?;
         let put = iam.put_role_policy().role_name(&name).policy_name("reconcile").policy_document(policy).send().await;
         put.map_err(|e| fail(format!("putting the {purpose} role's policy: {}", crate::chain(&e))))?;

@@ -1,14 +1,17 @@
 //! The sweeper: finds what runs of the suite left (a name with the runs' prefix and a run's id,
-//! which its run tag, if it has one, does not contradict) and, when asked, deletes it in dependency order: the project (its
-//! webhook first), the roles (their policies first), the boundaries, the repositories with their
-//! images, the buckets with their objects. A dry run by default; safe to run again.
+//! the same run's tag, and the live suite's deployment's mark: reconcile makes each resource with
+//! its tags in the same call, so nothing a run made lacks them, and what another deployment or a
+//! person made under a run's name is never taken) and, when asked, deletes it in dependency
+//! order: the project (its webhook first), the roles (their policies first), the boundaries, the
+//! repositories with their images, the buckets with their objects. A dry run by default; safe to
+//! run again.
 
 use std::fmt;
 use std::time::Duration;
 
 use aws_types::SdkConfig;
 
-use crate::names::{PREFIX, RUN_TAG, Run};
+use crate::names::{DEPLOYMENT, PREFIX, RUN_TAG, Run};
 use crate::{Failure, chain, fail};
 
 /// Which leftovers to find.
@@ -56,15 +59,14 @@ impl fmt::Display for Leftover {
     }
 }
 
-/// The run a resource named `name` with `tags` belongs to: the one its name says, unless a run
-/// tag says another. A resource of a run's name without the tag is one a run made and was
-/// killed before tagging (S3 tags a bucket only after making it).
+/// The run a resource named `name` with `tags` belongs to: the one its name says, when its run
+/// tag says the same and it carries the live suite's deployment's mark.
 fn run_of<'a>(name: &str, tags: impl IntoIterator<Item = (&'a str, &'a str)>) -> Option<Run> {
     let named = Run::named_in(name)?;
-    match tags.into_iter().find(|(key, _)| *key == RUN_TAG) {
-        None => Some(named),
-        Some((_, value)) => (Run::of(value).as_ref() == Some(&named)).then_some(named),
-    }
+    let tags: Vec<(&str, &str)> = tags.into_iter().collect();
+    let tag = |wanted: &str| tags.iter().find(|(key, _)| *key == wanted).map(|(_, value)| *value);
+    let marked = tag(reconcile_core::mark::MARK_KEY) == Some(DEPLOYMENT);
+    (marked && tag(RUN_TAG).and_then(Run::of).as_ref() == Some(&named)).then_some(named)
 }
 
 fn failed(what: &str) -> impl Fn(&dyn std::error::Error) -> Failure + '_ {
@@ -262,17 +264,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_leftover_is_one_whose_name_names_a_run_its_tag_does_not_contradict() {
+    fn a_leftover_is_one_whose_name_run_tag_and_mark_all_say_so() {
         let run = Run::start();
         let name = format!("{}/base", run.prefix());
-        assert_eq!(run_of(&name, [(RUN_TAG, run.id())]), Some(run.clone()));
-        // Killed before it was tagged: its name says whose it is.
-        assert_eq!(run_of(&name, [("managed-by", "reconcile")]), Some(run.clone()));
+        let mark = reconcile_core::mark::MARK_KEY;
+        assert_eq!(run_of(&name, [(RUN_TAG, run.id()), (mark, DEPLOYMENT)]), Some(run.clone()));
+        // The name alone, the name and the run tag without the mark, or another deployment's
+        // mark: made by someone else under a run's name, never swept.
+        assert_eq!(run_of(&name, []), None);
+        assert_eq!(run_of(&name, [("managed-by", "reconcile")]), None);
+        assert_eq!(run_of(&name, [(RUN_TAG, run.id())]), None);
+        assert_eq!(run_of(&name, [(RUN_TAG, run.id()), (mark, "rocm-bake")]), None);
         // A tag alone, or a name and a tag naming different runs: not the sweeper's.
-        assert_eq!(run_of("rocm-bake/pytorch", [(RUN_TAG, run.id())]), None);
+        assert_eq!(run_of("rocm-bake/pytorch", [(RUN_TAG, run.id()), (mark, DEPLOYMENT)]), None);
         let other = Run::of("0000000abc").unwrap();
-        assert_eq!(run_of(&name, [(RUN_TAG, other.id())]), None);
-        assert_eq!(run_of(&name, [(RUN_TAG, "not-a-run")]), None);
+        assert_eq!(run_of(&name, [(RUN_TAG, other.id()), (mark, DEPLOYMENT)]), None);
+        assert_eq!(run_of(&name, [(RUN_TAG, "not-a-run"), (mark, DEPLOYMENT)]), None);
         let old = Filter { run: None, older_than: Duration::from_secs(3600) };
         assert!(!old.admits(&run) && old.admits(&other));
         let this = Filter { run: Some(run.clone()), older_than: Duration::ZERO };

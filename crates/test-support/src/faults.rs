@@ -7,6 +7,10 @@
 //! and STS, `SlowDown` 503 XML for S3), answer a bare 500 or 503, reset the connection before
 //! answering, or add a delay; everything else goes to the emulator as it came. The proxy runs on
 //! its own thread and runtime, so a test may block on the binary while it serves.
+//!
+//! One proxy (`FaultProxy::halting_after`) stops the world instead: it forwards the first N
+//! writes and answers them, then holds every later write for ever, so that a test can kill the
+//! binary at exactly the state those N writes left.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -76,6 +80,7 @@ impl Rule {
 /// A running proxy. It stops when dropped.
 pub struct FaultProxy {
     pub endpoint: String,
+    halt: Arc<Halt>,
     injected: Arc<AtomicU64>,
     in_flight: Arc<Mutex<InFlight>>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
@@ -85,17 +90,39 @@ pub struct FaultProxy {
 impl FaultProxy {
     /// Starts a proxy to `upstream` (the emulator's endpoint) on a free loopback port.
     pub fn start(upstream: &str, seed: u64, rules: Vec<Rule>) -> FaultProxy {
+        FaultProxy::serving(upstream, seed, rules, Halt::default())
+    }
+
+    /// A proxy that forwards the first `writes` writes, and holds every later one for ever once
+    /// those were answered ([`FaultProxy::halted`]): reads go through meanwhile.
+    pub fn halting_after(upstream: &str, writes: u64) -> FaultProxy {
+        FaultProxy::serving(upstream, 1, Vec::new(), Halt { after: Some(writes), ..Halt::default() })
+    }
+
+    /// Whether a write past the N a halting proxy lets through has arrived, the N answered.
+    pub fn halted(&self) -> bool {
+        self.halt.halted.load(Ordering::SeqCst)
+    }
+
+    /// How many writes it has answered.
+    pub fn writes(&self) -> u64 {
+        self.halt.answered.load(Ordering::SeqCst)
+    }
+
+    fn serving(upstream: &str, seed: u64, rules: Vec<Rule>, halt: Halt) -> FaultProxy {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
         listener.set_nonblocking(true).expect("non-blocking");
         let address: SocketAddr = listener.local_addr().expect("bound");
         let injected = Arc::new(AtomicU64::new(0));
         let in_flight = Arc::new(Mutex::new(InFlight::default()));
+        let halt = Arc::new(halt);
         let state = Arc::new(State {
             upstream: upstream.trim_end_matches('/').to_owned(),
             rules,
             random: Mutex::new(seed.max(1)),
             injected: injected.clone(),
             in_flight: in_flight.clone(),
+            halt: halt.clone(),
         });
         let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
@@ -105,6 +132,7 @@ impl FaultProxy {
         });
         FaultProxy {
             endpoint: format!("http://{address}"),
+            halt,
             injected,
             in_flight,
             shutdown: Some(shutdown),
@@ -168,9 +196,29 @@ impl Drop for Held {
     }
 }
 
+/// Where a halting proxy stands: how many writes it lets through, how many it has, how many of
+/// those were answered, and whether it holds one now.
+#[derive(Default)]
+struct Halt {
+    after: Option<u64>,
+    admitted: AtomicU64,
+    answered: AtomicU64,
+    halted: std::sync::atomic::AtomicBool,
+}
+
+/// Whether a request changes something: every S3 request but `GET` and `HEAD`, and every other
+/// service's operation but those that only read.
+fn is_write(service: &str, method: &hyper::Method, operation: &str) -> bool {
+    if service == "s3" {
+        return !matches!(*method, hyper::Method::GET | hyper::Method::HEAD);
+    }
+    !["Get", "List", "Describe", "BatchGet", "Head", "Lookup"].iter().any(|read| operation.starts_with(read))
+}
+
 struct State {
     upstream: String,
     rules: Vec<Rule>,
+    halt: Arc<Halt>,
     in_flight: Arc<Mutex<InFlight>>,
     /// xorshift64: reproducible from the seed, and the order requests arrive in.
     random: Mutex<u64>,
@@ -239,6 +287,17 @@ async fn handle(
     let service = service_of(&parts.headers);
     let _held = Held::new(&state.in_flight, &service);
     let operation = operation_of(&parts, &body);
+    let write = state.halt.after.is_some() && is_write(&service, &parts.method, &operation);
+    if let (true, Some(after)) = (write, state.halt.after)
+        && state.halt.admitted.fetch_add(1, Ordering::SeqCst) >= after
+    {
+        // Past the last write it lets through: once those are answered, held for ever.
+        while state.halt.answered.load(Ordering::SeqCst) < after {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        state.halt.halted.store(true, Ordering::SeqCst);
+        std::future::pending::<()>().await;
+    }
     match state.pick(&service, &operation) {
         Some(Fault::Reset) => return Err("reset by the fault proxy".into()),
         Some(Fault::Status(status)) => {
@@ -256,6 +315,9 @@ async fn handle(
     let answer = client.request(forward.body(Full::new(body))?).await?;
     let (parts, body) = answer.into_parts();
     let body = body.collect().await?.to_bytes();
+    if write {
+        state.halt.answered.fetch_add(1, Ordering::SeqCst);
+    }
     Ok(Response::from_parts(parts, Full::new(body)))
 }
 

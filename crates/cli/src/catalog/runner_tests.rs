@@ -77,7 +77,16 @@ fn the_runners_policy_grants_repositories_by_this_deployments_mark_and_never_cha
     assert!(create(&made));
     assert!(!create(&Context::new()));
     assert!(!create(&Context::new().with("aws:RequestTag/reconcile:deployment", &["team-x"])));
-    assert!(!runner.allows(Request { action: "ecr:TagResource", resource: repository, context: &made }));
+    // ECR authorizes a create's tags as tagging the new repository: the mark alone, and never on
+    // a repository already marked (ours, or another deployment's).
+    let tag = |context: &Context| runner.allows(Request { action: "ecr:TagResource", resource: repository, context });
+    let marking = || made.clone().with("aws:TagKeys", &["reconcile:deployment"]);
+    assert!(tag(&marking()));
+    assert!(!tag(&made.clone().with("aws:TagKeys", &["reconcile:deployment", "team"])));
+    assert!(!tag(&marking().with("aws:ResourceTag/reconcile:deployment", &["team-x"])));
+    assert!(!tag(&marking().with("aws:ResourceTag/reconcile:deployment", &["rocm-bake"])));
+    let untag = Context::new().with("aws:ResourceTag/reconcile:deployment", &["rocm-bake"]);
+    assert!(!runner.allows(Request { action: "ecr:UntagResource", resource: repository, context: &untag }));
     assert!(runner.allows(Request {
         action: "ecr:DescribeRepositories",
         resource: repository,

@@ -57,8 +57,15 @@ fn the_apply_policy_grants_only_what_this_desired_file_can_lead_apply_to_write()
         let marking = Context::new().with("aws:RequestTag/reconcile:deployment", &["default"]);
         assert!(allows("ecr:CreateRepository", &marking));
         assert!(!allows("ecr:CreateRepository", &Context::new()));
-        assert!(!allows("ecr:TagResource", &marking), "an unmarked repository is not the apply role's to mark");
+        // A create's tags are authorized as tagging the new repository, which IAM cannot tell
+        // from marking one that exists unmarked (the run refuses that to CI: an import is an
+        // administrator's); another deployment's repository is never reached.
+        assert!(allows("ecr:TagResource", &marking));
         assert!(!allows("ecr:TagResource", &marking.clone().with("aws:ResourceTag/reconcile:deployment", &["team-x"])));
+        assert!(!allows(
+            "ecr:UntagResource",
+            &Context::new().with("aws:ResourceTag/reconcile:deployment", &["team-x"])
+        ));
         assert!(allows("ecr:TagResource", &ours().with("aws:RequestTag/team", &["x"])));
         assert!(!allows("ecr:TagResource", &ours().with("aws:RequestTag/reconcile:deployment", &["team-x"])));
         assert!(allows("ecr:UntagResource", &ours().with("aws:TagKeys", &["team"])));
@@ -81,6 +88,9 @@ fn the_apply_policy_grants_only_what_this_desired_file_can_lead_apply_to_write()
     for policy in [&policy, &granted_all] {
         for statement in policy["Statement"].as_array().unwrap() {
             let actions: Vec<&str> = statement["Action"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+            if statement["Effect"] == "Deny" && statement["Sid"] == "NeverAnotherDeploymentsRepositories" {
+                continue;
+            }
             if statement["Effect"] == "Deny" {
                 assert_eq!(statement["Resource"], json!(["*"]));
                 assert!(actions.contains(&"iam:Put*") && actions.contains(&"sts:AssumeRole"), "{statement}");

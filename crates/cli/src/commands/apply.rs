@@ -57,6 +57,7 @@ struct Terminal {
 
 impl Console for Terminal {
     fn plan(&self, plan: &Plan) -> Result<(), CliError> {
+        self.printer.applying(plan);
         let text = self.output.paint(&render::styled_text(plan));
         if self.progress_to_stderr {
             // The plan's own colour escapes are kept: its values were made printable as it was

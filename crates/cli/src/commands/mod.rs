@@ -8,6 +8,7 @@ mod declare;
 mod docs;
 mod drift;
 mod head;
+mod import;
 mod outputs;
 mod plan;
 mod policy;
@@ -124,6 +125,11 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
         }
         Command::Declare { bake, check, account } => {
             declare::run(&desired, bake.bake.as_deref(), check, account.as_deref())
+        }
+        Command::Import { check } => {
+            let inputs = Inputs::load(&desired, Load::default())?;
+            let session = session(inputs, Purpose::Read, parallelism).await?;
+            import::run(&session, &desired, check).await
         }
         Command::Policy { role, key, account } => {
             let inputs = Inputs::load(&desired, Load::default())?;

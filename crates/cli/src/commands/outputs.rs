@@ -26,6 +26,9 @@ pub async fn run(aws: &Aws, desired: &Desired, format: OutputsFormat) -> Result<
             for (name, value) in &variables {
                 out(&format!("gh variable set {name:<width$} --body {}\n", shell_quoted(value)?))?;
             }
+            if !reconcile_ecr::declared(desired).repositories.is_empty() {
+                out(&ensure_ecr(desired)?)?;
+            }
         }
         OutputsFormat::Json => {
             let list: Vec<serde_json::Value> =
@@ -34,6 +37,20 @@ pub async fn run(aws: &Aws, desired: &Desired, format: OutputsFormat) -> Result<
         }
     }
     Ok(exit::OK)
+}
+
+/// What the nightly's `--ensure-ecr` runs to make a missing repository, as comments beside the
+/// variables: the one create the runner's role allows, this deployment's mark in the same call
+/// (the mark and nothing else); any other is refused at once, before the build.
+fn ensure_ecr(desired: &Desired) -> Result<String, CliError> {
+    let (key, value) = desired.mark();
+    let tag = shell_quoted(&format!("Key={key},Value={value}"))?;
+    Ok(format!(
+        "# The nightly's --ensure-ecr makes a missing repository with this deployment's mark, the only create its \
+         role allows\n# (an untagged one is refused with AccessDenied at once, before the build):\n#   aws ecr \
+         create-repository --region {} --repository-name \"$REPOSITORY\" --tags {tag}\n",
+        shell_quoted(&desired.region)?
+    ))
 }
 
 /// `value` as one word for a POSIX shell: as it is when every character is inert, else in single

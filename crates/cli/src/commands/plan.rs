@@ -103,6 +103,25 @@ pub async fn run(session: &Session<Aws>, color: ColorChoice, request: Request<'_
             _ => crate::output::err_lines(&crate::declare::hint_text(&hint)),
         }
     }
+    // Refused for resources that exist without the mark: the command that lists them for import.
+    let unmarked =
+        plan.findings.iter().filter(|f| f.code == reconcile_core::ownership::NOT_OURS && f.refuses()).count();
+    if refused.is_err() && unmarked > 0 && !public {
+        let hint = format!(
+            "{unmarked} declared resource(s) exist without deployment `{}`'s mark (W601). To take them over as \
+             Terraform's import does: `reconcile import` lists them in desired.toml's `import`; the next plan shows \
+             them as imports, and an administrator's apply marks them.",
+            inputs.desired.deployment
+        );
+        match format.common() {
+            Some(Format::Markdown) => {
+                let markdown = format!("\n{}\n", reconcile_core::markdown::prose(&hint));
+                crate::output::out(&markdown)?;
+                crate::output::step_summary(&markdown)?;
+            }
+            _ => crate::output::err(&hint),
+        }
+    }
     refused?;
     // A pull request's status fails on what the pipeline would not carry out as it stands.
     let errors: Vec<&str> =

@@ -374,8 +374,10 @@ async fn the_apply_role_refuses_a_destroy_of_what_only_an_administrator_deletes_
     assert_eq!(refused.code, 3, "{}{}", refused.stdout, refused.stderr);
     assert!(refused.stderr.contains("a CI role never makes these changes"), "{}", refused.stderr);
     assert!(refused.stderr.contains("`iam_ci_role.apply`"), "{}", refused.stderr);
-    // What desired.toml gives no managed-by tag is not destroy's: said, and left.
-    assert!(refused.stdout.contains("[W604]"), "{}", refused.stdout);
+    // Everything reconcile made carries its mark, so the destroy plan holds all of it: shown, then
+    // refused whole.
+    assert!(refused.stdout.contains("# iam_ci_role.apply will be deleted"), "{}", refused.stdout);
+    assert!(refused.stdout.contains("# ecr_repository.pytorch will be deleted"), "{}", refused.stdout);
     let writes: Vec<String> = apply_role.requests().iter().filter(|r| r.is_write()).map(ToString::to_string).collect();
     assert!(writes.is_empty(), "no write, not even the lock: {writes:?}");
 }

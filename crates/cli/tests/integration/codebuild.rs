@@ -102,6 +102,8 @@ async fn a_project_and_webhook_made_by_hand_with_the_same_meaning_show_no_drift(
                 .build(),
         )
         .tags(codebuild::types::Tag::builder().key("project").value("rocm-bake").build())
+        // Made again as reconcile makes it: with the mark.
+        .tags(codebuild::types::Tag::builder().key(crate::support::MARK.0).value(crate::support::MARK.1).build())
         .send()
         .await
         .unwrap();

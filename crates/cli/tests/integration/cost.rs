@@ -238,7 +238,8 @@ async fn a_month_of_three_thousand_builds_is_read_a_hundred_at_a_time() {
 async fn the_demos_account_shows_what_the_policy_frees_the_github_side_and_what_the_nights_cost() {
     use reconcile_test_support::github::github;
     let account = emulator().new_account().await;
-    let desired = crate::support::real_desired();
+    let copy = crate::support::real_copy();
+    let desired = copy.path.clone();
     account.seed_2026_11_11_with_history(&desired);
     let hook = json!({
         "name": "web", "active": true, "events": ["workflow_job"],
@@ -250,8 +251,14 @@ async fn the_demos_account_shows_what_the_policy_frees_the_github_side_and_what_
     env.push(("GITHUB_TOKEN", "ghp_demo".to_owned()));
     let run = |args: &[&str]| crate::support::reconcile_in(&env, &desired, args);
 
+    // As the demo runs it: the account the setup script made is nobody's, until it is imported.
+    let first = run(&["plan"]);
+    assert_eq!(first.code, 3, "{}{}", first.stdout, first.stderr);
+    assert!(first.stderr.contains("`reconcile import` lists them"), "{}", first.stderr);
+    assert_eq!(run(&["import"]).code, 0);
     let plan = run(&["plan"]);
     assert_eq!(plan.code, 0, "{}{}", plan.stdout, plan.stderr);
+    assert!(plan.stdout.contains("Plan: 30 to import, "), "{}", plan.stdout);
     for line in [
         // Each size and its price multiply out: 153.0 GiB at $0.10 a GiB-month.
         "the policy expires 17 untagged images, 153.0 GiB (about $15.30 a month)",

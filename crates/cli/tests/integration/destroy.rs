@@ -12,7 +12,6 @@ use crate::support::{desired_file, json_changes, on_a_terminal, reconcile, recon
 /// The small account with the runner, every resource tagged as reconcile's.
 fn tagged() -> String {
     small_account_with_runner(&["\"rocm-bake/pytorch\"", "\"rocm-bake/triton\""])
-        .replace(r#"tags = { project = "rocm-bake" }"#, r#"tags = { project = "rocm-bake", managed-by = "reconcile" }"#)
 }
 
 fn bucket(account: &TestAccount) -> String {
@@ -147,14 +146,14 @@ async fn a_declared_resource_without_reconciles_tag_refuses_the_whole_destroy() 
     let desired = desired_file(&tagged());
     let apply = reconcile(&account, &desired.path, &["apply", "--auto-approve"]);
     assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
-    // Someone takes the tag off one repository (or made it by hand and desired.toml adopted it).
+    // Someone takes the mark off one repository (or made it by hand and desired.toml adopted it).
     let client = ecr::Client::new(&account.sdk_config());
     let arn = client.describe_repositories().repository_names("rocm-bake/triton").send().await.unwrap().repositories()
         [0]
     .repository_arn()
     .unwrap()
     .to_owned();
-    client.untag_resource().resource_arn(arn.clone()).tag_keys("managed-by").send().await.unwrap();
+    client.untag_resource().resource_arn(arn.clone()).tag_keys(crate::support::MARK.0).send().await.unwrap();
     // And it is another team's now: their tag and their partner's access.
     let owner = aws_sdk_ecr::types::Tag::builder().key("owner").value("alice@example.com").build().unwrap();
     client.tag_resource().resource_arn(arn).tags(owner).send().await.unwrap();

@@ -54,7 +54,8 @@ pytorch = { lifecycle_policy = "two-rules", allow_tagged_expiry = true }
 "#,
     );
     let client = ecr::Client::new(&account.sdk_config());
-    client.create_repository().repository_name("pytorch").send().await.unwrap();
+    // Made by reconcile (its mark), its policy rewritten by hand.
+    client.create_repository().repository_name("pytorch").tags(crate::support::ecr_mark()).send().await.unwrap();
     // Rules in reverse priority order, keys reordered, tag prefixes reordered, pretty-printed.
     // (An explicit default `storageClass` is covered by the unit tests: moto's schema lacks it.)
     let reformatted = r#"
@@ -125,7 +126,7 @@ async fn repository_settings_and_tags_drift_is_corrected_and_aws_tags_are_left_a
     assert_eq!(reconcile(&account, &desired.path, &["apply", "--auto-approve"]).code, 0);
     let tags = client.list_tags_for_resource().resource_arn(&arn).send().await.unwrap();
     let tags: Vec<(&str, &str)> = tags.tags().iter().map(|t| (t.key(), t.value())).collect();
-    assert_eq!(tags, [("project", "rocm-bake")]);
+    assert_eq!(tags, [("project", "rocm-bake"), ("reconcile:deployment", "default")]);
     assert_eq!(reconcile(&account, &desired.path, &["plan", "--detailed-exitcode"]).code, 0);
 }
 
@@ -160,9 +161,10 @@ async fn a_repository_made_between_plan_and_apply_is_adopted_not_an_error() {
     let plan = engine::plan(&reconcilers, &desired, &resources, &account_id).await.unwrap();
     assert_eq!(plan.summary().create, 2);
 
-    // A nightly's --ensure-ecr makes the repository, with a stray tag, after the plan was read.
-    let stray = ecr::types::Tag::builder().key("made-by").value("nightly").build().unwrap();
-    client.create_repository().repository_name("vllm-wheel").tags(stray).send().await.unwrap();
+    // A nightly's --ensure-ecr makes the repository as this deployment's (the mark, the only tag
+    // its role may send) after the plan was read.
+    let mark = ecr::types::Tag::builder().key("reconcile:deployment").value("default").build().unwrap();
+    client.create_repository().repository_name("vllm-wheel").tags(mark).send().await.unwrap();
 
     let options = ApplyOptions { allow_delete: false, concurrency: 4, stop: None };
     let report = engine::apply(&reconcilers, &plan, options, &Silent).await.unwrap();
@@ -172,6 +174,38 @@ async fn a_repository_made_between_plan_and_apply_is_adopted_not_an_error() {
     assert_eq!(outcomes, ["ecr_repository.vllm-wheel Adopted", "ecr_lifecycle_policy.vllm-wheel Applied"]);
     let again = engine::plan(&reconcilers, &desired, &resources, &account_id).await.unwrap();
     assert_eq!(again.changes, [], "the adopted repository converged to the desired tags");
+}
+
+#[tokio::test]
+async fn a_repository_someone_else_made_between_plan_and_apply_is_not_taken_over() {
+    let account = emulator().new_account().await;
+    let desired = reconcile_cli::parse_desired(Path::new("desired.toml"), &small_desired(&["vllm-wheel"])).unwrap();
+    let client = ecr::Client::new(&account.sdk_config());
+    let reconcilers: Vec<Box<dyn Reconciler>> =
+        vec![Box::new(EcrReconciler::new(client.clone(), Account::new(&account.id, "us-east-1")))];
+    let account_id = Account::new(&account.id, "us-east-1");
+    let resources: engine::DesiredResources =
+        engine::desired_resources(reconcile_ecr::desired(&desired, &account_id).unwrap());
+    let plan = engine::plan(&reconcilers, &desired, &resources, &account_id).await.unwrap();
+
+    // Another team's, unmarked, or another deployment's, made after the plan was read.
+    for (name, tags) in [("vllm-wheel", vec![("team", "x")])] {
+        let tags = tags.iter().map(|(k, v)| ecr::types::Tag::builder().key(*k).value(*v).build().unwrap()).collect();
+        client.create_repository().repository_name(name).set_tags(Some(tags)).send().await.unwrap();
+    }
+    let options = ApplyOptions { allow_delete: false, concurrency: 4, stop: None };
+    let report = engine::apply(&reconcilers, &plan, options, &Silent).await.unwrap();
+    assert!(!report.succeeded());
+    let outcomes: Vec<String> =
+        report.results.iter().map(|(address, _, outcome, _)| format!("{address} {outcome:?}")).collect();
+    assert!(outcomes[0].contains("without this deployment's mark"), "{outcomes:#?}");
+    assert!(outcomes[1].starts_with("ecr_lifecycle_policy.vllm-wheel Skipped"), "{outcomes:#?}");
+    let arn = format!("arn:aws:ecr:us-east-1:{}:repository/vllm-wheel", account.id);
+    let tags = client.list_tags_for_resource().resource_arn(arn).send().await.unwrap();
+    let tags: Vec<(&str, &str)> = tags.tags().iter().map(|t| (t.key(), t.value())).collect();
+    assert_eq!(tags, [("team", "x")], "left as it was made");
+    let policy = client.get_lifecycle_policy().repository_name("vllm-wheel").send().await;
+    assert!(policy.is_err(), "no policy put on someone else's repository");
 }
 
 #[tokio::test]

@@ -243,13 +243,14 @@ async fn killed_at(points: std::ops::Range<u32>, minimum_partial: usize) {
     assert!(partial >= minimum_partial, "only {partial} kills landed between the first write and the last");
 }
 
-/// The sccache bucket, made out of band.
+/// The sccache bucket, as an apply killed right after making it left it: made with its mark.
 async fn bucket_of(account: &TestAccount) {
     aws_sdk_s3::Client::from_conf(
         aws_sdk_s3::config::Builder::from(&account.sdk_config()).force_path_style(true).build(),
     )
     .create_bucket()
     .bucket(format!("rocm-bake-sccache-{}", account.id))
+    .create_bucket_configuration(crate::support::marked_bucket())
     .send()
     .await
     .unwrap();
@@ -408,4 +409,135 @@ async fn a_service_failing_every_request_leaves_its_resources_alone_and_applies_
     drop(proxy);
     assert_eq!(reconcile(&account, &desired.path, &["apply", "--auto-approve"]).code, 0);
     assert_eq!(reconcile(&account, &desired.path, &["plan", "--detailed-exitcode"]).code, 0);
+}
+
+/// The demo's account, as the setup script left it, taken over by an apply killed after each of
+/// its writes in turn (the writes of the `stride` whose rank modulo `stride` is `offset`): in
+/// every state one leaves, the runner's role can push to every repository it could push to
+/// before (repositories are marked before a grant moves to the mark); the next apply converges
+/// it, the plan after that says "No changes.", and nothing is ever deleted.
+async fn a_takeover_killed_after_each_write(offset: u64, stride: u64) {
+    let copy = crate::support::real_copy();
+    // The imports, listed once: what `reconcile import` writes for the account as seeded.
+    let seeded = emulator().new_account().await;
+    seeded.seed_2026_11_11(&copy.path);
+    crate::support::import(&seeded, &copy.path);
+    let names: Vec<String> = reconcile_ecr::declared(
+        &reconcile_cli::parse_desired(&copy.path, &std::fs::read_to_string(&copy.path).unwrap()).unwrap(),
+    )
+    .repositories
+    .iter()
+    .map(|repository| repository.name.clone())
+    .collect();
+    let before = crate::support::pushable(&seeded, &names).await;
+    assert_eq!(before.len(), 25, "the script's role names all but the two late repositories: {before:?}");
+
+    let mut killed = 0;
+    for writes in (offset..).step_by(stride as usize) {
+        let account = emulator().new_account().await;
+        account.seed_2026_11_11(&copy.path);
+        let proxy = FaultProxy::halting_after(emulator().endpoint(), writes);
+        let watch = Watch::start(&account.env());
+        // Its output (the whole plan) is not read: a pipe nobody drains would stop it.
+        let mut child = crate::support::command(Some(&copy.path))
+            .args(["apply", "--auto-approve"])
+            .envs(env_through(&account, &proxy.endpoint))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        let finished = loop {
+            if proxy.halted() {
+                break false;
+            }
+            if let Some(status) = child.try_wait().unwrap() {
+                assert!(status.success(), "after {writes} writes: the apply failed by itself");
+                break true;
+            }
+            assert!(started.elapsed() < std::time::Duration::from_secs(120), "after {writes} writes: stuck");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        if !finished {
+            signal(&child, "KILL");
+            let _ = child.wait();
+            killed += 1;
+        }
+        watch.check(&copy.path, None);
+        drop(proxy);
+        let now = crate::support::pushable(&account, &names).await;
+        assert!(now.is_superset(&before), "after {writes} writes the runner lost {:?}", before.difference(&now));
+        let again = reconcile(&account, &copy.path, &["apply", "--auto-approve"]);
+        assert_eq!(again.code, 0, "killed after {writes} writes: {}{}", again.stdout, again.stderr);
+        let plan = reconcile(&account, &copy.path, &["plan", "--detailed-exitcode"]);
+        assert_eq!(plan.code, 0, "killed after {writes} writes: {}", plan.stdout);
+        assert!(plan.stdout.ends_with("No changes. The account matches the desired state.\n"), "{}", plan.stdout);
+        assert_eq!(
+            crate::support::pushable(&account, &names).await.len(),
+            names.len(),
+            "taken over, every repository the builds'"
+        );
+        let deletes: Vec<String> =
+            account.writes().iter().map(ToString::to_string).filter(|w| w.contains("Delete")).collect();
+        assert!(
+            deletes.iter().all(|d| d.contains("reconcile/apply.lock") || d.contains("DeleteRepositoryPolicy")),
+            "{deletes:?}"
+        );
+        if finished {
+            break;
+        }
+    }
+    assert!(killed >= 10, "only {killed} kills: the takeover apply writes more than that");
+}
+
+#[tokio::test]
+async fn a_takeover_killed_after_each_of_its_writes_converges_and_never_stops_a_build_pushing_first_third() {
+    a_takeover_killed_after_each_write(0, 3).await;
+}
+
+#[tokio::test]
+async fn a_takeover_killed_after_each_of_its_writes_converges_and_never_stops_a_build_pushing_second_third() {
+    a_takeover_killed_after_each_write(1, 3).await;
+}
+
+#[tokio::test]
+async fn a_takeover_killed_after_each_of_its_writes_converges_and_never_stops_a_build_pushing_last_third() {
+    a_takeover_killed_after_each_write(2, 3).await;
+}
+
+/// The order that keeps the builds pushing, seen where timing would hide it: with every ECR
+/// write held a while on its way, a takeover's writes that move the runner's grants to the mark
+/// (its boundary attached, its inline policy replaced) reach IAM only after every repository's
+/// mark reached ECR; the plan says so.
+#[tokio::test]
+async fn a_takeover_moves_the_runners_grants_to_the_mark_only_after_every_repository_is_marked() {
+    let account = emulator().new_account().await;
+    let copy = crate::support::real_copy();
+    account.seed_2026_11_11(&copy.path);
+    crate::support::import(&account, &copy.path);
+    let plan = reconcile(&account, &copy.path, &["plan", "--format", "json"]);
+    let plan: serde_json::Value = serde_json::from_str(&plan.stdout).unwrap();
+    let waits = |address: &str| -> Vec<String> {
+        let change = plan["resource_changes"].as_array().unwrap().iter().find(|c| c["address"] == address).unwrap();
+        change["depends_on"].as_array().unwrap().iter().map(|d| d.as_str().unwrap().to_owned()).collect()
+    };
+    for grant in ["iam_role.codebuild", "iam_role_policy.codebuild", "iam_role_boundary.codebuild"] {
+        let repositories = waits(grant).iter().filter(|d| d.starts_with("ecr_repository.")).count();
+        assert_eq!(repositories, 27, "{grant} waits for every repository: {:?}", waits(grant));
+    }
+    let slow_ecr = vec![Rule::always(Fault::Delay(std::time::Duration::from_millis(400))).service("ecr")];
+    let proxy = FaultProxy::start(emulator().endpoint(), 1, slow_ecr);
+    let apply = through(&proxy, &account, &copy.path, &["apply", "--auto-approve"]);
+    assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
+    let writes: Vec<reconcile_test_support::RecordedRequest> =
+        account.writes().into_iter().filter(|w| w.is_reconciles()).collect();
+    let marked =
+        writes.iter().filter(|w| w.service == "ecr" && w.action == "TagResource").map(|w| w.at).fold(0.0, f64::max);
+    let moved: Vec<&reconcile_test_support::RecordedRequest> = writes
+        .iter()
+        .filter(|w| w.resource == "rocm-bake-codebuild")
+        .filter(|w| ["PutRolePolicy", "PutRolePermissionsBoundary"].contains(&w.action.as_str()))
+        .collect();
+    assert_eq!(moved.len(), 2, "{writes:#?}");
+    assert!(moved.iter().all(|w| w.at > marked), "a grant moved before a repository was marked: {moved:#?}");
 }

@@ -31,8 +31,10 @@ async fn repositories(account: &reconcile_test_support::TestAccount) -> (usize, 
 #[tokio::test]
 async fn a_plan_reads_three_things_per_declared_repository_and_a_no_change_apply_writes_nothing() {
     let account = emulator().new_account().await;
-    let desired = real_desired();
+    let copy = crate::support::real_copy();
+    let desired = copy.path.clone();
     account.seed_2026_11_11(&desired);
+    crate::support::import(&account, &desired);
     assert_eq!(reconcile(&account, &desired, &["apply", "--auto-approve"]).code, 0);
     let (declared, undeclared) = repositories(&account).await;
     assert_eq!(declared, 27);
@@ -64,8 +66,10 @@ async fn a_plan_reads_three_things_per_declared_repository_and_a_no_change_apply
 #[tokio::test]
 async fn the_per_repository_reads_go_out_in_one_wave_bounded_by_parallelism() {
     let account = emulator().new_account().await;
-    let desired = real_desired();
+    let copy = crate::support::real_copy();
+    let desired = copy.path.clone();
     account.seed_2026_11_11(&desired);
+    crate::support::import(&account, &desired);
     assert_eq!(reconcile(&account, &desired, &["apply", "--auto-approve"]).code, 0);
     let (declared, undeclared) = repositories(&account).await;
     let per_repository = 3 * declared + undeclared;

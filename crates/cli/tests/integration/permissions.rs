@@ -323,9 +323,16 @@ pub async fn enforced(account: &TestAccount, name: &str) -> (TestAccount, Gate) 
             let passed = Context::new().with("iam:PassedToService", &["codebuild.amazonaws.com"]);
             needed.push(("iam:PassRole".to_owned(), role.clone(), passed));
         }
-        // Tags sent with a new repository are authorized as tagging it too.
-        if action == "ecr:CreateRepository" && !question.context.keys().all(|k| !k.starts_with("aws:RequestTag/")) {
-            needed.push(("ecr:TagResource".to_owned(), resource.clone(), context.clone()));
+        // Tags sent with a new repository or bucket are authorized as tagging it too.
+        let tagged = question.context.keys().any(|k| k.starts_with("aws:RequestTag/"));
+        match action.as_str() {
+            "ecr:CreateRepository" if tagged => {
+                needed.push(("ecr:TagResource".to_owned(), resource.clone(), context.clone()));
+            }
+            "s3:CreateBucket" if tagged => {
+                needed.push(("s3:TagResource".to_owned(), resource.clone(), context.clone()))
+            }
+            _ => {}
         }
         for (action, resource, context) in &needed {
             let why = match principal.decide(Request { action, resource, context }) {

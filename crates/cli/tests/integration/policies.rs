@@ -78,8 +78,10 @@ async fn the_read_only_policy_is_derived_allows_every_read_and_nothing_else_and_
     // Everything the read-only commands send, on the account as it stood (so the plan has
     // policies to put, and reads the images they would expire), once the CI identities exist.
     let account = emulator().new_account().await;
-    let desired = real_desired();
+    let copy = crate::support::real_copy();
+    let desired = copy.path.clone();
     account.seed_2026_11_11(&desired);
+    crate::support::import(&account, &desired);
     assert_eq!(reconcile(&account, &desired, &["apply", "--auto-approve"]).code, 0);
     let policy = printed_policy(&account, &desired, "read-only");
     // Something for the drift check to find, and to say who did.
@@ -125,12 +127,7 @@ async fn the_apply_policy_allows_every_write_apply_makes_and_no_other() {
     // prune; every request of the apply role held by the emulator to its live policy as IAM
     // would (conditions included). The apply role's requests are everything it needed.
     let account = emulator().new_account().await;
-    // The repositories carry the tag --prune deletes by.
-    let text = format!("{}{CI}", small_account_with_runner(&["pytorch", "pytorch-cache"])).replacen(
-        "tags = { project = \"rocm-bake\" }",
-        "tags = { project = \"rocm-bake\", managed-by = \"reconcile\" }",
-        1,
-    );
+    let text = format!("{}{CI}", small_account_with_runner(&["pytorch", "pytorch-cache"]));
     let desired = desired_file(&text);
     let admin = reconcile(&account, &desired.path, &["apply", "--auto-approve"]);
     assert_eq!(admin.code, 0, "{}{}", admin.stdout, admin.stderr);
@@ -203,8 +200,8 @@ async fn the_apply_policy_allows_every_write_apply_makes_and_no_other() {
     crate::hostile::remove_everything(&account).await;
     apply(&["apply", "--auto-approve"]);
     let ecr = aws_sdk_ecr::Client::new(&account.sdk_config());
-    let tag = aws_sdk_ecr::types::Tag::builder().key("managed-by").value("reconcile").build().unwrap();
-    ecr.create_repository().repository_name("retired-wheel").tags(tag).send().await.unwrap();
+    // One this deployment made and desired.toml no longer declares: pruned.
+    ecr.create_repository().repository_name("retired-wheel").tags(crate::support::ecr_mark()).send().await.unwrap();
     crate::hostile::remake_the_webhook_by_hand(&account).await;
     apply(&["apply", "--auto-approve", "--prune", "--allow-delete"]);
 
@@ -218,10 +215,10 @@ async fn the_apply_policy_allows_every_write_apply_makes_and_no_other() {
         let statement = allowing(&policy, &action, &resource);
         assert!(statement.is_some(), "{action} on {resource} is not allowed");
         if action == "ecr:DeleteRepository" {
-            // Only what carries reconcile's tag, which the one pruned repository does.
+            // Only what carries this deployment's mark, which the one pruned repository does.
             assert_eq!(
                 statement.unwrap()["Condition"],
-                json!({ "StringEquals": { "aws:ResourceTag/managed-by": "reconcile" } })
+                json!({ "StringEquals": { "aws:ResourceTag/reconcile:deployment": "default" } })
             );
         }
         used.insert(action);

@@ -230,20 +230,29 @@ async fn declaring_a_repository_someone_else_made_adopts_it_only_when_told_and_s
     assert!(apply_role.writes().is_empty(), "{:?}", apply_role.writes());
     assert!(policy().await.is_some(), "its policy is still there");
 
-    // Told to adopt: the plan says what adopting removes, and apply does it.
+    // Told to adopt: the plan shows it as an import and says what that removes; the CI apply
+    // role still refuses it (taking a resource over is an administrator's), and an
+    // administrator's apply does it.
     let adopted =
         declared.replacen(&format!("\"{REPOSITORY}\" = {{}}"), &format!("\"{REPOSITORY}\" = {{ adopt = true }}"), 1);
     std::fs::write(&file, &adopted).unwrap();
     let plan = reconcile_in(&env, &file, &["plan"]);
     assert_eq!(plan.code, 0, "{}{}", plan.stdout, plan.stderr);
     assert!(
-        plan.stdout.contains("adopting it (`adopt = true`) removes its `repository_policy` as it is")
+        plan.stdout.contains("importing it marks it as `default`'s and removes its `repository_policy` as it is")
             && plan.stdout.contains("its tags `cost-centre`, `owner`"),
         "{}",
         plan.stdout
     );
-    let applied = reconcile_in(&as_apply, &file, &["apply", "--auto-approve"]);
+    assert!(plan.stdout.contains(&format!("# ecr_repository.{REPOSITORY} will be imported")), "{}", plan.stdout);
+    assert!(plan.stdout.contains("Plan: 1 to import, "), "{}", plan.stdout);
+    let refused = reconcile_in(&as_apply, &file, &["apply", "--auto-approve"]);
+    assert_eq!(refused.code, 3, "{}{}", refused.stdout, refused.stderr);
+    assert!(refused.stderr.contains("taking over a resource reconcile does not own yet"), "{}", refused.stderr);
+    assert!(apply_role.writes().is_empty(), "{:?}", apply_role.writes());
+    let applied = reconcile_in(&env, &file, &["apply", "--auto-approve"]);
     assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
+    assert!(applied.stdout.contains("Apply complete! Resources: 1 imported, "), "{}", applied.stdout);
     assert!(policy().await.is_none(), "adopted: its policy is desired.toml's (none)");
     let again = reconcile_in(&env, &file, &["plan", "--detailed-exitcode"]);
     assert_eq!(again.code, 0, "{}{}", again.stdout, again.stderr);

@@ -122,13 +122,19 @@ fn urlencoding_decode(text: &str) -> String {
     String::from_utf8(out).unwrap()
 }
 
-/// The sccache bucket, made out of band, and an expired lock in it written by another host.
+/// The sccache bucket, made by an earlier apply (its mark), and an expired lock in it written by
+/// another host.
 async fn expired_lock(account: &TestAccount) -> String {
     let s3 = aws_sdk_s3::Client::from_conf(
         aws_sdk_s3::config::Builder::from(&account.sdk_config()).force_path_style(true).build(),
     );
     let bucket = format!("rocm-bake-sccache-{}", account.id);
-    s3.create_bucket().bucket(&bucket).send().await.unwrap();
+    s3.create_bucket()
+        .bucket(&bucket)
+        .create_bucket_configuration(crate::support::marked_bucket())
+        .send()
+        .await
+        .unwrap();
     let holder = json!({
         "who": "arn:aws:sts::123456789012:assumed-role/nightly/ci",
         "host": "runner-7",
@@ -250,14 +256,10 @@ async fn unlock_refuses_a_live_holder_on_this_host_without_force_and_prints_date
 #[tokio::test]
 async fn a_saved_plan_with_a_prune_delete_spliced_in_is_refused() {
     let account = emulator().new_account().await;
-    let desired = desired_file(&small_desired(&["pytorch"]).replace(
-        "tags = { project = \"rocm-bake\" }",
-        "tags = { project = \"rocm-bake\", managed-by = \"reconcile\" }",
-    ));
+    let desired = desired_file(&small_desired(&["pytorch"]));
     // A repository reconcile made and desired.toml no longer declares.
     let client = ecr::Client::new(&account.sdk_config());
-    let tag = ecr::types::Tag::builder().key("managed-by").value("reconcile").build().unwrap();
-    client.create_repository().repository_name("retired").tags(tag).send().await.unwrap();
+    client.create_repository().repository_name("retired").tags(crate::support::ecr_mark()).send().await.unwrap();
     let dir = desired.path.parent().unwrap();
     let (pruning, plain) = (dir.join("prune.json"), dir.join("plain.json"));
     let made = reconcile(&account, &desired.path, &["plan", "--prune", "--out", pruning.to_str().unwrap()]);

@@ -9,7 +9,7 @@ use reconcile_test_support::{Markup, TestAccount, emulator};
 use serde_json::Value;
 
 use crate::safety::push;
-use crate::support::{desired_file, real_desired, reconcile, small_account_with_runner};
+use crate::support::{desired_file, reconcile, small_account_with_runner};
 
 /// The runner project's environment variables, as CodeBuild answers them.
 async fn variables(account: &TestAccount, region: &str) -> Vec<(String, String)> {
@@ -188,8 +188,10 @@ async fn the_variable_codebuild_adds_to_a_new_project_is_no_drift_and_stays_any_
 #[tokio::test]
 async fn with_every_list_answered_one_item_a_page_the_2026_11_11_account_plans_as_with_whole_pages() {
     let account = emulator().new_account().await;
-    let desired = real_desired();
+    let copy = crate::support::real_copy();
+    let desired = copy.path.clone();
     account.seed_2026_11_11(&desired);
+    crate::support::import(&account, &desired);
     // More of everything than a page: images, inline and attached policies.
     let ecr = ecr::Client::new(&account.sdk_config());
     for n in 0..4 {

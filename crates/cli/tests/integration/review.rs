@@ -215,7 +215,12 @@ async fn outputs_prints_the_runbooks_lines_and_the_ci_roles_with_nightly_enabled
              gh variable set RECONCILE_PLAN_ROLE_ARN  --body arn:aws:iam::{id}:role/rocm-bake-reconcile-plan\n\
              gh variable set RECONCILE_DRIFT_ROLE_ARN --body arn:aws:iam::{id}:role/rocm-bake-reconcile-drift\n\
              gh variable set RECONCILE_APPLY_ROLE_ARN --body arn:aws:iam::{id}:role/rocm-bake-reconcile-apply\n\
-             gh variable set NIGHTLY_ENABLED          --body true\n"
+             gh variable set NIGHTLY_ENABLED          --body true\n\
+             # The nightly's --ensure-ecr makes a missing repository with this deployment's mark, the only create \
+             its role allows\n\
+             # (an untagged one is refused with AccessDenied at once, before the build):\n\
+             #   aws ecr create-repository --region us-east-1 --repository-name \"$REPOSITORY\" --tags \
+             Key=reconcile:deployment,Value=rocm-bake\n"
         )
     );
     let json = reconcile(&account, &real_desired(), &["outputs", "--format", "json"]);
@@ -234,6 +239,45 @@ async fn outputs_prints_the_runbooks_lines_and_the_ci_roles_with_nightly_enabled
             "NIGHTLY_ENABLED"
         ]
     );
+}
+
+/// The command `outputs` prints for the nightly's `--ensure-ecr` is the one create the runner's
+/// role allows: held to the role's live policies and boundary as IAM would, an untagged create
+/// (the old script's) is refused at once, one with another deployment's mark or a tag more too,
+/// and the printed one makes a repository this deployment then manages.
+#[tokio::test]
+async fn the_nightlys_ensure_ecr_makes_a_repository_only_as_outputs_says() {
+    let account = emulator().new_account().await;
+    let copy = crate::support::real_copy();
+    let applied = reconcile(&account, &copy.path, &["apply", "--auto-approve"]);
+    assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
+    let outputs = reconcile(&account, &copy.path, &["outputs"]);
+    let command = outputs.stdout.lines().find(|l| l.contains("aws ecr create-repository")).unwrap();
+    let tags = command.rsplit("--tags ").next().unwrap();
+    let (key, value) = tags.strip_prefix("Key=").unwrap().split_once(",Value=").unwrap();
+    let (runner, gate) = crate::permissions::enforced(&account, "rocm-bake-codebuild").await;
+    let ecr = ecr::Client::new(&runner.sdk_config());
+    let tag = |k: &str, v: &str| ecr::types::Tag::builder().key(k).value(v).build().unwrap();
+    let create = |name: &str, tags: Vec<ecr::types::Tag>| {
+        let ecr = ecr.clone();
+        let name = name.to_owned();
+        async move { ecr.create_repository().repository_name(name).set_tags(Some(tags)).send().await }
+    };
+    let untagged = create("new-target", vec![]).await.unwrap_err();
+    assert_eq!(untagged.into_service_error().meta().code(), Some("AccessDeniedException"));
+    assert!(create("new-target", vec![tag(key, "team-x")]).await.is_err(), "another deployment's mark");
+    assert!(create("new-target", vec![tag(key, value), tag("team", "x")]).await.is_err(), "a tag more");
+    create("new-target", vec![tag(key, value)]).await.expect("the printed create");
+    let refused = gate.refused();
+    assert_eq!(refused.len(), 3, "{refused:#?}");
+    assert!(
+        refused.iter().all(|r| r.contains("ecr:CreateRepository") || r.contains("ecr:TagResource")),
+        "{refused:#?}"
+    );
+    drop(gate);
+    // This deployment's: the drift check names it as an undeclared repository of its own.
+    let drift = reconcile(&account, &copy.path, &["drift"]);
+    assert!(drift.stdout.contains("new-target"), "{}", drift.stdout);
 }
 
 #[tokio::test]

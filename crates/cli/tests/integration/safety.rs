@@ -168,7 +168,8 @@ async fn rules_ecr_rejects_and_risky_counts_are_caught_before_aws_sees_them() {
 async fn a_policy_change_says_exactly_what_it_will_expire() {
     let account = emulator().new_account().await;
     let client = ecr::Client::new(&account.sdk_config());
-    client.create_repository().repository_name("pytorch-cache").send().await.unwrap();
+    // Made by reconcile (its mark), its policy set by hand since.
+    client.create_repository().repository_name("pytorch-cache").tags(crate::support::ecr_mark()).send().await.unwrap();
     // Oldest first: three tagged images, then ten untagged ones of 10 MiB, 11 MiB, ... 19 MiB.
     const MIB: u64 = 1 << 20;
     for (idx, tag) in ["latest-gfx1201-nightly", "nightly-2026-11-10", "v1"].iter().enumerate() {
@@ -246,7 +247,8 @@ async fn a_policy_change_says_exactly_what_it_will_expire() {
 async fn the_fourteen_day_any_policy_live_is_an_error_in_plan_and_drift() {
     let account = emulator().new_account().await;
     let client = ecr::Client::new(&account.sdk_config());
-    client.create_repository().repository_name("pytorch-cache").send().await.unwrap();
+    // Made by reconcile (its mark), its policy set by hand since.
+    client.create_repository().repository_name("pytorch-cache").tags(crate::support::ecr_mark()).send().await.unwrap();
     put_lifecycle_policy(&client, "pytorch-cache", OLD_14_DAY_POLICY).await;
     let desired = desired_file(&format!(
         "region = \"us-east-1\"\n[ecr.defaults]\nlifecycle_policy = \"keep-3-untagged\"\n{KEEP_3}\n[ecr.repositories]\npytorch-cache = {{}}\n"
@@ -369,8 +371,8 @@ async fn a_bake_target_with_undeclared_repositories_is_refused_until_they_are_de
         fleet.stderr
     );
 
-    // Declared (and `bake` set in desired.toml itself): the plan makes both repositories, their
-    // policies, and extends the role to them.
+    // Declared (and `bake` set in desired.toml itself): the plan makes both repositories and
+    // their policies; the role's policy grants them by the mark they are made with, unchanged.
     let after = desired_file(&format!(
         "bake = \"bake.json\"\n{}",
         small_account(&["pytorch", "pytorch-cache", "foo", "foo-cache"])
@@ -382,7 +384,6 @@ async fn a_bake_target_with_undeclared_repositories_is_refused_until_they_are_de
     assert_eq!(
         json_changes(&plan.stdout),
         [
-            "update iam_role_policy.codebuild",
             "create ecr_repository.foo",
             "create ecr_repository.foo-cache",
             "create ecr_lifecycle_policy.foo",
@@ -411,10 +412,10 @@ async fn a_bake_file_that_needs_hcl_functions_is_refused_pointing_at_print() {
     );
 }
 
-/// desired.toml with `keep`, tagged as reconcile's.
+/// desired.toml with these repositories, of the deployment `rocm-bake`.
 fn managed(repositories: &str) -> String {
     format!(
-        "region = \"us-east-1\"\n[ecr.defaults]\nlifecycle_policy = \"keep-3-untagged\"\ntags = {{ managed-by = \"reconcile\" }}\n{KEEP_3}\n[ecr.repositories]\n{repositories}\n{BUCKET_AND_ROLE}"
+        "region = \"us-east-1\"\ndeployment = \"rocm-bake\"\n[ecr.defaults]\nlifecycle_policy = \"keep-3-untagged\"\ntags = {{ managed-by = \"reconcile\" }}\n{KEEP_3}\n[ecr.repositories]\n{repositories}\n{BUCKET_AND_ROLE}"
     )
 }
 
@@ -427,10 +428,27 @@ async fn prune_deletes_only_what_reconcile_made_and_only_when_told_twice() {
     push(&client, "old", Some("v1"), 1_000_000, "o1").await;
     push(&client, "old", None, 2_000_000, "o2").await;
     client.create_repository().repository_name("handmade").send().await.unwrap();
+    // Tagged the way reconcile once tagged its own (a tag any file or person can write), and
+    // another deployment's: neither is this one's to prune.
+    let tag = |k: &str, v: &str| ecr::types::Tag::builder().key(k).value(v).build().unwrap();
+    client
+        .create_repository()
+        .repository_name("says-managed")
+        .tags(tag("managed-by", "reconcile"))
+        .send()
+        .await
+        .unwrap();
+    client
+        .create_repository()
+        .repository_name("team-x-old")
+        .tags(tag("reconcile:deployment", "team-x"))
+        .send()
+        .await
+        .unwrap();
 
     // `old` and `old-empty` leave desired.toml.
     let desired = desired_file(&managed("keep = {}\n"));
-    // (The role's policy grants repositories by reconcile's tag: it does not change.)
+    // (The role's policy grants repositories by the mark: it does not change.)
     let plan = reconcile(&account, &desired.path, &["plan", "--format", "json"]);
     assert_eq!(json_changes(&plan.stdout), Vec::<String>::new(), "no delete without --prune");
 
@@ -439,9 +457,17 @@ async fn prune_deletes_only_what_reconcile_made_and_only_when_told_twice() {
     assert_eq!(json_changes(&plan.stdout), ["delete ecr_repository.old", "delete ecr_repository.old-empty"]);
     let json: Value = serde_json::from_str(&plan.stdout).unwrap();
     assert_eq!(json["resource_changes"][0]["change"]["before"]["images"], 2);
-    let d104 = json["findings"].as_array().unwrap().iter().find(|f| f["code"] == "D104").expect("D104");
-    assert_eq!(d104["address"], "ecr_repository.handmade");
-    assert!(d104["message"].as_str().unwrap().contains("it is not tagged `managed-by = reconcile`"));
+    let d104: Vec<&Value> = json["findings"].as_array().unwrap().iter().filter(|f| f["code"] == "D104").collect();
+    let left: Vec<&str> = d104.iter().map(|f| f["address"].as_str().unwrap()).collect();
+    assert_eq!(left, ["ecr_repository.handmade", "ecr_repository.says-managed", "ecr_repository.team-x-old"]);
+    assert!(
+        d104[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("it does not carry this deployment's mark `reconcile:deployment = rocm-bake`"),
+        "{}",
+        d104[0]["message"]
+    );
     let text = reconcile(&account, &desired.path, &["plan", "--prune"]);
     let deleted = text.stdout.find("ecr_repository.old will be deleted").unwrap();
     assert!(deleted < text.stdout.find("ecr_lifecycle_policy").unwrap_or(usize::MAX), "deletes first");
@@ -486,22 +512,25 @@ async fn prune_deletes_only_what_reconcile_made_and_only_when_told_twice() {
         .filter_map(|r| r.repository_name().map(str::to_owned))
         .collect();
     assert_eq!(names.iter().filter(|n| n.starts_with("old")).count(), 0, "{names:?}");
-    assert!(names.contains(&"handmade".to_owned()) && names.contains(&"keep".to_owned()), "{names:?}");
+    for kept in ["handmade", "keep", "says-managed", "team-x-old"] {
+        assert!(names.contains(&kept.to_owned()), "{kept}: {names:?}");
+    }
     let again = reconcile(&account, &desired.path, &["plan", "--prune", "--detailed-exitcode"]);
     assert_eq!(again.code, 0, "{}{}", again.stdout, again.stderr);
 
-    // Without a managed-by tag in desired.toml, nothing can be told apart: refused before AWS.
-    let unmarked = desired_file(&managed("keep = {}\n").replace("tags = { managed-by = \"reconcile\" }\n", ""));
-    let run = reconcile(&account, &unmarked.path, &["plan", "--prune"]);
-    assert_eq!(run.code, 1);
-    assert!(run.stderr.contains("--prune deletes only repositories tagged `managed-by`"), "{}", run.stderr);
+    // Another deployment, in the same account: none of rocm-bake's is its to prune.
+    let other = desired_file(&managed("keep = {}\n").replace("deployment = \"rocm-bake\"", "deployment = \"team-x\""));
+    let plan = reconcile(&account, &other.path, &["plan", "--prune", "--format", "json"]);
+    assert!(!json_changes(&plan.stdout).iter().any(|c| c == "delete ecr_repository.keep"), "{}", plan.stdout);
+    assert!(json_changes(&plan.stdout).contains(&"delete ecr_repository.team-x-old".to_owned()), "{}", plan.stdout);
 }
 
 /// A repository of 3 tagged and 10 untagged images of known sizes, with a live policy that keeps 5
 /// untagged images, declared with one that keeps 3; and a declared one with no image.
 async fn registry_of_known_size(account: &TestAccount) -> crate::support::DesiredFile {
     let client = ecr::Client::new(&account.sdk_config());
-    client.create_repository().repository_name("pytorch-cache").send().await.unwrap();
+    // Made by reconcile (its mark), its policy set by hand since.
+    client.create_repository().repository_name("pytorch-cache").tags(crate::support::ecr_mark()).send().await.unwrap();
     client.create_repository().repository_name("undeclared").send().await.unwrap();
     for (idx, tag) in ["latest-gfx1201-nightly", "nightly-2026-11-10", "v1"].iter().enumerate() {
         push(&client, "pytorch-cache", Some(tag), 1_000_000_000, &format!("t{idx}")).await;

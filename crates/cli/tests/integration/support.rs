@@ -98,6 +98,43 @@ pub fn real_desired() -> PathBuf {
     reconcile_test_support::workspace_root().join("desired.toml")
 }
 
+/// A copy of the repository's own desired.toml and the bake file it names, in a directory of
+/// its own: what a command that writes desired.toml (`import`, `declare`) may change.
+pub fn real_copy() -> DesiredFile {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let root = reconcile_test_support::workspace_root();
+    for file in ["desired.toml", "rocm-bake.hcl"] {
+        std::fs::copy(root.join(file), dir.path().join(file)).expect("copy the repository's file");
+    }
+    let path = dir.path().join("desired.toml");
+    DesiredFile { _dir: dir, path }
+}
+
+/// `reconcile import`: desired.toml lists, for the next apply to take over, every declared
+/// resource of the account that exists without this deployment's mark (an account seeded as the
+/// setup script or a person made it). What a maintainer adopting reconcile runs first.
+pub fn import(account: &TestAccount, desired: &Path) -> Run {
+    let run = reconcile(account, desired, &["import"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    run
+}
+
+/// The mark reconcile writes on what it makes for the small fixtures (which name no
+/// `deployment`): what a test gives a resource it makes out of band as reconcile would have.
+pub const MARK: (&str, &str) = ("reconcile:deployment", "default");
+
+/// A `CreateBucketConfiguration` that makes a bucket with the small fixtures' mark, as
+/// reconcile makes one (for us-east-1: no location constraint).
+pub fn marked_bucket() -> aws_sdk_s3::types::CreateBucketConfiguration {
+    let tag = aws_sdk_s3::types::Tag::builder().key(MARK.0).value(MARK.1).build().unwrap();
+    aws_sdk_s3::types::CreateBucketConfiguration::builder().tags(tag).build()
+}
+
+/// The small fixtures' mark as an ECR tag.
+pub fn ecr_mark() -> aws_sdk_ecr::types::Tag {
+    aws_sdk_ecr::types::Tag::builder().key(MARK.0).value(MARK.1).build().unwrap()
+}
+
 /// A small desired state: these repositories with the keep-3-untagged policy.
 pub fn small_desired(repositories: &[&str]) -> String {
     let mut text = String::from(
@@ -292,4 +329,36 @@ pub async fn put_legacy_inline_policy(account: &TestAccount) -> &'static str {
         .await
         .unwrap();
     wide
+}
+
+/// The pushes a build makes to a repository.
+const PUSH: [&str; 5] = [
+    "ecr:BatchCheckLayerAvailability",
+    "ecr:CompleteLayerUpload",
+    "ecr:InitiateLayerUpload",
+    "ecr:PutImage",
+    "ecr:UploadLayerPart",
+];
+
+/// The repositories of `names` a build on the runner may push to as the account stands: the
+/// runner's role's live policies and boundary evaluated as IAM would, with each repository's
+/// live tags.
+pub async fn pushable(account: &TestAccount, names: &[String]) -> std::collections::BTreeSet<String> {
+    use reconcile_iam::evaluate::{Context, Principal, Request};
+    let (policies, boundary) = crate::permissions::live_policies(account, "rocm-bake-codebuild").await;
+    let boundary = boundary.map(|(_, document)| document);
+    let runner = Principal { policies: &policies, boundary: boundary.as_ref() };
+    let ecr = aws_sdk_ecr::Client::new(&account.sdk_config());
+    let mut pushable = std::collections::BTreeSet::new();
+    for name in names {
+        let arn = format!("arn:aws:ecr:us-east-1:{}:repository/{name}", account.id);
+        let tags = ecr.list_tags_for_resource().resource_arn(&arn).send().await.unwrap();
+        let context = tags.tags().iter().fold(Context::new(), |context, tag| {
+            context.with(&format!("aws:ResourceTag/{}", tag.key()), &[tag.value()])
+        });
+        if PUSH.iter().all(|action| runner.allows(Request { action, resource: &arn, context: &context })) {
+            pushable.insert(name.clone());
+        }
+    }
+    pushable
 }

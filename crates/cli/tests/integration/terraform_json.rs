@@ -183,6 +183,7 @@ async fn checkov_and_terraform_compliance_read_every_plan_of_the_account_and_fin
 
     // The account as it stood on 2026-11-11: some of it changes, all of it is listed.
     account.seed_2026_11_11(&checkout.desired());
+    crate::support::import(&account, &checkout.desired());
     crate::github::codebuild_hook(&checkout.repository, true, &["workflow_job"]);
     let (drifted, path) = checkout.view(&account, "drifted");
     assert_eq!(planned(&drifted), resources);
@@ -275,6 +276,7 @@ async fn a_repositorys_encryption_is_made_as_declared_and_a_different_one_is_a_r
                 .unwrap(),
         )
         .tags(ecr::types::Tag::builder().key("project").value("rocm-bake").build().unwrap())
+        .tags(crate::support::ecr_mark())
         .send()
         .await
         .unwrap();

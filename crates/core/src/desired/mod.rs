@@ -34,7 +34,7 @@ pub struct Desired {
     pub path: PathBuf,
     /// The region every resource lives in. It wins over the environment's region.
     pub region: String,
-    /// This deployment's name (`deployment`, default [`crate::ownership::DEFAULT_DEPLOYMENT`]):
+    /// This deployment's name (`deployment`, default [`crate::mark::DEFAULT_DEPLOYMENT`]):
     /// the value of the mark reconcile writes on everything it makes or takes over
     /// ([`crate::ownership`]).
     pub deployment: String,
@@ -665,7 +665,7 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
             }
             name.get_ref().clone()
         }
-        None => crate::ownership::DEFAULT_DEPLOYMENT.to_owned(),
+        None => crate::mark::DEFAULT_DEPLOYMENT.to_owned(),
     };
     let imports = raw
         .import
@@ -714,12 +714,12 @@ impl Desired {
         &self,
         tags: &std::collections::BTreeMap<String, String>,
     ) -> std::collections::BTreeMap<String, String> {
-        crate::ownership::marked(tags, &self.deployment)
+        crate::mark::marked(tags, &self.deployment)
     }
 
     /// The mark, as a tag: its key and this deployment's name.
     pub fn mark(&self) -> (String, String) {
-        (crate::ownership::MARK_KEY.to_owned(), self.deployment.clone())
+        (crate::mark::MARK_KEY.to_owned(), self.deployment.clone())
     }
 }
 
@@ -829,12 +829,12 @@ pub fn check_tag(key: &str, value: &str) -> Result<(), String> {
     if key.starts_with("aws:") {
         return Err("tag keys starting with `aws:` are reserved for AWS".to_owned());
     }
-    if crate::ownership::is_reserved(key) {
+    if crate::mark::is_reserved(key) {
         return Err(format!(
-            "tag keys starting with `{}` are reconcile's own: it marks what it makes or takes over with `{}`, \
-             whose value is `deployment`, and no file can write or change it",
-            crate::ownership::RESERVED_PREFIX,
-            crate::ownership::MARK_KEY
+            "tag keys starting with `{}` are reconcile's own: it marks what it makes or takes over with `{} = \
+             <deployment>`, and no file may write or change that",
+            crate::mark::RESERVED_PREFIX,
+            crate::mark::MARK_KEY
         ));
     }
     if value.chars().count() > 256 {
