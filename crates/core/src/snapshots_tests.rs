@@ -124,6 +124,42 @@ fn two_thousand() -> Plan {
     plan(changes, vec![])
 }
 
+/// A takeover: one repository imported with nothing but the mark to write, one imported and
+/// changed, one of reconcile's own from before the mark re-marked.
+fn a_takeover() -> Plan {
+    let marked = |tags: Value| {
+        let mut repository = repository();
+        repository["tags"] = tags;
+        repository
+    };
+    let mark = |mut tags: Value| {
+        tags[crate::mark::MARK_KEY] = json!("rocm-bake");
+        tags
+    };
+    let ours = mark(json!({"project": "rocm-bake"}));
+    let legacy = json!({"project": "rocm-bake", "managed-by": "reconcile"});
+    let changes = vec![
+        change(crate::fake::kinds::ECR_REPOSITORY, "pytorch", Some(marked(ours.clone())), Some(repository())),
+        change(
+            crate::fake::kinds::ECR_REPOSITORY,
+            "atom-wheel-cache",
+            Some(marked(mark(json!({"project": "rocm-bake", "kind": "buildkit-cache"})))),
+            Some(json!({"image_tag_mutability": "MUTABLE", "scan_on_push": false, "tags": {}})),
+        ),
+        change(crate::fake::kinds::ECR_REPOSITORY, "vllm", Some(marked(mark(legacy.clone()))), Some(marked(legacy))),
+    ];
+    let mut plan = plan(changes, vec![]);
+    plan.takeovers = [
+        ("pytorch", crate::plan::Takeover::Import),
+        ("atom-wheel-cache", crate::plan::Takeover::Import),
+        ("vllm", crate::plan::Takeover::Remark),
+    ]
+    .into_iter()
+    .map(|(name, takeover)| (Address::new(crate::fake::kinds::ECR_REPOSITORY, name), takeover))
+    .collect();
+    plan
+}
+
 /// Snapshots all three renderings of a plan.
 fn check(name: &str, plan: &Plan) {
     insta::assert_snapshot!(format!("{name}_text"), text(plan));
@@ -144,6 +180,16 @@ fn creates_only_renders() {
 #[test]
 fn a_mixed_plan_renders_with_destructive_changes_first_in_markdown() {
     check("mixed", &mixed());
+}
+
+/// Imports are their own action and count ("2 to import", apart from the change one of them
+/// makes besides its mark), a re-mark a change that says what it is, in every rendering.
+#[test]
+fn a_takeover_renders_imports_apart_from_changes() {
+    let plan = a_takeover();
+    let summary = plan.summary();
+    assert_eq!((summary.import, summary.create, summary.update, summary.delete), (2, 0, 2, 0));
+    check("a_takeover", &plan);
 }
 
 #[test]

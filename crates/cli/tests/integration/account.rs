@@ -140,7 +140,7 @@ async fn the_account_of_2026_11_11_is_taken_over_in_one_reviewed_step_and_conver
     let mut writes: Vec<String> = account.writes()[before_apply..].iter().map(ToString::to_string).collect();
     writes.sort();
     writes.dedup_by(|a, b| a == b && a.starts_with("ecr:TagResource"));
-    insta::assert_snapshot!("apply_2026_11_11_writes", writes.join("\n"));
+    insta::assert_snapshot!("apply_2026_11_11_writes", redact(&writes.join("\n"), &account));
 
     let again = reconcile(&account, &desired, &["plan", "--detailed-exitcode"]);
     assert_eq!(again.code, 0, "{}{}", again.stdout, again.stderr);
