@@ -88,12 +88,18 @@ impl CliError {
             CliError::Refused(why) => vec![format!("error: refusing to apply: {why}")],
             CliError::RefusedInput(why) => vec![format!("error: refused: {why}")],
             CliError::RefusedUnlock(why) => vec![format!("error: refusing to break the apply lock: {why}")],
-            CliError::RefusedFindings(findings) => vec![format!(
-                "error: refused: {} error finding(s) about desired.toml ({}); fix desired.toml, or set the key a \
-                 finding names on its resource",
-                findings.len(),
-                findings.join(", ")
-            )],
+            CliError::RefusedFindings(findings) => {
+                // The plan lists them all; a line names the first few.
+                const NAMED: usize = 5;
+                let more = findings.len().saturating_sub(NAMED);
+                let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+                vec![format!(
+                    "error: refused: {} error finding(s) about desired.toml ({}{more}); fix desired.toml, or set the \
+                     key a finding names on its resource",
+                    findings.len(),
+                    findings[..findings.len().min(NAMED)].join(", ")
+                )]
+            }
             CliError::Stale { path, reasons } => {
                 let mut lines =
                     vec![format!("error: the saved plan {} is stale, so nothing was changed:", path.display())];
