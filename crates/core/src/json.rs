@@ -80,22 +80,19 @@ pub fn escape_bidi(text: String) -> String {
     text.chars().map(|c| if crate::text::is_bidi(c) { format!("\\u{:04x}", c as u32) } else { c.to_string() }).collect()
 }
 
-/// A short, stable fingerprint of a value's canonical form (64-bit FNV-1a, hex).
+/// A stable fingerprint of a value's canonical form: SHA-256, in hex.
 ///
-/// It only needs to notice change between a plan and its apply, not to resist an adversary,
-/// so a dependency-free hash is enough.
+/// Cryptographic because whoever can write the account chooses the values it fingerprints (a policy
+/// widened in the drift issue, a resource a saved plan touches), and could find two values of a
+/// non-cryptographic hash that collide before writing the one that hides behind the other.
 pub fn fingerprint(value: &Value) -> String {
     fingerprint_text(&to_compact(value))
 }
 
 /// The same fingerprint of a text, such as a desired-state file.
 pub fn fingerprint_text(text: &str) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in text.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{hash:016x}")
+    use sha2::Digest;
+    sha2::Sha256::digest(text.as_bytes()).iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 #[cfg(test)]
@@ -143,11 +140,10 @@ mod tests {
     }
 
     #[test]
-    fn the_fingerprint_is_fnv_1a() {
-        // The published 64-bit FNV-1a test vectors.
-        assert_eq!(fingerprint_text(""), "cbf29ce484222325");
-        assert_eq!(fingerprint_text("a"), "af63dc4c8601ec8c");
-        assert_eq!(fingerprint_text("foobar"), "85944171f73967e8");
+    fn the_fingerprint_is_sha_256() {
+        // FIPS 180-2's test vectors.
+        assert_eq!(fingerprint_text(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        assert_eq!(fingerprint_text("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
 
     #[test]

@@ -496,7 +496,9 @@ impl Plan {
     /// checks that find the same drift give the same lines, whatever else (attribution, the
     /// wording of a finding about what could not be read) moved.
     pub fn differences(&self) -> Vec<String> {
-        let short = |value: &Value| crate::json::fingerprint(value)[..8].to_owned();
+        // 128 bits of SHA-256: whoever writes the account chooses these values, so a collision
+        // must be out of reach, not merely unlikely.
+        let short = |value: &Value| crate::json::fingerprint(value)[..32].to_owned();
         let mut lines = Vec::new();
         for change in &self.changes {
             match change.action {
@@ -504,9 +506,10 @@ impl Plan {
                     let values = serde_json::json!([field.before, field.after]);
                     format!("update {}: {} {}", change.address, field.name, short(&values))
                 })),
+                // Both sides: a replace of a value widened again live differs only in `before`.
                 action => {
-                    let fields = change.after.as_ref().or(change.before.as_ref()).cloned().unwrap_or_default();
-                    lines.push(format!("{} {} {}", action.as_str(), change.address, short(&Value::Object(fields))));
+                    let values = serde_json::json!([change.before, change.after]);
+                    lines.push(format!("{} {} {}", action.as_str(), change.address, short(&values)));
                 }
             }
         }
@@ -722,6 +725,53 @@ mod tests {
         let changed: Vec<&String> = now.iter().filter(|line| !lines.contains(line)).collect();
         assert_eq!(changed.len(), 1, "{changed:?}");
         assert!(changed[0].starts_with("update iam_role.codebuild: description "), "{changed:?}");
+    }
+
+    #[test]
+    fn a_difference_chosen_to_collide_with_another_is_still_told_apart() {
+        // Found by a birthday search against the digest the differences kept before (the first
+        // 32 bits of FNV-1a-64 of `[before, after]`): a harmless grant and `"*"` on `"*"`.
+        let empty = json!({ "Statement": [], "Version": "2012-10-17" });
+        let harmless = json!({ "Statement": [{ "Action": "s3:GetObject", "Effect": "Allow",
+            "Resource": "arn:aws:s3:::cache/*", "Sid": "Read104672" }], "Version": "2012-10-17" });
+        let everything = json!({ "Statement": [{ "Action": "*", "Effect": "Allow", "Resource": "*",
+            "Sid": "All17061" }], "Version": "2012-10-17" });
+        let old_digest = |values: &Value| {
+            let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+            for byte in crate::json::to_compact(values).bytes() {
+                hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+            }
+            format!("{hash:016x}")[..8].to_owned()
+        };
+        assert_eq!(old_digest(&json!([empty, harmless])), old_digest(&json!([empty, everything])), "a real collision");
+
+        let update = |after: &Value| Plan {
+            changes: vec![Change {
+                address: Address::new(crate::fake::kinds::IAM_ROLE, "codebuild"),
+                action: Action::Update,
+                before: Some(object(json!({ "policy": empty }))),
+                after: Some(object(json!({ "policy": after }))),
+                depends_on: vec![],
+            }],
+            ..Plan::new("1", "r")
+        };
+        assert_ne!(update(&harmless).differences(), update(&everything).differences());
+
+        // A replace (or a create, or a delete) differs by what it replaces as well as by what
+        // it makes: the same new value over a live value widened again is new drift.
+        let replace = |before: &Value| Plan {
+            changes: vec![Change {
+                address: Address::new(crate::fake::kinds::IAM_ROLE, "codebuild"),
+                action: Action::Replace,
+                before: Some(object(json!({ "policy": before }))),
+                after: Some(object(json!({ "policy": empty }))),
+                depends_on: vec![],
+            }],
+            ..Plan::new("1", "r")
+        };
+        assert_ne!(replace(&harmless).differences(), replace(&everything).differences());
+        let line = &replace(&harmless).differences()[0];
+        assert_eq!(line.rsplit_once(' ').map(|(_, digest)| digest.len()), Some(32), "128 bits kept: {line}");
     }
 
     fn check(desired: Option<Value>, observed: Option<Value>) -> Option<(Action, Vec<String>)> {

@@ -90,7 +90,11 @@ async fn the_account_of_2026_11_11_is_taken_over_in_one_reviewed_step_and_conver
     assert_eq!(count, 30, "27 repositories, the bucket, the role, the project");
     assert!(first.stderr.contains("30 declared resource(s) exist without deployment `rocm-bake`'s mark (W601)"));
     assert!(first.stderr.contains("`reconcile import` lists them"), "{}", first.stderr);
-    assert!(first.stderr.contains("error: refused: 30 error finding(s) about desired.toml (W601 on "), "{}", first.stderr);
+    assert!(
+        first.stderr.contains("error: refused: 30 error finding(s) about desired.toml (W601 on "),
+        "{}",
+        first.stderr
+    );
     assert!(first.stderr.contains(" and 25 more); fix desired.toml"), "one line names five: {}", first.stderr);
 
     // The one step, reviewed: the list is all that changes in desired.toml, and nobody writes it by hand.
