@@ -8,8 +8,8 @@
 use std::collections::BTreeMap;
 
 use reconcile_core::desired::{
-    Case, Claim, DesiredError, DesiredFinding, Locator, Read, Reference, Section, Topic, check_tag, check_unique_names,
-    schema_of,
+    Case, Claim, DesiredError, DesiredFinding, Locator, Read, Reference, Section, Topic, check_key, check_tag,
+    check_unique_names, schema_of,
 };
 use reconcile_core::{Address, Desired};
 use schemars::JsonSchema;
@@ -325,6 +325,9 @@ fn convert(
     let mut projects = Vec::new();
     for (key, project) in &raw.projects {
         let key_path = format!("codebuild.projects.{key}");
+        if let Err(why) = check_key(key) {
+            errors.push(locate.error(Some(project.span()), &key_path, why));
+        }
         let raw_project = project.get_ref();
         let mut error = |span: Option<std::ops::Range<usize>>, field: &str, message: String| {
             let span = span.filter(|s| !s.is_empty()).or_else(|| Some(project.span()));

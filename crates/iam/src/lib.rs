@@ -296,6 +296,12 @@ pub async fn role_trusts_github(
     Ok(Some(ci::github_subjects(&trust).is_some()))
 }
 
+/// The address of a role desired.toml does not declare, by its name in the account: `role/` as
+/// in its ARN, which no key can hold, so it never names a declared role.
+pub fn undeclared_role(name: &str) -> Address {
+    Address::new(crate::ROLE, format!("role/{name}"))
+}
+
 /// Whether `kind` is one of the CI identities, which only an administrator may change.
 fn is_ci_identity(kind: ResourceKind) -> bool {
     matches!(kind, crate::OIDC_PROVIDER | crate::CI_ROLE | crate::CI_ROLE_POLICY)
@@ -415,8 +421,9 @@ impl IamReconciler {
                     findings.push(Finding {
                         code: UNDECLARED_GITHUB_ROLE.to_owned(),
                         severity: Severity::Warning,
-                        // An undeclared role's address: a public plan counts these, never names them.
-                        address: Some(Address::new(crate::ROLE, role.role_name())),
+                        // Addressed by a name no key can be (`check_key`), so never taken for a
+                        // declared role's: a public plan counts these, never names them.
+                        address: Some(undeclared_role(role.role_name())),
                         message: format!(
                             "role `{}` is not in desired.toml and trusts GitHub's OIDC provider ({}): the workflows \
                              it admits can act as it; declare what they need under [ci], or delete it",

@@ -8,7 +8,8 @@
 use std::collections::BTreeMap;
 
 use reconcile_core::desired::{
-    Case, Claim, DesiredError, Locator, Reference, Section, Topic, check_unique_names, convert_tags, schema_of,
+    Case, Claim, DesiredError, Locator, Reference, Section, Topic, check_key, check_unique_names, convert_tags,
+    schema_of,
 };
 use reconcile_core::{Address, Desired};
 use schemars::JsonSchema;
@@ -97,6 +98,9 @@ fn convert(locate: &Locator<'_>, raw: &RawIam, errors: &mut Vec<DesiredError>) -
     let mut roles = Vec::new();
     for (key, role) in &raw.roles {
         let key_path = format!("iam.roles.{key}");
+        if let Err(why) = check_key(key) {
+            errors.push(locate.error(Some(role.span()), &key_path, why));
+        }
         let raw_role = role.get_ref();
         if let Err(why) = check_iam_name(raw_role.name.get_ref(), 64) {
             errors.push(locate.error(Some(raw_role.name.span()), &format!("{key_path}.name"), why));
@@ -286,6 +290,18 @@ mod tests {
             );
         }
         assert!(refusal(&role("tags = { \"aws:x\" = \"y\" }\n")).starts_with("`iam.roles.codebuild.tags.aws:x`"));
+    }
+
+    #[test]
+    fn a_key_is_a_plain_word_never_an_undeclared_roles_address() {
+        let keyed = |key: &str| role("").replace("[iam.roles.codebuild]", &format!("[iam.roles.{key}]"));
+        for bad in ["\"role/other-team\"", "\"a.b\"", "\"\"", "\"-x\"", "\"é\""] {
+            let message = try_parse(&keyed(bad)).unwrap_err();
+            assert!(message.contains("cannot be a key: 1 to 64 letters, digits, `_` or `-`"), "{bad}: {message}");
+            assert!(message.starts_with("desired.toml:2:1: `iam.roles."), "at its table: {message}");
+        }
+        assert!(try_parse(&keyed("Runner_2-x")).is_ok());
+        assert_eq!(crate::undeclared_role("codebuild").to_string(), "iam_role.role/codebuild");
     }
 
     #[test]

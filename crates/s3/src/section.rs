@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use reconcile_core::Desired;
 use reconcile_core::desired::{
-    Case, Claim, DesiredError, Locator, Section, Template, check_unique_names, convert_tags, schema_of,
+    Case, Claim, DesiredError, Locator, Section, Template, check_key, check_unique_names, convert_tags, schema_of,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -126,6 +126,9 @@ fn convert(locate: &Locator<'_>, raw: &RawS3, errors: &mut Vec<DesiredError>) ->
     let mut buckets = Vec::new();
     for (key, bucket) in &raw.buckets {
         let key_path = format!("s3.buckets.{key}");
+        if let Err(why) = check_key(key) {
+            errors.push(locate.error(Some(bucket.span()), &key_path, why));
+        }
         let raw_bucket = bucket.get_ref();
         let name_path = format!("{key_path}.name");
         let name = match Template::parse(raw_bucket.name.get_ref()) {

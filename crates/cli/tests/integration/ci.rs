@@ -305,6 +305,40 @@ async fn drift_names_an_undeclared_role_that_trusts_github_and_what_it_admits() 
         drift.stdout
     );
     assert!(!drift.stdout.contains("not-github"), "{}", drift.stdout);
+    assert!(
+        drift.stdout.contains("[D107] iam_role.role/copied-from-a-blog: "),
+        "by its name in the account: {}",
+        drift.stdout
+    );
+
+    // A role named like a declared key, and a pull request whose key for the runner's role is
+    // another role's name: neither makes an undeclared role's finding look declared, so a public
+    // plan counts both and names neither, nor whom they admit.
+    iam.create_role()
+        .role_name("codebuild")
+        .assume_role_policy_document(trust.to_string().replace("repo:ROCm/*", "repo:other-team/*"))
+        .send()
+        .await
+        .unwrap();
+    let text = std::fs::read_to_string(&desired.path).unwrap();
+    let renamed = crate::support::desired_file(
+        &text
+            .replace("[iam.roles.codebuild]", "[iam.roles.copied-from-a-blog]")
+            .replace("service_role = \"codebuild\"", "service_role = \"copied-from-a-blog\""),
+    );
+    for pull_request in [&desired, &renamed] {
+        let base = desired.path.to_str().unwrap();
+        let run = reconcile(&account, &pull_request.path, &["plan", "--public", "--base", base, "--format", "json"]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        for secret in ["copied-from-a-blog`", "repo:ROCm/*", "repo:other-team/*", "role/codebuild"] {
+            assert!(!run.stdout.contains(secret), "{secret} is not shown: {}", run.stdout);
+        }
+        let plan: Value = serde_json::from_str(&run.stdout).unwrap();
+        let d107: Vec<&Value> = plan["findings"].as_array().unwrap().iter().filter(|f| f["code"] == "D107").collect();
+        assert_eq!(d107.len(), 1, "{d107:#?}");
+        assert_eq!(d107[0]["address"], Value::Null);
+        assert!(d107[0]["message"].as_str().unwrap().starts_with("2 finding(s) of this code"), "{d107:#?}");
+    }
 }
 
 #[tokio::test]

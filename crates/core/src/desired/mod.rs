@@ -761,6 +761,27 @@ impl Case {
     }
 }
 
+/// The most characters a key under a section's table (`[iam.roles.<key>]`) may have.
+const KEY_LIMIT: usize = 64;
+
+/// Why `key` cannot key a table under a section (`[iam.roles.<key>]`), if it cannot: letters,
+/// digits, `_` and `-`, as Terraform's resource names. A key is its resource's address name, and
+/// what desired.toml does not declare is addressed by a name no key can be (an undeclared role
+/// is `iam_role.role/<its name>`), so a pull request cannot make a finding about another team's
+/// role look like one about its own, nor the other way round.
+pub fn check_key(key: &str) -> Result<(), String> {
+    let valid = key.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && key.chars().all(|c| c.is_ascii_alphanumeric() || "_-".contains(c));
+    if !valid || key.len() > KEY_LIMIT {
+        return Err(format!(
+            "`{}` cannot be a key: 1 to {KEY_LIMIT} letters, digits, `_` or `-`, starting with a letter or digit (the \
+             AWS name goes in `name`)",
+            key.escape_debug()
+        ));
+    }
+    Ok(())
+}
+
 /// One AWS name declared under two keys is refused: the two would fight over one resource,
 /// plans flipping between them forever (and with two roles, one's apply would delete the other's
 /// inline policy). `names` are (key, name as AWS will see it, where the name is written), under
