@@ -265,6 +265,20 @@ mod tests {
     }
 
     #[test]
+    fn what_was_made_meanwhile_is_this_deployments_only_by_its_mark() {
+        let tags = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+        };
+        let wanted = tags(&[(MARK_KEY, "rocm-bake"), ("team", "ml")]);
+        assert!(made_by_this_deployment(&tags(&[(MARK_KEY, "rocm-bake")]), &wanted));
+        assert!(!made_by_this_deployment(&tags(&[(MARK_KEY, "team-x")]), &wanted));
+        assert!(!made_by_this_deployment(&tags(&[("team", "ml"), (LEGACY_KEY, LEGACY_VALUE)]), &wanted));
+        assert!(!made_by_this_deployment(&BTreeMap::new(), &wanted));
+        // Nothing to compare with: a create that marks nothing claims nothing.
+        assert!(!made_by_this_deployment(&BTreeMap::new(), &BTreeMap::new()));
+    }
+
+    #[test]
     fn an_unmarked_resource_is_refused_until_imported_and_says_what_importing_removes() {
         let (findings, takeovers) = judge(repository("skunkworks", false), live(json!({ "owner": THEIRS })));
         assert_eq!(takeovers, BTreeMap::new());

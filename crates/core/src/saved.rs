@@ -357,6 +357,9 @@ mod tests {
         let mut none = saved.clone();
         none.plan.takeovers.clear();
         assert!(tampering(&none, &plan)[0].starts_with("the resources it takes over"));
+        // A re-mark is read back as one.
+        let remarked = from_json(&to_json(&remark.plan, "", MadeWith::default())).unwrap();
+        assert_eq!(remarked.plan.takeovers.get(&address), Some(&Takeover::Remark));
         // An unknown word is no takeover.
         let mut value = to_json(&plan, "", MadeWith::default());
         value["resource_changes"][0]["takeover"] = json!("steal");
