@@ -26,8 +26,9 @@ with the runner's files (`GITHUB_OUTPUT`, `GITHUB_ENV`, `GITHUB_PATH`, `GITHUB_S
 `actions/checkout` (copies `head` into the workspace, a git work tree), the setup action
 (`ROCm/reconcile`), `aws-actions/configure-aws-credentials` (the OIDC exchange above; refused
 without `id-token: write`, and always for a fork), `actions/upload-artifact` and
-`actions/download-artifact` (a directory per run id; downloading needs `actions: read`). Any
-other `uses:` fails the step.
+`actions/download-artifact` (a directory per run id; downloading needs `actions: read`),
+`actions/cache/restore` and `actions/cache/save` (a directory per key). Any other `uses:` fails
+the step.
 
 Prints JSON: `conclusion`, and per step its `name`, `outcome`, `stdout`, `stderr`, and what its
 environment held (`aws_credentials`, `token`, the names of its secrets).
@@ -330,6 +331,25 @@ def stand_in(uses, inputs, env):
             raise StepFailure(f"Unable to download artifact(s): Artifact not found for name: {inputs['name']}")
         shutil.copytree(store, inputs["path"], dirs_exist_ok=True)
         return {"download-path": inputs["path"]}
+    if action in ("actions/cache/restore", "actions/cache/save"):
+        # The repository's cache: a directory per key; restored by its key, else by the newest
+        # key one of `restore-keys` begins.
+        caches = spec["caches"]
+        target = os.path.join(env.get("GITHUB_WORKSPACE", workspace), inputs["path"])
+        if action == "actions/cache/save":
+            stored = os.path.join(caches, inputs["key"])
+            if os.path.exists(stored):
+                return {}
+            shutil.copytree(target, stored)
+            return {}
+        keys = sorted(os.listdir(caches), key=lambda k: os.path.getmtime(os.path.join(caches, k)), reverse=True) \
+            if os.path.isdir(caches) else []
+        prefixes = [p.strip() for p in inputs.get("restore-keys", "").splitlines() if p.strip()]
+        hit = inputs["key"] if inputs["key"] in keys else next(
+            (k for k in keys if any(k.startswith(p) for p in prefixes)), None)
+        if hit is not None:
+            shutil.copytree(os.path.join(caches, hit), target, dirs_exist_ok=True)
+        return {"cache-hit": str(hit == inputs["key"]).lower(), "cache-matched-key": hit or ""}
     raise StepFailure(f"run.py has no stand-in for uses: {uses}")
 
 

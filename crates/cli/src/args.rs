@@ -65,18 +65,22 @@ pub enum Command {
         #[arg(long)]
         attribute: bool,
         /// A plan shown in public, for a pull request: it shows only what reconcile manages (a
-        /// resource carrying its `managed-by` tag, or one `--base` declares), counts what
-        /// desired.toml does not declare instead of naming it, and exits 3 on any error finding
-        /// or change the apply role refuses. Implied when GITHUB_EVENT_NAME is `pull_request`,
-        /// `pull_request_target` or `workflow_run`.
+        /// resource carrying the mark of `--base`'s deployment, or one `--base` declares), counts
+        /// what desired.toml does not declare instead of naming it, and exits 3 on any error
+        /// finding or change the apply role refuses. Implied in a GitHub Actions job
+        /// (GITHUB_ACTIONS=true), whatever its event: its log is public in a public repository.
         #[arg(long)]
         public: bool,
+        /// Show everything these credentials read, in a GitHub Actions job too (a private
+        /// repository's).
+        #[arg(long, conflicts_with_all = ["public", "base"])]
+        private: bool,
         /// The default branch's desired.toml, for a public plan: what it declares is reconcile's
         /// whatever its tags (never what the pull request's desired.toml declares).
         #[arg(long, value_name = "FILE")]
         base: Option<PathBuf>,
         /// Plan `reconcile destroy`: deleting every resource desired.toml declares that carries
-        /// reconcile's tag; with --out, a plan only `destroy PLAN_FILE` carries out.
+        /// this deployment's mark; with --out, a plan only `destroy PLAN_FILE` carries out.
         #[arg(long, conflicts_with_all = ["prune", "public", "base", "attribute"])]
         destroy: bool,
         #[command(flatten)]
@@ -86,7 +90,7 @@ pub enum Command {
         #[command(flatten)]
         prune: Prune,
     },
-    /// Delete every resource desired.toml declares that carries reconcile's `managed-by` tag
+    /// Delete every resource desired.toml declares that carries this deployment's mark
     /// (refused if one exists without it), in the reverse of the order apply makes them: the
     /// plan first, then the prompt (or --auto-approve), under the apply lock. Images and objects
     /// go only with --force-delete-images and --empty-buckets. Never touches what desired.toml
@@ -144,6 +148,8 @@ pub enum Command {
         #[arg(long, value_name = "SECONDS", default_value_t = 0)]
         lock_timeout: u64,
         #[command(flatten)]
+        shown: Shown,
+        #[command(flatten)]
         bake: Bake,
         #[command(flatten)]
         prune: Prune,
@@ -161,6 +167,8 @@ pub enum Command {
         #[arg(long, value_name = "LABEL")]
         issue: Option<String>,
         #[command(flatten)]
+        shown: Shown,
+        #[command(flatten)]
         since: SinceDays,
         #[command(flatten)]
         bake: Bake,
@@ -176,6 +184,8 @@ pub enum Command {
         /// growth against; with several, the Markdown charts the total over time.
         #[arg(long, value_name = "FILE_OR_DIR", num_args = 1..)]
         since: Vec<PathBuf>,
+        #[command(flatten)]
+        shown: Shown,
     },
     /// What the last nights cost: the runner's builds at CodeBuild's rates (from the Price List,
     /// confirmed against Cost Explorer when it can be), and the registry's and the compiler
@@ -344,11 +354,40 @@ pub struct Bake {
     pub bake: Option<PathBuf>,
 }
 
+/// Who reads what a report prints.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct Shown {
+    /// Name only what a public page may: what desired.toml declares and the nightly's bake file
+    /// names; every other repository, role and variable of the account is counted. Implied in a
+    /// GitHub Actions job (GITHUB_ACTIONS=true): its log and summary are public in a public
+    /// repository.
+    #[arg(long)]
+    pub public: bool,
+    /// Name everything these credentials read, in a GitHub Actions job too (a private
+    /// repository's, or a maintainer's run).
+    #[arg(long, conflicts_with = "public")]
+    pub private: bool,
+}
+
+impl Shown {
+    /// Whether the output is public: said, or a GitHub Actions job's unless `--private`.
+    pub fn public(self) -> bool {
+        public_output(self.public, self.private)
+    }
+}
+
+/// Whether what a run prints is public: said (`public`), or a GitHub Actions job's (whose log,
+/// summary and artifacts anyone can read in a public repository, whatever event started it)
+/// unless `private` says otherwise.
+pub fn public_output(public: bool, private: bool) -> bool {
+    public || (!private && std::env::var("GITHUB_ACTIONS").is_ok_and(|value| value == "true"))
+}
+
 /// Deleting what desired.toml no longer declares.
 #[derive(Debug, Clone, Copy, Default, clap::Args)]
 pub struct Prune {
-    /// Also plan deleting each ECR repository desired.toml no longer declares that carries the
-    /// `managed-by` tag desired.toml gives repositories (never one made by hand); apply needs
+    /// Also plan deleting each ECR repository desired.toml no longer declares that carries this
+    /// deployment's mark (never one made by hand, nor another deployment's); apply needs
     /// --allow-delete for it, and --force-delete-images if it holds images.
     #[arg(long)]
     pub prune: bool,

@@ -267,7 +267,7 @@ struct RawProject {
     tags: BTreeMap<String, Spanned<String>>,
     #[schemars(with = "Option<RawWebhook>")]
     webhook: Option<Spanned<RawWebhook>>,
-    /// Takes it over though it exists without reconcile's `managed-by` tag (someone else made it).
+    /// Takes it over though it exists without this deployment's mark (someone else made it).
     #[serde(default)]
     adopt: bool,
 }

@@ -171,8 +171,8 @@ struct RawRepository {
     /// never in `[ecr.defaults]`: it is a decision about one repository's live tags.
     #[schemars(with = "Option<bool>")]
     allow_tagged_expiry: Option<Spanned<bool>>,
-    /// Takes over this repository though it exists without reconcile's `managed-by` tag (someone
-    /// else made it): its policy and tags become desired.toml's. Only on a repository.
+    /// Takes over this repository though it exists without this deployment's mark (someone else
+    /// made it): its policy and tags become desired.toml's. Only on a repository.
     #[schemars(with = "Option<bool>")]
     adopt: Option<Spanned<bool>>,
 }

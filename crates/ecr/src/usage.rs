@@ -16,7 +16,7 @@ use reconcile_core::markdown::{cell, code, fence};
 use reconcile_core::units::{self, bytes as human_bytes, usd};
 
 /// The version of the JSON usage report; `--since` reads this major version only.
-pub const FORMAT_VERSION: &str = "1.0";
+pub const FORMAT_VERSION: &str = "1.1";
 
 /// The footnote every format carries, so nobody mistakes an estimate for an invoice.
 pub fn footnote(price_per_gb_month: f64) -> String {
@@ -71,6 +71,23 @@ pub struct Usage {
     pub price_per_gb_month: f64,
     /// Largest first, then by name.
     pub repositories: Vec<RepositoryUsage>,
+    /// What a public report counts instead of naming ([`Usage::publish`]): nothing otherwise.
+    pub others: Others,
+}
+
+/// The repositories a public report may not name, summed: how many, what they hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Others {
+    pub repositories: u64,
+    pub images: u64,
+    pub tagged: u64,
+    pub untagged: u64,
+    pub bytes: u64,
+    /// What their live policies will reclaim.
+    pub live_reclaim: u64,
+    /// How many of them have no lifecycle policy, and what those hold.
+    pub without_policy: u64,
+    pub without_policy_bytes: u64,
 }
 
 impl Usage {
@@ -82,11 +99,46 @@ impl Usage {
         mut repositories: Vec<RepositoryUsage>,
     ) -> Usage {
         repositories.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
-        Usage { account: account.to_owned(), region: region.to_owned(), generated_at, price_per_gb_month, repositories }
+        Usage {
+            account: account.to_owned(),
+            region: region.to_owned(),
+            generated_at,
+            price_per_gb_month,
+            repositories,
+            others: Others::default(),
+        }
+    }
+
+    /// This report as a public page may say it: the repositories `shown` allows by name (what
+    /// desired.toml declares, and what the nightly's bake file names), every other one only
+    /// counted and summed in [`Usage::others`], so the totals stay the registry's.
+    pub fn publish(mut self, shown: &dyn Fn(&str) -> bool) -> Usage {
+        let (named, unnamed): (Vec<RepositoryUsage>, Vec<RepositoryUsage>) =
+            self.repositories.into_iter().partition(|r| shown(&r.name));
+        for r in unnamed {
+            let others = &mut self.others;
+            others.repositories += 1;
+            others.images = others.images.saturating_add(r.images);
+            others.tagged = others.tagged.saturating_add(r.tagged);
+            others.untagged = others.untagged.saturating_add(r.untagged);
+            others.bytes = others.bytes.saturating_add(r.bytes);
+            others.live_reclaim = others.live_reclaim.saturating_add(r.live_reclaim);
+            if !r.has_policy {
+                others.without_policy += 1;
+                others.without_policy_bytes = others.without_policy_bytes.saturating_add(r.bytes);
+            }
+        }
+        self.repositories = named;
+        self
+    }
+
+    /// Every repository of the registry, named or counted.
+    pub fn repository_count(&self) -> u64 {
+        self.repositories.len() as u64 + self.others.repositories
     }
 
     pub fn total_bytes(&self) -> u64 {
-        self.repositories.iter().fold(0, |total, r| total.saturating_add(r.bytes))
+        self.repositories.iter().fold(self.others.bytes, |total, r| total.saturating_add(r.bytes))
     }
 
     /// The estimated monthly cost of `bytes`, in dollars.
@@ -104,62 +156,86 @@ pub fn monthly_cost(bytes: u64, price_per_gb_month: f64) -> f64 {
 pub const LISTED_WITHOUT_POLICY: usize = 10;
 
 /// What `drift` ends with: the largest repositories, the total, and every repository without a
-/// lifecycle policy, with sizes and costs.
+/// lifecycle policy, with sizes and costs; of a published report, the others counted.
 pub fn summary(usage: &Usage) -> Value {
     let entry = |r: &RepositoryUsage| json!({ "name": r.name, "bytes": r.bytes, "monthly_cost_usd": round_cents(usage.cost(r.bytes)) });
-    json!({
+    let mut value = json!({
         "largest": usage.repositories.iter().take(3).map(entry).collect::<Vec<_>>(),
-        "total": { "repositories": usage.repositories.len(), "bytes": usage.total_bytes(), "monthly_cost_usd": round_cents(usage.cost(usage.total_bytes())) },
+        "total": { "repositories": usage.repository_count(), "bytes": usage.total_bytes(), "monthly_cost_usd": round_cents(usage.cost(usage.total_bytes())) },
         "without_policy": usage.repositories.iter().filter(|r| !r.has_policy).map(entry).collect::<Vec<_>>(),
         "note": footnote(usage.price_per_gb_month),
-    })
+    });
+    if usage.others.repositories > 0 {
+        value["others"] = others_json(usage);
+    }
+    value
 }
 
-/// [`summary`] as text lines (`markdown`: as Markdown).
+/// [`summary`] as text lines (`markdown`: as Markdown). A published report's other repositories
+/// are counted: a registry out of control has hundreds, and the drift issue is public.
 pub fn summary_text(usage: &Usage, markdown: bool) -> String {
-    summary_text_naming(usage, markdown, &|_| true)
-}
-
-/// The same, naming only the repositories `shown` allows (a public drift issue names the
-/// nightly's own); the rest are counted, and the job log's text names them.
-pub fn summary_text_naming(usage: &Usage, markdown: bool, shown: &dyn Fn(&str) -> bool) -> String {
     let name = |r: &RepositoryUsage| if markdown { code(&r.name) } else { r.name.clone() };
     let sized =
         |r: &RepositoryUsage| format!("{} {} ({}/month)", name(r), human_bytes(r.bytes), usd(usage.cost(r.bytes)));
     let mut out = String::new();
     let heading = if markdown { "**Registry**: " } else { "Registry: " };
+    let largest: Vec<String> = usage.repositories.iter().take(3).map(sized).collect();
     writeln!(
         out,
-        "{heading}{} in {} repositories, about {} a month. Largest: {}.",
+        "{heading}{} in {} repositories, about {} a month.{}",
         human_bytes(usage.total_bytes()),
-        usage.repositories.len(),
+        usage.repository_count(),
         usd(usage.cost(usage.total_bytes())),
-        usage.repositories.iter().filter(|r| shown(&r.name)).take(3).map(sized).collect::<Vec<_>>().join(", ")
+        if largest.is_empty() { String::new() } else { format!(" Largest: {}.", largest.join(", ")) }
     )
     .unwrap();
-    // The largest few by name, and how many more: a registry out of control has hundreds, and the
-    // drift comment must still fit GitHub's limit (`reconcile usage` lists them all).
-    let (without, unnamed): (Vec<&RepositoryUsage>, Vec<&RepositoryUsage>) =
-        usage.repositories.iter().filter(|r| !r.has_policy).partition(|r| shown(&r.name));
-    if !without.is_empty() || !unnamed.is_empty() {
+    // The largest few by name, and how many more: the drift comment must still fit GitHub's
+    // limit (`reconcile usage` lists them all).
+    let without: Vec<&RepositoryUsage> = usage.repositories.iter().filter(|r| !r.has_policy).collect();
+    let others = usage.others;
+    if !without.is_empty() || others.without_policy > 0 {
         let mut named: Vec<String> = without.iter().take(LISTED_WITHOUT_POLICY).map(|r| sized(r)).collect();
         if without.len() > LISTED_WITHOUT_POLICY {
             let more = without.len() - LISTED_WITHOUT_POLICY;
             let bytes: u64 = without.iter().skip(LISTED_WITHOUT_POLICY).map(|r| r.bytes).sum();
             named.push(format!("and {more} more holding {} (`reconcile usage` lists them)", human_bytes(bytes)));
         }
-        if !unnamed.is_empty() {
-            let bytes: u64 = unnamed.iter().map(|r| r.bytes).sum();
+        if others.without_policy > 0 {
             named.push(format!(
-                "{} of the account's other repositories holding {} (the drift check's job log names them)",
-                unnamed.len(),
-                human_bytes(bytes)
+                "{} of the account's other repositories holding {} (counted here; `--private` names them)",
+                others.without_policy,
+                human_bytes(others.without_policy_bytes)
             ));
         }
         writeln!(out, "{}Without a lifecycle policy: {}.", if markdown { "\n" } else { "" }, named.join(", ")).unwrap();
     }
     writeln!(out, "{}{}", if markdown { "\n" } else { "" }, footnote(usage.price_per_gb_month)).unwrap();
     out
+}
+
+/// A published report's other repositories, summed, as JSON.
+fn others_json(usage: &Usage) -> Value {
+    let others = usage.others;
+    json!({
+        "repositories": others.repositories,
+        "images": others.images,
+        "tagged": others.tagged,
+        "untagged": others.untagged,
+        "bytes": others.bytes,
+        "live_policy_reclaims_bytes": others.live_reclaim,
+        "without_policy": others.without_policy,
+        "without_policy_bytes": others.without_policy_bytes,
+        "monthly_cost_usd": round_cents(usage.cost(others.bytes)),
+    })
+}
+
+/// The sentence under a published report's table.
+fn others_note(others: &Others) -> String {
+    format!(
+        "{} other repositories of the registry are counted, not named: a public report names only what desired.toml \
+         declares and the nightly's bake file names (`reconcile usage --private` names them all).",
+        others.repositories
+    )
 }
 
 /// The report as a table that fits 100 columns.
@@ -184,24 +260,48 @@ pub fn text(usage: &Usage) -> String {
         )
         .unwrap();
     }
+    let others = &usage.others;
+    if others.repositories > 0 {
+        writeln!(
+            out,
+            "{:<26} {:>7} {:>6} {:>8} {:>10} {:>10} {:>10} {:>6} {:>8.2}",
+            format!("({} others)", others.repositories),
+            others.images,
+            others.tagged,
+            others.untagged,
+            human_bytes(others.bytes),
+            human_bytes(others.live_reclaim),
+            "-",
+            others.without_policy.to_string() + " NONE",
+            usage.cost(others.bytes)
+        )
+        .unwrap();
+    }
     let (images, tagged, untagged) = totals(usage);
     writeln!(
         out,
         "{:<26} {:>7} {:>6} {:>8} {:>10} {:>10} {:>10} {:>6} {:>8.2}",
-        format!("TOTAL ({} repositories)", usage.repositories.len()),
+        format!("TOTAL ({} repositories)", usage.repository_count()),
         images,
         tagged,
         untagged,
         human_bytes(usage.total_bytes()),
-        human_bytes(usage.repositories.iter().map(|r| r.live_reclaim).sum()),
+        human_bytes(usage.repositories.iter().map(|r| r.live_reclaim).sum::<u64>() + others.live_reclaim),
         human_bytes(usage.repositories.iter().filter_map(|r| r.declared_reclaim).sum()),
         "",
         usage.cost(usage.total_bytes())
     )
     .unwrap();
     writeln!(out).unwrap();
-    for line in wrap(&footnote(usage.price_per_gb_month), 100) {
-        writeln!(out, "{line}").unwrap();
+    let mut notes = Vec::new();
+    if others.repositories > 0 {
+        notes.push(others_note(others));
+    }
+    notes.push(footnote(usage.price_per_gb_month));
+    for note in notes {
+        for line in wrap(&note, 100) {
+            writeln!(out, "{line}").unwrap();
+        }
     }
     out
 }
@@ -237,7 +337,8 @@ fn cells(r: &RepositoryUsage) -> [String; 6] {
 }
 
 fn totals(usage: &Usage) -> (u64, u64, u64) {
-    usage.repositories.iter().fold((0, 0, 0), |(i, t, u), r| (i + r.images, t + r.tagged, u + r.untagged))
+    let others = (usage.others.images, usage.others.tagged, usage.others.untagged);
+    usage.repositories.iter().fold(others, |(i, t, u), r| (i + r.images, t + r.tagged, u + r.untagged))
 }
 
 /// A name cut to `width` characters, marked when cut.
@@ -275,8 +376,9 @@ pub fn json(usage: &Usage) -> Value {
         "generated_at": usage.generated_at,
         "price_per_gb_month_usd": usage.price_per_gb_month,
         "repositories": repositories,
+        "others": others_json(usage),
         "total": {
-            "repositories": usage.repositories.len(),
+            "repositories": usage.repository_count(),
             "bytes": usage.total_bytes(),
             "monthly_cost_usd": round_cents(usage.cost(usage.total_bytes())),
         },
@@ -297,7 +399,7 @@ pub fn markdown(usage: &Usage) -> String {
         out,
         "**{} in {} repositories, about {} a month**",
         human_bytes(usage.total_bytes()),
-        usage.repositories.len(),
+        usage.repository_count(),
         usd(usage.cost(usage.total_bytes()))
     )
     .unwrap();
@@ -314,6 +416,25 @@ pub fn markdown(usage: &Usage) -> String {
             usage.cost(r.bytes)
         )
         .unwrap();
+    }
+    let others = &usage.others;
+    if others.repositories > 0 {
+        let policy =
+            if others.without_policy > 0 { format!("**{} none**", others.without_policy) } else { "yes".into() };
+        writeln!(
+            out,
+            "| *{} others* | {} | {} | {} | {} | {} | - | {policy} | {:.2} |",
+            others.repositories,
+            others.images,
+            others.tagged,
+            others.untagged,
+            human_bytes(others.bytes),
+            human_bytes(others.live_reclaim),
+            usage.cost(others.bytes)
+        )
+        .unwrap();
+        writeln!(out).unwrap();
+        writeln!(out, "{}", others_note(others)).unwrap();
     }
     writeln!(out).unwrap();
     writeln!(out, "{}", footnote(usage.price_per_gb_month)).unwrap();
@@ -360,13 +481,29 @@ pub fn from_json(value: &Value) -> Result<Usage, String> {
             declared_reclaim: r["declared_policy_reclaims_bytes"].as_u64().map(|n| n.min(MAX_PLAUSIBLE)),
         });
     }
-    Ok(Usage::new(
+    let mut usage = Usage::new(
         value["account"].as_str().unwrap_or_default(),
         value["region"].as_str().unwrap_or_default(),
         value["generated_at"].as_i64().filter(|at| *at >= 0).ok_or("`generated_at` is missing or before 1970")?,
         value["price_per_gb_month_usd"].as_f64().unwrap_or(0.10),
         repositories,
-    ))
+    );
+    // A published report's others (absent from a report of before them: none).
+    let others = &value["others"];
+    if others.is_object() {
+        let count = |key: &str| number(others, key).map(|n| n.min(MAX_REPOSITORIES as u64));
+        usage.others = Others {
+            repositories: count("repositories")?,
+            images: number(others, "images")?,
+            tagged: number(others, "tagged")?,
+            untagged: number(others, "untagged")?,
+            bytes: number(others, "bytes")?,
+            live_reclaim: number(others, "live_policy_reclaims_bytes").unwrap_or(0),
+            without_policy: count("without_policy").unwrap_or(0),
+            without_policy_bytes: number(others, "without_policy_bytes").unwrap_or(0),
+        };
+    }
+    Ok(usage)
 }
 
 /// How one repository changed between the earliest report and now.
@@ -563,6 +700,54 @@ mod tests {
 
     fn usage(at: i64, repositories: Vec<RepositoryUsage>) -> Usage {
         Usage::new("123456789012", "us-east-1", at, 0.10, repositories)
+    }
+
+    #[test]
+    fn a_published_report_names_only_what_it_may_and_keeps_the_registrys_totals() {
+        let gb = 1 << 30;
+        let mut theirs = repository("team-x/secret-model", 300 * gb, 7, false);
+        theirs.live_reclaim = gb;
+        let full =
+            usage(0, vec![repository("pytorch", 10 * gb, 2, true), theirs, repository("team-y/app", gb, 0, true)]);
+        let shown = |name: &str| name == "pytorch";
+        let public = full.clone().publish(&shown);
+        assert_eq!(public.repositories.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(), ["pytorch"]);
+        assert_eq!((public.total_bytes(), public.repository_count()), (full.total_bytes(), 3));
+        assert_eq!(
+            public.others,
+            Others {
+                repositories: 2,
+                images: 9,
+                tagged: 2,
+                untagged: 7,
+                bytes: 301 * gb,
+                live_reclaim: gb,
+                without_policy: 1,
+                without_policy_bytes: 300 * gb,
+            }
+        );
+        let renderings = [
+            text(&public),
+            markdown(&public),
+            reconcile_core::json::to_pretty(&json(&public)),
+            summary_text(&public, false),
+            summary_text(&public, true),
+            reconcile_core::json::to_pretty(&summary(&public)),
+            // Against earlier reports published alike, as `usage` reads them.
+            growth_text(&[full.clone().publish(&shown)], &public),
+            growth_markdown(&[full.clone().publish(&shown), full.clone().publish(&shown)], &public),
+        ];
+        for rendered in &renderings {
+            assert!(!rendered.contains("team-"), "{rendered}");
+        }
+        assert!(renderings[0].contains("(2 others)"), "{}", renderings[0]);
+        assert!(renderings[0].contains("TOTAL (3 repositories)"), "{}", renderings[0]);
+        assert!(renderings[1].contains("| *2 others* | 9 | 2 | 7 | 301.0 GiB |"), "{}", renderings[1]);
+        assert!(renderings[3].contains("1 of the account's other repositories holding 300.0 GiB"), "{}", renderings[3]);
+        // Read back (`--since`), the others are what was written.
+        assert_eq!(from_json(&json(&public)).unwrap(), public);
+        // Nothing to count: the report as it was.
+        assert_eq!(full.clone().publish(&|_| true), full);
     }
 
     #[test]

@@ -88,7 +88,7 @@ struct RawRole {
     tags: BTreeMap<String, Spanned<String>>,
     #[schemars(with = "Option<String>")]
     policy_name: Option<Spanned<String>>,
-    /// Takes it over though it exists without reconcile's `managed-by` tag (someone else made it).
+    /// Takes it over though it exists without this deployment's mark (someone else made it).
     #[serde(default)]
     adopt: bool,
 }

@@ -93,7 +93,7 @@ struct RawBucket {
     tags: BTreeMap<String, Spanned<String>>,
     #[schemars(with = "Option<Vec<RawS3LifecycleRule>>")]
     lifecycle_rules: Option<Spanned<Vec<Spanned<RawS3LifecycleRule>>>>,
-    /// Takes it over though it exists without reconcile's `managed-by` tag (someone else made it).
+    /// Takes it over though it exists without this deployment's mark (someone else made it).
     #[serde(default)]
     adopt: bool,
 }

@@ -31,9 +31,22 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
         Command::Completions { shell } => docs::completions(shell),
         Command::Man { dir } => docs::man(dir.as_deref()),
         Command::Validate { bake } => validate::run(&desired, bake.bake.as_deref()),
-        Command::Plan { format, detailed_exitcode, out, attribute, public, base, destroy, since, bake, prune } => {
+        Command::Plan {
+            format,
+            detailed_exitcode,
+            out,
+            attribute,
+            public,
+            private,
+            base,
+            destroy,
+            since,
+            bake,
+            prune,
+        } => {
             let load = Load { bake: bake.bake.as_deref(), prune: prune.prune, destroy, ..Load::default() };
             let inputs = Inputs::load(&desired, load)?;
+            let public = crate::args::public_output(public || base.is_some(), private);
             let audience = plan::Audience::from(public, base.as_deref())?;
             let session = session(inputs, Purpose::Read, parallelism).await?;
             let attribute = attribute.then_some(since.since_days);
@@ -48,6 +61,7 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             format,
             force_delete_images,
             lock_timeout,
+            shown,
             bake,
             prune,
         } => {
@@ -62,6 +76,7 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
                 auto_approve,
                 allow_delete,
                 lock_timeout: std::time::Duration::from_secs(lock_timeout),
+                shown_in_public: shown.public(),
             };
             apply::run(&session, color, format, request, false).await
         }
@@ -76,10 +91,12 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
                 // The command is the flag: it deletes, and nothing else.
                 allow_delete: true,
                 lock_timeout: std::time::Duration::from_secs(lock_timeout),
+                // What it deletes is what desired.toml declares: shown whole.
+                shown_in_public: false,
             };
             apply::run(&session, color, format, request, true).await
         }
-        Command::Drift { format, issue, since, bake, prune } => {
+        Command::Drift { format, issue, shown, since, bake, prune } => {
             let inputs =
                 Inputs::load(&desired, Load { bake: bake.bake.as_deref(), prune: prune.prune, ..Load::default() })?;
             // The issue's repository and token are known before any AWS call.
@@ -90,7 +107,7 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
                 None => None,
             };
             let session = session(inputs, Purpose::Read, parallelism).await?;
-            drift::run(&session, color, format, since.since_days, issue).await
+            drift::run(&session, color, format, since.since_days, issue, shown.public()).await
         }
         Command::Head { head_sha, head_repository, out, base } => {
             head::run(&head::Request { head_sha, head_repository, out, base }).await
@@ -139,9 +156,9 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             let inputs = Inputs::load(&desired, Load::default())?;
             cost::run(&inputs.desired, format, days, verify, parallelism).await
         }
-        Command::Usage { format, since } => {
+        Command::Usage { format, since, shown } => {
             let inputs = Inputs::load(&desired, Load::default())?;
-            usage::run(&inputs, format, &since, parallelism).await
+            usage::run(&inputs, format, &since, shown.public(), parallelism).await
         }
     }
 }

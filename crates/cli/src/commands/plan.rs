@@ -17,9 +17,6 @@ use crate::output::{Output, color_on, print_plan};
 use crate::session::{Session, refuse_on};
 use crate::terraform;
 
-/// The events whose runs plan a pull request: what they print is public.
-const PUBLIC_EVENTS: [&str; 3] = ["pull_request", "pull_request_target", "workflow_run"];
-
 /// Who reads the plan.
 pub enum Audience {
     /// Whoever runs it: everything the credentials read may be shown.
@@ -29,11 +26,10 @@ pub enum Audience {
 }
 
 impl Audience {
-    /// `--public`, `--base`, or the GitHub Actions event of the run. The base is read (and
+    /// Public (`crate::args::public_output`) with `base`, or private. The base is read (and
     /// checked) before any AWS call, like desired.toml.
     pub fn from(public: bool, base: Option<&Path>) -> Result<Audience, CliError> {
-        let event = std::env::var("GITHUB_EVENT_NAME").unwrap_or_default();
-        if !(public || base.is_some() || PUBLIC_EVENTS.contains(&event.as_str())) {
+        if !public {
             return Ok(Audience::Private);
         }
         let base =

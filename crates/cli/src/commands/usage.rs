@@ -16,13 +16,27 @@ use crate::output::out;
 use crate::output::step_summary;
 use crate::session::Inputs;
 
-pub async fn run(inputs: &Inputs, format: Format, since: &[PathBuf], parallelism: usize) -> Result<u8, CliError> {
+/// `public`: name only the repositories a public page may ([`Inputs::public_repositories`]),
+/// in this report and in the earlier ones it is compared with, and count the rest.
+pub async fn run(
+    inputs: &Inputs,
+    format: Format,
+    since: &[PathBuf],
+    public: bool,
+    parallelism: usize,
+) -> Result<u8, CliError> {
     let desired = &inputs.desired;
     // Earlier reports are read first: a bad one stops before any AWS call.
-    let earlier = earlier_reports(&inputs.repository, since)?;
+    let mut earlier = earlier_reports(&inputs.repository, since)?;
     let aws = Aws::load(&desired.region, Purpose::Read, parallelism).await;
     let account = aws.account().await.map_err(|error| aws.failed(vec![error]))?;
-    let report = crate::registry::registry_usage(&aws, &account, desired).await?;
+    let mut report = crate::registry::registry_usage(&aws, &account, desired).await?;
+    if public {
+        let named = inputs.public_repositories(&account);
+        let shown = |name: &str| named.contains(name);
+        report = report.publish(&shown);
+        earlier = earlier.into_iter().map(|usage| usage.publish(&shown)).collect();
+    }
     // Growth is only growth against this registry, up to now.
     for (file, earlier) in since_files(&inputs.repository, since)?.iter().zip(&earlier) {
         let why =

@@ -97,7 +97,7 @@ impl<B: Backend> Session<B> {
                 }
                 // Every refusal before the lock: a refused plan takes none.
                 if let Err(refusal) = self.preflight(&look, request.allow_delete).await {
-                    console.plan(&look.plan)?;
+                    console.plan(&self.shown(&look, request.shown_in_public))?;
                     return Err(refusal);
                 }
             }
@@ -164,6 +164,16 @@ impl<B: Backend> Session<B> {
         self.carry_out(console, &planned, request, interrupts).await
     }
 
+    /// The plan as this apply shows it: whole, or as a public page may say it (its desired.toml
+    /// is the default branch's after a merge, so everything it declares is shown).
+    fn shown(&self, planned: &Planned, public: bool) -> reconcile_core::Plan {
+        if !public {
+            return planned.plan.clone();
+        }
+        let audience = self.inputs.public_audience(planned);
+        reconcile_core::audience::publish(planned.plan.clone(), &planned.resources, &audience)
+    }
+
     /// Shows the plan, refuses it or asks for approval, and applies it.
     async fn carry_out(
         &self,
@@ -173,7 +183,7 @@ impl<B: Backend> Session<B> {
         interrupts: &mut Interrupts,
     ) -> Result<u8, CliError> {
         let plan = &planned.plan;
-        console.plan(plan)?;
+        console.plan(&self.shown(planned, request.shown_in_public))?;
         refuse_on(&plan.findings)?;
         if !plan.has_changes() {
             // A machine-readable report is still a report: one of nothing done (or of what could

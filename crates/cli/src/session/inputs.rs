@@ -82,6 +82,37 @@ impl Inputs {
         Ok(Inputs { repository, desired, desired_text, bake, prune, destroy })
     }
 
+    /// The repositories a public report may name in `account`: what desired.toml declares and
+    /// what the nightly's bake file names (the seeds' incident: two cache repositories it made
+    /// and pushed to, with no lifecycle policy, held 347 GB). Every other is another team's.
+    pub fn public_repositories(&self, account: &Account) -> std::collections::BTreeSet<String> {
+        let mut named: std::collections::BTreeSet<String> =
+            self.bake.iter().flat_map(|bake| bake.repositories(&account.region, &account.id)).collect();
+        named.extend(reconcile_ecr::declared(&self.desired).repositories.iter().map(|r| r.name.clone()));
+        named
+    }
+
+    /// What a public page may show of `planned`, made from this desired.toml as the default
+    /// branch's (the drift check's and the apply job's): everything it declares, and of what it
+    /// does not, the repositories the bake file names; the rest counted.
+    pub fn public_audience(&self, planned: &super::Planned) -> reconcile_core::audience::Public {
+        let account = &planned.account;
+        let nightly = self.bake.iter().flat_map(|bake| bake.repositories(&account.region, &account.id));
+        reconcile_core::audience::Public {
+            base: Some(planned.resources.values().map(|r| (r.address.clone(), r.remote_name.clone())).collect()),
+            named: nightly
+                .flat_map(|name| {
+                    [
+                        reconcile_core::Address::new(reconcile_ecr::REPOSITORY, &name),
+                        reconcile_core::Address::new(reconcile_ecr::LIFECYCLE_POLICY, &name),
+                    ]
+                })
+                .collect(),
+            review: false,
+            deployment: Some(self.desired.deployment.clone()),
+        }
+    }
+
     /// What the bake cross-check finds, for `account` when it is known (any account's registry
     /// in the region otherwise).
     pub fn bake_findings(&self, account: Option<&str>) -> Vec<Finding> {

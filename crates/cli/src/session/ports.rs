@@ -98,6 +98,9 @@ pub struct ApplyRequest<'a> {
     pub allow_delete: bool,
     /// How long to wait for another apply's lock.
     pub lock_timeout: Duration,
+    /// The plan it shows is a public page's (a GitHub Actions job's log): what desired.toml
+    /// does not declare is counted, not named. What it applies is the same.
+    pub shown_in_public: bool,
 }
 
 /// A drift check's findings: the plan (with what is undeclared and who made each difference),

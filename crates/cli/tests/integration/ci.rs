@@ -326,6 +326,15 @@ async fn drift_names_an_undeclared_role_that_trusts_github_and_what_it_admits() 
             .replace("[iam.roles.codebuild]", "[iam.roles.copied-from-a-blog]")
             .replace("service_role = \"codebuild\"", "service_role = \"copied-from-a-blog\""),
     );
+    // The apply job's log (a GitHub Actions job's: public) counts them too; said private, names.
+    let mut in_actions: Vec<(&str, String)> = account.env();
+    in_actions.push(("GITHUB_ACTIONS", "true".to_owned()));
+    let applied = crate::support::reconcile_in(&in_actions, &desired.path, &["apply", "--auto-approve"]);
+    assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
+    assert!(!applied.stdout.contains("copied-from-a-blog"), "{}", applied.stdout);
+    assert!(applied.stdout.contains("2 finding(s) of this code"), "{}", applied.stdout);
+    let private = crate::support::reconcile_in(&in_actions, &desired.path, &["apply", "--auto-approve", "--private"]);
+    assert!(private.stdout.contains("role `copied-from-a-blog`"), "{}", private.stdout);
     for pull_request in [&desired, &renamed] {
         let base = desired.path.to_str().unwrap();
         let run = reconcile(&account, &pull_request.path, &["plan", "--public", "--base", base, "--format", "json"]);

@@ -161,12 +161,12 @@ async fn a_declared_resource_without_reconciles_tag_refuses_the_whole_destroy() 
     client.set_repository_policy().repository_name("rocm-bake/triton").policy_text(partner).send().await.unwrap();
     let made = held(&account).await;
 
-    // A destroy plan made in a pull request's run is public: nothing of their repository in it.
+    // A destroy plan made in a GitHub Actions job is public: nothing of their repository in it.
     let public = reconcile_with(
         &account,
         &desired.path,
         &["plan", "--destroy", "--format", "markdown"],
-        &[("GITHUB_EVENT_NAME", "pull_request")],
+        &[("GITHUB_ACTIONS", "true"), ("GITHUB_EVENT_NAME", "pull_request")],
     );
     assert_eq!(public.code, 3, "{}{}", public.stdout, public.stderr);
     for planted in ["alice@example.com", "210987654321", "Partner"] {

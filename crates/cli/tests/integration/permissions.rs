@@ -330,7 +330,7 @@ pub async fn enforced(account: &TestAccount, name: &str) -> (TestAccount, Gate) 
                 needed.push(("ecr:TagResource".to_owned(), resource.clone(), context.clone()));
             }
             "s3:CreateBucket" if tagged => {
-                needed.push(("s3:TagResource".to_owned(), resource.clone(), context.clone()))
+                needed.push(("s3:TagResource".to_owned(), resource.clone(), context.clone()));
             }
             _ => {}
         }

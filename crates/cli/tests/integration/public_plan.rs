@@ -158,12 +158,20 @@ async fn a_pull_request_naming_another_teams_resources_shows_nothing_of_them_and
             assert_none_planted("the job summary", &std::fs::read_to_string(&summary).unwrap_or_default());
         }
     }
-    // Implied by the event a trusted pull-request workflow runs on.
-    let mut on_event = env.clone();
-    on_event.push(("GITHUB_EVENT_NAME", "workflow_run".to_owned()));
-    let run = reconcile_in(&on_event, &pull, &["plan", "--format", "json"]);
-    assert_eq!(run.code, 3, "{}{}", run.stdout, run.stderr);
-    assert_none_planted("plan on workflow_run", &format!("{}{}", run.stdout, run.stderr));
+    // Implied in a GitHub Actions job, whatever event started it: every one's log is public.
+    for event in ["workflow_run", "pull_request", "issue_comment", "pull_request_review_comment", "merge_group", "push"]
+    {
+        let mut on_event = env.clone();
+        on_event.extend([("GITHUB_ACTIONS", "true".to_owned()), ("GITHUB_EVENT_NAME", event.to_owned())]);
+        let run = reconcile_in(&on_event, &pull, &["plan", "--format", "json"]);
+        assert_eq!(run.code, 3, "{event}: {}{}", run.stdout, run.stderr);
+        assert_none_planted(&format!("plan on {event}"), &format!("{}{}", run.stdout, run.stderr));
+    }
+    // Unless said private (a private repository's job).
+    let mut in_actions = env.clone();
+    in_actions.push(("GITHUB_ACTIONS", "true".to_owned()));
+    let private = reconcile_in(&in_actions, &pull, &["plan", "--private", "--format", "text"]);
+    assert!(private.stdout.contains("W601"), "{}", private.stdout);
 
     // Private, as an administrator runs it: the same plan names them (what the audience hides is
     // really there).
@@ -331,4 +339,130 @@ async fn the_drift_issue_names_the_nightlys_unpoliced_repositories_and_counts_ot
     assert!(body.contains("atom-wheel-cache"), "the nightly's own unpoliced repository is named: {body}");
     assert!(!body.contains("secret-mi500-bringup"), "another team's is not: {body}");
     assert!(body.contains("finding(s) of this code about what desired.toml does not declare"), "{body}");
+
+    // Every output of the drift and apply workflows, in a GitHub Actions job (whose log and
+    // summary are public, whatever started it): the same names, the rest counted.
+    let summary = dir.path().join("summary.md");
+    let mut in_actions = env.clone();
+    in_actions.extend([("GITHUB_ACTIONS", "true".to_owned()), ("GITHUB_EVENT_NAME", "schedule".to_owned())]);
+    in_actions.push(("GITHUB_STEP_SUMMARY", summary.display().to_string()));
+    let runs: [&[&str]; 7] = [
+        &["drift", "--format", "text"],
+        &["drift", "--format", "json"],
+        &["drift", "--format", "markdown"],
+        &["usage", "--format", "text"],
+        &["usage", "--format", "json"],
+        &["usage", "--format", "markdown"],
+        &["apply", "--auto-approve", "--format", "markdown"],
+    ];
+    for args in runs {
+        let run = reconcile_in(&in_actions, &desired, args);
+        // apply refuses (W401: the bake file's undeclared cache), after showing its plan.
+        assert!([0, 2, 3].contains(&run.code), "{args:?}: {}{}", run.stdout, run.stderr);
+        let said = format!("{}{}{}", run.stdout, run.stderr, std::fs::read_to_string(&summary).unwrap_or_default());
+        assert!(!said.contains("secret-mi500-bringup"), "{args:?} names another team's repository: {said}");
+        if args[0] == "drift" || args[0] == "usage" {
+            assert!(said.contains("atom-wheel-cache"), "{args:?} names the nightly's own: {said}");
+        }
+    }
+    let counted = reconcile_in(&in_actions, &desired, &["usage", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&counted.stdout).unwrap();
+    assert_eq!(report["others"]["repositories"], 1, "{report:#}");
+    assert_eq!(report["total"]["repositories"], 3, "counted in the totals: {report:#}");
+    // Said private, by a maintainer: named.
+    for args in [&["drift", "--private"][..], &["usage", "--private"][..]] {
+        let run = reconcile_in(&in_actions, &desired, args);
+        assert!(run.stdout.contains("secret-mi500-bringup"), "{args:?}: {}{}", run.stdout, run.stderr);
+    }
+}
+
+/// The nightly drift and the apply workflows, run as the examples are in a GitHub Actions job
+/// (whose log, summary and cache anyone can read in a public repository, whatever started it):
+/// nothing of another team's repository, role or variable in any step's output, the job summary,
+/// the drift issue or the cached usage reports; and each does its work.
+#[tokio::test]
+async fn the_drift_and_apply_workflows_print_nothing_of_another_teams_resources() {
+    let world = World::bootstrap().await;
+    let name = world.repository.name.clone();
+    plant(&world.account, &name, &world.reader).await;
+    // Something for both to find: a declared repository's lifecycle policy deleted by hand.
+    let ecr = ecr::Client::new(&world.account.sdk_config());
+    ecr.delete_lifecycle_policy().repository_name("pytorch").send().await.unwrap();
+    let clean = |what: &str, text: &str| {
+        assert_none_planted(what, text);
+        for name in ["skunkworks", "skunk-ci", "INTERNAL_BUILD_HOST"] {
+            assert!(!text.contains(name), "{what} names `{name}`:\n{text}");
+        }
+    };
+    let all_said = |report: &serde_json::Value, runner: &tempfile::TempDir| {
+        let mut said = std::fs::read_to_string(runner.path().join("temp/summary.md")).unwrap_or_default();
+        for step in report["steps"].as_array().unwrap() {
+            for stream in ["stdout", "stderr"] {
+                said.push_str(step[stream].as_str().unwrap_or(""));
+            }
+        }
+        said
+    };
+
+    let sha = "2222222222222222222222222222222222222222";
+    let schedule = json!({ "schedule": "17 1 * * *" });
+    for night in 0..2 {
+        let (_, drift, runner) = world.run(
+            world.repository.path(),
+            "nightly-drift.yml",
+            "schedule",
+            schedule.clone(),
+            "refs/heads/main",
+            sha,
+            false,
+            true,
+        );
+        assert_eq!(step(&drift, "Drift check, and the drift issue")["outcome"], "success", "{drift:#}");
+        assert_eq!(step(&drift, "Registry usage and growth")["outcome"], "success", "{drift:#}");
+        assert_eq!(step(&drift, "Fail on drift")["outcome"], "failure", "the drift fails the job: {drift:#}");
+        let said = all_said(&drift, &runner);
+        clean(&format!("night {night}'s drift job"), &said);
+        assert!(said.contains("ecr_lifecycle_policy.pytorch"), "{said}");
+        assert!(said.contains("ECR usage of account"), "the usage report is in the summary: {said}");
+    }
+    let issues = github().state(&name)["issues"].as_array().unwrap().clone();
+    assert_eq!(issues.len(), 1, "{issues:#?}");
+    clean("the drift issue", issues[0]["body"].as_str().unwrap());
+    // The cached reports the growth is measured against: counted alike.
+    let caches = world.artifacts_path().join("caches");
+    let mut cached = String::new();
+    for entry in walkdir(&caches) {
+        cached.push_str(&std::fs::read_to_string(entry).unwrap());
+    }
+    assert!(cached.contains("\"others\""), "{cached}");
+    clean("the cached usage reports", &cached);
+
+    let (_, apply, runner) = world.run(
+        world.repository.path(),
+        "apply-after-merge.yml",
+        "push",
+        json!({}),
+        "refs/heads/main",
+        sha,
+        false,
+        true,
+    );
+    assert_eq!(apply["conclusion"], "success", "{apply:#}");
+    let said = all_said(&apply, &runner);
+    clean("the apply job", &said);
+    assert!(said.contains("ecr_lifecycle_policy.pytorch"), "{said}");
+    assert!(ecr.get_lifecycle_policy().repository_name("pytorch").send().await.is_ok(), "applied");
+}
+
+/// Every file under `dir`.
+fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if entry.file_type().unwrap().is_dir() {
+            files.extend(walkdir(&entry.path()));
+        } else {
+            files.push(entry.path());
+        }
+    }
+    files
 }

@@ -29,7 +29,7 @@ fn policy_path() -> std::ffi::OsString {
 }
 
 /// The nightly's repository as the tests keep it: desired.toml (tagged repositories, `[github]`,
-/// `[ci]`, the bake file it names), the bake file, and the two example workflows.
+/// `[ci]`, the bake file it names), the bake file, and the example workflows.
 pub(crate) struct Repository {
     pub(crate) name: String,
     dir: tempfile::TempDir,
@@ -71,7 +71,7 @@ impl Repository {
         std::fs::write(dir.path().join("rocm-bake.hcl"), BAKE).unwrap();
         let workflows = dir.path().join(".github/workflows");
         std::fs::create_dir_all(&workflows).unwrap();
-        for file in ["pull-request-check.yml", "pull-request-plan.yml"] {
+        for file in ["pull-request-check.yml", "pull-request-plan.yml", "nightly-drift.yml", "apply-after-merge.yml"] {
             std::fs::copy(workspace_root().join("examples/github-workflows").join(file), workflows.join(file)).unwrap();
         }
         std::fs::copy(workspace_root().join("examples/checkov.yaml"), dir.path().join(".checkov.yaml")).unwrap();
@@ -182,12 +182,15 @@ impl World {
             "run_id": run_id,
             "fork": fork,
             "token": token,
-            "secrets": { "RECONCILE_GITHUB_READ_TOKEN": self.reader },
+            // The apply job's token may write the GitHub side; the stand-in's reader is enough
+            // for a plan that changes none of it.
+            "secrets": { "RECONCILE_GITHUB_READ_TOKEN": self.reader, "RECONCILE_GITHUB_TOKEN": self.reader },
             "vars": self.vars,
             "head": tree,
             "workspace": runner.path().join("workspace"),
             "temp": runner.path().join("temp"),
             "artifacts": self.artifacts.path(),
+            "caches": self.artifacts.path().join("caches"),
             "reconcile": reconcile,
             "aws": {
                 "endpoint": emulator().endpoint(),
@@ -283,6 +286,11 @@ impl World {
             true,
         );
         (plan, runner)
+    }
+
+    /// Where runs keep their artifacts and the repository's cache.
+    pub(crate) fn artifacts_path(&self) -> &Path {
+        self.artifacts.path()
     }
 
     pub(crate) fn comments(&self, number: u64) -> Vec<String> {

@@ -255,7 +255,13 @@ fn rig_with_lock(
 }
 
 fn request(auto_approve: bool, allow_delete: bool) -> ApplyRequest<'static> {
-    ApplyRequest { plan: PlanFrom::Fresh, auto_approve, allow_delete, lock_timeout: Duration::ZERO }
+    ApplyRequest {
+        plan: PlanFrom::Fresh,
+        auto_approve,
+        allow_delete,
+        lock_timeout: Duration::ZERO,
+        shown_in_public: false,
+    }
 }
 
 impl Rig {

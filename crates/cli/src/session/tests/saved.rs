@@ -20,7 +20,13 @@ async fn saved(rig: &Rig, edit: impl Fn(&mut serde_json::Value)) -> (tempfile::T
 }
 
 fn from(path: &Path) -> ApplyRequest<'_> {
-    ApplyRequest { plan: PlanFrom::Saved(path), auto_approve: false, allow_delete: false, lock_timeout: Duration::ZERO }
+    ApplyRequest {
+        plan: PlanFrom::Saved(path),
+        auto_approve: false,
+        allow_delete: false,
+        lock_timeout: Duration::ZERO,
+        shown_in_public: false,
+    }
 }
 
 #[tokio::test]
