@@ -26,8 +26,11 @@ as the REST reference (API version 2022-11-28) documents, and no further:
   `head.ref` and `head.repo.full_name` (a fork's for a fork's pull request).
 - Issues, https://docs.github.com/en/rest/issues/issues: list `GET /repos/{o}/{r}/issues`
   (`state` open|closed|all, `labels` comma-separated, all required, `creator`, newest first; pull
-  requests are listed too, with a `pull_request` key), create `POST` (201), update `PATCH
-  .../issues/{n}` (`body`, `state`, `state_reason`; 200). Pull requests share the numbering.
+  requests are listed too, with a `pull_request` key), create `POST` (201), read `GET
+  .../issues/{n}` (with `closed_by`, who last closed it, which the list leaves out), update
+  `PATCH .../issues/{n}` (`body`, `state`, `state_reason`; 200). Pull requests share the numbering.
+- Collaborators, https://docs.github.com/en/rest/collaborators/collaborators: `GET
+  .../collaborators/{username}/permission` (`permission`: admin|write|read|none, `role_name`).
 - Issue comments, https://docs.github.com/en/rest/issues/comments: list `GET
   .../issues/{n}/comments` (oldest first), create `POST` (201), update `PATCH
   .../issues/comments/{id}` (200; 403 for a comment of another user's, as for a token without
@@ -58,7 +61,12 @@ A new repository starts as GitHub left repositories made before February 2023: f
 
 Test controls, outside GitHub's API:
 - `POST /_test/deny` `{"token", "permissions": ["actions_variables", ...]}`
-- `POST /_test/token` `{"token", "login"}` for a person's token, or `{"token", "workflow": true,
+- `POST /_test/race` `{"repository", "issue": {"token", "title", "body", "labels"}}`: the next
+  issue opened there is preceded by this one, as if another run opened it at the same moment.
+- `POST /_test/refuse-duplicate` `{"repository", "count"}`: the next N closes as `duplicate` answer
+  422, as GitHub has for some repositories and tokens.
+- `POST /_test/token` `{"token", "login", "permission"}` for a person's token (the permission the
+  collaborators API answers for that login: `admin` unless said), or `{"token", "workflow": true,
   "read_only": bool}` for a workflow's `GITHUB_TOKEN` (a fork's pull request gets a read-only one:
   every write answers 403, as GitHub's maximum for forks says).
 - `POST /_test/commit` `{"repository", "sha", "files": {path: text}, "links": {path: target}}`:
@@ -283,6 +291,8 @@ class Handler(BaseHTTPRequestHandler):
             return 200, chosen, headers
         if rest[:1] == ["issues"]:
             return self.issues(method, repo, rest[1:], query, body, path, token)
+        if rest[:1] == ["collaborators"] and len(rest) == 3 and rest[2] == "permission" and method == "GET":
+            return self.collaborator_permission(rest[1])
         if rest[:1] == ["statuses"] and method == "POST" and len(rest) == 2:
             if (body or {}).get("state") not in ("error", "failure", "pending", "success"):
                 return 422, {"message": "Validation Failed"}, ()
@@ -309,6 +319,13 @@ class Handler(BaseHTTPRequestHandler):
             if method == "POST":
                 if not isinstance((body or {}).get("title"), str) or not body["title"]:
                     return 422, {"message": "Validation Failed"}, ()
+                # Another run's issue, opened just before this one (`/_test/race`).
+                for racing in repo.pop("racing", []):
+                    number = repo["next_number"]
+                    repo["next_number"] += 1
+                    issues[number] = {"number": number, "title": racing["title"], "body": racing["body"],
+                                      "labels": list(racing["labels"]), "state": "open", "state_reason": None,
+                                      "user": author(racing["token"]), "created_at": now_iso()}
                 number = repo["next_number"]
                 repo["next_number"] += 1
                 issues[number] = {"number": number, "title": body["title"], "body": body.get("body") or "",
@@ -329,12 +346,21 @@ class Handler(BaseHTTPRequestHandler):
         if not rest[0].isdigit() or int(rest[0]) not in issues:
             return 404, {"message": "Not Found"}, ()
         issue = issues[int(rest[0])]
+        if len(rest) == 1 and method == "GET":
+            return 200, self.issue_view(issue, whole=True), ()
         if len(rest) == 1 and method == "PATCH":
             if "body" in (body or {}):
                 issue["body"] = body["body"]
             if (body or {}).get("state") in ("open", "closed"):
+                if body["state"] == "closed" and body.get("state_reason") == "duplicate" \
+                        and repo.get("refuse_duplicate", 0) > 0:
+                    repo["refuse_duplicate"] -= 1
+                    return 422, {"message": "Validation Failed", "errors": [
+                        {"resource": "Issue", "field": "state_reason", "code": "invalid"}]}, ()
                 issue["state"] = body["state"]
                 issue["state_reason"] = body.get("state_reason") if body["state"] == "closed" else "reopened"
+                if body["state"] == "closed":
+                    issue["closed_by"] = author(token)
             return 200, self.issue_view(issue), ()
         if rest[1:] == ["comments"]:
             if method == "GET":
@@ -371,8 +397,27 @@ class Handler(BaseHTTPRequestHandler):
         return 404, {"message": "Not Found"}, ()
 
     @staticmethod
-    def issue_view(issue):
-        view = {k: v for k, v in issue.items() if k != "pull"}
+    def collaborator_permission(login):
+        """`GET /repos/{o}/{r}/collaborators/{username}/permission`: a person's token's login has
+        the permission the test gave it (`admin` unless said), the default tester is an admin, a
+        bot is no user (404), and anyone else may read (a public repository)."""
+        if login.endswith("[bot]"):
+            return 404, {"message": f"{login} is not a user"}, ()
+        people = [i for i in identities.values()
+                  if i.get("login") == login and not i.get("workflow") and i.get("type") != "Bot"]
+        if people or login == "reconcile-tester":
+            permission = people[0].get("permission", "admin") if people else "admin"
+        else:
+            permission = "read"
+        role = {"admin": "admin", "write": "write", "read": "read", "none": "none"}.get(permission, permission)
+        level = "write" if permission in ("maintain", "write") else "read" if permission in ("triage", "read") \
+            else permission
+        return 200, {"permission": level, "role_name": role, "user": {"login": login, "type": "User"}}, ()
+
+    @staticmethod
+    def issue_view(issue, whole=False):
+        # `closed_by` is in an issue's own answer only, not in the list's.
+        view = {k: v for k, v in issue.items() if k != "pull" and (whole or k != "closed_by")}
         view["labels"] = [{"name": label} for label in issue["labels"]]
         return view
 
@@ -485,6 +530,12 @@ class Handler(BaseHTTPRequestHandler):
                     "comments": repo["comments"], "statuses": repo["statuses"], "oidc_sub": repo["oidc_sub"]})
             if method == "POST" and parts == ["fail"]:
                 failures[body["repository"]] = [body.get("count", 1), body.get("status", 502)]
+                return self.answer(204)
+            if method == "POST" and parts == ["race"]:
+                repository(body["repository"]).setdefault("racing", []).append(body["issue"])
+                return self.answer(204)
+            if method == "POST" and parts == ["refuse-duplicate"]:
+                repository(body["repository"])["refuse_duplicate"] = body.get("count", 1)
                 return self.answer(204)
             if method == "POST" and parts == ["rate-limit"]:
                 rate_limits[body["repository"]] = [body.get("count", 1), body.get("kind", "secondary")]

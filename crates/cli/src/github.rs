@@ -50,6 +50,23 @@ pub fn conversation_in(desired: Option<&Desired>, repository: Option<&str>, toke
         .map_err(|error| CliError::Input(vec![error.to_string()]))
 }
 
+/// The shortest key that seals the drift issue: 128 bits, as hex.
+const ISSUE_KEY_LENGTH: usize = 32;
+
+/// The key that seals the drift issue (`RECONCILE_ISSUE_KEY`, a secret only the drift workflow
+/// is given), if set; one too short to keep a forger out is refused before any call.
+pub fn issue_key() -> Result<Option<Vec<u8>>, CliError> {
+    match std::env::var("RECONCILE_ISSUE_KEY").ok().filter(|key| !key.is_empty()) {
+        None => Ok(None),
+        Some(key) if key.len() < ISSUE_KEY_LENGTH => Err(CliError::Input(vec![format!(
+            "RECONCILE_ISSUE_KEY is {} characters: a key that seals the drift issue needs at least \
+             {ISSUE_KEY_LENGTH} random ones (`openssl rand -hex 32`)",
+            key.len()
+        )])),
+        Some(key) => Ok(Some(key.into_bytes())),
+    }
+}
+
 /// `owner/name` as GitHub allows them: an owner of letters, digits and `-` (not first), a name of
 /// letters, digits, `-`, `_` and `.` (not `.` or `..`).
 pub fn split_repository(repository: &str) -> Result<(&str, &str), String> {

@@ -14,7 +14,9 @@ use serde_json::{Map, Value};
 
 use crate::address::Address;
 use crate::ownership::{MARK_KEY, mark};
-use crate::plan::{DesiredResources, Finding, NEEDS_AN_ADMINISTRATOR, Observed, Plan, Severity};
+use crate::plan::{
+    DesiredResources, Finding, NEEDS_AN_ADMINISTRATOR, Observed, Plan, Severity, needs_an_administrator,
+};
 
 pub use crate::ownership::NOT_OURS;
 pub use crate::plan::ADOPT;
@@ -74,12 +76,33 @@ pub fn publish(mut plan: Plan, resources: &DesiredResources, public: &Public) ->
         .collect();
     // Shown: what belongs to a declared resource that is not hidden.
     let shown = |address: &Address| root(resources, address).is_some_and(|root| !hidden.contains(root));
-    let pruned: BTreeSet<Address> =
-        plan.changes.iter().filter(|c| root(resources, &c.address).is_none()).map(|c| c.address.clone()).collect();
+    // A prune deletes what carries the pull request's mark: shown only when that is the default
+    // branch's deployment's (else another team's repository, W605).
+    let pruned: BTreeSet<Address> = plan
+        .changes
+        .iter()
+        .filter(|c| root(resources, &c.address).is_none() && c.before.as_ref().is_some_and(ours))
+        .map(|c| c.address.clone())
+        .collect();
     plan.changes.retain(|change| shown(&change.address) || pruned.contains(&change.address));
     plan.observed.retain(|address, _| shown(address) || pruned.contains(address));
     plan.impacts.retain(|address, _| shown(address));
     plan.attributions.retain(|address, _| shown(address));
+    for attribution in plan.attributions.values_mut() {
+        *attribution = attribution.clone().public();
+    }
+    // What only an administrator changes, of what is shown: a hidden resource's would tell
+    // whether its live value is what the pull request guessed.
+    plan.administrators.retain(|(address, _)| shown(address) || pruned.contains(address));
+    let administrators = (!plan.administrators.is_empty()).then(|| needs_an_administrator(&plan.administrators));
+    let findings = std::mem::take(&mut plan.findings);
+    plan.findings = findings
+        .into_iter()
+        .filter_map(|finding| match finding.code == NEEDS_AN_ADMINISTRATOR {
+            true => administrators.clone(),
+            false => Some(finding),
+        })
+        .collect();
     if plan.attributions.is_empty() {
         plan.attribution_note = None;
     }
@@ -270,6 +293,8 @@ mod tests {
             finding("W401", Some(Address::new(crate::fake::kinds::ECR_REPOSITORY, "sglang")), "a bake target's"),
             Finding { severity: Severity::Warning, ..finding("W501", None, "this plan changes `iam_role.codebuild`") },
         ];
+        // Only an administrator changes ours and theirs: the public W501 names ours alone.
+        plan.administrators = vec![(t.clone(), "a grant".to_owned()), (o.clone(), "a grant".to_owned())];
         let public = Public {
             base: Some(BTreeSet::from([(b.clone(), "declared-on-main".to_owned())])),
             named: BTreeSet::from([Address::new(crate::fake::kinds::ECR_REPOSITORY, "atom-wheel-cache")]),
@@ -301,5 +326,32 @@ mod tests {
         );
         assert!(shown.findings[6].message.starts_with("1 finding(s) of this code"));
         assert!(shown.findings[4].message.ends_with("until an administrator applies it"));
+        assert!(
+            shown.findings[4].message.starts_with("this plan changes `ecr_repository.pytorch` (a grant), which"),
+            "{}",
+            shown.findings[4].message
+        );
+    }
+
+    #[test]
+    fn a_prune_is_shown_only_of_what_carries_the_default_branchs_deployments_mark() {
+        let resources = resources(Vec::new());
+        let prune = |name: &str, deployment: &str| Change {
+            address: Address::new(crate::fake::kinds::ECR_REPOSITORY, name),
+            action: Action::Delete,
+            before: Some(map(json!({ "images": 3, "tags": { MARK_KEY: deployment, "owner": THEIRS } }))),
+            after: None,
+            depends_on: Vec::new(),
+        };
+        let mut plan = Plan::new("123456789012", "us-east-1");
+        plan.changes = vec![prune("retired", "rocm-bake"), prune("team-x/private", "team-x")];
+        for change in &plan.changes {
+            plan.observed.insert(change.address.clone(), Observed::Present(change.before.clone().unwrap()));
+        }
+        let public = Public { deployment: Some("rocm-bake".to_owned()), ..Public::default() };
+        let shown = publish(plan, &resources, &public);
+        let names: Vec<&str> = shown.changes.iter().map(|c| c.address.name.as_str()).collect();
+        assert_eq!(names, ["retired"]);
+        assert_eq!(shown.observed.keys().map(|a| a.name.as_str()).collect::<Vec<_>>(), ["retired"]);
     }
 }

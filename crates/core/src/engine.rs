@@ -179,22 +179,22 @@ pub async fn plan_with(
     // Only what a change is made for: the takeover of a resource the plan does not change is
     // no takeover.
     takeovers.retain(|address, _| changes.iter().any(|change| &change.address == address));
-    let administrators = administrators_only(reconcilers, &changes, &takeovers);
+    let administrators = administrator_changes(reconcilers, &changes, &takeovers);
     if desired.referred(Topic::CiRole).next().is_some() && !administrators.is_empty() {
-        findings.push(Finding {
-            code: NEEDS_AN_ADMINISTRATOR.to_owned(),
-            severity: Severity::Warning,
-            address: None,
-            message: format!(
-                "this plan changes {}, which the apply role never does: an administrator must apply it",
-                administrators.join("; ")
-            ),
-            overridden_by: None,
-        });
+        findings.push(crate::plan::needs_an_administrator(&administrators));
     }
     Finding::rank(&mut findings);
     let destroy = options.destroy;
-    Ok(Plan { changes, findings, observed, impacts, destroy, takeovers, ..Plan::new(&account.id, &account.region) })
+    Ok(Plan {
+        changes,
+        findings,
+        observed,
+        impacts,
+        destroy,
+        takeovers,
+        administrators,
+        ..Plan::new(&account.id, &account.region)
+    })
 }
 
 /// Every reconciler observes its share of `wanted`, all at once; the observations of those that
@@ -424,37 +424,32 @@ impl ApplyOptions<'_> {
 /// listing it in desired.toml, a pull request's file.
 pub const TAKING_OVER: &str = "taking over a resource reconcile does not own yet: an import, or a re-mark";
 
-/// The changes of `changes` only an administrator makes, grouped by why, in plan order:
-/// ``"`iam_ci_role.apply`, `iam_ci_role.plan` (the CI identities: ...)"`` each: each
+/// The changes of `changes` only an administrator makes, in plan order, each with why: each
 /// reconciler's own, and every takeover. Empty when the apply role may make them all.
+pub fn administrator_changes(
+    reconcilers: &[Box<dyn Reconciler>],
+    changes: &[Change],
+    takeovers: &BTreeMap<Address, crate::plan::Takeover>,
+) -> Vec<(Address, String)> {
+    changes
+        .iter()
+        .filter_map(|change| {
+            let why = reconciler_for(reconcilers, change.address.kind)
+                .and_then(|r| r.administrators_only(change))
+                .or_else(|| takeovers.contains_key(&change.address).then_some(TAKING_OVER))?;
+            Some((change.address.clone(), why.to_owned()))
+        })
+        .collect()
+}
+
+/// [`administrator_changes`], grouped by why: ``"`iam_ci_role.apply`, `iam_ci_role.plan` (the CI
+/// identities: ...)"`` each.
 pub fn administrators_only(
     reconcilers: &[Box<dyn Reconciler>],
     changes: &[Change],
     takeovers: &BTreeMap<Address, crate::plan::Takeover>,
 ) -> Vec<String> {
-    let mut groups: Vec<(&'static str, Vec<String>)> = Vec::new();
-    for change in changes {
-        let why = reconciler_for(reconcilers, change.address.kind)
-            .and_then(|r| r.administrators_only(change))
-            .or_else(|| takeovers.contains_key(&change.address).then_some(TAKING_OVER));
-        let Some(why) = why else { continue };
-        let address = format!("`{}`", change.address);
-        match groups.iter_mut().find(|(reason, _)| *reason == why) {
-            Some((_, addresses)) => addresses.push(address),
-            None => groups.push((why, vec![address])),
-        }
-    }
-    // Named, up to a few: a takeover of a whole account is thirty addresses, which the plan lists.
-    const NAMED: usize = 5;
-    groups
-        .into_iter()
-        .map(|(why, addresses)| {
-            let more = addresses.len().saturating_sub(NAMED);
-            let named = addresses[..addresses.len().min(NAMED)].join(", ");
-            let more = if more > 0 { format!(" and {more} more") } else { String::new() };
-            format!("{named}{more} ({why})")
-        })
-        .collect()
+    crate::plan::grouped(&administrator_changes(reconcilers, changes, takeovers))
 }
 
 /// Everything apply checks before its first call: deletes allowed, a reconciler for every

@@ -320,6 +320,9 @@ pub struct Plan {
     pub destroy: bool,
     /// The changes that take a resource over (import or re-mark), by address.
     pub takeovers: BTreeMap<Address, Takeover>,
+    /// The changes only an administrator makes, in plan order, each with why (what
+    /// [`NEEDS_AN_ADMINISTRATOR`] names): a public plan names only those it shows.
+    pub administrators: Vec<(Address, String)>,
 }
 
 /// Who last changed a resource, as CloudTrail tells it.
@@ -371,13 +374,36 @@ impl Attribution {
             (Some(role), Some(session)) => {
                 vec![(format!("{verb} role "), role.clone()), (" (session ".to_owned(), session.clone())]
             }
+            // As a public page says it: the role alone.
+            (Some(role), None) if event.principal == *role => vec![(format!("{verb} role "), role.clone())],
             _ => vec![(format!("{verb} "), event.principal.clone())],
         };
         let close = if event.role.is_some() && event.session.is_some() { ")" } else { "" };
         parts.push((format!("{close} at {}: ", crate::time::date_time(event.at)), event.event.clone()));
-        parts.push((format!(" from {}, user agent ", event.source_ip), event.user_agent.clone()));
+        if !event.source_ip.is_empty() || !event.user_agent.is_empty() {
+            parts.push((format!(" from {}, user agent ", event.source_ip), event.user_agent.clone()));
+        }
         parts.push((", event ".to_owned(), event.event_id.clone()));
         Some(parts)
+    }
+
+    /// This attribution as a public page may say it: the role and the time, the event and its
+    /// id (a maintainer looks the rest up in CloudTrail), never the session's name (often an
+    /// e-mail address), the source IP or the user agent; a caller that is no role's session (an
+    /// IAM user, whose name is as personal) is named by its kind only.
+    pub fn public(self) -> Attribution {
+        let Attribution::Event(event) = self else { return self };
+        let principal = match &event.role {
+            Some(role) => role.clone(),
+            None => "an IAM user or the account's root (the event names which)".to_owned(),
+        };
+        Attribution::Event(ChangeEvent {
+            principal,
+            session: None,
+            source_ip: String::new(),
+            user_agent: String::new(),
+            ..event
+        })
     }
 
     fn other_line(&self) -> String {
@@ -455,6 +481,7 @@ impl Plan {
             attribution_note: None,
             destroy: false,
             takeovers: BTreeMap::new(),
+            administrators: Vec::new(),
         }
     }
 
@@ -529,6 +556,44 @@ impl Plan {
         lines.dedup();
         lines
     }
+}
+
+/// [`NEEDS_AN_ADMINISTRATOR`] about `administrators` (address and why, in plan order), grouped
+/// by why: ``"`iam_ci_role.apply`, `iam_ci_role.plan` (the CI identities: ...)"``, the first few
+/// of each named (a takeover of a whole account is thirty addresses, which the plan lists).
+pub fn needs_an_administrator(administrators: &[(Address, String)]) -> Finding {
+    Finding {
+        code: NEEDS_AN_ADMINISTRATOR.to_owned(),
+        severity: Severity::Warning,
+        address: None,
+        message: format!(
+            "this plan changes {}, which the apply role never does: an administrator must apply it",
+            grouped(administrators).join("; ")
+        ),
+        overridden_by: None,
+    }
+}
+
+/// `administrators` grouped by why, as [`needs_an_administrator`] and apply's refusal say them.
+pub fn grouped(administrators: &[(Address, String)]) -> Vec<String> {
+    let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
+    for (address, why) in administrators {
+        let address = format!("`{address}`");
+        match groups.iter_mut().find(|(reason, _)| reason == why) {
+            Some((_, addresses)) => addresses.push(address),
+            None => groups.push((why, vec![address])),
+        }
+    }
+    const NAMED: usize = 5;
+    groups
+        .into_iter()
+        .map(|(why, addresses)| {
+            let more = addresses.len().saturating_sub(NAMED);
+            let named = addresses[..addresses.len().min(NAMED)].join(", ");
+            let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+            format!("{named}{more} ({why})")
+        })
+        .collect()
 }
 
 /// Puts changes in the order every format lists them: what destroys something first (a reviewer
@@ -647,13 +712,23 @@ mod tests {
                 .line()
                 .starts_with("applied by reconcile, as `arn:aws:iam::123456789012:user/bob` at 2026-11-30T00:53:20Z")
         );
-        let half = ChangeEvent { session: None, ..event };
+        let half = ChangeEvent { session: None, ..event.clone() };
         assert!(Attribution::Event(half).line().contains(" `arn:aws:sts::123456789012:assumed-role/admin/alice` at "));
         assert_eq!(
             Attribution::NoneFound { days: 7 }.line(),
             "no CloudTrail event that could have changed it in the last 7 days"
         );
         assert_eq!(Attribution::Unknown("no permission".into()).line(), "who changed it is unknown: no permission");
+        // In public: the role, the time, the event; no session, address or agent.
+        let public = Attribution::Event(event.clone()).public().line();
+        assert!(public.starts_with("last changed by role `admin` at "), "{public}");
+        for private in ["alice", "192.0.2.7", "aws-cli"] {
+            assert!(!public.contains(private), "{private}: {public}");
+        }
+        let user = ChangeEvent { role: None, session: None, principal: "arn:aws:iam::1:user/bob".into(), ..event };
+        let public = Attribution::Event(user).public().line();
+        assert!(public.starts_with("last changed by `an IAM user or the account's root"), "{public}");
+        assert!(!public.contains("bob"), "{public}");
     }
 
     fn object(value: Value) -> Map<String, Value> {

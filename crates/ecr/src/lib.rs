@@ -156,6 +156,14 @@ impl EcrReconciler {
             || self.destroy.is_some_and(|d| d.force_delete_images)
     }
 
+    /// How many images the repository `change` deletes holds: as observed (a prune's), or as
+    /// counted when the plan was assessed (a destroy's); `None` when neither is known.
+    fn images_held(&self, change: &Change) -> Option<u64> {
+        let observed =
+            change.before.as_ref().and_then(|before| before.get("images")).and_then(serde_json::Value::as_u64);
+        observed.or_else(|| self.held.lock().expect("never poisoned").get(&change.address).copied())
+    }
+
     fn repository_arn(&self, name: &str) -> String {
         reconcile_aws::arn(&self.account, "ecr", &format!("repository/{name}"))
     }
@@ -375,8 +383,17 @@ impl Reconciler for EcrReconciler {
     /// Taking a repository's lifecycle policy away (a destroy's) lets its images pile up without
     /// bound: the seeds' 347 GB. Not the apply role's.
     fn administrators_only(&self, change: &Change) -> Option<&'static str> {
-        (change.address.kind == crate::LIFECYCLE_POLICY && change.action == Action::Delete)
-            .then_some("removing a repository's lifecycle policy, after which its images accumulate without bound")
+        match (change.address.kind, change.action) {
+            (crate::LIFECYCLE_POLICY, Action::Delete) => {
+                Some("removing a repository's lifecycle policy, after which its images accumulate without bound")
+            }
+            // Destroyed or pruned with what it holds (or what it holds not known yet: a saved
+            // plan before it is checked): the nightly's images are an administrator's to delete.
+            (crate::REPOSITORY, Action::Delete | Action::Replace) if self.images_held(change) != Some(0) => {
+                Some("deleting a repository with the images it holds")
+            }
+            _ => None,
+        }
     }
 
     /// A repository whose encryption differs is a replacement: ECR sets it only on creation.
@@ -396,8 +413,8 @@ impl Reconciler for EcrReconciler {
         if !prunes(change) {
             return None;
         }
-        let counted = self.held.lock().expect("never poisoned").get(&change.address).copied();
-        let images = change.before.as_ref()?.get("images").and_then(serde_json::Value::as_u64).or(counted).unwrap_or(0);
+        change.before.as_ref()?;
+        let images = self.images_held(change).unwrap_or(0);
         (images > 0 && !self.force_delete_images()).then(|| {
             format!("the repository still holds {images} image(s); pass --force-delete-images to delete them with it")
         })
@@ -836,9 +853,14 @@ impl EcrReconciler {
             address: Some(address.clone()),
             message: format!(
                 "the repository policy grants access outside account {} to {}: anyone it names can pull (or push) \
-                 the nightly's images; apply removes the policy",
+                 the nightly's images; {}",
                 self.account.id,
-                foreign.join(", ")
+                foreign.join(", "),
+                if self.destroy.is_some() {
+                    "destroy deletes it with the repository"
+                } else {
+                    "apply removes the policy"
+                }
             ),
             overridden_by: None,
         })

@@ -9,7 +9,7 @@
 //! user id: never any bot). Everything is read
 //! through [`Api`]: pages followed, rate limits waited out, passing failures retried.
 
-use http::Method;
+use http::{Method, StatusCode};
 use reconcile_core::ReconcileError;
 use serde_json::json;
 
@@ -25,6 +25,8 @@ pub struct Conversation {
     api: Api,
     /// Who the token writes as.
     me: Me,
+    /// What seals the drift issue, so that no other workflow's issue is taken for it.
+    key: Option<Vec<u8>>,
 }
 
 /// The pull request a head commit of a head repository belongs to.
@@ -59,7 +61,13 @@ impl Conversation {
     pub async fn connect(api: Api) -> Result<Conversation, ReconcileError> {
         let answer = api.send_any(Method::GET, "/user", None, "learn who the token is").await?;
         let login = answer.status.is_success().then(|| answer.json()["login"].as_str().map(str::to_owned)).flatten();
-        Ok(Conversation { api, me: login.map_or(Me::ActionsBot, Me::Login) })
+        Ok(Conversation { api, me: login.map_or(Me::ActionsBot, Me::Login), key: None })
+    }
+
+    /// Seals the drift issue's body with `key` (a secret only the drift workflow is given), and
+    /// takes only an issue sealed with it for the drift issue.
+    pub fn sealing_with(self, key: Option<Vec<u8>>) -> Conversation {
+        Conversation { key, ..self }
     }
 
     /// The open pull request whose head is commit `sha` of `head_repository` (`owner/name`: a
@@ -128,14 +136,20 @@ impl Conversation {
     pub async fn keep_drift_issue(&self, label: &str, now: Option<&Drift>) -> Result<Outcome, ReconcileError> {
         let path = drift_issue_path(label, &self.me);
         let issues = self.api.list(&self.api.path(&path), None, "list the drift issues").await?;
-        let existing = existing_issue(&issues, &self.me);
+        let mut existing = existing_issue(&issues, &self.me, self.key.as_deref());
+        if let Some(issue) = existing.as_mut().filter(|issue| issue.acknowledged)
+            && let Err(why) = self.acknowledger(issue.number).await?
+        {
+            issue.acknowledged = false;
+            issue.not_acknowledged = Some(why);
+        }
         match decide(existing.as_ref(), now) {
             Step::Nothing => Ok(Outcome::Nothing),
             Step::Unchanged(number) => Ok(Outcome::Unchanged(number)),
             Step::Acknowledged(number) => Ok(Outcome::Acknowledged(number)),
             Step::Open => {
                 let drift = now.expect("a drift to open an issue about");
-                let body = json!({ "title": DRIFT_TITLE, "body": drift.body(), "labels": [label] });
+                let body = json!({ "title": DRIFT_TITLE, "body": drift.body(self.key.as_deref()), "labels": [label] });
                 let made = self
                     .api
                     .expect(Method::POST, &self.api.path("/issues"), Some(&body), None, "open the drift issue", &[])
@@ -144,24 +158,15 @@ impl Conversation {
                 // Another check opened one meanwhile: the older one is the issue, this one closed
                 // as its duplicate (which no later run takes for the drift issue).
                 let issues = self.api.list(&self.api.path(&path), None, "list the drift issues").await?;
-                if let Some(older) = duplicated(&issues, &self.me, made) {
-                    self.comment(
-                        made,
-                        &format!("A duplicate of #{older}, which another drift check opened at the same time."),
-                    )
-                    .await?;
-                    let body = json!({ "state": "closed", "state_reason": "duplicate" });
-                    let path = self.api.path(&format!("/issues/{made}"));
-                    self.api
-                        .expect(Method::PATCH, &path, Some(&body), None, "close the duplicate drift issue", &[])
-                        .await?;
+                if let Some(older) = duplicated(&issues, &self.me, self.key.as_deref(), made) {
+                    self.close_as_duplicate(made, older).await?;
                     return Ok(Outcome::Duplicated(older));
                 }
                 Ok(Outcome::Created(made))
             }
             Step::Update { number, reopen, note } => {
                 let drift = now.expect("a drift to update an issue with");
-                let mut body = json!({ "body": drift.body() });
+                let mut body = json!({ "body": drift.body(self.key.as_deref()) });
                 if reopen {
                     body["state"] = json!("open");
                 }
@@ -178,6 +183,51 @@ impl Conversation {
                 Ok(Outcome::Closed(number))
             }
         }
+    }
+
+    /// Who closed issue `number` as not planned, if a person with write access to the
+    /// repository (whose close acknowledges the drift); else why not. `closed_by` is only in the
+    /// issue itself, not the list; a login that is no collaborator answers 404.
+    async fn acknowledger(&self, number: u64) -> Result<Result<String, String>, ReconcileError> {
+        let path = self.api.path(&format!("/issues/{number}"));
+        let issue = self.api.expect(Method::GET, &path, None, None, "read who closed the drift issue", &[]).await?;
+        let login = match crate::threads::closer(&issue.json()) {
+            Ok(login) => login,
+            Err(why) => return Ok(Err(why)),
+        };
+        let path = self.api.path(&format!("/collaborators/{}/permission", crate::threads::query(&login)));
+        let what = "read the permission of who closed the drift issue";
+        let answer = self.api.expect(Method::GET, &path, None, None, what, &[StatusCode::NOT_FOUND]).await?;
+        Ok(if answer.status.is_success() && crate::threads::may_write(&answer.json()) {
+            Ok(login)
+        } else {
+            Err(format!("`{login}`, who has no write access to the repository"))
+        })
+    }
+
+    /// Closes issue `made`, which this check opened while another opened `older`. Its body
+    /// first becomes a pointer to `older` without the marker, so no later check takes it for the
+    /// drift issue however it ends up closed: as a duplicate, or, where GitHub refuses that
+    /// reason (422), as not planned.
+    async fn close_as_duplicate(&self, made: u64, older: u64) -> Result<(), ReconcileError> {
+        let path = self.api.path(&format!("/issues/{made}"));
+        let pointer = json!({
+            "body": format!("A duplicate of #{older}, the drift issue, which another drift check opened at the same time.")
+        });
+        self.api
+            .expect(Method::PATCH, &path, Some(&pointer), None, "point the duplicate drift issue at the other", &[])
+            .await?;
+        let what = "close the duplicate drift issue";
+        let duplicate = json!({ "state": "closed", "state_reason": "duplicate" });
+        let answer = self
+            .api
+            .expect(Method::PATCH, &path, Some(&duplicate), None, what, &[StatusCode::UNPROCESSABLE_ENTITY])
+            .await?;
+        if answer.status == StatusCode::UNPROCESSABLE_ENTITY {
+            let not_planned = json!({ "state": "closed", "state_reason": "not_planned" });
+            self.api.expect(Method::PATCH, &path, Some(&not_planned), None, what, &[]).await?;
+        }
+        Ok(())
     }
 
     async fn comment(&self, number: u64, body: &str) -> Result<(), ReconcileError> {

@@ -24,24 +24,70 @@ pub struct Drift {
 }
 
 impl Drift {
-    /// The issue's body: its markers, what it differs in (hidden), and the report.
-    pub(crate) fn body(&self) -> String {
-        format!("{}\n{}\n{}", hidden(DRIFT_MARKER), stored(&self.items), self.report)
+    /// The issue's body: its markers, what it differs in (hidden), and the report; sealed with
+    /// `key` when there is one ([`seal`]).
+    pub(crate) fn body(&self, key: Option<&[u8]>) -> String {
+        let body = format!("{}\n{}\n{}", hidden(DRIFT_MARKER), stored(&self.items), self.report);
+        match key {
+            Some(key) => seal(&body, key),
+            None => body,
+        }
     }
 
-    /// How much of an issue's body is not the report.
+    /// How much of an issue's body is not the report (its seal included).
     pub fn overhead(items: &[String]) -> usize {
-        hidden(DRIFT_MARKER).len() + stored(items).len() + 2
+        hidden(DRIFT_MARKER).len() + stored(items).len() + 2 + SEAL_LENGTH
     }
+}
+
+/// The hidden last line of a sealed drift issue's body.
+const SEAL: &str = "reconcile:drift-seal";
+/// How long that line is: `\n<!-- reconcile:drift-seal ` and 64 hex digits, ` -->`.
+const SEAL_LENGTH: usize = 1 + 5 + SEAL.len() + 1 + 64 + 4;
+
+/// `body`, sealed with `key` (a secret only the drift workflow is given): HMAC-SHA256 of the body,
+/// in hex, in a hidden last line. Every workflow token of a repository writes issues as the same
+/// bot, so a marker and an author do not tell reconcile's drift issue from one another workflow
+/// opened with a body whoever drives it chose; a seal does.
+pub(crate) fn seal(body: &str, key: &[u8]) -> String {
+    format!("{body}\n{}", hidden(&format!("{SEAL} {}", mac(body, key))))
+}
+
+/// Whether `body` ends with a seal made with `key` over the rest of it.
+pub(crate) fn sealed_with(body: &str, key: &[u8]) -> bool {
+    let Some((rest, last)) = body.rsplit_once('\n') else { return false };
+    let Some(hex) = last.strip_prefix(&format!("<!-- {SEAL} ")).and_then(|l| l.strip_suffix(" -->")) else {
+        return false;
+    };
+    let wanted: Option<Vec<u8>> = (0..hex.len())
+        .step_by(2)
+        .map(|i| hex.get(i..i + 2).and_then(|pair| u8::from_str_radix(pair, 16).ok()))
+        .collect();
+    let Some(wanted) = wanted else { return false };
+    // Compared in constant time: a forger learns nothing from how long a wrong one took.
+    use hmac::Mac;
+    let mut check = <hmac::Hmac<sha2::Sha256>>::new_from_slice(key).expect("HMAC takes a key of any length");
+    check.update(rest.as_bytes());
+    check.verify_slice(&wanted).is_ok()
+}
+
+fn mac(body: &str, key: &[u8]) -> String {
+    use hmac::Mac;
+    let mut mac = <hmac::Hmac<sha2::Sha256>>::new_from_slice(key).expect("HMAC takes a key of any length");
+    mac.update(body.as_bytes());
+    mac.finalize().into_bytes().iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// What an issue of ours says, of the drift it was about.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Existing {
-    number: u64,
+    pub(crate) number: u64,
     open: bool,
-    /// Closed by a maintainer as "not planned": the drift it stores is acknowledged.
-    acknowledged: bool,
+    /// Closed as "not planned" by a person with write access to the repository: the drift it
+    /// stores is acknowledged.
+    pub(crate) acknowledged: bool,
+    /// Closed as "not planned" by someone who may not acknowledge drift: who, and why not.
+    pub(crate) not_acknowledged: Option<String>,
     /// `None` when it does not say (too many to keep, or not ours to read).
     items: Option<Items>,
 }
@@ -98,6 +144,12 @@ pub(crate) fn decide(existing: Option<&Existing>, now: Option<&Drift>) -> Step {
             let note = if issue.open {
                 format!(
                     "The drift changed since this issue last said:\n\n{}",
+                    changes(issue.items.as_ref(), &drift.items)
+                )
+            } else if let Some(why) = &issue.not_acknowledged {
+                format!(
+                    "This issue was closed as not planned by {why}: only a person with write access to the \
+                     repository acknowledges drift, so it is open again:\n\n{}",
                     changes(issue.items.as_ref(), &drift.items)
                 )
             } else if issue.acknowledged {
@@ -290,13 +342,14 @@ pub(crate) fn drift_issue_path(label: &str, me: &Me) -> String {
     path
 }
 
-/// Our drift issues among `issues` (not pull requests, `me`'s, with the marker, not closed as a
-/// duplicate of another), newest first.
-fn ours<'a>(issues: &'a [Value], me: &'a Me) -> impl Iterator<Item = &'a Value> {
+/// Our drift issues among `issues` (not pull requests, `me`'s, with the marker and, with a
+/// `key`, sealed with it; not closed as a duplicate of another), newest first.
+fn ours<'a>(issues: &'a [Value], me: &'a Me, key: Option<&'a [u8]>) -> impl Iterator<Item = &'a Value> {
     let mut ours: Vec<&Value> = issues
         .iter()
         .filter(|issue| issue.get("pull_request").is_none() && is_author(me, &issue["user"]))
         .filter(|issue| issue["body"].as_str().is_some_and(|b| b.starts_with(&hidden(DRIFT_MARKER))))
+        .filter(|issue| key.is_none_or(|key| issue["body"].as_str().is_some_and(|b| sealed_with(b, key))))
         .filter(|issue| issue["state_reason"] != "duplicate")
         .collect();
     ours.sort_by_key(|issue| std::cmp::Reverse(issue["number"].as_u64()));
@@ -304,19 +357,43 @@ fn ours<'a>(issues: &'a [Value], me: &'a Me) -> impl Iterator<Item = &'a Value> 
 }
 
 /// The drift issue among `issues`: the newest of ours.
-pub(crate) fn existing_issue(issues: &[Value], me: &Me) -> Option<Existing> {
-    ours(issues, me).next().map(|issue| Existing {
+pub(crate) fn existing_issue(issues: &[Value], me: &Me, key: Option<&[u8]>) -> Option<Existing> {
+    ours(issues, me, key).next().map(|issue| Existing {
         number: issue["number"].as_u64().unwrap_or_default(),
         open: issue["state"] == "open",
+        // Claimed by the close; `Conversation` asks who closed it before it counts.
         acknowledged: issue["state"] == "closed" && issue["state_reason"] == "not_planned",
+        not_acknowledged: None,
         items: issue["body"].as_str().and_then(stored_items),
     })
 }
 
+/// Who closed an issue (`issue` as `GET /issues/{n}` answers it, with `closed_by`), when that
+/// is a person, whose permission on the repository is then asked; else why the close
+/// acknowledges nothing. A bot (the workflow token's `github-actions[bot]`, which actions/stale
+/// closes with, or another app's) is nobody's acknowledgement.
+pub(crate) fn closer(issue: &Value) -> Result<String, String> {
+    let by = &issue["closed_by"];
+    let login = by["login"].as_str().filter(|login| !login.is_empty());
+    match (login, by["type"].as_str()) {
+        (Some(login), Some("User")) => Ok(login.to_owned()),
+        (Some(login), _) => Err(format!("`{login}`, a bot")),
+        (None, _) => Err("someone GitHub does not name".to_owned()),
+    }
+}
+
+/// Whether a collaborator's permission (`GET /collaborators/{user}/permission`'s answer) lets
+/// them write to the repository: `admin` or `write` (a maintainer's is `write`, with the role
+/// `maintain`); `triage`'s and `read`'s are `read`.
+pub(crate) fn may_write(permission: &Value) -> bool {
+    matches!(permission["permission"].as_str(), Some("admin" | "write"))
+        || matches!(permission["role_name"].as_str(), Some("admin" | "maintain" | "write"))
+}
+
 /// After opening issue `made`: the older open drift issue of ours it duplicates, when another
 /// run opened one meanwhile (two drift checks at once).
-pub(crate) fn duplicated(issues: &[Value], me: &Me, made: u64) -> Option<u64> {
-    ours(issues, me)
+pub(crate) fn duplicated(issues: &[Value], me: &Me, key: Option<&[u8]>, made: u64) -> Option<u64> {
+    ours(issues, me, key)
         .filter(|issue| issue["state"] == "open")
         .filter_map(|issue| issue["number"].as_u64())
         .filter(|number| *number < made)
@@ -338,6 +415,7 @@ mod tests {
             number: 7,
             open,
             acknowledged: false,
+            not_acknowledged: None,
             items: Some(Items::All(items.iter().map(|i| (*i).to_owned()).collect())),
         }
     }
@@ -362,8 +440,62 @@ mod tests {
         let Step::Update { number: 7, reopen: true, note } = decide(Some(&closed), Some(&a)) else { panic!() };
         assert!(note.starts_with("The account drifted again, so this issue is open again:\n\nNow (2):\n"), "{note}");
         // An issue whose stored items cannot be read is updated, never taken for unchanged.
-        let unreadable = Existing { number: 7, open: true, acknowledged: false, items: None };
+        let unreadable = Existing { number: 7, open: true, acknowledged: false, not_acknowledged: None, items: None };
         assert!(matches!(decide(Some(&unreadable), Some(&a)), Step::Update { reopen: false, .. }));
+    }
+
+    #[test]
+    fn a_sealed_body_is_told_from_one_another_workflow_wrote() {
+        let key = b"0123456789abcdef0123456789abcdef";
+        let body = drift(&["update ecr_repository.pytorch: tags 0a"]).body(Some(key));
+        assert!(sealed_with(&body, key));
+        assert!(body.len() <= Drift::overhead(&drift(&["update ecr_repository.pytorch: tags 0a"]).items) + 6);
+        assert!(!sealed_with(&body, b"another key, as long as the other"), "another key");
+        assert!(!sealed_with(&body.replacen("report", "all is well", 1), key), "its text changed");
+        assert!(!sealed_with(&drift(&["a"]).body(None), key), "none");
+        let truncated = &body[..body.len() - 6];
+        assert!(!sealed_with(truncated, key));
+        // Among issues by the same bot with the label and the marker, with a key only the sealed
+        // one is ours; without one, the newest (as before a key was given).
+        let me = Me::ActionsBot;
+        let bot = json!({ "login": "github-actions[bot]", "type": "Bot", "id": ACTIONS_BOT_ID });
+        let issue = |number: u64, body: &str| json!({ "number": number, "state": "open", "state_reason": null, "body": body, "user": bot });
+        let forged = drift(&["an outsider's"]).body(None);
+        let issues = [issue(9, &forged), issue(4, &body)];
+        assert_eq!(existing_issue(&issues, &me, Some(key)).map(|e| e.number), Some(4));
+        assert_eq!(existing_issue(&issues, &me, None).map(|e| e.number), Some(9));
+        assert_eq!(duplicated(&[issue(3, &forged), issue(4, &body)], &me, Some(key), 5), Some(4));
+    }
+
+    #[test]
+    fn only_a_person_with_write_access_acknowledges_drift() {
+        let closed_by = |login: &str, kind: &str| json!({ "closed_by": { "login": login, "type": kind } });
+        assert_eq!(closer(&closed_by("alice", "User")), Ok("alice".to_owned()));
+        assert_eq!(closer(&closed_by("github-actions[bot]", "Bot")), Err("`github-actions[bot]`, a bot".to_owned()));
+        assert!(closer(&closed_by("", "User")).is_err());
+        assert!(closer(&json!({ "closed_by": null })).is_err());
+        for (permission, role, writes) in [
+            ("admin", "admin", true),
+            ("write", "maintain", true),
+            ("write", "write", true),
+            ("read", "triage", false),
+            ("read", "read", false),
+            ("none", "none", false),
+        ] {
+            assert_eq!(may_write(&json!({ "permission": permission, "role_name": role })), writes, "{role}");
+        }
+        assert!(!may_write(&json!({})));
+        // A close that is not an acknowledgement: the same drift reopens it, saying why.
+        let a = drift(&["update iam_role.codebuild: description 0a1b2c3d"]);
+        let by_a_bot = Existing {
+            not_acknowledged: Some("`github-actions[bot]`, a bot".to_owned()),
+            ..issue(false, &["update iam_role.codebuild: description 0a1b2c3d"])
+        };
+        let Step::Update { number: 7, reopen: true, note } = decide(Some(&by_a_bot), Some(&a)) else { panic!() };
+        assert!(
+            note.starts_with("This issue was closed as not planned by `github-actions[bot]`, a bot: only"),
+            "{note}"
+        );
     }
 
     #[test]
@@ -390,18 +522,19 @@ mod tests {
         let items: Vec<String> = ["update a.b: c", "D101 ecr_repository.x--y", "S102 e-->x <script>", "100% ünïcode"]
             .map(str::to_owned)
             .to_vec();
-        let body = Drift { items: items.clone(), report: "report".to_owned() }.body();
+        let body = Drift { items: items.clone(), report: "report".to_owned() }.body(None);
         let state = body.lines().nth(1).unwrap();
         assert_eq!(state.matches("-->").count(), 1, "{state}");
         assert!(!state.contains('<') || state.starts_with("<!--"), "{state}");
         assert_eq!(stored_items(&body), Some(Items::All(items)));
-        assert_eq!(stored_items(&drift(&[]).body()), Some(Items::All(Vec::new())));
+        assert_eq!(stored_items(&drift(&[]).body(None)), Some(Items::All(Vec::new())));
         // Too many to keep: their fingerprint and count.
         let many: Vec<String> = (0..3000).map(|n| format!("D101 ecr_repository.repository-{n}")).collect();
-        let body = Drift { items: many.clone(), report: String::new() }.body();
+        let body = Drift { items: many.clone(), report: String::new() }.body(None);
         assert_eq!(stored_items(&body), Some(Items::Counted(fingerprint_of(&many), 3000)));
         assert!(Drift::overhead(&many) < DRIFT_STATE_LIMIT);
-        let open = Existing { number: 3, open: true, acknowledged: false, items: stored_items(&body) };
+        let open =
+            Existing { number: 3, open: true, acknowledged: false, not_acknowledged: None, items: stored_items(&body) };
         assert_eq!(
             decide(Some(&open), Some(&Drift { items: many.clone(), report: String::new() })),
             Step::Unchanged(3)
@@ -462,7 +595,7 @@ mod tests {
     fn the_drift_issue_is_the_newest_of_ours_with_the_marker() {
         let issue = |number: u64, login: &str, state: &str, body: &str| json!({ "number": number, "state": state, "body": body, "user": { "login": login, "type": "User" } });
         let me = Me::Login("me".to_owned());
-        let body = drift(&["a"]).body();
+        let body = drift(&["a"]).body(None);
         let mut pull = issue(9, "me", "open", &body);
         pull["pull_request"] = json!({});
         let issues = [
@@ -473,32 +606,33 @@ mod tests {
             pull,
         ];
         assert_eq!(
-            existing_issue(&issues, &me),
+            existing_issue(&issues, &me, None),
             Some(Existing {
                 number: 5,
                 open: true,
                 acknowledged: false,
+                not_acknowledged: None,
                 items: Some(Items::All(vec!["a".to_owned()]))
             })
         );
-        assert_eq!(existing_issue(&issues[..1], &me).map(|e| e.open), Some(false));
-        assert_eq!(existing_issue(&issues, &Me::Login("nobody".to_owned())), None);
+        assert_eq!(existing_issue(&issues[..1], &me, None).map(|e| e.open), Some(false));
+        assert_eq!(existing_issue(&issues, &Me::Login("nobody".to_owned()), None), None);
         // Closed as not planned: acknowledged; closed as a duplicate: never the drift issue.
         let mut not_planned = issues[0].clone();
         not_planned["state_reason"] = json!("not_planned");
-        assert_eq!(existing_issue(&[not_planned.clone()], &me).map(|e| e.acknowledged), Some(true));
+        assert_eq!(existing_issue(&[not_planned.clone()], &me, None).map(|e| e.acknowledged), Some(true));
         // Closed as completed is fixed, not acknowledged; so is an open one whatever its reason
         // says (reopened after being closed as not planned).
-        assert_eq!(existing_issue(&issues[..1], &me).map(|e| e.acknowledged), Some(false));
+        assert_eq!(existing_issue(&issues[..1], &me, None).map(|e| e.acknowledged), Some(false));
         not_planned["state"] = json!("open");
-        assert_eq!(existing_issue(&[not_planned], &me).map(|e| e.acknowledged), Some(false));
+        assert_eq!(existing_issue(&[not_planned], &me, None).map(|e| e.acknowledged), Some(false));
         let mut duplicate = issue(8, "me", "closed", &body);
         duplicate["state_reason"] = json!("duplicate");
-        assert_eq!(existing_issue(&[issues[1].clone(), duplicate], &me).map(|e| e.number), Some(5));
+        assert_eq!(existing_issue(&[issues[1].clone(), duplicate], &me, None).map(|e| e.number), Some(5));
         // Two runs at once opened 5 and 10: 10 is the duplicate, 5 none.
         let both = [issues[1].clone(), issue(10, "me", "open", &body)];
-        assert_eq!(duplicated(&both, &me, 10), Some(5));
-        assert_eq!(duplicated(&both, &me, 5), None);
+        assert_eq!(duplicated(&both, &me, None, 10), Some(5));
+        assert_eq!(duplicated(&both, &me, None, 5), None);
         assert_eq!(drift_issue_path("drift/aws", &Me::ActionsBot), "/issues?state=all&per_page=100&labels=drift%2Faws");
         assert_eq!(
             drift_issue_path("drift", &Me::Login("a@b:c".to_owned())),
@@ -520,12 +654,17 @@ mod tests {
         assert_eq!(encode("Az09._-:/@[]"), "Az09._-:/@[]");
         assert_eq!(encode("a b>"), "a%20b%3E");
         let items = vec!["ab".to_owned()];
-        let body = Drift { items: items.clone(), report: "R".to_owned() }.body();
+        let body = Drift { items: items.clone(), report: "R".to_owned() }.body(None);
         assert_eq!(body, "<!-- reconcile:drift -->\n<!-- reconcile:drift-items ab -->\nR");
-        assert_eq!(Drift::overhead(&items), body.len() - 1);
+        // The overhead is a sealed body's, the report aside.
+        let sealed = Drift { items: items.clone(), report: "R".to_owned() }.body(Some(b"key"));
+        assert_eq!(Drift::overhead(&items), sealed.len() - 1);
         // Sixteen KiB of items are kept whole.
         let wide = vec!["x".repeat(16_000)];
-        assert_eq!(stored_items(&Drift { items: wide.clone(), report: String::new() }.body()), Some(Items::All(wide)));
+        assert_eq!(
+            stored_items(&Drift { items: wide.clone(), report: String::new() }.body(None)),
+            Some(Items::All(wide))
+        );
         let listed = |n: usize| changes(None, &(0..n).map(|i| format!("i{i}")).collect::<Vec<_>>());
         assert!(!listed(50).contains("more"), "{}", listed(50));
         assert!(listed(51).ends_with("\n- and 1 more"), "{}", listed(51));

@@ -26,6 +26,30 @@ pub(crate) fn fail(why: String) -> Failure {
     Failure::Failed(why)
 }
 
+/// Whether the credentials of `sdk` are the sandbox account's: nothing the suite or the sweeper
+/// does may reach another account, whose resources could be named like a run's.
+pub async fn in_sandbox(sdk: &aws_types::SdkConfig, sandbox: &str) -> Result<(), Failure> {
+    use aws_credential_types::provider::ProvideCredentials;
+    let Some(credentials) = sdk.credentials_provider() else {
+        return Err(Failure::NotRun("no AWS credentials in the standard chain".to_owned()));
+    };
+    if let Err(error) = credentials.provide_credentials().await {
+        return Err(Failure::NotRun(format!("no AWS credentials: {}", chain(&error))));
+    }
+    let caller = aws_sdk_sts::Client::new(sdk)
+        .get_caller_identity()
+        .send()
+        .await
+        .map_err(|error| fail(format!("no usable AWS credentials: {}", chain(&error))))?;
+    let account = caller.account().unwrap_or_default();
+    if account != sandbox {
+        return Err(fail(format!(
+            "the credentials are for account {account}, not the sandbox account {sandbox} it was given: nothing done"
+        )));
+    }
+    Ok(())
+}
+
 /// What the suite's outcome makes of the process: its exit code (0 for a pass, and for a run
 /// that did not happen only when `skip_allowed`) and what to print.
 pub fn outcome(result: &Result<(), Failure>, skip_allowed: bool) -> (u8, Option<String>) {

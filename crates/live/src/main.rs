@@ -103,7 +103,8 @@ async fn main() -> ExitCode {
             })
         }
         Command::Sweep { older_than_minutes, delete } => {
-            let filter = Filter { run: None, older_than: Duration::from_secs(older_than_minutes * 60) };
+            let older_than = Duration::from_secs(older_than_minutes * 60);
+            let filter = Filter { account: account.clone(), run: None, older_than };
             match sweep::find(&sdk, &filter).await {
                 Err(failure) => Err(failure),
                 Ok(found) if !delete => {
@@ -111,7 +112,7 @@ async fn main() -> ExitCode {
                     say(&format!("{} leftover(s); a dry run: --delete deletes them", found.len()));
                     Ok(())
                 }
-                Ok(found) => sweep::delete(&sdk, &found, &mut say).await,
+                Ok(found) => sweep::delete(&sdk, &account, &found, &mut say).await,
             }
         }
     };

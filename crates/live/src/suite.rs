@@ -194,25 +194,8 @@ fn requests_in(log: &str) -> u64 {
 /// Runs the suite, printing each step as it ends through `say`. The first failure ends it; what
 /// the run made is then the sweeper's (the failure says so).
 pub async fn run(options: &Options, say: &mut dyn FnMut(&str)) -> Result<Vec<StepReport>, Failure> {
-    use aws_credential_types::provider::ProvideCredentials;
-    let Some(credentials) = options.sdk.credentials_provider() else {
-        return Err(Failure::NotRun("no AWS credentials in the standard chain".to_owned()));
-    };
-    if let Err(error) = credentials.provide_credentials().await {
-        return Err(Failure::NotRun(format!("no AWS credentials: {}", crate::chain(&error))));
-    }
-    let caller = aws_sdk_sts::Client::new(&options.sdk)
-        .get_caller_identity()
-        .send()
-        .await
-        .map_err(|error| fail(format!("no usable AWS credentials: {}", crate::chain(&error))))?;
-    let account = caller.account().unwrap_or_default();
-    if account != options.account {
-        return Err(fail(format!(
-            "the credentials are for account {account}, not the sandbox account {} the suite was given: nothing done",
-            options.account
-        )));
-    }
+    crate::in_sandbox(&options.sdk, &options.account).await?;
+    let account = &options.account;
     let dir = tempfile::tempdir().map_err(|e| fail(format!("a working directory: {e}")))?;
     let desired = dir.path().join("desired.toml");
     std::fs::write(&desired, options.run.desired(&options.region, options.github_repository.as_deref()))
@@ -310,7 +293,11 @@ pub async fn run(options: &Options, say: &mut dyn FnMut(&str)) -> Result<Vec<Ste
             Step::LeftBehind => {
                 let left = sweep::find(
                     &options.sdk,
-                    &sweep::Filter { run: Some(options.run.clone()), older_than: Duration::ZERO },
+                    &sweep::Filter {
+                        account: options.account.clone(),
+                        run: Some(options.run.clone()),
+                        older_than: Duration::ZERO,
+                    },
                 )
                 .await?;
                 if !left.is_empty() {

@@ -17,6 +17,8 @@ use crate::{Failure, chain, fail};
 /// Which leftovers to find.
 #[derive(Debug, Clone)]
 pub struct Filter {
+    /// The sandbox account: the credentials must be its, or nothing is found (nor deleted).
+    pub account: String,
     /// Only this run's; every run's when `None`.
     pub run: Option<Run>,
     /// Only of runs that started at least this long ago (a run still going is left alone).
@@ -75,6 +77,7 @@ fn failed(what: &str) -> impl Fn(&dyn std::error::Error) -> Failure + '_ {
 
 /// Everything the filter admits, in the order it is deleted.
 pub async fn find(sdk: &SdkConfig, filter: &Filter) -> Result<Vec<Leftover>, Failure> {
+    crate::in_sandbox(sdk, &filter.account).await?;
     let mut found = Vec::new();
     let keep = |found: &mut Vec<Leftover>, kind, name: &str, run: Option<Run>| {
         if let Some(run) = run.filter(|run| filter.admits(run)) {
@@ -184,7 +187,13 @@ pub async fn find(sdk: &SdkConfig, filter: &Filter) -> Result<Vec<Leftover>, Fai
 }
 
 /// Deletes `leftovers` (as [`find`] ordered them), each as the service requires.
-pub async fn delete(sdk: &SdkConfig, leftovers: &[Leftover], say: &mut dyn FnMut(&str)) -> Result<(), Failure> {
+pub async fn delete(
+    sdk: &SdkConfig,
+    account: &str,
+    leftovers: &[Leftover],
+    say: &mut dyn FnMut(&str),
+) -> Result<(), Failure> {
+    crate::in_sandbox(sdk, account).await?;
     let codebuild = aws_sdk_codebuild::Client::new(sdk);
     let iam = aws_sdk_iam::Client::new(sdk);
     let ecr = aws_sdk_ecr::Client::new(sdk);
@@ -280,9 +289,9 @@ mod tests {
         let other = Run::of("0000000abc").unwrap();
         assert_eq!(run_of(&name, [(RUN_TAG, other.id()), (mark, DEPLOYMENT)]), None);
         assert_eq!(run_of(&name, [(RUN_TAG, "not-a-run"), (mark, DEPLOYMENT)]), None);
-        let old = Filter { run: None, older_than: Duration::from_secs(3600) };
+        let old = Filter { account: String::new(), run: None, older_than: Duration::from_secs(3600) };
         assert!(!old.admits(&run) && old.admits(&other));
-        let this = Filter { run: Some(run.clone()), older_than: Duration::ZERO };
+        let this = Filter { account: String::new(), run: Some(run.clone()), older_than: Duration::ZERO };
         assert!(this.admits(&run) && !this.admits(&other));
     }
 }

@@ -791,10 +791,14 @@ impl S3Reconciler {
             severity: Severity::Error,
             address: Some(address.clone()),
             message: format!(
-                "the bucket grants access outside account {} to {}: the compiler cache feeds every nightly build; \
-                 apply removes the grants",
+                "the bucket grants access outside account {} to {}: the compiler cache feeds every nightly build; {}",
                 self.account.id,
-                foreign.join(", ")
+                foreign.join(", "),
+                if self.destroy.is_some() {
+                    "destroy deletes them with the bucket"
+                } else {
+                    "apply removes the grants"
+                }
             ),
             overridden_by: None,
         })

@@ -106,6 +106,28 @@ impl GithubServer {
         assert_eq!(self.call("POST", "/_test/token", "test", &body).0, 204);
     }
 
+    /// Makes `token` the person `login`'s, whose permission on every repository is `permission`
+    /// (`read`, `triage`, `write`, `maintain`, `admin`), as the collaborators API answers it.
+    pub fn person_token_with(&self, token: &str, login: &str, permission: &str) {
+        let body = serde_json::json!({ "token": token, "login": login, "permission": permission });
+        assert_eq!(self.call("POST", "/_test/token", "test", &body).0, 204);
+    }
+
+    /// Makes the next issue opened on `repository` come just after `issue` (`title`, `body`,
+    /// `labels`), opened with `token` as if by another run at the same moment.
+    pub fn race(&self, repository: &str, token: &str, issue: &serde_json::Value) {
+        let mut issue = issue.clone();
+        issue["token"] = serde_json::Value::from(token);
+        let body = serde_json::json!({ "repository": repository, "issue": issue });
+        assert_eq!(self.call("POST", "/_test/race", "test", &body).0, 204);
+    }
+
+    /// Makes the next `count` closes of an issue of `repository` as a duplicate answer 422.
+    pub fn refuse_duplicate(&self, repository: &str, count: u32) {
+        let body = serde_json::json!({ "repository": repository, "count": count });
+        assert_eq!(self.call("POST", "/_test/refuse-duplicate", "test", &body).0, 204);
+    }
+
     /// Makes commit `sha` of `repository` hold `files` (path and text) and symbolic `links`
     /// (path and target), for the contents API.
     pub fn commit(&self, repository: &str, sha: &str, files: &[(&str, &str)], links: &[(&str, &str)]) {

@@ -16,8 +16,9 @@ use crate::output::step_summary;
 use crate::output::{Output, color_on, out};
 use crate::session::{Planned, Session};
 
-/// The drift issue to keep true, when asked: the repository's API and the issue's label.
-pub type Issue = (reconcile_github::Api, String);
+/// The drift issue to keep true, when asked: the repository's API, the issue's label, and the
+/// key that seals it (`RECONCILE_ISSUE_KEY`).
+pub type Issue = (reconcile_github::Api, String, Option<Vec<u8>>);
 
 pub async fn run(
     session: &Session<Aws>,
@@ -43,8 +44,8 @@ pub async fn run(
         (format, true) => print(&output, &public.plan, &public.registry, format)?,
         (format, false) => print(&output, plan, registry, format)?,
     }
-    if let Some((api, label)) = issue {
-        keep_issue(api, &label, &public).await?;
+    if let Some((api, label, key)) = issue {
+        keep_issue(api, &label, key, &public).await?;
     }
     Ok(if plan.account_differs() { exit::CHANGES } else { exit::OK })
 }
@@ -72,7 +73,12 @@ impl Public {
 
 /// Keeps the drift issue true to this check: the report and its differences when the account
 /// differs, none when it does not. Says what it did on stderr.
-async fn keep_issue(api: reconcile_github::Api, label: &str, public: &Public) -> Result<(), CliError> {
+async fn keep_issue(
+    api: reconcile_github::Api,
+    label: &str,
+    key: Option<Vec<u8>>,
+    public: &Public,
+) -> Result<(), CliError> {
     use reconcile_github::conversation::{Conversation, Drift, Outcome};
     let failed = |error: reconcile_core::ReconcileError| CliError::Other(anyhow::Error::new(error));
     let plan = &public.plan;
@@ -81,7 +87,14 @@ async fn keep_issue(api: reconcile_github::Api, label: &str, public: &Public) ->
         let report = comment(public, GITHUB_COMMENT_LIMIT.saturating_sub(Drift::overhead(&items)));
         Drift { items, report: crate::output::redacted(&report) }
     });
-    let conversation = Conversation::connect(api).await.map_err(failed)?;
+    if key.is_none() {
+        crate::output::err(
+            "warning: the drift issue is not sealed (no RECONCILE_ISSUE_KEY): an issue another workflow of this \
+             repository opens with its label and marker could be taken for it; give this workflow a secret of its \
+             own as RECONCILE_ISSUE_KEY",
+        );
+    }
+    let conversation = Conversation::connect(api).await.map_err(failed)?.sealing_with(key);
     let outcome = conversation.keep_drift_issue(label, drift.as_ref()).await.map_err(failed)?;
     let said = match outcome {
         Outcome::Created(number) => format!("opened drift issue #{number}"),

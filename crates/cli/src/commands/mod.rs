@@ -102,7 +102,8 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             // The issue's repository and token are known before any AWS call.
             let issue = match issue {
                 Some(label) => {
-                    Some((crate::github::conversation(&inputs.desired, None, crate::github::ISSUE_TOKENS)?, label))
+                    let api = crate::github::conversation(&inputs.desired, None, crate::github::ISSUE_TOKENS)?;
+                    Some((api, label, crate::github::issue_key()?))
                 }
                 None => None,
             };

@@ -45,7 +45,14 @@ impl Audience {
         let Some(base) = base else { return Ok(Public::default()) };
         let resources = crate::session::desired_resources(&crate::catalog::CATALOG, base, account, true)
             .map_err(|errors| CliError::Input(errors.iter().map(|e| format!("--base: {e}")).collect()))?;
-        let declared: BTreeSet<_> = resources.values().map(|r| (r.address.clone(), r.remote_name.clone())).collect();
+        // What the default branch declares is in its region (of the account the plan reads): a
+        // pull request that moves to another region names what is there under the same names,
+        // someone else's.
+        let declared: BTreeSet<_> = if base.region == account.region {
+            resources.values().map(|r| (r.address.clone(), r.remote_name.clone())).collect()
+        } else {
+            BTreeSet::new()
+        };
         Ok(Public { base: Some(declared), deployment: Some(base.deployment.clone()), ..Public::default() })
     }
 }
@@ -139,8 +146,10 @@ pub async fn run(session: &Session<Aws>, color: ColorChoice, request: Request<'_
                 path.display()
             ));
         } else {
+            // Only `destroy` carries out a destroy plan (apply refuses one).
+            let command = if plan.destroy { "destroy" } else { "apply" };
             crate::output::err(&format!(
-                "Saved the plan to {}: `reconcile apply {}` carries out exactly it.",
+                "Saved the plan to {}: `reconcile {command} {}` carries out exactly it.",
                 path.display(),
                 path.display()
             ));

@@ -310,11 +310,17 @@ async fn a_hostile_user_agent_renders_as_text_in_the_drift_comment() {
             "sourceIPAddress": "203.0.113.7 | <b>",
         }),
     );
+    // Privately (a maintainer's plan), every field; in the public drift comment, the caller's
+    // kind and the time only (no user name, address or agent).
+    let plan = reconcile(&account, &desired.path, &["plan", "--attribute", "--format", "markdown"]);
     let drift = reconcile(&account, &desired.path, &["drift", "--format", "markdown"]);
     assert_eq!(drift.code, 2, "{}", drift.stderr);
-    reconcile_test_support::Markup::assert_inert(&drift.stdout);
-    let row = drift.stdout.lines().find(|l| l.starts_with("| `ecr_lifecycle_policy.pytorch` |")).unwrap();
-    // Two cells: the resource and the attribution, whatever the values held.
-    let unescaped = row.replace("\\\\|", "").replace("\\|", "");
-    assert_eq!(unescaped.matches('|').count(), 3, "{row}");
+    for (said, private) in [(&plan.stdout, true), (&drift.stdout, false)] {
+        reconcile_test_support::Markup::assert_inert(said);
+        let row = said.lines().find(|l| l.starts_with("| `ecr_lifecycle_policy.pytorch` |")).unwrap();
+        // Two cells: the resource and the attribution, whatever the values held.
+        let unescaped = row.replace("\\\\|", "").replace("\\|", "");
+        assert_eq!(unescaped.matches('|').count(), 3, "{row}");
+        assert_eq!(row.contains("203.0.113.7") && row.contains("evil.example"), private, "{row}");
+    }
 }

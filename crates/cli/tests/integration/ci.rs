@@ -424,3 +424,40 @@ async fn the_apply_role_refuses_a_destroy_of_what_only_an_administrator_deletes_
     let writes: Vec<String> = apply_role.requests().iter().filter(|r| r.is_write()).map(ToString::to_string).collect();
     assert!(writes.is_empty(), "no write, not even the lock: {writes:?}");
 }
+
+/// The apply role never deletes the nightly's images: a destroy (or prune) of a repository that
+/// holds any is an administrator's, even once its lifecycle policy is gone; an empty one it may.
+#[tokio::test]
+async fn the_apply_role_never_deletes_a_repository_with_its_images() {
+    let (account, desired) = bootstrapped().await;
+    let ecr = aws_sdk_ecr::Client::new(&account.sdk_config());
+    crate::safety::push(&ecr, "pytorch", Some("nightly"), 5_000_000, "n1").await;
+    ecr.delete_lifecycle_policy().repository_name("pytorch").send().await.unwrap();
+    let apply_role = account.assume("rocm-bake-reconcile-apply").await;
+    let destroy = reconcile(
+        &apply_role,
+        &desired.path,
+        &["destroy", "--auto-approve", "--force-delete-images", "--empty-buckets"],
+    );
+    assert_eq!(destroy.code, 3, "{}{}", destroy.stdout, destroy.stderr);
+    assert!(
+        destroy.stderr.contains("`ecr_repository.pytorch` (deleting a repository with the images it holds)"),
+        "{}",
+        destroy.stderr
+    );
+    assert!(apply_role.writes().is_empty(), "{:?}", apply_role.writes());
+    assert_eq!(
+        ecr.describe_images().repository_name("pytorch").send().await.unwrap().image_details().len(),
+        1,
+        "its image is still there"
+    );
+
+    // Pruned when it is empty, as desired.toml stops declaring it: the apply role's to do.
+    let text = std::fs::read_to_string(&desired.path).unwrap();
+    let without = desired_file(&text.replace("pytorch-cache = {}\n", ""));
+    let empty = ecr.describe_images().repository_name("pytorch-cache").send().await.unwrap();
+    assert!(empty.image_details().is_empty());
+    let pruned = reconcile(&apply_role, &without.path, &["apply", "--prune", "--allow-delete", "--auto-approve"]);
+    assert_eq!(pruned.code, 0, "{}{}", pruned.stdout, pruned.stderr);
+    assert!(ecr.describe_repositories().repository_names("pytorch-cache").send().await.is_err(), "pruned");
+}

@@ -390,6 +390,36 @@ async fn the_drift_issue_follows_values_respects_not_planned_adopts_no_other_bot
     let note = comments_on(&repository, 2).last().unwrap()["body"].as_str().unwrap().to_owned();
     assert!(note.starts_with("The drift differs from what was acknowledged"), "{note}");
 
+    // Only a person with write access acknowledges: a close as not planned by a workflow's
+    // token (what actions/stale closes with), another app's bot or a triager is undone by the
+    // next check, which says why; a maintainer's holds.
+    github().person_token_with("ghp_triager", "tracy", "triage");
+    github().person_token_with("ghp_maintainer", "maya", "maintain");
+    let close_as_not_planned = |token: &str| {
+        let body = serde_json::json!({ "state": "closed", "state_reason": "not_planned" });
+        assert_eq!(github().call("PATCH", &format!("/repos/{repository}/issues/2"), token, &body).0, 200);
+    };
+    for (token, who) in [
+        (workflow.as_str(), "`github-actions[bot]`, a bot"),
+        ("ghs_other_app", "`other-app[bot]`, a bot"),
+        ("ghp_triager", "`tracy`, who has no write access to the repository"),
+    ] {
+        close_as_not_planned(token);
+        let undone = drift();
+        assert!(undone.stderr.contains("reopened drift issue #2"), "{who}: {}", undone.stderr);
+        let note = comments_on(&repository, 2).last().unwrap()["body"].as_str().unwrap().to_owned();
+        assert!(note.starts_with(&format!("This issue was closed as not planned by {who}: only a person")), "{note}");
+    }
+    close_as_not_planned("ghp_maintainer");
+    assert!(drift().stderr.contains("left drift issue #2 closed: a maintainer closed it as not planned"));
+    let (status, _) = github().call(
+        "PATCH",
+        &format!("/repos/{repository}/issues/2"),
+        reader,
+        &serde_json::json!({ "state": "open" }),
+    );
+    assert_eq!(status, 200);
+
     // Two checks at once, with no issue open: one issue stays open.
     let fixed =
         run_with(&account, &desired.path, &repository, &["apply", "--auto-approve"], &[("GITHUB_TOKEN", reader)]);
@@ -418,6 +448,29 @@ async fn the_drift_issue_follows_values_respects_not_planned_adopts_no_other_bot
     }
     let open: Vec<Value> = issues(&fresh).into_iter().filter(|issue| issue["state"] == "open").collect();
     assert_eq!(open.len(), 1, "{open:#?}");
+
+    // The same, at the same moment for certain, where GitHub refuses to close an issue as a
+    // duplicate: the later one is closed as not planned, and no longer claims to be the drift
+    // issue, so no later check takes it for one (or for an acknowledgement).
+    let (raced, workflow, desired_raced) = drift_repository();
+    let other_run = serde_json::json!({
+        "title": "AWS account drift",
+        "body": "<!-- reconcile:drift -->\n<!-- reconcile:drift-items -->\nthe other run's report",
+        "labels": ["reconcile-drift"],
+    });
+    github().race(&raced, &workflow, &other_run);
+    github().refuse_duplicate(&raced, 1);
+    let env = [("RECONCILE_ISSUE_TOKEN", workflow.as_str()), ("GITHUB_TOKEN", "ghp_reader")];
+    let check = || run_with(&account, &desired_raced.path, &raced, &["drift", "--issue", "reconcile-drift"], &env);
+    let first = check();
+    assert_eq!(first.code, 2, "{}{}", first.stdout, first.stderr);
+    assert!(first.stderr.contains("another drift check opened drift issue #1 at the same time"), "{}", first.stderr);
+    let all = issues(&raced);
+    assert_eq!((all[0]["number"].as_u64(), &all[0]["state"]), (Some(1), &Value::from("open")), "{all:#?}");
+    assert_eq!((&all[1]["state"], &all[1]["state_reason"]), (&Value::from("closed"), &Value::from("not_planned")));
+    assert!(all[1]["body"].as_str().unwrap().starts_with("A duplicate of #1, the drift issue"), "{all:#?}");
+    let next = check();
+    assert!(next.stderr.contains("updated drift issue #1"), "{}", next.stderr);
 }
 
 /// `reconcile head` reads a pull request's two files from its head commit and nothing else: a
@@ -465,4 +518,46 @@ async fn head_reads_the_two_files_of_a_commit_as_data_and_refuses_a_link_or_a_pa
     let refused = head(&outside, &dir.path().join("outside"), None);
     assert_eq!(refused.code, 1, "{}{}", refused.stdout, refused.stderr);
     assert!(refused.stderr.contains("is not a path inside the repository"), "{}", refused.stderr);
+}
+
+/// Every workflow token of a repository writes as the same bot: an issue another workflow opens
+/// with the label and the marker (its text whoever drives that workflow chose) is not the drift
+/// issue once the drift workflow seals its own with a key only it is given.
+#[tokio::test]
+async fn a_sealed_drift_issue_is_never_one_another_workflow_opened() {
+    let account = emulator().new_account().await;
+    let (repository, workflow, desired) = drift_repository();
+    let reader = "ghp_reader";
+    let applied =
+        run_with(&account, &desired.path, &repository, &["apply", "--auto-approve"], &[("GITHUB_TOKEN", reader)]);
+    assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
+    let ecr = aws_sdk_ecr::Client::new(&account.sdk_config());
+    let arn = format!("arn:aws:ecr:us-east-1:{}:repository/pytorch", account.id);
+    let tag = aws_sdk_ecr::types::Tag::builder().key("owner").value("drifted").build().unwrap();
+    ecr.tag_resource().resource_arn(&arn).tags(tag).send().await.unwrap();
+
+    // Another workflow of the repository: the same bot, the label, the marker, its own text.
+    let forged = serde_json::json!({
+        "title": "AWS account drift",
+        "body": "<!-- reconcile:drift -->\n<!-- reconcile:drift-items -->\nAll is well: nothing drifted.",
+        "labels": ["reconcile-drift"],
+    });
+    assert_eq!(github().call("POST", &format!("/repos/{repository}/issues"), &workflow, &forged).0, 201);
+    let key = "3f".repeat(32);
+    let env = [("RECONCILE_ISSUE_TOKEN", workflow.as_str()), ("GITHUB_TOKEN", reader), ("RECONCILE_ISSUE_KEY", &key)];
+    let drift = || run_with(&account, &desired.path, &repository, &["drift", "--issue", "reconcile-drift"], &env);
+    let first = drift();
+    assert!(first.stderr.contains("opened drift issue #2"), "not the forged #1: {}", first.stderr);
+    assert!(!first.stderr.contains("not sealed"), "{}", first.stderr);
+    assert_eq!(issues(&repository)[0]["body"], forged["body"], "the other workflow's issue is untouched");
+    assert!(drift().stderr.contains("left drift issue #2 as it was"));
+
+    // Without a key: said, as a warning. With one too short to keep a forger out: refused.
+    let unsealed = [("RECONCILE_ISSUE_TOKEN", workflow.as_str()), ("GITHUB_TOKEN", reader)];
+    let run = run_with(&account, &desired.path, &repository, &["drift", "--issue", "reconcile-drift"], &unsealed);
+    assert!(run.stderr.contains("the drift issue is not sealed (no RECONCILE_ISSUE_KEY)"), "{}", run.stderr);
+    let short = [("RECONCILE_ISSUE_TOKEN", workflow.as_str()), ("RECONCILE_ISSUE_KEY", "short")];
+    let run = run_with(&account, &desired.path, &repository, &["drift", "--issue", "reconcile-drift"], &short);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("RECONCILE_ISSUE_KEY is 5 characters"), "{}", run.stderr);
 }

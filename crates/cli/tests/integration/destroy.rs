@@ -174,6 +174,15 @@ async fn a_declared_resource_without_reconciles_tag_refuses_the_whole_destroy() 
     }
     assert!(public.stdout.contains("W602"), "{}", public.stdout);
 
+    // Another repository of ours, opened to a partner too: a destroy plan says what destroy does
+    // with its policy, not what apply would.
+    let partnered = r#"{"Version":"2012-10-17","Statement":[{"Sid":"P","Effect":"Allow","Principal":{"AWS":"arn:aws:iam::210987654321:root"},"Action":"ecr:BatchGetImage"}]}"#;
+    client.set_repository_policy().repository_name("rocm-bake/pytorch").policy_text(partnered).send().await.unwrap();
+    let private = reconcile(&account, &desired.path, &["plan", "--destroy"]);
+    assert!(private.stdout.contains("destroy deletes it with the repository"), "{}", private.stdout);
+    assert!(!private.stdout.contains("apply removes the policy"), "{}", private.stdout);
+    client.delete_repository_policy().repository_name("rocm-bake/pytorch").send().await.unwrap();
+
     let destroy =
         reconcile(&account, &desired.path, &["destroy", "--auto-approve", "--force-delete-images", "--empty-buckets"]);
     assert_eq!(destroy.code, 3, "{}{}", destroy.stdout, destroy.stderr);
@@ -190,6 +199,8 @@ async fn a_saved_destroy_plan_is_carried_out_by_destroy_alone() {
     let saved = desired.path.with_file_name("destroy.plan.json");
     let plan = reconcile(&account, &desired.path, &["plan", "--destroy", "--out", saved.to_str().unwrap()]);
     assert_eq!(plan.code, 0, "{}", plan.stderr);
+    let said = format!("`reconcile destroy {}` carries out exactly it", saved.display());
+    assert!(plan.stderr.contains(&said), "the command that carries it out: {}", plan.stderr);
     let made = held(&account).await;
 
     let applied = reconcile(&account, &desired.path, &["apply", saved.to_str().unwrap()]);

@@ -117,10 +117,25 @@ async fn a_run_stopped_halfway_is_left_to_the_sweeper_which_deletes_it_and_nothi
 
     let sdk = account.sdk_config();
     let watch = Watch::start(&account.env());
+    // Credentials of another account than the sandbox's: nothing found, nothing deleted, even
+    // what matches by name, run tag and mark.
+    let elsewhere = Filter { account: "999999999999".to_owned(), run: None, older_than: Duration::ZERO };
+    let refused = sweep::find(&sdk, &elsewhere).await.unwrap_err().to_string();
+    assert!(refused.contains("not the sandbox account 999999999999"), "{refused}");
+    let all = Filter { account: account.id.clone(), run: None, older_than: Duration::ZERO };
+    let everything = sweep::find(&sdk, &all).await.unwrap();
+    let refused = sweep::delete(&sdk, "999999999999", &everything, &mut |_| {}).await.unwrap_err().to_string();
+    assert!(refused.contains("nothing done"), "{refused}");
+    assert_eq!(named(&account, &prefix).await, left, "nothing deleted");
     // A run still young is not swept by age.
-    let young = sweep::find(&sdk, &Filter { run: None, older_than: Duration::from_secs(3600) }).await.unwrap();
+    let young =
+        sweep::find(&sdk, &Filter { account: account.id.clone(), run: None, older_than: Duration::from_secs(3600) })
+            .await
+            .unwrap();
     assert_eq!(young, Vec::new());
-    let found = sweep::find(&sdk, &Filter { run: None, older_than: Duration::ZERO }).await.unwrap();
+    let found = sweep::find(&sdk, &Filter { account: account.id.clone(), run: None, older_than: Duration::ZERO })
+        .await
+        .unwrap();
     let kinds: Vec<sweep::Kind> = found.iter().map(|l| l.kind).collect();
     assert_eq!(
         kinds,
@@ -139,7 +154,7 @@ async fn a_run_stopped_halfway_is_left_to_the_sweeper_which_deletes_it_and_nothi
     assert_eq!(named(&account, &prefix).await, left);
 
     let mut deleted = Vec::new();
-    sweep::delete(&sdk, &found, &mut |line| deleted.push(line.to_owned())).await.unwrap();
+    sweep::delete(&sdk, &account.id, &found, &mut |line| deleted.push(line.to_owned())).await.unwrap();
     assert_eq!(deleted.len(), found.len(), "{deleted:#?}");
     assert_eq!(named(&account, &prefix).await, Vec::<String>::new());
     assert_eq!(named(&account, "rcl-live-").await, [lookalike], "only the run's went");
@@ -154,7 +169,12 @@ async fn a_run_stopped_halfway_is_left_to_the_sweeper_which_deletes_it_and_nothi
     let refused = not_allowed(&watch.all_writes(), &sandbox);
     assert!(refused.is_empty(), "{refused:#?}\n{sandbox:#}");
     // Again: nothing to find, nothing to do.
-    assert_eq!(sweep::find(&sdk, &Filter { run: None, older_than: Duration::ZERO }).await.unwrap(), Vec::new());
+    assert_eq!(
+        sweep::find(&sdk, &Filter { account: account.id.clone(), run: None, older_than: Duration::ZERO })
+            .await
+            .unwrap(),
+        Vec::new()
+    );
 }
 
 #[tokio::test]
@@ -183,9 +203,12 @@ async fn a_run_killed_in_the_middle_of_its_apply_is_swept_to_nothing() {
     assert!(!left.is_empty(), "the killed apply made something");
 
     let sdk = account.sdk_config();
-    let found = sweep::find(&sdk, &Filter { run: Some(run.clone()), older_than: Duration::ZERO }).await.unwrap();
+    let found =
+        sweep::find(&sdk, &Filter { account: account.id.clone(), run: Some(run.clone()), older_than: Duration::ZERO })
+            .await
+            .unwrap();
     assert_eq!(found.len(), left.len(), "{found:#?} {left:#?}");
-    sweep::delete(&sdk, &found, &mut |_| {}).await.unwrap();
+    sweep::delete(&sdk, &account.id, &found, &mut |_| {}).await.unwrap();
     assert_eq!(named(&account, "").await, Vec::<String>::new());
 }
 
@@ -205,7 +228,7 @@ async fn without_credentials_or_with_another_accounts_the_suite_does_nothing() {
     let mut other = options(&account, Run::start(), None);
     other.account = "000000000000".to_owned();
     let refused = suite::run(&other, &mut |_| {}).await.unwrap_err();
-    assert!(refused.to_string().contains("not the sandbox account 000000000000 the suite was given: nothing done"));
+    assert!(refused.to_string().contains("not the sandbox account 000000000000 it was given: nothing done"));
     assert_eq!(named(&account, "rcl-live-").await, Vec::<String>::new());
 
     let mut anonymous = options(&account, Run::start(), None);

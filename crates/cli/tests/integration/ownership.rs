@@ -241,13 +241,46 @@ async fn another_deployments_resources_are_not_shown_pruned_destroyed_or_taken_o
             assert!(public.stdout.contains("W602"), "{format}: {}", public.stdout);
         }
     }
-    // And a pull request naming team-x's deployment as its own: W605, nothing of it shown.
+    // And a pull request naming team-x's deployment as its own: W605, nothing of it shown; nor
+    // with --prune, whose deletes would be of team-x's repositories (the pull request's mark).
     let renamed = desired_file(&deployment("team-x", &["\"team-x/private\""]));
     let public =
         reconcile_with(&account, &renamed.path, &["plan", "--public", "--base", ours.path.to_str().unwrap()], &[]);
     assert_eq!(public.code, 3, "{}{}", public.stdout, public.stderr);
     assert!(public.stdout.contains("[W605]"), "{}", public.stdout);
     assert!(!public.stdout.contains("secret-weights-v3"), "{}", public.stdout);
+    let pruning = desired_file(&deployment("team-x", &["pytorch"]));
+    let base = ours.path.to_str().unwrap();
+    let public = reconcile_with(&account, &pruning.path, &["plan", "--public", "--prune", "--base", base], &[]);
+    assert_eq!(public.code, 3, "{}{}", public.stdout, public.stderr);
+    assert!(public.stdout.contains("[W605]"), "{}", public.stdout);
+    assert!(!public.stdout.contains("team-x/"), "no prune of team-x's shown: {}", public.stdout);
+    // Privately, that plan would delete them: what the public one leaves out is really there.
+    let private = reconcile(&account, &pruning.path, &["plan", "--prune"]);
+    assert!(private.stdout.contains("- ecr_repository.team-x/private"), "{}", private.stdout);
+
+    // A pull request that moves desired.toml to another region, where another team keeps a
+    // repository under a name the default branch declares: not the default branch's.
+    let west = aws_sdk_ecr::config::Builder::from(&account.sdk_config())
+        .region(aws_sdk_ecr::config::Region::new("us-west-2"))
+        .build();
+    ecr::Client::from_conf(west)
+        .create_repository()
+        .repository_name("pytorch")
+        .tags(ecr::types::Tag::builder().key("owner").value("west.team@example.com").build().unwrap())
+        .send()
+        .await
+        .unwrap();
+    // (Its bucket named anew: a bucket's name is the world's, and ours is in us-east-1.)
+    let moved = desired_file(
+        &deployment("rocm-bake", &["pytorch"])
+            .replace("region = \"us-east-1\"", "region = \"us-west-2\"")
+            .replace("rocm-bake-sccache-", "rocm-bake-west-sccache-"),
+    );
+    let public = reconcile_with(&account, &moved.path, &["plan", "--public", "--base", base, "--format", "json"], &[]);
+    assert_eq!(public.code, 3, "{}{}", public.stdout, public.stderr);
+    assert!(!public.stdout.contains("west.team@example.com"), "{}", public.stdout);
+    assert!(public.stdout.contains("W602"), "{}", public.stdout);
 
     // The runners: each pushes to its own deployment's repositories only.
     let names = vec!["pytorch".to_owned(), "team-x/private".to_owned()];

@@ -424,6 +424,7 @@ async fn the_drift_and_apply_workflows_print_nothing_of_another_teams_resources(
         clean(&format!("night {night}'s drift job"), &said);
         assert!(said.contains("ecr_lifecycle_policy.pytorch"), "{said}");
         assert!(said.contains("ECR usage of account"), "the usage report is in the summary: {said}");
+        assert!(!said.contains("not sealed"), "the example gives the drift job its key: {said}");
     }
     let issues = github().state(&name)["issues"].as_array().unwrap().clone();
     assert_eq!(issues.len(), 1, "{issues:#?}");

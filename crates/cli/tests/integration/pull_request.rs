@@ -325,7 +325,7 @@ async fn a_drift_comment_of_a_registry_out_of_control_stays_under_githubs_limit_
     assert!(
         drift
             .stdout
-            .contains("400 of the account's other repositories holding 0 B (the drift check's job log names them)"),
+            .contains("400 of the account's other repositories holding 0 B (counted here; `--private` names them)"),
         "{}",
         drift.stdout
     );

@@ -184,7 +184,11 @@ impl World {
             "token": token,
             // The apply job's token may write the GitHub side; the stand-in's reader is enough
             // for a plan that changes none of it.
-            "secrets": { "RECONCILE_GITHUB_READ_TOKEN": self.reader, "RECONCILE_GITHUB_TOKEN": self.reader },
+            "secrets": {
+                "RECONCILE_GITHUB_READ_TOKEN": self.reader,
+                "RECONCILE_GITHUB_TOKEN": self.reader,
+                "RECONCILE_ISSUE_KEY": "5e".repeat(32),
+            },
             "vars": self.vars,
             "head": tree,
             "workspace": runner.path().join("workspace"),
