@@ -420,9 +420,7 @@ impl CodebuildReconciler {
                         .flat_map(|p| p.tags())
                         .filter_map(|t| Some((t.key()?, t.value().unwrap_or_default()))),
                 );
-                if !reconcile_core::ownership::made_by_this_deployment(&tags, &spec.tags) {
-                    return Err(reconcile_core::ownership::made_meanwhile(address, "create project", &spec.name));
-                }
+                reconcile_core::ownership::made_meanwhile(&tags, &spec.tags, address, "create project", &spec.name)?;
                 self.update_project(change, progress).await?;
                 Ok(Applied::Adopted)
             }

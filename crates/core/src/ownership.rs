@@ -68,10 +68,21 @@ pub fn made_by_this_deployment(live: &BTreeMap<String, String>, wanted: &BTreeMa
     wanted.get(MARK_KEY).is_some_and(|ours| live.get(MARK_KEY) == Some(ours))
 }
 
-/// Apply's refusal to converge what it came to create (`operation` on `address`) and found made
-/// by someone else since the plan was read: that would take it over unreviewed.
-pub fn made_meanwhile(address: &Address, operation: &str, name: &str) -> crate::ReconcileError {
-    crate::ReconcileError::new(
+/// What apply does with `name`, found made since the plan was read when it came to create it
+/// (`operation` on `address`; `live` its tags, `wanted` the create's): goes on to converge it when
+/// it is this deployment's ([`made_by_this_deployment`]), and refuses otherwise, since converging
+/// it would take it over unreviewed.
+pub fn made_meanwhile(
+    live: &BTreeMap<String, String>,
+    wanted: &BTreeMap<String, String>,
+    address: &Address,
+    operation: &str,
+    name: &str,
+) -> Result<(), crate::ReconcileError> {
+    if made_by_this_deployment(live, wanted) {
+        return Ok(());
+    }
+    Err(crate::ReconcileError::new(
         Some(address),
         operation,
         format!(
@@ -79,7 +90,7 @@ pub fn made_meanwhile(address: &Address, operation: &str, name: &str) -> crate::
              not take over what it did not make unless desired.toml imports it; plan again"
         ),
     )
-    .with_kind(crate::ErrorKind::InvalidChange)
+    .with_kind(crate::ErrorKind::InvalidChange))
 }
 
 /// What each declared resource that exists without this deployment's mark is to the plan: an

@@ -820,30 +820,22 @@ mod tests {
         };
         assert_eq!(old_digest(&json!([empty, harmless])), old_digest(&json!([empty, everything])), "a real collision");
 
-        let update = |after: &Value| Plan {
+        let one = |action, before: &Value, after: &Value| Plan {
             changes: vec![Change {
                 address: Address::new(crate::fake::kinds::IAM_ROLE, "codebuild"),
-                action: Action::Update,
-                before: Some(object(json!({ "policy": empty }))),
+                action,
+                before: Some(object(json!({ "policy": before }))),
                 after: Some(object(json!({ "policy": after }))),
                 depends_on: vec![],
             }],
             ..Plan::new("1", "r")
         };
+        let update = |after: &Value| one(Action::Update, &empty, after);
         assert_ne!(update(&harmless).differences(), update(&everything).differences());
 
         // A replace (or a create, or a delete) differs by what it replaces as well as by what
         // it makes: the same new value over a live value widened again is new drift.
-        let replace = |before: &Value| Plan {
-            changes: vec![Change {
-                address: Address::new(crate::fake::kinds::IAM_ROLE, "codebuild"),
-                action: Action::Replace,
-                before: Some(object(json!({ "policy": before }))),
-                after: Some(object(json!({ "policy": empty }))),
-                depends_on: vec![],
-            }],
-            ..Plan::new("1", "r")
-        };
+        let replace = |before: &Value| one(Action::Replace, before, &empty);
         assert_ne!(replace(&harmless).differences(), replace(&everything).differences());
         let line = &replace(&harmless).differences()[0];
         assert_eq!(line.rsplit_once(' ').map(|(_, digest)| digest.len()), Some(32), "128 bits kept: {line}");

@@ -661,9 +661,14 @@ impl EcrReconciler {
             // someone else (refused: taking it over is an import's, reviewed).
             Err(error) if has_code(&error, &["RepositoryAlreadyExistsException"]) => {
                 let current_tags = self.tags(address, &self.repository_arn(&address.name)).await?;
-                if !reconcile_core::ownership::made_by_this_deployment(&current_tags, &after.tags) {
-                    return Err(reconcile_core::ownership::made_meanwhile(address, "create repository", &address.name));
-                }
+                let operation = "create repository";
+                reconcile_core::ownership::made_meanwhile(
+                    &current_tags,
+                    &after.tags,
+                    address,
+                    operation,
+                    &address.name,
+                )?;
                 self.converge_repository(change, None, &current_tags).await?;
                 Ok(Applied::Adopted)
             }

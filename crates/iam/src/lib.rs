@@ -555,13 +555,8 @@ impl IamReconciler {
             // killed after its create), refused otherwise.
             Err(error) if has_code(&error, &["EntityAlreadyExists"]) => {
                 let live = self.live_boundary(address, &policy_arn(&self.account, &after.name)).await?;
-                if !reconcile_core::ownership::made_by_this_deployment(&live.tags, &after.tags) {
-                    return Err(reconcile_core::ownership::made_meanwhile(
-                        address,
-                        "create the permissions boundary",
-                        &after.name,
-                    ));
-                }
+                let operation = "create the permissions boundary";
+                reconcile_core::ownership::made_meanwhile(&live.tags, &after.tags, address, operation, &after.name)?;
                 self.converge_boundary(change, Some(&live)).await?;
                 Ok(Applied::Adopted)
             }
@@ -661,13 +656,8 @@ impl IamReconciler {
             // otherwise.
             Err(error) if has_code(&error, &["EntityAlreadyExists"]) => {
                 let live = self.live_provider(address).await?;
-                if !reconcile_core::ownership::made_by_this_deployment(&live.tags, &after.tags) {
-                    return Err(reconcile_core::ownership::made_meanwhile(
-                        address,
-                        "create the identity provider",
-                        &after.url,
-                    ));
-                }
+                let operation = "create the identity provider";
+                reconcile_core::ownership::made_meanwhile(&live.tags, &after.tags, address, operation, &after.url)?;
                 self.converge_provider(change, Some(&live)).await?;
                 Ok(Applied::Adopted)
             }
@@ -825,9 +815,13 @@ impl IamReconciler {
                     .map_err(failed(Some(address), "read role"))?;
                 let current_tags = live.role().map(|r| visible_tags(r.tags().iter().map(|t| (t.key(), t.value()))));
                 let current_tags = current_tags.unwrap_or_default();
-                if !reconcile_core::ownership::made_by_this_deployment(&current_tags, &after.tags) {
-                    return Err(reconcile_core::ownership::made_meanwhile(address, "create role", &after.name));
-                }
+                reconcile_core::ownership::made_meanwhile(
+                    &current_tags,
+                    &after.tags,
+                    address,
+                    "create role",
+                    &after.name,
+                )?;
                 self.converge_role(change, None, &current_tags).await?;
                 Ok(Applied::Adopted)
             }

@@ -455,11 +455,7 @@ impl S3Reconciler {
             .map_err(failed(Some(address), "read bucket tags"))?
             .map(|output| visible_tags(output.tag_set().iter().map(|t| (t.key(), t.value()))))
             .unwrap_or_default();
-        if reconcile_core::ownership::made_by_this_deployment(&live, &after.tags) {
-            Ok(())
-        } else {
-            Err(reconcile_core::ownership::made_meanwhile(address, "create bucket", name))
-        }
+        reconcile_core::ownership::made_meanwhile(&live, &after.tags, address, "create bucket", name)
     }
 
     /// Makes the bucket's settings and tags match the change, touching only what differs from

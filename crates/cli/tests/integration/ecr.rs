@@ -145,20 +145,38 @@ async fn adding_a_repository_plans_only_its_repository_and_policy() {
     );
 }
 
+/// The ECR reconciler alone, planning `vllm-wheel` in a new account: what the test applies with.
+struct EcrOnly {
+    account: reconcile_test_support::TestAccount,
+    client: ecr::Client,
+    desired: reconcile_core::Desired,
+    reconcilers: Vec<Box<dyn Reconciler>>,
+    account_id: Account,
+    resources: engine::DesiredResources,
+}
+
+impl EcrOnly {
+    async fn new() -> EcrOnly {
+        let account = emulator().new_account().await;
+        let desired = reconcile_cli::parse_desired(Path::new("desired.toml"), &small_desired(&["vllm-wheel"])).unwrap();
+        let client = ecr::Client::new(&account.sdk_config());
+        let account_id = Account::new(&account.id, "us-east-1");
+        let reconcilers: Vec<Box<dyn Reconciler>> =
+            vec![Box::new(EcrReconciler::new(client.clone(), account_id.clone()))];
+        let resources = engine::desired_resources(reconcile_ecr::desired(&desired, &account_id).unwrap());
+        EcrOnly { account, client, desired, reconcilers, account_id, resources }
+    }
+
+    async fn plan(&self) -> reconcile_core::Plan {
+        engine::plan(&self.reconcilers, &self.desired, &self.resources, &self.account_id).await.unwrap()
+    }
+}
+
 #[tokio::test]
 async fn a_repository_made_between_plan_and_apply_is_adopted_not_an_error() {
-    let account = emulator().new_account().await;
-    let desired = reconcile_cli::parse_desired(Path::new("desired.toml"), &small_desired(&["vllm-wheel"])).unwrap();
-    let client = ecr::Client::new(&account.sdk_config());
-    let reconcilers: Vec<Box<dyn Reconciler>> =
-        vec![Box::new(EcrReconciler::new(client.clone(), Account::new(&account.id, "us-east-1")))];
-    let account_id = Account::new(&account.id, "us-east-1");
-    let resources: engine::DesiredResources = reconcile_ecr::desired(&desired, &account_id)
-        .unwrap()
-        .into_iter()
-        .map(|resource| (resource.address.clone(), resource))
-        .collect();
-    let plan = engine::plan(&reconcilers, &desired, &resources, &account_id).await.unwrap();
+    let ecr_only = EcrOnly::new().await;
+    let EcrOnly { client, reconcilers, .. } = &ecr_only;
+    let plan = ecr_only.plan().await;
     assert_eq!(plan.summary().create, 2);
 
     // A nightly's --ensure-ecr makes the repository as this deployment's (the mark, the only tag
@@ -167,26 +185,19 @@ async fn a_repository_made_between_plan_and_apply_is_adopted_not_an_error() {
     client.create_repository().repository_name("vllm-wheel").tags(mark).send().await.unwrap();
 
     let options = ApplyOptions { allow_delete: false, concurrency: 4, stop: None };
-    let report = engine::apply(&reconcilers, &plan, options, &Silent).await.unwrap();
+    let report = engine::apply(reconcilers, &plan, options, &Silent).await.unwrap();
     assert!(report.succeeded(), "{report:?}");
     let outcomes: Vec<String> =
         report.results.iter().map(|(address, _, outcome, _)| format!("{address} {outcome:?}")).collect();
     assert_eq!(outcomes, ["ecr_repository.vllm-wheel Adopted", "ecr_lifecycle_policy.vllm-wheel Applied"]);
-    let again = engine::plan(&reconcilers, &desired, &resources, &account_id).await.unwrap();
-    assert_eq!(again.changes, [], "the adopted repository converged to the desired tags");
+    assert_eq!(ecr_only.plan().await.changes, [], "the adopted repository converged to the desired tags");
 }
 
 #[tokio::test]
 async fn a_repository_someone_else_made_between_plan_and_apply_is_not_taken_over() {
-    let account = emulator().new_account().await;
-    let desired = reconcile_cli::parse_desired(Path::new("desired.toml"), &small_desired(&["vllm-wheel"])).unwrap();
-    let client = ecr::Client::new(&account.sdk_config());
-    let reconcilers: Vec<Box<dyn Reconciler>> =
-        vec![Box::new(EcrReconciler::new(client.clone(), Account::new(&account.id, "us-east-1")))];
-    let account_id = Account::new(&account.id, "us-east-1");
-    let resources: engine::DesiredResources =
-        engine::desired_resources(reconcile_ecr::desired(&desired, &account_id).unwrap());
-    let plan = engine::plan(&reconcilers, &desired, &resources, &account_id).await.unwrap();
+    let ecr_only = EcrOnly::new().await;
+    let EcrOnly { account, client, reconcilers, .. } = &ecr_only;
+    let plan = ecr_only.plan().await;
 
     // Another team's, unmarked, or another deployment's, made after the plan was read.
     for (name, tags) in [("vllm-wheel", vec![("team", "x")])] {
@@ -194,7 +205,7 @@ async fn a_repository_someone_else_made_between_plan_and_apply_is_not_taken_over
         client.create_repository().repository_name(name).set_tags(Some(tags)).send().await.unwrap();
     }
     let options = ApplyOptions { allow_delete: false, concurrency: 4, stop: None };
-    let report = engine::apply(&reconcilers, &plan, options, &Silent).await.unwrap();
+    let report = engine::apply(reconcilers, &plan, options, &Silent).await.unwrap();
     assert!(!report.succeeded());
     let outcomes: Vec<String> =
         report.results.iter().map(|(address, _, outcome, _)| format!("{address} {outcome:?}")).collect();

@@ -202,14 +202,14 @@ pub fn redact_attributions(text: &str) -> String {
     // ` at 2026-12-01T19:29:52Z:` in an attribution line.
     let mut redacted = String::new();
     let mut rest = out.as_str();
-    while let Some(at) = rest.find(") at 20") {
-        let stamp = &rest[at + 5..];
+    while let Some(at) = rest.find(" at 20") {
+        let stamp = &rest[at + 4..];
         if stamp.len() >= 21 && stamp.as_bytes()[10] == b'T' && stamp.as_bytes()[19] == b'Z' {
-            redacted.push_str(&rest[..at + 5]);
+            redacted.push_str(&rest[..at + 4]);
             redacted.push_str("[TIME]");
             rest = &stamp[20..];
         } else {
-            redacted.push_str(&rest[..at + 5]);
+            redacted.push_str(&rest[..at + 4]);
             rest = stamp;
         }
     }
