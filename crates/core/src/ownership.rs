@@ -287,6 +287,12 @@ mod tests {
         assert!(!made_by_this_deployment(&BTreeMap::new(), &wanted));
         // Nothing to compare with: a create that marks nothing claims nothing.
         assert!(!made_by_this_deployment(&BTreeMap::new(), &BTreeMap::new()));
+        // What apply does with it: converges ours, refuses anyone else's, saying why.
+        let address = Address::new(crate::fake::kinds::ECR_REPOSITORY, "vllm");
+        assert!(made_meanwhile(&tags(&[(MARK_KEY, "rocm-bake")]), &wanted, &address, "create", "vllm").is_ok());
+        let refused = made_meanwhile(&tags(&[("team", "x")]), &wanted, &address, "create", "vllm").unwrap_err();
+        assert_eq!(refused.kind, crate::ErrorKind::InvalidChange);
+        assert!(refused.to_string().contains("`vllm` was made since the plan was read, without"), "{refused}");
     }
 
     #[test]

@@ -721,7 +721,12 @@ mod tests {
         assert_eq!(Attribution::Unknown("no permission".into()).line(), "who changed it is unknown: no permission");
         // In public: the role, the time, the event; no session, address or agent.
         let public = Attribution::Event(event.clone()).public().line();
-        assert!(public.starts_with("last changed by role `admin` at "), "{public}");
+        assert_eq!(public, "last changed by role `admin` at 2026-11-30T00:53:20Z: `PutLifecyclePolicy`, event `e-1`");
+        // What CloudTrail left empty, one of the two: the other still said.
+        let no_agent = ChangeEvent { user_agent: String::new(), ..event.clone() };
+        assert!(Attribution::Event(no_agent).line().contains(" from 192.0.2.7, user agent ``"));
+        let no_address = ChangeEvent { source_ip: String::new(), ..event.clone() };
+        assert!(Attribution::Event(no_address).line().contains(" from , user agent `aws-cli/2.17`"));
         for private in ["alice", "192.0.2.7", "aws-cli"] {
             assert!(!public.contains(private), "{private}: {public}");
         }

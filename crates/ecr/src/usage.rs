@@ -744,6 +744,19 @@ mod tests {
         assert!(renderings[0].contains("TOTAL (3 repositories)"), "{}", renderings[0]);
         assert!(renderings[1].contains("| *2 others* | 9 | 2 | 7 | 301.0 GiB |"), "{}", renderings[1]);
         assert!(renderings[3].contains("1 of the account's other repositories holding 300.0 GiB"), "{}", renderings[3]);
+        assert!(renderings[0].contains("2 other repositories of the registry are counted, not named"));
+        assert!(!text(&full).contains("other repositories of the registry"), "{}", text(&full));
+        assert!(renderings[1].contains("| **1 none** |"), "{}", renderings[1]);
+        assert!(renderings[1].contains("2 other repositories of the registry are counted"), "{}", renderings[1]);
+        assert_eq!(summary(&public)["others"]["repositories"], 2);
+        assert!(summary(&full).get("others").is_none());
+        // Others that all have a policy: said so.
+        let policed = full.clone().publish(&|name| name != "team-y/app");
+        assert!(
+            markdown(&policed).contains("| *1 others* | 1 | 1 | 0 | 1.0 GiB | 0 B | - | yes |"),
+            "{}",
+            markdown(&policed)
+        );
         // Read back (`--since`), the others are what was written.
         assert_eq!(from_json(&json(&public)).unwrap(), public);
         // Nothing to count: the report as it was.

@@ -485,6 +485,9 @@ mod tests {
             assert_eq!(may_write(&json!({ "permission": permission, "role_name": role })), writes, "{role}");
         }
         assert!(!may_write(&json!({})));
+        // Either says so: a custom role on write, or a role name alone.
+        assert!(may_write(&json!({ "permission": "write", "role_name": "release-manager" })));
+        assert!(may_write(&json!({ "role_name": "maintain" })));
         // A close that is not an acknowledgement: the same drift reopens it, saying why.
         let a = drift(&["update iam_role.codebuild: description 0a1b2c3d"]);
         let by_a_bot = Existing {
