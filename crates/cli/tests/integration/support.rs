@@ -301,6 +301,8 @@ pub fn on_a_terminal(account: &TestAccount, desired: &Path, args: &str, answer: 
         .args(["--quiet", "--return", "--command", &command, "/dev/null"])
         .envs(account.env())
         .env("NO_COLOR", "1")
+        // A person's terminal, even when the tests run in a CI job: its output is private.
+        .env_remove("GITHUB_ACTIONS")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
