@@ -12,8 +12,14 @@ use crate::catalog::CATALOG;
 pub const SAVED_KEY: &str = "terraform_json";
 
 /// `plan` in Terraform's JSON format; `resources` are the declared ones it was made from (only
-/// those the plan holds an observation of are shown, so a public plan's hidden ones stay hidden).
-pub fn view(plan: &Plan, resources: &DesiredResources) -> Value {
+/// those the plan holds an observation of are shown, so a public plan's hidden ones stay hidden);
+/// `last_applied`, the default branch's desired fields when the plan is a pull request's (its
+/// own changes are not drift), else desired.toml is taken as applied.
+pub fn view(
+    plan: &Plan,
+    resources: &DesiredResources,
+    last_applied: Option<&BTreeMap<reconcile_core::Address, serde_json::Map<String, Value>>>,
+) -> Value {
     let declared: BTreeMap<_, _> = resources
         .values()
         .filter(|resource| plan.observed.contains_key(&resource.address))
@@ -22,6 +28,12 @@ pub fn view(plan: &Plan, resources: &DesiredResources) -> Value {
     let mapping = |kind| CATALOG.terraform(kind).map(|mapping| mapping.map);
     reconcile_core::terraform::view(
         plan,
-        reconcile_core::terraform::Inputs { declared: &declared, mapping: &mapping, native: render::json(plan) },
+        reconcile_core::terraform::Inputs {
+            declared: &declared,
+            mapping: &mapping,
+            native: render::json(plan),
+            timestamp: reconcile_core::time::date_time(reconcile_core::time::now()),
+            last_applied,
+        },
     )
 }

@@ -5,8 +5,9 @@
 //! fields AWS fills in on its own (badge, `encryptionKey`, `lastModified`, ...) are simply not
 //! fields here; what AWS fills into a field that is compared is folded away by
 //! [`SERVER_OWNED`].
-//! A webhook's server-owned fields (`url`, `payloadUrl`, `secret`, `status`,
-//! `lastModifiedSecret`) are never read at all, so the secret cannot reach a plan.
+//! A webhook's server-owned fields (`payloadUrl`, `secret`, `status`, `lastModifiedSecret`)
+//! are never read at all, so the secret cannot reach a plan; its `url` (the hook's address on
+//! the source provider) is kept beside its fields, shown and never compared.
 
 use std::collections::BTreeMap;
 
@@ -401,7 +402,7 @@ pub fn observed_webhook(project_name: &str, webhook: &codebuild::types::Webhook)
                 .collect()
         })
         .collect();
-    attributes(&WebhookSpec {
+    let mut fields = attributes(&WebhookSpec {
         project: project_name.to_owned(),
         build_type: webhook.build_type().map_or("BUILD", |t| t.as_str()).to_owned(),
         filter_groups: canonical_groups(groups),
@@ -411,7 +412,11 @@ pub fn observed_webhook(project_name: &str, webhook: &codebuild::types::Webhook)
             scope: s.scope().as_str().to_owned(),
             domain: s.domain().map(str::to_owned),
         }),
-    })
+    });
+    if let Some(url) = webhook.url().filter(|url| !url.is_empty()) {
+        fields.insert("url".to_owned(), Value::String(url.to_owned()));
+    }
+    fields
 }
 
 /// One filter; an EVENT pattern is a comma-separated set of event names.

@@ -8,6 +8,7 @@
 //! A plain-text environment variable's value is never read (observe writes a placeholder), so
 //! the view holds none either.
 
+use reconcile_core::Account;
 use reconcile_core::terraform::{Mapping, Provider, ProviderResource, tags};
 use serde_json::{Map, Value, json};
 
@@ -24,7 +25,7 @@ fn block(value: Option<&Value>) -> Value {
     }
 }
 
-fn project(_key: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
+fn project(account: &Account, _key: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
     let field = |key: &str| fields.get(key).cloned().unwrap_or(Value::Null);
     let (tags, tags_all) = tags(fields);
     let variables: Vec<Value> = fields
@@ -44,6 +45,8 @@ fn project(_key: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
         .filter(|c| !c.is_null())
         .map(|c| json!({ "credential": c, "credential_provider": "SECRETS_MANAGER" }));
     let fleet = fields.get("fleet").filter(|f| !f.is_null()).map(|f| json!({ "fleet_arn": f }));
+    let name = fields.get("name").and_then(Value::as_str).unwrap_or_default();
+    let arn = format!("arn:{}:codebuild:{}:{}:project/{name}", account.partition, account.region, account.id);
     vec![
         ProviderResource::new(
             Provider::Aws,
@@ -90,11 +93,12 @@ fn project(_key: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
             }),
         )
         .forcing_new(&["name"])
-        .referring(&[("service_role", "aws_iam_role.runner", "arn")]),
+        .referring(&[("service_role", "aws_iam_role.runner", "arn")])
+        .computing(json!({ "arn": arn, "id": arn })),
     ]
 }
 
-fn webhook(_key: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
+fn webhook(_: &Account, _key: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
     let groups: Vec<Value> = fields
         .get("filter_groups")
         .and_then(Value::as_array)
@@ -124,6 +128,8 @@ fn webhook(_key: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
             }),
         )
         .forcing_new(&["project_name", "manual_creation", "scope_configuration"])
-        .referring(&[("project_name", "aws_codebuild_project.runner", "name")]),
+        .referring(&[("project_name", "aws_codebuild_project.runner", "name")])
+        // The hook's URL on the source provider, as CodeBuild answers it (never its secret).
+        .computing(json!({ "id": fields.get("project"), "url": fields.get("url") })),
     ]
 }

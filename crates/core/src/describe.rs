@@ -226,7 +226,7 @@ mod tests {
         trail: &[TRAIL],
         terraform: &[crate::terraform::Mapping {
             kind: crate::fake::kinds::S3_BUCKET,
-            map: |_, _| Vec::new(),
+            map: |_, _, _| Vec::new(),
             unmapped: "",
         }],
     };

@@ -18,16 +18,19 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value, json};
 
 use crate::address::{Address, ResourceKind};
-use crate::plan::{Action, Plan};
+use crate::plan::{Action, Observed, Plan};
+use crate::reconciler::Account;
 
 /// The format's version, as Terraform 1.9 writes it; hashicorp/terraform-json accepts 1.x.
 pub const FORMAT_VERSION: &str = "1.2";
 
-/// There is no Terraform in a reconcile plan, and the format has no other way to say which
-/// writer it follows: this names the Terraform release whose `show -json` output the view
-/// follows (format 1.2), so that tools which require the key (terraform-compliance, checkov's
-/// directory mode) read it. docs/terraform-json.md says so; `reconcile.made_by` names the tool.
-pub const TERRAFORM_VERSION: &str = "1.9.0";
+/// There is no Terraform in a reconcile plan, and the format has no other way to name its
+/// writer: the Terraform release whose `show -json` output the view follows, field for field
+/// (the one the mapping was checked against, scripts/terraform-side-by-side.sh), with SemVer
+/// build metadata naming reconcile. Tools that require the key read the release
+/// (terraform-compliance accepts only the 1.x it knows); what a tool may infer from it is in
+/// docs/terraform-json.md. `reconcile.made_by` names the build of reconcile.
+pub const TERRAFORM_VERSION: &str = concat!("1.11.4+reconcile.", env!("CARGO_PKG_VERSION"));
 
 /// The provider a resource type belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -73,11 +76,29 @@ pub struct ProviderResource {
     pub references: &'static [(&'static str, &'static str, &'static str)],
     /// Arguments that cannot change in place: a difference in one replaces the resource.
     pub force_new: &'static [&'static str],
+    /// What the provider's state holds besides the arguments, chosen by AWS (`arn`, `id`,
+    /// `repository_url`, a role's `unique_id`). Only what is made of observed fields counts:
+    /// known for what exists, unknown (`after_unknown`) for what the plan makes. Never compared.
+    pub computed: Map<String, Value>,
 }
 
 impl ProviderResource {
     pub fn new(provider: Provider, kind: &'static str, name: &'static str, values: Value) -> ProviderResource {
-        ProviderResource { provider, kind, name, values: crate::json::object(values), references: &[], force_new: &[] }
+        ProviderResource {
+            provider,
+            kind,
+            name,
+            values: crate::json::object(values),
+            references: &[],
+            force_new: &[],
+            computed: Map::new(),
+        }
+    }
+
+    /// With the attributes AWS chooses (see [`ProviderResource::computed`]).
+    pub fn computing(mut self, computed: Value) -> Self {
+        self.computed = crate::json::object(computed);
+        self
     }
 
     pub fn referring(mut self, references: &'static [(&'static str, &'static str, &'static str)]) -> Self {
@@ -97,9 +118,10 @@ impl ProviderResource {
 }
 
 /// How a kind's canonical fields (desired or observed) become provider resources, given the
-/// name of the reconcile address (a repository's name, a bucket's key). A field the provider
-/// has no argument for is left out; the `reconcile` key keeps it.
-pub type MapFn = fn(&str, &Map<String, Value>) -> Vec<ProviderResource>;
+/// account and region (for what AWS derives from them: an ARN, a repository's URL) and the name
+/// of the reconcile address (a repository's name, a bucket's key). A field the provider has no
+/// argument for is left out; the `reconcile` key keeps it.
+pub type MapFn = fn(&Account, &str, &Map<String, Value>) -> Vec<ProviderResource>;
 
 /// One kind's mapping, in its crate.
 pub struct Mapping {
@@ -117,6 +139,12 @@ pub struct Inputs<'a> {
     pub mapping: &'a dyn Fn(ResourceKind) -> Option<MapFn>,
     /// The native JSON plan, kept whole under `reconcile`.
     pub native: Value,
+    /// When the plan was made (RFC 3339, UTC), Terraform's `timestamp`.
+    pub timestamp: String,
+    /// What was last applied, against which `resource_drift` is found: the default branch's
+    /// desired fields for a pull request's plan (`--base`); `None`, `declared` itself (the
+    /// default branch's own plan, as the scheduled drift check makes it).
+    pub last_applied: Option<&'a BTreeMap<Address, Map<String, Value>>>,
 }
 
 /// One provider resource instance on one side of the plan.
@@ -125,10 +153,32 @@ struct Instance {
     index: String,
 }
 
-fn instances(address: &Address, fields: Option<&Map<String, Value>>, map: MapFn) -> Vec<Instance> {
+impl Instance {
+    fn key(&self) -> (&'static str, &'static str) {
+        (self.resource.kind, self.resource.name)
+    }
+
+    /// Its arguments with what AWS chose for it, as the provider's state holds them: `known`,
+    /// the computed attributes of the live resource, if there is one.
+    fn state(&self, known: Option<&Map<String, Value>>) -> Map<String, Value> {
+        let mut values = self.resource.values.clone();
+        values.extend(known.into_iter().flatten().map(|(key, value)| (key.clone(), value.clone())));
+        values
+    }
+
+    /// Terraform's `after_unknown`: every computed attribute of what does not exist yet.
+    fn unknown(&self, known: Option<&Map<String, Value>>) -> Value {
+        match known {
+            Some(_) => json!({}),
+            None => Value::Object(self.resource.computed.keys().map(|key| (key.clone(), json!(true))).collect()),
+        }
+    }
+}
+
+fn instances(account: &Account, address: &Address, fields: Option<&Map<String, Value>>, map: MapFn) -> Vec<Instance> {
     fields
         .map(|fields| {
-            map(&address.name, fields)
+            map(account, &address.name, fields)
                 .into_iter()
                 .map(|resource| Instance { resource, index: address.name.clone() })
                 .collect()
@@ -136,7 +186,7 @@ fn instances(address: &Address, fields: Option<&Map<String, Value>>, map: MapFn)
         .unwrap_or_default()
 }
 
-fn values_json(instance: &Instance) -> Value {
+fn values_json(instance: &Instance, values: Map<String, Value>) -> Value {
     let resource = &instance.resource;
     json!({
         "address": resource.address(&instance.index),
@@ -146,17 +196,53 @@ fn values_json(instance: &Instance) -> Value {
         "index": instance.index,
         "provider_name": resource.provider.source(),
         "schema_version": 0,
-        "values": resource.values,
+        "values": values,
         "sensitive_values": {},
+    })
+}
+
+/// The arguments of `b` and `a` that differ (computed attributes are never compared).
+fn differing<'a>(b: &'a Instance, a: &'a Instance) -> Vec<&'a String> {
+    let names: BTreeSet<&String> = b.resource.values.keys().chain(a.resource.values.keys()).collect();
+    names.into_iter().filter(|n| b.resource.values.get(*n) != a.resource.values.get(*n)).collect()
+}
+
+/// The provider resources of both sides, paired by type and block name: `first`'s order, then
+/// what only `second` has.
+fn paired<'a>(first: &'a [Instance], second: &'a [Instance]) -> Vec<(Option<&'a Instance>, Option<&'a Instance>)> {
+    let mut keys: Vec<(&'static str, &'static str)> = first.iter().map(Instance::key).collect();
+    for instance in second {
+        if !keys.contains(&instance.key()) {
+            keys.push(instance.key());
+        }
+    }
+    keys.into_iter()
+        .map(|key| (first.iter().find(|i| i.key() == key), second.iter().find(|i| i.key() == key)))
+        .collect()
+}
+
+/// One entry of `resource_changes` or `resource_drift`, without its change's own fields.
+fn change_entry(instance: &Instance, change: Value) -> Value {
+    let resource = &instance.resource;
+    json!({
+        "address": resource.address(&instance.index),
+        "mode": "managed",
+        "type": resource.kind,
+        "name": resource.name,
+        "index": instance.index,
+        "provider_name": resource.provider.source(),
+        "change": change,
     })
 }
 
 /// The plan in Terraform's JSON output format.
 pub fn view(plan: &Plan, inputs: Inputs<'_>) -> Value {
+    let account = Account::new(plan.account.clone(), plan.region.clone());
     let mut planned = Vec::new();
     let mut prior = Vec::new();
     let mut changes = Vec::new();
-    let mut blocks: BTreeMap<(&'static str, &'static str), &ProviderResource> = BTreeMap::new();
+    let mut drift = Vec::new();
+    let mut relevant = Vec::new();
     let mut all: Vec<Instance> = Vec::new();
     let mut provider_addresses = Map::new();
     let mut unmapped = BTreeSet::new();
@@ -179,42 +265,33 @@ pub fn view(plan: &Plan, inputs: Inputs<'_>) -> Value {
             Some(change) => (change.before.clone(), change.after.clone()),
             // Unchanged: what was observed of the managed fields is what is desired.
             None => match (desired, observed) {
-                (Some(desired), crate::plan::Observed::Present(_)) => (Some(desired.clone()), Some(desired.clone())),
+                (Some(desired), Observed::Present(_)) => (Some(desired.clone()), Some(desired.clone())),
                 // A destroy makes nothing: what is absent is not in its plan.
-                (Some(_), crate::plan::Observed::Absent) if plan.destroy => continue,
-                (Some(desired), crate::plan::Observed::Absent) => (None, Some(desired.clone())),
+                (Some(_), Observed::Absent) if plan.destroy => continue,
+                (Some(desired), Observed::Absent) => (None, Some(desired.clone())),
                 (None, _) => continue,
             },
         };
-        if let crate::plan::Observed::Present(fields) = observed {
-            prior.extend(instances(address, Some(fields), map).iter().map(values_json));
-        }
-        let before = instances(address, before.as_ref(), map);
-        let after = instances(address, after.as_ref(), map);
+        // What exists, with what AWS chose for it: the prior state, and what is known of
+        // every side of this resource's changes.
+        let live = match observed {
+            Observed::Present(fields) => instances(&account, address, Some(fields), map),
+            Observed::Absent => Vec::new(),
+        };
+        let known = |instance: &Instance| live.iter().find(|l| l.key() == instance.key()).map(|l| &l.resource.computed);
+        prior.extend(live.iter().map(|l| values_json(l, l.state(Some(&l.resource.computed)))));
+        let before = instances(&account, address, before.as_ref(), map);
+        let after = instances(&account, address, after.as_ref(), map);
         if before.is_empty() && after.is_empty() {
             unmapped.insert(address.kind.as_str());
         }
         let replaced = change.is_some_and(|c| c.action == Action::Replace);
         let deleted_undeclared = desired.is_none();
-        // Paired by type and block name; after's order first, then what only before has.
-        let mut keys: Vec<(&'static str, &'static str)> =
-            after.iter().map(|i| (i.resource.kind, i.resource.name)).collect();
-        for instance in &before {
-            let key = (instance.resource.kind, instance.resource.name);
-            if !keys.contains(&key) {
-                keys.push(key);
-            }
-        }
         let mut entries: Vec<Value> = Vec::new();
-        for (position, key) in keys.iter().enumerate() {
-            let b = before.iter().find(|i| (i.resource.kind, i.resource.name) == *key);
-            let a = after.iter().find(|i| (i.resource.kind, i.resource.name) == *key);
-            let instance = a.or(b).expect("a key comes from one side");
-            let differing: Vec<&String> = match (b, a) {
-                (Some(b), Some(a)) => {
-                    let names: BTreeSet<&String> = b.resource.values.keys().chain(a.resource.values.keys()).collect();
-                    names.into_iter().filter(|n| b.resource.values.get(*n) != a.resource.values.get(*n)).collect()
-                }
+        for (position, (a, b)) in paired(&after, &before).into_iter().enumerate() {
+            let instance = a.or(b).expect("a pair has one side");
+            let differing = match (b, a) {
+                (Some(b), Some(a)) => differing(b, a),
                 _ => Vec::new(),
             };
             let forced: Vec<&String> =
@@ -228,15 +305,19 @@ pub fn view(plan: &Plan, inputs: Inputs<'_>) -> Value {
                     (&["delete", "create"], Some("replace_because_cannot_update"))
                 }
                 (Some(_), Some(_)) => (&["update"], None),
-                (None, None) => unreachable!("a key comes from one side"),
+                (None, None) => unreachable!("a pair has one side"),
             };
-            let side = |i: Option<&Instance>| i.map_or(Value::Null, |i| Value::Object(i.resource.values.clone()));
+            // A replacement makes the resource anew: AWS chooses its attributes again.
+            let after_known = if actions.len() == 2 { None } else { a.and_then(known) };
+            let side = |i: Option<&Instance>, known: Option<&Map<String, Value>>| {
+                i.map_or(Value::Null, |i| Value::Object(i.state(known)))
+            };
             let sensitive = |i: Option<&Instance>| if i.is_some() { json!({}) } else { json!(false) };
             let mut change = json!({
                 "actions": actions,
-                "before": side(b),
-                "after": side(a),
-                "after_unknown": if a.is_some() { json!({}) } else { json!(false) },
+                "before": side(b, b.and_then(known)),
+                "after": side(a, after_known),
+                "after_unknown": a.map_or(json!(false), |a| a.unknown(after_known)),
                 "before_sensitive": sensitive(b),
                 "after_sensitive": sensitive(a),
             });
@@ -249,20 +330,15 @@ pub fn view(plan: &Plan, inputs: Inputs<'_>) -> Value {
             if position == 0 && adopted.contains(address) && b.is_some() {
                 change["importing"] = json!({ "id": address.name });
             }
-            let mut entry = json!({
-                "address": instance.resource.address(&instance.index),
-                "mode": "managed",
-                "type": instance.resource.kind,
-                "name": instance.resource.name,
-                "index": instance.index,
-                "provider_name": instance.resource.provider.source(),
-                "change": change,
-            });
+            let mut entry = change_entry(instance, change);
             if let Some(reason) = reason {
                 entry["action_reason"] = json!(reason);
             }
             provider_addresses.insert(instance.resource.address(&instance.index), json!(address.to_string()));
             entries.push(entry);
+            if let Some(a) = a {
+                planned.push(values_json(a, a.state(after_known)));
+            }
         }
         // Reconcile changes what the provider's arguments do not show (a webhook whose hook on
         // GitHub is gone is made again): the first resource carries it, never a bare no-op.
@@ -281,13 +357,59 @@ pub fn view(plan: &Plan, inputs: Inputs<'_>) -> Value {
             }
         }
         changes.append(&mut entries);
-        planned.extend(after.iter().map(values_json));
+        // Drift, as Terraform's refresh finds it: a resource that exists and differs from what
+        // was last applied (`before`, the baseline's fields; `after`, as read). Not what the plan
+        // makes (reconcile keeps no state to tell a resource deleted out of band from one never
+        // made), nor what a takeover changes (it was never reconcile's).
+        let baseline = match inputs.last_applied {
+            Some(last_applied) => last_applied.get(address),
+            None => desired,
+        };
+        if let (Some(baseline), Observed::Present(fields)) = (baseline, observed)
+            && !plan.takeovers.contains_key(address)
+        {
+            // Compared as the plan compares: the fields desired.toml manages, no others.
+            let read: Map<String, Value> =
+                baseline.keys().filter_map(|key| fields.get(key).map(|v| (key.clone(), v.clone()))).collect();
+            if &read != baseline {
+                let was = instances(&account, address, Some(baseline), map);
+                let is = instances(&account, address, Some(&read), map);
+                for (was, is) in paired(&was, &is) {
+                    let instance = was.or(is).expect("a pair has one side");
+                    let (action, attributes): (&str, Vec<&String>) = match (was, is) {
+                        (Some(was), Some(is)) => ("update", differing(was, is)),
+                        (Some(_), None) => ("delete", Vec::new()),
+                        (None, Some(_)) => ("create", Vec::new()),
+                        (None, None) => unreachable!("a pair has one side"),
+                    };
+                    if action == "update" && attributes.is_empty() {
+                        continue;
+                    }
+                    let at = instance.resource.address(&instance.index);
+                    relevant.extend(attributes.iter().map(|name| json!({ "resource": at, "attribute": [name] })));
+                    let side = |i: Option<&Instance>| i.map_or(Value::Null, |i| Value::Object(i.state(known(i))));
+                    let sensitive = |i: Option<&Instance>| if i.is_some() { json!({}) } else { json!(false) };
+                    drift.push(change_entry(
+                        instance,
+                        json!({
+                            "actions": [action],
+                            "before": side(was),
+                            "after": side(is),
+                            "after_unknown": if is.is_some() { json!({}) } else { json!(false) },
+                            "before_sensitive": sensitive(was),
+                            "after_sensitive": sensitive(is),
+                        }),
+                    ));
+                }
+            }
+        }
         all.extend(after.into_iter().chain(before));
     }
+    let mut blocks: BTreeMap<(&'static str, &'static str), Vec<&Instance>> = BTreeMap::new();
     for instance in &all {
-        blocks.entry((instance.resource.kind, instance.resource.name)).or_insert(&instance.resource);
+        blocks.entry(instance.key()).or_default().push(instance);
     }
-    let providers: BTreeSet<Provider> = blocks.values().map(|r| r.provider).collect();
+    let providers: BTreeSet<Provider> = blocks.values().map(|instances| instances[0].resource.provider).collect();
     let provider_config: Map<String, Value> = providers
         .iter()
         .map(|provider| {
@@ -298,26 +420,7 @@ pub fn view(plan: &Plan, inputs: Inputs<'_>) -> Value {
             (provider.key().to_owned(), config)
         })
         .collect();
-    let configuration: Vec<Value> = blocks
-        .values()
-        .map(|resource| {
-            let expressions: Map<String, Value> = resource
-                .references
-                .iter()
-                .map(|(argument, block, _)| ((*argument).to_owned(), json!({ "references": [block, "each.key"] })))
-                .collect();
-            json!({
-                "address": format!("{}.{}", resource.kind, resource.name),
-                "mode": "managed",
-                "type": resource.kind,
-                "name": resource.name,
-                "provider_config_key": resource.provider.key(),
-                "expressions": expressions,
-                "schema_version": 0,
-                "for_each_expression": { "references": ["local.reconcile"] },
-            })
-        })
-        .collect();
+    let configuration: Vec<Value> = blocks.values().map(|instances| block_json(instances)).collect();
     let applyable = !plan.changes.is_empty() && !plan.findings.iter().any(crate::plan::Finding::refuses);
     let mut native = inputs.native;
     if let Value::Object(fields) = &mut native {
@@ -327,18 +430,51 @@ pub fn view(plan: &Plan, inputs: Inputs<'_>) -> Value {
     json!({
         "format_version": FORMAT_VERSION,
         "terraform_version": TERRAFORM_VERSION,
+        "variables": {},
         "planned_values": { "root_module": { "resources": planned } },
+        "resource_drift": drift,
         "resource_changes": changes,
+        "relevant_attributes": relevant,
         "prior_state": {
             "format_version": FORMAT_VERSION,
             "terraform_version": TERRAFORM_VERSION,
             "values": { "root_module": { "resources": prior } },
         },
         "configuration": { "provider_config": provider_config, "root_module": { "resources": configuration } },
+        "timestamp": inputs.timestamp,
         "applyable": applyable,
         "complete": true,
         "errored": false,
         "reconcile": native,
+    })
+}
+
+/// One resource block of the configuration, from every instance of it either side of the
+/// plan: an argument that refers to another block as its `references` (graph checks follow
+/// them), one every instance sets alike as its `constant_value`, and one that differs by
+/// instance as a reference to the `for_each` value it comes from.
+fn block_json(instances: &[&Instance]) -> Value {
+    let resource = &instances[0].resource;
+    let mut expressions = Map::new();
+    for (argument, value) in &resource.values {
+        let expression = if let Some((_, block, _)) = resource.references.iter().find(|(a, _, _)| a == argument) {
+            json!({ "references": [block, "each.key"] })
+        } else if instances.iter().all(|i| i.resource.values.get(argument) == Some(value)) {
+            json!({ "constant_value": value })
+        } else {
+            json!({ "references": ["each.value"] })
+        };
+        expressions.insert(argument.clone(), expression);
+    }
+    json!({
+        "address": format!("{}.{}", resource.kind, resource.name),
+        "mode": "managed",
+        "type": resource.kind,
+        "name": resource.name,
+        "provider_config_key": resource.provider.key(),
+        "expressions": expressions,
+        "schema_version": 0,
+        "for_each_expression": { "references": ["local.reconcile"] },
     })
 }
 
@@ -369,7 +505,7 @@ mod tests {
     const UNMAPPED: ResourceKind = crate::fake::kinds::GITHUB_FORK_PR_APPROVAL;
 
     /// A kind that is a `thing` and, while `extra` is set, a `thing_extra` besides.
-    fn map(name: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
+    fn map(_: &Account, name: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
         let mut out = vec![
             ProviderResource::new(
                 Provider::Aws,
@@ -377,7 +513,8 @@ mod tests {
                 "thing",
                 json!({ "name": name, "size": fields.get("size") }),
             )
-            .forcing_new(&["name"]),
+            .forcing_new(&["name"])
+            .computing(json!({ "id": name, "serial": fields.get("serial") })),
         ];
         if let Some(extra) = fields.get("extra").filter(|e| !e.is_null()) {
             out.push(
@@ -400,7 +537,9 @@ mod tests {
     fn view_of(plan: &Plan, declared: &[(&str, Value)]) -> Value {
         let declared: BTreeMap<Address, Map<String, Value>> =
             declared.iter().map(|(name, fields)| (Address::new(THING, *name), object(fields.clone()))).collect();
-        view(plan, Inputs { declared: &declared, mapping: &mapping, native: json!({ "native": true }) })
+        let native = json!({ "native": true });
+        let timestamp = "2026-12-05T23:00:00Z".to_owned();
+        view(plan, Inputs { declared: &declared, mapping: &mapping, native, timestamp, last_applied: None })
     }
 
     fn change(name: &str, action: Action, before: Option<Value>, after: Option<Value>) -> Change {
@@ -459,7 +598,7 @@ mod tests {
     #[test]
     fn every_declared_resource_is_planned_and_an_unchanged_one_is_a_no_op() {
         let mut plan = Plan::new("123456789012", "us-east-1");
-        plan.observed.insert(Address::new(THING, "a/b"), Observed::Present(object(json!({ "size": 1, "arn": "x" }))));
+        plan.observed.insert(Address::new(THING, "a/b"), Observed::Present(object(json!({ "size": 1, "serial": 7 }))));
         plan.observed.insert(Address::new(UNMAPPED, "ROCm/x"), Observed::Present(Map::new()));
         let view = view_of(&plan, &[("a/b", json!({ "size": 1 }))]);
         assert_eq!(actions(&view), [("aws_thing.thing[\"a/b\"]".to_owned(), vec!["no-op".to_owned()])]);
@@ -468,11 +607,15 @@ mod tests {
         assert_eq!(entry["mode"], "managed");
         assert_eq!(entry["provider_name"], "registry.terraform.io/hashicorp/aws");
         assert_eq!(entry["change"]["before"], entry["change"]["after"]);
-        assert_eq!(
-            view["planned_values"]["root_module"]["resources"][0]["values"],
-            json!({ "name": "a/b", "size": 1 })
-        );
-        assert_eq!(view["prior_state"]["values"]["root_module"]["resources"].as_array().unwrap().len(), 1);
+        // What AWS chose, read from the live resource, on every side: never compared.
+        let state = json!({ "name": "a/b", "size": 1, "id": "a/b", "serial": 7 });
+        assert_eq!(view["planned_values"]["root_module"]["resources"][0]["values"], state);
+        assert_eq!(entry["change"]["after"], state);
+        assert_eq!(entry["change"]["after_unknown"], json!({}));
+        assert_eq!(view["prior_state"]["values"]["root_module"]["resources"][0]["values"], state);
+        assert_eq!(view["resource_drift"], json!([]));
+        assert_eq!(view["variables"], json!({}));
+        assert_eq!(view["timestamp"], "2026-12-05T23:00:00Z");
         assert_eq!(view["reconcile"]["unmapped_kinds"], json!(["github_fork_pr_approval"]));
         assert_eq!(view["reconcile"]["native"], true);
         assert_eq!(view["applyable"], false);
@@ -510,7 +653,9 @@ mod tests {
         let changes = view["resource_changes"].as_array().unwrap();
         assert_eq!(changes[2]["action_reason"], "delete_because_no_resource_config");
         assert_eq!(changes[3]["change"]["before_sensitive"], false);
-        assert_eq!(changes[3]["change"]["after_unknown"], json!({}));
+        // What AWS will choose for what is made is unknown, and left out of its values.
+        assert_eq!(changes[3]["change"]["after_unknown"], json!({ "id": true, "serial": true }));
+        assert_eq!(changes[3]["change"]["after"], json!({ "name": "n", "size": 3 }));
         assert_eq!(changes[1]["change"]["after_unknown"], false);
         // Planned: what exists after the apply, only.
         let planned: Vec<&str> = view["planned_values"]["root_module"]["resources"]
@@ -525,6 +670,9 @@ mod tests {
         assert_eq!(blocks.len(), 2);
         assert_eq!(blocks[1]["address"], "aws_thing_extra.thing");
         assert_eq!(blocks[1]["expressions"]["thing"]["references"], json!(["aws_thing.thing", "each.key"]));
+        // Alike in every instance: a constant; differing by instance: its `for_each` value.
+        assert_eq!(blocks[1]["expressions"]["extra"], json!({ "constant_value": "e" }));
+        assert_eq!(blocks[0]["expressions"]["size"], json!({ "references": ["each.value"] }));
         assert_eq!(view["configuration"]["provider_config"]["aws"]["expressions"]["region"]["constant_value"], "r");
         assert_eq!(view["applyable"], true);
     }
@@ -549,6 +697,67 @@ mod tests {
         assert_eq!(view["resource_changes"][0]["change"]["actions"], json!(["delete", "create"]));
         assert_eq!(view["resource_changes"][0]["action_reason"], "replace_because_tainted");
         assert_eq!(view["resource_changes"][0]["change"]["replace_paths"], json!([]));
+    }
+
+    #[test]
+    fn drift_is_what_a_declared_resource_changed_out_of_band_and_nothing_a_plan_makes_or_takes_over() {
+        let mut plan = Plan::new("1", "r");
+        let live = json!({ "size": 9, "extra": "planted", "serial": 4 });
+        plan.observed.insert(Address::new(THING, "a"), Observed::Present(object(live)));
+        plan.observed.insert(Address::new(THING, "gone"), Observed::Absent);
+        plan.observed.insert(Address::new(THING, "taken"), Observed::Present(object(json!({ "size": 1 }))));
+        plan.changes = vec![
+            change(
+                "a",
+                Action::Update,
+                Some(json!({ "size": 9, "extra": "planted" })),
+                Some(json!({ "size": 2, "extra": null })),
+            ),
+            change("gone", Action::Create, None, Some(json!({ "size": 3 }))),
+            change("taken", Action::Update, Some(json!({ "size": 1 })), Some(json!({ "size": 2 }))),
+        ];
+        plan.takeovers.insert(Address::new(THING, "taken"), crate::plan::Takeover::Import);
+        let declared = [
+            ("a", json!({ "size": 2, "extra": null })),
+            ("gone", json!({ "size": 3 })),
+            ("taken", json!({ "size": 2 })),
+        ];
+        let view = view_of(&plan, &declared);
+        let drift = view["resource_drift"].as_array().unwrap();
+        assert_eq!(drift.len(), 2, "{drift:?}");
+        // Before: as desired.toml has it (what apply left); after: as read, with what AWS chose.
+        assert_eq!(drift[0]["address"], "aws_thing.thing[\"a\"]");
+        assert_eq!(drift[0]["change"]["actions"], json!(["update"]));
+        assert_eq!(drift[0]["change"]["before"], json!({ "name": "a", "size": 2, "id": "a", "serial": 4 }));
+        assert_eq!(drift[0]["change"]["after"], json!({ "name": "a", "size": 9, "id": "a", "serial": 4 }));
+        // What appeared out of band as a resource of its own.
+        assert_eq!(drift[1]["address"], "aws_thing_extra.thing[\"a\"]");
+        assert_eq!(drift[1]["change"]["actions"], json!(["create"]));
+        assert_eq!(drift[1]["change"]["before"], Value::Null);
+        assert_eq!(
+            view["relevant_attributes"],
+            json!([{ "resource": "aws_thing.thing[\"a\"]", "attribute": ["size"] }])
+        );
+        // The repair is the plan's: the opposite way.
+        assert_eq!(view["resource_changes"][0]["change"]["after"]["size"], 2);
+        assert_eq!(view["resource_changes"][0]["change"]["after"]["serial"], 4);
+
+        // A pull request's plan: what the default branch last applied is as read, so the
+        // difference is the pull request's own change, not drift.
+        let declared: BTreeMap<Address, Map<String, Value>> =
+            declared.iter().map(|(name, fields)| (Address::new(THING, *name), object(fields.clone()))).collect();
+        let applied = BTreeMap::from([(Address::new(THING, "a"), object(json!({ "size": 9, "extra": "planted" })))]);
+        let inputs = Inputs {
+            declared: &declared,
+            mapping: &mapping,
+            native: json!({}),
+            timestamp: String::new(),
+            last_applied: Some(&applied),
+        };
+        let view = view(&plan, inputs);
+        assert_eq!(view["resource_drift"], json!([]));
+        assert_eq!(view["relevant_attributes"], json!([]));
+        assert_eq!(actions(&view)[0].1, ["update"]);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! | its `repository_policy` | `aws_ecr_repository_policy.repository["<name>"]` (only while one is set) | `repository`, `policy` (JSON string) |
 //! | `ecr_lifecycle_policy.<name>` | `aws_ecr_lifecycle_policy.repository["<name>"]` | `repository`, `policy` (JSON string) |
 
+use reconcile_core::Account;
 use reconcile_core::terraform::{Mapping, Provider, ProviderResource, policy_string, tags};
 use serde_json::{Map, Value, json};
 
@@ -16,7 +17,13 @@ pub const MAPPINGS: &[Mapping] = &[
 
 const REPOSITORY: &[(&str, &str, &str)] = &[("repository", "aws_ecr_repository.repository", "name")];
 
-fn repository(name: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
+/// The registry's host: `<account>.dkr.ecr.<region>.amazonaws.com`.
+fn registry(account: &Account) -> String {
+    let domain = if account.partition == "aws-cn" { "amazonaws.com.cn" } else { "amazonaws.com" };
+    format!("{}.dkr.ecr.{}.{domain}", account.id, account.region)
+}
+
+fn repository(account: &Account, name: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
     let (tags, tags_all) = tags(fields);
     let mut resources = vec![
         ProviderResource::new(
@@ -36,7 +43,13 @@ fn repository(name: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> 
                 "tags_all": tags_all,
             }),
         )
-        .forcing_new(&["encryption_configuration", "name"]),
+        .forcing_new(&["encryption_configuration", "name"])
+        .computing(json!({
+            "arn": format!("arn:{}:ecr:{}:{}:repository/{name}", account.partition, account.region, account.id),
+            "id": name,
+            "registry_id": account.id,
+            "repository_url": format!("{}/{name}", registry(account)),
+        })),
     ];
     if let Some(policy) = fields.get("repository_policy").filter(|p| !p.is_null()) {
         resources.push(
@@ -46,13 +59,14 @@ fn repository(name: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> 
                 "repository",
                 json!({ "repository": name, "policy": policy_string(policy) }),
             )
-            .referring(REPOSITORY),
+            .referring(REPOSITORY)
+            .computing(json!({ "id": name, "registry_id": account.id })),
         );
     }
     resources
 }
 
-fn lifecycle_policy(name: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
+fn lifecycle_policy(account: &Account, name: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
     vec![
         ProviderResource::new(
             Provider::Aws,
@@ -63,6 +77,7 @@ fn lifecycle_policy(name: &str, fields: &Map<String, Value>) -> Vec<ProviderReso
                 "policy": policy_string(fields.get("policy").unwrap_or(&Value::Null)),
             }),
         )
-        .referring(REPOSITORY),
+        .referring(REPOSITORY)
+        .computing(json!({ "id": name, "registry_id": account.id })),
     ]
 }

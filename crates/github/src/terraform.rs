@@ -8,13 +8,14 @@
 //! | `github_oidc_subject.<owner/repo>` | `github_actions_repository_oidc_subject_claim_customization_template.repository["<owner/repo>"]` | `repository`, `use_default`, `include_claim_keys` |
 //! | `github_variable.<NAME>` | `github_actions_variable.variable["<NAME>"]` | `variable_name`, `value` (`repository` is the `[github]` repository's, which the variable's fields do not carry, so it is left out) |
 
+use reconcile_core::Account;
 use reconcile_core::terraform::{Mapping, Provider, ProviderResource};
 use serde_json::{Map, Value, json};
 
 pub const MAPPINGS: &[Mapping] = &[
     Mapping {
         kind: crate::FORK_PR_APPROVAL,
-        map: |_, _| Vec::new(),
+        map: |_, _, _| Vec::new(),
         unmapped: "all of it: integrations/github has no resource for the fork pull-request approval policy",
     },
     Mapping { kind: crate::WORKFLOW_PERMISSIONS, map: workflow_permissions, unmapped: "" },
@@ -27,33 +28,39 @@ fn repository(full: &str) -> &str {
     full.split_once('/').map_or(full, |(_, name)| name)
 }
 
-fn workflow_permissions(full: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
-    vec![ProviderResource::new(
-        Provider::Github,
-        "github_workflow_repository_permissions",
-        "repository",
-        json!({
-            "repository": repository(full),
-            "default_workflow_permissions": fields.get("default_workflow_permissions"),
-            "can_approve_pull_request_reviews": fields.get("can_approve_pull_request_reviews"),
-        }),
-    )]
+fn workflow_permissions(_: &Account, full: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
+    vec![
+        ProviderResource::new(
+            Provider::Github,
+            "github_workflow_repository_permissions",
+            "repository",
+            json!({
+                "repository": repository(full),
+                "default_workflow_permissions": fields.get("default_workflow_permissions"),
+                "can_approve_pull_request_reviews": fields.get("can_approve_pull_request_reviews"),
+            }),
+        )
+        .computing(json!({ "id": repository(full) })),
+    ]
 }
 
-fn oidc_subject(full: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
-    vec![ProviderResource::new(
-        Provider::Github,
-        "github_actions_repository_oidc_subject_claim_customization_template",
-        "repository",
-        json!({
-            "repository": repository(full),
-            "use_default": fields.get("use_default"),
-            "include_claim_keys": fields.get("include_claim_keys"),
-        }),
-    )]
+fn oidc_subject(_: &Account, full: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
+    vec![
+        ProviderResource::new(
+            Provider::Github,
+            "github_actions_repository_oidc_subject_claim_customization_template",
+            "repository",
+            json!({
+                "repository": repository(full),
+                "use_default": fields.get("use_default"),
+                "include_claim_keys": fields.get("include_claim_keys"),
+            }),
+        )
+        .computing(json!({ "id": repository(full) })),
+    ]
 }
 
-fn variable(name: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
+fn variable(_: &Account, name: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
     vec![
         ProviderResource::new(
             Provider::Github,
@@ -61,6 +68,8 @@ fn variable(name: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
             "variable",
             json!({ "variable_name": name, "value": fields.get("value") }),
         )
-        .forcing_new(&["variable_name"]),
+        .forcing_new(&["variable_name"])
+        // The provider's `<repository>:<name>` needs the repository, which the fields lack.
+        .computing(json!({ "id": name })),
     ]
 }

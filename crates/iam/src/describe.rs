@@ -89,6 +89,8 @@ pub const DESCRIPTION: Description = Description {
             ],
             fields: &[
                 ("document", &["CreatePolicyVersion", "SetDefaultPolicyVersion"]),
+                // Set only when the policy is made.
+                ("description", &["CreatePolicy"]),
                 ("tags", &["TagPolicy", "UntagPolicy"]),
             ],
             other_fields: None,

@@ -69,6 +69,16 @@ pub const UNDECLARED_GITHUB_ROLE: &str = "D107";
 /// Stable.
 pub const CI_TRUST_CHANGED: &str = "D108";
 
+/// Finding code: the permissions boundary's live description is not the declared one, which
+/// IAM cannot change in place: the plan replaces the boundary, and apply refuses. Stable.
+pub const BOUNDARY_DESCRIPTION_DIFFERS: &str = "W102";
+
+/// Why a boundary is never replaced, and what to do instead.
+const BOUNDARY_REPLACED: &str = "IAM cannot change a managed policy's description, and replacing the \
+     permissions boundary means deleting it while its role carries it, leaving the role unbounded until the \
+     new one is put, which reconcile never does: set `boundary_description` to the live description (the \
+     plan's `before`), or detach and delete the boundary by hand and apply again";
+
 /// IAM's answer for "there is no such role or policy".
 const NO_SUCH_ENTITY: &str = "NoSuchEntity";
 
@@ -256,6 +266,37 @@ impl Reconciler for IamReconciler {
         }
     }
 
+    /// A boundary whose description differs is a replacement: IAM sets it only on creation.
+    fn diff(&self, address: &Address, desired: Option<&DesiredResource>, observed: &Observed) -> Option<Change> {
+        reconcile_core::plan::diff_replacing(address, desired, observed, crate::ROLE_BOUNDARY, &["description"])
+    }
+
+    /// Replacing the boundary a role carries means deleting it first (IAM deletes no policy in
+    /// use), which leaves the role unbounded until the new one is put: never done.
+    fn refusal(&self, change: &Change) -> Option<String> {
+        (change.address.kind == crate::ROLE_BOUNDARY && change.action == Action::Replace)
+            .then(|| BOUNDARY_REPLACED.to_owned())
+    }
+
+    /// What the plan says of a boundary it would replace, before anyone tries to apply it.
+    async fn assess(
+        &self,
+        changes: &[&Change],
+        _desired: &BTreeMap<Address, DesiredResource>,
+    ) -> Result<reconcile_core::reconciler::Assessment, ReconcileError> {
+        let mut assessment = reconcile_core::reconciler::Assessment::default();
+        for change in changes.iter().filter(|c| c.address.kind == crate::ROLE_BOUNDARY && c.action == Action::Replace) {
+            assessment.findings.push(Finding {
+                code: BOUNDARY_DESCRIPTION_DIFFERS.to_owned(),
+                severity: reconcile_core::Severity::Warning,
+                address: Some(change.address.clone()),
+                message: format!("apply refuses this replacement: {BOUNDARY_REPLACED}"),
+                overridden_by: None,
+            });
+        }
+        Ok(assessment)
+    }
+
     /// Every change in IAM is an administrator's. The CI identities: the apply role changing
     /// them would widen itself. The runner's role, its policy and its boundary: whoever writes
     /// them decides what every build may do (and with the trust, who may assume the role), and
@@ -354,6 +395,7 @@ impl IamReconciler {
             let state = RoleState {
                 arn: live.arn().to_owned(),
                 path: live.path().to_owned(),
+                unique_id: live.role_id().to_owned(),
                 spec: RoleSpec {
                     name: live.role_name().to_owned(),
                     assume_role_policy: trust,
@@ -530,6 +572,7 @@ impl IamReconciler {
             .map_or(Value::Null, |text| policy::canonical_text(&text, &self.account.partition));
         let spec = BoundarySpec {
             name: live.policy_name().unwrap_or_default().to_owned(),
+            description: live.description().unwrap_or_default().to_owned(),
             document,
             tags: visible_tags(live.tags().iter().map(|t| (t.key(), t.value()))),
         };
@@ -544,7 +587,7 @@ impl IamReconciler {
             .client
             .create_policy()
             .policy_name(&after.name)
-            .description("The most the role may ever do, whatever its own policies say; derived by reconcile")
+            .set_description((!after.description.is_empty()).then(|| after.description.clone()))
             .policy_document(to_compact(&after.document))
             .set_tags((!tags.is_empty()).then_some(tags))
             .send()

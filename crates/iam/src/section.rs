@@ -62,7 +62,15 @@ pub struct Role {
     pub policy_name: String,
     /// Takes over a role that exists without reconcile's tag (`adopt = true`).
     pub adopt: bool,
+    /// The description of the role's derived permissions boundary, which IAM sets only when it
+    /// makes the policy.
+    pub boundary_description: String,
 }
+
+/// What a boundary says of itself unless desired.toml says otherwise: what reconcile has
+/// always made it with.
+pub const BOUNDARY_DESCRIPTION: &str =
+    "The most the role may ever do, whatever its own policies say; derived by reconcile";
 
 #[derive(Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
@@ -88,6 +96,10 @@ struct RawRole {
     tags: BTreeMap<String, Spanned<String>>,
     #[schemars(with = "Option<String>")]
     policy_name: Option<Spanned<String>>,
+    /// The description of its permissions boundary. IAM cannot change it once the policy is
+    /// made: a new one is a replacement of the boundary, which apply refuses.
+    #[schemars(with = "Option<String>")]
+    boundary_description: Option<Spanned<String>>,
     /// Takes it over though it exists without this deployment's mark (someone else made it).
     #[serde(default)]
     adopt: bool,
@@ -113,9 +125,14 @@ fn convert(locate: &Locator<'_>, raw: &RawIam, errors: &mut Vec<DesiredError>) -
             errors.push(locate.error(Some(raw_policy_name.span()), &format!("{key_path}.policy_name"), why));
         }
         if let Some(description) = &raw_role.description
-            && let Err(why) = check_role_description(description.get_ref())
+            && let Err(why) = check_description(description.get_ref(), "a role description")
         {
             errors.push(locate.error(Some(description.span()), &format!("{key_path}.description"), why));
+        }
+        if let Some(description) = &raw_role.boundary_description
+            && let Err(why) = check_description(description.get_ref(), "a policy description")
+        {
+            errors.push(locate.error(Some(description.span()), &format!("{key_path}.boundary_description"), why));
         }
         let services = raw_role.trusted_services.get_ref();
         if services.is_empty() || services.iter().any(|s| !s.ends_with(".amazonaws.com")) {
@@ -149,6 +166,10 @@ fn convert(locate: &Locator<'_>, raw: &RawIam, errors: &mut Vec<DesiredError>) -
             tags,
             policy_name,
             adopt: raw_role.adopt,
+            boundary_description: raw_role
+                .boundary_description
+                .as_ref()
+                .map_or_else(|| BOUNDARY_DESCRIPTION.to_owned(), |d| d.get_ref().clone()),
         });
     }
     let names = raw
@@ -161,17 +182,17 @@ fn convert(locate: &Locator<'_>, raw: &RawIam, errors: &mut Vec<DesiredError>) -
 }
 
 /// IAM's rule for role and policy names: letters, digits and `+=,.@_-`.
-/// A role description as IAM takes it (its service model's `roleDescriptionType`: at most 1000
-/// characters of `[\t\n\r\x20-\x7E\xA1-\xFF]`): printable Latin-1, so an em dash or a check mark
-/// would fail `CreateRole` halfway through an apply.
-fn check_role_description(description: &str) -> Result<(), String> {
+/// A description as IAM takes it (its service model's `roleDescriptionType`: at most 1000
+/// characters of `[\t\n\r\x20-\x7E\xA1-\xFF]`; a managed policy's is held to the same): printable
+/// Latin-1, so an em dash or a check mark would fail `CreateRole` halfway through an apply.
+fn check_description(description: &str, what: &str) -> Result<(), String> {
     if description.chars().count() > 1000 {
-        return Err("a role description is at most 1000 characters".to_owned());
+        return Err(format!("{what} is at most 1000 characters"));
     }
     let allowed = |c: char| matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{7e}' | '\u{a1}'..='\u{ff}');
     match description.chars().find(|c| !allowed(*c)) {
         Some(c) => Err(format!(
-            "IAM takes a role description of printable Latin-1 characters only, not `{}` (U+{:04X})",
+            "IAM takes {what} of printable Latin-1 characters only, not `{}` (U+{:04X})",
             c.escape_default(),
             c as u32
         )),

@@ -31,13 +31,20 @@ pub(crate) struct RoleSpec {
 }
 
 /// `iam_role_boundary.<key>`: the managed policy that is a runner role's permissions boundary,
-/// its default version's document in canonical form. Its description is not managed: IAM
-/// cannot change a managed policy's description, and it grants nothing.
+/// its default version's document in canonical form, and its description, which IAM sets only
+/// when it makes the policy (a different one is a replacement, which apply refuses).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct BoundarySpec {
     pub name: String,
+    /// A plan saved before reconcile compared it has none: what reconcile always made.
+    #[serde(default = "boundary_description")]
+    pub description: String,
     pub document: Value,
     pub tags: BTreeMap<String, String>,
+}
+
+fn boundary_description() -> String {
+    crate::section::BOUNDARY_DESCRIPTION.to_owned()
 }
 
 /// A live role: its spec, and what IAM tells besides, shown but never compared.
@@ -45,6 +52,8 @@ pub(crate) struct BoundarySpec {
 pub(crate) struct RoleState {
     pub arn: String,
     pub path: String,
+    /// IAM's own id of the role (`AROA...`), which Terraform's state calls `unique_id`.
+    pub unique_id: String,
     #[serde(flatten)]
     pub spec: RoleSpec,
 }
@@ -110,6 +119,7 @@ pub fn desired(
         let boundary_arn = policy_arn(account, &boundary_name(role));
         let spec = BoundarySpec {
             name: boundary_name(role),
+            description: role.boundary_description.clone(),
             document: canonical(&boundary, &account.partition),
             tags: desired.marked(&role.tags),
         };

@@ -16,6 +16,7 @@
 //! ACL grants and replication, which reconcile only ever clears, are mapped onto the bucket's
 //! deprecated arguments only while set, so that drift in them shows in the bucket's change.
 
+use reconcile_core::Account;
 use reconcile_core::terraform::{Mapping, Provider, ProviderResource, policy_string, tags};
 use serde_json::{Map, Value, json};
 
@@ -26,12 +27,15 @@ pub const MAPPINGS: &[Mapping] = &[
 
 const BUCKET: &[(&str, &str, &str)] = &[("bucket", "aws_s3_bucket.bucket", "id")];
 
+/// One of the bucket's configurations, a resource of its own whose `id` is the bucket's name.
 fn part(kind: &'static str, values: Value) -> ProviderResource {
-    ProviderResource::new(Provider::Aws, kind, "bucket", values).referring(BUCKET)
+    let id = values.get("bucket").cloned().unwrap_or(Value::Null);
+    ProviderResource::new(Provider::Aws, kind, "bucket", values).referring(BUCKET).computing(json!({ "id": id }))
 }
 
-fn bucket(_key: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
+fn bucket(account: &Account, _key: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
     let name = fields.get("name").cloned().unwrap_or(Value::Null);
+    let bucket_name = name.as_str().unwrap_or_default();
     let field = |key: &str| fields.get(key).cloned().unwrap_or(Value::Null);
     let (tags, tags_all) = tags(fields);
     let mut values = json!({ "bucket": name, "force_destroy": false, "tags": tags, "tags_all": tags_all });
@@ -52,8 +56,18 @@ fn bucket(_key: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
     if let Some(replication) = fields.get("replication").filter(|r| !r.is_null()) {
         values["replication_configuration"] = json!([replication]);
     }
-    let mut resources =
-        vec![ProviderResource::new(Provider::Aws, "aws_s3_bucket", "bucket", values).forcing_new(&["bucket"])];
+    let domain = if account.partition == "aws-cn" { "amazonaws.com.cn" } else { "amazonaws.com" };
+    let mut resources = vec![
+        ProviderResource::new(Provider::Aws, "aws_s3_bucket", "bucket", values).forcing_new(&["bucket"]).computing(
+            json!({
+                "arn": format!("arn:{}:s3:::{bucket_name}", account.partition),
+                "id": name,
+                "bucket_domain_name": format!("{bucket_name}.s3.{domain}"),
+                "bucket_regional_domain_name": format!("{bucket_name}.s3.{}.{domain}", account.region),
+                "region": account.region,
+            }),
+        ),
+    ];
     if let Some(Value::Object(block)) = fields.get("block_public_access") {
         let mut values = block.clone();
         values.insert("bucket".to_owned(), name.clone());
@@ -101,7 +115,7 @@ fn bucket(_key: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
     resources
 }
 
-fn lifecycle(_key: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
+fn lifecycle(_: &Account, _key: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
     let rules: Vec<Value> =
         fields.get("rules").and_then(Value::as_array).map(|rules| rules.iter().map(rule).collect()).unwrap_or_default();
     vec![part("aws_s3_bucket_lifecycle_configuration", json!({ "bucket": fields.get("bucket"), "rule": rules }))]

@@ -112,7 +112,7 @@ pub const DESCRIPTION: Description = Description {
     }],
     terraform: &[reconcile_core::terraform::Mapping {
         kind: QUEUE,
-        map: |name, fields| {
+        map: |_, name, fields| {
             let seconds = fields.get("retention_days").and_then(serde_json::Value::as_u64).map(|days| days * 86_400);
             vec![reconcile_core::terraform::ProviderResource::new(
                 reconcile_core::terraform::Provider::Aws,

@@ -345,7 +345,8 @@ fn unmapped(description: &Description, resources: &[reconcile_core::DesiredResou
         };
         for resource in resources.iter().filter(|r| r.address.kind == kind) {
             let name = &resource.address.name;
-            let mapped = (mapping.map)(name, &resource.attributes);
+            let account = reconcile_core::Account::new("123456789012", "us-east-1");
+            let mapped = (mapping.map)(&account, name, &resource.attributes);
             if mapped.is_empty() {
                 if mapping.unmapped.is_empty() {
                     problems.push(format!("{kind}: maps to nothing and does not say why"));
@@ -356,7 +357,7 @@ fn unmapped(description: &Description, resources: &[reconcile_core::DesiredResou
                 for other in mutated(value) {
                     let mut changed = resource.attributes.clone();
                     changed.insert(field.clone(), other.clone());
-                    if (mapping.map)(name, &changed) == mapped {
+                    if (mapping.map)(&account, name, &changed) == mapped {
                         problems
                             .push(format!("{}: `{field}` = {other} shows in no provider resource", resource.address));
                     }

@@ -17,6 +17,9 @@ use crate::output::{Output, color_on, print_plan};
 use crate::session::{Session, refuse_on};
 use crate::terraform;
 
+/// What was last applied, by address: the desired fields drift is found against.
+type LastApplied = std::collections::BTreeMap<reconcile_core::Address, serde_json::Map<String, serde_json::Value>>;
+
 /// Who reads the plan.
 pub enum Audience {
     /// Whoever runs it: everything the credentials read may be shown.
@@ -41,19 +44,20 @@ impl Audience {
     /// knows them by, so a pull request cannot point a declared key at another resource) and its
     /// deployment, whose mark makes a resource reconcile's. Without a base, nothing the pull
     /// request says makes anything reconcile's: no resource that exists is shown.
-    fn public(base: Option<&Desired>, account: &Account) -> Result<Public, CliError> {
-        let Some(base) = base else { return Ok(Public::default()) };
+    /// With the base's desired fields in the account's region: what was last applied, against
+    /// which the Terraform view finds drift (not the pull request's own changes).
+    fn public(base: Option<&Desired>, account: &Account) -> Result<(Public, Option<LastApplied>), CliError> {
+        let Some(base) = base else { return Ok((Public::default(), Some(LastApplied::new()))) };
         let resources = crate::session::desired_resources(&crate::catalog::CATALOG, base, account, true)
             .map_err(|errors| CliError::Input(errors.iter().map(|e| format!("--base: {e}")).collect()))?;
         // What the default branch declares is in its region (of the account the plan reads): a
         // pull request that moves to another region names what is there under the same names,
         // someone else's.
-        let declared: BTreeSet<_> = if base.region == account.region {
-            resources.values().map(|r| (r.address.clone(), r.remote_name.clone())).collect()
-        } else {
-            BTreeSet::new()
-        };
-        Ok(Public { base: Some(declared), deployment: Some(base.deployment.clone()), ..Public::default() })
+        let in_region = || resources.values().filter(|_| base.region == account.region);
+        let declared: BTreeSet<_> = in_region().map(|r| (r.address.clone(), r.remote_name.clone())).collect();
+        let last_applied = in_region().map(|r| (r.address.clone(), r.attributes.clone())).collect();
+        let public = Public { base: Some(declared), deployment: Some(base.deployment.clone()), ..Public::default() };
+        Ok((public, Some(last_applied)))
     }
 }
 
@@ -69,17 +73,17 @@ pub async fn run(session: &Session<Aws>, color: ColorChoice, request: Request<'_
     let Request { format, detailed_exitcode, out, attribute, audience } = request;
     let planned = session.plan(attribute).await?;
     let public = matches!(audience, Audience::Public { .. });
-    let plan = match &audience {
-        Audience::Private => planned.plan,
+    let (plan, last_applied) = match &audience {
+        Audience::Private => (planned.plan, None),
         Audience::Public { base } => {
-            let public = Audience::public(base.as_deref(), &planned.account)?;
-            audience::publish(planned.plan, &planned.resources, &public)
+            let (public, last_applied) = Audience::public(base.as_deref(), &planned.account)?;
+            (audience::publish(planned.plan, &planned.resources, &public), last_applied)
         }
     };
     let refused = refuse_on(&plan.findings);
     // Saved before it is printed, so a reader that goes away cannot lose it; never when refused,
     // so a refused plan cannot be applied.
-    let view = terraform::view(&plan, &planned.resources);
+    let view = terraform::view(&plan, &planned.resources, last_applied.as_ref());
     if let (Some(path), Ok(())) = (out, &refused) {
         let mut saved = saved::to_json(&plan, &session.inputs().desired_text, session.made_with());
         saved[terraform::SAVED_KEY] = view.clone();

@@ -364,3 +364,15 @@ pub async fn pushable(account: &TestAccount, names: &[String]) -> std::collectio
     }
     pushable
 }
+
+/// The `change` of one address in a JSON plan (its `actions`, `before` and `after`).
+pub fn json_change(plan_json: &str, address: &str) -> serde_json::Value {
+    let plan: serde_json::Value = serde_json::from_str(plan_json).expect("the JSON plan parses");
+    plan["resource_changes"]
+        .as_array()
+        .expect("resource_changes is an array")
+        .iter()
+        .find(|change| change["address"] == address)
+        .unwrap_or_else(|| panic!("{address} is not in the plan"))["change"]
+        .clone()
+}

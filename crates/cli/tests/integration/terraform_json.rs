@@ -323,15 +323,25 @@ fn decode(view: &Value) {
     struct Plan {
         format_version: String,
         terraform_version: String,
+        variables: serde_json::Map<String, Value>,
         planned_values: Values,
+        resource_drift: Vec<ResourceChange>,
         resource_changes: Vec<ResourceChange>,
+        relevant_attributes: Vec<RelevantAttribute>,
         prior_state: State,
         configuration: Configuration,
+        timestamp: String,
         applyable: bool,
         complete: bool,
         errored: bool,
         /// The one key of reconcile's own: the tools ignore what they do not know.
         reconcile: Value,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct RelevantAttribute {
+        resource: String,
+        attribute: Vec<Value>,
     }
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
@@ -448,6 +458,46 @@ fn decode(view: &Value) {
     };
     plan.planned_values.root_module.resources.iter().for_each(instance);
     plan.prior_state.values.root_module.resources.iter().for_each(instance);
+    // What Terraform's state holds of every resource that exists: its id, and its ARN where
+    // the type has one (the provider's schema).
+    const WITH_ARN: [&str; 6] = [
+        "aws_ecr_repository",
+        "aws_s3_bucket",
+        "aws_iam_policy",
+        "aws_iam_role",
+        "aws_iam_openid_connect_provider",
+        "aws_codebuild_project",
+    ];
+    for resource in &plan.prior_state.values.root_module.resources {
+        let id = resource.values.get("id").and_then(Value::as_str);
+        assert!(id.is_some_and(|id| !id.is_empty()), "{} has no id", resource.address);
+        if WITH_ARN.contains(&resource.kind.as_str()) {
+            let arn = resource.values.get("arn").and_then(Value::as_str).unwrap_or_default();
+            assert!(arn.starts_with("arn:aws:"), "{} has no arn: {arn:?}", resource.address);
+        }
+    }
+    // Terraform's `timestamp`: RFC 3339, UTC; no input variables.
+    assert!(plan.timestamp.len() == 20 && plan.timestamp.ends_with('Z'), "{}", plan.timestamp);
+    assert!(plan.variables.is_empty());
+    let drifted: BTreeSet<&str> = plan.resource_drift.iter().map(|d| d.address.as_str()).collect();
+    for attribute in &plan.relevant_attributes {
+        assert!(drifted.contains(attribute.resource.as_str()), "{}", attribute.resource);
+        assert_eq!(attribute.attribute.len(), 1);
+    }
+    // Drift is what refresh found: an update, or a resource appeared or gone out of band.
+    for drift in &plan.resource_drift {
+        assert!(drift.action_reason.is_none() && drift.change.importing.is_none(), "{}", drift.address);
+        assert!(
+            [["update"], ["delete"], ["create"]].iter().any(|one| drift
+                .change
+                .actions
+                .iter()
+                .map(String::as_str)
+                .eq(one.iter().copied())),
+            "{:?}",
+            drift.change.actions
+        );
+    }
     let actions: [&[&str]; 6] =
         [&["no-op"], &["create"], &["update"], &["delete"], &["delete", "create"], &["create", "delete"]];
     for change in &plan.resource_changes {
@@ -473,8 +523,17 @@ fn decode(view: &Value) {
         );
         assert_eq!(before.is_null(), done == &["create"], "{}", change.address);
         assert_eq!(after.is_null(), done == &["delete"], "{}", change.address);
-        // Known values throughout (no unknown after apply); nothing sensitive.
-        assert_eq!(after_unknown, &if after.is_null() { Value::Bool(false) } else { serde_json::json!({}) });
+        // Unknown after apply: only what AWS chooses for what is made; nothing sensitive.
+        let done_str: Vec<&str> = done.iter().map(String::as_str).collect();
+        match (after.is_null(), done_str.as_slice()) {
+            (true, _) => assert_eq!(after_unknown, &Value::Bool(false)),
+            (false, ["create"] | ["delete", "create"] | ["create", "delete"]) => {
+                let unknown = after_unknown.as_object().unwrap();
+                assert!(unknown.values().all(|v| v == &Value::Bool(true)), "{after_unknown}");
+                assert!(unknown.keys().all(|k| after.get(k).is_none()), "{}: {unknown:?} is known", change.address);
+            }
+            (false, _) => assert_eq!(after_unknown, &serde_json::json!({}), "{}", change.address),
+        }
         assert_eq!(before_sensitive.is_object(), !before.is_null());
         assert_eq!(after_sensitive.is_object(), !after.is_null());
         assert_eq!(replace_paths.is_some(), done.len() == 2, "{}", change.address);
@@ -493,11 +552,18 @@ fn decode(view: &Value) {
         assert_eq!(resource.address, format!("{}.{}", resource.kind, resource.name));
         assert!(plan.configuration.provider_config.contains_key(&resource.provider_config_key));
         assert!(resource.for_each_expression["references"].is_array());
-        // Each expression here is a reference to another block, which graph checks follow.
+        // Each expression is a constant, the instance's `for_each` value, or a reference to
+        // another block, which graph checks follow.
         for expression in resource.expressions.values() {
+            if expression.get("constant_value").is_some() {
+                continue;
+            }
             let references = expression["references"].as_array().expect("references");
             let block = references[0].as_str().unwrap();
-            assert!(blocks.iter().any(|(kind, name)| format!("{kind}.{name}") == block), "{block}");
+            assert!(
+                block == "each.value" || blocks.iter().any(|(kind, name)| format!("{kind}.{name}") == block),
+                "{block}"
+            );
         }
     }
 }
@@ -515,4 +581,309 @@ fn the_documented_mapping_is_each_crates_own_table() {
         }
     }
     assert!(rows > 20, "{rows}");
+}
+
+/// The Rego policies of docs/terraform-json.md, exactly as written there, each in a file of
+/// its own: (package, path).
+fn documented_rego(dir: &Path) -> Vec<(String, PathBuf)> {
+    let doc = std::fs::read_to_string(workspace_root().join("docs/terraform-json.md")).unwrap();
+    let mut policies = Vec::new();
+    for block in doc.split("```rego\n").skip(1) {
+        let text = &block[..block.find("```").expect("a closed block")];
+        let package = text.lines().find_map(|l| l.strip_prefix("package ")).expect("a package").to_owned();
+        let path = dir.join(format!("{package}.rego"));
+        std::fs::write(&path, text).unwrap();
+        policies.push((package, path));
+    }
+    policies
+}
+
+/// What `data.<package>.deny` says of a plan file, with regopy (OPA's Rego interpreter).
+fn deny(plan: &Path, package: &str, policy: &Path) -> BTreeSet<String> {
+    let output = Command::new(policy_tool("python"))
+        .arg(workspace_root().join("tests/policy/rego.py"))
+        .arg(plan)
+        .arg(format!("data.{package}.deny"))
+        .arg(policy)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{package}: {}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)))
+}
+
+#[tokio::test]
+async fn resource_drift_is_every_change_made_out_of_band_and_the_documented_rego_policies_judge_it() {
+    use aws_sdk_codebuild as codebuild;
+    use aws_sdk_ecr as ecr;
+    use aws_sdk_iam as iam;
+    use aws_sdk_s3 as s3;
+    let account = emulator().new_account().await;
+    let checkout = Checkout::new();
+    let policies = documented_rego(checkout.dir.path());
+    assert_eq!(policies.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>(), ["main", "drift"]);
+    let (main, drift_policy) = (&policies[0].1, &policies[1].1);
+
+    // Made from nothing: nothing in AWS drifted (the repository on GitHub exists with GitHub's
+    // defaults, which differ: those are), and what AWS will choose is unknown until it does.
+    let (empty, path) = checkout.view(&account, "empty");
+    let drifted_types: BTreeSet<&str> =
+        empty["resource_drift"].as_array().unwrap().iter().map(|d| d["type"].as_str().unwrap()).collect();
+    assert!(drifted_types.iter().all(|t| t.starts_with("github_")), "{drifted_types:?}");
+    let pytorch = |view: &Value, key: &str| -> Value {
+        view[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["address"] == "aws_ecr_repository.repository[\"pytorch\"]")
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let unknown = &pytorch(&empty, "resource_changes")["change"]["after_unknown"];
+    for attribute in ["arn", "id", "registry_id", "repository_url"] {
+        assert_eq!(unknown[attribute], true, "{unknown}");
+    }
+    // The nightly's repositories do not scan on push: the documented policy fails the plan.
+    let unscanned = deny(&path, "main", main);
+    assert_eq!(unscanned.len(), 27, "{unscanned:?}");
+    assert!(unscanned.contains("aws_ecr_repository.repository[\"pytorch\"] does not scan on push"));
+
+    let apply = checkout.run(&account, &["apply", "--auto-approve"]);
+    assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
+    let (clean, path) = checkout.view(&account, "clean");
+    assert_eq!(clean["resource_drift"], serde_json::json!([]));
+    assert_eq!(clean["relevant_attributes"], serde_json::json!([]));
+    assert_eq!(deny(&path, "drift", drift_policy), BTreeSet::new(), "a clean account passes");
+    // What AWS chose is known once it exists, on every side.
+    let state = &pytorch(&clean, "resource_changes")["change"]["after"];
+    // (The registry's host is the bake file's ECR_REGISTRY, which the plan prints by its name.)
+    assert_eq!(state["repository_url"], "${ECR_REGISTRY}/pytorch");
+    assert_eq!(state["arn"], format!("arn:aws:ecr:us-east-1:{}:repository/pytorch", account.id));
+    assert_eq!(state["registry_id"], account.id);
+    let role = clean["prior_state"]["values"]["root_module"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["address"] == "aws_iam_role.runner[\"codebuild\"]")
+        .unwrap();
+    assert!(role["values"]["unique_id"].as_str().is_some_and(|id| id.starts_with("AROA")), "{role}");
+    assert_eq!(role["values"]["arn"], format!("arn:aws:iam::{}:role/rocm-bake-codebuild", account.id));
+    let webhook = clean["prior_state"]["values"]["root_module"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["type"] == "aws_codebuild_webhook")
+        .unwrap();
+    assert_eq!(webhook["values"]["id"], "rocm-bake");
+
+    // Eight changes made out of band, each of another field or resource.
+    let config = account.sdk_config();
+    let ecr = ecr::Client::new(&config);
+    crate::support::put_lifecycle_policy(
+        &ecr,
+        "pytorch-cache",
+        r#"{"rules":[{"rulePriority":1,"selection":{"tagStatus":"untagged","countType":"sinceImagePushed","countUnit":"days","countNumber":14},"action":{"type":"expire"}}]}"#,
+    )
+    .await;
+    ecr.put_image_tag_mutability()
+        .repository_name("pytorch")
+        .image_tag_mutability(ecr::types::ImageTagMutability::Immutable)
+        .send()
+        .await
+        .unwrap();
+    let pull = serde_json::json!({
+        "Version": "2012-10-17",
+        "Statement": [{ "Sid": "pull", "Effect": "Allow", "Principal": { "AWS": "arn:aws:iam::210987654321:root" },
+                        "Action": ["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"] }],
+    });
+    ecr.set_repository_policy().repository_name("triton-wheel").policy_text(pull.to_string()).send().await.unwrap();
+    let s3 = s3::Client::new(&config);
+    let bucket = format!("rocm-bake-sccache-{}", account.id);
+    s3.put_bucket_versioning()
+        .bucket(&bucket)
+        .versioning_configuration(
+            s3::types::VersioningConfiguration::builder().status(s3::types::BucketVersioningStatus::Enabled).build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let rule = s3::types::LifecycleRule::builder()
+        .id("expire-after-30-days")
+        .status(s3::types::ExpirationStatus::Enabled)
+        .filter(s3::types::LifecycleRuleFilter::builder().prefix("").build())
+        .expiration(s3::types::LifecycleExpiration::builder().days(365).build())
+        .build()
+        .unwrap();
+    s3.put_bucket_lifecycle_configuration()
+        .bucket(&bucket)
+        .lifecycle_configuration(s3::types::BucketLifecycleConfiguration::builder().rules(rule).build().unwrap())
+        .send()
+        .await
+        .unwrap();
+    let iam = iam::Client::new(&config);
+    iam.update_role().role_name("rocm-bake-codebuild").max_session_duration(43200).send().await.unwrap();
+    let wide = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"*","Resource":"*"}]}"#;
+    iam.put_role_policy()
+        .role_name("rocm-bake-codebuild")
+        .policy_name("rocm-bake-nightly")
+        .policy_document(wide)
+        .send()
+        .await
+        .unwrap();
+    let codebuild = codebuild::Client::new(&config);
+    let project = codebuild.batch_get_projects().names("rocm-bake").send().await.unwrap();
+    let environment = project.projects()[0].environment().unwrap().clone();
+    let environment = codebuild::types::ProjectEnvironment::builder()
+        .r#type(environment.r#type().clone())
+        .image(environment.image())
+        .privileged_mode(true)
+        .compute_type(codebuild::types::ComputeType::BuildGeneral12Xlarge)
+        .build()
+        .unwrap();
+    codebuild.update_project().name("rocm-bake").environment(environment).send().await.unwrap();
+
+    let (drifted, path) = checkout.view(&account, "drifted");
+    let drift: BTreeSet<(String, String)> = drifted["resource_drift"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["change"]["actions"][0].as_str().unwrap().to_owned(), d["address"].as_str().unwrap().to_owned()))
+        .collect();
+    let expected: BTreeSet<(String, String)> = [
+        ("update", "aws_ecr_lifecycle_policy.repository[\"pytorch-cache\"]"),
+        ("update", "aws_ecr_repository.repository[\"pytorch\"]"),
+        // A resource of its own, which no apply made: Terraform, knowing only its state, is
+        // blind to it; reconcile reads every repository's policy.
+        ("create", "aws_ecr_repository_policy.repository[\"triton-wheel\"]"),
+        ("update", "aws_s3_bucket_versioning.bucket[\"sccache\"]"),
+        ("update", "aws_s3_bucket_lifecycle_configuration.bucket[\"sccache\"]"),
+        ("update", "aws_iam_role.runner[\"codebuild\"]"),
+        ("update", "aws_iam_role_policy.runner[\"codebuild\"]"),
+        ("update", "aws_codebuild_project.runner[\"runner\"]"),
+    ]
+    .into_iter()
+    .map(|(a, b)| (a.to_owned(), b.to_owned()))
+    .collect();
+    assert_eq!(drift, expected);
+    // Before: as the last apply left it (desired.toml's); after: as read.
+    let entry = |address: &str| {
+        drifted["resource_drift"].as_array().unwrap().iter().find(|d| d["address"] == address).unwrap().clone()
+    };
+    let lifecycle = entry("aws_ecr_lifecycle_policy.repository[\"pytorch-cache\"]");
+    assert!(lifecycle["change"]["before"]["policy"].as_str().unwrap().contains("imageCountMoreThan"));
+    assert!(lifecycle["change"]["after"]["policy"].as_str().unwrap().contains("sinceImagePushed"));
+    let role = entry("aws_iam_role.runner[\"codebuild\"]");
+    assert_eq!(
+        (&role["change"]["before"]["max_session_duration"], &role["change"]["after"]["max_session_duration"]),
+        (&serde_json::json!(3600), &serde_json::json!(43200))
+    );
+    assert!(role["change"]["after"]["unique_id"].as_str().is_some_and(|id| id.starts_with("AROA")));
+    let attributes: BTreeSet<String> = drifted["relevant_attributes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| format!("{}.{}", a["resource"].as_str().unwrap(), a["attribute"][0].as_str().unwrap()))
+        .collect();
+    for expected in [
+        "aws_ecr_repository.repository[\"pytorch\"].image_tag_mutability",
+        "aws_iam_role.runner[\"codebuild\"].max_session_duration",
+        "aws_codebuild_project.runner[\"runner\"].environment",
+        "aws_s3_bucket_versioning.bucket[\"sccache\"].versioning_configuration",
+    ] {
+        assert!(attributes.contains(expected), "{expected}: {attributes:?}");
+    }
+    // The documented drift gate fails the plan, naming every change and nothing else.
+    let denied = deny(&path, "drift", drift_policy);
+    for (action, address) in &expected {
+        assert!(denied.iter().any(|d| d.starts_with(&format!("{address}: "))), "{action} {address}: {denied:?}");
+    }
+    assert!(
+        denied.contains("aws_ecr_repository_policy.repository[\"triton-wheel\"]: created out of band"),
+        "{denied:?}"
+    );
+    assert!(
+        denied.contains("aws_iam_role.runner[\"codebuild\"]: max_session_duration changed out of band"),
+        "{denied:?}"
+    );
+    assert_eq!(denied.iter().filter(|d| d.contains("codebuild_webhook")).count(), 0);
+}
+
+#[tokio::test]
+async fn the_boundarys_description_is_shown_everywhere_and_a_new_one_is_a_replacement_apply_refuses() {
+    let account = emulator().new_account().await;
+    let text = crate::support::small_account(&["plain"]);
+    let desired = crate::support::desired_file(&text);
+    let run = |path: &Path, args: &[&str]| crate::support::reconcile(&account, path, args);
+    let default = "The most the role may ever do, whatever its own policies say; derived by reconcile";
+
+    // Made: the description it is made with is in every format.
+    let plan = run(&desired.path, &["plan"]);
+    assert!(plan.stdout.contains(default), "{}", plan.stdout);
+    let json = run(&desired.path, &["plan", "--format", "json"]);
+    let boundary = crate::support::json_change(&json.stdout, "iam_role_boundary.codebuild");
+    assert_eq!(boundary["after"]["description"], default);
+    let view: Value =
+        serde_json::from_str(&run(&desired.path, &["plan", "--format", "terraform-json"]).stdout).unwrap();
+    let policy = view["resource_changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["address"] == "aws_iam_policy.boundary[\"codebuild\"]")
+        .unwrap();
+    assert_eq!(policy["change"]["after"]["description"], default);
+    let apply = run(&desired.path, &["apply", "--auto-approve"]);
+    assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
+    let iam = aws_sdk_iam::Client::new(&account.sdk_config());
+    let arn = format!("arn:aws:iam::{}:policy/rocm-bake-codebuild-boundary", account.id);
+    let live = iam.get_policy().policy_arn(&arn).send().await.unwrap();
+    assert_eq!(live.policy().unwrap().description(), Some(default));
+    assert_eq!(run(&desired.path, &["plan", "--detailed-exitcode"]).code, 0, "the same description: no change");
+
+    // Another description in desired.toml: IAM cannot change it, so the plan says it replaces
+    // the boundary, in every format, and that apply will not; apply writes nothing.
+    let changed = crate::support::desired_file(&text.replace(
+        "policy_name = \"rocm-bake-nightly\"\n",
+        "policy_name = \"rocm-bake-nightly\"\nboundary_description = \"The nightly's ceiling\"\n",
+    ));
+    let plan = run(&changed.path, &["plan"]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    assert!(plan.stdout.contains("iam_role_boundary.codebuild must be replaced"), "{}", plan.stdout);
+    assert!(plan.stdout.contains("The nightly's ceiling") && plan.stdout.contains(default), "{}", plan.stdout);
+    assert!(plan.stdout.contains("W102") && plan.stdout.contains("apply refuses this replacement"), "{}", plan.stdout);
+    let json = run(&changed.path, &["plan", "--format", "json"]);
+    let boundary = crate::support::json_change(&json.stdout, "iam_role_boundary.codebuild");
+    assert_eq!(boundary["actions"], serde_json::json!(["delete", "create"]));
+    assert_eq!(boundary["before"]["description"], default);
+    assert_eq!(boundary["after"]["description"], "The nightly's ceiling");
+    let view: Value =
+        serde_json::from_str(&run(&changed.path, &["plan", "--format", "terraform-json"]).stdout).unwrap();
+    decode(&view);
+    let policy = view["resource_changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["address"] == "aws_iam_policy.boundary[\"codebuild\"]")
+        .unwrap();
+    assert_eq!(policy["change"]["actions"], serde_json::json!(["delete", "create"]));
+    assert_eq!(policy["change"]["replace_paths"], serde_json::json!([["description"]]));
+    assert_eq!(policy["action_reason"], "replace_because_cannot_update");
+    assert_eq!(policy["change"]["after_unknown"]["arn"], true, "made anew: AWS chooses again");
+    let writes = account.writes().len();
+    let refused = run(&changed.path, &["apply", "--auto-approve"]);
+    assert_eq!(refused.code, 3, "{}{}", refused.stdout, refused.stderr);
+    assert!(refused.stderr.contains("pass --allow-delete"), "{}", refused.stderr);
+    let refused = run(&changed.path, &["apply", "--auto-approve", "--allow-delete"]);
+    assert_eq!(refused.code, 3, "{}{}", refused.stdout, refused.stderr);
+    assert!(refused.stderr.contains("IAM cannot change a managed policy's description"), "{}", refused.stderr);
+    assert_eq!(account.writes().len(), writes, "nothing written");
+    assert_eq!(iam.get_policy().policy_arn(&arn).send().await.unwrap().policy().unwrap().description(), Some(default));
+
+    // Refused before any AWS call when IAM would refuse it halfway through an apply.
+    let bad = crate::support::desired_file(&text.replace(
+        "policy_name = \"rocm-bake-nightly\"\n",
+        "policy_name = \"rocm-bake-nightly\"\nboundary_description = \"a ✓\"\n",
+    ));
+    let refused = run(&bad.path, &["plan"]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(refused.stderr.contains("iam.roles.codebuild.boundary_description"), "{}", refused.stderr);
 }
