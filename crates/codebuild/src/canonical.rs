@@ -170,6 +170,11 @@ struct ProjectState<'a> {
     build_batch_service_role: Option<&'a str>,
     s3_logs: S3LogsSpec,
     project_visibility: &'a str,
+    /// What desired.toml does not set and apply leaves as it is: shown (Terraform's plan
+    /// carries them), never compared.
+    badge_enabled: bool,
+    concurrent_build_limit: Option<i32>,
+    source_version: &'a str,
 }
 
 #[derive(Debug, Serialize)]
@@ -361,6 +366,9 @@ pub fn observed_project(project: &codebuild::types::Project) -> Map<String, Valu
             },
         ),
         project_visibility: project.project_visibility().map_or(PRIVATE, |v| v.as_str()),
+        badge_enabled: project.badge().is_some_and(|b| b.badge_enabled()),
+        concurrent_build_limit: project.concurrent_build_limit(),
+        source_version: project.source_version().unwrap_or_default(),
     })
 }
 

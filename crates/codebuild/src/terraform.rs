@@ -94,7 +94,14 @@ fn project(account: &Account, _key: &str, fields: &Map<String, Value>) -> Vec<Pr
         )
         .forcing_new(&["name"])
         .referring(&[("service_role", "aws_iam_role.runner", "arn")])
-        .computing(json!({ "arn": arn, "id": arn })),
+        .computing(json!({ "arn": arn, "id": arn }))
+        // What desired.toml does not set: AWS's default when it is made, then as read (apply
+        // leaves it as it is).
+        .leaving(json!({
+            "badge_enabled": fields.get("badge_enabled").cloned().unwrap_or(json!(false)),
+            "concurrent_build_limit": field("concurrent_build_limit"),
+            "source_version": fields.get("source_version").cloned().unwrap_or(json!("")),
+        })),
     ]
 }
 

@@ -80,6 +80,9 @@ pub struct ProviderResource {
     /// `repository_url`, a role's `unique_id`). Only what is made of observed fields counts:
     /// known for what exists, unknown (`after_unknown`) for what the plan makes. Never compared.
     pub computed: Map<String, Value>,
+    /// Arguments desired.toml does not set and apply leaves as they are (a project's badge):
+    /// AWS's default for what the plan makes, as read for what exists. Never compared.
+    pub left: Map<String, Value>,
 }
 
 impl ProviderResource {
@@ -92,7 +95,14 @@ impl ProviderResource {
             references: &[],
             force_new: &[],
             computed: Map::new(),
+            left: Map::new(),
         }
+    }
+
+    /// With the arguments apply leaves as they are (see [`ProviderResource::left`]).
+    pub fn leaving(mut self, left: Value) -> Self {
+        self.left = crate::json::object(left);
+        self
     }
 
     /// With the attributes AWS chooses (see [`ProviderResource::computed`]).
@@ -159,11 +169,20 @@ impl Instance {
     }
 
     /// Its arguments with what AWS chose for it, as the provider's state holds them: `known`,
-    /// the computed attributes of the live resource, if there is one.
+    /// what AWS chose for the live resource, if there is one; else AWS's defaults of what
+    /// apply leaves alone.
     fn state(&self, known: Option<&Map<String, Value>>) -> Map<String, Value> {
         let mut values = self.resource.values.clone();
-        values.extend(known.into_iter().flatten().map(|(key, value)| (key.clone(), value.clone())));
+        let chosen = known.unwrap_or(&self.resource.left);
+        values.extend(chosen.iter().map(|(key, value)| (key.clone(), value.clone())));
         values
+    }
+
+    /// What AWS chose for it, as read: its computed attributes and what apply leaves alone.
+    fn chosen(&self) -> Map<String, Value> {
+        let mut chosen = self.resource.left.clone();
+        chosen.extend(self.resource.computed.iter().map(|(key, value)| (key.clone(), value.clone())));
+        chosen
     }
 
     /// Terraform's `after_unknown`: every computed attribute of what does not exist yet.
@@ -278,8 +297,9 @@ pub fn view(plan: &Plan, inputs: Inputs<'_>) -> Value {
             Observed::Present(fields) => instances(&account, address, Some(fields), map),
             Observed::Absent => Vec::new(),
         };
-        let known = |instance: &Instance| live.iter().find(|l| l.key() == instance.key()).map(|l| &l.resource.computed);
-        prior.extend(live.iter().map(|l| values_json(l, l.state(Some(&l.resource.computed)))));
+        let chosen: Vec<((&str, &str), Map<String, Value>)> = live.iter().map(|l| (l.key(), l.chosen())).collect();
+        let known = |instance: &Instance| chosen.iter().find(|(key, _)| *key == instance.key()).map(|(_, c)| c);
+        prior.extend(live.iter().zip(&chosen).map(|(l, (_, c))| values_json(l, l.state(Some(c)))));
         let before = instances(&account, address, before.as_ref(), map);
         let after = instances(&account, address, after.as_ref(), map);
         if before.is_empty() && after.is_empty() {
@@ -514,7 +534,8 @@ mod tests {
                 json!({ "name": name, "size": fields.get("size") }),
             )
             .forcing_new(&["name"])
-            .computing(json!({ "id": name, "serial": fields.get("serial") })),
+            .computing(json!({ "id": name, "serial": fields.get("serial") }))
+            .leaving(json!({ "colour": fields.get("colour").cloned().unwrap_or(json!("grey")) })),
         ];
         if let Some(extra) = fields.get("extra").filter(|e| !e.is_null()) {
             out.push(
@@ -598,7 +619,8 @@ mod tests {
     #[test]
     fn every_declared_resource_is_planned_and_an_unchanged_one_is_a_no_op() {
         let mut plan = Plan::new("123456789012", "us-east-1");
-        plan.observed.insert(Address::new(THING, "a/b"), Observed::Present(object(json!({ "size": 1, "serial": 7 }))));
+        let live = json!({ "size": 1, "serial": 7, "colour": "blue" });
+        plan.observed.insert(Address::new(THING, "a/b"), Observed::Present(object(live)));
         plan.observed.insert(Address::new(UNMAPPED, "ROCm/x"), Observed::Present(Map::new()));
         let view = view_of(&plan, &[("a/b", json!({ "size": 1 }))]);
         assert_eq!(actions(&view), [("aws_thing.thing[\"a/b\"]".to_owned(), vec!["no-op".to_owned()])]);
@@ -608,7 +630,7 @@ mod tests {
         assert_eq!(entry["provider_name"], "registry.terraform.io/hashicorp/aws");
         assert_eq!(entry["change"]["before"], entry["change"]["after"]);
         // What AWS chose, read from the live resource, on every side: never compared.
-        let state = json!({ "name": "a/b", "size": 1, "id": "a/b", "serial": 7 });
+        let state = json!({ "name": "a/b", "size": 1, "id": "a/b", "serial": 7, "colour": "blue" });
         assert_eq!(view["planned_values"]["root_module"]["resources"][0]["values"], state);
         assert_eq!(entry["change"]["after"], state);
         assert_eq!(entry["change"]["after_unknown"], json!({}));
@@ -655,7 +677,8 @@ mod tests {
         assert_eq!(changes[3]["change"]["before_sensitive"], false);
         // What AWS will choose for what is made is unknown, and left out of its values.
         assert_eq!(changes[3]["change"]["after_unknown"], json!({ "id": true, "serial": true }));
-        assert_eq!(changes[3]["change"]["after"], json!({ "name": "n", "size": 3 }));
+        // What apply leaves alone is AWS's default on what is made.
+        assert_eq!(changes[3]["change"]["after"], json!({ "name": "n", "size": 3, "colour": "grey" }));
         assert_eq!(changes[1]["change"]["after_unknown"], false);
         // Planned: what exists after the apply, only.
         let planned: Vec<&str> = view["planned_values"]["root_module"]["resources"]
@@ -728,8 +751,13 @@ mod tests {
         // Before: as desired.toml has it (what apply left); after: as read, with what AWS chose.
         assert_eq!(drift[0]["address"], "aws_thing.thing[\"a\"]");
         assert_eq!(drift[0]["change"]["actions"], json!(["update"]));
-        assert_eq!(drift[0]["change"]["before"], json!({ "name": "a", "size": 2, "id": "a", "serial": 4 }));
-        assert_eq!(drift[0]["change"]["after"], json!({ "name": "a", "size": 9, "id": "a", "serial": 4 }));
+        let chosen = json!({ "id": "a", "serial": 4, "colour": "grey" });
+        let with = |mut values: Value| {
+            values.as_object_mut().unwrap().extend(chosen.as_object().unwrap().clone());
+            values
+        };
+        assert_eq!(drift[0]["change"]["before"], with(json!({ "name": "a", "size": 2 })));
+        assert_eq!(drift[0]["change"]["after"], with(json!({ "name": "a", "size": 9 })));
         // What appeared out of band as a resource of its own.
         assert_eq!(drift[1]["address"], "aws_thing_extra.thing[\"a\"]");
         assert_eq!(drift[1]["change"]["actions"], json!(["create"]));
@@ -754,7 +782,7 @@ mod tests {
             timestamp: String::new(),
             last_applied: Some(&applied),
         };
-        let view = view(&plan, inputs);
+        let view = super::view(&plan, inputs);
         assert_eq!(view["resource_drift"], json!([]));
         assert_eq!(view["relevant_attributes"], json!([]));
         assert_eq!(actions(&view)[0].1, ["update"]);
