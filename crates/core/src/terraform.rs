@@ -297,9 +297,10 @@ pub fn view(plan: &Plan, inputs: Inputs<'_>) -> Value {
             Observed::Present(fields) => instances(&account, address, Some(fields), map),
             Observed::Absent => Vec::new(),
         };
-        let chosen: Vec<((&str, &str), Map<String, Value>)> = live.iter().map(|l| (l.key(), l.chosen())).collect();
-        let known = |instance: &Instance| chosen.iter().find(|(key, _)| *key == instance.key()).map(|(_, c)| c);
-        prior.extend(live.iter().zip(&chosen).map(|(l, (_, c))| values_json(l, l.state(Some(c)))));
+        let chosen: Vec<Map<String, Value>> = live.iter().map(Instance::chosen).collect();
+        let known =
+            |instance: &Instance| live.iter().position(|l| l.key() == instance.key()).map(|position| &chosen[position]);
+        prior.extend(live.iter().zip(&chosen).map(|(l, c)| values_json(l, l.state(Some(c)))));
         let before = instances(&account, address, before.as_ref(), map);
         let after = instances(&account, address, after.as_ref(), map);
         if before.is_empty() && after.is_empty() {
