@@ -679,5 +679,10 @@ mod tests {
         );
         assert_eq!(fields["build_type"], "BUILD");
         assert_eq!(fields["manual_creation"], false);
+        // No hook address answered: none kept (never an empty one).
+        assert_eq!(fields.get("url"), None);
+        let hooked = codebuild::types::Webhook::builder().url("https://api.github.com/repos/o/r/hooks/1").build();
+        assert_eq!(observed_webhook("p", &hooked)["url"], "https://api.github.com/repos/o/r/hooks/1");
+        assert_eq!(observed_webhook("p", &codebuild::types::Webhook::builder().url("").build()).get("url"), None);
     }
 }

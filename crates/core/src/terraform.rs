@@ -675,6 +675,7 @@ mod tests {
         );
         let changes = view["resource_changes"].as_array().unwrap();
         assert_eq!(changes[2]["action_reason"], "delete_because_no_resource_config");
+        assert_eq!(view["reconcile"]["unmapped_kinds"], json!([]), "made or deleted, it maps");
         assert_eq!(changes[3]["change"]["before_sensitive"], false);
         // What AWS will choose for what is made is unknown, and left out of its values.
         assert_eq!(changes[3]["change"]["after_unknown"], json!({ "id": true, "serial": true }));
@@ -787,6 +788,62 @@ mod tests {
         assert_eq!(view["resource_drift"], json!([]));
         assert_eq!(view["relevant_attributes"], json!([]));
         assert_eq!(actions(&view)[0].1, ["update"]);
+    }
+
+    #[test]
+    fn only_a_replacement_replaces_and_only_an_imports_first_resource_is_imported() {
+        let mut plan = Plan::new("1", "r");
+        for name in ["a", "b"] {
+            plan.observed
+                .insert(Address::new(THING, name), Observed::Present(object(json!({ "size": 1, "extra": "e" }))));
+        }
+        let was = json!({ "size": 1, "extra": "e" });
+        let is = json!({ "size": 1, "extra": "f" });
+        plan.changes = vec![
+            change("a", Action::Replace, Some(was.clone()), Some(is.clone())),
+            change("b", Action::Update, Some(was), Some(is.clone())),
+        ];
+        plan.takeovers.insert(Address::new(THING, "a"), crate::plan::Takeover::Import);
+        let view = view_of(&plan, &[("a", is.clone()), ("b", is)]);
+        let entry = |address: &str| {
+            view["resource_changes"].as_array().unwrap().iter().find(|c| c["address"] == address).unwrap().clone()
+        };
+        // `aws_thing_extra` has no force-new argument: replacing `a` replaces it whatever differs.
+        let replaced = entry("aws_thing_extra.thing[\"a\"]");
+        assert_eq!(replaced["change"]["actions"], json!(["delete", "create"]));
+        assert_eq!(replaced["change"]["replace_paths"], json!([["extra"]]));
+        assert_eq!(replaced["action_reason"], "replace_because_cannot_update");
+        assert_eq!(replaced["change"]["after_unknown"], json!({}), "no attribute of its own AWS chooses");
+        assert_eq!(replaced["change"].get("importing"), None, "only the first resource is imported");
+        assert_eq!(entry("aws_thing.thing[\"a\"]")["change"]["importing"], json!({ "id": "a" }));
+        // The same difference in an update is an update, with no replacement's fields.
+        let updated = entry("aws_thing_extra.thing[\"b\"]");
+        assert_eq!(updated["change"]["actions"], json!(["update"]));
+        assert_eq!(updated["change"].get("replace_paths"), None);
+        assert_eq!(updated.get("action_reason"), None);
+        assert_eq!(entry("aws_thing.thing[\"b\"]")["change"].get("importing"), None, "not imported");
+        assert_eq!(view["reconcile"]["unmapped_kinds"], json!([]), "every kind here maps");
+    }
+
+    #[test]
+    fn a_policy_is_a_string_and_tags_are_tags_all() {
+        assert_eq!(policy_string(&Value::Null), Value::Null);
+        assert_eq!(policy_string(&json!({ "b": 1, "a": [2] })), json!("{\"a\":[2],\"b\":1}"));
+        let (tags, all) = tags(&object(json!({ "tags": { "k": "v" } })));
+        assert_eq!((tags, all), (json!({ "k": "v" }), json!({ "k": "v" })));
+        assert_eq!(super::tags(&Map::new()), (json!({}), json!({})));
+    }
+
+    #[test]
+    fn a_declared_resource_that_is_absent_is_made_unless_the_plan_destroys() {
+        // No change for it (a plan cut down to others): still what apply would make, but in a
+        // destroy plan, which makes nothing.
+        let mut plan = Plan::new("1", "r");
+        plan.observed.insert(Address::new(THING, "n"), Observed::Absent);
+        let view = view_of(&plan, &[("n", json!({ "size": 3 }))]);
+        assert_eq!(actions(&view), [("aws_thing.thing[\"n\"]".to_owned(), vec!["create".to_owned()])]);
+        plan.destroy = true;
+        assert_eq!(actions(&view_of(&plan, &[("n", json!({ "size": 3 }))])), []);
     }
 
     #[test]
