@@ -112,6 +112,12 @@ fn planned(view: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The entry of `address` in one of a view's lists: `resource_changes`, `resource_drift`, or a
+/// state's resources (`["prior_state"]["values"]["root_module"]["resources"]`).
+fn at<'a>(list: &'a Value, address: &str) -> &'a Value {
+    list.as_array().unwrap().iter().find(|c| c["address"] == address).unwrap_or_else(|| panic!("no {address}"))
+}
+
 fn actions(view: &Value) -> BTreeSet<String> {
     view["resource_changes"].as_array().unwrap().iter().map(|c| c["change"]["actions"].to_string()).collect()
 }
@@ -195,12 +201,7 @@ async fn checkov_and_terraform_compliance_read_every_plan_of_the_account_and_fin
     let (code, output) = terraform_compliance(&path, "holds");
     assert_eq!(code, 0, "{output}");
     // The live lifecycle policy's age rule is the before of an update.
-    let pytorch_cache = drifted["resource_changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["address"] == "aws_ecr_lifecycle_policy.repository[\"pytorch-cache\"]")
-        .unwrap();
+    let pytorch_cache = at(&drifted["resource_changes"], "aws_ecr_lifecycle_policy.repository[\"pytorch-cache\"]");
     assert_eq!(pytorch_cache["change"]["actions"], serde_json::json!(["update"]));
     assert!(pytorch_cache["change"]["before"]["policy"].as_str().unwrap().contains("sinceImagePushed"));
     // What a plan shows privately, the prior state holds: the account's old role policy.
@@ -285,12 +286,7 @@ async fn a_repositorys_encryption_is_made_as_declared_and_a_different_one_is_a_r
     assert!(plan.stdout.contains("encryption_type"), "{}", plan.stdout);
     let view = run(&["plan", "--format", "terraform-json"]);
     let view: Value = serde_json::from_str(&view.stdout).unwrap();
-    let change = view["resource_changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["address"] == "aws_ecr_repository.repository[\"plain\"]")
-        .unwrap();
+    let change = at(&view["resource_changes"], "aws_ecr_repository.repository[\"plain\"]");
     assert_eq!(change["change"]["actions"], serde_json::json!(["delete", "create"]));
     assert_eq!(change["change"]["replace_paths"], serde_json::json!([["encryption_configuration"]]));
     assert_eq!(change["action_reason"], "replace_because_cannot_update");
@@ -630,15 +626,7 @@ async fn resource_drift_is_every_change_made_out_of_band_and_the_documented_rego
     let drifted_types: BTreeSet<&str> =
         empty["resource_drift"].as_array().unwrap().iter().map(|d| d["type"].as_str().unwrap()).collect();
     assert!(drifted_types.iter().all(|t| t.starts_with("github_")), "{drifted_types:?}");
-    let pytorch = |view: &Value, key: &str| -> Value {
-        view[key]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["address"] == "aws_ecr_repository.repository[\"pytorch\"]")
-            .cloned()
-            .unwrap_or(Value::Null)
-    };
+    let pytorch = |view: &Value, key: &str| at(&view[key], "aws_ecr_repository.repository[\"pytorch\"]").clone();
     let unknown = &pytorch(&empty, "resource_changes")["change"]["after_unknown"];
     for attribute in ["arn", "id", "registry_id", "repository_url"] {
         assert_eq!(unknown[attribute], true, "{unknown}");
@@ -660,12 +648,7 @@ async fn resource_drift_is_every_change_made_out_of_band_and_the_documented_rego
     assert_eq!(state["repository_url"], "${ECR_REGISTRY}/pytorch");
     assert_eq!(state["arn"], format!("arn:aws:ecr:us-east-1:{}:repository/pytorch", account.id));
     assert_eq!(state["registry_id"], account.id);
-    let role = clean["prior_state"]["values"]["root_module"]["resources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["address"] == "aws_iam_role.runner[\"codebuild\"]")
-        .unwrap();
+    let role = at(&clean["prior_state"]["values"]["root_module"]["resources"], "aws_iam_role.runner[\"codebuild\"]");
     assert!(role["values"]["unique_id"].as_str().is_some_and(|id| id.starts_with("AROA")), "{role}");
     assert_eq!(role["values"]["arn"], format!("arn:aws:iam::{}:role/rocm-bake-codebuild", account.id));
     let webhook = clean["prior_state"]["values"]["root_module"]["resources"]
@@ -766,9 +749,7 @@ async fn resource_drift_is_every_change_made_out_of_band_and_the_documented_rego
     .collect();
     assert_eq!(drift, expected);
     // Before: as the last apply left it (desired.toml's); after: as read.
-    let entry = |address: &str| {
-        drifted["resource_drift"].as_array().unwrap().iter().find(|d| d["address"] == address).unwrap().clone()
-    };
+    let entry = |address: &str| at(&drifted["resource_drift"], address).clone();
     let lifecycle = entry("aws_ecr_lifecycle_policy.repository[\"pytorch-cache\"]");
     assert!(lifecycle["change"]["before"]["policy"].as_str().unwrap().contains("imageCountMoreThan"));
     assert!(lifecycle["change"]["after"]["policy"].as_str().unwrap().contains("sinceImagePushed"));
@@ -824,12 +805,7 @@ async fn the_boundarys_description_is_shown_everywhere_and_a_new_one_is_a_replac
     assert_eq!(boundary["after"]["description"], default);
     let view: Value =
         serde_json::from_str(&run(&desired.path, &["plan", "--format", "terraform-json"]).stdout).unwrap();
-    let policy = view["resource_changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["address"] == "aws_iam_policy.boundary[\"codebuild\"]")
-        .unwrap();
+    let policy = at(&view["resource_changes"], "aws_iam_policy.boundary[\"codebuild\"]");
     assert_eq!(policy["change"]["after"]["description"], default);
     let apply = run(&desired.path, &["apply", "--auto-approve"]);
     assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
@@ -858,12 +834,7 @@ async fn the_boundarys_description_is_shown_everywhere_and_a_new_one_is_a_replac
     let view: Value =
         serde_json::from_str(&run(&changed.path, &["plan", "--format", "terraform-json"]).stdout).unwrap();
     decode(&view);
-    let policy = view["resource_changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["address"] == "aws_iam_policy.boundary[\"codebuild\"]")
-        .unwrap();
+    let policy = at(&view["resource_changes"], "aws_iam_policy.boundary[\"codebuild\"]");
     assert_eq!(policy["change"]["actions"], serde_json::json!(["delete", "create"]));
     assert_eq!(policy["change"]["replace_paths"], serde_json::json!([["description"]]));
     assert_eq!(policy["action_reason"], "replace_because_cannot_update");
