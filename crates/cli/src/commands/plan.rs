@@ -44,9 +44,15 @@ impl Audience {
     /// knows them by, so a pull request cannot point a declared key at another resource) and its
     /// deployment, whose mark makes a resource reconcile's. Without a base, nothing the pull
     /// request says makes anything reconcile's: no resource that exists is shown.
-    /// With the base's desired fields in the account's region: what was last applied, against
-    /// which the Terraform view finds drift (not the pull request's own changes).
-    fn public(base: Option<&Desired>, account: &Account) -> Result<(Public, Option<LastApplied>), CliError> {
+    /// With the base's desired fields in the account's region, of each resource the pull
+    /// request names as the base does (`planned`): what was last applied, against which the
+    /// Terraform view finds drift (not the pull request's own changes; and for a key pointed at
+    /// another resource, no baseline, never another resource's fields).
+    fn public(
+        base: Option<&Desired>,
+        account: &Account,
+        planned: &reconcile_core::engine::DesiredResources,
+    ) -> Result<(Public, Option<LastApplied>), CliError> {
         let Some(base) = base else { return Ok((Public::default(), Some(LastApplied::new()))) };
         let resources = crate::session::desired_resources(&crate::catalog::CATALOG, base, account, true)
             .map_err(|errors| CliError::Input(errors.iter().map(|e| format!("--base: {e}")).collect()))?;
@@ -55,7 +61,10 @@ impl Audience {
         // someone else's.
         let in_region = || resources.values().filter(|_| base.region == account.region);
         let declared: BTreeSet<_> = in_region().map(|r| (r.address.clone(), r.remote_name.clone())).collect();
-        let last_applied = in_region().map(|r| (r.address.clone(), r.attributes.clone())).collect();
+        let last_applied = in_region()
+            .filter(|r| planned.values().any(|p| p.address == r.address && p.remote_name == r.remote_name))
+            .map(|r| (r.address.clone(), r.attributes.clone()))
+            .collect();
         let public = Public { base: Some(declared), deployment: Some(base.deployment.clone()), ..Public::default() };
         Ok((public, Some(last_applied)))
     }
@@ -76,7 +85,7 @@ pub async fn run(session: &Session<Aws>, color: ColorChoice, request: Request<'_
     let (plan, last_applied) = match &audience {
         Audience::Private => (planned.plan, None),
         Audience::Public { base } => {
-            let (public, last_applied) = Audience::public(base.as_deref(), &planned.account)?;
+            let (public, last_applied) = Audience::public(base.as_deref(), &planned.account, &planned.resources)?;
             (audience::publish(planned.plan, &planned.resources, &public), last_applied)
         }
     };

@@ -858,3 +858,70 @@ async fn the_boundarys_description_is_shown_everywhere_and_a_new_one_is_a_replac
     assert_eq!(refused.code, 1, "{}", refused.stderr);
     assert!(refused.stderr.contains("iam.roles.codebuild.boundary_description"), "{}", refused.stderr);
 }
+
+#[tokio::test]
+async fn a_pull_requests_own_changes_are_never_drift_and_what_changed_out_of_band_is() {
+    let account = emulator().new_account().await;
+    let text = crate::support::small_account(&["plain"]);
+    let base = crate::support::desired_file(&text);
+    let apply = crate::support::reconcile(&account, &base.path, &["apply", "--auto-approve"]);
+    assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
+    // The pull request changes the role's description; someone changed its session length by hand.
+    let pull_request = crate::support::desired_file(&text.replace(
+        "description = \"Service role of the rocm-bake CodeBuild runner\"",
+        "description = \"The runner's role\"",
+    ));
+    let iam = aws_sdk_iam::Client::new(&account.sdk_config());
+    iam.update_role()
+        .role_name("rocm-bake-codebuild")
+        .description("Service role of the rocm-bake CodeBuild runner")
+        .max_session_duration(7200)
+        .send()
+        .await
+        .unwrap();
+    let base_arg = base.path.to_str().unwrap();
+    let run = crate::support::reconcile(
+        &account,
+        &pull_request.path,
+        &["plan", "--base", base_arg, "--format", "terraform-json"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let view: Value = serde_json::from_str(&run.stdout).unwrap();
+    decode(&view);
+    // The plan changes both back or forward; only the session length drifted.
+    let role = at(&view["resource_changes"], "aws_iam_role.runner[\"codebuild\"]");
+    assert_eq!(role["change"]["actions"], serde_json::json!(["update"]));
+    assert_eq!(role["change"]["after"]["description"], "The runner's role");
+    let drift = view["resource_drift"].as_array().unwrap();
+    assert_eq!(drift.len(), 1, "{drift:?}");
+    assert_eq!(drift[0]["address"], "aws_iam_role.runner[\"codebuild\"]");
+    assert_eq!(drift[0]["change"]["before"]["description"], drift[0]["change"]["after"]["description"]);
+    assert_eq!(
+        view["relevant_attributes"],
+        serde_json::json!([{ "resource": "aws_iam_role.runner[\"codebuild\"]", "attribute": ["max_session_duration"] }])
+    );
+
+    // A key the pull request points at another resource (of this deployment, so shown) has no
+    // baseline: the base's fields are another role's, and nothing is drift of it.
+    let trust = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"codebuild.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
+    let mark =
+        aws_sdk_iam::types::Tag::builder().key(crate::support::MARK.0).value(crate::support::MARK.1).build().unwrap();
+    iam.create_role()
+        .role_name("rocm-bake-codebuild-2")
+        .assume_role_policy_document(trust)
+        .max_session_duration(10800)
+        .tags(mark)
+        .send()
+        .await
+        .unwrap();
+    let renamed = crate::support::desired_file(
+        &text.replace("name = \"rocm-bake-codebuild\"", "name = \"rocm-bake-codebuild-2\""),
+    );
+    let run =
+        crate::support::reconcile(&account, &renamed.path, &["plan", "--base", base_arg, "--format", "terraform-json"]);
+    let view: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", run.stdout, run.stderr));
+    let shown = at(&view["prior_state"]["values"]["root_module"]["resources"], "aws_iam_role.runner[\"codebuild\"]");
+    assert_eq!(shown["values"]["name"], "rocm-bake-codebuild-2", "the other role is shown");
+    let drifted: Vec<&Value> = view["resource_drift"].as_array().unwrap().iter().map(|d| &d["address"]).collect();
+    assert!(!drifted.iter().any(|a| a.as_str().unwrap().starts_with("aws_iam_role.")), "{drifted:?}");
+}
