@@ -157,8 +157,10 @@ pub enum Command {
     /// The scheduled drift check: the plan, plus what the account holds that desired.toml does
     /// not declare. Exit 0 in sync, 2 drift, 1 error.
     Drift {
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
+        /// terraform-json: what `terraform plan -refresh-only -json` would say (the drift in
+        /// `resource_drift`, no change planned).
+        #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
+        format: PlanFormat,
         /// Keep the one GitHub issue labelled LABEL (opened by this token) true to the drift:
         /// opened on drift, its body replaced when the drift changes (a comment says what
         /// changed), closed when the account is clean again, reopened when it drifts again. In

@@ -499,6 +499,15 @@ fn block_json(instances: &[&Instance]) -> Value {
     })
 }
 
+/// The view as `terraform plan -refresh-only -json` has it: the drift, and no change planned
+/// (`planned_values` is the state as read; nothing to apply, as reconcile keeps no state).
+pub fn refresh_only(mut view: Value) -> Value {
+    view["planned_values"] = view["prior_state"]["values"].clone();
+    view["resource_changes"] = json!([]);
+    view["applyable"] = json!(false);
+    view
+}
+
 /// The one line Terraform prints, with every object's keys sorted and the bidirectional
 /// controls escaped ([`crate::json::to_pretty`] says why).
 pub fn to_line(value: &Value) -> String {
@@ -823,6 +832,22 @@ mod tests {
         assert_eq!(updated.get("action_reason"), None);
         assert_eq!(entry("aws_thing.thing[\"b\"]")["change"].get("importing"), None, "not imported");
         assert_eq!(view["reconcile"]["unmapped_kinds"], json!([]), "every kind here maps");
+    }
+
+    #[test]
+    fn a_refresh_only_view_plans_nothing_and_keeps_the_drift() {
+        let view = json!({
+            "planned_values": { "root_module": { "resources": [1] } },
+            "prior_state": { "values": { "root_module": { "resources": [2] } } },
+            "resource_changes": [3],
+            "resource_drift": [4],
+            "applyable": true,
+        });
+        let refresh = refresh_only(view);
+        assert_eq!(refresh["planned_values"], json!({ "root_module": { "resources": [2] } }));
+        assert_eq!(refresh["resource_changes"], json!([]));
+        assert_eq!(refresh["resource_drift"], json!([4]));
+        assert_eq!(refresh["applyable"], false);
     }
 
     #[test]

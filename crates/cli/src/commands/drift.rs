@@ -8,7 +8,7 @@ use reconcile_core::markdown::GITHUB_COMMENT_LIMIT;
 use reconcile_core::{Plan, json, render};
 use reconcile_ecr::usage::{self, Usage};
 
-use crate::args::{ColorChoice, Format};
+use crate::args::{ColorChoice, Format, PlanFormat};
 use crate::aws::Aws;
 use crate::error::CliError;
 use crate::exit;
@@ -23,7 +23,7 @@ pub type Issue = (reconcile_github::Api, String, Option<Vec<u8>>);
 pub async fn run(
     session: &Session<Aws>,
     color: ColorChoice,
-    format: Format,
+    format: PlanFormat,
     since_days: u32,
     issue: Option<Issue>,
     shown_in_public: bool,
@@ -34,15 +34,22 @@ pub async fn run(
     let public = Public::of(session, &drift.planned, &drift.registry);
     let (plan, registry) = (&drift.planned.plan, &drift.registry);
     let output = Output::new(color_on(color, std::io::stdout().is_terminal()));
-    match (format, shown_in_public) {
+    match (format.common(), shown_in_public) {
         // The issue's own words, in every format: what a public page may say.
-        (Format::Markdown, _) => {
+        (Some(Format::Markdown), _) => {
             let comment = comment(&public, GITHUB_COMMENT_LIMIT);
             out(&comment)?;
             step_summary(&comment)?;
         }
-        (format, true) => print(&output, &public.plan, &public.registry, format)?,
-        (format, false) => print(&output, plan, registry, format)?,
+        (Some(format), true) => print(&output, &public.plan, &public.registry, format)?,
+        (Some(format), false) => print(&output, plan, registry, format)?,
+        // Terraform's refresh-only plan, of what the run may show; desired.toml is what was
+        // last applied (the drift check runs on the default branch).
+        (None, in_public) => {
+            let shown = if in_public { &public.plan } else { plan };
+            let view = crate::terraform::view(shown, &drift.planned.resources, None);
+            out(&(reconcile_core::terraform::to_line(&reconcile_core::terraform::refresh_only(view)) + "\n"))?;
+        }
     }
     if let Some((api, label, key)) = issue {
         keep_issue(api, &label, key, &public).await?;

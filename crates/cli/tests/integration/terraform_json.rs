@@ -787,6 +787,18 @@ async fn resource_drift_is_every_change_made_out_of_band_and_the_documented_rego
         "{denied:?}"
     );
     assert_eq!(denied.iter().filter(|d| d.contains("codebuild_webhook")).count(), 0);
+
+    // The scheduled check says the same as Terraform's refresh-only plan: the drift, nothing
+    // planned, and exit 2.
+    let run = checkout.run(&account, &["drift", "--private", "--format", "terraform-json"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let refresh: Value = serde_json::from_str(&run.stdout).unwrap();
+    decode(&refresh);
+    assert_eq!(refresh["resource_drift"], drifted["resource_drift"]);
+    assert_eq!(refresh["relevant_attributes"], drifted["relevant_attributes"]);
+    assert_eq!(refresh["resource_changes"], serde_json::json!([]));
+    assert_eq!(refresh["planned_values"], refresh["prior_state"]["values"]);
+    assert_eq!(refresh["applyable"], false);
 }
 
 #[tokio::test]
