@@ -41,6 +41,15 @@ impl Backend for Aws {
         crate::registry::registry_usage(self, account, desired).await
     }
 
+    async fn costs(
+        &self,
+        plan: &reconcile_core::Plan,
+        desired: &Desired,
+        account: &Account,
+    ) -> Vec<reconcile_core::plan::CostFigure> {
+        crate::costs::costs(self, plan, desired, account).await
+    }
+
     fn lock(&self, account: &Account, desired: &Desired) -> Option<Box<dyn ApplyLock + '_>> {
         AwsLock::of(self, desired, account).map(|lock| Box::new(lock) as Box<dyn ApplyLock>)
     }

@@ -10,6 +10,7 @@ mod aws;
 mod backend;
 mod catalog;
 mod commands;
+mod costs;
 mod declare;
 mod error;
 mod exit;

@@ -32,6 +32,14 @@ pub fn titled(plan: &Plan, limit: usize, command: &str) -> String {
     writeln!(out).unwrap();
     let summary = summary_line(plan);
     writeln!(out, "**{}**", summary.trim_end_matches('.')).unwrap();
+    // The bill's change beside the summary, each figure with what it rests on.
+    let costs = crate::render::cost_lines(plan);
+    if let Some((total, causes)) = costs.split_first() {
+        writeln!(out, "\n{}", message(total)).unwrap();
+        for cause in causes {
+            writeln!(out, "- {}", message(cause.trim_start())).unwrap();
+        }
+    }
 
     let budget = limit.saturating_sub(CLOSING_RESERVE);
     let mut left_out = LeftOut::default();

@@ -323,6 +323,45 @@ pub struct Plan {
     /// The changes only an administrator makes, in plan order, each with why (what
     /// [`NEEDS_AN_ADMINISTRATOR`] names): a public plan names only those it shows.
     pub administrators: Vec<(Address, String)>,
+    /// What the plan's changes do to the monthly bill, cause by cause (reconcile_cost's
+    /// estimate from what the account measured); empty when no change touches it. It informs:
+    /// no exit code or status depends on it.
+    pub costs: Vec<CostFigure>,
+}
+
+/// One cause of a change to the monthly bill, with what it rests on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CostFigure {
+    /// `builds`, `registry` or `cache`.
+    pub cause: String,
+    /// What changes it, as the plan shows it: `NIGHTLY_ARCHES "gfx1201" -> "gfx1201,gfx950"`.
+    pub what: String,
+    /// Dollars a month more (less, when negative); `None` when it cannot be estimated.
+    pub monthly_usd: Option<f64>,
+    /// The figures it rests on, or why it cannot be estimated.
+    pub basis: String,
+    /// Made from other resources (a new repository's siblings), not from what it measured itself.
+    pub estimate: bool,
+}
+
+impl CostFigure {
+    /// `builds: about +$301.42 a month (NIGHTLY_ARCHES ...): basis`, or `cannot be estimated`.
+    pub fn line(&self) -> String {
+        let figure = match self.monthly_usd {
+            Some(usd) => {
+                let sign = if usd < 0.0 { "-" } else { "+" };
+                let kind = if self.estimate { "an estimate of" } else { "about" };
+                format!("{kind} {sign}{} a month", crate::units::usd(usd.abs()))
+            }
+            None => "cannot be estimated".to_owned(),
+        };
+        format!("{}: {figure} ({}): {}", self.cause, self.what, self.basis)
+    }
+}
+
+/// The sum of the figures that could be made, and whether every one could.
+pub fn cost_total(costs: &[CostFigure]) -> (f64, bool) {
+    (costs.iter().filter_map(|c| c.monthly_usd).sum(), costs.iter().all(|c| c.monthly_usd.is_some()))
 }
 
 /// Who last changed a resource, as CloudTrail tells it.
@@ -482,6 +521,7 @@ impl Plan {
             destroy: false,
             takeovers: BTreeMap::new(),
             administrators: Vec::new(),
+            costs: Vec::new(),
         }
     }
 

@@ -99,7 +99,26 @@ pub fn styled_text(plan: &Plan) -> Styled {
     render_findings(&mut out, plan);
     render_attribution_note(&mut out, plan);
     out.line(style::SUMMARY, summary_line(plan));
+    for line in cost_lines(plan) {
+        out.line(style::PLAIN, line);
+    }
     out
+}
+
+/// The plan's cost line and its causes, one line each: empty when no change touches the bill.
+pub fn cost_lines(plan: &Plan) -> Vec<String> {
+    if plan.costs.is_empty() {
+        return Vec::new();
+    }
+    let (total, complete) = crate::plan::cost_total(&plan.costs);
+    let sign = if total < 0.0 { "-" } else { "+" };
+    let rest = if complete { "" } else { ", and what cannot be estimated below" };
+    let mut lines = vec![format!(
+        "Monthly cost: about {sign}{} a month{rest} (it informs; it decides nothing).",
+        crate::units::usd(total.abs())
+    )];
+    lines.extend(plan.costs.iter().map(|cost| format!("  {}", printable(&cost.line()))));
+    lines
 }
 
 /// `Plan: N to add, N to change, N to destroy.` (Terraform's line) or `No changes.`, or, when findings show the
@@ -345,7 +364,7 @@ pub fn json(plan: &Plan) -> Value {
             })
         })
         .collect();
-    json!({
+    let mut value = json!({
         VERSION_KEY: FORMAT_VERSION,
         "made_by": plan.made_by,
         "account": plan.account,
@@ -359,5 +378,27 @@ pub fn json(plan: &Plan) -> Value {
             "update": summary.update,
             "delete": summary.delete,
         },
-    })
+    });
+    if !plan.costs.is_empty() {
+        let (total, complete) = crate::plan::cost_total(&plan.costs);
+        let causes: Vec<Value> = plan
+            .costs
+            .iter()
+            .map(|cost| {
+                json!({
+                    "cause": cost.cause,
+                    "what": cost.what,
+                    "monthly_usd": cost.monthly_usd.map(|usd| (usd * 100.0).round() / 100.0),
+                    "basis": cost.basis,
+                    "estimate": cost.estimate,
+                })
+            })
+            .collect();
+        value["cost"] = json!({
+            "monthly_change_usd": (total * 100.0).round() / 100.0,
+            "complete": complete,
+            "causes": causes,
+        });
+    }
+    value
 }

@@ -245,3 +245,59 @@ fn markdown_budget_puts_the_summary_and_destructive_changes_before_details() {
     assert!(comment.contains("_Left out to stay under GitHub's comment limit: "), "{comment}");
     assert!(comment.len() <= 1000);
 }
+
+#[test]
+fn a_plans_cost_line_says_each_figure_beside_the_summary_in_every_rendering() {
+    use crate::plan::CostFigure;
+    let mut plan = Plan::new("123456789012", "us-east-1");
+    plan.changes.push(change(crate::fake::kinds::ECR_REPOSITORY, "new", Some(repository()), None));
+    plan.costs = vec![
+        CostFigure {
+            cause: "builds".to_owned(),
+            what: "github_variable.NIGHTLY_ARCHES value \"a\" -> \"a,b\"".to_owned(),
+            monthly_usd: Some(54.44),
+            basis: "the last 7 whole nights".to_owned(),
+            estimate: false,
+        },
+        CostFigure {
+            cause: "registry".to_owned(),
+            what: "new image repositories: ecr_repository.new".to_owned(),
+            monthly_usd: Some(-1.5),
+            basis: "1 x the median <b>of</b> siblings".to_owned(),
+            estimate: true,
+        },
+        CostFigure {
+            cause: "cache".to_owned(),
+            what: "s3_bucket_lifecycle.sccache".to_owned(),
+            monthly_usd: None,
+            basis: "CloudWatch has no daily size".to_owned(),
+            estimate: false,
+        },
+    ];
+    let text = text(&plan);
+    let summary = text.lines().position(|l| l.starts_with("Plan: ")).unwrap();
+    let lines: Vec<&str> = text.lines().skip(summary + 1).collect();
+    assert_eq!(
+        lines,
+        [
+            "Monthly cost: about +$52.94 a month, and what cannot be estimated below (it informs; it decides nothing).",
+            "  builds: about +$54.44 a month (github_variable.NIGHTLY_ARCHES value \"a\" -> \"a,b\"): the last 7 whole \
+             nights",
+            "  registry: an estimate of -$1.50 a month (new image repositories: ecr_repository.new): 1 x the median \
+             <b>of</b> siblings",
+            "  cache: cannot be estimated (s3_bucket_lifecycle.sccache): CloudWatch has no daily size",
+        ]
+    );
+    let value = json(&plan);
+    assert_eq!(value["cost"]["monthly_change_usd"], 52.94);
+    assert_eq!(value["cost"]["complete"], false);
+    assert_eq!(value["cost"]["causes"][1]["estimate"], true);
+    assert_eq!(value["cost"]["causes"][2]["monthly_usd"], Value::Null);
+    let comment = markdown(&plan, GITHUB_COMMENT_LIMIT);
+    assert!(comment.contains("\nMonthly cost: about +$52.94 a month"), "{comment}");
+    assert!(!comment.contains("<b>"), "never markup: {comment}");
+    // Nothing priced: no line, no key.
+    plan.costs.clear();
+    assert!(!crate::render::text(&plan).contains("Monthly cost"));
+    assert_eq!(json(&plan).get("cost"), None);
+}

@@ -10,6 +10,7 @@
 //! The inputs (builds, stored bytes) are read by the resource crates and handed in as plain
 //! data: this crate depends on none of them.
 
+pub mod change;
 pub mod explorer;
 pub mod rates;
 pub mod report;

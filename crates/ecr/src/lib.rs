@@ -832,6 +832,16 @@ impl EcrReconciler {
         futures::future::join_all(reads).await.into_iter().collect()
     }
 
+    /// What each of `names` holds now, as (images, bytes); a repository that does not exist holds
+    /// nothing. For a plan's cost line: only the repositories its changes are priced by, at once.
+    pub async fn held(&self, names: &[String]) -> Result<Vec<(String, u64, u64)>, ReconcileError> {
+        let reads = names.iter().map(|name| async move {
+            let images = self.images(&Address::new(crate::REPOSITORY, name), name).await?;
+            Ok::<_, ReconcileError>((name.clone(), images.len() as u64, images.iter().map(|i| i.size).sum()))
+        });
+        futures::future::join_all(reads).await.into_iter().collect()
+    }
+
     /// Every image of every repository of the registry, as (pushed at, bytes), for what the
     /// registry stored day by day (`reconcile cost`): one paginated listing, then each
     /// repository's images, concurrently.

@@ -89,6 +89,11 @@ pub async fn run(session: &Session<Aws>, color: ColorChoice, request: Request<'_
             (audience::publish(planned.plan, &planned.resources, &public), last_applied)
         }
     };
+    let mut plan = plan;
+    // What the changes the plan shows do to the bill (a destroy's is not estimated).
+    if !plan.destroy {
+        plan.costs = session.costs(&plan, &planned.account).await;
+    }
     let refused = refuse_on(&plan.findings);
     // Saved before it is printed, so a reader that goes away cannot lose it; never when refused,
     // so a refused plan cannot be applied.

@@ -50,6 +50,11 @@ impl<B: Backend> Session<B> {
         &self.inputs
     }
 
+    /// What `plan`'s changes do to the monthly bill (see [`Backend::costs`]).
+    pub async fn costs(&self, plan: &reconcile_core::Plan, account: &Account) -> Vec<reconcile_core::plan::CostFigure> {
+        self.backend.costs(plan, &self.inputs.desired, account).await
+    }
+
     /// Whether the GitHub side is planned (a token, for the repository desired.toml names).
     pub fn checks_github(&self) -> bool {
         self.github.is_checked()

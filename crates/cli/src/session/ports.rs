@@ -38,6 +38,9 @@ pub trait Backend: Send + Sync {
     async fn attribute(&self, planned: &mut Planned, desired: &Desired, days: u32);
     /// What the registry holds and costs, for the drift check's summary.
     async fn registry(&self, account: &Account, desired: &Desired) -> Result<Usage, CliError>;
+    /// What `plan`'s changes do to the monthly bill (its cost line), read only for the changes
+    /// that touch it. Never fails the run: what could not be read is said in the figure.
+    async fn costs(&self, plan: &Plan, desired: &Desired, account: &Account) -> Vec<reconcile_core::plan::CostFigure>;
     /// The apply lock, when desired.toml declares a place for one.
     fn lock(&self, account: &Account, desired: &Desired) -> Option<Box<dyn ApplyLock + '_>>;
     /// The most changes applied at once.

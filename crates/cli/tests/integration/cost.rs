@@ -298,3 +298,213 @@ async fn the_demos_account_shows_what_the_policy_frees_the_github_side_and_what_
     );
     assert!(cost.stdout.lines().any(|l| l.starts_with("total ")), "{}", cost.stdout);
 }
+
+/// The demo's account (a week of builds, the registry's images, the cache's daily size), taken
+/// over and applied, with the GitHub side on a repository of its own; and a plan of
+/// desired.toml changed by `edit`, as JSON: its `cost`.
+struct Demo {
+    account: TestAccount,
+    dir: tempfile::TempDir,
+    text: String,
+    env: Vec<(&'static str, String)>,
+}
+
+impl Demo {
+    async fn new() -> Demo {
+        use reconcile_test_support::github::github;
+        let account = emulator().new_account().await;
+        let repository = github().new_repository();
+        let root = reconcile_test_support::workspace_root();
+        let text = std::fs::read_to_string(root.join("desired.toml"))
+            .unwrap()
+            .replace("repository = \"ROCm/rocm-bake\"", &format!("repository = \"{repository}\""));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("desired.toml"), &text).unwrap();
+        std::fs::copy(root.join("rocm-bake.hcl"), dir.path().join("rocm-bake.hcl")).unwrap();
+        account.seed_2026_11_11_with_history(&dir.path().join("desired.toml"));
+        crate::github::codebuild_hook(&repository, true, &["workflow_job"]);
+        let mut env = account.env();
+        env.push(("GITHUB_API_URL", github().endpoint().to_owned()));
+        env.push(("GITHUB_TOKEN", "ghp_test".to_owned()));
+        env.push(("ECR_REGISTRY", format!("{}.dkr.ecr.us-east-1.amazonaws.com", account.id)));
+        let demo = Demo { account, dir, text, env };
+        assert_eq!(demo.run(&["import"]).code, 0);
+        let apply = demo.run(&["apply", "--auto-approve"]);
+        assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
+        // desired.toml as it was: the import list is done, the file the base of every edit.
+        std::fs::write(dir_path(&demo.dir), &demo.text).unwrap();
+        demo
+    }
+
+    fn run(&self, args: &[&str]) -> crate::support::Run {
+        crate::support::reconcile_in(&self.env, &dir_path(&self.dir), args)
+    }
+
+    /// The plan of desired.toml with `from` replaced by `to`, as JSON.
+    fn plan(&self, from: &str, to: &str, extra: &[&str]) -> Value {
+        assert!(self.text.contains(from), "{from}");
+        let path = self.dir.path().join("changed.toml");
+        std::fs::write(&path, self.text.replace(from, to)).unwrap();
+        let mut args = vec!["plan", "--private", "--format", "json"];
+        args.extend_from_slice(extra);
+        let run = crate::support::reconcile_in(&self.env, &path, &args);
+        assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+        serde_json::from_str(&run.stdout).unwrap()
+    }
+}
+
+fn dir_path(dir: &tempfile::TempDir) -> std::path::PathBuf {
+    dir.path().join("desired.toml")
+}
+
+/// The causes of a plan's cost, by what they change.
+fn causes(plan: &Value) -> Vec<Value> {
+    plan["cost"]["causes"].as_array().unwrap_or_else(|| panic!("no cost: {plan}")).clone()
+}
+
+#[tokio::test]
+async fn a_plan_says_what_its_changes_do_to_the_monthly_bill_from_what_the_account_measured() {
+    let demo = Demo::new().await;
+    // What `cost` says the last whole nights cost (today's may still be building).
+    let cost = demo.run(&["cost", "--days", "8", "--format", "json"]);
+    let cost: Value = serde_json::from_str(&cost.stdout).unwrap();
+    let today = reconcile_core::time::day(today());
+    let whole: Vec<&Value> = cost["nights"].as_array().unwrap().iter().filter(|n| n["date"] != today).collect();
+    assert_eq!(whole.len(), 7);
+    let per_night = whole.iter().map(|n| n["runner_usd"].as_f64().unwrap()).sum::<f64>() / 7.0;
+    let minutes: u64 = cost["builds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| !b["started_at"].as_str().unwrap().starts_with(&today))
+        .map(|b| b["billed_minutes"].as_u64().unwrap())
+        .sum();
+    assert!(per_night > 1.0 && minutes >= 157, "{per_night} {minutes}");
+    let month = 365.25 / 12.0;
+
+    // One architecture more: one architecture's nights more, within 5% of `cost`'s figure.
+    let plan = demo.plan("arches = \"gfx1201\"", "arches = \"gfx1201,gfx950\"", &[]);
+    let [builds] = &causes(&plan)[..] else { panic!("{plan}") };
+    assert_eq!(builds["cause"], "builds");
+    let expected = per_night * month;
+    let figure = builds["monthly_usd"].as_f64().unwrap();
+    assert!((figure - expected).abs() / expected < 0.05, "{figure} against {expected}: {builds}");
+    assert_eq!(builds["estimate"], false);
+    assert!(builds["basis"].as_str().unwrap().contains("for 1 architecture(s)"), "{builds}");
+    assert_eq!(plan["cost"]["monthly_change_usd"], builds["monthly_usd"]);
+
+    // The runner on 2xlarge: the same minutes at its rate.
+    let plan = demo.plan("compute_type = \"BUILD_GENERAL1_XLARGE\"", "compute_type = \"BUILD_GENERAL1_2XLARGE\"", &[]);
+    let [builds] = &causes(&plan)[..] else { panic!("{plan}") };
+    let expected = minutes as f64 / 7.0 * (0.2 - 0.0798) * month;
+    let figure = builds["monthly_usd"].as_f64().unwrap();
+    assert!((figure - expected).abs() / expected < 0.05, "{figure} against {expected}: {builds}");
+    assert!(builds["basis"].as_str().unwrap().contains("$0.2/min (the last known rate, 2026-11-12)"), "{builds}");
+
+    // Ten untagged images kept instead of three: seven more of each repository's mean image.
+    let usage = demo.run(&["usage", "--format", "json"]);
+    let usage: Value = serde_json::from_str(&usage.stdout).unwrap();
+    let held = |name: &str| {
+        let repository = usage["repositories"].as_array().unwrap().iter().find(|r| r["name"] == name).unwrap();
+        (repository["images"].as_u64().unwrap(), repository["bytes"].as_u64().unwrap())
+    };
+    let plan = demo.plan("countNumber = 3 }", "countNumber = 10 }", &[]);
+    let causes_now = causes(&plan);
+    assert_eq!(causes_now.len(), 27, "{plan}");
+    let pytorch =
+        causes_now.iter().find(|c| c["what"].as_str().unwrap().starts_with("ecr_lifecycle_policy.pytorch ")).unwrap();
+    let (images, bytes) = held("pytorch");
+    let expected = 7.0 * (bytes as f64 / images as f64) / f64::from(1u32 << 30) * 0.10;
+    let figure = pytorch["monthly_usd"].as_f64().unwrap();
+    assert!((figure - expected).abs() < 0.01, "{figure} against {expected}: {pytorch}");
+    assert!(pytorch["basis"].as_str().unwrap().contains("7 untagged image(s) more kept"), "{pytorch}");
+
+    // The cache kept 60 days instead of 30: its last daily size (51 GiB), held twice as long.
+    let plan = demo.plan("expiration_days = 30 }", "expiration_days = 60 }", &[]);
+    let [cache] = &causes(&plan)[..] else { panic!("{plan}") };
+    assert_eq!(cache["cause"], "cache");
+    let figure = cache["monthly_usd"].as_f64().unwrap();
+    assert!((figure - 51.0 * 0.023).abs() < 0.01, "{cache}");
+    assert!(cache["basis"].as_str().unwrap().contains("its last daily size, 51.0 GiB"), "{cache}");
+
+    // A bake target: its two repositories, each estimated from what its kind holds for the others.
+    let plan = demo.plan(
+        "sglang-cache = { tags = { kind = \"buildkit-cache\" } }",
+        "sglang-cache = { tags = { kind = \"buildkit-cache\" } }\nmigraphx = {}\nmigraphx-cache = { tags = { kind = \"buildkit-cache\" } }",
+        &[],
+    );
+    let new: Vec<Value> = causes(&plan);
+    assert_eq!(new.len(), 2, "{plan}");
+    for cause in &new {
+        assert_eq!(cause["cause"], "registry");
+        assert_eq!(cause["estimate"], true);
+        assert!(cause["monthly_usd"].as_f64().unwrap() > 0.0, "{cause}");
+        assert!(cause["basis"].as_str().unwrap().starts_with("1 x the median of what the"), "{cause}");
+    }
+    // The text says it beside the summary, as an estimate.
+    std::fs::write(
+        demo.dir.path().join("changed.toml"),
+        demo.text.replace("sglang = {}", "sglang = {}\nmigraphx = {}"),
+    )
+    .unwrap();
+    let text = crate::support::reconcile_in(&demo.env, &demo.dir.path().join("changed.toml"), &["plan", "--private"]);
+    assert!(text.stdout.contains("Monthly cost: about +$"), "{}", text.stdout);
+    assert!(text.stdout.contains("registry: an estimate of +$"), "{}", text.stdout);
+
+    // A public plan (its base the default branch's desired.toml) names nothing it does not show:
+    // another team's repository, with images, is no sibling and appears nowhere.
+    let ecr = aws_sdk_ecr::Client::new(&demo.account.sdk_config());
+    ecr.create_repository().repository_name("other-team-cache").send().await.unwrap();
+    let base = dir_path(&demo.dir);
+    let public = demo.run_public(&base, "sglang-cache = { tags = { kind = \"buildkit-cache\" } }", "sglang-cache = { tags = { kind = \"buildkit-cache\" } }\nmigraphx-cache = { tags = { kind = \"buildkit-cache\" } }");
+    assert!(!public.contains("other-team"), "{public}");
+    let public: Value = serde_json::from_str(&public).unwrap();
+    let [cache] = &causes(&public)[..] else { panic!("{public}") };
+    assert!(cache["basis"].as_str().unwrap().contains("the 13 other cache repositories"), "{cache}");
+}
+
+impl Demo {
+    /// A public plan (`--base`) of desired.toml with `from` replaced by `to`, as JSON text.
+    fn run_public(&self, base: &std::path::Path, from: &str, to: &str) -> String {
+        let path = self.dir.path().join("public.toml");
+        std::fs::write(&path, self.text.replace(from, to)).unwrap();
+        let run = crate::support::reconcile_in(
+            &self.env,
+            &path,
+            &["plan", "--base", base.to_str().unwrap(), "--format", "json"],
+        );
+        assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+        run.stdout
+    }
+}
+
+#[tokio::test]
+async fn with_no_build_history_the_builds_change_cannot_be_estimated_and_the_plan_says_why() {
+    let account = emulator().new_account().await;
+    let text = small_account_with_runner(&["pytorch"]);
+    let desired = desired_file(&text);
+    let apply = reconcile(&account, &desired.path, &["apply", "--auto-approve"]);
+    assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
+    let bigger = desired_file(&text.replace(
+        "service_role = \"codebuild\"\n",
+        "service_role = \"codebuild\"\ncompute_type = \"BUILD_GENERAL1_2XLARGE\"\n",
+    ));
+    let run = reconcile(&account, &bigger.path, &["plan", "--format", "json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let plan: Value = serde_json::from_str(&run.stdout).unwrap();
+    let [builds] = &causes(&plan)[..] else { panic!("{plan}") };
+    assert_eq!(builds["monthly_usd"], Value::Null, "never a zero");
+    assert!(
+        builds["basis"].as_str().unwrap().contains("the runner built nothing in the last 7 whole night(s)"),
+        "{builds}"
+    );
+    assert_eq!(plan["cost"]["complete"], false);
+    // It informs: the exit code is the plan's, with or without the figure.
+    let detailed = reconcile(&account, &bigger.path, &["plan", "--detailed-exitcode"]);
+    assert_eq!(detailed.code, 2, "{}", detailed.stderr);
+    assert!(detailed.stdout.contains("builds: cannot be estimated"), "{}", detailed.stdout);
+    // A plan whose changes do not touch the bill has no cost line at all.
+    let plain = reconcile(&account, &desired.path, &["plan", "--format", "json"]);
+    let plain: Value = serde_json::from_str(&plain.stdout).unwrap();
+    assert_eq!(plain.get("cost"), None);
+}

@@ -100,6 +100,11 @@ impl Backend for FakeBackend {
         }
     }
 
+    async fn costs(&self, _: &Plan, _: &Desired, _: &Account) -> Vec<reconcile_core::plan::CostFigure> {
+        record(&self.log, "read what the plan costs");
+        Vec::new()
+    }
+
     async fn registry(&self, account: &Account, _: &Desired) -> Result<Usage, CliError> {
         record(&self.log, "read the registry");
         Ok(Usage::new(&account.id, &account.region, 0, 0.10, Vec::new()))

@@ -1,0 +1,233 @@
+//! A plan's cost line (`reconcile_cost::change`): what its changes do to the monthly bill, from
+//! what the account measured. Read only for the changes that touch the bill (the nightly's
+//! architectures or the runner's compute: the runner's last week of builds; a lifecycle policy's
+//! untagged count or a new repository: those repositories' and their siblings' images; the
+//! cache's expiry: its daily size), and never failing the plan: what could not be read is a
+//! figure that cannot be estimated, with why. It informs: no exit code depends on it.
+
+use reconcile_core::plan::{Action, Change, CostFigure, Observed, Plan};
+use reconcile_core::{Account, Desired};
+use reconcile_cost::change::{self, Nights};
+use reconcile_cost::rates;
+use reconcile_cost::report::{self, BuildRecord};
+use serde_json::Value;
+
+use crate::aws::Aws;
+
+const DAY: i64 = 86_400;
+
+/// The whole nights the builds are measured over.
+const NIGHTS: u32 = 7;
+
+fn field<'a>(fields: Option<&'a serde_json::Map<String, Value>>, key: &str) -> Option<&'a Value> {
+    fields.and_then(|f| f.get(key))
+}
+
+fn text(value: Option<&Value>) -> String {
+    value.and_then(Value::as_str).map_or_else(|| "(unset)".to_owned(), |v| format!("{v:?}"))
+}
+
+/// What `change` sets `key` from and to, as the plan shows it.
+fn what(change: &Change, key: &str) -> String {
+    format!(
+        "{} {key} {} -> {}",
+        change.address,
+        text(field(change.before.as_ref(), key)),
+        text(field(change.after.as_ref(), key))
+    )
+}
+
+/// A repository of build caches (BuildKit's), as the nightly names them, or one of images.
+fn kind_of(name: &str) -> &'static str {
+    if name.ends_with("-cache") { "cache" } else { "image" }
+}
+
+/// The shortest expiry a bucket's lifecycle rules set, in days.
+fn expiry_days(fields: Option<&serde_json::Map<String, Value>>) -> Option<u64> {
+    field(fields, "rules")?.as_array()?.iter().filter_map(|rule| rule["expiration_days"].as_u64()).min()
+}
+
+pub async fn costs(aws: &Aws, plan: &Plan, desired: &Desired, account: &Account) -> Vec<CostFigure> {
+    let mut figures = Vec::new();
+    let updates = |kind| plan.changes.iter().filter(move |c| c.address.kind == kind && c.action == Action::Update);
+
+    // The runner's builds: more or fewer architectures, another compute.
+    let arches = plan
+        .changes
+        .iter()
+        .filter(|c| c.address.kind == reconcile_github::VARIABLE && c.address.name == "NIGHTLY_ARCHES");
+    let compute: Vec<&Change> = updates(reconcile_codebuild::PROJECT)
+        .filter(|c| field(c.before.as_ref(), "compute_type") != field(c.after.as_ref(), "compute_type"))
+        .collect();
+    let arches: Vec<&Change> = arches.collect();
+    if !arches.is_empty() || !compute.is_empty() {
+        let measured = nights(aws, desired).await;
+        for change in arches {
+            let count = |fields: Option<&serde_json::Map<String, Value>>| {
+                field(fields, "value").and_then(Value::as_str).map_or(0, change::architectures)
+            };
+            let what = what(change, "value");
+            figures.push(match &measured {
+                Ok((nights, _)) => {
+                    change::arches(nights, count(change.before.as_ref()), count(change.after.as_ref()), what)
+                }
+                Err(why) => unread("builds", what, why),
+            });
+        }
+        for change in compute {
+            let text_of = |fields: Option<&serde_json::Map<String, Value>>| {
+                field(fields, "compute_type").and_then(Value::as_str).unwrap_or_default().to_owned()
+            };
+            let (old, new) = (text_of(change.before.as_ref()), text_of(change.after.as_ref()));
+            let what = what(change, "compute_type");
+            figures.push(match &measured {
+                Ok((nights, rates)) => change::compute_type(nights, rates, &account.region, &old, &new, what),
+                Err(why) => unread("builds", what, why),
+            });
+        }
+    }
+
+    // The registry: how many untagged images a policy keeps, and what a new repository will hold.
+    let policy =
+        |fields: Option<&serde_json::Map<String, Value>>| field(fields, "policy").and_then(change::untagged_kept);
+    let kept: Vec<(&Change, u64, u64)> = updates(reconcile_ecr::LIFECYCLE_POLICY)
+        .filter_map(|c| Some((c, policy(c.before.as_ref())?, policy(c.after.as_ref())?)))
+        .filter(|(_, before, after)| before != after)
+        .collect();
+    let created: Vec<&Change> = plan
+        .changes
+        .iter()
+        .filter(|c| c.address.kind == reconcile_ecr::REPOSITORY && c.action == Action::Create)
+        .collect();
+    // A new repository's siblings: the existing repositories the plan shows, of its kind.
+    let existing: Vec<String> = plan
+        .observed
+        .iter()
+        .filter(|(a, o)| a.kind == reconcile_ecr::REPOSITORY && matches!(o, Observed::Present(_)))
+        .map(|(a, _)| a.name.clone())
+        .collect();
+    if !kept.is_empty() || !created.is_empty() {
+        let mut names: Vec<String> = kept.iter().map(|(c, _, _)| c.address.name.clone()).collect();
+        if !created.is_empty() {
+            names.extend(existing.iter().cloned());
+        }
+        names.sort();
+        names.dedup();
+        let ecr = reconcile_ecr::ecr_reconciler(&aws.clients(account, desired, None, None));
+        let held = ecr.held(&names).await.map_err(|e| e.to_string());
+        for (change, before, after) in kept {
+            let what = format!("{} keeps {after} untagged images instead of {before}", change.address);
+            figures.push(match &held {
+                Ok(held) => {
+                    let (images, bytes) = held
+                        .iter()
+                        .find(|(name, _, _)| *name == change.address.name)
+                        .map_or((0, 0), |(_, images, bytes)| (*images, *bytes));
+                    change::kept_untagged(images, bytes, before, after, desired.price_per_gb_month, what)
+                }
+                Err(why) => unread("registry", what, why),
+            });
+        }
+        // One figure per kind of repository, however many a plan makes (an empty account's first
+        // plan makes them all).
+        for kind in ["image", "cache"] {
+            let new: Vec<String> =
+                created.iter().filter(|c| kind_of(&c.address.name) == kind).map(|c| c.address.to_string()).collect();
+            if new.is_empty() {
+                continue;
+            }
+            let what = format!("new {kind} repositories: {}", new.join(", "));
+            figures.push(match &held {
+                Ok(held) => {
+                    let siblings: Vec<u64> = held
+                        .iter()
+                        .filter(|(name, images, _)| kind_of(name) == kind && *images > 0)
+                        .map(|(_, _, bytes)| *bytes)
+                        .collect();
+                    change::new_repositories(new.len(), &siblings, kind, desired.price_per_gb_month, what)
+                }
+                Err(why) => unread("registry", what, why),
+            });
+        }
+    }
+
+    // The compiler cache: a longer or shorter expiry holds it longer or shorter.
+    for change in updates(reconcile_s3::BUCKET_LIFECYCLE) {
+        let (before, after) = (expiry_days(change.before.as_ref()), expiry_days(change.after.as_ref()));
+        let (Some(before), Some(after)) = (before, after) else { continue };
+        if before == after {
+            continue;
+        }
+        let what = format!("{} expires objects after {after} days instead of {before}", change.address);
+        let bucket = field(change.after.as_ref(), "bucket").and_then(Value::as_str).unwrap_or_default();
+        figures.push(match cache_size(aws, bucket).await {
+            Ok(stored) => change::cache_expiry(stored.as_ref().map(|(b, s)| (*b, s.as_str())), before, after, what),
+            Err(why) => unread("cache", what, &why),
+        });
+    }
+    figures
+}
+
+fn unread(cause: &str, what: String, why: &str) -> CostFigure {
+    CostFigure {
+        cause: cause.to_owned(),
+        what,
+        monthly_usd: None,
+        basis: format!("what it rests on could not be read: {why}"),
+        estimate: false,
+    }
+}
+
+/// The runner's last whole nights, priced at the last known rates (a plan asks no Price List),
+/// and those rates.
+async fn nights(aws: &Aws, desired: &Desired) -> Result<(Nights, Vec<rates::Rate>), String> {
+    let now = reconcile_core::time::now();
+    let today = now.div_euclid(DAY) * DAY;
+    let first = today - DAY * i64::from(NIGHTS);
+    let codebuild = aws.codebuild();
+    let mut builds = Vec::new();
+    for project in &reconcile_codebuild::declared(desired).projects {
+        let (found, _) = reconcile_codebuild::builds::since(&codebuild, &project.name, first as f64)
+            .await
+            .map_err(|e| e.to_string())?;
+        builds.extend(found.into_iter().map(|b| BuildRecord {
+            id: b.id,
+            start: b.start,
+            end: b.end,
+            compute_type: b.compute_type,
+        }));
+    }
+    let mut known: Vec<rates::Rate> = builds
+        .iter()
+        .filter_map(|b| rates::usage_type(&desired.region, &b.compute_type))
+        .filter_map(|usage| rates::known(&usage))
+        .collect();
+    known.sort_by(|a, b| a.usage_type.cmp(&b.usage_type));
+    known.dedup_by(|a, b| a.usage_type == b.usage_type);
+    let report = report::report(report::Inputs {
+        region: desired.region.clone(),
+        now,
+        days: NIGHTS + 1,
+        builds,
+        rates: known.clone(),
+        ..report::Inputs::default()
+    });
+    Ok((Nights::of(&report), known))
+}
+
+/// The cache bucket's last daily size CloudWatch has, in its largest storage type.
+async fn cache_size(aws: &Aws, bucket: &str) -> Result<Option<(u64, String)>, String> {
+    let now = reconcile_core::time::now();
+    let today = now.div_euclid(DAY) * DAY;
+    let days =
+        reconcile_s3::storage::daily_bytes(&aws.cloudwatch(), bucket, today - DAY * i64::from(NIGHTS), today + DAY)
+            .await
+            .map_err(|e| e.to_string())?;
+    Ok(days
+        .into_iter()
+        .filter_map(|(storage, by_day)| {
+            by_day.into_iter().max_by_key(|(day, _)| *day).map(|(day, bytes)| (day, bytes, storage))
+        })
+        .max_by_key(|(day, bytes, _)| (*day, *bytes))
+        .map(|(_, bytes, storage)| (bytes, storage)))
+}
