@@ -296,6 +296,9 @@ fn a_plans_cost_line_says_each_figure_beside_the_summary_in_every_rendering() {
     let comment = markdown(&plan, GITHUB_COMMENT_LIMIT);
     assert!(comment.contains("\nMonthly cost: about +$52.94 a month"), "{comment}");
     assert!(!comment.contains("<b>"), "never markup: {comment}");
+    // A change of nothing is no saving.
+    let zero = crate::plan::CostFigure { monthly_usd: Some(0.0), ..plan.costs[0].clone() };
+    assert!(zero.line().starts_with("builds: about +$0.00 a month"), "{}", zero.line());
     // Nothing priced: no line, no key.
     plan.costs.clear();
     assert!(!crate::render::text(&plan).contains("Monthly cost"));

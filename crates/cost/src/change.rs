@@ -243,6 +243,42 @@ mod tests {
     }
 
     #[test]
+    fn the_nights_are_the_whole_ones_before_today() {
+        use crate::report::{BuildRecord, Inputs, report};
+        const DAY: i64 = 86_400;
+        assert!((NIGHTS_PER_MONTH - 30.4375).abs() < 1e-12);
+        let today = 20_000 * DAY;
+        let build = |start: i64, minutes: i64, compute: &str| BuildRecord {
+            id: format!("b{start}"),
+            start: start as f64,
+            end: Some((start + minutes * 60) as f64),
+            compute_type: compute.to_owned(),
+        };
+        let rate = rates::known("USE1-Build-Min:Linux:g1.xlarge").unwrap();
+        let measured = report(Inputs {
+            region: "us-east-1".to_owned(),
+            now: today + 3 * 3600,
+            days: 8,
+            builds: vec![
+                build(today - 2 * DAY, 34, "BUILD_GENERAL1_XLARGE"),
+                build(today - DAY, 10, "BUILD_GENERAL1_XLARGE"),
+                build(today - DAY + 600, 5, "BUILD_GENERAL1_LARGE"),
+                // Tonight's, still counting: not a whole night.
+                build(today, 30, "BUILD_GENERAL1_XLARGE"),
+            ],
+            rates: vec![rate],
+            ..Inputs::default()
+        });
+        let nights = Nights::of(&measured);
+        assert_eq!(nights.nights, 7);
+        assert_eq!(nights.builds, 3);
+        // Newest first, as the report lists them.
+        assert_eq!(nights.minutes, [("BUILD_GENERAL1_LARGE".to_owned(), 5), ("BUILD_GENERAL1_XLARGE".to_owned(), 44)]);
+        assert_eq!(nights.unpriced, 1, "large has no rate in the report");
+        assert!((nights.runner - 44.0 * 0.0798).abs() < 1e-9, "{nights:?}");
+    }
+
+    #[test]
     fn an_architecture_more_costs_what_one_architectures_nights_cost() {
         // The seeds' week: four builds, $2.71 + $2.71 + $4.39 + $2.71 over seven nights.
         let week = nights(7, 12.52, &[("BUILD_GENERAL1_XLARGE", 157)], 4);
@@ -252,7 +288,9 @@ mod tests {
         assert!(one_more.basis.contains("$1.79 a night for 1 architecture"), "{}", one_more.basis);
         let fewer = arches(&week, 2, 1, "arches".to_owned());
         assert!((fewer.monthly_usd.unwrap() + expected / 2.0).abs() < 1e-9);
-        assert_eq!(architectures("gfx1201, gfx950,,"), 2);
+        assert_eq!(architectures("gfx1201, gfx950,,,"), 2);
+        let two_more = arches(&week, 1, 3, "arches".to_owned());
+        assert!((two_more.monthly_usd.unwrap() - 2.0 * expected).abs() < 1e-9);
         // No build: said, never a zero.
         let none = arches(&nights(7, 0.0, &[], 0), 1, 2, "arches".to_owned());
         assert_eq!(none.monthly_usd, None);
@@ -312,6 +350,8 @@ mod tests {
         assert!(odd.basis.starts_with("1 x the median of what the 3 other image repositories"), "{}", odd.basis);
         assert!(odd.basis.ends_with("at $0.10 a GiB-month"), "{}", odd.basis);
         assert_eq!(per_gib_month(0.023), "$0.023 a GiB-month");
+        let five = new_repositories(1, &[5, 1, 2_000_000_000, 4, 3_000_000_000], "image", 0.10, String::new());
+        assert!((five.monthly_usd.unwrap() - monthly_cost(5, 0.10)).abs() < 1e-15, "the middle of five");
         let even = new_repositories(2, &[1_000_000_000, 3_000_000_000], "cache", 0.10, String::new());
         assert!((even.monthly_usd.unwrap() - 2.0 * two).abs() < 1e-9);
         let none = new_repositories(1, &[], "cache", 0.10, String::new());
@@ -322,6 +362,8 @@ mod tests {
     fn a_longer_expiry_holds_the_cache_longer() {
         let longer = cache_expiry(Some((45_000_000_000, "StandardStorage")), 30, 60, String::new());
         assert!((longer.monthly_usd.unwrap() - monthly_cost(45_000_000_000, 0.023)).abs() < 1e-9, "{longer:?}");
+        let triple = cache_expiry(Some((45_000_000_000, "StandardStorage")), 30, 90, String::new());
+        assert!((triple.monthly_usd.unwrap() - 2.0 * monthly_cost(45_000_000_000, 0.023)).abs() < 1e-9);
         let shorter = cache_expiry(Some((45_000_000_000, "StandardStorage")), 30, 15, String::new());
         assert!(shorter.monthly_usd.unwrap() < 0.0);
         assert_eq!(cache_expiry(None, 30, 60, String::new()).monthly_usd, None);

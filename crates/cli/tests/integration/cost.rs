@@ -455,6 +455,7 @@ async fn a_plan_says_what_its_changes_do_to_the_monthly_bill_from_what_the_accou
     // another team's repository, with images, is no sibling and appears nowhere.
     let ecr = aws_sdk_ecr::Client::new(&demo.account.sdk_config());
     ecr.create_repository().repository_name("other-team-cache").send().await.unwrap();
+    crate::safety::push(&ecr, "other-team-cache", None, 5 << 40, "0ther").await;
     let base = dir_path(&demo.dir);
     let public = demo.run_public(&base, "sglang-cache = { tags = { kind = \"buildkit-cache\" } }", "sglang-cache = { tags = { kind = \"buildkit-cache\" } }\nmigraphx-cache = { tags = { kind = \"buildkit-cache\" } }");
     assert!(!public.contains("other-team"), "{public}");
