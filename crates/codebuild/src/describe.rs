@@ -31,7 +31,7 @@ pub const DESCRIPTION: Description = Description {
     kinds: CodebuildKind::KINDS,
     sections: &[crate::CLAIM],
     desired: |desired, account, _| crate::desired(desired, account),
-    access: Access { reads, drift_reads, writes, administers, runner, ..Access::NONE },
+    access: Access { reads, cost_reads, drift_reads, writes, administers, runner, ..Access::NONE },
     trail: &[
         KindTrail {
             kind: crate::PROJECT,
@@ -105,14 +105,22 @@ fn reads(desired: &Desired, account: &Account) -> Vec<Value> {
     statements
 }
 
-/// The runner's builds and what a minute of them costs, for the nights' cost.
+/// The runner's builds, for the nights' cost and for a plan whose changes touch the builds.
+fn cost_reads(desired: &Desired, account: &Account) -> Vec<Value> {
+    let projects = project_arns(crate::declared(desired).projects.iter(), account);
+    if projects.is_empty() {
+        return Vec::new();
+    }
+    vec![statement("TheRunnersBuilds", &["codebuild:ListBuildsForProject", "codebuild:BatchGetBuilds"], projects)]
+}
+
+/// What a minute of the runner's builds costs and what was billed, for the nights' cost.
 fn drift_reads(desired: &Desired, account: &Account) -> Vec<Value> {
     let projects = project_arns(crate::declared(desired).projects.iter(), account);
     if projects.is_empty() {
         return Vec::new();
     }
     vec![
-        statement("TheRunnersBuilds", &["codebuild:ListBuildsForProject", "codebuild:BatchGetBuilds"], projects),
         // None of these has a resource to scope to.
         statement(
             "WhatAMinuteCostsAndWhatWasBilled",

@@ -66,6 +66,9 @@ pub struct Access {
     pub survey_reads: StatementsFn,
     /// What the drift check reads besides: the nights' cost, the cache's daily size.
     pub drift_reads: StatementsFn,
+    /// Which of those a plan's cost line reads too (the runner's builds, the cache's daily
+    /// size): the plan and drift roles, never the apply role, which prices nothing.
+    pub cost_reads: StatementsFn,
     /// What apply writes: only what some state of the account can lead it to write.
     pub writes: StatementsFn,
     /// What only an administrator writes besides (every change in IAM, a bucket's expiry and ACL,
@@ -85,6 +88,7 @@ impl Access {
         reads: |_, _| Vec::new(),
         survey_reads: |_, _| Vec::new(),
         drift_reads: |_, _| Vec::new(),
+        cost_reads: |_, _| Vec::new(),
         writes: |_, _| Vec::new(),
         administers: |_, _| Vec::new(),
         runner: |_, _, _| Vec::new(),
@@ -273,7 +277,7 @@ mod tests {
         assert_eq!(sids(|a| a.writes), ["FirstWrites"]);
         assert_eq!(sids(|a| a.drift_reads), Vec::<Value>::new());
         let none = Access::NONE;
-        for which in [none.reads, none.survey_reads, none.drift_reads, none.writes, none.administers] {
+        for which in [none.reads, none.survey_reads, none.drift_reads, none.cost_reads, none.writes, none.administers] {
             assert!(which(&desired, &account).is_empty());
         }
         assert!((none.runner)(&desired, &account, &Runner::default()).is_empty());

@@ -202,7 +202,9 @@ const NEVER: [&str; 17] = [
 /// else. Its plans are public (every pull request's, a fork's included), so it reads no other
 /// team's repository, and nothing only the drift check needs.
 pub fn plan_policy(desired: &Desired, account: &Account, catalog: &Catalog) -> Value {
-    let statements = catalog.statements(desired, account, |access| access.reads);
+    let mut statements = catalog.statements(desired, account, |access| access.reads);
+    // A plan's cost line prices a change to the builds or the cache from what they measured.
+    statements.extend(catalog.statements(desired, account, |access| access.cost_reads));
     json!({ "Version": "2012-10-17", "Statement": statements })
 }
 
@@ -213,6 +215,7 @@ pub fn plan_policy(desired: &Desired, account: &Account, catalog: &Catalog) -> V
 pub fn read_only_policy(desired: &Desired, account: &Account, catalog: &Catalog) -> Value {
     let mut statements = catalog.statements(desired, account, |access| access.reads);
     statements.extend(catalog.statements(desired, account, |access| access.survey_reads));
+    statements.extend(catalog.statements(desired, account, |access| access.cost_reads));
     statements.extend(catalog.statements(desired, account, |access| access.drift_reads));
     statements.push(json!({
         "Sid": "WhoChangedIt",
@@ -255,6 +258,7 @@ pub fn apply_policy(desired: &Desired, account: &Account, catalog: &Catalog) -> 
 pub fn administrator_policy(desired: &Desired, account: &Account, catalog: &Catalog) -> Result<Value, String> {
     let mut statements = catalog.statements(desired, account, |access| access.reads);
     statements.extend(catalog.statements(desired, account, |access| access.survey_reads));
+    statements.extend(catalog.statements(desired, account, |access| access.cost_reads));
     statements.extend(catalog.statements(desired, account, |access| access.drift_reads));
     statements.extend(catalog.statements(desired, account, |access| access.writes));
     statements.extend(catalog.statements(desired, account, |access| access.administers));

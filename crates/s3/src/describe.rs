@@ -58,7 +58,7 @@ pub const DESCRIPTION: Description = Description {
     kinds: S3Kind::KINDS,
     sections: &[crate::section::CLAIM],
     desired: |desired, account, _| crate::desired(desired, account),
-    access: Access { reads, drift_reads, writes, administers, runner, ..Access::NONE },
+    access: Access { reads, cost_reads, writes, administers, runner, ..Access::NONE },
     trail: &[
         KindTrail {
             kind: crate::BUCKET,
@@ -152,8 +152,9 @@ fn reads(desired: &Desired, account: &Account) -> Vec<Value> {
     vec![statement("TheCompilerCacheBucketsSettings", &READS, buckets)]
 }
 
-/// What the cache stores each day, for the nights' cost: CloudWatch has no resource to scope to.
-fn drift_reads(desired: &Desired, _: &Account) -> Vec<Value> {
+/// What the cache stores each day, for the nights' cost and for a plan that changes its expiry:
+/// CloudWatch has no resource to scope to.
+fn cost_reads(desired: &Desired, _: &Account) -> Vec<Value> {
     if declared(desired).buckets.is_empty() {
         return Vec::new();
     }

@@ -105,6 +105,20 @@ async fn the_read_only_policy_is_derived_allows_every_read_and_nothing_else_and_
         let run = reconcile(&plan_role, &desired, args);
         assert!(run.code == 0 || run.code == 2, "{args:?}: {}", run.stderr);
     }
+    // A pull request's plan that moves the runner to 2xlarge: the plan role reads the runner's
+    // last nights for its cost line, as its derived policy lets it.
+    let yesterday = reconcile_core::time::now().div_euclid(86_400) * 86_400 - 86_400 + 2 * 3600;
+    account.seed_builds(
+        "us-east-1",
+        &json!([{ "project": "rocm-bake", "start": yesterday, "end": yesterday + 2040, "computeType": "BUILD_GENERAL1_XLARGE" }]),
+    );
+    let bigger = desired.with_file_name("bigger.toml");
+    let text = std::fs::read_to_string(&desired).unwrap();
+    std::fs::write(&bigger, text.replace("BUILD_GENERAL1_XLARGE", "BUILD_GENERAL1_2XLARGE")).unwrap();
+    let run = reconcile(&plan_role, &bigger, &["plan", "--private", "--format", "json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let cost: Value = serde_json::from_str::<Value>(&run.stdout).unwrap()["cost"].clone();
+    assert!(cost["causes"][0]["monthly_usd"].as_f64().is_some_and(|usd| usd > 0.0), "{cost}");
     let mut used = BTreeSet::new();
     for request in plan_role.requests() {
         assert!(!request.is_write(), "{request}");
