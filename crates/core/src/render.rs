@@ -113,10 +113,15 @@ pub fn cost_lines(plan: &Plan) -> Vec<String> {
     let (total, complete) = crate::plan::cost_total(&plan.costs);
     let sign = if total < 0.0 { "-" } else { "+" };
     let rest = if complete { "" } else { ", and what cannot be estimated below" };
-    let mut lines = vec![format!(
-        "Monthly cost: about {sign}{} a month{rest} (it informs; it decides nothing).",
-        crate::units::usd(total.abs())
-    )];
+    let headline = if plan.costs.iter().all(|c| c.monthly_usd.is_none()) {
+        "Monthly cost: cannot be estimated, as below (it informs; it decides nothing).".to_owned()
+    } else {
+        format!(
+            "Monthly cost: about {sign}{} a month{rest} (it informs; it decides nothing).",
+            crate::units::usd(total.abs())
+        )
+    };
+    let mut lines = vec![headline];
     lines.extend(plan.costs.iter().map(|cost| format!("  {}", printable(&cost.line()))));
     lines
 }

@@ -299,6 +299,10 @@ fn a_plans_cost_line_says_each_figure_beside_the_summary_in_every_rendering() {
     // A change of nothing is no saving.
     let zero = crate::plan::CostFigure { monthly_usd: Some(0.0), ..plan.costs[0].clone() };
     assert!(zero.line().starts_with("builds: about +$0.00 a month"), "{}", zero.line());
+    // Nothing that could be estimated: said so, never a total of zero.
+    let only_unknown = Plan { costs: vec![plan.costs[2].clone()], ..plan.clone() };
+    let said = crate::render::text(&only_unknown);
+    assert!(said.contains("\nMonthly cost: cannot be estimated, as below"), "{said}");
     // Nothing priced: no line, no key.
     plan.costs.clear();
     assert!(!crate::render::text(&plan).contains("Monthly cost"));

@@ -83,7 +83,8 @@ pub fn arches(nights: &Nights, before: usize, after: usize, what: String) -> Cos
         return figure("builds", what, None, why, false);
     }
     if before == 0 {
-        return figure("builds", what, None, "no architecture was built before, so none measured".to_owned(), false);
+        let why = "the architectures were not set before, so how many the last nights built is not known";
+        return figure("builds", what, None, why.to_owned(), false);
     }
     let per_night = nights.runner / f64::from(nights.nights.max(1));
     let per_architecture = per_night / before as f64;
