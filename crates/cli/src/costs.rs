@@ -6,7 +6,7 @@
 //! figure that cannot be estimated, with why. It informs: no exit code depends on it.
 
 use reconcile_core::plan::{Action, Change, CostFigure, Observed, Plan};
-use reconcile_core::{Account, Desired};
+use reconcile_core::{Account, Desired, ReconcileError};
 use reconcile_cost::change::{self, Nights};
 use reconcile_cost::rates;
 use reconcile_cost::report::{self, BuildRecord};
@@ -178,18 +178,20 @@ fn unread(cause: &str, what: String, why: &str) -> CostFigure {
     }
 }
 
-/// The runner's last whole nights, priced at the last known rates (a plan asks no Price List),
-/// and those rates.
-async fn nights(aws: &Aws, desired: &Desired) -> Result<(Nights, Vec<rates::Rate>), String> {
-    let now = reconcile_core::time::now();
-    let today = now.div_euclid(DAY) * DAY;
-    let first = today - DAY * i64::from(NIGHTS);
+/// Every build of the declared runner projects since `first` (Unix seconds), as the cost report
+/// takes them: `cost`'s nights, and a plan's cost line.
+pub async fn runner_builds(aws: &Aws, desired: &Desired, first: i64) -> Result<Vec<BuildRecord>, ReconcileError> {
     let codebuild = aws.codebuild();
     let mut builds = Vec::new();
     for project in &reconcile_codebuild::declared(desired).projects {
-        let (found, _) = reconcile_codebuild::builds::since(&codebuild, &project.name, first as f64)
-            .await
-            .map_err(|e| e.to_string())?;
+        let (found, reads) = reconcile_codebuild::builds::since(&codebuild, &project.name, first as f64).await?;
+        tracing::info!(
+            "cost: {} builds of {} in {} list pages and {} batch reads",
+            found.len(),
+            project.name,
+            reads.list_pages,
+            reads.batch_reads
+        );
         builds.extend(found.into_iter().map(|b| BuildRecord {
             id: b.id,
             start: b.start,
@@ -197,6 +199,16 @@ async fn nights(aws: &Aws, desired: &Desired) -> Result<(Nights, Vec<rates::Rate
             compute_type: b.compute_type,
         }));
     }
+    Ok(builds)
+}
+
+/// The runner's last whole nights, priced at the last known rates (a plan asks no Price List),
+/// and those rates.
+async fn nights(aws: &Aws, desired: &Desired) -> Result<(Nights, Vec<rates::Rate>), String> {
+    let now = reconcile_core::time::now();
+    let today = now.div_euclid(DAY) * DAY;
+    let first = today - DAY * i64::from(NIGHTS);
+    let builds = runner_builds(aws, desired, first).await.map_err(|e| e.to_string())?;
     let mut known: Vec<rates::Rate> = builds
         .iter()
         .filter_map(|b| rates::usage_type(&desired.region, &b.compute_type))

@@ -8,7 +8,7 @@ use reconcile_core::plan::{Finding, Severity};
 use reconcile_core::{Desired, ErrorKind, ReconcileError, json};
 use reconcile_cost::explorer::Billed;
 use reconcile_cost::rates::{self, Rate};
-use reconcile_cost::report::{self, BuildRecord};
+use reconcile_cost::report;
 
 use crate::args::Format;
 use crate::aws::{Aws, Purpose};
@@ -33,25 +33,7 @@ pub async fn run(
     let today = now.div_euclid(DAY) * DAY;
     let first = today - DAY * (i64::from(days) - 1);
 
-    let codebuild = aws.codebuild();
-    let mut builds = Vec::new();
-    for project in &reconcile_codebuild::declared(desired).projects {
-        let (found, reads) =
-            reconcile_codebuild::builds::since(&codebuild, &project.name, first as f64).await.map_err(fail)?;
-        tracing::info!(
-            "cost: {} builds of {} in {} list pages and {} batch reads",
-            found.len(),
-            project.name,
-            reads.list_pages,
-            reads.batch_reads
-        );
-        builds.extend(found.into_iter().map(|b| BuildRecord {
-            id: b.id,
-            start: b.start,
-            end: b.end,
-            compute_type: b.compute_type,
-        }));
-    }
+    let builds = crate::costs::runner_builds(&aws, desired, first).await.map_err(fail)?;
 
     // What could not be read for want of a permission: said once, in one warning.
     let mut unread: Vec<String> = Vec::new();
