@@ -296,6 +296,17 @@ fn a_plans_cost_line_says_each_figure_beside_the_summary_in_every_rendering() {
     let comment = markdown(&plan, GITHUB_COMMENT_LIMIT);
     assert!(comment.contains("\nMonthly cost: about +$52.94 a month"), "{comment}");
     assert!(!comment.contains("<b>"), "never markup: {comment}");
+    // A value a pull request wrote (`[nightly] arches`), as hostile as it gets.
+    let hostile = "x` </details> @org/team <img src=https://evil.example/p.png> [y](https://e.example)";
+    let mut attacked = plan.clone();
+    attacked.costs[0].what = format!("github_variable.NIGHTLY_ARCHES value \"{hostile}\"");
+    let comment = markdown(&attacked, GITHUB_COMMENT_LIMIT);
+    let start = comment.find("Monthly cost").unwrap();
+    let cost = &comment[start..start + comment[start..].find("<details>").unwrap()];
+    assert!(cost.contains("&lt;/details&gt;"), "{cost}");
+    for raw in ["</details>", "<img", "@org/team", "](https://e.example)"] {
+        assert!(!cost.contains(raw), "{raw} rendered: {cost}");
+    }
     // A change of nothing is no saving.
     let zero = crate::plan::CostFigure { monthly_usd: Some(0.0), ..plan.costs[0].clone() };
     assert!(zero.line().starts_with("builds: about +$0.00 a month"), "{}", zero.line());
