@@ -1,12 +1,13 @@
 //! Whose resources a plan may show, and to whom.
 //!
 //! A pull request's plan is posted where anyone reads it, from a desired.toml anyone wrote.
-//! [`publish`] keeps of it only what belongs to this deployment, judged from the account (the
-//! mark, [`crate::ownership`], with the deployment's name the default branch's desired.toml
-//! gives, never the pull request's) and from the default branch's desired.toml (trusted): a
-//! resource the pull request names that exists and is neither becomes an error finding
-//! ([`NOT_OURS_PUBLIC`]) with nothing of its live state, and what the account holds beyond
-//! desired.toml is counted, not named. Taking over what is not ours is [`crate::ownership`]'s.
+//! [`publish`] keeps of it only what the default branch's desired.toml (trusted) declares, under
+//! the same key and name: a resource the pull request names that exists and is not declared
+//! there becomes an error finding ([`NOT_OURS_PUBLIC`]) with nothing of its live state, even if
+//! it carries this deployment's mark ([`crate::ownership`]), which whoever may tag it could have
+//! written; and what the account holds beyond desired.toml is counted, not named. The mark, with
+//! the deployment's name the default branch gives (never the pull request's), says which of what
+//! the pull request prunes may be shown. Taking over what is not ours is [`crate::ownership`]'s.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -61,21 +62,23 @@ pub(crate) fn root<'a>(resources: &'a DesiredResources, address: &Address) -> Op
 /// pull request's desired resources the plan was made from.
 pub fn publish(mut plan: Plan, resources: &DesiredResources, public: &Public) -> Plan {
     let ours = |live: &Map<String, Value>| public.deployment.as_deref().is_some_and(|ours| mark(live) == Some(ours));
-    let hidden: BTreeSet<Address> = resources
+    // Hidden: what exists and the default branch does not declare (under the same key and
+    // name), even carrying the default branch's deployment's mark, which anyone who can tag the
+    // resource could have written (ECR authorizes a create's tags as tagging one that exists).
+    let hidden: BTreeMap<Address, bool> = resources
         .values()
         .filter(|resource| resource.parent.is_none())
-        .filter(|resource| match plan.observed.get(&resource.address) {
+        .filter_map(|resource| match plan.observed.get(&resource.address) {
             Some(Observed::Present(live)) => {
                 let named = (resource.address.clone(), resource.remote_name.clone());
                 let declared = public.base.as_ref().is_some_and(|base| base.contains(&named));
-                !declared && !ours(live)
+                (!declared).then(|| (resource.address.clone(), ours(live)))
             }
-            _ => false,
+            _ => None,
         })
-        .map(|resource| resource.address.clone())
         .collect();
     // Shown: what belongs to a declared resource that is not hidden.
-    let shown = |address: &Address| root(resources, address).is_some_and(|root| !hidden.contains(root));
+    let shown = |address: &Address| root(resources, address).is_some_and(|root| !hidden.contains_key(root));
     // A prune deletes what carries the pull request's mark: shown only when that is the default
     // branch's deployment's (else another team's repository, W605).
     let pruned: BTreeSet<Address> = plan
@@ -86,6 +89,11 @@ pub fn publish(mut plan: Plan, resources: &DesiredResources, public: &Public) ->
         .collect();
     plan.changes.retain(|change| shown(&change.address) || pruned.contains(&change.address));
     plan.observed.retain(|address, _| shown(address) || pruned.contains(address));
+    // What is one per account and someone else's is used as it is: nothing of it is shown.
+    plan.observed.retain(|address, observed| match (resources.get(address), observed) {
+        (Some(resource), Observed::Present(live)) if resource.shared => ours(live),
+        _ => true,
+    });
     plan.impacts.retain(|address, _| shown(address));
     plan.attributions.retain(|address, _| shown(address));
     for attribution in plan.attributions.values_mut() {
@@ -159,14 +167,25 @@ pub fn publish(mut plan: Plan, resources: &DesiredResources, public: &Public) ->
             overridden_by: None,
         });
     }
-    for address in hidden {
+    for (address, marked) in hidden {
+        let why = match marked {
+            // Left from a declaration since removed, or marked by someone else: the mark alone
+            // cannot say which, so it counts for nothing here.
+            true => format!(
+                "it carries this deployment's `{MARK_KEY}` mark, but the default branch's desired.toml does not \
+                 declare it: marked by someone else, or left from a declaration since removed"
+            ),
+            false => format!(
+                "it carries no `{MARK_KEY}` mark of this deployment and the default branch's desired.toml does not \
+                 declare it"
+            ),
+        };
         findings.push(Finding {
             code: NOT_OURS_PUBLIC.to_owned(),
             severity: Severity::Error,
             message: format!(
-                "`{address}` exists in the account and is not reconcile's (it carries no `{MARK_KEY}` mark of this \
-                 deployment and the default branch's desired.toml does not declare it): a public plan shows nothing \
-                 of it, and a pull request cannot take it over; a maintainer imports one and plans it privately"
+                "`{address}` exists in the account and is not reconcile's ({why}): a public plan shows nothing of \
+                 it, and a pull request cannot take it over; a maintainer imports one and plans it privately"
             ),
             address: Some(address),
             overridden_by: None,
@@ -252,12 +271,15 @@ mod tests {
         let (ours_repository, ours_policy) = repository("pytorch", false);
         let (new_repository, _) = repository("vllm", false);
         let (base_repository, _) = repository("declared-on-main", false);
-        let (t, tp, o, n, b) = (
+        // Another team's, marked with this deployment's mark by someone else.
+        let (forged_repository, _) = repository("teamy-release", false);
+        let (t, tp, o, n, b, f) = (
             theirs_repository.address.clone(),
             theirs_policy.address.clone(),
             ours_repository.address.clone(),
             new_repository.address.clone(),
             base_repository.address.clone(),
+            forged_repository.address.clone(),
         );
         let resources = resources(vec![
             theirs_repository,
@@ -266,6 +288,7 @@ mod tests {
             ours_policy,
             new_repository,
             base_repository,
+            forged_repository,
         ]);
         let undeclared = Address::new(crate::fake::kinds::ECR_REPOSITORY, "secret-mi500-bringup");
         let mut plan = Plan::new("123456789012", "us-east-1");
@@ -275,12 +298,17 @@ mod tests {
             (o.clone(), ours()),
             (n.clone(), Observed::Absent),
             (b.clone(), Observed::Present(map(json!({ "scan_on_push": true, "tags": {} })))),
+            (
+                f.clone(),
+                Observed::Present(map(json!({ "repository_policy": THEIRS, "tags": { MARK_KEY: "rocm-bake" } }))),
+            ),
         ]);
         plan.changes = vec![
             change(&t, Some(json!({ "scan_on_push": true, "tags": THEIRS }))),
             change(&tp, Some(json!({ "policy": THEIRS }))),
             change(&o, Some(json!({ "scan_on_push": true }))),
             change(&n, None),
+            change(&f, Some(json!({ "repository_policy": THEIRS }))),
         ];
         plan.findings = vec![
             finding("S102", Some(t.clone()), THEIRS),
@@ -296,7 +324,7 @@ mod tests {
         // Only an administrator changes ours and theirs: the public W501 names ours alone.
         plan.administrators = vec![(t.clone(), "a grant".to_owned()), (o.clone(), "a grant".to_owned())];
         let public = Public {
-            base: Some(BTreeSet::from([(b.clone(), "declared-on-main".to_owned())])),
+            base: Some(BTreeSet::from([(b.clone(), "declared-on-main".to_owned()), (o.clone(), "pytorch".to_owned())])),
             named: BTreeSet::from([Address::new(crate::fake::kinds::ECR_REPOSITORY, "atom-wheel-cache")]),
             deployment: Some("rocm-bake".to_owned()),
             ..Public::default()
@@ -320,11 +348,24 @@ mod tests {
                 ("W401", Severity::Error, Some("ecr_repository.sglang".to_owned())),
                 ("W501", Severity::Error, None),
                 ("W602", Severity::Error, Some(t.to_string())),
+                ("W602", Severity::Error, Some(f.to_string())),
                 ("D101", Severity::Warning, None),
                 ("D102", Severity::Warning, None),
             ]
         );
-        assert!(shown.findings[6].message.starts_with("1 finding(s) of this code"));
+        // This deployment's mark alone, on what the default branch does not declare, shows nothing
+        // and says why.
+        assert!(
+            shown.findings[5].message.contains("carries no `reconcile:deployment` mark"),
+            "{}",
+            shown.findings[5].message
+        );
+        assert!(
+            shown.findings[6].message.contains("carries this deployment's `reconcile:deployment` mark, but the default branch's desired.toml does not declare it: marked by someone else"),
+            "{}",
+            shown.findings[6].message
+        );
+        assert!(shown.findings[7].message.starts_with("1 finding(s) of this code"));
         assert!(shown.findings[4].message.ends_with("until an administrator applies it"));
         assert!(
             shown.findings[4].message.starts_with("this plan changes `ecr_repository.pytorch` (a grant), which"),

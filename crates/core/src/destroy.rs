@@ -7,7 +7,8 @@
 //! deployment's mark was not made (nor taken over) by it, or is another deployment's, so the
 //! whole destroy is refused ([`NOT_OURS_TO_DESTROY`]) rather than deleting around it. A declared
 //! resource reconcile does not mark (the GitHub side's settings carry no tags) cannot be told
-//! apart, and is left alone, with a note ([`NOT_DESTROYED`]).
+//! apart, and one every deployment in the account shares may still be used by another: both are
+//! left alone, with a note ([`NOT_DESTROYED`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -21,8 +22,9 @@ use crate::plan::{Action, Change, DesiredResources, Finding, Observed, Severity}
 /// Finding code: destroy would delete a declared resource that exists without this deployment's
 /// mark: the destroy is refused. Stable; never reused.
 pub const NOT_OURS_TO_DESTROY: &str = "W603";
-/// Finding code: a declared resource reconcile does not mark (the GitHub side's settings, which
-/// carry no tags), which destroy leaves as it is. Stable; never reused.
+/// Finding code: a declared resource destroy leaves as it is: one reconcile does not mark (the
+/// GitHub side's settings, which carry no tags), or one every deployment in the account shares
+/// (GitHub's OIDC provider). Stable; never reused.
 pub const NOT_DESTROYED: &str = "W604";
 
 /// The deletes of a destroy, and the findings that refuse or qualify it. `observed` holds what
@@ -34,6 +36,24 @@ pub fn changes(resources: &DesiredResources, observed: &BTreeMap<Address, Observ
     let mut refused: BTreeSet<&Address> = BTreeSet::new();
     let mut untagged: BTreeSet<&Address> = BTreeSet::new();
     for resource in resources.values().filter(|r| r.parent.is_none()) {
+        // One per account: whoever made it, another deployment or team may use it still.
+        if resource.shared {
+            untagged.insert(&resource.address);
+            if let Some(Observed::Present(_)) = observed.get(&resource.address) {
+                findings.push(Finding {
+                    code: NOT_DESTROYED.to_owned(),
+                    severity: Severity::Warning,
+                    address: Some(resource.address.clone()),
+                    message: format!(
+                        "`{}` is one per account and every deployment in it shares it: destroy leaves it as it is \
+                         (delete it by hand once no role trusts it)",
+                        resource.remote_name
+                    ),
+                    overridden_by: None,
+                });
+            }
+            continue;
+        }
         let Some(wanted) = mark(&resource.attributes) else {
             untagged.insert(&resource.address);
             findings.push(Finding {
@@ -207,5 +227,26 @@ mod tests {
             ]
         );
         assert!(findings[0].refuses() && !findings[1].refuses());
+    }
+
+    #[test]
+    fn what_is_one_per_account_is_left_whoever_made_it() {
+        for (tags, refused) in
+            [(json!({MARK_KEY: "rocm-bake"}), false), (json!({MARK_KEY: "team-x"}), false), (json!({}), false)]
+        {
+            let provider = resource(crate::fake::kinds::IAM_ROLE, "github", true).shared_in_the_account();
+            let resources = crate::engine::desired_resources([provider.clone()]);
+            let observed = BTreeMap::from([(provider.address.clone(), present(tags.clone()))]);
+            let (changes, findings) = changes(&resources, &observed);
+            assert!(changes.is_empty(), "{tags}: {changes:?}");
+            assert_eq!(findings.len(), 1, "{findings:?}");
+            assert_eq!((findings[0].code.as_str(), findings[0].refuses()), (NOT_DESTROYED, refused));
+            assert!(findings[0].message.contains("every deployment in it shares it"), "{}", findings[0].message);
+        }
+        // Absent: nothing to say.
+        let provider = resource(crate::fake::kinds::IAM_ROLE, "github", true).shared_in_the_account();
+        let resources = crate::engine::desired_resources([provider.clone()]);
+        let (changes, findings) = changes(&resources, &BTreeMap::from([(provider.address.clone(), Observed::Absent)]));
+        assert!(changes.is_empty() && findings.is_empty());
     }
 }

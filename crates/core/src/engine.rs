@@ -132,8 +132,14 @@ pub async fn plan_with(
         let (found, taken) = crate::ownership::takeovers(resources, &observed);
         findings.extend(found);
         takeovers = taken;
+        // What is one per account and someone else's: used as it is, never changed.
+        let (found, used) = crate::ownership::shared(resources, &observed);
+        findings.extend(found);
         let replace: BTreeSet<Address> = observations.replace.iter().map(|r| r.address.clone()).collect();
         for (address, observation) in &observed {
+            if used.contains(address) {
+                continue;
+            }
             let replaced = replace.contains(address);
             if let Some(change) = change_for(reconcilers, address, resources.get(address), observation, replaced) {
                 changes.push(change);

@@ -30,6 +30,14 @@ pub const NOT_OURS: &str = "W601";
 /// `managed-by = reconcile` tag, which the live IAM policies grant the builds by until the same
 /// apply changes them: a build running meanwhile would lose its push. Stable; never reused.
 pub const LEGACY_TAG_REMOVED: &str = "W606";
+/// Finding code: a resource there is one of per account (GitHub's OIDC provider) exists and is
+/// not this deployment's (another deployment's, or made by hand or another tool): this
+/// deployment uses it as it is, and never changes, takes over or deletes it. Stable.
+pub const SHARED: &str = "W607";
+/// Finding code: a resource there is one of per account exists, is not this deployment's, and
+/// lacks something desired.toml needs of it (an audience of GitHub's OIDC provider): reconcile
+/// does not change what is not its own, so its owner must. Stable; never reused.
+pub const SHARED_LACKS: &str = "W608";
 
 pub use crate::mark::{
     DEFAULT_DEPLOYMENT, LEGACY_KEY, LEGACY_VALUE, MARK_KEY, RESERVED_PREFIX, is_reserved, mark, marked,
@@ -109,6 +117,9 @@ pub fn takeovers(
         let Some(Observed::Present(live)) = observed.get(&resource.address) else { continue };
         let imported = resource.overrides(ADOPT);
         let name = &resource.remote_name;
+        if used_as_it_is(resource, live, ours) {
+            continue;
+        }
         let whose = match owner(live, ours) {
             Owner::Ours => continue,
             Owner::Legacy => {
@@ -157,6 +168,77 @@ pub fn takeovers(
         });
     }
     (findings, takeovers)
+}
+
+/// Whether the shared `resource` (one per account), as it is `live`, is used as it is: it is
+/// another deployment's, or nobody's and not imported (an import takes it over, as any other).
+fn used_as_it_is(resource: &crate::plan::DesiredResource, live: &Map<String, Value>, ours: &str) -> bool {
+    resource.shared
+        && match owner(live, ours) {
+            Owner::Deployment(_) => true,
+            Owner::Unmarked => !resource.overrides(ADOPT),
+            Owner::Ours | Owner::Legacy => false,
+        }
+}
+
+/// The shared resources (one per account: [`crate::plan::DesiredResource::shared`]) that exist
+/// and are not this deployment's, which it uses as they are: no change is planned for them, and
+/// a finding says whose each is ([`SHARED`]), or what of what desired.toml needs it lacks
+/// ([`SHARED_LACKS`], an error: the runs that rely on it would fail).
+pub fn shared(
+    resources: &DesiredResources,
+    observed: &BTreeMap<Address, Observed>,
+) -> (Vec<Finding>, BTreeSet<Address>) {
+    let mut findings = Vec::new();
+    let mut used = BTreeSet::new();
+    for resource in resources.values().filter(|resource| resource.shared) {
+        let Some(ours) = mark(&resource.attributes) else { continue };
+        let Some(Observed::Present(live)) = observed.get(&resource.address) else { continue };
+        if !used_as_it_is(resource, live, ours) {
+            continue;
+        }
+        used.insert(resource.address.clone());
+        let whose = match owner(live, ours) {
+            Owner::Deployment(other) => format!("deployment `{other}`'s"),
+            _ => "made by hand or by another tool (it carries no mark)".to_owned(),
+        };
+        let name = &resource.remote_name;
+        let lacking: Vec<String> = resource
+            .attributes
+            .iter()
+            .filter(|(field, value)| *field != "tags" && live.get(*field) != Some(*value))
+            .map(|(field, _)| format!("`{field}`"))
+            .collect();
+        let (code, severity, message) = if lacking.is_empty() {
+            (
+                SHARED,
+                Severity::Warning,
+                format!(
+                    "`{name}` is one per account, and {whose}: every deployment in the account shares it, so this \
+                     one uses it as it is, and never changes, takes over or deletes it"
+                ),
+            )
+        } else {
+            (
+                SHARED_LACKS,
+                Severity::Error,
+                format!(
+                    "`{name}` is one per account, {whose}, and its {} is not what this deployment needs: reconcile \
+                     never changes what another deployment or person owns, so whoever owns it must change it (the \
+                     plan's `after` says how)",
+                    lacking.join(", ")
+                ),
+            )
+        };
+        findings.push(Finding {
+            code: code.to_owned(),
+            severity,
+            address: Some(resource.address.clone()),
+            message,
+            overridden_by: None,
+        });
+    }
+    (findings, used)
 }
 
 fn wanted_tags(resource: &crate::plan::DesiredResource) -> Option<&Map<String, Value>> {
@@ -328,6 +410,69 @@ mod tests {
         // A tag desired.toml could write decides nothing.
         let (findings, _) = judge(repository("skunkworks", false), live(json!({ LEGACY_KEY: "terraform" })));
         assert!(findings[0].refuses());
+    }
+
+    /// GitHub's OIDC provider as desired.toml wants it: one per account.
+    fn provider(adopt: bool) -> DesiredResource {
+        let address = Address::new(crate::fake::kinds::ECR_REPOSITORY, "github");
+        DesiredResource::new(
+            address,
+            "arn:aws:iam::123456789012:oidc-provider/token.actions.githubusercontent.com",
+            map(json!({ "client_ids": ["sts.amazonaws.com"], "tags": { MARK_KEY: "rocm-bake" } })),
+        )
+        .adopted(adopt)
+        .shared_in_the_account()
+    }
+
+    fn share(resource: DesiredResource, live: Value) -> (Vec<Finding>, BTreeSet<Address>, BTreeMap<Address, Takeover>) {
+        let observed = BTreeMap::from([(resource.address.clone(), Observed::Present(map(live)))]);
+        let resources = crate::engine::desired_resources([resource]);
+        let (found, used) = shared(&resources, &observed);
+        let (mut taken_found, taken) = takeovers(&resources, &observed);
+        taken_found.extend(found);
+        (taken_found, used, taken)
+    }
+
+    #[test]
+    fn what_is_one_per_account_is_used_as_it_is_when_someone_elses_and_never_taken_over() {
+        let needed = json!(["sts.amazonaws.com"]);
+        // Another deployment's: used, said so, never a W601 nor an import.
+        let (findings, used, taken) =
+            share(provider(false), json!({ "client_ids": needed, "tags": { MARK_KEY: "team-x", "owner": THEIRS } }));
+        assert_eq!(used.len(), 1);
+        assert!(taken.is_empty());
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert_eq!((findings[0].code.as_str(), findings[0].severity), (SHARED, Severity::Warning));
+        assert!(findings[0].message.contains("deployment `team-x`'s"), "{}", findings[0].message);
+        assert!(!findings[0].message.contains(THEIRS));
+        // Listed in `import` changes nothing for another deployment's.
+        let (findings, used, taken) =
+            share(provider(true), json!({ "client_ids": needed, "tags": { MARK_KEY: "team-x" } }));
+        assert_eq!((findings[0].code.as_str(), used.len(), taken.len()), (SHARED, 1, 0));
+        // Made by hand: used as it is, unless imported, which takes it over as any other.
+        let (findings, used, _) = share(provider(false), json!({ "client_ids": needed, "tags": {} }));
+        assert_eq!((findings[0].code.as_str(), used.len()), (SHARED, 1));
+        assert!(findings[0].message.contains("made by hand or by another tool"), "{}", findings[0].message);
+        let (findings, used, taken) = share(provider(true), json!({ "client_ids": needed, "tags": {} }));
+        assert_eq!((findings.len(), used.len()), (0, 0), "{findings:?}");
+        assert_eq!(taken.values().collect::<Vec<_>>(), [&Takeover::Import]);
+        // Lacking what this deployment needs: an error, and still not changed.
+        let (findings, used, _) = share(provider(false), json!({ "client_ids": [], "tags": { MARK_KEY: "team-x" } }));
+        assert_eq!((findings[0].code.as_str(), findings[0].severity, used.len()), (SHARED_LACKS, Severity::Error, 1));
+        assert!(
+            findings[0].message.contains("its `client_ids` is not what this deployment needs"),
+            "{}",
+            findings[0].message
+        );
+        // Ours: managed as any other, with no finding.
+        let (findings, used, taken) =
+            share(provider(false), json!({ "client_ids": [], "tags": { MARK_KEY: "rocm-bake" } }));
+        assert_eq!((findings.len(), used.len(), taken.len()), (0, 0, 0));
+        // Not shared: another deployment's is W601, as before.
+        let mut repository = provider(false);
+        repository.shared = false;
+        let (findings, used, _) = share(repository, json!({ "client_ids": needed, "tags": { MARK_KEY: "team-x" } }));
+        assert_eq!((findings[0].code.as_str(), used.len()), (NOT_OURS, 0));
     }
 
     #[test]

@@ -47,6 +47,10 @@ pub struct DesiredResource {
     /// How the mark orders it ([`crate::ownership`]): what IAM reaches through the mark (a
     /// repository the builds push to) is marked before what grants by it changes.
     pub mark: MarkOrder,
+    /// One per account (GitHub's OIDC identity provider), so every deployment in it shares it:
+    /// made (with this deployment's mark) when missing, used as it is when someone else's
+    /// ([`crate::ownership::shared`]), and never deleted by a destroy.
+    pub shared: bool,
 }
 
 /// Where a resource stands in the order the mark gives an apply: IAM grants the builds the
@@ -75,7 +79,14 @@ impl DesiredResource {
             overrides: Vec::new(),
             last: false,
             mark: MarkOrder::Neither,
+            shared: false,
         }
+    }
+
+    /// One per account, shared by every deployment in it (see [`DesiredResource::shared`]).
+    pub fn shared_in_the_account(mut self) -> DesiredResource {
+        self.shared = true;
+        self
     }
 
     /// Stands where `order` says in the order the mark gives an apply.

@@ -27,7 +27,8 @@ pub fn reconciler(clients: &reconcile_aws::Clients<'_>) -> Box<dyn reconcile_cor
 pub fn ecr_reconciler(clients: &reconcile_aws::Clients<'_>) -> crate::EcrReconciler {
     let config = aws_sdk_ecr::config::Builder::from(clients.sdk).interceptor(clients.interceptor.clone()).build();
     let reconciler = crate::EcrReconciler::new(aws_sdk_ecr::Client::from_conf(config), clients.account.clone())
-        .with_parallelism(clients.limit());
+        .with_parallelism(clients.limit())
+        .marked_as(clients.desired.mark());
     match clients.shared {
         Some(shared) => reconciler.reading_once(shared.get()),
         None => reconciler,
@@ -66,6 +67,8 @@ pub const DESCRIPTION: Description = Description {
                 (crate::FOREIGN_REPOSITORY_ACCESS, &["SetRepositoryPolicy"]),
                 (crate::UNDECLARED_REPOSITORY, &["CreateRepository"]),
                 (crate::UNDECLARED_REPOSITORY_WITHOUT_POLICY, &["CreateRepository"]),
+                // Who wrote the mark: a create's tags, or tagging one that exists.
+                (crate::MARKED_UNDECLARED, &["TagResource", "CreateRepository"]),
             ],
             global: false,
             index: Index::Partial,
@@ -149,37 +152,49 @@ fn survey_reads(desired: &Desired, account: &Account) -> Vec<Value> {
     ]
 }
 
-/// A destroy's (the declared repositories and their lifecycle policies deleted) and an import's
-/// (a declared repository someone else made, marked as this deployment's, after which the
-/// writes granted by the mark reach it).
+/// A destroy's (the declared repositories and their lifecycle policies deleted), an import's (a
+/// declared repository someone else made, marked as this deployment's, after which the writes
+/// granted by the mark reach it), and a prune's (a repository desired.toml no longer declares
+/// that carries the mark: which cannot tell one this deployment made from one someone else
+/// marked, so deleting it is never a CI role's).
 fn administers(desired: &Desired, account: &Account) -> Vec<Value> {
     let arn = |name: &str| reconcile_aws::arn(account, "ecr", &format!("repository/{name}"));
     let repositories: Vec<String> = crate::declared(desired).repositories.iter().map(|r| arn(&r.name)).collect();
     if repositories.is_empty() {
         return Vec::new();
     }
-    vec![json!({
-        "Sid": "DestroyOrImportTheDeclaredRepositories",
-        "Effect": "Allow",
-        "Action": ["ecr:DeleteLifecyclePolicy", "ecr:DeleteRepository", "ecr:TagResource"],
-        "Resource": repositories,
-    })]
+    let (key, value) = desired.mark();
+    vec![
+        json!({
+            "Sid": "DestroyOrImportTheDeclaredRepositories",
+            "Effect": "Allow",
+            "Action": ["ecr:DeleteLifecyclePolicy", "ecr:DeleteRepository", "ecr:TagResource"],
+            "Resource": repositories,
+        }),
+        json!({
+            "Sid": "PruneTheRepositoriesReconcileManages",
+            "Effect": "Allow",
+            "Action": ["ecr:DeleteRepository"],
+            "Resource": every_repository(account),
+            "Condition": { "StringEquals": { format!("aws:ResourceTag/{key}"): value } },
+        }),
+    ]
 }
 
 /// Every repository is granted by this deployment's mark, not by name, so declaring one more
 /// (the second use of this tool, after a bake target is added) changes no CI policy, and the
 /// apply role applies it. Only a repository made with the mark may be made; only one carrying it
-/// changed, tagged (keeping the mark: no other is taken over by tagging it, which is an
-/// administrator's import) or, with `--prune`, deleted; and its mark is never taken off.
+/// changed or tagged (keeping the mark: no other is taken over by tagging it, which is an
+/// administrator's import); its mark is never taken off; and none is ever deleted (a prune and
+/// a destroy are an administrator's: see [`administers`]).
 fn writes(desired: &Desired, account: &Account) -> Vec<Value> {
     if crate::declared(desired).repositories.is_empty() {
         return Vec::new();
     }
     let (key, value) = desired.mark();
     let marked = json!({ "StringEquals": { format!("aws:ResourceTag/{key}"): value } });
-    let mut writes: Vec<&str> =
+    let writes: Vec<&str> =
         WRITES.iter().copied().filter(|a| *a != "ecr:CreateRepository" && *a != "ecr:UntagResource").collect();
-    writes.push("ecr:DeleteRepository");
     vec![
         json!({
             "Sid": "TheRepositoriesReconcileManages",
@@ -209,9 +224,11 @@ fn writes(desired: &Desired, account: &Account) -> Vec<Value> {
             },
         }),
         // ECR authorizes the tags of a create as `ecr:TagResource` on the new repository too,
-        // which IAM cannot tell from marking one that exists unmarked: taking one over that way
-        // is refused to CI by the run itself (an import is an administrator's), and the deny
-        // below keeps another deployment's repositories out of reach.
+        // which IAM cannot tell from marking one that exists unmarked, and naming the
+        // repositories would make every bake target added an administrator's change: taking one
+        // over that way is refused to CI by the run itself (an import is an administrator's), a
+        // mark so written gives nothing a pull request's public plan shows nor anything a CI
+        // role deletes, and the deny below keeps another deployment's repositories out of reach.
         json!({
             "Sid": "MakeRepositoriesMarkedAsReconciles",
             "Effect": "Allow",

@@ -34,6 +34,7 @@ use reconcile_core::{Account, Address, Applied, Destroy, Progress, ReconcileErro
 
 pub use describe::{DESCRIPTION, ecr_reconciler, reconciler};
 pub use lifecycle::{canonical_policy, canonical_policy_text};
+pub use runner::creatable;
 pub use section::{
     AGE_BASED_UNTAGGED_EXPIRY, ALLOW_TAGGED_EXPIRY, CLAIM, Ecr, EcrRepository, EncryptionType, FEW_UNTAGGED_KEPT,
     LifecyclePolicy, TAGGED_EXPIRY, TagMutability, UNTAGGED_NEVER_EXPIRE, declared,
@@ -61,6 +62,12 @@ pub const EXPIRES_TAGGED_NOW: &str = "W305";
 /// Finding code: an undeclared repository's lifecycle policy could not be read with these
 /// credentials (the plan role reads only reconcile's repositories). Stable; never reused.
 pub const UNDECLARED_POLICY_UNREAD: &str = "E108";
+/// Finding code: a repository desired.toml does not declare carries this deployment's mark: left
+/// from a declaration since removed (an administrator's `apply --prune` deletes it), or marked by
+/// someone who may tag it (ECR authorizes a create's tags as tagging one that exists), which the
+/// mark alone cannot tell apart. The drift check says who wrote it when CloudTrail knows. Stable;
+/// never reused.
+pub const MARKED_UNDECLARED: &str = "D109";
 
 /// ECR's answers for "there is no such repository" and "it has no lifecycle policy".
 const REPOSITORY_NOT_FOUND: &str = "RepositoryNotFoundException";
@@ -96,6 +103,9 @@ pub struct EcrReconciler {
     parallelism: Parallelism,
     /// What this run read already, when it only reads (see [`ReadOnce`]).
     read_once: Option<std::sync::Arc<ReadOnce>>,
+    /// This deployment's mark (its key and value), which the drift check looks for on what
+    /// desired.toml does not declare.
+    mark: Option<(String, String)>,
     /// What a GB-month of storage costs (desired.toml's `price_per_gb_month`), for what a
     /// policy's expiry saves.
     price_per_gb_month: f64,
@@ -116,7 +126,15 @@ impl EcrReconciler {
             parallelism: Parallelism::default(),
             price_per_gb_month: reconcile_core::desired::ECR_PRICE_PER_GB_MONTH,
             read_once: None,
+            mark: None,
         }
+    }
+
+    /// Whose mark is this deployment's (desired.toml's): the drift check names an undeclared
+    /// repository carrying it ([`MARKED_UNDECLARED`]).
+    pub fn marked_as(mut self, mark: (String, String)) -> EcrReconciler {
+        self.mark = Some(mark);
+        self
     }
 
     /// Shares `read` with the run's other ECR reconcilers: for a run that only reads (plan,
@@ -261,32 +279,41 @@ impl Reconciler for EcrReconciler {
     }
 
     /// Every repository in the account that desired.toml does not declare; loudly those without
-    /// a lifecycle policy (two such cache repositories once held 347 GB before anyone noticed).
+    /// a lifecycle policy (two such cache repositories once held 347 GB before anyone noticed),
+    /// and those carrying this deployment's mark (a declaration removed, or a mark someone else
+    /// wrote: [`MARKED_UNDECLARED`]).
     async fn survey(&self, desired: &[&DesiredResource]) -> Result<Vec<Finding>, ReconcileError> {
         let declared: BTreeSet<&str> = desired.iter().map(|r| r.remote_name.as_str()).collect();
-        let undeclared: Vec<String> = self
+        let undeclared: Vec<(String, LiveRepository)> = self
             .list_all_repositories()
             .await?
             .iter()
-            .filter_map(|r| r.repository_name())
-            .filter(|name| !declared.contains(name))
-            .map(str::to_owned)
+            .filter_map(|repository| self.live_repository(repository))
+            .filter(|(name, _)| !declared.contains(name.as_str()))
             .collect();
+        // The policy and, when there is a mark to look for, the tags: one wave.
         let reads: Vec<_> = undeclared
             .iter()
-            .map(|name| async move {
+            .map(|(name, repository)| async move {
                 let address = Address::new(crate::LIFECYCLE_POLICY, name);
-                (name, self.observe_lifecycle_policy(&address, name).await)
+                let tags = async {
+                    match &self.mark {
+                        Some(_) => self.tags(&Address::new(crate::REPOSITORY, name), &repository.arn).await.map(Some),
+                        None => Ok(None),
+                    }
+                };
+                let (policy, tags) = futures::join!(self.observe_lifecycle_policy(&address, name), tags);
+                (name, policy, tags)
             })
             .collect();
         let mut findings = Vec::new();
-        for (name, policy) in futures::future::join_all(reads).await {
+        for (name, policy, tags) in futures::future::join_all(reads).await {
             let address = Address::new(crate::REPOSITORY, name);
             let finding = match policy? {
                 Observed::Absent => Finding {
                     code: UNDECLARED_REPOSITORY_WITHOUT_POLICY.to_owned(),
                     severity: Severity::Error,
-                    address: Some(address),
+                    address: Some(address.clone()),
                     message: format!(
                         "repository `{name}` is not in desired.toml and has NO lifecycle policy: its untagged \
                          images accumulate without bound; declare it, or delete it"
@@ -296,12 +323,17 @@ impl Reconciler for EcrReconciler {
                 Observed::Present(_) => Finding {
                     code: UNDECLARED_REPOSITORY.to_owned(),
                     severity: Severity::Warning,
-                    address: Some(address),
+                    address: Some(address.clone()),
                     message: format!("repository `{name}` is not in desired.toml; declare it, or delete it"),
                     overridden_by: None,
                 },
             };
             findings.push(finding);
+            if let (Some((key, value)), Some(tags)) = (&self.mark, tags?)
+                && tags.get(key) == Some(value)
+            {
+                findings.push(marked_undeclared(address, name, key, value));
+            }
         }
         Ok(findings)
     }
@@ -381,16 +413,18 @@ impl Reconciler for EcrReconciler {
     }
 
     /// Taking a repository's lifecycle policy away (a destroy's) lets its images pile up without
-    /// bound: the seeds' 347 GB. Not the apply role's.
+    /// bound: the seeds' 347 GB. Deleting a repository (a prune's, a destroy's): see below. Never
+    /// the apply role's.
     fn administrators_only(&self, change: &Change) -> Option<&'static str> {
         match (change.address.kind, change.action) {
             (crate::LIFECYCLE_POLICY, Action::Delete) => {
                 Some("removing a repository's lifecycle policy, after which its images accumulate without bound")
             }
-            // Destroyed or pruned with what it holds (or what it holds not known yet: a saved
-            // plan before it is checked): the nightly's images are an administrator's to delete.
-            (crate::REPOSITORY, Action::Delete | Action::Replace) if self.images_held(change) != Some(0) => {
-                Some("deleting a repository with the images it holds")
+            // Destroyed or pruned: the mark alone cannot tell a repository this deployment made
+            // from one someone else marked (ECR authorizes a create's tags as tagging one that
+            // exists), and the images go with it.
+            (crate::REPOSITORY, Action::Delete | Action::Replace) => {
+                Some("deleting a repository, which the mark alone cannot tell from another team's someone marked")
             }
             _ => None,
         }
@@ -912,6 +946,22 @@ impl EcrReconciler {
     }
 }
 
+/// [`MARKED_UNDECLARED`] for the repository `name`, which carries the mark `key = value`.
+fn marked_undeclared(address: Address, name: &str, key: &str, value: &str) -> Finding {
+    Finding {
+        code: MARKED_UNDECLARED.to_owned(),
+        severity: Severity::Error,
+        address: Some(address),
+        message: format!(
+            "repository `{name}` carries this deployment's mark `{key} = {value}`, and desired.toml does not \
+             declare it: left from a declaration since removed (an administrator's `apply --prune` deletes it), or \
+             marked by someone else, which the mark alone cannot tell apart; reconcile neither shows it in a \
+             public plan nor lets a CI role delete it"
+        ),
+        overridden_by: None,
+    }
+}
+
 /// The encryption a repository is made with, as desired.
 fn encryption(name: &str, spec: &RepositorySpec) -> Result<ecr::types::EncryptionConfiguration, ReconcileError> {
     ecr::types::EncryptionConfiguration::builder()
@@ -984,6 +1034,35 @@ mod tests {
     fn reconciler(rules: &[&Rule]) -> EcrReconciler {
         let client = mock_client!(aws_sdk_ecr, RuleMode::MatchAny, rules);
         EcrReconciler::new(client, Account::new("123456789012", "us-east-1"))
+    }
+
+    #[test]
+    fn deleting_a_repository_empty_or_not_and_removing_a_lifecycle_policy_are_an_administrators() {
+        let reconciler = reconciler(&[]).pruning(Prune {
+            marker: ("reconcile:deployment".to_owned(), "rocm-bake".to_owned()),
+            force_delete_images: true,
+        });
+        let change = |kind, action, images: u64| Change {
+            address: Address::new(kind, "teamy/empty-staging"),
+            action,
+            before: Some(object(json!({ "images": images }))),
+            after: None,
+            depends_on: vec![],
+        };
+        for images in [0, 3] {
+            for action in [Action::Delete, Action::Replace] {
+                assert_eq!(
+                    reconciler.administrators_only(&change(crate::REPOSITORY, action, images)),
+                    Some("deleting a repository, which the mark alone cannot tell from another team's someone marked"),
+                    "{action:?} of a repository holding {images}"
+                );
+            }
+        }
+        assert!(reconciler.administrators_only(&change(crate::LIFECYCLE_POLICY, Action::Delete, 0)).is_some());
+        for action in [Action::Create, Action::Update] {
+            assert_eq!(reconciler.administrators_only(&change(crate::REPOSITORY, action, 0)), None);
+            assert_eq!(reconciler.administrators_only(&change(crate::LIFECYCLE_POLICY, action, 0)), None);
+        }
     }
 
     fn one_repository() -> Rule {

@@ -176,9 +176,10 @@ fn quoted(values: &[String]) -> String {
 
 /// Never granted to the apply role, whatever else a policy attached to it by hand may grant: every
 /// write in IAM (who may assume a role, what a role may do, a boundary, a new identity, the OIDC
-/// provider) and assuming a role. `iam:PassRole` is not among them: apply passes the runner's
-/// role to CodeBuild, and CodeBuild's statement allows only that.
-const NEVER: [&str; 17] = [
+/// provider) and assuming a role, but for the one put below ([`RUNNER_POLICY_PUT`]).
+/// `iam:PassRole` is not among them: apply passes the runner's role to CodeBuild, and CodeBuild's
+/// statement allows only that.
+const NEVER: [&str; 16] = [
     "iam:Add*",
     "iam:Attach*",
     "iam:Change*",
@@ -187,7 +188,6 @@ const NEVER: [&str; 17] = [
     "iam:Delete*",
     "iam:Detach*",
     "iam:Enable*",
-    "iam:Put*",
     "iam:Remove*",
     "iam:Reset*",
     "iam:Set*",
@@ -197,6 +197,63 @@ const NEVER: [&str; 17] = [
     "iam:Upload*",
     "sts:AssumeRole",
 ];
+
+/// The one IAM write the apply role makes: a runner role's inline policy, which names the
+/// repositories a build may push to and make (ECR's `runner.rs`), so that declaring one (a bake
+/// target added) needs no administrator. Only on a role that carries its own boundary, which
+/// only an administrator writes: whatever the apply role puts, the role may never do more than
+/// the boundary allows (IAM's delegated role management, with `iam:PermissionsBoundary`).
+const RUNNER_POLICY_PUT: &str = "iam:PutRolePolicy";
+
+/// The apply role's statements on the runner roles: putting each one's inline policy while it
+/// carries its own boundary, and denying every other `iam:Put*` (and that one elsewhere, or on a
+/// role without its boundary), so that nothing attached to the role later grants them.
+fn runner_policy_puts(desired: &Desired, account: &Account) -> Vec<Value> {
+    let roles: Vec<(String, String)> = crate::declared(desired)
+        .roles
+        .iter()
+        .map(|role| {
+            let arn = reconcile_aws::arn(account, "iam", &format!("role/{}", role.name));
+            (arn, crate::spec::policy_arn(account, &crate::derive::boundary_name(role)))
+        })
+        .collect();
+    let mut statements = Vec::new();
+    if roles.is_empty() {
+        statements
+            .push(json!({ "Sid": "NeverAPolicyPut", "Effect": "Deny", "Action": ["iam:Put*"], "Resource": ["*"] }));
+        return statements;
+    }
+    let arns: Vec<&str> = roles.iter().map(|(arn, _)| arn.as_str()).collect();
+    for (index, (role, boundary)) in roles.iter().enumerate() {
+        statements.push(json!({
+            "Sid": format!("PutTheRunnersInlinePolicyWithinItsBoundary{index}"),
+            "Effect": "Allow",
+            "Action": [RUNNER_POLICY_PUT],
+            "Resource": [role],
+            "Condition": { "ArnEquals": { "iam:PermissionsBoundary": boundary } },
+        }));
+        statements.push(json!({
+            "Sid": format!("NeverPutTheRunnersInlinePolicyWithoutItsBoundary{index}"),
+            "Effect": "Deny",
+            "Action": [RUNNER_POLICY_PUT],
+            "Resource": [role],
+            "Condition": { "ArnNotEquals": { "iam:PermissionsBoundary": boundary } },
+        }));
+    }
+    statements.push(json!({
+        "Sid": "NeverAPolicyPutElsewhere",
+        "Effect": "Deny",
+        "Action": ["iam:Put*"],
+        "NotResource": arns,
+    }));
+    statements.push(json!({
+        "Sid": "NeverMoveTheRunnersBoundary",
+        "Effect": "Deny",
+        "Action": ["iam:PutRolePermissionsBoundary"],
+        "Resource": arns,
+    }));
+    statements
+}
 
 /// The plan role's policy: what a plan reads of the resources reconcile manages, and nothing
 /// else. Its plans are public (every pull request's, a fork's included), so it reads no other
@@ -227,14 +284,15 @@ pub fn read_only_policy(desired: &Desired, account: &Account, catalog: &Catalog)
 }
 
 /// The apply role's policy: the reads, and exactly the writes apply makes on the declared
-/// resources, as every crate derives them. No write in IAM at all (every IAM change is an
-/// administrator's), and a statement that denies every one, and assuming a role, so that nothing
-/// attached to the role later grants them. `Err` when it would not fit in a role's inline
-/// policies.
+/// resources, as every crate derives them. No write in IAM but a runner role's inline policy,
+/// within its boundary ([`RUNNER_POLICY_PUT`]), and statements that deny every other one, and
+/// assuming a role, so that nothing attached to the role later grants them. `Err` when it would
+/// not fit in a role's inline policies.
 pub fn apply_policy(desired: &Desired, account: &Account, catalog: &Catalog) -> Result<Value, String> {
     let mut statements = catalog.statements(desired, account, |access| access.reads);
     statements.extend(catalog.statements(desired, account, |access| access.survey_reads));
     statements.extend(catalog.statements(desired, account, |access| access.writes));
+    statements.extend(runner_policy_puts(desired, account));
     statements.push(json!({
         "Sid": "NeverAnIdentityOrPermissionChangeNorAnotherRole",
         "Effect": "Deny",

@@ -5,8 +5,9 @@
 //! inline policy says). Never a hand-kept list of ARNs.
 //!
 //! Too long for IAM's limit, the inline policy is asked for again in fewer characters (ECR's
-//! crate then groups repositories by name prefix); the boundary is what a crate grants whatever
-//! is declared (ECR's: the repositories by reconcile's tag, or the region's registry).
+//! crate then groups the repositories a build pushes to by name prefix; those it may make stay
+//! named exactly); the boundary is what a crate grants whatever is declared (ECR's: the whole
+//! registry, by this deployment's mark).
 //!
 //! [`Access::runner`]: reconcile_core::describe::Access::runner
 
@@ -36,8 +37,8 @@ pub fn inline_policy(desired: &Desired, catalog: &Catalog, role: &Role, account:
     if !fits(n_characters) {
         return Err(format!(
             "the derived inline policy `{}` of role `{}` would be {n_characters} characters, over IAM's limit of \
-             {INLINE_POLICY_LIMIT} for a role's inline policies, with the repositories grouped by every shared name \
-             prefix; give them common prefixes or split them across roles",
+             {INLINE_POLICY_LIMIT} for a role's inline policies, with the repositories a build pushes to grouped by \
+             every shared name prefix (those it may make are named exactly); split the repositories across roles",
             role.policy_name, role.name,
         ));
     }
@@ -45,8 +46,8 @@ pub fn inline_policy(desired: &Desired, catalog: &Catalog, role: &Role, account:
 }
 
 /// The permissions boundary of `role`: what its inline policy grants, with the repositories by
-/// reconcile's tag, or (without one on every repository) the region's whole registry, so that it
-/// never changes when a repository is declared. Only an administrator puts it; the role is
+/// this deployment's mark over the region's whole registry, so that it never changes when a
+/// repository is declared. Only an administrator puts it; the role is
 /// never without it.
 pub fn boundary_policy(desired: &Desired, catalog: &Catalog, role: &Role, account: &Account) -> Result<Value, String> {
     let policy = build(desired, catalog, account, &Runner { role: &role.key, boundary: true, over_by: 0 });

@@ -222,15 +222,15 @@ fn administers(desired: &Desired, account: &Account) -> Vec<Value> {
         ));
     }
     if crate::declared_ci(desired).is_some() {
+        // Never an audience taken off it, nor it deleted: it is the account's one, and every
+        // deployment and team in it may rely on it.
         statements.push(statement(
-            "MakeChangeAndDestroyGitHubsIdentityProvider",
+            "MakeAndChangeGitHubsIdentityProvider",
             &[
                 "iam:CreateOpenIDConnectProvider",
                 "iam:AddClientIDToOpenIDConnectProvider",
-                "iam:RemoveClientIDFromOpenIDConnectProvider",
                 "iam:TagOpenIDConnectProvider",
                 "iam:UntagOpenIDConnectProvider",
-                "iam:DeleteOpenIDConnectProvider",
             ],
             vec![crate::ci::provider_arn(account)],
         ));

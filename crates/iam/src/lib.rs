@@ -5,14 +5,16 @@
 //! `iam_oidc_provider.github`, `iam_ci_role.<plan|drift|apply>` and `iam_ci_role_policy.<...>`,
 //! a CI role being a role like the runner's with a trust and a policy of its own.
 //!
-//! Every change in IAM is an administrator's (`administrators_only`): the apply role writes
-//! nothing here, so nothing it can do widens who assumes a role or what one may do (`reach`
-//! proves it of the derived policies, over `evaluate`, IAM's evaluation logic).
+//! Every change in IAM is an administrator's (`administrators_only`) but the runner's derived
+//! inline policy, which the apply role puts only on a role that carries its boundary: so nothing
+//! it can do widens who assumes a role or what one may do past a boundary only an administrator
+//! writes (`reach` proves it of the derived policies, over `evaluate`, IAM's evaluation logic).
 //!
 //! Inline policies on a role that desired.toml does not declare are planned as deletes,
 //! addressed as members of the declared one, `iam_role_policy.<key>/<policy name>`; managed
-//! policies attached to the role are reported as findings. Roles, boundaries and the provider
-//! are never deleted.
+//! policies attached to the role are reported as findings. GitHub's OIDC provider is the
+//! account's one, shared by every deployment in it: made when missing, used as it is when
+//! someone else's (`reconcile_core::ownership::shared`), and never deleted.
 
 mod ci;
 mod ci_section;
@@ -243,15 +245,9 @@ impl Reconciler for IamReconciler {
                 self.converge_provider(change, before.as_ref()).await?;
                 Ok(Applied::Done)
             }
-            (IamKind::Provider, Action::Delete) => {
-                let arn = provider_arn(&self.account);
-                let response =
-                    self.client.delete_open_id_connect_provider().open_id_connect_provider_arn(arn).send().await;
-                gone_if(response, &[NO_SUCH_ENTITY]).map_err(failed(Some(address), "delete the identity provider"))?;
-                Ok(Applied::Done)
-            }
-            (IamKind::Provider, Action::Replace) => {
-                Err(ReconcileError::never(address, "replace the identity provider"))
+            // The account's one, which another deployment or team may use: a destroy leaves it.
+            (IamKind::Provider, Action::Delete | Action::Replace) => {
+                Err(ReconcileError::never(address, "delete the identity provider"))
             }
             (IamKind::Boundary, Action::Create) => self.create_boundary(change).await,
             (IamKind::Boundary, Action::Update) => {
@@ -297,16 +293,23 @@ impl Reconciler for IamReconciler {
         Ok(assessment)
     }
 
-    /// Every change in IAM is an administrator's. The CI identities: the apply role changing
-    /// them would widen itself. The runner's role, its policy and its boundary: whoever writes
-    /// them decides what every build may do (and with the trust, who may assume the role), and
-    /// the apply role can already change what a build runs (`codebuild:UpdateProject`).
+    /// Every change in IAM is an administrator's but one. The CI identities: the apply role
+    /// changing them would widen itself. The runner's role and its boundary: whoever writes them
+    /// decides what every build may ever do (and with the trust, who may assume the role), and
+    /// the apply role can already change what a build runs (`codebuild:UpdateProject`). The
+    /// runner's inline policy, put (not an undeclared one deleted) on the role as it carries its
+    /// boundary, is the apply role's: it names the repositories a build may push to and make, so
+    /// declaring one needs no administrator, and the boundary is the most it can ever grant (the
+    /// apply role's policy allows the put only while the role carries it).
     fn administrators_only(&self, change: &Change) -> Option<&'static str> {
-        Some(if is_ci_identity(change.address.kind) {
-            "the CI identities: the apply role would widen itself"
-        } else {
-            "the runner's role, its policy or its permissions boundary: what every build may do"
-        })
+        if is_ci_identity(change.address.kind) {
+            return Some("the CI identities: the apply role would widen itself");
+        }
+        let puts_the_runners_policy = change.address.kind == crate::ROLE_POLICY
+            && change.address.member.is_none()
+            && matches!(change.action, Action::Create | Action::Update);
+        (!puts_the_runners_policy)
+            .then_some("the runner's role, its permissions boundary, or an inline policy on it desired.toml does not derive: what every build may do")
     }
 }
 
@@ -536,7 +539,16 @@ impl IamReconciler {
         {
             None => Observed::Absent,
             Some(live) => {
-                let mut client_ids = live.client_id_list().to_vec();
+                // The audiences this deployment needs that it accepts: every deployment and team
+                // in the account shares it, so another's audience is neither drift nor removed.
+                let needed: Vec<String> = desired
+                    .attributes
+                    .get("client_ids")
+                    .and_then(serde_json::Value::as_array)
+                    .map(|ids| ids.iter().filter_map(|id| id.as_str().map(str::to_owned)).collect())
+                    .unwrap_or_default();
+                let mut client_ids: Vec<String> =
+                    live.client_id_list().iter().filter(|id| needed.contains(id)).cloned().collect();
                 client_ids.sort();
                 client_ids.dedup();
                 let spec = ProviderSpec {
@@ -698,7 +710,7 @@ impl IamReconciler {
             // Made since the plan was read: converged if this deployment made it, refused
             // otherwise.
             Err(error) if has_code(&error, &["EntityAlreadyExists"]) => {
-                let live = self.live_provider(address).await?;
+                let live = self.live_provider(change).await?;
                 let operation = "create the identity provider";
                 reconcile_core::ownership::made_meanwhile(&live.tags, &after.tags, address, operation, &after.url)?;
                 self.converge_provider(change, Some(&live)).await?;
@@ -708,9 +720,11 @@ impl IamReconciler {
         }
     }
 
-    /// The identity provider as it is now.
-    async fn live_provider(&self, address: &Address) -> Result<ProviderSpec, ReconcileError> {
-        let desired = DesiredResource::new(address.clone(), provider_arn(&self.account), serde_json::Map::new());
+    /// The identity provider as it is now, as far as `change` wants it (the audiences it needs).
+    async fn live_provider(&self, change: &Change) -> Result<ProviderSpec, ReconcileError> {
+        let address = &change.address;
+        let wanted = change.after.clone().unwrap_or_default();
+        let desired = DesiredResource::new(address.clone(), provider_arn(&self.account), wanted);
         match self.observe_provider(&desired).await?.remove(address) {
             Some(Observed::Present(fields)) => serde_json::from_value(Value::Object(fields))
                 .map_err(|e| ReconcileError::new(Some(address), "read the identity provider", e.to_string())),
@@ -718,15 +732,17 @@ impl IamReconciler {
         }
     }
 
-    /// Makes the provider's audiences and tags match, touching only what differs from `before`
-    /// (read again when unknown).
+    /// Adds the audiences the provider lacks and makes its tags match, touching only what
+    /// differs from `before` (read again when unknown). Never takes an audience off: the provider
+    /// is the account's one, and another deployment or team may rely on one desired.toml does
+    /// not name (what was read of it holds only the ones it names).
     async fn converge_provider(&self, change: &Change, before: Option<&ProviderSpec>) -> Result<(), ReconcileError> {
         let address = &change.address;
         let after: ProviderSpec = reconcile_core::spec::after(change)?;
         let arn = provider_arn(&self.account);
         let before = match before {
             Some(before) => before.clone(),
-            None => self.live_provider(address).await?,
+            None => self.live_provider(change).await?,
         };
         for client_id in after.client_ids.iter().filter(|id| !before.client_ids.contains(id)) {
             self.client
@@ -736,15 +752,6 @@ impl IamReconciler {
                 .send()
                 .await
                 .map_err(failed(Some(address), "add an audience to the identity provider"))?;
-        }
-        for client_id in before.client_ids.iter().filter(|id| !after.client_ids.contains(id)) {
-            self.client
-                .remove_client_id_from_open_id_connect_provider()
-                .open_id_connect_provider_arn(&arn)
-                .client_id(client_id)
-                .send()
-                .await
-                .map_err(failed(Some(address), "remove an audience from the identity provider"))?;
         }
         let (remove, set) = tag_changes(&before.tags, &after.tags);
         if !remove.is_empty() {
@@ -1068,29 +1075,42 @@ mod tests {
     }
 
     #[test]
-    fn every_change_in_iam_is_an_administrators() {
+    fn every_change_in_iam_is_an_administrators_but_the_runners_inline_policy_put() {
         let reconciler = reconciler(&[]);
-        let change = |kind| Change {
-            address: Address::new(kind, "apply"),
-            action: Action::Update,
+        let change = |address: Address, action| Change {
+            address,
+            action,
             before: None,
             after: Some(Map::new()),
             depends_on: vec![],
         };
+        let every = [Action::Create, Action::Update, Action::Delete, Action::Replace];
         for kind in [crate::OIDC_PROVIDER, crate::CI_ROLE, crate::CI_ROLE_POLICY] {
-            assert_eq!(
-                reconciler.administrators_only(&change(kind)),
-                Some("the CI identities: the apply role would widen itself"),
-                "{kind:?}"
-            );
+            for action in every {
+                assert_eq!(
+                    reconciler.administrators_only(&change(Address::new(kind, "apply"), action)),
+                    Some("the CI identities: the apply role would widen itself"),
+                    "{kind:?}"
+                );
+            }
         }
-        for kind in [crate::ROLE, crate::ROLE_POLICY, crate::ROLE_BOUNDARY] {
-            assert_eq!(
-                reconciler.administrators_only(&change(kind)),
-                Some("the runner's role, its policy or its permissions boundary: what every build may do"),
-                "the runner's: {kind:?}"
-            );
+        let runners = "the runner's role, its permissions boundary, or an inline policy on it desired.toml does not \
+                       derive: what every build may do";
+        for kind in [crate::ROLE, crate::ROLE_BOUNDARY] {
+            for action in every {
+                let address = Address::new(kind, "codebuild");
+                assert_eq!(reconciler.administrators_only(&change(address, action)), Some(runners), "{kind:?}");
+            }
         }
+        // The derived inline policy, put: the apply role's (within the boundary IAM holds it to).
+        let policy = Address::new(crate::ROLE_POLICY, "codebuild");
+        for action in [Action::Create, Action::Update] {
+            assert_eq!(reconciler.administrators_only(&change(policy.clone(), action)), None, "{action:?}");
+        }
+        assert_eq!(reconciler.administrators_only(&change(policy, Action::Delete)), Some(runners));
+        // Another inline policy on the role, deleted: an administrator's.
+        let other = Address::member(crate::ROLE_POLICY, "codebuild", "hand-made");
+        assert_eq!(reconciler.administrators_only(&change(other, Action::Delete)), Some(runners));
     }
 
     #[tokio::test]

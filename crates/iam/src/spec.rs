@@ -165,11 +165,11 @@ pub fn desired(
             client_ids: vec![crate::ci_section::GITHUB_OIDC_AUDIENCE.to_owned()],
             tags: desired.marked(&declared.tags),
         };
-        resources.push(DesiredResource::new(
-            provider_address.clone(),
-            ci::provider_arn(account),
-            attributes(&provider),
-        ));
+        // One per account: another deployment's, or one made by hand, is used as it is.
+        resources.push(
+            DesiredResource::new(provider_address.clone(), ci::provider_arn(account), attributes(&provider))
+                .shared_in_the_account(),
+        );
         let max_session_duration = i32::try_from(declared.max_session_duration).map_err(|_| {
             ReconcileError::new(Some(&provider_address), "read max_session_duration", "it is larger than IAM allows")
         })?;

@@ -47,59 +47,91 @@ fn a_role_without_repositories_is_granted_none() {
 }
 
 #[test]
-fn the_runners_policy_grants_repositories_by_this_deployments_mark_and_never_changes_with_them() {
+fn the_runners_policy_names_the_declared_repositories_and_its_boundary_never_changes_with_them() {
     let named = BASE.replace("region = \"us-east-1\"\n", "region = \"us-east-1\"\ndeployment = \"rocm-bake\"\n");
     let one = parse(&named);
     let three = parse(&named.replace("pytorch = {}\n", "pytorch = {}\nvllm = {}\nvllm-cache = {}\n"));
     let account = Account::new("123456789012", "us-east-1");
     let role = &reconcile_iam::declared(&one).roles[0];
-    let inline = inline_policy(&one, &CATALOG, role, &account).unwrap();
+    let inline = |desired: &Desired| {
+        inline_policy(desired, &CATALOG, &reconcile_iam::declared(desired).roles[0], &account).unwrap()
+    };
     let boundary = boundary_policy(&one, &CATALOG, role, &account).unwrap();
-    assert_eq!(inline, inline_policy(&three, &CATALOG, &reconcile_iam::declared(&three).roles[0], &account).unwrap());
+    assert_ne!(
+        inline(&one),
+        inline(&three),
+        "a bake target added changes the inline policy, which the apply role puts"
+    );
     assert_eq!(
         boundary,
-        boundary_policy(&three, &CATALOG, &reconcile_iam::declared(&three).roles[0], &account).unwrap()
+        boundary_policy(&three, &CATALOG, &reconcile_iam::declared(&three).roles[0], &account).unwrap(),
+        "the boundary, an administrator's, never changes with what is declared"
     );
-    let runner = Principal { policies: std::slice::from_ref(&inline), boundary: Some(&boundary) };
-    let repository = "arn:aws:ecr:us-east-1:123456789012:repository/vllm";
+    let (before, after) = (inline(&one), inline(&three));
     let tagged = |key: &str, value: &str| Context::new().with(&format!("aws:ResourceTag/{key}"), &[value]);
-    let push = |context: &Context| runner.allows(Request { action: "ecr:PutImage", resource: repository, context });
-    assert!(push(&tagged("reconcile:deployment", "rocm-bake")));
-    // Another deployment's, reconcile's old tag (or one a file wrote), nobody's: not the builds'.
-    assert!(!push(&tagged("reconcile:deployment", "team-x")));
-    assert!(!push(&tagged("managed-by", "reconcile")));
-    assert!(!push(&Context::new()));
-    // `--ensure-ecr` makes a repository only as this deployment's: an untagged create is denied
-    // at once, and the builds never tag.
-    let made = Context::new().with("aws:RequestTag/reconcile:deployment", &["rocm-bake"]);
-    let create =
-        |context: &Context| runner.allows(Request { action: "ecr:CreateRepository", resource: repository, context });
-    assert!(create(&made));
-    assert!(!create(&Context::new()));
-    assert!(!create(&Context::new().with("aws:RequestTag/reconcile:deployment", &["team-x"])));
-    // ECR authorizes a create's tags as tagging the new repository: the mark alone, and never on
-    // a repository already marked (ours, or another deployment's).
-    let tag = |context: &Context| runner.allows(Request { action: "ecr:TagResource", resource: repository, context });
-    let marking = || made.clone().with("aws:TagKeys", &["reconcile:deployment"]);
-    assert!(tag(&marking()));
-    assert!(!tag(&made.clone().with("aws:TagKeys", &["reconcile:deployment", "team"])));
-    assert!(!tag(&marking().with("aws:ResourceTag/reconcile:deployment", &["team-x"])));
-    assert!(!tag(&marking().with("aws:ResourceTag/reconcile:deployment", &["rocm-bake"])));
-    let untag = Context::new().with("aws:ResourceTag/reconcile:deployment", &["rocm-bake"]);
-    assert!(!runner.allows(Request { action: "ecr:UntagResource", resource: repository, context: &untag }));
-    assert!(runner.allows(Request {
-        action: "ecr:DescribeRepositories",
-        resource: repository,
-        context: &Context::new()
-    }));
+    let marked = tagged("reconcile:deployment", "rocm-bake");
+    for (policy, declared) in [(&before, false), (&after, true)] {
+        let runner = Principal { policies: std::slice::from_ref(policy), boundary: Some(&boundary) };
+        let vllm = "arn:aws:ecr:us-east-1:123456789012:repository/vllm";
+        let push =
+            |resource: &str, context: &Context| runner.allows(Request { action: "ecr:PutImage", resource, context });
+        assert_eq!(push(vllm, &marked), declared, "pushed to only once declared");
+        // Another deployment's, reconcile's old tag (or one a file wrote), nobody's: not the builds'.
+        assert!(!push(vllm, &tagged("reconcile:deployment", "team-x")));
+        assert!(!push(vllm, &tagged("managed-by", "reconcile")));
+        assert!(!push(vllm, &Context::new()));
+        // `--ensure-ecr` makes only a declared repository, only as this deployment's: an untagged
+        // create is denied at once, and so is any name desired.toml does not declare.
+        let made = Context::new()
+            .with("aws:RequestTag/reconcile:deployment", &["rocm-bake"])
+            .with("aws:TagKeys", &["reconcile:deployment"]);
+        let create = |resource: &str, context: &Context| {
+            runner.allows(Request { action: "ecr:CreateRepository", resource, context })
+        };
+        let tag =
+            |resource: &str, context: &Context| runner.allows(Request { action: "ecr:TagResource", resource, context });
+        assert_eq!(create(vllm, &made), declared);
+        assert_eq!(tag(vllm, &made), declared);
+        assert!(!create(vllm, &Context::new()));
+        assert!(!create(vllm, &Context::new().with("aws:RequestTag/reconcile:deployment", &["team-x"])));
+        // Another team's repository, made by hand (tags `team`, no mark), or a name it will make:
+        // the runner can neither mark it (ECR authorizes a create's tags as tagging one that
+        // exists: the name is what keeps it out of reach) nor make it, nor push to it.
+        let teamy = "arn:aws:ecr:us-east-1:123456789012:repository/teamy/release";
+        let theirs = made.clone().with("aws:ResourceTag/team", &["y"]);
+        assert!(!tag(teamy, &theirs));
+        assert!(!tag(teamy, &made));
+        assert!(!create(teamy, &made));
+        assert!(!push(teamy, &marked), "even marked by someone else");
+        // Never a repository already marked (ours, or another deployment's), nor the mark taken off.
+        assert!(!tag(vllm, &made.clone().with("aws:TagKeys", &["reconcile:deployment", "team"])));
+        assert!(!tag(vllm, &made.clone().with("aws:ResourceTag/reconcile:deployment", &["team-x"])));
+        assert!(!tag(vllm, &made.clone().with("aws:ResourceTag/reconcile:deployment", &["rocm-bake"])));
+        assert!(!runner.allows(Request { action: "ecr:UntagResource", resource: vllm, context: &marked }));
+        assert!(runner.allows(Request {
+            action: "ecr:DescribeRepositories",
+            resource: teamy,
+            context: &Context::new()
+        }));
+    }
 }
 
 #[test]
-fn two_thousand_repositories_change_nothing_in_the_runners_policy() {
-    let few = derive(&["pytorch".into(), "pytorch-cache".into(), "vllm".into()]).unwrap();
-    let names: Vec<String> = (0..2000).map(|i| format!("r{i:04}x")).collect();
+fn two_thousand_repositories_are_pushed_to_by_prefix_and_made_by_apply_alone() {
+    // Twenty teams' targets: the push grant groups them by prefix, and what a build may make
+    // would not fit named, so it makes none (the apply role makes every declared repository).
+    let names: Vec<String> = (0..2000).map(|i| format!("team{:02}-target{i:04}", i % 20)).collect();
     let many = derive(&names).unwrap();
-    assert_eq!(few, many);
     assert!(size(&many) <= INLINE_POLICY_LIMIT, "{}", size(&many));
-    assert!(!many.to_string().contains("repository/r0"), "no repository by name: {many}");
+    let statements = many["Statement"].as_array().unwrap();
+    let push = statements.iter().find(|s| s["Sid"] == "EcrPushPull").unwrap();
+    // Grouped only as far as it must be to fit: some teams by prefix, the rest by name.
+    let resources: Vec<&str> = push["Resource"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(resources.len() < 200 && resources.iter().any(|r| r.ends_with("team19-*")), "{push}");
+    assert!(!statements.iter().any(|s| s["Sid"] == "EcrMakeOnlyTheDeclaredAsReconciles"), "{many}");
+    // Two thousand names with no prefix in common cannot be named within IAM's limit: refused,
+    // saying so, rather than widened.
+    let unrelated: Vec<String> = (0..2000).map(|i| format!("r{i:04}x")).collect();
+    let refused = derive(&unrelated).unwrap_err();
+    assert!(refused.contains("over IAM's limit of 10240"), "{refused}");
 }

@@ -83,22 +83,46 @@ fn the_apply_policy_grants_only_what_this_desired_file_can_lead_apply_to_write()
         assert!(!granted_all.to_string().contains(never), "{never}");
         assert!(!policy.to_string().contains(never) || never == "s3:CreateBucket", "{never}");
     }
-    // Nothing in IAM is written but passing the runner's role, and every write there, and
-    // assuming a role, is denied.
+    // Nothing in IAM is written but passing the runner's role and putting its inline policy
+    // while it carries its boundary; every other write there, and assuming a role, is denied.
     for policy in [&policy, &granted_all] {
         for statement in policy["Statement"].as_array().unwrap() {
             let actions: Vec<&str> = statement["Action"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
-            if statement["Effect"] == "Deny" && statement["Sid"] == "NeverAnotherDeploymentsRepositories" {
+            let sid = statement["Sid"].as_str().unwrap();
+            if statement["Effect"] == "Deny" && sid == "NeverAnotherDeploymentsRepositories" {
                 continue;
             }
             if statement["Effect"] == "Deny" {
-                assert_eq!(statement["Resource"], json!(["*"]));
-                assert!(actions.contains(&"iam:Put*") && actions.contains(&"sts:AssumeRole"), "{statement}");
+                match sid {
+                    "NeverAnIdentityOrPermissionChangeNorAnotherRole" => {
+                        assert_eq!(statement["Resource"], json!(["*"]));
+                        assert!(
+                            ["iam:Create*", "iam:Delete*", "iam:Update*", "iam:Attach*", "sts:AssumeRole"]
+                                .iter()
+                                .all(|a| actions.contains(a)),
+                            "{statement}"
+                        );
+                    }
+                    "NeverAPolicyPutElsewhere" => {
+                        assert_eq!(actions, ["iam:Put*"]);
+                        assert_eq!(statement["NotResource"], json!(["arn:aws:iam::123456789012:role/runner"]));
+                    }
+                    "NeverMoveTheRunnersBoundary" => assert_eq!(actions, ["iam:PutRolePermissionsBoundary"]),
+                    "NeverPutTheRunnersInlinePolicyWithoutItsBoundary0" => {
+                        assert_eq!(actions, ["iam:PutRolePolicy"]);
+                        assert_eq!(
+                            statement["Condition"],
+                            json!({ "ArnNotEquals": { "iam:PermissionsBoundary": "arn:aws:iam::123456789012:policy/runner-boundary" } })
+                        );
+                    }
+                    other => panic!("an unexpected deny {other}: {statement}"),
+                }
                 continue;
             }
             for action in actions.iter().filter(|a| a.starts_with("iam:")) {
+                let put = *action == "iam:PutRolePolicy" && sid == "PutTheRunnersInlinePolicyWithinItsBoundary0";
                 assert!(
-                    action.starts_with("iam:Get") || action.starts_with("iam:List") || *action == "iam:PassRole",
+                    action.starts_with("iam:Get") || action.starts_with("iam:List") || *action == "iam:PassRole" || put,
                     "{statement}"
                 );
             }
@@ -172,13 +196,21 @@ fn no_ci_role_nor_any_role_it_reaches_can_widen_anything() {
             let expected = if role == "a" { vec![from.clone(), runner.to_owned()] } else { vec![from.clone()] };
             assert_eq!(reached, expected);
         }
-        // The four calls of the attack, as the apply role: none allowed.
+        // The four calls of the attack, as the apply role: none allowed. Putting the runner's
+        // inline policy is allowed only while the role carries its boundary (which then bounds
+        // whatever is put), never on a role without it, nor on any other role.
         let apply = model.role("arn:aws:iam::123456789012:role/a").unwrap();
         let principal = reconcile_iam::evaluate::Principal { policies: &apply.policies, boundary: None };
         let boundary =
             Context::new().with("iam:PermissionsBoundary", &["arn:aws:iam::123456789012:policy/runner-boundary"]);
+        let put =
+            |context: &Context| principal.decide(Request { action: "iam:PutRolePolicy", resource: runner, context });
+        assert_eq!(put(&boundary), reconcile_iam::evaluate::Decision::Allowed);
+        assert_eq!(put(&Context::new()), reconcile_iam::evaluate::Decision::Denied, "a role without its boundary");
+        let other =
+            Context::new().with("iam:PermissionsBoundary", &["arn:aws:iam::123456789012:policy/another-boundary"]);
+        assert_eq!(put(&other), reconcile_iam::evaluate::Decision::Denied, "a role with another boundary");
         for (action, resource) in [
-            ("iam:PutRolePolicy", runner),
             ("iam:UpdateAssumeRolePolicy", runner),
             ("sts:AssumeRole", runner),
             ("iam:PutRolePolicy", "arn:aws:iam::123456789012:role/a"),

@@ -27,7 +27,7 @@ pub async fn run(aws: &Aws, desired: &Desired, format: OutputsFormat) -> Result<
                 out(&format!("gh variable set {name:<width$} --body {}\n", shell_quoted(value)?))?;
             }
             if !reconcile_ecr::declared(desired).repositories.is_empty() {
-                out(&ensure_ecr(desired)?)?;
+                out(&ensure_ecr(desired, &account)?)?;
             }
         }
         OutputsFormat::Json => {
@@ -40,17 +40,35 @@ pub async fn run(aws: &Aws, desired: &Desired, format: OutputsFormat) -> Result<
 }
 
 /// What the nightly's `--ensure-ecr` runs to make a missing repository, as comments beside the
-/// variables: the one create the runner's role allows, this deployment's mark in the same call
-/// (the mark and nothing else); any other is refused at once, before the build.
-fn ensure_ecr(desired: &Desired) -> Result<String, CliError> {
+/// variables: the one create the runner's role allows, of exactly the repositories it names (the
+/// declared ones, as its inline policy does), with this deployment's mark in the same call (the
+/// mark and nothing else); any other is refused at once, before the build.
+fn ensure_ecr(desired: &Desired, account: &reconcile_core::Account) -> Result<String, CliError> {
+    let names = reconcile_ecr::creatable(desired, account);
+    if names.is_empty() {
+        return Ok(format!(
+            "# The nightly's --ensure-ecr may make no repository: desired.toml declares {} of them, more than the \
+             runner's role can name,\n# so the apply role makes each one (a bake target added is applied before \
+             the nightly pushes to it).\n",
+            reconcile_ecr::declared(desired).repositories.len()
+        ));
+    }
     let (key, value) = desired.mark();
     let tag = shell_quoted(&format!("Key={key},Value={value}"))?;
-    Ok(format!(
-        "# The nightly's --ensure-ecr makes a missing repository with this deployment's mark, the only create its \
-         role allows\n# (an untagged one is refused with AccessDenied at once, before the build):\n#   aws ecr \
-         create-repository --region {} --repository-name \"$REPOSITORY\" --tags {tag}\n",
+    let mut lines = format!(
+        "# The nightly's --ensure-ecr may make only these {} repositories, missing ones, each with this deployment's \
+         mark,\n# the only create its role allows (any other name, or an untagged create, is refused with \
+         AccessDenied at once, before the build):\n",
+        names.len()
+    );
+    for name in &names {
+        lines.push_str(&format!("#   {name}\n"));
+    }
+    lines.push_str(&format!(
+        "#   aws ecr create-repository --region {} --repository-name \"$REPOSITORY\" --tags {tag}\n",
         shell_quoted(&desired.region)?
-    ))
+    ));
+    Ok(lines)
 }
 
 /// `value` as one word for a POSIX shell: as it is when every character is inert, else in single

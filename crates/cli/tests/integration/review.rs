@@ -199,6 +199,37 @@ async fn drift_names_an_undeclared_repository_without_a_lifecycle_policy() {
     assert!(!plan.stdout.contains("D101"), "{}", plan.stdout);
 }
 
+/// The 27 repositories desired.toml declares, sorted.
+const REPOSITORIES: [&str; 27] = [
+    "aiter-wheel",
+    "aiter-wheel-cache",
+    "atom-wheel",
+    "atom-wheel-cache",
+    "flash-attention-wheel",
+    "flash-attention-wheel-cache",
+    "pytorch",
+    "pytorch-base",
+    "pytorch-base-cache",
+    "pytorch-cache",
+    "pytorch-wheel",
+    "pytorch-wheel-cache",
+    "rocm-base",
+    "sglang",
+    "sglang-cache",
+    "sglang-wheel",
+    "sglang-wheel-cache",
+    "torchaudio-wheel",
+    "torchaudio-wheel-cache",
+    "torchvision-wheel",
+    "torchvision-wheel-cache",
+    "triton-wheel",
+    "triton-wheel-cache",
+    "vllm",
+    "vllm-cache",
+    "vllm-wheel",
+    "vllm-wheel-cache",
+];
+
 #[tokio::test]
 async fn outputs_prints_the_runbooks_lines_and_the_ci_roles_with_nightly_enabled_last() {
     let account = emulator().new_account().await;
@@ -216,11 +247,14 @@ async fn outputs_prints_the_runbooks_lines_and_the_ci_roles_with_nightly_enabled
              gh variable set RECONCILE_DRIFT_ROLE_ARN --body arn:aws:iam::{id}:role/rocm-bake-reconcile-drift\n\
              gh variable set RECONCILE_APPLY_ROLE_ARN --body arn:aws:iam::{id}:role/rocm-bake-reconcile-apply\n\
              gh variable set NIGHTLY_ENABLED          --body true\n\
-             # The nightly's --ensure-ecr makes a missing repository with this deployment's mark, the only create \
-             its role allows\n\
-             # (an untagged one is refused with AccessDenied at once, before the build):\n\
+             # The nightly's --ensure-ecr may make only these 27 repositories, missing ones, each with this \
+             deployment's mark,\n\
+             # the only create its role allows (any other name, or an untagged create, is refused with AccessDenied \
+             at once, before the build):\n\
+             {}\
              #   aws ecr create-repository --region us-east-1 --repository-name \"$REPOSITORY\" --tags \
-             Key=reconcile:deployment,Value=rocm-bake\n"
+             Key=reconcile:deployment,Value=rocm-bake\n",
+            REPOSITORIES.iter().map(|name| format!("#   {name}\n")).collect::<String>()
         )
     );
     let json = reconcile(&account, &real_desired(), &["outputs", "--format", "json"]);
