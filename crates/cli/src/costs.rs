@@ -61,7 +61,18 @@ pub async fn costs(aws: &Aws, plan: &Plan, desired: &Desired, account: &Account)
         .collect();
     let arches: Vec<&Change> = arches.collect();
     if !arches.is_empty() || !compute.is_empty() {
-        let measured = nights(aws, desired).await;
+        // Only the projects the plan shows: a public plan hides one it may not name (W602), and
+        // prices nothing of it either.
+        let shown: Vec<String> = reconcile_codebuild::declared(desired)
+            .projects
+            .iter()
+            .filter(|project| {
+                let address = reconcile_core::Address::new(reconcile_codebuild::PROJECT, &project.key);
+                matches!(plan.observed.get(&address), Some(Observed::Present(_)))
+            })
+            .map(|project| project.name.clone())
+            .collect();
+        let measured = nights(aws, desired, &shown).await;
         for change in arches {
             let count = |fields: Option<&serde_json::Map<String, Value>>| {
                 field(fields, "value").and_then(Value::as_str).map_or(0, change::architectures)
@@ -178,17 +189,18 @@ fn unread(cause: &str, what: String, why: &str) -> CostFigure {
     }
 }
 
-/// Every build of the declared runner projects since `first` (Unix seconds), as the cost report
-/// takes them: `cost`'s nights, and a plan's cost line.
-pub async fn runner_builds(aws: &Aws, desired: &Desired, first: i64) -> Result<Vec<BuildRecord>, ReconcileError> {
+/// Every build of the runner projects named `projects` since `first` (Unix seconds), as the cost
+/// report takes them: `cost`'s nights (every declared project), and a plan's cost line (those it
+/// shows).
+pub async fn runner_builds(aws: &Aws, projects: &[String], first: i64) -> Result<Vec<BuildRecord>, ReconcileError> {
     let codebuild = aws.codebuild();
     let mut builds = Vec::new();
-    for project in &reconcile_codebuild::declared(desired).projects {
-        let (found, reads) = reconcile_codebuild::builds::since(&codebuild, &project.name, first as f64).await?;
+    for project in projects {
+        let (found, reads) = reconcile_codebuild::builds::since(&codebuild, project, first as f64).await?;
         tracing::info!(
             "cost: {} builds of {} in {} list pages and {} batch reads",
             found.len(),
-            project.name,
+            project,
             reads.list_pages,
             reads.batch_reads
         );
@@ -202,13 +214,13 @@ pub async fn runner_builds(aws: &Aws, desired: &Desired, first: i64) -> Result<V
     Ok(builds)
 }
 
-/// The runner's last whole nights, priced at the last known rates (a plan asks no Price List),
-/// and those rates.
-async fn nights(aws: &Aws, desired: &Desired) -> Result<(Nights, Vec<rates::Rate>), String> {
+/// The last whole nights of the runner projects `projects`, priced at the last known rates (a
+/// plan asks no Price List), and those rates.
+async fn nights(aws: &Aws, desired: &Desired, projects: &[String]) -> Result<(Nights, Vec<rates::Rate>), String> {
     let now = reconcile_core::time::now();
     let today = now.div_euclid(DAY) * DAY;
     let first = today - DAY * i64::from(NIGHTS);
-    let builds = runner_builds(aws, desired, first).await.map_err(|e| e.to_string())?;
+    let builds = runner_builds(aws, projects, first).await.map_err(|e| e.to_string())?;
     let mut known: Vec<rates::Rate> = builds
         .iter()
         .filter_map(|b| rates::usage_type(&desired.region, &b.compute_type))

@@ -149,12 +149,18 @@ impl Conversation {
             Step::Acknowledged(number) => Ok(Outcome::Acknowledged(number)),
             Step::Open => {
                 let drift = now.expect("a drift to open an issue about");
-                let body = json!({ "title": DRIFT_TITLE, "body": drift.body(self.key.as_deref()), "labels": [label] });
+                let body = json!({ "title": DRIFT_TITLE, "body": drift.body(None), "labels": [label] });
                 let made = self
                     .api
                     .expect(Method::POST, &self.api.path("/issues"), Some(&body), None, "open the drift issue", &[])
                     .await?;
                 let made = made.json()["number"].as_u64().unwrap_or_default();
+                // The seal binds the issue's number, which GitHub gives only once it is made.
+                if let Some(key) = self.key.as_deref() {
+                    let sealed = json!({ "body": drift.body(Some((key, made))) });
+                    let path = self.api.path(&format!("/issues/{made}"));
+                    self.api.expect(Method::PATCH, &path, Some(&sealed), None, "seal the drift issue", &[]).await?;
+                }
                 // Another check opened one meanwhile: the older one is the issue, this one closed
                 // as its duplicate (which no later run takes for the drift issue).
                 let issues = self.api.list(&self.api.path(&path), None, "list the drift issues").await?;
@@ -166,7 +172,7 @@ impl Conversation {
             }
             Step::Update { number, reopen, note } => {
                 let drift = now.expect("a drift to update an issue with");
-                let mut body = json!({ "body": drift.body(self.key.as_deref()) });
+                let mut body = json!({ "body": drift.body(self.key.as_deref().map(|key| (key, number))) });
                 if reopen {
                     body["state"] = json!("open");
                 }

@@ -25,11 +25,11 @@ pub struct Drift {
 
 impl Drift {
     /// The issue's body: its markers, what it differs in (hidden), and the report; sealed with
-    /// `key` when there is one ([`seal`]).
-    pub(crate) fn body(&self, key: Option<&[u8]>) -> String {
+    /// a key, as the body of the issue of that number, when there is one ([`seal`]).
+    pub(crate) fn body(&self, sealed: Option<(&[u8], u64)>) -> String {
         let body = format!("{}\n{}\n{}", hidden(DRIFT_MARKER), stored(&self.items), self.report);
-        match key {
-            Some(key) => seal(&body, key),
+        match sealed {
+            Some((key, number)) => seal(&body, key, number),
             None => body,
         }
     }
@@ -45,16 +45,18 @@ const SEAL: &str = "reconcile:drift-seal";
 /// How long that line is: `\n<!-- reconcile:drift-seal ` and 64 hex digits, ` -->`.
 const SEAL_LENGTH: usize = 1 + 5 + SEAL.len() + 1 + 64 + 4;
 
-/// `body`, sealed with `key` (a secret only the drift workflow is given): HMAC-SHA256 of the body,
-/// in hex, in a hidden last line. Every workflow token of a repository writes issues as the same
-/// bot, so a marker and an author do not tell reconcile's drift issue from one another workflow
-/// opened with a body whoever drives it chose; a seal does.
-pub(crate) fn seal(body: &str, key: &[u8]) -> String {
-    format!("{body}\n{}", hidden(&format!("{SEAL} {}", mac(body, key))))
+/// `body`, sealed with `key` (a secret only the drift workflow is given) as the body of issue
+/// `number`: HMAC-SHA256 of the number and the body, in hex, in a hidden last line. Every
+/// workflow token of a repository writes issues as the same bot, so a marker and an author do
+/// not tell reconcile's drift issue from one another workflow opened with a body whoever drives
+/// it chose; a seal does, and binding the number keeps a sealed body copied into another issue
+/// (it is public) from being taken for the drift issue there.
+pub(crate) fn seal(body: &str, key: &[u8], number: u64) -> String {
+    format!("{body}\n{}", hidden(&format!("{SEAL} {}", mac(number, body, key))))
 }
 
-/// Whether `body` ends with a seal made with `key` over the rest of it.
-pub(crate) fn sealed_with(body: &str, key: &[u8]) -> bool {
+/// Whether `body` ends with a seal made with `key` over the rest of it, as issue `number`'s.
+pub(crate) fn sealed_with(body: &str, key: &[u8], number: u64) -> bool {
     let Some((rest, last)) = body.rsplit_once('\n') else { return false };
     let Some(hex) = last.strip_prefix(&format!("<!-- {SEAL} ")).and_then(|l| l.strip_suffix(" -->")) else {
         return false;
@@ -67,15 +69,21 @@ pub(crate) fn sealed_with(body: &str, key: &[u8]) -> bool {
     // Compared in constant time: a forger learns nothing from how long a wrong one took.
     use hmac::Mac;
     let mut check = <hmac::Hmac<sha2::Sha256>>::new_from_slice(key).expect("HMAC takes a key of any length");
-    check.update(rest.as_bytes());
+    check.update(&sealed_text(number, rest));
     check.verify_slice(&wanted).is_ok()
 }
 
-fn mac(body: &str, key: &[u8]) -> String {
+fn mac(number: u64, body: &str, key: &[u8]) -> String {
     use hmac::Mac;
     let mut mac = <hmac::Hmac<sha2::Sha256>>::new_from_slice(key).expect("HMAC takes a key of any length");
-    mac.update(body.as_bytes());
+    mac.update(&sealed_text(number, body));
     mac.finalize().into_bytes().iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// What a seal is made over: the issue's number, then its body (the number first and ended, so
+/// no two numbers and bodies make the same text).
+fn sealed_text(number: u64, body: &str) -> Vec<u8> {
+    format!("drift issue #{number}\n{body}").into_bytes()
 }
 
 /// What an issue of ours says, of the drift it was about.
@@ -349,7 +357,12 @@ fn ours<'a>(issues: &'a [Value], me: &'a Me, key: Option<&'a [u8]>) -> impl Iter
         .iter()
         .filter(|issue| issue.get("pull_request").is_none() && is_author(me, &issue["user"]))
         .filter(|issue| issue["body"].as_str().is_some_and(|b| b.starts_with(&hidden(DRIFT_MARKER))))
-        .filter(|issue| key.is_none_or(|key| issue["body"].as_str().is_some_and(|b| sealed_with(b, key))))
+        .filter(|issue| {
+            key.is_none_or(|key| {
+                let number = issue["number"].as_u64();
+                issue["body"].as_str().zip(number).is_some_and(|(body, number)| sealed_with(body, key, number))
+            })
+        })
         .filter(|issue| issue["state_reason"] != "duplicate")
         .collect();
     ours.sort_by_key(|issue| std::cmp::Reverse(issue["number"].as_u64()));
@@ -447,14 +460,15 @@ mod tests {
     #[test]
     fn a_sealed_body_is_told_from_one_another_workflow_wrote() {
         let key = b"0123456789abcdef0123456789abcdef";
-        let body = drift(&["update ecr_repository.pytorch: tags 0a"]).body(Some(key));
-        assert!(sealed_with(&body, key));
+        let body = drift(&["update ecr_repository.pytorch: tags 0a"]).body(Some((key, 4)));
+        assert!(sealed_with(&body, key, 4));
         assert!(body.len() <= Drift::overhead(&drift(&["update ecr_repository.pytorch: tags 0a"]).items) + 6);
-        assert!(!sealed_with(&body, b"another key, as long as the other"), "another key");
-        assert!(!sealed_with(&body.replacen("report", "all is well", 1), key), "its text changed");
-        assert!(!sealed_with(&drift(&["a"]).body(None), key), "none");
+        assert!(!sealed_with(&body, b"another key, as long as the other", 4), "another key");
+        assert!(!sealed_with(&body, key, 14), "another issue's: a copy of the body");
+        assert!(!sealed_with(&body.replacen("report", "all is well", 1), key, 4), "its text changed");
+        assert!(!sealed_with(&drift(&["a"]).body(None), key, 4), "none");
         let truncated = &body[..body.len() - 6];
-        assert!(!sealed_with(truncated, key));
+        assert!(!sealed_with(truncated, key, 4));
         // Among issues by the same bot with the label and the marker, with a key only the sealed
         // one is ours; without one, the newest (as before a key was given).
         let me = Me::ActionsBot;
@@ -465,6 +479,10 @@ mod tests {
         assert_eq!(existing_issue(&issues, &me, Some(key)).map(|e| e.number), Some(4));
         assert_eq!(existing_issue(&issues, &me, None).map(|e| e.number), Some(9));
         assert_eq!(duplicated(&[issue(3, &forged), issue(4, &body)], &me, Some(key), 5), Some(4));
+        // The sealed body copied, whole, into a newer issue (another workflow's, by the same bot,
+        // with the label): not ours, the real one still is.
+        let copied = [issue(12, &body), issue(4, &body)];
+        assert_eq!(existing_issue(&copied, &me, Some(key)).map(|e| e.number), Some(4));
     }
 
     #[test]
@@ -660,7 +678,7 @@ mod tests {
         let body = Drift { items: items.clone(), report: "R".to_owned() }.body(None);
         assert_eq!(body, "<!-- reconcile:drift -->\n<!-- reconcile:drift-items ab -->\nR");
         // The overhead is a sealed body's, the report aside.
-        let sealed = Drift { items: items.clone(), report: "R".to_owned() }.body(Some(b"key"));
+        let sealed = Drift { items: items.clone(), report: "R".to_owned() }.body(Some((b"key", 123_456_789)));
         assert_eq!(Drift::overhead(&items), sealed.len() - 1);
         // Sixteen KiB of items are kept whole.
         let wide = vec!["x".repeat(16_000)];

@@ -33,7 +33,9 @@ pub async fn run(
     let today = now.div_euclid(DAY) * DAY;
     let first = today - DAY * (i64::from(days) - 1);
 
-    let builds = crate::costs::runner_builds(&aws, desired, first).await.map_err(fail)?;
+    let projects: Vec<String> =
+        reconcile_codebuild::declared(desired).projects.iter().map(|project| project.name.clone()).collect();
+    let builds = crate::costs::runner_builds(&aws, &projects, first).await.map_err(fail)?;
 
     // What could not be read for want of a permission: said once, in one warning.
     let mut unread: Vec<String> = Vec::new();

@@ -19,17 +19,29 @@ pub async fn run(session: &Session<Aws>, path: &Path, check: bool) -> Result<u8,
     let planned = session.plan(None).await?;
     let inputs = session.inputs();
     let (mut wanted, mut done): (Vec<Address>, Vec<Address>) = (Vec::new(), Vec::new());
+    let mut left_out = 0;
     for resource in planned.resources.values() {
         let Some(ours) = mark(&resource.attributes) else { continue };
         let address = resource.address.clone();
         match planned.plan.observed.get(&address) {
             Some(Observed::Present(live)) => match owner(live, ours) {
+                // One per account, someone else's: used as it is, never taken over.
+                Owner::Unmarked | Owner::Deployment(_) if resource.shared => {
+                    if resource.overrides(reconcile_core::plan::ADOPT) {
+                        wanted.push(address);
+                    } else {
+                        done.push(address);
+                    }
+                }
                 Owner::Unmarked => wanted.push(address),
                 Owner::Ours => done.push(address),
-                Owner::Deployment(other) => err(&format!(
-                    "left out {address}: it carries deployment `{other}`'s mark, not `{ours}`'s; list it by hand to \
-                     take it from that deployment"
-                )),
+                Owner::Deployment(other) => {
+                    left_out += 1;
+                    err(&format!(
+                        "left out {address}: it carries deployment `{other}`'s mark, not `{ours}`'s; list it by hand \
+                         to take it from that deployment"
+                    ));
+                }
                 // The plan re-marks it: no import needed.
                 Owner::Legacy => {}
             },
@@ -41,8 +53,13 @@ pub async fn run(session: &Session<Aws>, path: &Path, check: bool) -> Result<u8,
         .map_err(|why| CliError::Input(vec![format!("{}: {why}", path.display())]))?;
     if listing.added.is_empty() && listing.removed.is_empty() {
         if !check {
+            let others = match left_out {
+                0 => String::new(),
+                n => format!(", but for the {n} left out above, which carry another deployment's mark"),
+            };
             err(&format!(
-                "{}: every declared resource that exists carries deployment `{}`'s mark or is listed in `import` already.",
+                "{}: every declared resource that exists carries deployment `{}`'s mark or is listed in `import` \
+                 already{others}.",
                 path.display(),
                 inputs.desired.deployment
             ));
