@@ -12,6 +12,10 @@
 //!
 //! The boundary, which only an administrator puts, grants the same by the mark alone over the
 //! whole registry: the most the role may ever be given, unchanged when a repository is declared.
+//! So does the inline policy's push grant when the names cannot fit IAM's limit even grouped by
+//! prefix (thousands of repositories with nothing in common): then a mark someone who may tag
+//! wrote (an administrator, the apply job) would give the builds push too, as it would give the
+//! apply job, which can already run a build as the runner (`codebuild:UpdateProject`).
 //! A repository is marked before a grant by the mark changes (the plan's order), so taking an
 //! account over never leaves a running build without its push.
 //!
@@ -83,12 +87,17 @@ pub(crate) fn runner(desired: &Desired, account: &Account, runner: &Runner) -> V
         let names: Vec<&str> = declared.into_iter().collect();
         // Too long for IAM: the push grant takes repositories that share a name prefix as one
         // `prefix*` pattern (still only where the mark is, which a build can write only on a
-        // declared name); what a build may make and mark stays exact, always.
-        let patterns = group_by_prefix(&names, runner.over_by, |pattern| arn(pattern).chars().count());
-        (
-            patterns.iter().map(|pattern| arn(pattern)).collect(),
-            creatable(desired, account).iter().map(|name| arn(name)).collect(),
-        )
+        // declared name), and, when that cannot save enough, the whole registry by the mark, as
+        // the boundary does; what a build may make and mark stays exact, always.
+        let entry = |pattern: &str| arn(pattern).chars().count();
+        let listed = |patterns: &[&str]| -> usize { patterns.iter().map(|p| entry(p) + ENTRY_OVERHEAD).sum() };
+        let patterns = group_by_prefix(&names, runner.over_by, entry);
+        let grouped: Vec<&str> = patterns.iter().map(String::as_str).collect();
+        let pushed = match listed(&names).saturating_sub(listed(&grouped)) >= runner.over_by {
+            true => patterns.iter().map(|pattern| arn(pattern)).collect(),
+            false => vec![every_repository.clone()],
+        };
+        (pushed, creatable(desired, account).iter().map(|name| arn(name)).collect())
     };
     // What exists, so the nightly's `--ensure-ecr` learns which it must make: metadata only,
     // and what "not found" needs (a tag condition on a missing repository would answer "access
@@ -313,9 +322,24 @@ mod tests {
         assert_eq!(listed, 40, "nothing to save, every repository by name");
         let (saved_some, fewer) = size(100);
         assert!(whole - saved_some >= 100 && fewer < 40 && fewer > 20, "{whole} {saved_some} {fewer}");
-        let (smallest, patterns) = size(usize::MAX);
+        let (smallest, patterns) = size(1400);
         assert_eq!(patterns, 20, "one `targetNN-*` per target");
         assert!(smallest < saved_some);
+        // More than grouping can save: the whole registry, by the mark.
+        let (_, patterns) = size(usize::MAX);
+        assert_eq!(patterns, 1);
+    }
+
+    #[test]
+    fn names_that_cannot_be_grouped_enough_are_pushed_to_by_the_mark_over_the_registry() {
+        let names: Vec<String> = (0..40).map(|i| format!("r{i:03}x")).collect();
+        let desired = file("", &names.iter().map(String::as_str).collect::<Vec<_>>());
+        let asked = |over_by: usize| runner(&desired, &account(), &Runner { over_by, ..Runner::default() });
+        assert_eq!(asked(0)[2]["Resource"].as_array().unwrap().len(), 40);
+        let fallen_back = asked(1);
+        assert_eq!(fallen_back[2]["Resource"], json!(["arn:aws:ecr:us-east-1:123456789012:repository/*"]));
+        assert_eq!(fallen_back[2]["Condition"], asked(0)[2]["Condition"], "still only where the mark is");
+        assert_eq!(fallen_back[3]["Resource"].as_array().unwrap().len(), 40, "what it makes: still exact");
     }
 
     #[test]

@@ -428,7 +428,7 @@ async fn the_apply_role_refuses_a_destroy_of_what_only_an_administrator_deletes_
 /// The apply role never deletes the nightly's images: a destroy (or prune) of a repository that
 /// holds any is an administrator's, even once its lifecycle policy is gone; an empty one it may.
 #[tokio::test]
-async fn the_apply_role_never_deletes_a_repository_with_its_images() {
+async fn the_apply_role_never_deletes_a_repository_with_its_images_or_without() {
     let (account, desired) = bootstrapped().await;
     let ecr = aws_sdk_ecr::Client::new(&account.sdk_config());
     crate::safety::push(&ecr, "pytorch", Some("nightly"), 5_000_000, "n1").await;
@@ -441,7 +441,10 @@ async fn the_apply_role_never_deletes_a_repository_with_its_images() {
     );
     assert_eq!(destroy.code, 3, "{}{}", destroy.stdout, destroy.stderr);
     assert!(
-        destroy.stderr.contains("`ecr_repository.pytorch` (deleting a repository with the images it holds)"),
+        destroy.stderr.contains(
+            "`ecr_repository.pytorch`, `ecr_repository.pytorch-cache` (deleting a repository, which the mark alone \
+             cannot tell from another team's someone marked)"
+        ),
         "{}",
         destroy.stderr
     );
@@ -452,12 +455,16 @@ async fn the_apply_role_never_deletes_a_repository_with_its_images() {
         "its image is still there"
     );
 
-    // Pruned when it is empty, as desired.toml stops declaring it: the apply role's to do.
+    // Pruned, empty, as desired.toml stops declaring it: still an administrator's to delete.
     let text = std::fs::read_to_string(&desired.path).unwrap();
     let without = desired_file(&text.replace("pytorch-cache = {}\n", ""));
     let empty = ecr.describe_images().repository_name("pytorch-cache").send().await.unwrap();
     assert!(empty.image_details().is_empty());
-    let pruned = reconcile(&apply_role, &without.path, &["apply", "--prune", "--allow-delete", "--auto-approve"]);
+    let refused = reconcile(&apply_role, &without.path, &["apply", "--prune", "--allow-delete", "--auto-approve"]);
+    assert_eq!(refused.code, 3, "{}{}", refused.stdout, refused.stderr);
+    assert!(refused.stderr.contains("`ecr_repository.pytorch-cache` (deleting a repository"), "{}", refused.stderr);
+    assert!(apply_role.writes().is_empty(), "{:?}", apply_role.writes());
+    let pruned = reconcile(&account, &without.path, &["apply", "--prune", "--allow-delete", "--auto-approve"]);
     assert_eq!(pruned.code, 0, "{}{}", pruned.stdout, pruned.stderr);
     assert!(ecr.describe_repositories().repository_names("pytorch-cache").send().await.is_err(), "pruned");
 }

@@ -83,7 +83,7 @@ async fn declare_adds_exactly_the_new_targets_repositories_keeping_everything_el
 }
 
 #[tokio::test]
-async fn the_plan_after_declare_creates_the_two_repositories_and_their_policies_and_nothing_in_iam() {
+async fn the_plan_after_declare_creates_the_two_repositories_and_their_policies_and_names_them_to_the_runner() {
     let account = emulator().new_account().await;
     let registry = format!("{}.dkr.ecr.us-east-1.amazonaws.com", account.id);
     let (_dir, desired, bake, _) = checkout(false, &registry);
@@ -107,11 +107,13 @@ async fn the_plan_after_declare_creates_the_two_repositories_and_their_policies_
     assert_eq!(run(&account, &desired, &["declare", "--bake", bake], &registry).code, 0);
     let plan = run(&account, &desired, &["plan", "--bake", bake, "--format", "json"], &registry);
     assert_eq!(plan.code, 0, "{}", plan.stderr);
-    // The runner's role grants repositories by reconcile's tag, so no IAM change follows one: the
-    // apply role can apply this plan by itself.
+    // The runner's inline policy names the repositories a build pushes to and makes, and the
+    // apply role puts it (within the boundary, which does not change): the apply role can apply
+    // this plan by itself.
     assert_eq!(
         json_changes(&plan.stdout),
         [
+            "update iam_role_policy.codebuild",
             "create ecr_repository.foo",
             "create ecr_repository.foo-cache",
             "create ecr_lifecycle_policy.foo",
@@ -258,9 +260,11 @@ async fn declare_saves_as_an_editor_would_and_refuses_what_plan_would_refuse() {
     assert_eq!(std::fs::read_to_string(&desired).unwrap(), full);
 }
 
-/// A hundred bake targets declared at once: no derived policy names a repository, so none grows.
+/// A hundred bake targets declared at once: neither the boundary nor the apply role's policy
+/// names a repository, so neither grows; the runner's inline policy, which does, still fits IAM's
+/// limit (past the room for their names it pushes by the mark and makes none).
 #[tokio::test]
-async fn a_hundred_bake_targets_declared_change_no_iam_policy() {
+async fn a_hundred_bake_targets_declared_change_neither_the_boundary_nor_the_apply_policy() {
     let account = emulator().new_account().await;
     let registry = format!("{}.dkr.ecr.us-east-1.amazonaws.com", account.id);
     let dir = tempfile::tempdir().unwrap();
@@ -285,7 +289,11 @@ async fn a_hundred_bake_targets_declared_change_no_iam_policy() {
     let declared = run(&account, &desired, &["declare", "--bake", bake.to_str().unwrap()], &registry);
     assert_eq!(declared.code, 0, "{}", declared.stderr);
     assert!(reconcile_cli::parse_desired(&desired, &std::fs::read_to_string(&desired).unwrap()).is_ok());
-    // The repositories are the builds' by the mark: the same policies, to the character, so the
-    // apply role (which changes nothing in IAM) applies a new bake target by itself.
-    assert_eq!(policies(&desired), before);
+    // The boundary and the apply role's policy, to the character: only the runner's inline
+    // policy, which the apply role puts, changes, so the apply role applies them by itself.
+    let after = policies(&desired);
+    assert_eq!(after[1..], before[1..]);
+    let runner: serde_json::Value = serde_json::from_str(&after[0]).unwrap();
+    assert!(reconcile_core::json::to_compact(&runner).chars().count() <= reconcile_iam::INLINE_POLICY_LIMIT);
+    assert_ne!(after[0], before[0]);
 }

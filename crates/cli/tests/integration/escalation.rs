@@ -8,6 +8,7 @@
 //! boundary or assume a role.
 
 use aws_sdk_iam::Client as Iam;
+use reconcile_iam::evaluate::{Context, Principal, Request};
 use reconcile_iam::reach::{Model, Project, Role};
 use reconcile_test_support::{TestAccount, emulator};
 use serde_json::json;
@@ -57,15 +58,30 @@ async fn the_four_call_attack_as_the_apply_role_is_refused_at_its_first_step_and
     let as_apply = Iam::new(&apply.sdk_config());
     let everything =
         json!({ "Version": "2012-10-17", "Statement": [{ "Effect": "Allow", "Action": "*", "Resource": "*" }] });
-    // 1. `*` on the runner's role.
-    let first = as_apply
+    // 1. `*` on the runner's role: the apply role puts the runner's inline policy (a bake target
+    // added names a repository there), so IAM allows it, but only while the role carries its
+    // boundary, which only an administrator writes: the role may do no more than before.
+    as_apply
         .put_role_policy()
         .role_name(runner)
         .policy_name("rocm-bake-nightly")
         .policy_document(everything.to_string())
         .send()
-        .await;
-    assert!(denied(first), "the first step is refused");
+        .await
+        .expect("putting the runner's inline policy, bounded");
+    let (policies, bounded) = live_policies(&account, runner).await;
+    assert_eq!(bounded, before.1, "the boundary is as it was");
+    let rewritten = Principal { policies: &policies, boundary: bounded.as_ref().map(|(_, document)| document) };
+    let none = Context::new();
+    let lock = format!("arn:aws:s3:::rocm-bake-sccache-{}/reconcile/apply.lock", account.id);
+    for (action, resource) in [
+        ("iam:PutRolePolicy", format!("arn:aws:iam::{}:role/{runner}", account.id)),
+        ("sts:AssumeRole", format!("arn:aws:iam::{}:role/rocm-bake-reconcile-apply", account.id)),
+        ("s3:PutObject", lock),
+        ("ecr:DeleteRepository", format!("arn:aws:ecr:us-east-1:{}:repository/pytorch", account.id)),
+    ] {
+        assert!(!rewritten.allows(Request { action, resource: &resource, context: &none }), "{action}");
+    }
     // 2. The runner's role made to trust the apply role, or GitHub's provider for any repository.
     let trust_apply = json!({ "Version": "2012-10-17", "Statement": [{ "Effect": "Allow",
         "Principal": { "AWS": format!("arn:aws:iam::{}:role/rocm-bake-reconcile-apply", account.id) },
@@ -118,11 +134,17 @@ async fn the_four_call_attack_as_the_apply_role_is_refused_at_its_first_step_and
     );
     assert!(denied(s3.delete_bucket_lifecycle().bucket(format!("rocm-bake-sccache-{}", account.id)).send().await));
     let refused = gate.refused();
-    assert_eq!(refused.len(), 9, "{refused:#?}");
-    assert!(refused[0].starts_with("iam:PutRolePolicy: User: "), "{}", refused[0]);
+    assert_eq!(refused.len(), 8, "{refused:#?}");
+    assert!(refused[0].starts_with("iam:UpdateAssumeRolePolicy: User: "), "{}", refused[0]);
     assert!(refused[0].contains("with an explicit deny"), "{}", refused[0]);
-    // Nothing moved.
-    assert_eq!(live_policies(&account, runner).await, before);
+    assert!(
+        refused
+            .iter()
+            .any(|r| r.starts_with("iam:PutRolePolicy: User: ") && r.contains("role/rocm-bake-reconcile-apply")),
+        "{refused:#?}"
+    );
+    // Nothing else moved: the boundary, and (below) every other role.
+    assert_eq!(live_policies(&account, runner).await.1, before.1);
     drop(gate);
 
     // With `apply_role` renamed in desired.toml (as a merged pull request could), reconcile
@@ -204,8 +226,10 @@ async fn adding_a_bake_target_applies_as_the_apply_role_end_to_end_with_no_admin
     let plan = reconcile(&apply, &added.path, &["plan"]);
     assert_eq!(plan.code, 0, "{}{}", plan.stdout, plan.stderr);
     assert!(!plan.stdout.contains("W501"), "nothing an administrator must apply: {}", plan.stdout);
-    assert!(plan.stdout.contains("Plan: 4 to add, 0 to change, 0 to destroy."), "{}", plan.stdout);
-    assert!(!plan.stdout.contains("iam_"), "no IAM change follows a new repository: {}", plan.stdout);
+    assert!(plan.stdout.contains("Plan: 4 to add, 1 to change, 0 to destroy."), "{}", plan.stdout);
+    // In IAM, only the runner's inline policy, which now names them (within the boundary).
+    let iam: Vec<&str> = plan.stdout.lines().filter(|l| l.trim_start().starts_with("# iam_")).collect();
+    assert_eq!(iam, ["  # iam_role_policy.codebuild will be updated in place"], "{}", plan.stdout);
     let applied = reconcile(&apply, &added.path, &["apply", "--auto-approve"]);
     assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
     assert_eq!(gate.refused(), Vec::<String>::new(), "every request was allowed by the live policy");

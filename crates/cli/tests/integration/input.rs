@@ -133,8 +133,8 @@ async fn absurd_input_is_refused_quickly_with_a_clear_error() {
     let run = reconcile(&account, &binary, &["validate"]);
     assert_eq!(run.code, 1);
     assert!(run.stderr.contains("it is not UTF-8 text (invalid byte at offset 21)"), "{}", run.stderr);
-    // 16,000 unrelated repositories: read, checked and derived (the runner's policy grants them
-    // by the mark, whatever their number) before any AWS call.
+    // 16,000 unrelated repositories: read, checked and derived (too many to name, the runner's
+    // policy grants them by the mark) before any AWS call.
     let mut text = small_desired(&[]);
     for idx in 0..16_000 {
         text.push_str(&format!("repo{idx:05}x-{idx} = {{}}\n"));

@@ -19,6 +19,7 @@ mod github;
 mod hostile;
 mod input;
 mod live;
+mod marks;
 mod ownership;
 mod performance;
 mod permissions;

@@ -225,13 +225,16 @@ pub fn derived_policy(role: &str, desired: &Path, dir: Option<&Path>, account: &
 }
 
 /// What only an administrator writes in the account of a desired.toml, never the apply role:
-/// anything in IAM (the CI identities, the runner's role, its policy and its boundary), any
-/// bucket's expiry or ACL, and making a bucket that declares an expiry (it is made with it). What
+/// anything in IAM but the runner's inline policy (the CI identities, the runner's role and its
+/// boundary), any bucket's expiry or ACL, making a bucket that declares an expiry (it is made
+/// with it), and deleting a repository (a prune's or a destroy's). What
 /// `Reconciler::administrators_only` and the apply policy's derivation say, restated from the
 /// outside.
 pub struct Administrators {
     /// The ARNs of the buckets that declare an expiry.
     expiring: Vec<String>,
+    /// The ARNs of the runner roles, whose inline policy the apply role puts.
+    runners: Vec<String>,
 }
 
 impl Administrators {
@@ -239,15 +242,20 @@ impl Administrators {
         let path = dir.map_or_else(|| desired.to_path_buf(), |dir| dir.join(desired));
         let text = std::fs::read_to_string(&path).unwrap_or_default();
         let Ok(parsed) = reconcile_cli::parse_desired(&path, &text) else {
-            return Administrators { expiring: Vec::new() };
+            return Administrators { expiring: Vec::new(), runners: Vec::new() };
         };
+        let runners = reconcile_iam::declared(&parsed)
+            .roles
+            .iter()
+            .map(|role| format!("arn:aws:iam::{account}:role/{}", role.name))
+            .collect();
         let expiring = reconcile_s3::declared(&parsed)
             .buckets
             .iter()
             .filter(|bucket| bucket.lifecycle_rules.is_some())
             .map(|bucket| format!("arn:aws:s3:::{}", bucket.name.render(account, &parsed.region)))
             .collect();
-        Administrators { expiring }
+        Administrators { expiring, runners }
     }
 
     /// Whether `request` is one of theirs.
@@ -259,7 +267,11 @@ impl Administrators {
             "s3:DeleteBucket" | "s3:DeleteObjectVersion" | "codebuild:DeleteProject" | "ecr:DeleteLifecyclePolicy" => {
                 true
             }
+            // A prune's or a destroy's.
+            "ecr:DeleteRepository" => true,
             "s3:CreateBucket" => self.expiring.contains(&resource),
+            // The runner's inline policy, put: the apply role's (while the role carries its boundary).
+            "iam:PutRolePolicy" => !self.runners.contains(&resource),
             _ => action.starts_with("iam:"),
         }
     }

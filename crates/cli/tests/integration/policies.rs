@@ -199,25 +199,45 @@ async fn the_apply_policy_allows_every_write_apply_makes_and_no_other() {
     assert_eq!(refused.code, 3, "{}{}", refused.stdout, refused.stderr);
     assert!(
         refused.stderr.contains(
-            "this plan changes `iam_role_policy.codebuild/legacy`, `iam_role.codebuild`, `iam_role_policy.codebuild` \
-             (the runner's role, its policy or its permissions boundary: what every build may do), and these \
-             credentials are the apply role `rocm-bake-reconcile-apply`"
+            "this plan changes `iam_role_policy.codebuild/legacy`, `iam_role.codebuild` (the runner's role, its \
+             permissions boundary, or an inline policy on it desired.toml does not derive: what every build may do), \
+             and these credentials are the apply role `rocm-bake-reconcile-apply`"
         ),
         "{}",
         refused.stderr
     );
     assert_eq!(every_write(&apply_role), writes, "no write");
     assert_eq!(reconcile(&account, &desired.path, &["apply", "--auto-approve", "--allow-delete"]).code, 0);
+    // Its derived inline policy alone changed by hand: the apply role puts it back, within the
+    // boundary the role still carries.
+    let narrow =
+        r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:ListAllMyBuckets","Resource":"*"}]}"#;
+    Iam::new(&account.sdk_config())
+        .put_role_policy()
+        .role_name("rocm-bake-codebuild")
+        .policy_name("rocm-bake-nightly")
+        .policy_document(narrow)
+        .send()
+        .await
+        .unwrap();
+    apply(&["apply", "--auto-approve"]);
 
     crate::hostile::vandalise_all_but_iam(&account).await;
     apply(&["apply", "--auto-approve", "--allow-delete"]);
     crate::hostile::remove_everything(&account).await;
     apply(&["apply", "--auto-approve"]);
     let ecr = aws_sdk_ecr::Client::new(&account.sdk_config());
-    // One this deployment made and desired.toml no longer declares: pruned.
-    ecr.create_repository().repository_name("retired-wheel").tags(crate::support::ecr_mark()).send().await.unwrap();
     crate::hostile::remake_the_webhook_by_hand(&account).await;
-    apply(&["apply", "--auto-approve", "--prune", "--allow-delete"]);
+    apply(&["apply", "--auto-approve", "--allow-delete"]);
+    // One this deployment made and desired.toml no longer declares: pruned by an administrator
+    // (the mark alone cannot tell it from another team's someone marked), never the apply role.
+    ecr.create_repository().repository_name("retired-wheel").tags(crate::support::ecr_mark()).send().await.unwrap();
+    let writes = every_write(&apply_role);
+    let refused = reconcile(&apply_role, &desired.path, &["apply", "--auto-approve", "--prune", "--allow-delete"]);
+    assert_eq!(refused.code, 3, "{}{}", refused.stdout, refused.stderr);
+    assert!(refused.stderr.contains("`ecr_repository.retired-wheel` (deleting a repository"), "{}", refused.stderr);
+    assert_eq!(every_write(&apply_role), writes, "no write");
+    assert_eq!(reconcile(&account, &desired.path, &["apply", "--auto-approve", "--prune", "--allow-delete"]).code, 0);
 
     // The lock, read as `unlock` reads it (apply itself reads it only when another holds it).
     let unlock = reconcile(&apply_role, &desired.path, &["unlock"]);
@@ -228,13 +248,6 @@ async fn the_apply_policy_allows_every_write_apply_makes_and_no_other() {
         let Some((action, resource)) = permission(&request) else { continue };
         let statement = allowing(&policy, &action, &resource);
         assert!(statement.is_some(), "{action} on {resource} is not allowed");
-        if action == "ecr:DeleteRepository" {
-            // Only what carries this deployment's mark, which the one pruned repository does.
-            assert_eq!(
-                statement.unwrap()["Condition"],
-                json!({ "StringEquals": { "aws:ResourceTag/reconcile:deployment": "default" } })
-            );
-        }
         used.insert(action);
     }
     assert_eq!(gate.refused(), Vec::<String>::new(), "the live policy allowed every request");
@@ -245,10 +258,12 @@ async fn the_apply_policy_allows_every_write_apply_makes_and_no_other() {
     let reads = actions(&printed_policy(&account, &desired.path, "read-only"));
     let writes: BTreeSet<String> = actions(&policy).difference(&reads).cloned().collect();
 
-    // Nothing written in IAM but passing the runner's role, only it, to CodeBuild only.
+    assert!(!actions(&policy).contains("ecr:DeleteRepository"), "a repository is never the apply role's to delete");
+    // Nothing written in IAM but passing the runner's role, only it, to CodeBuild only, and
+    // putting its inline policy while it carries its boundary.
     let iam = Iam::new(&account.sdk_config());
     let provider = format!("arn:aws:iam::{}:oidc-provider/token.actions.githubusercontent.com", account.id);
-    for statement in policy["Statement"].as_array().unwrap() {
+    for statement in policy["Statement"].as_array().unwrap().iter().filter(|s| s["Effect"] == "Allow") {
         let resources = list(&statement["Resource"]);
         let writes_here: Vec<String> = list(&statement["Action"]).into_iter().filter(|a| writes.contains(a)).collect();
         if writes_here.is_empty() {
@@ -256,6 +271,16 @@ async fn the_apply_policy_allows_every_write_apply_makes_and_no_other() {
         }
         for resource in &resources {
             assert!(!resource.contains("rocm-bake-reconcile-") && *resource != provider, "{statement:#}");
+        }
+        let runner = format!("arn:aws:iam::{}:role/rocm-bake-codebuild", account.id);
+        if writes_here.contains(&"iam:PutRolePolicy".to_owned()) {
+            assert_eq!(writes_here, ["iam:PutRolePolicy"], "{statement:#}");
+            assert_eq!(resources, [runner.clone()]);
+            assert_eq!(
+                statement["Condition"],
+                json!({ "ArnEquals": { "iam:PermissionsBoundary": format!("arn:aws:iam::{}:policy/rocm-bake-codebuild-boundary", account.id) } })
+            );
+            continue;
         }
         assert!(writes_here.iter().all(|w| !w.starts_with("iam:") || w == "iam:PassRole"), "{statement:#}");
         if writes_here.contains(&"iam:PassRole".to_owned()) {
@@ -290,17 +315,14 @@ async fn every_run_of_the_suite_has_its_writes_held_to_the_apply_policy_derived_
         assert!(seen.contains(made), "{made}: {seen:?}");
     }
     assert!(writes.iter().all(|w| w.resource != "made-by-hand"), "{seen:?}");
-    // Making the bucket with its expiry, and everything in IAM, is an administrator's, set aside;
-    // the rest is allowed.
+    // Making the bucket with its expiry, and everything in IAM but the runner's inline policy, is
+    // an administrator's, set aside; the rest is allowed.
     let administrators = Administrators::of(&desired.path, None, &account.id);
     let (theirs, writes): (Vec<_>, Vec<_>) = writes.into_iter().partition(|write| administrators.write(write));
     // (Changes are applied concurrently: sorted.)
     let mut theirs: Vec<String> = theirs.iter().map(|write| permission(write).unwrap().0).collect();
     theirs.sort();
-    assert_eq!(
-        theirs,
-        ["iam:CreatePolicy", "iam:CreateRole", "iam:PutRolePolicy", "s3:CreateBucket", "s3:PutLifecycleConfiguration"]
-    );
+    assert_eq!(theirs, ["iam:CreatePolicy", "iam:CreateRole", "s3:CreateBucket", "s3:PutLifecycleConfiguration"]);
     let policy = apply_policy(&desired.path, None, &account.id);
     assert_eq!(not_allowed(&writes, &policy), Vec::<String>::new());
     let mut short = policy.clone();

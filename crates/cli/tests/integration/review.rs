@@ -276,9 +276,10 @@ async fn outputs_prints_the_runbooks_lines_and_the_ci_roles_with_nightly_enabled
 }
 
 /// The command `outputs` prints for the nightly's `--ensure-ecr` is the one create the runner's
-/// role allows: held to the role's live policies and boundary as IAM would, an untagged create
-/// (the old script's) is refused at once, one with another deployment's mark or a tag more too,
-/// and the printed one makes a repository this deployment then manages.
+/// role allows, of the repositories it lists: held to the role's live policies and boundary as IAM
+/// would, an untagged create (the old script's) is refused at once, one with another
+/// deployment's mark or a tag more too, and so is a name desired.toml does not declare; the
+/// printed one makes a missing declared repository this deployment then manages.
 #[tokio::test]
 async fn the_nightlys_ensure_ecr_makes_a_repository_only_as_outputs_says() {
     let account = emulator().new_account().await;
@@ -289,6 +290,10 @@ async fn the_nightlys_ensure_ecr_makes_a_repository_only_as_outputs_says() {
     let command = outputs.stdout.lines().find(|l| l.contains("aws ecr create-repository")).unwrap();
     let tags = command.rsplit("--tags ").next().unwrap();
     let (key, value) = tags.strip_prefix("Key=").unwrap().split_once(",Value=").unwrap();
+    assert!(outputs.stdout.contains("\n#   vllm-cache\n"), "{}", outputs.stdout);
+    // A declared repository gone missing (deleted by hand): the nightly makes it again.
+    let admin = ecr::Client::new(&account.sdk_config());
+    admin.delete_repository().repository_name("vllm-cache").send().await.unwrap();
     let (runner, gate) = crate::permissions::enforced(&account, "rocm-bake-codebuild").await;
     let ecr = ecr::Client::new(&runner.sdk_config());
     let tag = |k: &str, v: &str| ecr::types::Tag::builder().key(k).value(v).build().unwrap();
@@ -297,21 +302,25 @@ async fn the_nightlys_ensure_ecr_makes_a_repository_only_as_outputs_says() {
         let name = name.to_owned();
         async move { ecr.create_repository().repository_name(name).set_tags(Some(tags)).send().await }
     };
-    let untagged = create("new-target", vec![]).await.unwrap_err();
+    let untagged = create("vllm-cache", vec![]).await.unwrap_err();
     assert_eq!(untagged.into_service_error().meta().code(), Some("AccessDeniedException"));
-    assert!(create("new-target", vec![tag(key, "team-x")]).await.is_err(), "another deployment's mark");
-    assert!(create("new-target", vec![tag(key, value), tag("team", "x")]).await.is_err(), "a tag more");
-    create("new-target", vec![tag(key, value)]).await.expect("the printed create");
+    assert!(create("vllm-cache", vec![tag(key, "team-x")]).await.is_err(), "another deployment's mark");
+    assert!(create("vllm-cache", vec![tag(key, value), tag("team", "x")]).await.is_err(), "a tag more");
+    assert!(create("new-target", vec![tag(key, value)]).await.is_err(), "a name desired.toml does not declare");
+    create("vllm-cache", vec![tag(key, value)]).await.expect("the printed create");
     let refused = gate.refused();
-    assert_eq!(refused.len(), 3, "{refused:#?}");
+    assert_eq!(refused.len(), 4, "{refused:#?}");
     assert!(
         refused.iter().all(|r| r.contains("ecr:CreateRepository") || r.contains("ecr:TagResource")),
         "{refused:#?}"
     );
     drop(gate);
-    // This deployment's: the drift check names it as an undeclared repository of its own.
-    let drift = reconcile(&account, &copy.path, &["drift"]);
-    assert!(drift.stdout.contains("new-target"), "{}", drift.stdout);
+    // This deployment's, declared: the next plan gives it its lifecycle policy, as any other.
+    let plan = reconcile(&account, &copy.path, &["plan", "--format", "json"]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    let changes = crate::support::json_changes(&plan.stdout);
+    assert!(changes.contains(&"create ecr_lifecycle_policy.vllm-cache".to_owned()), "{changes:?}");
+    assert!(!changes.iter().any(|c| c.contains("ecr_repository.vllm-cache") && c.starts_with("create")), "{changes:?}");
 }
 
 #[tokio::test]

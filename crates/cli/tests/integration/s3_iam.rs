@@ -242,20 +242,27 @@ async fn bucket_protection_and_tags_are_corrected() {
 }
 
 #[tokio::test]
-async fn adding_a_repository_changes_no_iam_policy() {
+async fn adding_a_repository_changes_in_iam_only_the_runners_inline_policy() {
     let account = emulator().new_account().await;
     let before = desired_file(&small_account(&["pytorch", "pytorch-cache"]));
     assert_eq!(reconcile(&account, &before.path, &["apply", "--auto-approve"]).code, 0);
 
-    // The builds reach it through the mark it is made with: nothing in IAM changes.
+    // The builds reach it by its name and the mark it is made with: the runner's inline policy
+    // names it (the apply role puts that); its boundary, an administrator's, does not change.
     let after = desired_file(&small_account(&["pytorch", "pytorch-cache", "sglang-cache"]));
     let plan = reconcile(&account, &after.path, &["plan", "--format", "json"]);
     assert_eq!(
         json_changes(&plan.stdout),
-        ["create ecr_repository.sglang-cache", "create ecr_lifecycle_policy.sglang-cache"]
+        [
+            "update iam_role_policy.codebuild",
+            "create ecr_repository.sglang-cache",
+            "create ecr_lifecycle_policy.sglang-cache"
+        ]
     );
     let plan: Value = serde_json::from_str(&plan.stdout).unwrap();
-    assert_eq!(plan["resource_changes"][0]["change"]["after"]["tags"]["reconcile:deployment"], "default");
+    assert_eq!(plan["resource_changes"][1]["change"]["after"]["tags"]["reconcile:deployment"], "default");
+    let document = plan["resource_changes"][0]["change"]["after"]["document"].to_string();
+    assert!(document.contains(&format!("arn:aws:ecr:us-east-1:{}:repository/sglang-cache", account.id)), "{document}");
 }
 
 #[tokio::test]
@@ -295,18 +302,23 @@ async fn an_undeclared_inline_policy_is_a_delete_that_needs_allow_delete_and_man
 }
 
 #[tokio::test]
-async fn two_thousand_repositories_change_the_runners_policy_by_nothing() {
+async fn two_thousand_repositories_change_the_runners_boundary_by_nothing_and_its_policy_still_fits() {
     let account = emulator().new_account().await;
     let names: Vec<String> = (0..2000).map(|i| format!("r{i:04}x")).collect();
     let many = desired_file(&small_account(&names.iter().map(String::as_str).collect::<Vec<_>>()));
     let few = desired_file(&small_account(&["r0000x"]));
     assert_eq!(reconcile(&account, &many.path, &["validate"]).code, 0);
-    let policy = |desired: &std::path::Path| {
-        let run = reconcile(&account, desired, &["policy", "runner", "--account", "123456789012"]);
+    let policy = |desired: &std::path::Path, role: &str| {
+        let run = reconcile(&account, desired, &["policy", role, "--account", "123456789012"]);
         assert_eq!(run.code, 0, "{}", run.stderr);
         run.stdout
     };
-    assert_eq!(policy(&many.path), policy(&few.path));
+    assert_eq!(policy(&many.path, "boundary"), policy(&few.path, "boundary"));
+    // Too many to name: pushed to by the mark over the registry, and none made by a build.
+    let runner = policy(&many.path, "runner");
+    assert!(runner.contains("\"arn:aws:ecr:us-east-1:123456789012:repository/*\""), "{runner}");
+    assert!(!runner.contains("EcrMakeOnlyTheDeclaredAsReconciles"), "{runner}");
+    assert!(policy(&few.path, "runner").contains("EcrMakeOnlyTheDeclaredAsReconciles"));
     assert_eq!(account.requests(), []);
 }
 

@@ -372,7 +372,7 @@ async fn a_bake_target_with_undeclared_repositories_is_refused_until_they_are_de
     );
 
     // Declared (and `bake` set in desired.toml itself): the plan makes both repositories and
-    // their policies; the role's policy grants them by the mark they are made with, unchanged.
+    // their policies, and names them in the runner's inline policy (the apply role's to put).
     let after = desired_file(&format!(
         "bake = \"bake.json\"\n{}",
         small_account(&["pytorch", "pytorch-cache", "foo", "foo-cache"])
@@ -384,6 +384,7 @@ async fn a_bake_target_with_undeclared_repositories_is_refused_until_they_are_de
     assert_eq!(
         json_changes(&plan.stdout),
         [
+            "update iam_role_policy.codebuild",
             "create ecr_repository.foo",
             "create ecr_repository.foo-cache",
             "create ecr_lifecycle_policy.foo",
@@ -448,13 +449,16 @@ async fn prune_deletes_only_what_reconcile_made_and_only_when_told_twice() {
 
     // `old` and `old-empty` leave desired.toml.
     let desired = desired_file(&managed("keep = {}\n"));
-    // (The role's policy grants repositories by the mark: it does not change.)
+    // (The runner's inline policy names them no longer.)
     let plan = reconcile(&account, &desired.path, &["plan", "--format", "json"]);
-    assert_eq!(json_changes(&plan.stdout), Vec::<String>::new(), "no delete without --prune");
+    assert_eq!(json_changes(&plan.stdout), ["update iam_role_policy.codebuild"], "no delete without --prune");
 
     let plan = reconcile(&account, &desired.path, &["plan", "--prune", "--format", "json"]);
     assert_eq!(plan.code, 0, "{}", plan.stderr);
-    assert_eq!(json_changes(&plan.stdout), ["delete ecr_repository.old", "delete ecr_repository.old-empty"]);
+    assert_eq!(
+        json_changes(&plan.stdout),
+        ["delete ecr_repository.old", "delete ecr_repository.old-empty", "update iam_role_policy.codebuild"]
+    );
     let json: Value = serde_json::from_str(&plan.stdout).unwrap();
     assert_eq!(json["resource_changes"][0]["change"]["before"]["images"], 2);
     let d104: Vec<&Value> = json["findings"].as_array().unwrap().iter().filter(|f| f["code"] == "D104").collect();

@@ -913,8 +913,9 @@ async fn a_pull_requests_own_changes_are_never_drift_and_what_changed_out_of_ban
         serde_json::json!([{ "resource": "aws_iam_role.runner[\"codebuild\"]", "attribute": ["max_session_duration"] }])
     );
 
-    // A key the pull request points at another resource (of this deployment, so shown) has no
-    // baseline: the base's fields are another role's, and nothing is drift of it.
+    // A key the pull request points at another resource the default branch does not declare,
+    // even one carrying this deployment's mark (which whoever may tag it could have written):
+    // nothing of it shown, W602.
     let trust = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"codebuild.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
     let mark =
         aws_sdk_iam::types::Tag::builder().key(crate::support::MARK.0).value(crate::support::MARK.1).build().unwrap();
@@ -931,6 +932,22 @@ async fn a_pull_requests_own_changes_are_never_drift_and_what_changed_out_of_ban
     );
     let run =
         crate::support::reconcile(&account, &renamed.path, &["plan", "--base", base_arg, "--format", "terraform-json"]);
+    assert_eq!(run.code, 3, "{}{}", run.stdout, run.stderr);
+    assert!(!run.stdout.contains("10800"), "{}", run.stdout);
+    let text_run = crate::support::reconcile(&account, &renamed.path, &["plan", "--base", base_arg]);
+    assert!(text_run.stdout.contains("[W602] iam_role.codebuild"), "{}", text_run.stdout);
+    // Declared by the default branch under another key: shown, with no baseline (the base's
+    // fields under this key are another role's), so nothing is drift of it.
+    let two = format!(
+        "{text}\n[iam.roles.second]\nname = \"rocm-bake-codebuild-2\"\ntrusted_services = [\"codebuild.amazonaws.com\"]\n\
+         policy_name = \"second\"\nadopt = true\n"
+    );
+    let both = crate::support::desired_file(&two);
+    let apply = crate::support::reconcile(&account, &both.path, &["apply", "--auto-approve"]);
+    assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
+    let both_arg = both.path.to_str().unwrap();
+    let run =
+        crate::support::reconcile(&account, &renamed.path, &["plan", "--base", both_arg, "--format", "terraform-json"]);
     let view: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", run.stdout, run.stderr));
     let shown = at(&view["prior_state"]["values"]["root_module"]["resources"], "aws_iam_role.runner[\"codebuild\"]");
     assert_eq!(shown["values"]["name"], "rocm-bake-codebuild-2", "the other role is shown");

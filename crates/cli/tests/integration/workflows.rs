@@ -366,7 +366,8 @@ async fn a_pull_request_of_the_repository_itself_is_checked_planned_and_commente
     let comments = world.comments(number);
     assert_eq!(comments.len(), 1, "{comments:?}");
     assert!(comments[0].starts_with("<!-- reconcile:plan -->\n### reconcile plan for account"), "{}", comments[0]);
-    assert!(comments[0].contains("**Plan: 4 to add, 0 to change, 0 to destroy**"), "{}", comments[0]);
+    // The repositories, and the runner's inline policy naming them (the apply role puts it).
+    assert!(comments[0].contains("**Plan: 4 to add, 1 to change, 0 to destroy**"), "{}", comments[0]);
     // The policy gate read the plan's Terraform view: its failed checks are in the comment, those
     // the repository's .checkov.yaml skips (the privileged runner) are not.
     assert!(comments[0].contains("#### Policy checks (checkov"), "{}", comments[0]);
