@@ -275,7 +275,7 @@ async fn the_apply_policy_allows_every_write_apply_makes_and_no_other() {
         let runner = format!("arn:aws:iam::{}:role/rocm-bake-codebuild", account.id);
         if writes_here.contains(&"iam:PutRolePolicy".to_owned()) {
             assert_eq!(writes_here, ["iam:PutRolePolicy"], "{statement:#}");
-            assert_eq!(resources, [runner.clone()]);
+            assert_eq!(resources, std::slice::from_ref(&runner));
             assert_eq!(
                 statement["Condition"],
                 json!({ "ArnEquals": { "iam:PermissionsBoundary": format!("arn:aws:iam::{}:policy/rocm-bake-codebuild-boundary", account.id) } })
