@@ -551,6 +551,20 @@ async fn a_sealed_drift_issue_is_never_one_another_workflow_opened() {
     assert!(!first.stderr.contains("not sealed"), "{}", first.stderr);
     assert_eq!(issues(&repository)[0]["body"], forged["body"], "the other workflow's issue is untouched");
     assert!(drift().stderr.contains("left drift issue #2 as it was"));
+    // The sealed body copied, whole, into a new issue by another workflow (the issue is public):
+    // the seal binds #2, so the copy is not the drift issue, and the drift issue goes on.
+    let sealed = issues(&repository)[1]["body"].as_str().unwrap().to_owned();
+    let copy = serde_json::json!({ "title": "Resolved: no action needed", "body": sealed, "labels": ["reconcile-drift"] });
+    assert_eq!(github().call("POST", &format!("/repos/{repository}/issues"), &workflow, &copy).0, 201);
+    assert!(drift().stderr.contains("left drift issue #2 as it was"), "not the copy, #3");
+    let tag = aws_sdk_ecr::types::Tag::builder().key("cost-centre").value("drifted-more").build().unwrap();
+    ecr.tag_resource().resource_arn(&arn).tags(tag).send().await.unwrap();
+    let updated = drift();
+    assert!(updated.stderr.contains("drift issue #2"), "{}", updated.stderr);
+    assert!(!updated.stderr.contains("#3"), "{}", updated.stderr);
+    let now = issues(&repository);
+    assert_eq!(now[2]["body"], serde_json::json!(sealed), "the copy is untouched");
+    assert_ne!(now[1]["body"], serde_json::json!(sealed), "the drift issue says what drifted now");
 
     // Without a key: said, as a warning. With one too short to keep a forger out: refused.
     let unsealed = [("RECONCILE_ISSUE_TOKEN", workflow.as_str()), ("GITHUB_TOKEN", reader)];

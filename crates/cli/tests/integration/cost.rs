@@ -509,3 +509,72 @@ async fn with_no_build_history_the_builds_change_cannot_be_estimated_and_the_pla
     let plain: Value = serde_json::from_str(&plain.stdout).unwrap();
     assert_eq!(plain.get("cost"), None);
 }
+
+/// A pull request naming another team's project (a second key under `[codebuild.projects]`)
+/// beside a change that touches the bill: its public plan hides that project (W602) and prices
+/// nothing of it either: the cost line is the same as without it.
+#[tokio::test]
+async fn a_public_plan_prices_nothing_of_a_project_it_hides() {
+    use aws_sdk_codebuild as codebuild;
+    let (account, desired) = measured().await;
+    assert_eq!(reconcile(&account, &desired.path, &["apply", "--auto-approve"]).code, 0);
+    // Another team's project, made by hand, with a week of long builds of its own.
+    let client = codebuild::Client::new(&account.sdk_config());
+    client
+        .create_project()
+        .name("teamy-builder")
+        .source(
+            codebuild::types::ProjectSource::builder()
+                .r#type(codebuild::types::SourceType::Github)
+                .location("https://github.com/teamy/builder")
+                .build()
+                .unwrap(),
+        )
+        .artifacts(
+            codebuild::types::ProjectArtifacts::builder()
+                .r#type(codebuild::types::ArtifactsType::NoArtifacts)
+                .build()
+                .unwrap(),
+        )
+        .environment(
+            codebuild::types::ProjectEnvironment::builder()
+                .r#type(codebuild::types::EnvironmentType::LinuxContainer)
+                .compute_type(codebuild::types::ComputeType::BuildGeneral1Xlarge)
+                .image("aws/codebuild/amazonlinux-x86_64-standard:5.0")
+                .build()
+                .unwrap(),
+        )
+        .service_role(format!("arn:aws:iam::{}:role/rocm-bake-codebuild", account.id))
+        .send()
+        .await
+        .unwrap();
+    let builds: Vec<Value> = (1..=7)
+        .map(|night| {
+            let start = today() - night * DAY + 3600;
+            json!({ "project": "teamy-builder", "start": start, "end": start + 600 * 60, "computeType": XLARGE })
+        })
+        .collect();
+    account.seed_builds("us-east-1", &Value::Array(builds));
+
+    let text = std::fs::read_to_string(&desired.path).unwrap();
+    let bigger = |text: &str| {
+        text.replace("service_role = \"codebuild\"\n", "service_role = \"codebuild\"\ncompute_type = \"BUILD_GENERAL1_2XLARGE\"\n")
+    };
+    let spy = "\n[codebuild.projects.spy]\nname = \"teamy-builder\"\nsource_location = \"https://github.com/teamy/builder\"\nservice_role = \"codebuild\"\nbuild_timeout_hours = 4\n";
+    let base = desired.path.to_str().unwrap();
+    let public = |text: String| {
+        let pull_request = desired_file(&text);
+        let run = reconcile(&account, &pull_request.path, &["plan", "--public", "--base", base, "--format", "json"]);
+        (run.code, run.stdout)
+    };
+    let (code, alone) = public(bigger(&text));
+    assert_eq!(code, 0, "{alone}");
+    let (code, spied) = public(format!("{}{spy}", bigger(&text)));
+    assert_eq!(code, 3, "W602: {spied}");
+    // (Its name is the pull request's own, in the derived log-group grants; nothing it read.)
+    assert!(!spied.contains("70 hours") && !spied.contains("4200"), "{spied}");
+    let alone: Value = serde_json::from_str(&alone).unwrap();
+    let spied: Value = serde_json::from_str(&spied).unwrap();
+    assert_eq!(spied["cost"], alone["cost"], "the hidden project's 70 hours priced nowhere");
+    assert!(spied["findings"].as_array().unwrap().iter().any(|f| f["code"] == "W602"), "{spied}");
+}

@@ -220,6 +220,19 @@ async fn another_deployments_resources_are_not_shown_pruned_destroyed_or_taken_o
     let writes = account.writes().len();
     assert_eq!(reconcile(&account, &grabbing.path, &["apply", "--auto-approve"]).code, 3);
     assert_eq!(account.writes().len(), writes, "refused before any write");
+    // `import` leaves it out, and its last line agrees.
+    let import = reconcile(&account, &grabbing.path, &["import"]);
+    assert_eq!(import.code, 0, "{}", import.stderr);
+    assert!(
+        import.stderr.contains("left out ecr_repository.team-x/private: it carries deployment `team-x`'s mark"),
+        "{}",
+        import.stderr
+    );
+    assert!(
+        import.stderr.contains("already, but for the 1 left out above, which carry another deployment's mark."),
+        "{}",
+        import.stderr
+    );
 
     // A pull request's public plan, judged from rocm-bake's default branch: nothing of team-x's,
     // even declared, even tagged in desired.toml the way reconcile once told its own.
