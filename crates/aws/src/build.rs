@@ -21,6 +21,8 @@ pub struct Clients<'a> {
     pub sdk: &'a SdkConfig,
     /// Counts every request for the run's log line: each client is built with it.
     pub interceptor: SharedInterceptor,
+    /// How the run meets throttling: each client is built with it ([`crate::configure!`]).
+    pub pacing: &'a crate::Pacing,
     pub account: &'a Account,
     pub desired: &'a Desired,
     /// Requests in flight at once to each service (`--parallelism`): each reconciler makes its
@@ -37,9 +39,10 @@ pub struct Clients<'a> {
 }
 
 impl Clients<'_> {
-    /// A reconciler's share of the parallelism.
-    pub fn limit(&self) -> Parallelism {
-        Parallelism::new(self.parallelism)
+    /// A reconciler's share of the parallelism, for its requests to `service` (`ecr`), paced at
+    /// that service's gate.
+    pub fn limit(&self, service: &'static str) -> Parallelism {
+        Parallelism::new(self.parallelism).paced(self.pacing, service)
     }
 
     /// Whether requests go to an overridden endpoint (an emulator) rather than AWS.

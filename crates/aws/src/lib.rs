@@ -7,6 +7,7 @@
 //! service's: the resource crates pass their service's error codes in.
 
 mod build;
+mod pacing;
 
 use std::collections::BTreeMap;
 use std::error::Error;
@@ -19,6 +20,7 @@ use reconcile_core::retry::{Backoff, retry};
 use reconcile_core::{Account, Address, ErrorKind, ReconcileError};
 
 pub use build::{BuildFn, Clients, Shared};
+pub use pacing::{DEFAULT_THROTTLE_DEADLINE, GaveUp, Pacing, Throttled, Transient};
 
 /// The most pages one paginated read asks for: ten million ECR images at ECR's largest page.
 pub const MAX_PAGES: usize = 10_000;
@@ -53,22 +55,38 @@ impl Pages {
 pub const DEFAULT_PARALLELISM: usize = 100;
 
 /// At most so many requests to one service in flight: each reconciler holds one, and every
-/// read it makes waits for a permit, however its reads are nested or joined.
+/// read it makes waits for a permit, however its reads are nested or joined; and, once AWS has
+/// throttled the service, for its gate's next slot ([`Pacing::slot`]), so that a wave of reads
+/// goes out at the rate AWS answers rather than all at once again.
 #[derive(Debug, Clone)]
 pub struct Parallelism {
     permits: std::sync::Arc<tokio::sync::Semaphore>,
+    gate: Option<(Pacing, &'static str)>,
 }
 
 impl Parallelism {
     pub fn new(limit: usize) -> Parallelism {
-        Parallelism { permits: std::sync::Arc::new(tokio::sync::Semaphore::new(limit.max(1))) }
+        Parallelism { permits: std::sync::Arc::new(tokio::sync::Semaphore::new(limit.max(1))), gate: None }
     }
 
-    /// Makes and sends the request once fewer than the limit are in flight. Made only then: an
-    /// SDK request future is kilobytes, and thousands waiting would hold them all.
+    /// Its requests go out at `service`'s gate of `pacing` too.
+    pub fn paced(mut self, pacing: &Pacing, service: &'static str) -> Parallelism {
+        self.gate = Some((pacing.clone(), service));
+        self
+    }
+
+    /// Makes and sends the request once fewer than the limit are in flight, at the gate's next
+    /// slot. Made only then: an SDK request future is kilobytes, and thousands waiting would
+    /// hold them all.
     pub async fn send<F: Future>(&self, request: impl FnOnce() -> F) -> F::Output {
         // The semaphore is never closed, so acquiring only waits.
         let _permit = self.permits.acquire().await.ok();
+        if let Some((pacing, service)) = &self.gate {
+            let wait = pacing.slot(service);
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
+        }
         request().await
     }
 }

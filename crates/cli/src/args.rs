@@ -25,9 +25,10 @@ pub struct Args {
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
 
-    /// At most N requests in flight to each AWS service at once, and N changes applied at once.
-    /// The default sends a 27-repository account's reads in one wave; throttling slows the
-    /// run down (adaptive retries) rather than failing it.
+    /// At most N requests in flight to each AWS service at once, and N changes applied at once:
+    /// a ceiling. The default sends a 27-repository account's reads in one wave; when AWS
+    /// throttles, each service's send rate drops to what it answers and climbs back (the SDK's
+    /// adaptive retries), however low this is set.
     #[arg(
         long,
         global = true,
@@ -37,6 +38,19 @@ pub struct Args {
         value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1000),
     )]
     pub parallelism: usize,
+
+    /// How long one request AWS keeps throttling may go on being retried, paced, before the run
+    /// fails, in seconds (from its first attempt). Throttling slows a run down; only a throttle
+    /// that outlasts this fails it.
+    #[arg(
+        long,
+        global = true,
+        value_name = "SECONDS",
+        env = "RECONCILE_THROTTLE_DEADLINE",
+        default_value_t = reconcile_aws::DEFAULT_THROTTLE_DEADLINE.as_secs(),
+        value_parser = clap::builder::RangedU64ValueParser::<u64>::new().range(1..=86_400),
+    )]
+    pub throttle_deadline: u64,
 
     #[command(subcommand)]
     pub command: Command,

@@ -81,5 +81,5 @@ pub async fn attribute(aws: &Aws, planned: &mut Planned, desired: &Desired, days
             plan.attributions = targets.into_iter().map(|t| (t.address, Attribution::Unknown(why.clone()))).collect();
         }
     }
-    tracing::info!("attribution: {}", aws.requests);
+    tracing::info!("attribution: {}", aws.requests());
 }

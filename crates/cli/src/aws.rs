@@ -21,21 +21,34 @@ use reconcile_core::{Account, Desired, ReconcileError, Reconciler};
 
 use crate::error::CliError;
 
+/// How hard a run may press AWS: requests in flight to each service (`--parallelism`), and how
+/// long one request may go on being throttled (`--throttle-deadline`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub parallelism: usize,
+    pub throttle_deadline: Duration,
+}
+
+#[cfg(test)]
+impl Limits {
+    /// `parallelism` requests at once, throttled for as long as the default allows.
+    pub fn of(parallelism: usize) -> Limits {
+        Limits { parallelism, throttle_deadline: reconcile_aws::DEFAULT_THROTTLE_DEADLINE }
+    }
+}
+
 /// How long one request may take. Without them, an endpoint that accepts the connection and
-/// never answers hangs a run for ever (and burns a CI job): connecting gets 3 s, each attempt
-/// 10 s (AWS's control-plane reads answer in well under one), and a whole operation, retries
-/// included, 25 s. Waits for eventual consistency are separate operations, so they are not cut
-/// short by this.
-fn timeouts(purpose: Purpose) -> TimeoutConfig {
+/// never answers hangs a run for ever (and burns a CI job): connecting gets 3 s and each attempt
+/// 10 s (AWS's control-plane reads answer in well under one). A whole operation may go on while
+/// AWS throttles it, up to the throttle deadline (with room for its last attempt); any other
+/// failure stops it far sooner ([`transient`]). Waits for eventual consistency are separate
+/// operations, so they are not cut short by this.
+fn timeouts(throttle_deadline: Duration) -> TimeoutConfig {
     TimeoutConfig::builder()
         .connect_timeout(Duration::from_secs(3))
         .read_timeout(Duration::from_secs(10))
         .operation_attempt_timeout(Duration::from_secs(10))
-        .operation_timeout(match purpose {
-            Purpose::Read => Duration::from_secs(25),
-            // More attempts, with longer backoff between them, need more room.
-            Purpose::Apply => Duration::from_secs(60),
-        })
+        .operation_timeout(throttle_deadline + Duration::from_secs(15))
         .build()
 }
 
@@ -48,14 +61,29 @@ pub enum Purpose {
     Apply,
 }
 
-/// Attempts per request, the first included: adaptive retry mode (standard mode's exponential
-/// backoff with full jitter, and a client-side send rate that drops when throttled; throttling, 5xx, timeouts and dropped connections retried: the SDK's HTTP client
-/// classifies hyper's "connection closed before message completed" as transient since
-/// aws-smithy-http-client 1.5) with a declared maximum. Terraform's
-/// AWS provider allows 25; these are lower because every request here also has an operation
-/// timeout. `AWS_MAX_ATTEMPTS`, the standard variable, wins when set.
+/// Attempts per request at a failure that is not throttling, the first included (throttling, 5xx,
+/// timeouts and dropped connections are retried: the SDK's HTTP client classifies hyper's
+/// "connection closed before message completed" as transient since aws-smithy-http-client 1.5),
+/// and how long since the first attempt a retry may still start: what the operation timeout was
+/// before throttling was bounded by time ([`reconcile_aws::Pacing`]). Terraform's AWS provider
+/// allows 25 attempts of anything; these are fewer because they are also bounded in time.
+/// `AWS_MAX_ATTEMPTS`, the standard variable, wins when set.
 const READ_ATTEMPTS: u32 = 8;
 const APPLY_ATTEMPTS: u32 = 12;
+
+/// What bounds the retries of a failure that is not throttling, for `purpose`.
+fn transient(purpose: Purpose) -> reconcile_aws::Transient {
+    let attempts = std::env::var("AWS_MAX_ATTEMPTS").ok().and_then(|n| n.parse().ok()).unwrap_or(match purpose {
+        Purpose::Read => READ_ATTEMPTS,
+        Purpose::Apply => APPLY_ATTEMPTS,
+    });
+    let within = match purpose {
+        Purpose::Read => Duration::from_secs(25),
+        // More attempts, with longer backoff between them, need more room.
+        Purpose::Apply => Duration::from_secs(60),
+    };
+    reconcile_aws::Transient { attempts: attempts.max(1), within, base: retry_base() }
+}
 
 /// The first retry's delay, before jitter and doubling, for AWS and GitHub alike: the SDK's 1 s,
 /// or `RECONCILE_RETRY_BASE_DELAY_MS` (the fault-injection tests shorten it).
@@ -64,24 +92,20 @@ pub fn retry_base() -> Duration {
     Duration::from_millis(ms)
 }
 
-/// The SDK's retries for `purpose`: adaptive, with the attempts above.
-fn retry_config(purpose: Purpose) -> aws_config::retry::RetryConfig {
-    let attempts = std::env::var("AWS_MAX_ATTEMPTS").ok().and_then(|n| n.parse().ok()).unwrap_or(match purpose {
-        Purpose::Read => READ_ATTEMPTS,
-        Purpose::Apply => APPLY_ATTEMPTS,
-    });
-    // The one policy GitHub's requests retry by too; the SDK jitters the waits itself.
-    let policy = reconcile_core::retry::Backoff::requests(retry_base(), attempts.max(1));
-    // Adaptive: besides backing off, a throttled client lowers its own send rate (a token
-    // bucket that CUBIC refills), so a thousand-repository plan against real ECR slows down
-    // instead of spending its attempts.
-    aws_config::retry::RetryConfig::adaptive()
-        .with_max_attempts(attempts.max(1))
-        .with_initial_backoff(policy.first_delay)
-        // Capped so that every retry fits inside the operation timeout (7 waits of at most 4 s
-        // for a read, 11 for apply): what finally fails says why, throttling or a refused
-        // connection, rather than that the clock ran out.
-        .with_max_backoff(policy.max_delay)
+/// So many attempts that none runs out: what bounds a request's attempts is time, in
+/// [`reconcile_aws::Pacing`] (its classifier forbids a retry the bounds do not allow).
+const UNBOUNDED_ATTEMPTS: u32 = 100_000;
+
+/// The SDK's retries, in standard mode: how long each wait is [`reconcile_aws::Pacing`] says (a
+/// throttled request's at its service's gate, any other's the standard backoff from
+/// [`retry_base`], fully jittered), up to a cap that only the throttle deadline bounds. (The
+/// SDK's adaptive mode paces too, but starts so low after a throttle that a plan takes twice as
+/// long as the rate allows.)
+fn retry_config(throttle_deadline: Duration) -> aws_config::retry::RetryConfig {
+    aws_config::retry::RetryConfig::standard()
+        .with_max_attempts(UNBOUNDED_ATTEMPTS)
+        .with_initial_backoff(retry_base())
+        .with_max_backoff(throttle_deadline)
 }
 
 /// Counts every HTTP request sent to AWS, retries included, by service and operation, how
@@ -184,6 +208,8 @@ pub struct Aws {
     identity: tokio::sync::OnceCell<(String, String)>,
     /// Requests in flight at once to each service: `--parallelism`.
     pub parallelism: usize,
+    /// How the run meets throttling, shared by every client it builds.
+    pub pacing: reconcile_aws::Pacing,
     /// For a run that only reads: what a crate reads once, shared by every reconciler of it
     /// the run builds (ECR's repositories).
     read_once: Option<reconcile_aws::Shared>,
@@ -192,14 +218,14 @@ pub struct Aws {
 impl Aws {
     /// Loads the standard chain (credentials, endpoint, retries), with desired.toml's region.
     /// Only commands that talk to AWS call it: `validate` never reads the AWS configuration.
-    pub async fn load(region: &str, purpose: Purpose, parallelism: usize) -> Aws {
+    pub async fn load(region: &str, purpose: Purpose, limits: Limits) -> Aws {
         let sdk = aws_config::defaults(BehaviorVersion::latest())
             .region(Region::new(region.to_owned()))
             // `app/reconcile` in every request's user agent: CloudTrail records it, and drift
             // attribution tells reconcile's own changes apart by it.
             .app_name(aws_config::AppName::new("reconcile").expect("a valid app name"))
-            .timeout_config(timeouts(purpose))
-            .retry_config(retry_config(purpose))
+            .timeout_config(timeouts(limits.throttle_deadline))
+            .retry_config(retry_config(limits.throttle_deadline))
             .load()
             .await;
         let endpoint = match sdk.endpoint_url() {
@@ -212,7 +238,8 @@ impl Aws {
             requests: RequestCounter::default(),
             endpoint,
             identity: tokio::sync::OnceCell::new(),
-            parallelism,
+            parallelism: limits.parallelism,
+            pacing: reconcile_aws::Pacing::new(limits.throttle_deadline, transient(purpose)),
             read_once,
         }
     }
@@ -226,9 +253,12 @@ impl Aws {
 
     /// An IAM client, counted.
     pub fn iam(&self) -> aws_sdk_iam::Client {
-        aws_sdk_iam::Client::from_conf(
-            aws_sdk_iam::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build(),
-        )
+        aws_sdk_iam::Client::from_conf(reconcile_aws::configure!(
+            aws_sdk_iam::config::Builder::from(&self.sdk),
+            self.requests,
+            self.pacing,
+            "iam"
+        ))
     }
 
     /// The caller's ARN, for the apply lock.
@@ -241,7 +271,12 @@ impl Aws {
         const OPERATION: &str = "learn the account from STS GetCallerIdentity";
         self.identity
             .get_or_try_init(|| async {
-                let config = aws_sdk_sts::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
+                let config = reconcile_aws::configure!(
+                    aws_sdk_sts::config::Builder::from(&self.sdk),
+                    self.requests,
+                    self.pacing,
+                    "sts"
+                );
                 let identity = aws_sdk_sts::Client::from_conf(config)
                     .get_caller_identity()
                     .send()
@@ -266,6 +301,7 @@ impl Aws {
         reconcile_aws::Clients {
             sdk: &self.sdk,
             interceptor: SharedInterceptor::new(self.requests.clone()),
+            pacing: &self.pacing,
             account,
             desired,
             parallelism: self.parallelism,
@@ -277,46 +313,81 @@ impl Aws {
 
     /// A CodeBuild client on its own, for the runner's builds (`cost`).
     pub fn codebuild(&self) -> aws_sdk_codebuild::Client {
-        let config = aws_sdk_codebuild::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
+        let config = reconcile_aws::configure!(
+            aws_sdk_codebuild::config::Builder::from(&self.sdk),
+            self.requests,
+            self.pacing,
+            "codebuild"
+        );
         aws_sdk_codebuild::Client::from_conf(config)
     }
 
     /// CloudWatch, for S3's daily storage metric (`cost`).
     pub fn cloudwatch(&self) -> aws_sdk_cloudwatch::Client {
-        let config = aws_sdk_cloudwatch::config::Builder::from(&self.sdk).interceptor(self.requests.clone()).build();
+        let config = reconcile_aws::configure!(
+            aws_sdk_cloudwatch::config::Builder::from(&self.sdk),
+            self.requests,
+            self.pacing,
+            "cloudwatch"
+        );
         aws_sdk_cloudwatch::Client::from_conf(config)
     }
 
     /// CloudTrail's event history in `region` (IAM's is in us-east-1).
     pub fn cloudtrail(&self, region: &str) -> aws_sdk_cloudtrail::Client {
-        let config = aws_sdk_cloudtrail::config::Builder::from(&self.sdk)
-            .region(Region::new(region.to_owned()))
-            .interceptor(self.requests.clone())
-            .build();
+        let config = reconcile_aws::configure!(
+            aws_sdk_cloudtrail::config::Builder::from(&self.sdk).region(Region::new(region.to_owned())),
+            self.requests,
+            self.pacing,
+            "cloudtrail"
+        );
         aws_sdk_cloudtrail::Client::from_conf(config)
     }
 
     /// The Price List API, served from us-east-1 whatever the account's region.
     pub fn pricing(&self) -> aws_sdk_pricing::Client {
-        let config = aws_sdk_pricing::config::Builder::from(&self.sdk)
-            .region(Region::new("us-east-1"))
-            .interceptor(self.requests.clone())
-            .build();
+        let config = reconcile_aws::configure!(
+            aws_sdk_pricing::config::Builder::from(&self.sdk).region(Region::new("us-east-1")),
+            self.requests,
+            self.pacing,
+            "pricing"
+        );
         aws_sdk_pricing::Client::from_conf(config)
     }
 
     /// Cost Explorer: one global endpoint, in us-east-1.
     pub fn cost_explorer(&self) -> aws_sdk_costexplorer::Client {
-        let config = aws_sdk_costexplorer::config::Builder::from(&self.sdk)
-            .region(Region::new("us-east-1"))
-            .interceptor(self.requests.clone())
-            .build();
+        let config = reconcile_aws::configure!(
+            aws_sdk_costexplorer::config::Builder::from(&self.sdk).region(Region::new("us-east-1")),
+            self.requests,
+            self.pacing,
+            "ce"
+        );
         aws_sdk_costexplorer::Client::from_conf(config)
     }
 
     /// The failure of `errors`, rendered for where requests went.
     pub fn failed(&self, errors: Vec<ReconcileError>) -> CliError {
+        // A request throttled past the deadline: said as what, for how long, how many times.
+        let gave_up = self.pacing.gave_up();
+        let errors = errors
+            .into_iter()
+            .map(|error| match (&gave_up, error.kind) {
+                (Some(gave_up), reconcile_core::ErrorKind::Throttled) => {
+                    ReconcileError { reason: format!("{gave_up}: {}", error.reason), ..error }
+                }
+                _ => error,
+            })
+            .collect();
         CliError::aws(&self.endpoint)(errors)
+    }
+
+    /// What the run's requests were, and what throttling did to them: the `-v` line.
+    pub fn requests(&self) -> String {
+        match self.pacing.summary() {
+            Some(throttling) => format!("{}; {throttling}", self.requests),
+            None => self.requests.to_string(),
+        }
     }
 
     /// The reconciler of each AWS crate in `crates` (the catalog's), each with its own counted

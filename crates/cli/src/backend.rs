@@ -59,7 +59,7 @@ impl Backend for Aws {
     }
 
     fn requests(&self) -> String {
-        self.requests.to_string()
+        Aws::requests(self)
     }
 
     fn failed(&self, errors: Vec<ReconcileError>) -> CliError {

@@ -138,8 +138,8 @@ fn render_aws(error: &ReconcileError, endpoint: &str) -> String {
              and the network"
         ),
         ErrorKind::Throttled => format!(
-            "error: {on}failed to {operation}: AWS kept throttling the requests after every retry ({}); run it \
-             again later, when fewer other clients are calling the same API",
+            "error: {on}failed to {operation}: AWS kept throttling it ({}); run it again later, when fewer other \
+             clients are calling the same API, or give it longer with --throttle-deadline",
             error.reason
         ),
         ErrorKind::AccessDenied => match AccessDenied::parse(&error.reason) {

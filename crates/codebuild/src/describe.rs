@@ -12,10 +12,18 @@ use crate::CodebuildKind;
 /// The reconciler the AWS backend builds: it waits out IAM's propagation after a create, and
 /// asks CodeConnections whether a project's connection is usable.
 pub fn reconciler(clients: &reconcile_aws::Clients<'_>) -> Box<dyn reconcile_core::Reconciler> {
-    let codebuild =
-        aws_sdk_codebuild::config::Builder::from(clients.sdk).interceptor(clients.interceptor.clone()).build();
-    let connections =
-        aws_sdk_codeconnections::config::Builder::from(clients.sdk).interceptor(clients.interceptor.clone()).build();
+    let codebuild = reconcile_aws::configure!(
+        aws_sdk_codebuild::config::Builder::from(clients.sdk),
+        clients.interceptor,
+        clients.pacing,
+        "codebuild"
+    );
+    let connections = reconcile_aws::configure!(
+        aws_sdk_codeconnections::config::Builder::from(clients.sdk),
+        clients.interceptor,
+        clients.pacing,
+        "codeconnections"
+    );
     Box::new(
         crate::CodebuildReconciler::new(
             aws_sdk_codebuild::Client::from_conf(codebuild),

@@ -1,8 +1,8 @@
 //! Whose resources a plan may show, and to whom.
 //!
 //! A pull request's plan is posted where anyone reads it, from a desired.toml anyone wrote.
-//! [`publish`] keeps of it only what the default branch's desired.toml (trusted) declares (the
-//! same kind, and the name AWS knows it by): a resource the pull request names that exists and is not declared
+//! [`publish`] keeps of it only what the default branch's desired.toml (trusted) declares, under
+//! the same key and name: a resource the pull request names that exists and is not declared
 //! there becomes an error finding ([`NOT_OURS_PUBLIC`]) with nothing of its live state, even if
 //! it carries this deployment's mark ([`crate::ownership`]), which whoever may tag it could have
 //! written; and what the account holds beyond desired.toml is counted, not named. The mark, with
@@ -63,19 +63,16 @@ pub(crate) fn root<'a>(resources: &'a DesiredResources, address: &Address) -> Op
 /// pull request's desired resources the plan was made from.
 pub fn publish(mut plan: Plan, resources: &DesiredResources, public: &Public) -> Plan {
     let ours = |live: &Map<String, Value>| public.deployment.as_deref().is_some_and(|ours| mark(live) == Some(ours));
-    // Hidden: what exists and the default branch does not declare (the same kind and name AWS
-    // knows it by), even carrying the default branch's deployment's mark, which anyone who can tag the
+    // Hidden: what exists and the default branch does not declare (under the same key and
+    // name), even carrying the default branch's deployment's mark, which anyone who can tag the
     // resource could have written (ECR authorizes a create's tags as tagging one that exists).
     let hidden: BTreeMap<Address, bool> = resources
         .values()
         .filter(|resource| resource.parent.is_none())
         .filter_map(|resource| match plan.observed.get(&resource.address) {
             Some(Observed::Present(live)) => {
-                // The same resource of AWS's, under whatever key (a pull request may rename one).
-                let declared = public.base.as_ref().is_some_and(|base| {
-                    base.iter()
-                        .any(|(address, name)| address.kind == resource.address.kind && *name == resource.remote_name)
-                });
+                let named = (resource.address.clone(), resource.remote_name.clone());
+                let declared = public.base.as_ref().is_some_and(|base| base.contains(&named));
                 (!declared).then(|| (resource.address.clone(), ours(live)))
             }
             _ => None,

@@ -25,9 +25,14 @@ pub fn reconciler(clients: &reconcile_aws::Clients<'_>) -> Box<dyn reconcile_cor
 
 /// The ECR reconciler alone, for what only it can tell (`usage`, the drift check's registry).
 pub fn ecr_reconciler(clients: &reconcile_aws::Clients<'_>) -> crate::EcrReconciler {
-    let config = aws_sdk_ecr::config::Builder::from(clients.sdk).interceptor(clients.interceptor.clone()).build();
+    let config = reconcile_aws::configure!(
+        aws_sdk_ecr::config::Builder::from(clients.sdk),
+        clients.interceptor,
+        clients.pacing,
+        "ecr"
+    );
     let reconciler = crate::EcrReconciler::new(aws_sdk_ecr::Client::from_conf(config), clients.account.clone())
-        .with_parallelism(clients.limit())
+        .with_parallelism(clients.limit("ecr"))
         .marked_as(clients.desired.mark());
     match clients.shared {
         Some(shared) => reconciler.reading_once(shared.get()),

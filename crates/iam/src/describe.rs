@@ -62,10 +62,15 @@ const fn role_policy(kind: K) -> KindTrail {
 
 /// The reconciler the AWS backend builds.
 pub fn reconciler(clients: &reconcile_aws::Clients<'_>) -> Box<dyn reconcile_core::Reconciler> {
-    let config = aws_sdk_iam::config::Builder::from(clients.sdk).interceptor(clients.interceptor.clone()).build();
+    let config = reconcile_aws::configure!(
+        aws_sdk_iam::config::Builder::from(clients.sdk),
+        clients.interceptor,
+        clients.pacing,
+        "iam"
+    );
     Box::new(
         crate::IamReconciler::new(aws_sdk_iam::Client::from_conf(config), clients.account.clone())
-            .with_parallelism(clients.limit()),
+            .with_parallelism(clients.limit("iam")),
     )
 }
 

@@ -36,7 +36,7 @@ const BUCKET_EVENTS: &[&str] = &[
 
 /// The reconciler the AWS backend builds.
 pub fn reconciler(clients: &reconcile_aws::Clients<'_>) -> Box<dyn reconcile_core::Reconciler> {
-    let s3 = crate::S3Reconciler::new(client(clients), clients.account.clone()).with_parallelism(clients.limit());
+    let s3 = crate::S3Reconciler::new(client(clients), clients.account.clone()).with_parallelism(clients.limit("s3"));
     Box::new(match clients.destroy {
         Some(destroy) => s3.destroying(destroy),
         None => s3,
@@ -46,10 +46,12 @@ pub fn reconciler(clients: &reconcile_aws::Clients<'_>) -> Box<dyn reconcile_cor
 /// An S3 client (the apply lock's too).
 pub fn client(clients: &reconcile_aws::Clients<'_>) -> aws_sdk_s3::Client {
     // An endpoint override (an emulator) cannot serve virtual-hosted bucket names.
-    let config = aws_sdk_s3::config::Builder::from(clients.sdk)
-        .interceptor(clients.interceptor.clone())
-        .force_path_style(clients.endpoint_overridden())
-        .build();
+    let config = reconcile_aws::configure!(
+        aws_sdk_s3::config::Builder::from(clients.sdk).force_path_style(clients.endpoint_overridden()),
+        clients.interceptor,
+        clients.pacing,
+        "s3"
+    );
     aws_sdk_s3::Client::from_conf(config)
 }
 

@@ -8,6 +8,10 @@
 //! answering, or add a delay; everything else goes to the emulator as it came. The proxy runs on
 //! its own thread and runtime, so a test may block on the binary while it serves.
 //!
+//! One proxy (`FaultProxy::rate_limited`) is a busy account instead: per service, a token bucket
+//! of so many requests a second (and a burst of as many) answers what is over the rate with the
+//! service's own throttling error, as AWS does for an account's control-plane calls.
+//!
 //! One proxy (`FaultProxy::halting_after`) stops the world instead: it forwards the first N
 //! writes and answers them, then holds every later write for ever, so that a test can kill the
 //! binary at exactly the state those N writes left.
@@ -109,6 +113,25 @@ impl FaultProxy {
         self.halt.answered.load(Ordering::SeqCst)
     }
 
+    /// A proxy that answers at most `per_second` requests a second to each service (a token
+    /// bucket of that rate, and a burst of as many), the rest with the service's own throttling
+    /// error, and adds `delay` to every request, as a busy account far away does.
+    pub fn rate_limited(upstream: &str, per_second: f64, delay: Duration) -> FaultProxy {
+        let rules = if delay.is_zero() { Vec::new() } else { vec![Rule::always(Fault::Delay(delay))] };
+        let halt = Halt { per_second: Some(per_second), ..Halt::default() };
+        FaultProxy::serving(upstream, 1, rules, halt)
+    }
+
+    /// How many requests to `service` a rate-limited proxy answered with throttling.
+    pub fn throttled(&self, service: &str) -> u64 {
+        self.halt.buckets.lock().expect("never poisoned").get(service).map_or(0, |bucket| bucket.throttled)
+    }
+
+    /// How many requests to `service` it let through to the emulator.
+    pub fn answered(&self, service: &str) -> u64 {
+        self.halt.buckets.lock().expect("never poisoned").get(service).map_or(0, |bucket| bucket.passed)
+    }
+
     fn serving(upstream: &str, seed: u64, rules: Vec<Rule>, halt: Halt) -> FaultProxy {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
         listener.set_nonblocking(true).expect("non-blocking");
@@ -204,6 +227,43 @@ struct Halt {
     admitted: AtomicU64,
     answered: AtomicU64,
     halted: std::sync::atomic::AtomicBool,
+    /// A rate-limited proxy's rate, per service, and its buckets.
+    per_second: Option<f64>,
+    buckets: Mutex<std::collections::BTreeMap<String, Bucket>>,
+}
+
+/// One service's token bucket: `tokens` left at `at`, refilled at the proxy's rate up to a burst
+/// of as many; and what it let through and turned away.
+struct Bucket {
+    tokens: f64,
+    at: std::time::Instant,
+    passed: u64,
+    throttled: u64,
+}
+
+impl Halt {
+    /// Whether a request to `service` is over the rate (and counts it either way).
+    fn over_the_rate(&self, service: &str) -> bool {
+        let Some(rate) = self.per_second else { return false };
+        let now = std::time::Instant::now();
+        let mut buckets = self.buckets.lock().expect("never poisoned");
+        let bucket = buckets.entry(service.to_owned()).or_insert_with(|| Bucket {
+            tokens: rate,
+            at: now,
+            passed: 0,
+            throttled: 0,
+        });
+        bucket.tokens = (bucket.tokens + (now - bucket.at).as_secs_f64() * rate).min(rate);
+        bucket.at = now;
+        if bucket.tokens >= 1.0 {
+            bucket.tokens -= 1.0;
+            bucket.passed += 1;
+            false
+        } else {
+            bucket.throttled += 1;
+            true
+        }
+    }
 }
 
 /// Whether a request changes something: every S3 request but `GET` and `HEAD`, and every other
@@ -297,6 +357,9 @@ async fn handle(
         }
         state.halt.halted.store(true, Ordering::SeqCst);
         std::future::pending::<()>().await;
+    }
+    if state.halt.over_the_rate(&service) {
+        return Ok(throttling(&service)?);
     }
     match state.pick(&service, &operation) {
         Some(Fault::Reset) => return Err("reset by the fault proxy".into()),

@@ -458,7 +458,7 @@ fn a_crate_without_its_trail_or_its_access_or_with_a_kind_twice_is_not_tidy() {
 
 #[tokio::test]
 async fn the_aws_backend_has_a_reconciler_for_every_crate_but_githubs() {
-    let aws = crate::aws::Aws::load("us-east-1", crate::aws::Purpose::Read, 1).await;
+    let aws = crate::aws::Aws::load("us-east-1", crate::aws::Purpose::Read, crate::aws::Limits::of(1)).await;
     for crates in [&CRATES[..], &super::example::EXTENDED[..]] {
         let desired = example(crates);
         let mut built: Vec<reconcile_core::ResourceKind> = aws
@@ -528,7 +528,7 @@ async fn a_new_kind_is_its_crate_and_one_line_in_the_list() {
     assert!(resources.keys().any(|address| address.kind == reconcile_ecr::REPOSITORY));
 
     // Its reconciler, built by the AWS backend from the list: planned, applied, planned again.
-    let aws = crate::aws::Aws::load("us-east-1", crate::aws::Purpose::Apply, 1).await;
+    let aws = crate::aws::Aws::load("us-east-1", crate::aws::Purpose::Apply, crate::aws::Limits::of(1)).await;
     let reconcilers = aws.reconcilers(&EXTENDED[5..], &account, &desired, None, None);
     let own: engine::DesiredResources = resources.into_iter().filter(|(address, _)| address.kind == QUEUE).collect();
     let plan = engine::plan_with(&reconcilers, &desired, &own, &account, PlanOptions::default()).await.unwrap();

@@ -24,9 +24,9 @@ pub async fn run(
     format: Format,
     days: u32,
     verify: bool,
-    parallelism: usize,
+    limits: crate::aws::Limits,
 ) -> Result<u8, CliError> {
-    let aws = Aws::load(&desired.region, Purpose::Read, parallelism).await;
+    let aws = Aws::load(&desired.region, Purpose::Read, limits).await;
     let fail = |error: ReconcileError| aws.failed(vec![error]);
     let account = aws.account().await.map_err(fail)?;
     let now = reconcile_core::time::now();
@@ -118,7 +118,7 @@ pub async fn run(
             overridden_by: None,
         });
     }
-    tracing::info!("cost: {}", aws.requests);
+    tracing::info!("cost: {}", aws.requests());
     let report = report::report(report::Inputs {
         account: account.id.clone(),
         region: account.region.clone(),

@@ -25,7 +25,9 @@ use crate::github::GithubSide;
 use crate::session::{Inputs, Load, PlanFrom, Session};
 
 pub async fn run(args: Args) -> Result<u8, CliError> {
-    let Args { desired, color, parallelism, command, .. } = args;
+    let Args { desired, color, parallelism, throttle_deadline, command, .. } = args;
+    let limits =
+        crate::aws::Limits { parallelism, throttle_deadline: std::time::Duration::from_secs(throttle_deadline) };
     match command {
         Command::Schema => docs::schema(),
         Command::Completions { shell } => docs::completions(shell),
@@ -48,7 +50,7 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             let inputs = Inputs::load(&desired, load)?;
             let public = crate::args::public_output(public || base.is_some(), private);
             let audience = plan::Audience::from(public, base.as_deref())?;
-            let session = session(inputs, Purpose::Read, parallelism).await?;
+            let session = session(inputs, Purpose::Read, limits).await?;
             let attribute = attribute.then_some(since.since_days);
             let request = plan::Request { format, detailed_exitcode, out: out.as_deref(), attribute, audience };
             plan::run(&session, color, request).await
@@ -70,7 +72,7 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             apply::can_ask("apply", auto_approve, plan_file.is_some())?;
             let load = Load { bake: bake.bake.as_deref(), prune: prune.prune, force_delete_images, ..Load::default() };
             let inputs = Inputs::load(&desired, load)?;
-            let session = session(inputs, Purpose::Apply, parallelism).await?;
+            let session = session(inputs, Purpose::Apply, limits).await?;
             let request = crate::session::ApplyRequest {
                 plan: plan_file.as_deref().map_or(PlanFrom::Fresh, PlanFrom::Saved),
                 auto_approve,
@@ -84,7 +86,7 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
             apply::can_ask("destroy", auto_approve, plan_file.is_some())?;
             let load = Load { force_delete_images, destroy: true, empty_buckets, ..Load::default() };
             let inputs = Inputs::load(&desired, load)?;
-            let session = session(inputs, Purpose::Apply, parallelism).await?;
+            let session = session(inputs, Purpose::Apply, limits).await?;
             let request = crate::session::ApplyRequest {
                 plan: plan_file.as_deref().map_or(PlanFrom::Fresh, PlanFrom::Saved),
                 auto_approve,
@@ -107,7 +109,7 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
                 }
                 None => None,
             };
-            let session = session(inputs, Purpose::Read, parallelism).await?;
+            let session = session(inputs, Purpose::Read, limits).await?;
             drift::run(&session, color, format, since.since_days, issue, shown.public()).await
         }
         Command::Head { head_sha, head_repository, out, base } => {
@@ -133,40 +135,39 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
         }
         Command::Unlock { force } => {
             let inputs = Inputs::load(&desired, Load::default())?;
-            let aws = Aws::load(&inputs.desired.region, Purpose::Apply, parallelism).await;
+            let aws = Aws::load(&inputs.desired.region, Purpose::Apply, limits).await;
             crate::lock::unlock(&aws, &inputs.desired, force).await
         }
         Command::Outputs { format } => {
             let inputs = Inputs::load(&desired, Load::default())?;
-            outputs::run(&Aws::load(&inputs.desired.region, Purpose::Read, parallelism).await, &inputs.desired, format)
-                .await
+            outputs::run(&Aws::load(&inputs.desired.region, Purpose::Read, limits).await, &inputs.desired, format).await
         }
         Command::Declare { bake, check, account } => {
             declare::run(&desired, bake.bake.as_deref(), check, account.as_deref())
         }
         Command::Import { check } => {
             let inputs = Inputs::load(&desired, Load::default())?;
-            let session = session(inputs, Purpose::Read, parallelism).await?;
+            let session = session(inputs, Purpose::Read, limits).await?;
             import::run(&session, &desired, check).await
         }
         Command::Policy { role, key, account } => {
             let inputs = Inputs::load(&desired, Load::default())?;
-            policy::run(&inputs.desired, role, key.as_deref(), account.as_deref(), parallelism).await
+            policy::run(&inputs.desired, role, key.as_deref(), account.as_deref(), limits).await
         }
         Command::Cost { days, format, verify } => {
             let inputs = Inputs::load(&desired, Load::default())?;
-            cost::run(&inputs.desired, format, days, verify, parallelism).await
+            cost::run(&inputs.desired, format, days, verify, limits).await
         }
         Command::Usage { format, since, shown } => {
             let inputs = Inputs::load(&desired, Load::default())?;
-            usage::run(&inputs, format, &since, shown.public(), parallelism).await
+            usage::run(&inputs, format, &since, shown.public(), limits).await
         }
     }
 }
 
 /// A session against AWS in desired.toml's region, with the GitHub side when it is declared.
-async fn session(inputs: Inputs, purpose: Purpose, parallelism: usize) -> Result<Session<Aws>, CliError> {
-    let aws = Aws::load(&inputs.desired.region, purpose, parallelism).await;
+async fn session(inputs: Inputs, purpose: Purpose, limits: crate::aws::Limits) -> Result<Session<Aws>, CliError> {
+    let aws = Aws::load(&inputs.desired.region, purpose, limits).await;
     let github = GithubSide::connect(&inputs.desired)?;
     let when_unreadable = match purpose {
         Purpose::Apply => WhenUnreadable::PlanTheRest,

@@ -18,7 +18,7 @@ pub async fn run(
     role: PolicyRole,
     key: Option<&str>,
     account: Option<&str>,
-    parallelism: usize,
+    limits: crate::aws::Limits,
 ) -> Result<u8, CliError> {
     // Which role is known before any AWS call.
     let which = match role {
@@ -35,7 +35,7 @@ pub async fn run(
             return Err(CliError::Input(vec![format!("--account: `{id}` is not an AWS account id (12 digits)")]));
         }
         None => {
-            let aws = Aws::load(&desired.region, Purpose::Read, parallelism).await;
+            let aws = Aws::load(&desired.region, Purpose::Read, limits).await;
             aws.account().await.map_err(|error| aws.failed(vec![error]))?
         }
     };

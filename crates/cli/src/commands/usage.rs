@@ -23,12 +23,12 @@ pub async fn run(
     format: Format,
     since: &[PathBuf],
     public: bool,
-    parallelism: usize,
+    limits: crate::aws::Limits,
 ) -> Result<u8, CliError> {
     let desired = &inputs.desired;
     // Earlier reports are read first: a bad one stops before any AWS call.
     let mut earlier = earlier_reports(&inputs.repository, since)?;
-    let aws = Aws::load(&desired.region, Purpose::Read, parallelism).await;
+    let aws = Aws::load(&desired.region, Purpose::Read, limits).await;
     let account = aws.account().await.map_err(|error| aws.failed(vec![error]))?;
     let mut report = crate::registry::registry_usage(&aws, &account, desired).await?;
     if public {
@@ -52,7 +52,7 @@ pub async fn run(
             };
         return Err(CliError::Input(vec![format!("{}: {why}", file.display())]));
     }
-    tracing::info!("usage: {}", aws.requests);
+    tracing::info!("usage: {}", aws.requests());
     match format {
         Format::Text => out(&format!("{}{}", usage::text(&report), usage::growth_text(&earlier, &report)))?,
         Format::Json => {

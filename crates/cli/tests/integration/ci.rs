@@ -335,11 +335,19 @@ async fn drift_names_an_undeclared_role_that_trusts_github_and_what_it_admits() 
     assert!(applied.stdout.contains("2 finding(s) of this code"), "{}", applied.stdout);
     let private = crate::support::reconcile_in(&in_actions, &desired.path, &["apply", "--auto-approve", "--private"]);
     assert!(private.stdout.contains("role `copied-from-a-blog`"), "{}", private.stdout);
-    for pull_request in [&desired, &renamed] {
+    for (pull_request, code) in [(&desired, 0), (&renamed, 3)] {
         let base = desired.path.to_str().unwrap();
         let run = reconcile(&account, &pull_request.path, &["plan", "--public", "--base", base, "--format", "json"]);
-        assert_eq!(run.code, 0, "{}", run.stderr);
-        for secret in ["copied-from-a-blog`", "repo:ROCm/*", "repo:other-team/*", "role/codebuild"] {
+        // A key the default branch does not have, for a role that exists: nothing of it shown
+        // (W602), whatever mark it carries.
+        assert_eq!(run.code, code, "{}", run.stderr);
+        // (The renamed pull request's own key, which its W602 names, is the pull request's text.)
+        let secrets: &[&str] = if code == 0 {
+            &["copied-from-a-blog`", "repo:ROCm/*", "repo:other-team/*", "role/codebuild"]
+        } else {
+            &["role `copied-from-a-blog`", "repo:ROCm/*", "repo:other-team/*", "role/codebuild"]
+        };
+        for secret in secrets {
             assert!(!run.stdout.contains(secret), "{secret} is not shown: {}", run.stdout);
         }
         let plan: Value = serde_json::from_str(&run.stdout).unwrap();

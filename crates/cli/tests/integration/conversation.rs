@@ -554,7 +554,8 @@ async fn a_sealed_drift_issue_is_never_one_another_workflow_opened() {
     // The sealed body copied, whole, into a new issue by another workflow (the issue is public):
     // the seal binds #2, so the copy is not the drift issue, and the drift issue goes on.
     let sealed = issues(&repository)[1]["body"].as_str().unwrap().to_owned();
-    let copy = serde_json::json!({ "title": "Resolved: no action needed", "body": sealed, "labels": ["reconcile-drift"] });
+    let copy =
+        serde_json::json!({ "title": "Resolved: no action needed", "body": sealed, "labels": ["reconcile-drift"] });
     assert_eq!(github().call("POST", &format!("/repos/{repository}/issues"), &workflow, &copy).0, 201);
     assert!(drift().stderr.contains("left drift issue #2 as it was"), "not the copy, #3");
     let tag = aws_sdk_ecr::types::Tag::builder().key("cost-centre").value("drifted-more").build().unwrap();

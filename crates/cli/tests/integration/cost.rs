@@ -558,7 +558,10 @@ async fn a_public_plan_prices_nothing_of_a_project_it_hides() {
 
     let text = std::fs::read_to_string(&desired.path).unwrap();
     let bigger = |text: &str| {
-        text.replace("service_role = \"codebuild\"\n", "service_role = \"codebuild\"\ncompute_type = \"BUILD_GENERAL1_2XLARGE\"\n")
+        text.replace(
+            "service_role = \"codebuild\"\n",
+            "service_role = \"codebuild\"\ncompute_type = \"BUILD_GENERAL1_2XLARGE\"\n",
+        )
     };
     let spy = "\n[codebuild.projects.spy]\nname = \"teamy-builder\"\nsource_location = \"https://github.com/teamy/builder\"\nservice_role = \"codebuild\"\nbuild_timeout_hours = 4\n";
     let base = desired.path.to_str().unwrap();

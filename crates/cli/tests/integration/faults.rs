@@ -541,3 +541,130 @@ async fn a_takeover_moves_the_runners_grants_to_the_mark_only_after_every_reposi
     assert_eq!(moved.len(), 2, "{writes:#?}");
     assert!(moved.iter().all(|w| w.at > marked), "a grant moved before a repository was marked: {moved:#?}");
 }
+
+/// A busy account: every service answers at most `per_second` requests a second (a burst of as
+/// many), the rest with its own throttling error, as AWS does.
+fn busy(per_second: f64) -> FaultProxy {
+    FaultProxy::rate_limited(emulator().endpoint(), per_second, std::time::Duration::ZERO)
+}
+
+/// Runs the binary through `proxy` with its own retry waits (the SDK's), as a user would.
+fn paced(proxy: &FaultProxy, account: &TestAccount, desired: &std::path::Path, args: &[&str]) -> Run {
+    reconcile_in(&env_through(account, &proxy.endpoint), desired, args)
+}
+
+/// What the proxy turned away, across the services a run reaches.
+fn throttled(proxy: &FaultProxy) -> u64 {
+    ["ecr", "s3", "iam", "sts", "codebuild", "monitoring"].iter().map(|service| proxy.throttled(service)).sum()
+}
+
+/// A busy account at `rate` requests a second per service: an apply of the nightly's empty
+/// account converges; then `plan` (no flags) of the account it made, `drift` and `usage` slow
+/// down and exit as they would unthrottled, every time; and each backs off rather than
+/// hammering: what AWS turned away stays within a few times what it answered.
+async fn through_a_bucket_of(rate: f64) {
+    let account = emulator().new_account().await;
+    let desired = crate::support::real_copy();
+    let run = |args: &[&str]| {
+        let proxy = busy(rate);
+        let started = std::time::Instant::now();
+        let run = paced(&proxy, &account, &desired.path, args);
+        let (turned_away, answered) = (throttled(&proxy), proxy.answered("ecr"));
+        eprintln!("{args:?} at {rate}/s: {:?}, ECR answered {answered}, {turned_away} throttled", started.elapsed());
+        assert!(
+            turned_away <= 3 * answered.max(10),
+            "{args:?} at {rate}/s hammered: {turned_away} throttled, {answered} answered"
+        );
+        if turned_away > 0 {
+            assert!(run.stderr.contains("throttling: ecr"), "-v says it: {}", run.stderr);
+        }
+        run
+    };
+    let apply = run(&["apply", "--auto-approve", "-v"]);
+    assert_eq!(apply.code, 0, "apply at {rate}/s: {}{}", apply.stdout, apply.stderr);
+    let plan = run(&["plan", "-v"]);
+    assert_eq!(plan.code, 0, "plan at {rate}/s: {}{}", plan.stdout, plan.stderr);
+    assert!(plan.stdout.contains("No changes."), "{}", plan.stdout);
+    let drift = run(&["drift", "-v"]);
+    assert_eq!(drift.code, 0, "drift at {rate}/s: {}{}", drift.stdout, drift.stderr);
+    let usage = run(&["usage", "-v"]);
+    assert_eq!(usage.code, 0, "usage at {rate}/s: {}{}", usage.stdout, usage.stderr);
+}
+
+#[tokio::test]
+async fn through_a_busy_account_at_20_a_second_apply_plan_drift_and_usage_slow_down_and_never_fail() {
+    through_a_bucket_of(20.0).await;
+}
+
+#[tokio::test]
+async fn through_a_busy_account_at_10_a_second_apply_plan_drift_and_usage_slow_down_and_never_fail() {
+    through_a_bucket_of(10.0).await;
+}
+
+#[tokio::test]
+async fn through_a_busy_account_at_5_a_second_apply_plan_drift_and_usage_slow_down_and_never_fail() {
+    through_a_bucket_of(5.0).await;
+}
+
+/// A throttle that never lifts fails the run once the deadline passes, saying in one line what
+/// was throttled, for how long and how many times; an apply so failed says what it did and did
+/// not do, and lets go of its lock.
+#[tokio::test]
+async fn a_throttle_that_never_lifts_fails_the_run_after_the_deadline_saying_so() {
+    let account = emulator().new_account().await;
+    let desired = desired_file(&small_account_with_runner(&["pytorch", "pytorch-cache"]));
+    let applied = reconcile(&account, &desired.path, &["apply", "--auto-approve"]);
+    assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
+    let never = || Rule::always(Fault::Throttle).service("ecr").operation("GetRepositoryPolicy");
+    let proxy = FaultProxy::start(emulator().endpoint(), 1, vec![never()]);
+    let started = std::time::Instant::now();
+    let plan = paced(&proxy, &account, &desired.path, &["plan", "--throttle-deadline", "3"]);
+    let took = started.elapsed();
+    assert_eq!(plan.code, 1, "{}{}", plan.stdout, plan.stderr);
+    assert!(took < std::time::Duration::from_secs(15), "{took:?}");
+    let errors: Vec<&str> = plan.stderr.lines().filter(|line| line.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{}", plan.stderr);
+    let line = errors[0];
+    assert!(
+        line.contains(
+            "failed to read repository policy: AWS kept throttling it (AWS throttled ecr:GetRepositoryPolicy for "
+        ),
+        "{line}"
+    );
+    let seconds: f64 = line.split(" for ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!((3.0..10.0).contains(&seconds), "past the deadline, soon after: {line}");
+    assert!(line.contains(" attempts, past the throttle deadline of 3 s (--throttle-deadline"), "{line}");
+    assert!(line.contains("give it longer with --throttle-deadline"), "{line}");
+    let attempts: u32 = line.split(" over ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!((2..40).contains(&attempts), "paced, not hammered: {attempts}");
+
+    // An apply whose lifecycle policies AWS never stops throttling: each of those fails after
+    // the deadline, the rest is applied, the report says which, and the lock is let go.
+    let changed = desired_file(
+        &small_account_with_runner(&["pytorch", "pytorch-cache", "vllm"]).replace("countNumber = 3", "countNumber = 5"),
+    );
+    let proxy = FaultProxy::start(
+        emulator().endpoint(),
+        1,
+        vec![Rule::always(Fault::Throttle).service("ecr").operation("PutLifecyclePolicy")],
+    );
+    let apply = paced(
+        &proxy,
+        &account,
+        &changed.path,
+        &["apply", "--auto-approve", "--throttle-deadline", "2", "--format", "json"],
+    );
+    assert_eq!(apply.code, 1, "{}{}", apply.stdout, apply.stderr);
+    let report: serde_json::Value = serde_json::from_str(&apply.stdout).expect("the report, whole");
+    let outcome = |address: &str| -> serde_json::Value {
+        report["results"].as_array().unwrap().iter().find(|r| r["address"] == address).unwrap().clone()
+    };
+    assert_eq!(outcome("ecr_repository.vllm")["outcome"], "applied");
+    for policy in ["ecr_lifecycle_policy.pytorch", "ecr_lifecycle_policy.vllm"] {
+        let failed = outcome(policy);
+        assert_eq!(failed["outcome"], "failed", "{failed}");
+        assert!(failed["error"].as_str().unwrap().contains("Rate exceeded"), "{failed}");
+    }
+    let unlock = reconcile(&account, &desired.path, &["unlock"]);
+    assert!(unlock.stdout.starts_with("There is no apply lock"), "released: {}", unlock.stdout);
+}
