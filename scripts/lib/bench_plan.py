@@ -89,7 +89,7 @@ def stand_in_desired(path, count):
         out.write(
             'region = "us-east-1"\n\n[ecr.defaults]\nlifecycle_policy = "keep-3-untagged"\n'
             'image_tag_mutability = "MUTABLE"\nscan_on_push = false\n'
-            'tags = { project = "rocm-bake", managed-by = "reconcile" }\n\n'
+            'tags = { project = "rocm-bake" }\n\n'
             "[ecr.lifecycle_policies.keep-3-untagged]\nrules = [\n"
             '  { rulePriority = 1, description = "Keep the 3 newest untagged images", selection = '
             '{ tagStatus = "untagged", countType = "imageCountMoreThan", countNumber = 3 }, '
@@ -177,6 +177,33 @@ def main():
         print(f"\n`reconcile apply` of {len(desired_names)} lifecycle policies: median "
               f"{statistics.median(walls) * 1000:.0f} ms ({min(walls) * 1000:.0f} to {max(walls) * 1000:.0f}), "
               f"{requests(stderr)} requests, {used * 1000:.0f} ms CPU, {peak / 1024:.0f} MiB.")
+
+    print(f"\n### Through a busy account: a token bucket per service, {args.delay_ms} ms a request\n")
+    # What the plan sends each service, unthrottled: the rate allows the requests past a burst of
+    # the rate, over the rate, for the service that takes longest.
+    with Endpoint(args.bench, "proxy", args.emulator, args.delay_ms) as proxy:
+        _, _, _, _, _, stderr = run([args.reconcile, "--desired", args.desired, "plan", "-v"],
+                                    dict(env, AWS_ENDPOINT_URL=proxy.url))
+    by_service = {}
+    for operation, count in re.findall(r"([A-Za-z]+):[A-Za-z]+ (\d+)", stderr.split("AWS requests", 1)[1]):
+        by_service[operation] = by_service.get(operation, 0) + int(count)
+    print("| rate per service | `reconcile plan` wall time, median (min to max) | what the rate allows "
+          "| throttled answers | exit codes |\n|---|---|---|---|---|")
+    for rate in [20, 10, 5]:
+        walls, throttled, codes = [], [], set()
+        for _ in range(max(args.runs // 2, 3)):
+            # A fresh bucket each run, as a burst of the rate.
+            with Endpoint(args.bench, "busy", args.emulator, str(rate), args.delay_ms) as busy:
+                wall, _, _, code, stdout, stderr = run([args.reconcile, "--desired", args.desired, "plan", "-v"],
+                                                       dict(env, AWS_ENDPOINT_URL=busy.url))
+            walls.append(wall)
+            codes.add(code)
+            found = re.search(r"(\d+) answered with throttling", stderr)
+            throttled.append(int(found.group(1)) if found else 0)
+        allows = max(max(count - rate, 0) / rate for count in by_service.values())
+        print(f"| {rate} a second | {statistics.median(walls):.2f} s ({min(walls):.2f} to {max(walls):.2f}) "
+              f"| {allows:.2f} s | {statistics.median(throttled):.0f} | {', '.join(map(str, sorted(codes)))} |",
+              flush=True)
 
     print(f"\n### The stand-in endpoint (ECR and STS, canned answers), {args.delay_ms} ms a request\n")
     print(header)

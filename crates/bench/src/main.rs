@@ -3,6 +3,9 @@
 //!
 //! - `proxy UPSTREAM DELAY_MS`: every request to the emulator delayed by a fixed time, the
 //!   network of a region away, on loopback.
+//! - `busy UPSTREAM PER_SECOND DELAY_MS`: the same, and a token bucket per service of
+//!   PER_SECOND requests a second (a burst of as many), what is over it answered with the
+//!   service's own throttling error: an account other clients keep busy.
 //! - `stand-in REPOSITORIES DELAY_MS`: an ECR and STS endpoint that answers exactly the reads a
 //!   plan of REPOSITORIES repositories makes, from canned answers, after a fixed delay. The
 //!   emulator spends about 3 ms of Python on each request, so at a thousand repositories it
@@ -44,6 +47,15 @@ fn main() {
             wait_for_stdin_to_close();
             drop(proxy);
         }
+        Some("busy") => {
+            let upstream = args.get(1).unwrap_or_else(|| usage("busy needs the emulator's endpoint"));
+            let per_second = number(2, "PER_SECOND") as f64;
+            let delay = Duration::from_millis(number(3, "DELAY_MS"));
+            let proxy = FaultProxy::rate_limited(upstream, per_second, delay);
+            println!("listening {}", proxy.endpoint);
+            wait_for_stdin_to_close();
+            drop(proxy);
+        }
         Some("stand-in") => {
             let repositories = number(1, "REPOSITORIES") as usize;
             let delay = Duration::from_millis(number(2, "DELAY_MS"));
@@ -58,7 +70,7 @@ fn main() {
             let counts = counts.lock().expect("never poisoned");
             eprintln!("stand-in: {} requests: {counts:?}", counts.values().sum::<u64>());
         }
-        _ => usage("proxy UPSTREAM DELAY_MS | stand-in REPOSITORIES DELAY_MS"),
+        _ => usage("proxy UPSTREAM DELAY_MS | busy UPSTREAM PER_SECOND DELAY_MS | stand-in REPOSITORIES DELAY_MS"),
     }
 }
 
@@ -139,8 +151,10 @@ async fn answer(request: Request<Incoming>, stand_in: Arc<StandIn>) -> Answer {
             "RepositoryPolicyNotFoundException",
             &format!("Repository policy does not exist for the repository with name '{name}'"),
         ),
+        // As the account now is: each repository carries this deployment's mark (the stand-in's
+        // desired.toml names none, so the default one).
         "ListTagsForResource" => ecr(json!({ "tags": [
-            { "Key": "managed-by", "Value": "reconcile" },
+            { "Key": "reconcile:deployment", "Value": "default" },
             { "Key": "project", "Value": "rocm-bake" },
         ]})),
         other => ecr_error("UnknownOperationException", &format!("the stand-in does not answer {other}")),
