@@ -23,10 +23,14 @@ if [ ! -x "$cli_venv/bin/aws" ]; then
   "$cli_venv/bin/python" -m pip install --quiet --disable-pip-version-check 'awscli==1.45.11'
 fi
 
-desired="$root/desired.toml"
-echo "==> loading the emulator with the account as it stood on 2026-11-11, then applying desired.toml"
+# A copy of desired.toml and its bake file: taking the account over writes its `import` list.
+cp "$root/desired.toml" "$root/rocm-bake.hcl" "$emulator_dir/"
+desired="$emulator_dir/desired.toml"
+echo "==> loading the emulator with the account as it stood on 2026-11-11, then taking it over (import, apply)"
 "$python" tests/emulator/seed.py --desired "$desired"
+target/release/reconcile --desired "$desired" import > /dev/null
 target/release/reconcile --desired "$desired" apply --auto-approve > /dev/null
+target/release/reconcile --desired "$desired" import > /dev/null
 
 echo "==> $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), $("$cli_venv/bin/aws" --version 2>&1)"
 "$python" scripts/lib/bench_plan.py --reconcile target/release/reconcile --bench target/release/reconcile-bench \

@@ -92,9 +92,11 @@ pub fn retry_base() -> Duration {
     Duration::from_millis(ms)
 }
 
-/// So many attempts that none runs out: what bounds a request's attempts is time, in
-/// [`reconcile_aws::Pacing`] (its classifier forbids a retry the bounds do not allow).
-const UNBOUNDED_ATTEMPTS: u32 = 100_000;
+/// So many attempts that time runs out first: what bounds a request's attempts is time, in
+/// [`reconcile_aws::Pacing`] (its classifier forbids a retry the bounds do not allow). Not more:
+/// the SDK's identity cache sums a backoff over every allowed attempt on each request (at a
+/// hundred thousand, that was 3 ms of CPU a request, most of a plan's).
+const UNBOUNDED_ATTEMPTS: u32 = 1_000;
 
 /// The SDK's retries, in standard mode: how long each wait is [`reconcile_aws::Pacing`] says (a
 /// throttled request's at its service's gate, any other's the standard backoff from
