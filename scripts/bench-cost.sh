@@ -11,8 +11,10 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 builds="${BUILDS:-3000}"
 days="${DAYS:-30}"
-cargo build --locked --quiet --release --bin reconcile
-reconcile="$root/target/release/reconcile"
+# shellcheck source=lib/build.sh
+source scripts/lib/build.sh
+build bin --release --bin reconcile
+reconcile="$bin/reconcile"
 # shellcheck source=lib/emulator.sh
 source scripts/lib/emulator.sh
 

@@ -12,7 +12,9 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-cargo build --locked --quiet --release --bin reconcile --bin reconcile-bench
+# shellcheck source=lib/build.sh
+source scripts/lib/build.sh
+build bin --release --bin reconcile --bin reconcile-bench
 # shellcheck source=lib/emulator.sh
 source scripts/lib/emulator.sh
 
@@ -28,11 +30,11 @@ cp "$root/desired.toml" "$root/rocm-bake.hcl" "$emulator_dir/"
 desired="$emulator_dir/desired.toml"
 echo "==> loading the emulator with the account as it stood on 2026-11-11, then taking it over (import, apply)"
 "$python" tests/emulator/seed.py --desired "$desired"
-target/release/reconcile --desired "$desired" import > /dev/null
-target/release/reconcile --desired "$desired" apply --auto-approve > /dev/null
-target/release/reconcile --desired "$desired" import > /dev/null
+"$bin/reconcile" --desired "$desired" import > /dev/null
+"$bin/reconcile" --desired "$desired" apply --auto-approve > /dev/null
+"$bin/reconcile" --desired "$desired" import > /dev/null
 
 echo "==> $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), $("$cli_venv/bin/aws" --version 2>&1)"
-"$python" scripts/lib/bench_plan.py --reconcile target/release/reconcile --bench target/release/reconcile-bench \
+"$python" scripts/lib/bench_plan.py --reconcile "$bin/reconcile" --bench "$bin/reconcile-bench" \
   --aws "$cli_venv/bin/aws" --desired "$desired" --emulator "$endpoint" --workdir "$emulator_dir" \
   --runs "${RUNS:-7}" --delay-ms "${DELAY_MS:-50}"

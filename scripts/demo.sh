@@ -10,8 +10,10 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-cargo build --locked --quiet --bin reconcile
-reconcile="$root/target/debug/reconcile"
+# shellcheck source=lib/build.sh
+source scripts/lib/build.sh
+build bin --bin reconcile
+reconcile="$bin/reconcile"
 # shellcheck source=lib/emulator.sh
 source scripts/lib/emulator.sh
 # shellcheck source=lib/github.sh
@@ -21,6 +23,19 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cp desired.toml rocm-bake.hcl "$work/"
 
+# `step EXIT WHY ARGS...`: runs `reconcile ARGS...`, which must exit EXIT; any other exit stops
+# the demo there, saying which step and how it ended.
+step() {
+  local expected="$1" why="$2" status=0
+  shift 2
+  echo
+  echo "==> reconcile $*${why:+   ($why)}"
+  "$reconcile" "$@" || status=$?
+  if [ "$status" -ne "$expected" ]; then
+    echo "demo: \`reconcile $*\` exited $status, not $expected; stopping here" >&2
+    exit 1
+  fi
+}
 echo "==> emulator at $endpoint, loaded with the account as the setup script left it on 2026-11-11"
 "$python" tests/emulator/seed.py --desired desired.toml --history
 # The repository's hook to CodeBuild, as CodeBuild made it with the webhook.
@@ -36,32 +51,14 @@ export ECR_REGISTRY="$account.dkr.ecr.us-east-1.amazonaws.com"
 # reconcile is public and counted unless --private).
 unset GITHUB_ACTIONS
 cd "$work"
+step 3 "the first plan: nothing in the account is reconcile's yet, so it is refused (exit 3)" plan
+step 2 "what it would write into desired.toml, for review (exit 2: a difference)" import --check
+step 0 "" import
+step 0 "30 imports and their changes" plan
+step 0 "an administrator's credentials, as the first apply needs" apply --auto-approve
+step 0 "the imports are done: the list comes off again" import
+step 0 "No changes." plan --detailed-exitcode
+step 0 "what the registry holds, frees and costs" usage
+step 0 "what the last nights cost" cost
 echo
-echo "==> reconcile plan   (the first plan: nothing in the account is reconcile's yet)"
-status=0
-"$reconcile" plan || status=$?
-echo "(reconcile plan exited $status: refused until the account is imported)"
-echo
-echo "==> reconcile import --check   (what it would write into desired.toml, for review)"
-"$reconcile" import --check || true
-echo
-echo "==> reconcile import"
-"$reconcile" import
-echo
-echo "==> reconcile plan"
-"$reconcile" plan
-echo
-echo "==> reconcile apply --auto-approve"
-"$reconcile" apply --auto-approve
-echo
-echo "==> reconcile import   (the imports are done: the list comes off again)"
-"$reconcile" import
-echo
-echo "==> reconcile plan --detailed-exitcode"
-"$reconcile" plan --detailed-exitcode
-echo
-echo "==> reconcile usage"
-"$reconcile" usage
-echo
-echo "==> reconcile cost"
-"$reconcile" cost
+echo "demo: done; every step exited as expected"

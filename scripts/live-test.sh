@@ -13,9 +13,11 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-cargo build --locked --quiet --bin reconcile --bin reconcile-live
+# shellcheck source=lib/build.sh
+source scripts/lib/build.sh
+build bin --bin reconcile --bin reconcile-live
 region="${AWS_REGION:-${AWS_DEFAULT_REGION:-us-east-1}}"
 case "${1:-}" in
-  sweep) shift; exec target/debug/reconcile-live --region "$region" sweep "$@" ;;
-  *) exec target/debug/reconcile-live --region "$region" run "$@" ;;
+  sweep) shift; exec "$bin/reconcile-live" --region "$region" sweep "$@" ;;
+  *) exec "$bin/reconcile-live" --region "$region" run "$@" ;;
 esac

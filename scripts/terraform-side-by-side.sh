@@ -14,8 +14,10 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 mirror="${TF_PROVIDER_MIRROR:-/opt/tf-plugins}"
 command -v terraform > /dev/null || { echo "terraform is not installed" >&2; exit 1; }
-cargo build --locked --quiet --bin reconcile
-reconcile="$root/target/debug/reconcile"
+# shellcheck source=lib/build.sh
+source scripts/lib/build.sh
+build bin --bin reconcile
+reconcile="$bin/reconcile"
 # shellcheck source=lib/emulator.sh
 source scripts/lib/emulator.sh
 # shellcheck source=lib/github.sh

@@ -4,14 +4,22 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-/// Plan and apply the ROCm nightly's AWS account (CodeBuild runner, ECR, S3 cache, IAM role)
-/// from a desired-state file. AWS credentials, region and endpoint come from the standard
-/// AWS configuration chain (AWS_PROFILE, AWS_ENDPOINT_URL, ...); desired.toml's region wins.
+/// Plan and apply the ROCm nightly's AWS account from desired.toml, as Terraform does, without
+/// a state file.
 ///
-/// Exit codes: 0 success or no changes, 1 error, 2 changes present (plan --detailed-exitcode,
-/// drift), 3 refused by a safety check, 4 stale saved plan.
+/// AWS credentials, region and endpoint come from the standard AWS configuration chain
+/// (AWS_PROFILE, AWS_ENDPOINT_URL, ...); desired.toml's region wins.
+///
+/// Exit codes: 0 success, or no difference; 1 error; 2 a difference found (plan
+/// --detailed-exitcode, drift, declare --check, import --check); 3 refused by a safety check
+/// before any write; 4 a stale saved plan; 130 and 143 an apply interrupted.
 #[derive(Debug, Parser)]
-#[command(name = "reconcile", version = crate::VERSION)]
+#[command(
+    name = "reconcile",
+    version = crate::VERSION,
+    after_help = "The main commands come first. `reconcile help COMMAND` says more of each; `reconcile explain CODE` \
+                  explains a finding."
+)]
 pub struct Args {
     /// The desired-state file.
     #[arg(long, global = true, default_value = "desired.toml", value_name = "PATH")]
@@ -27,8 +35,8 @@ pub struct Args {
 
     /// At most N requests in flight to each AWS service at once, and N changes applied at once:
     /// a ceiling. The default sends a 27-repository account's reads in one wave; when AWS
-    /// throttles, each service's send rate drops to what it answers and climbs back (the SDK's
-    /// adaptive retries), however low this is set.
+    /// throttles, each service's send rate drops to what it answers and climbs back, however
+    /// high this is set.
     #[arg(
         long,
         global = true,
@@ -58,12 +66,14 @@ pub struct Args {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Check desired.toml (and the bake file) without any AWS call.
+    /// Check desired.toml and the bake file, without any AWS call.
+    #[command(display_order = 3)]
     Validate {
         #[command(flatten)]
         bake: Bake,
     },
-    /// Show what apply would change. Never writes.
+    /// Show what apply would change; never writes.
+    #[command(display_order = 1)]
     Plan {
         /// `terraform-json`: Terraform's JSON plan format (`terraform show -json`), in the AWS
         /// and GitHub providers' types, for checkov, OPA/conftest and terraform-compliance.
@@ -104,11 +114,14 @@ pub enum Command {
         #[command(flatten)]
         prune: Prune,
     },
-    /// Delete every resource desired.toml declares that carries this deployment's mark
-    /// (refused if one exists without it), in the reverse of the order apply makes them: the
-    /// plan first, then the prompt (or --auto-approve), under the apply lock. Images and objects
-    /// go only with --force-delete-images and --empty-buckets. Never touches what desired.toml
-    /// does not declare, nor the GitHub side's settings.
+    /// Delete what desired.toml declares and this deployment made.
+    ///
+    /// Deletes every resource desired.toml declares that carries this deployment's mark (refused
+    /// if one exists without it), in the reverse of the order apply makes them: the plan first,
+    /// then the prompt (or --auto-approve), under the apply lock. Images and objects go only
+    /// with --force-delete-images and --empty-buckets. Never touches what desired.toml does not
+    /// declare, nor the GitHub side's settings.
+    #[command(display_order = 7)]
     Destroy {
         /// A plan saved by `plan --destroy --out`: carry out exactly it, if nothing moved since.
         #[arg(value_name = "PLAN_FILE")]
@@ -132,7 +145,8 @@ pub enum Command {
         #[arg(long, value_name = "SECONDS", default_value_t = 0)]
         lock_timeout: u64,
     },
-    /// Print a plan saved by `plan --out`, as `terraform show` does. Reads no AWS.
+    /// Print a plan saved by `plan --out`; reads no AWS.
+    #[command(display_order = 8)]
     Show {
         #[arg(value_name = "PLAN_FILE")]
         plan_file: PathBuf,
@@ -140,6 +154,7 @@ pub enum Command {
         format: PlanFormat,
     },
     /// Make the account match desired.toml, or carry out a saved plan.
+    #[command(display_order = 2)]
     Apply {
         /// A plan saved by `plan --out`: apply exactly its changes, if nothing moved since.
         #[arg(value_name = "PLAN_FILE")]
@@ -168,8 +183,10 @@ pub enum Command {
         #[command(flatten)]
         prune: Prune,
     },
-    /// The scheduled drift check: the plan, plus what the account holds that desired.toml does
-    /// not declare. Exit 0 in sync, 2 drift, 1 error.
+    /// The nightly drift check: the plan, and what desired.toml does not declare.
+    ///
+    /// Exit 0 in sync, 2 drift, 1 error. With --issue, keeps one GitHub issue true to it.
+    #[command(display_order = 4)]
     Drift {
         /// terraform-json: what `terraform plan -refresh-only -json` would say (the drift in
         /// `resource_drift`, no change planned).
@@ -191,8 +208,11 @@ pub enum Command {
         #[command(flatten)]
         prune: Prune,
     },
+    /// What each ECR repository holds, frees and costs; never writes.
+    ///
     /// What every ECR repository of the account holds, what its lifecycle policies will reclaim,
-    /// and an estimated monthly cost; with --since, how it grew. Never writes.
+    /// and an estimated monthly cost; with --since, how it grew.
+    #[command(display_order = 9)]
     Usage {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -203,9 +223,11 @@ pub enum Command {
         #[command(flatten)]
         shown: Shown,
     },
-    /// What the last nights cost: the runner's builds at CodeBuild's rates (from the Price List,
-    /// confirmed against Cost Explorer when it can be), and the registry's and the compiler
-    /// cache's storage, per UTC day. Never writes.
+    /// What the last nights cost; never writes.
+    ///
+    /// The runner's builds at CodeBuild's rates (from the Price List, confirmed against Cost
+    /// Explorer when it can be), and the registry's and the compiler cache's storage, per UTC day.
+    #[command(display_order = 10)]
     Cost {
         /// How many UTC days, today included.
         #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..=90))]
@@ -217,18 +239,22 @@ pub enum Command {
         #[arg(long)]
         verify: bool,
     },
-    /// Break the apply lock (say whose it was): for when the apply that held it is gone.
+    /// Break the apply lock of an apply that is gone, saying whose it was.
+    #[command(display_order = 14)]
     Unlock {
         /// Break it even when its process still runs on this host.
         #[arg(long)]
         force: bool,
     },
-    /// Read a pull request's desired.toml, and the bake file it names, from its head COMMIT of
+    /// (CI) Fetch a pull request's desired.toml and bake file, as data.
+    ///
+    /// Reads a pull request's desired.toml, and the bake file it names, from its head COMMIT of
     /// HEAD_REPOSITORY through GitHub's contents API, as data (never checked out, never run),
     /// into DIR: what the trusted pull-request workflow checks and plans. Prints
     /// `changed=true` or `changed=false` (for $GITHUB_OUTPUT): whether they differ from the
-    /// default branch's (given with --base).
-    /// The token is GITHUB_TOKEN or GH_TOKEN (contents, read). No AWS call.
+    /// default branch's (given with --base). The token is GITHUB_TOKEN or GH_TOKEN (contents,
+    /// read). No AWS call.
+    #[command(display_order = 15)]
     Head {
         /// The pull request's head commit, as the `workflow_run` event gives it.
         #[arg(long, value_name = "COMMIT")]
@@ -244,11 +270,14 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         base: Option<PathBuf>,
     },
-    /// Keep one comment with a plan on the open pull request whose head is COMMIT of
-    /// HEAD_REPOSITORY, and set the commit status `reconcile plan` on that commit: for the
-    /// trusted workflow that plans pull requests (forks' included) from their artifacts. The
-    /// repository is --repository, else $GITHUB_REPOSITORY; the token GITHUB_TOKEN or GH_TOKEN
-    /// (pull requests and statuses, write). No AWS call.
+    /// (CI) Keep one plan comment on a pull request, and its commit status.
+    ///
+    /// Keeps one comment with a plan on the open pull request whose head is COMMIT of
+    /// HEAD_REPOSITORY, and sets the commit status `reconcile plan` on that commit: for the
+    /// trusted workflow that plans pull requests (forks' included). The repository is
+    /// --repository, else $GITHUB_REPOSITORY; the token GITHUB_TOKEN or GH_TOKEN (pull requests
+    /// and statuses, write). No AWS call.
+    #[command(display_order = 16)]
     Comment {
         /// The pull request's head commit, as the `workflow_run` event gives it (never a number
         /// the pull request's own artifact claims).
@@ -280,34 +309,54 @@ pub enum Command {
         #[arg(long, conflicts_with_all = ["body", "plan_exit_code", "check_conclusion"])]
         unchanged: bool,
     },
-    /// Print the `gh variable set` lines that wire the GitHub repository to the account.
+    /// Print the `gh variable set` lines that wire GitHub to the account.
+    #[command(display_order = 11)]
     Outputs {
         #[arg(long, value_enum, default_value_t = OutputsFormat::Text)]
         format: OutputsFormat,
     },
-    /// Write the ECR repositories the bake file names and desired.toml lacks into desired.toml,
+    /// Declare in desired.toml the repositories the bake file names.
+    ///
+    /// Writes the ECR repositories the bake file names and desired.toml lacks into desired.toml,
     /// as their siblings are declared, and nothing else. No AWS call.
+    #[command(display_order = 6)]
     Declare {
         #[command(flatten)]
         bake: Bake,
-        /// Change nothing: print the diff that would be written, and exit 1 if there is one.
+        /// Change nothing: print the diff that would be written, and exit 2 if there is one.
         #[arg(long)]
         check: bool,
         /// This account's id, when the bake file names more than one account's registry.
         #[arg(long, value_name = "ID")]
         account: Option<String>,
     },
-    /// List in desired.toml's `import` every declared resource that exists without this
+    /// List what exists without the mark in desired.toml's `import`.
+    ///
+    /// Lists in desired.toml's `import` every declared resource that exists without this
     /// deployment's mark (an account a setup script or a person made), for the next plan to show
-    /// as imports and apply to take over; and take the imports already done off it. Reads the
-    /// account, never writes to it.
+    /// as imports and apply to take over; and takes the imports already done off it. With
+    /// `--generate`, first writes into desired.toml what the account holds and it does not
+    /// declare (every repository, bucket and CodeBuild project, and the roles they run as; or
+    /// what the patterns name), as it is, and proves the result: its plan shows only imports.
+    /// Reads the account, never writes to it.
+    #[command(display_order = 5)]
     Import {
-        /// Change nothing: print the diff that would be written, and exit 1 if there is one.
+        /// Change nothing: print the diff that would be written, and exit 2 if there is one.
         #[arg(long)]
         check: bool,
+        /// Also declare what the account holds and desired.toml does not, as it is.
+        #[arg(long)]
+        generate: bool,
+        /// With --generate: only the resources whose AWS names match (`*` matches any run of
+        /// characters), and the roles their projects run as.
+        #[arg(value_name = "PATTERN", requires = "generate")]
+        patterns: Vec<String>,
     },
-    /// Print an IAM policy derived from desired.toml as apply derives it: a CI role's, or the
-    /// runner's role's inline policy or permissions boundary.
+    /// Print an IAM policy derived from desired.toml.
+    ///
+    /// As apply derives it: a CI role's, or the runner's role's inline policy or permissions
+    /// boundary.
+    #[command(display_order = 13)]
     Policy {
         /// `plan` (the plan role's: only what reconcile manages), `read-only` (the drift role's),
         /// `apply` (the apply role's), `administrator` (what apply and destroy need with no CI
@@ -323,14 +372,27 @@ pub enum Command {
         #[arg(long, value_name = "ID")]
         account: Option<String>,
     },
+    /// What a finding means, why it matters and what to do.
+    ///
+    /// Every finding a plan can carry has a stable code (W601, D103, ...); this prints its entry
+    /// of docs/reference/findings.md, with an example. Without a code, the list of every one.
+    #[command(display_order = 12)]
+    Explain {
+        /// The finding's code, such as W601.
+        #[arg(value_name = "CODE")]
+        code: Option<String>,
+    },
     /// Print the JSON Schema of desired.toml, for editors.
+    #[command(display_order = 17)]
     Schema,
     /// Print a shell completion script.
+    #[command(display_order = 18)]
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
     /// Print the man pages (roff): reconcile's, then each subcommand's.
+    #[command(display_order = 19)]
     Man {
         /// Write them to this directory instead, one file each (reconcile.1, reconcile-plan.1,
         /// ...), as a release archive ships them.

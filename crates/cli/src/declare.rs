@@ -180,13 +180,3 @@ pub fn hint_text((lines, command): &(Vec<String>, String)) -> String {
     out.push_str(&format!("or run: {command}\n"));
     out
 }
-
-/// [`hint`] as Markdown, for the pull request's comment.
-pub fn hint_markdown((lines, command): &(Vec<String>, String)) -> String {
-    let block = lines.iter().map(|l| format!("{l}\n")).collect::<String>();
-    format!(
-        "\n**To declare them**, add under `[ecr.repositories]` in desired.toml:\n\n{}\nor run {}.\n",
-        reconcile_core::markdown::fence(&block, "toml"),
-        reconcile_core::markdown::code(command)
-    )
-}

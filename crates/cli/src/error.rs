@@ -89,15 +89,33 @@ impl CliError {
             CliError::RefusedInput(why) => vec![format!("error: refused: {why}")],
             CliError::RefusedUnlock(why) => vec![format!("error: refusing to break the apply lock: {why}")],
             CliError::RefusedFindings(findings) => {
-                // The plan lists them all; a line names the first few.
-                const NAMED: usize = 5;
-                let more = findings.len().saturating_sub(NAMED);
-                let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+                // The plan or validate lists them all, and what resolves them; a line counts them
+                // by code (each entry is `CODE` or `CODE on ADDRESS`).
+                let mut codes: Vec<(&str, usize)> = Vec::new();
+                for code in findings.iter().filter_map(|f| f.split_whitespace().next()) {
+                    match codes.iter_mut().find(|(c, _)| *c == code) {
+                        Some((_, n)) => *n += 1,
+                        None => codes.push((code, 1)),
+                    }
+                }
+                // One of a code is named with what it is about; more are counted.
+                let counted: Vec<String> = codes
+                    .iter()
+                    .map(|(code, n)| match n {
+                        1 => findings
+                            .iter()
+                            .find(|f| f.split_whitespace().next() == Some(code))
+                            .cloned()
+                            .unwrap_or_default(),
+                        n => format!("{code} x{n}"),
+                    })
+                    .collect();
                 vec![format!(
-                    "error: refused: {} error finding(s) about desired.toml ({}{more}); fix desired.toml, or set the \
-                     key a finding names on its resource",
+                    "error: refused: {} error finding(s) about desired.toml ({}); each says what resolves it, and \
+                     `reconcile explain {}` says more",
                     findings.len(),
-                    findings[..findings.len().min(NAMED)].join(", ")
+                    counted.join(", "),
+                    codes[0].0
                 )]
             }
             CliError::Stale { path, reasons } => {

@@ -1,10 +1,12 @@
-//! Exit codes: the one place they are defined. The README lists the same table.
+//! Exit codes: the one place they are defined, one meaning each. docs/reference/exit-codes.md
+//! lists the same table (a test holds the two together).
 
 /// Success; for `plan --detailed-exitcode`, no changes.
 pub const OK: u8 = 0;
 /// An error: bad input, an AWS failure, a failed apply.
 pub const ERROR: u8 = 1;
-/// `plan --detailed-exitcode` or `drift`: the account differs from desired.toml.
+/// A difference found, which is not an error: `plan --detailed-exitcode` has changes, `drift`
+/// found the account differs, `declare --check` or `import --check` would change desired.toml.
 pub const CHANGES: u8 = 2;
 /// Refused by a safety check before any write, such as a delete without `--allow-delete`.
 pub const REFUSED: u8 = 3;

@@ -15,6 +15,7 @@ mod declare;
 mod error;
 mod exit;
 mod files;
+mod generate;
 mod github;
 mod import;
 mod lock;
@@ -38,10 +39,32 @@ pub const PLANNED_BY: &str =
 
 use clap::Parser;
 
+/// Whether `reconcile ARGS` is a command line the binary accepts (a subcommand and its flags),
+/// without running it: what a test holds every command line of the docs to. `--help` and
+/// `--version` are accepted; so, unless the line is `whole`, is one that only leaves out a
+/// required argument or the last flag's value (prose naming `reconcile head`); any other error
+/// is said.
+pub fn accepts(args: &[&str], whole: bool) -> Result<(), String> {
+    use clap::error::ErrorKind;
+    match args::Args::try_parse_from(std::iter::once("reconcile").chain(args.iter().copied())) {
+        Ok(_) => Ok(()),
+        Err(error) if !error.use_stderr() => Ok(()),
+        Err(error)
+            if !whole
+                && (error.kind() == ErrorKind::MissingRequiredArgument
+                    || (error.kind() == ErrorKind::InvalidValue
+                        && args.last().is_some_and(|a| a.starts_with("--")))) =>
+        {
+            Ok(())
+        }
+        Err(error) => Err(error.render().to_string()),
+    }
+}
+
 /// Runs `reconcile` with the process's arguments; the one place errors are printed.
 pub fn main() -> ExitCode {
     // clap exits 2 on a usage error, which the workflows read as "changes" (plan
-    // --detailed-exitcode) or "drift": a usage error is an error, 1, as the README's table says.
+    // --detailed-exitcode) or "drift": a usage error is an error, 1, as docs/reference/exit-codes.md says.
     let args = match args::Args::try_parse() {
         Ok(args) => args,
         Err(error) => {

@@ -65,6 +65,7 @@ pub const DESCRIPTION: Description = Description {
         },
     ],
     terraform: crate::terraform::MAPPINGS,
+    generate: crate::generate::generate,
 };
 
 /// A project (and its webhook) is named by `name`, `projectName` or its ARN.

@@ -15,6 +15,7 @@
 pub mod builds;
 mod canonical;
 mod describe;
+mod generate;
 mod section;
 mod terraform;
 
@@ -248,6 +249,13 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
 impl Reconciler for CodebuildReconciler {
     fn kinds(&self) -> &'static [ResourceKind] {
         CodebuildKind::KINDS
+    }
+
+    async fn inventory(
+        &self,
+        desired: &[&DesiredResource],
+    ) -> Result<Vec<reconcile_core::generate::Found>, ReconcileError> {
+        self.inventory_of(desired).await
     }
 
     async fn observe(&self, desired: &[&DesiredResource]) -> Result<Observations, ReconcileError> {

@@ -38,6 +38,27 @@ pub struct Runner<'a> {
 /// What a build on the runner needs of a crate's resources, as IAM statements.
 pub type RunnerFn = fn(&Desired, &Account, &Runner<'_>) -> Vec<Value>;
 
+/// A crate's lines of desired.toml for `found` (every resource chosen of its kinds, as its
+/// reconciler's `inventory` read them), given desired.toml as it is and what the crates before it
+/// in the catalog declare or generate (`references`: a role's key, for a project's
+/// `service_role`).
+pub type GenerateFn = fn(
+    found: &[&crate::generate::Found],
+    desired: &Desired,
+    account: &Account,
+    references: &[crate::desired::Reference],
+) -> crate::generate::Generated;
+
+/// For a crate with nothing to generate.
+pub fn generates_nothing(
+    _: &[&crate::generate::Found],
+    _: &Desired,
+    _: &Account,
+    _: &[crate::desired::Reference],
+) -> crate::generate::Generated {
+    crate::generate::Generated::default()
+}
+
 /// One resource crate.
 pub struct Description {
     /// The crate, for messages: `ecr`.
@@ -54,6 +75,9 @@ pub struct Description {
     /// How each kind becomes the Terraform providers' resources, one entry per kind
     /// (`plan --format terraform-json`).
     pub terraform: &'static [crate::terraform::Mapping],
+    /// desired.toml's lines for what the account holds of its kinds undeclared
+    /// (`import --generate`): [`generates_nothing`] for a crate that generates none.
+    pub generate: GenerateFn,
 }
 
 /// What a CI role needs on a crate's resources, as IAM statements (each with a `Sid`).
@@ -233,6 +257,7 @@ mod tests {
             map: |_, _, _| Vec::new(),
             unmapped: "",
         }],
+        generate: generates_nothing,
     };
     static SECOND: Description = Description {
         name: "second",
@@ -242,6 +267,7 @@ mod tests {
         access: Access { reads: |_, _| statement("SecondReads"), ..Access::NONE },
         trail: &[],
         terraform: &[],
+        generate: generates_nothing,
     };
 
     #[test]

@@ -12,6 +12,7 @@ pub mod destroy;
 pub mod engine;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
+pub mod generate;
 pub mod json;
 pub mod mark;
 pub mod markdown;
@@ -37,5 +38,5 @@ mod snapshots_tests;
 
 pub use address::{Address, ResourceKind};
 pub use desired::{Desired, DesiredError, DesiredErrors};
-pub use plan::{Action, Change, DesiredResource, Finding, Impact, Observed, Plan, Severity};
+pub use plan::{Action, Change, DesiredResource, Finding, Impact, NextStep, Observed, Plan, Severity};
 pub use reconciler::{Account, Applied, Destroy, ErrorKind, Progress, Prune, ReconcileError, Reconciler};

@@ -44,22 +44,43 @@ pub fn titled(plan: &Plan, limit: usize, command: &str) -> String {
     let budget = limit.saturating_sub(CLOSING_RESERVE);
     let mut left_out = LeftOut::default();
 
+    // A refused plan says so, and what resolves it, before anything else.
+    if plan.refused() {
+        let mut lead = format!("\n> [!CAUTION]\n> {}\n", message(&crate::render::refusal_line(plan)));
+        for step in &plan.next_steps {
+            write!(lead, ">\n> To resolve it: {}\n", message(&step.say)).unwrap();
+            if !step.lines.is_empty() {
+                let block: String = step.lines.iter().map(|line| format!("{line}\n")).collect();
+                for line in fence(&block, "toml").lines() {
+                    writeln!(lead, "> {line}").unwrap();
+                }
+            }
+        }
+        push(&mut out, &lead, budget);
+    }
+
     // Findings first, errors first (ranked): padding a pull request with changes never pushes one
-    // out of the comment.
+    // out of the comment. Many of one kind fold into one, the rest in a fold of their own.
     if !plan.findings.is_empty() {
         push(&mut out, "\n**Findings**\n\n", budget);
-        for finding in &plan.findings {
-            let address = finding.address.as_ref().map(|a| format!(" {}:", code(&a.to_string()))).unwrap_or_default();
-            let line = format!(
-                "- {} {}{address} {}{}\n",
-                severity_word(finding.severity),
-                code(&finding.code),
-                message(&finding.message),
-                message(&crate::render::overridden_note(finding))
-            );
+        for folded in crate::render::folded(plan) {
+            let more = code(&crate::render::learn_more(&folded.first.code));
+            let line = format!("{} ({more})\n", finding_item(folded.first));
             if !push(&mut out, &line, budget) {
-                left_out.findings += 1;
+                left_out.findings += 1 + folded.others.len();
+                continue;
             }
+            if folded.others.is_empty() {
+                continue;
+            }
+            let summary = format!("and {} more like it", folded.others.len());
+            push(&mut out, &format!("\n  <details><summary>{summary}</summary>\n\n"), budget);
+            for other in &folded.others {
+                if !push(&mut out, &format!("  {}\n", finding_item(other)), budget) {
+                    left_out.findings += 1;
+                }
+            }
+            push(&mut out, "\n  </details>\n\n", budget);
         }
     }
 
@@ -123,6 +144,18 @@ pub fn titled(plan: &Plan, limit: usize, command: &str) -> String {
         writeln!(out, "\n_Planned by {}._", code(by)).unwrap();
     }
     out
+}
+
+/// A finding as a list item: `- Error `W601` `address`: message`.
+fn finding_item(finding: &crate::plan::Finding) -> String {
+    let address = finding.address.as_ref().map(|a| format!(" {}:", code(&a.to_string()))).unwrap_or_default();
+    format!(
+        "- {} {}{address} {}{}",
+        severity_word(finding.severity),
+        code(&finding.code),
+        message(&finding.message),
+        message(&crate::render::overridden_note(finding))
+    )
 }
 
 /// Rendered Markdown made safe in a table cell: a `|` that nothing escaped yet (one inside a code

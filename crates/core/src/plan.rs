@@ -338,6 +338,18 @@ pub struct Plan {
     /// estimate from what the account measured); empty when no change touches it. It informs:
     /// no exit code or status depends on it.
     pub costs: Vec<CostFigure>,
+    /// What resolves the findings that refuse the plan (the command that imports what is not
+    /// ours, the lines a new bake target needs), which a refused plan leads with.
+    pub next_steps: Vec<NextStep>,
+}
+
+/// One thing to do about a refused plan: what to run or change, and what to add, verbatim.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NextStep {
+    /// What to do, in a sentence whose commands and keys are code spans.
+    pub say: String,
+    /// Lines to add to a file, shown as they are (TOML), under the sentence.
+    pub lines: Vec<String>,
 }
 
 /// One cause of a change to the monthly bill, with what it rests on.
@@ -533,7 +545,13 @@ impl Plan {
             takeovers: BTreeMap::new(),
             administrators: Vec::new(),
             costs: Vec::new(),
+            next_steps: Vec::new(),
         }
+    }
+
+    /// Whether an error finding about desired.toml refuses it: it leads with the refusal.
+    pub fn refused(&self) -> bool {
+        self.findings.iter().any(Finding::refuses)
     }
 
     pub fn summary(&self) -> Summary {

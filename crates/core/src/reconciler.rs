@@ -252,6 +252,13 @@ pub trait Reconciler: Send + Sync {
         Ok(Vec::new())
     }
 
+    /// For `import --generate`: what the account holds of this reconciler's kinds that `desired`
+    /// (every desired resource of its kinds) does not declare, with what its description's
+    /// `generate` needs to declare each as it is. Read only. Most kinds have nothing to say.
+    async fn inventory(&self, _desired: &[&DesiredResource]) -> Result<Vec<crate::generate::Found>, ReconcileError> {
+        Ok(Vec::new())
+    }
+
     /// What the plan's changes of this reconciler's kinds will do beyond the fields they set,
     /// such as the images a new lifecycle policy expires. Read only; most kinds have nothing
     /// to say. `desired` holds every desired resource of the plan.

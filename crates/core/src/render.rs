@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use similar::TextDiff;
 
 use crate::json::to_pretty;
-use crate::plan::{Action, Change, Plan, Severity, Takeover};
+use crate::plan::{Action, Change, Finding, Plan, Severity, Takeover};
 
 /// The version of reconcile's JSON plan format, under [`VERSION_KEY`]. Consumers should reject
 /// an unknown major version. 2.0: the key is no longer Terraform's `format_version`, which made
@@ -67,14 +67,22 @@ pub fn text(plan: &Plan) -> String {
     styled_text(plan).plain()
 }
 
-/// The plan as styled text: [`text`], with what each line means marked.
+/// The plan as styled text: [`text`], with what each line means marked. A refused plan leads
+/// with the refusal, what resolves it and its findings, before any diff.
 pub fn styled_text(plan: &Plan) -> Styled {
     let mut out = Styled::default();
     let made_by = plan.made_by.as_ref().map(|by| format!(", planned by {by}")).unwrap_or_default();
     out.line(style::PLAIN, format_args!("Account {}, region {}{made_by}.", plan.account, plan.region));
     out.blank();
-    if plan.changes.is_empty() {
+    let refused = plan.refused();
+    if refused {
+        render_refusal(&mut out, plan);
         render_findings(&mut out, plan);
+    }
+    if plan.changes.is_empty() {
+        if !refused {
+            render_findings(&mut out, plan);
+        }
         render_attribution_note(&mut out, plan);
         if plan.account_differs() {
             out.line(style::SUMMARY, summary_line(plan));
@@ -96,13 +104,87 @@ pub fn styled_text(plan: &Plan) -> Styled {
         }
     }
     out.blank();
-    render_findings(&mut out, plan);
+    if !refused {
+        render_findings(&mut out, plan);
+    }
     render_attribution_note(&mut out, plan);
     out.line(style::SUMMARY, summary_line(plan));
     for line in cost_lines(plan) {
         out.line(style::PLAIN, line);
     }
     out
+}
+
+/// What a refused plan says first: that it is refused, by which findings, and what to do.
+fn render_refusal(out: &mut Styled, plan: &Plan) {
+    out.line(style::DESTROY, refusal_line(plan));
+    for step in &plan.next_steps {
+        out.line(style::PLAIN, format_args!("To resolve it: {}", printable(&step.say)));
+        for line in &step.lines {
+            out.line(style::PLAIN, format_args!("    {}", printable(line)));
+        }
+    }
+    out.blank();
+}
+
+/// `Refused: 30 error findings (W601) stop this plan; nothing can be applied until they are
+/// resolved.`
+pub fn refusal_line(plan: &Plan) -> String {
+    let refusing: Vec<&Finding> = plan.findings.iter().filter(|f| f.refuses()).collect();
+    let mut codes: Vec<&str> = refusing.iter().map(|f| f.code.as_str()).collect();
+    codes.dedup();
+    let (noun, verb, pronoun) =
+        if refusing.len() == 1 { ("finding", "stops", "it is") } else { ("findings", "stop", "they are") };
+    format!(
+        "Refused: {} error {noun} ({}) {verb} this plan; nothing can be applied until {pronoun} resolved.",
+        refusing.len(),
+        codes.join(", ")
+    )
+}
+
+/// How a reader learns more about a finding: what every finding line ends with.
+pub fn learn_more(code: &str) -> String {
+    format!("reconcile explain {code}")
+}
+
+/// Findings of one code, severity and kind of subject, as a reader takes them in: three or more
+/// fold into one, the first in full and the rest named (as Terraform folds its diagnostics,
+/// "and 29 more similar errors"); the JSON formats keep every one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Folded<'a> {
+    pub first: &'a Finding,
+    pub others: Vec<&'a Finding>,
+}
+
+/// How many findings of one kind are shown one by one; more fold.
+pub const FOLD_FROM: usize = 3;
+
+/// `plan`'s findings folded, in their order (ranked findings of one code are together already).
+/// One that says who made it (an attribution) stands alone: that is what a reader acts on.
+pub fn folded(plan: &Plan) -> Vec<Folded<'_>> {
+    let attributed = |f: &Finding| f.address.as_ref().is_some_and(|a| plan.attributions.contains_key(a));
+    let key = |f: &Finding| (f.code.clone(), f.severity, f.address.is_some());
+    let foldable = |f: &Finding| {
+        !attributed(f) && plan.findings.iter().filter(|o| !attributed(o) && key(o) == key(f)).count() >= FOLD_FROM
+    };
+    let mut groups: Vec<Folded<'_>> = Vec::new();
+    for finding in &plan.findings {
+        let group = groups.iter_mut().find(|g| foldable(g.first) && key(g.first) == key(finding));
+        match group {
+            Some(group) if foldable(finding) => group.others.push(finding),
+            _ => groups.push(Folded { first: finding, others: Vec::new() }),
+        }
+    }
+    groups
+}
+
+/// `and 29 more like it: a, b, c`: what a folded finding names of the rest.
+pub fn fold_line(others: &[&Finding]) -> String {
+    let named: Vec<String> = others
+        .iter()
+        .map(|f| f.address.as_ref().map_or_else(|| printable(&f.message).into_owned(), ToString::to_string))
+        .collect();
+    format!("and {} more like it: {}", others.len(), named.join(", "))
 }
 
 /// The plan's cost line and its causes, one line each: empty when no change touches the bill.
@@ -148,23 +230,25 @@ fn render_findings(out: &mut Styled, plan: &Plan) {
     if plan.findings.is_empty() {
         return;
     }
-    for finding in &plan.findings {
+    for Folded { first: finding, others } in folded(plan) {
         let severity = severity_word(finding.severity);
         let style = match finding.severity {
             Severity::Warning => style::UPDATE,
             Severity::Error => style::DESTROY,
         };
         let overridden = overridden_note(finding);
-        match &finding.address {
-            Some(address) => out.line(
-                style,
-                format_args!("{severity} [{}] {address}: {}{overridden}", finding.code, printable(&finding.message)),
-            ),
-            None => out
-                .line(style, format_args!("{severity} [{}] {}{overridden}", finding.code, printable(&finding.message))),
+        let more = learn_more(&finding.code);
+        let subject = finding.address.as_ref().map(|address| format!(" {address}:")).unwrap_or_default();
+        out.line(
+            style,
+            format_args!("{severity} [{}]{subject} {}{overridden} ({more})", finding.code, printable(&finding.message)),
+        );
+        if !others.is_empty() {
+            out.line(style::PLAIN, format_args!("    {} (each in full: --format json)", fold_line(&others)));
         }
         // Who made what a finding is about, when it is not a change (whose line has it).
-        if let Some(address) = &finding.address
+        if others.is_empty()
+            && let Some(address) = &finding.address
             && !plan.changes.iter().any(|c| &c.address == address)
             && let Some(attribution) = plan.attributions.get(address)
         {

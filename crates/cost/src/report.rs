@@ -441,7 +441,8 @@ impl CostReport {
         if !self.findings.is_empty() {
             out.push('\n');
             for finding in &self.findings {
-                out.push_str(&format!("Warning [{}] {}\n", finding.code, finding.message));
+                let more = reconcile_core::render::learn_more(&finding.code);
+                out.push_str(&format!("Warning [{}] {} ({more})\n", finding.code, finding.message));
             }
         }
         out.push('\n');

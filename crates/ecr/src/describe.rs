@@ -92,6 +92,7 @@ pub const DESCRIPTION: Description = Description {
         },
     ],
     terraform: crate::terraform::MAPPINGS,
+    generate: crate::generate::generate,
 };
 
 /// A call names a repository by `repositoryName` (in this account's registry: another's is

@@ -13,6 +13,7 @@
 
 mod describe;
 pub mod expiry;
+mod generate;
 mod impact;
 mod lifecycle;
 mod runner;
@@ -276,6 +277,13 @@ impl Reconciler for EcrReconciler {
             }
         }
         Ok(Observations { resources: result, findings, replace: Vec::new() })
+    }
+
+    async fn inventory(
+        &self,
+        desired: &[&DesiredResource],
+    ) -> Result<Vec<reconcile_core::generate::Found>, ReconcileError> {
+        self.inventory_of(desired).await
     }
 
     /// Every repository in the account that desired.toml does not declare; loudly those without

@@ -257,6 +257,60 @@ enum ActionType {
     Transition,
 }
 
+/// What desired.toml's `[ecr]` already says, for `import --generate`: whether it has any of
+/// it, its defaults, and its named policies in canonical form.
+pub(crate) struct Existing {
+    pub any: bool,
+    pub defaults: crate::generate::Defaults,
+    pub policies: Vec<(String, serde_json::Value)>,
+}
+
+pub(crate) fn existing(desired: &Desired) -> Existing {
+    let raw: Option<RawEcr> = desired.section(CLAIM.name).and_then(|section| section.parse().ok());
+    let Some(raw) = raw else {
+        return Existing { any: false, defaults: Default::default(), policies: Vec::new() };
+    };
+    let d = &raw.defaults;
+    let defaults = crate::generate::Defaults {
+        policy: d.lifecycle_policy.as_ref().map(|p| p.get_ref().clone()),
+        mutability: d.image_tag_mutability.map(|m| m.as_str().to_owned()),
+        scan_on_push: d.scan_on_push,
+        encryption: d.encryption_type.map(|e| e.as_str().to_owned()),
+        kms_key: d.kms_key.as_ref().map(|k| k.get_ref().clone()),
+        tags: d.tags.iter().map(|(k, v)| (k.clone(), v.get_ref().clone())).collect(),
+    };
+    let policies = raw
+        .lifecycle_policies
+        .iter()
+        .map(|(name, policy)| {
+            let rules: Vec<serde_json::Value> =
+                policy.rules.get_ref().iter().filter_map(|rule| serde_json::to_value(rule.get_ref()).ok()).collect();
+            (name.clone(), crate::canonical_policy(&serde_json::json!({ "rules": rules })))
+        })
+        .collect();
+    let any = raw.repositories.is_some() || !raw.lifecycle_policies.is_empty() || {
+        let d = &raw.defaults;
+        d.lifecycle_policy.is_some()
+            || d.image_tag_mutability.is_some()
+            || d.scan_on_push.is_some()
+            || d.encryption_type.is_some()
+            || d.kms_key.is_some()
+            || !d.tags.is_empty()
+    };
+    Existing { any, defaults, policies }
+}
+
+/// Whether a live lifecycle policy (canonical) can be written as `[ecr.lifecycle_policies]`
+/// rules: only `rules`, each of the fields desired.toml knows.
+pub(crate) fn expressible(policy: &serde_json::Value) -> Result<(), String> {
+    let Some(object) = policy.as_object() else { return Err("it is not a JSON object".to_owned()) };
+    if let Some(other) = object.keys().find(|key| *key != "rules") {
+        return Err(format!("it has `{other}` besides its rules"));
+    }
+    let rules = object.get("rules").cloned().unwrap_or(serde_json::Value::Null);
+    serde_json::from_value::<Vec<RawLifecycleRule>>(rules).map(|_| ()).map_err(|e| e.to_string())
+}
+
 /// Checks the `[ecr]` section and converts it to the model.
 fn convert(
     locate: &Locator<'_>,

@@ -178,6 +178,7 @@ pub const DESCRIPTION: reconcile_core::describe::Description = reconcile_core::d
     access: reconcile_core::describe::Access::NONE,
     trail: &[],
     terraform: crate::terraform::MAPPINGS,
+    generate: reconcile_core::describe::generates_nothing,
 };
 
 /// `github_fork_pr_approval.<repository>`: which fork pull requests wait for approval.

@@ -6,7 +6,7 @@
 //!
 //! These roles are the account's real boundary: whoever can assume the apply role can change
 //! everything reconcile manages. So the apply role can never change this section's resources;
-//! an administrator applies those (see docs/desired.md).
+//! an administrator applies those (see docs/reference/desired.md).
 //!
 //! This crate claims it ([`CLAIM`]); [`declared`] is what it holds.
 

@@ -140,6 +140,7 @@ pub const DESCRIPTION: Description = Description {
         },
     ],
     terraform: crate::terraform::MAPPINGS,
+    generate: crate::generate::generate,
 };
 
 fn text<'a>(parameters: &'a Value, key: &str) -> Option<&'a str> {

@@ -21,6 +21,7 @@ mod ci_section;
 mod derive;
 mod describe;
 pub mod evaluate;
+mod generate;
 mod policy;
 pub mod reach;
 mod section;
@@ -154,6 +155,13 @@ impl Family {
 impl Reconciler for IamReconciler {
     fn kinds(&self) -> &'static [ResourceKind] {
         IamKind::KINDS
+    }
+
+    async fn inventory(
+        &self,
+        desired: &[&DesiredResource],
+    ) -> Result<Vec<reconcile_core::generate::Found>, ReconcileError> {
+        self.inventory_of(desired).await
     }
 
     async fn observe(&self, desired: &[&DesiredResource]) -> Result<Observations, ReconcileError> {

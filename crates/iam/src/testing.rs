@@ -25,6 +25,7 @@ pub const fn described(name: &'static str, section: &'static [Claim], runner: Ru
         access: Access { runner, ..Access::NONE },
         trail: &[],
         terraform: &[],
+        generate: reconcile_core::describe::generates_nothing,
     }
 }
 

@@ -97,6 +97,7 @@ pub const DESCRIPTION: Description = Description {
         },
     ],
     terraform: crate::terraform::MAPPINGS,
+    generate: crate::generate::generate,
 };
 
 fn names(name: &str, parameters: &Value, _: &Account) -> bool {

@@ -9,6 +9,7 @@
 //! is deleted only by `destroy`.
 
 mod describe;
+mod generate;
 mod lifecycle;
 pub mod lock;
 mod section;
@@ -97,6 +98,13 @@ enum Head {
 impl Reconciler for S3Reconciler {
     fn kinds(&self) -> &'static [ResourceKind] {
         S3Kind::KINDS
+    }
+
+    async fn inventory(
+        &self,
+        desired: &[&DesiredResource],
+    ) -> Result<Vec<reconcile_core::generate::Found>, ReconcileError> {
+        self.inventory_of(desired).await
     }
 
     async fn observe(&self, desired: &[&DesiredResource]) -> Result<Observations, ReconcileError> {

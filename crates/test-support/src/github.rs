@@ -31,6 +31,12 @@ impl GithubServer {
         GithubServer { endpoint, address, _child: Mutex::new(child), _stdin: Mutex::new(stdin) }
     }
 
+    /// A stand-in of its own, for a test that needs the repositories' names to be the ones its
+    /// files say (`ROCm/rocm-bake`) with no other test's state in them; it stops when dropped.
+    pub fn separate() -> GithubServer {
+        GithubServer::start()
+    }
+
     /// `http://127.0.0.1:PORT`, for `GITHUB_API_URL`.
     pub fn endpoint(&self) -> &str {
         &self.endpoint

@@ -123,6 +123,7 @@ pub const DESCRIPTION: Description = Description {
         },
         unmapped: "",
     }],
+    generate: reconcile_core::describe::generates_nothing,
 };
 
 /// The queues it holds, in memory: what apply wrote.

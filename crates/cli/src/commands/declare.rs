@@ -45,7 +45,7 @@ pub fn run(path: &Path, bake: Option<&Path>, check: bool, account: Option<&str>)
         let name = path.display().to_string();
         let diff = similar::TextDiff::from_lines(&inputs.desired_text, &text);
         out(&diff.unified_diff().context_radius(3).header(&name, &name).to_string())?;
-        return Ok(exit::ERROR);
+        return Ok(exit::CHANGES);
     }
     crate::files::rewrite(path, &inputs.desired_text, &text)?;
     err(&format!("Declared in {}:", path.display()));

@@ -3,9 +3,11 @@
 //! `import` for the next plan to show as imports and apply to take over; the imports already
 //! done taken off. Reads the account, never writes to it; `--check` prints the diff instead.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use reconcile_core::Address;
+use reconcile_core::generate::{Found, matches};
 use reconcile_core::ownership::{Owner, mark, owner};
 use reconcile_core::plan::Observed;
 
@@ -13,13 +15,18 @@ use crate::aws::Aws;
 use crate::error::CliError;
 use crate::exit;
 use crate::output::{err, out};
-use crate::session::Session;
+use crate::session::{Inputs, Load, Planned, Session};
 
-pub async fn run(session: &Session<Aws>, path: &Path, check: bool) -> Result<u8, CliError> {
-    let planned = session.plan(None).await?;
-    let inputs = session.inputs();
-    let (mut wanted, mut done): (Vec<Address>, Vec<Address>) = (Vec::new(), Vec::new());
-    let mut left_out = 0;
+/// What a plan's declared resources ask of `import`: list the unmarked ones, take off the ones
+/// done; those carrying another deployment's mark are left out (and said, when `say`).
+struct Takeovers {
+    wanted: Vec<Address>,
+    done: Vec<Address>,
+    left_out: usize,
+}
+
+fn takeovers(planned: &Planned, say: bool) -> Takeovers {
+    let (mut wanted, mut done, mut left_out) = (Vec::new(), Vec::new(), 0);
     for resource in planned.resources.values() {
         let Some(ours) = mark(&resource.attributes) else { continue };
         let address = resource.address.clone();
@@ -37,10 +44,12 @@ pub async fn run(session: &Session<Aws>, path: &Path, check: bool) -> Result<u8,
                 Owner::Ours => done.push(address),
                 Owner::Deployment(other) => {
                     left_out += 1;
-                    err(&format!(
-                        "left out {address}: it carries deployment `{other}`'s mark, not `{ours}`'s; list it by hand \
-                         to take it from that deployment"
-                    ));
+                    if say {
+                        err(&format!(
+                            "left out {address}: it carries deployment `{other}`'s mark, not `{ours}`'s; list it by \
+                             hand to take it from that deployment"
+                        ));
+                    }
                 }
                 // The plan re-marks it: no import needed.
                 Owner::Legacy => {}
@@ -49,6 +58,13 @@ pub async fn run(session: &Session<Aws>, path: &Path, check: bool) -> Result<u8,
             _ => done.push(address),
         }
     }
+    Takeovers { wanted, done, left_out }
+}
+
+pub async fn run(session: &Session<Aws>, path: &Path, check: bool) -> Result<u8, CliError> {
+    let planned = session.plan(None).await?;
+    let inputs = session.inputs();
+    let Takeovers { wanted, done, left_out } = takeovers(&planned, true);
     let listing = crate::import::list(&inputs.desired_text, &wanted, &done)
         .map_err(|why| CliError::Input(vec![format!("{}: {why}", path.display())]))?;
     if listing.added.is_empty() && listing.removed.is_empty() {
@@ -84,7 +100,7 @@ pub async fn run(session: &Session<Aws>, path: &Path, check: bool) -> Result<u8,
         let name = path.display().to_string();
         let diff = similar::TextDiff::from_lines(&inputs.desired_text, &listing.text);
         out(&diff.unified_diff().context_radius(3).header(&name, &name).to_string())?;
-        return Ok(exit::ERROR);
+        return Ok(exit::CHANGES);
     }
     crate::files::rewrite(path, &inputs.desired_text, &listing.text)?;
     if !listing.added.is_empty() {
@@ -106,4 +122,191 @@ pub async fn run(session: &Session<Aws>, path: &Path, check: bool) -> Result<u8,
         }
     }
     Ok(exit::OK)
+}
+
+/// `reconcile import --generate [PATTERN...]`: desired.toml's declarations of what the account
+/// holds and desired.toml does not declare (those whose names match a pattern, or every
+/// repository, bucket and project and the roles they run as), with their imports, proven before
+/// they are written: the plan of the result changes nothing but the imports. A resource whose
+/// live value desired.toml cannot say is left out, and why is said.
+pub async fn generate(session: &Session<Aws>, path: &Path, patterns: &[String], check: bool) -> Result<u8, CliError> {
+    let inputs = session.inputs();
+    let planned = session.plan(None).await?;
+    let account = planned.account.clone();
+    let ours = inputs.desired.deployment.as_str();
+    let found = session.inventory(&planned).await?;
+    let (mine, others): (Vec<&Found>, Vec<&Found>) =
+        found.iter().partition(|f| f.deployment.as_deref().is_none_or(|d| d == ours));
+    let named_others = others.iter().filter(|f| matches(&f.name, patterns)).count();
+    if named_others > 0 {
+        err(&format!(
+            "left out {named_others} resource(s) that carry another deployment's mark: they are that deployment's"
+        ));
+    }
+    let mut chosen: BTreeSet<usize> = (0..mine.len())
+        .filter(|&at| matches(&mine[at].name, patterns) && (!patterns.is_empty() || mine[at].by_default))
+        .collect();
+    // What a chosen resource needs declared with it (a project's role), until nothing is added.
+    loop {
+        let needed: BTreeSet<usize> = chosen
+            .iter()
+            .flat_map(|&at| mine[at].needs.iter())
+            .filter_map(|name| mine.iter().position(|f| &f.name == name && !f.by_default))
+            .filter(|at| !chosen.contains(at))
+            .collect();
+        if needed.is_empty() {
+            break;
+        }
+        chosen.extend(needed);
+    }
+    if chosen.is_empty() {
+        if !check {
+            err(&format!(
+                "{}: the account holds nothing undeclared to generate{}.",
+                path.display(),
+                match patterns {
+                    [] => String::new(),
+                    _ => format!(" whose name matches {}", patterns.join(" or ")),
+                }
+            ));
+        }
+        return Ok(exit::OK);
+    }
+    let before: BTreeSet<(String, Option<Address>)> =
+        planned.plan.findings.iter().filter(|f| f.refuses()).map(|f| (f.code.clone(), f.address.clone())).collect();
+    let mut excluded: BTreeMap<String, String> = BTreeMap::new();
+    for _round in 0..4 {
+        let set: Vec<&Found> = chosen.iter().map(|&at| mine[at]).filter(|f| !excluded.contains_key(&f.name)).collect();
+        if set.is_empty() {
+            break;
+        }
+        let generation = crate::generate::generate(&inputs.desired_text, &inputs.desired, &account, &set)
+            .map_err(|why| CliError::Input(vec![format!("{}: {why}", path.display())]))?;
+        if let Err(errors) = crate::catalog::parse_desired(path, &generation.text) {
+            for error in &errors.0 {
+                let owners = crate::generate::owners_of(&generation, &error.key_path);
+                if owners.is_empty() {
+                    return Err(CliError::RefusedInput(format!(
+                        "{}: what was generated would be invalid: {error}; nothing was written",
+                        path.display()
+                    )));
+                }
+                for owner in owners {
+                    excluded.insert(owner.to_owned(), format!("desired.toml would refuse it: {}", error.message));
+                }
+            }
+            continue;
+        }
+        let first = Inputs::from_text(path, &generation.text, Load::default())?;
+        let listed = session.plan_of(&first, account.clone(), None).await?;
+        let Takeovers { wanted, done, .. } = takeovers(&listed, false);
+        let listing = crate::import::list(&generation.text, &wanted, &done)
+            .map_err(|why| CliError::Input(vec![format!("{}: {why}", path.display())]))?;
+        let second = Inputs::from_text(path, &listing.text, Load::default())?;
+        let proved = session.plan_of(&second, account.clone(), None).await?;
+        let mut notes = generation.notes.clone();
+        let names: BTreeSet<&str> = set.iter().map(|f| f.name.as_str()).collect();
+        let refused = proof(&proved, &names, &generation.derived, &before, &mut notes)?;
+        if !refused.is_empty() {
+            excluded.extend(refused);
+            continue;
+        }
+        let mut left_out: Vec<(String, String)> = generation.left_out.clone();
+        left_out.extend(excluded.iter().map(|(name, why)| (format!("`{name}`"), why.clone())));
+        for (what, why) in &left_out {
+            err(&format!("left out {what}: {why}"));
+        }
+        for note in &notes {
+            err(&format!("note: {note}"));
+        }
+        if check {
+            let name = path.display().to_string();
+            let diff = similar::TextDiff::from_lines(&inputs.desired_text, &listing.text);
+            out(&diff.unified_diff().context_radius(3).header(&name, &name).to_string())?;
+            return Ok(exit::CHANGES);
+        }
+        crate::files::rewrite(path, &inputs.desired_text, &listing.text)?;
+        let written: BTreeSet<&str> = generation.owners.iter().map(|(_, owner)| owner.as_str()).collect();
+        err(&format!(
+            "Declared in {} ({} resource(s)), each listed in `import` ({} address(es)): `reconcile plan` shows only \
+             imports, and the next apply (an administrator's) marks them as deployment `{ours}`'s.",
+            path.display(),
+            written.len(),
+            listing.added.len(),
+        ));
+        return Ok(exit::OK);
+    }
+    let why: Vec<String> = excluded.iter().map(|(name, why)| format!("`{name}`: {why}")).collect();
+    Err(CliError::RefusedInput(format!(
+        "{}: no declaration of what was chosen plans only imports ({}); nothing was written",
+        path.display(),
+        why.join("; ")
+    )))
+}
+
+/// What the plan of a generated desired.toml does beyond imports to what was written (`names`),
+/// by the resource each change or new refusal was written for; a derived resource's change is a
+/// note instead. What desired.toml declared already is its own business, as in any plan.
+fn proof(
+    planned: &Planned,
+    names: &BTreeSet<&str>,
+    derived: &BTreeSet<Address>,
+    before: &BTreeSet<(String, Option<Address>)>,
+    notes: &mut Vec<String>,
+) -> Result<BTreeMap<String, String>, CliError> {
+    let mut refused = BTreeMap::new();
+    let written = |address: &Address| {
+        crate::generate::owner_of_address(&planned.resources, address).filter(|owner| names.contains(owner.as_str()))
+    };
+    for change in &planned.plan.changes {
+        if planned.plan.takeovers.contains_key(&change.address) && change.only_marks() {
+            continue;
+        }
+        let fields: Vec<&str> = change
+            .field_changes()
+            .iter()
+            .filter(|field| field.name != "tags" || !differ_by_the_mark_alone(field.before, field.after))
+            .map(|field| field.name)
+            .collect();
+        let what = format!("{} {}", change.action.as_str(), change.address);
+        if derived.contains(&change.address) {
+            notes.push(format!(
+                "the plan will {what}: what is live differs from what reconcile derives ({}); review it",
+                fields.join(", ")
+            ));
+            continue;
+        }
+        let Some(owner) = written(&change.address) else { continue };
+        refused.entry(owner).or_insert_with(|| {
+            format!("the plan would {what} ({}): desired.toml cannot say its live value", fields.join(", "))
+        });
+    }
+    for finding in planned.plan.findings.iter().filter(|f| f.refuses()) {
+        if before.contains(&(finding.code.clone(), finding.address.clone())) {
+            continue;
+        }
+        match finding.address.as_ref() {
+            Some(address) => {
+                let Some(owner) = written(address) else { continue };
+                refused.entry(owner).or_insert_with(|| format!("[{}] {}", finding.code, finding.message));
+            }
+            None => {
+                return Err(CliError::RefusedInput(format!(
+                    "what was generated would be refused: [{}] {}; nothing was written",
+                    finding.code, finding.message
+                )));
+            }
+        }
+    }
+    Ok(refused)
+}
+
+/// Whether two tag maps differ only by this deployment's mark (what an import writes).
+fn differ_by_the_mark_alone(before: Option<&serde_json::Value>, after: Option<&serde_json::Value>) -> bool {
+    let without = |tags: Option<&serde_json::Value>| {
+        let mut tags = tags.and_then(serde_json::Value::as_object).cloned().unwrap_or_default();
+        tags.remove(reconcile_core::mark::MARK_KEY);
+        tags
+    };
+    without(before) == without(after)
 }

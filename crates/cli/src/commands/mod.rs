@@ -7,6 +7,7 @@ mod cost;
 mod declare;
 mod docs;
 mod drift;
+pub mod explain;
 mod head;
 mod import;
 mod outputs;
@@ -30,6 +31,7 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
         crate::aws::Limits { parallelism, throttle_deadline: std::time::Duration::from_secs(throttle_deadline) };
     match command {
         Command::Schema => docs::schema(),
+        Command::Explain { code } => explain::run(code.as_deref()),
         Command::Completions { shell } => docs::completions(shell),
         Command::Man { dir } => docs::man(dir.as_deref()),
         Command::Validate { bake } => validate::run(&desired, bake.bake.as_deref()),
@@ -145,10 +147,13 @@ pub async fn run(args: Args) -> Result<u8, CliError> {
         Command::Declare { bake, check, account } => {
             declare::run(&desired, bake.bake.as_deref(), check, account.as_deref())
         }
-        Command::Import { check } => {
+        Command::Import { check, generate, patterns } => {
             let inputs = Inputs::load(&desired, Load::default())?;
             let session = session(inputs, Purpose::Read, limits).await?;
-            import::run(&session, &desired, check).await
+            match generate {
+                true => import::generate(&session, &desired, &patterns, check).await,
+                false => import::run(&session, &desired, check).await,
+            }
         }
         Command::Policy { role, key, account } => {
             let inputs = Inputs::load(&desired, Load::default())?;

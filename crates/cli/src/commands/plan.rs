@@ -7,14 +7,14 @@ use std::io::IsTerminal;
 use std::path::Path;
 
 use reconcile_core::audience::{self, Public};
-use reconcile_core::{Account, Desired, Severity, json, saved};
+use reconcile_core::{Account, Desired, NextStep, Plan, Severity, json, saved};
 
-use crate::args::{ColorChoice, Format, PlanFormat};
+use crate::args::{ColorChoice, PlanFormat};
 use crate::aws::Aws;
 use crate::error::CliError;
 use crate::exit;
 use crate::output::{Output, color_on, print_plan};
-use crate::session::{Session, refuse_on};
+use crate::session::{Inputs, Session, refuse_on};
 use crate::terraform;
 
 /// What was last applied, by address: the desired fields drift is found against.
@@ -38,6 +38,17 @@ impl Audience {
         let base =
             base.map(|path| crate::files::load_desired(path).map(|(desired, _)| Box::new(desired))).transpose()?;
         Ok(Audience::Public { base })
+    }
+
+    /// Whether `desired` is this public plan's own base (the default branch's plan of itself),
+    /// as against a pull request's, whose base is another file.
+    fn is_its_own_base(&self, desired: &Desired) -> bool {
+        match self {
+            Audience::Public { base: Some(base) } => {
+                Desired { path: desired.path.clone(), ..(**base).clone() } == *desired
+            }
+            _ => false,
+        }
     }
 
     /// What a public plan may show in `account`: the base's resources (address and the name AWS
@@ -95,59 +106,29 @@ pub async fn run(session: &Session<Aws>, color: ColorChoice, request: Request<'_
         plan.costs = session.costs(&plan, &planned.account).await;
     }
     let refused = refuse_on(&plan.findings);
+    plan.next_steps = next_steps(session.inputs(), &plan, public);
+    // Terraform's view of the plan only when it is saved or printed: it holds every resource's
+    // values over again (half a gigabyte for 5,000 repositories), for nothing in a text plan.
+    let view = || terraform::view(&plan, &planned.resources, last_applied.as_ref());
     // Saved before it is printed, so a reader that goes away cannot lose it; never when refused,
     // so a refused plan cannot be applied.
-    let view = terraform::view(&plan, &planned.resources, last_applied.as_ref());
     if let (Some(path), Ok(())) = (out, &refused) {
         let mut saved = saved::to_json(&plan, &session.inputs().desired_text, session.made_with());
-        saved[terraform::SAVED_KEY] = view.clone();
+        saved[terraform::SAVED_KEY] = view();
         crate::files::write_atomically(path, &(json::to_pretty(&saved) + "\n"))?;
     }
     let output = Output::new(color_on(color, std::io::stdout().is_terminal()));
     match format.common() {
         Some(format) => print_plan(&output, &plan, format, "plan")?,
-        None => crate::output::out(&(reconcile_core::terraform::to_line(&view) + "\n"))?,
-    }
-    // Refused for repositories the bake file names and desired.toml lacks: the lines that fix it.
-    let inputs = session.inputs();
-    if refused.is_err()
-        && plan.findings.iter().any(|f| f.code == reconcile_bake::UNDECLARED_BAKE_REPOSITORY)
-        && let Some(bake) = &inputs.bake
-        && let Some(hint) = crate::declare::hint(&inputs.desired_text, &inputs.desired, bake, Some(&plan.account))
-    {
-        match format.common() {
-            Some(Format::Markdown) => {
-                let markdown = crate::declare::hint_markdown(&hint);
-                crate::output::out(&markdown)?;
-                crate::output::step_summary(&markdown)?;
-            }
-            _ => crate::output::err_lines(&crate::declare::hint_text(&hint)),
-        }
-    }
-    // Refused for resources that exist without the mark: the command that lists them for import.
-    let unmarked =
-        plan.findings.iter().filter(|f| f.code == reconcile_core::ownership::NOT_OURS && f.refuses()).count();
-    if refused.is_err() && unmarked > 0 && !public {
-        let hint = format!(
-            "{unmarked} declared resource(s) exist without deployment `{}`'s mark (W601). To take them over as \
-             Terraform's import does: `reconcile import` lists them in desired.toml's `import`; the next plan shows \
-             them as imports, and an administrator's apply marks them.",
-            inputs.desired.deployment
-        );
-        match format.common() {
-            Some(Format::Markdown) => {
-                let markdown = format!("\n{}\n", reconcile_core::markdown::prose(&hint));
-                crate::output::out(&markdown)?;
-                crate::output::step_summary(&markdown)?;
-            }
-            _ => crate::output::err(&hint),
-        }
+        None => crate::output::out(&(reconcile_core::terraform::to_line(&view()) + "\n"))?,
     }
     refused?;
-    // A pull request's status fails on what the pipeline would not carry out as it stands.
+    // A pull request's status fails on what the pipeline would not carry out as it stands. The
+    // default branch's own plan (its desired.toml is its base: the apply workflow's) is no pull
+    // request's: drift it finds (D103, say) is what its apply puts back.
     let errors: Vec<&str> =
         plan.findings.iter().filter(|f| f.severity == Severity::Error).map(|f| f.code.as_str()).collect();
-    if public && !errors.is_empty() {
+    if public && !errors.is_empty() && !audience.is_its_own_base(&session.inputs().desired) {
         crate::output::err(&format!(
             "This public plan holds error findings ({}): exit 3, so the pull request's status fails.",
             errors.join(", ")
@@ -174,4 +155,38 @@ pub async fn run(session: &Session<Aws>, color: ColorChoice, request: Request<'_
         }
     }
     Ok(if detailed_exitcode && plan.has_changes() { exit::CHANGES } else { exit::OK })
+}
+
+/// What resolves a refused plan's findings, which it leads with: the lines a new bake target
+/// needs in desired.toml (W401), the command that imports what exists without the mark (W601; a
+/// public plan names nothing of what is not ours).
+pub fn next_steps(inputs: &Inputs, plan: &Plan, public: bool) -> Vec<NextStep> {
+    let mut steps = Vec::new();
+    if !plan.refused() {
+        return steps;
+    }
+    if plan.findings.iter().any(|f| f.code == reconcile_bake::UNDECLARED_BAKE_REPOSITORY && f.refuses())
+        && let Some(bake) = &inputs.bake
+        && let Some((lines, command)) =
+            crate::declare::hint(&inputs.desired_text, &inputs.desired, bake, Some(&plan.account))
+    {
+        steps.push(NextStep {
+            say: format!("`{command}` declares them; or add under `[ecr.repositories]` in desired.toml:"),
+            lines,
+        });
+    }
+    let unmarked =
+        plan.findings.iter().filter(|f| f.code == reconcile_core::ownership::NOT_OURS && f.refuses()).count();
+    if unmarked > 0 && !public {
+        steps.push(NextStep {
+            say: format!(
+                "{unmarked} declared resource(s) exist without deployment `{}`'s mark. To take them over as \
+                 Terraform's import does, `reconcile import` lists them in desired.toml's `import`; the next plan \
+                 shows them as imports, and an administrator's apply marks them.",
+                inputs.desired.deployment
+            ),
+            lines: Vec::new(),
+        });
+    }
+    steps
 }

@@ -65,5 +65,6 @@ fn finding_line(finding: &Finding) -> String {
         .as_ref()
         .map(|key| format!(" (overridden: `{key} = true` on the resource)"))
         .unwrap_or_default();
-    format!("{severity}: [{}] {}{overridden}", finding.code, finding.message)
+    let more = reconcile_core::render::learn_more(&finding.code);
+    format!("{severity}: [{}] {}{overridden} ({more})", finding.code, finding.message)
 }

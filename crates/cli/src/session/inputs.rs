@@ -48,9 +48,29 @@ impl Inputs {
     /// what is derived from it (the role's policy and its size) with a stand-in account: ids are
     /// always 12 digits, so sizes hold.
     pub fn load(path: &Path, load: Load<'_>) -> Result<Inputs, CliError> {
-        let Load { bake, prune, force_delete_images, destroy, empty_buckets } = load;
+        // Where the file is first: one that leads out of the repository is never read.
         let repository = files::Repository::of(path)?;
         let (desired, desired_text) = files::load_desired(path)?;
+        Inputs::of(repository, desired, desired_text, load)
+    }
+
+    /// The same inputs with desired.toml's text as `text` (what `import --generate` would
+    /// write), read and checked as [`Inputs::load`] reads the file.
+    pub fn from_text(path: &Path, text: &str, load: Load<'_>) -> Result<Inputs, CliError> {
+        let desired = crate::catalog::parse_desired(path, text)
+            .map_err(|errors| CliError::Input(errors.0.iter().map(ToString::to_string).collect()))?;
+        Inputs::of(files::Repository::of(path)?, desired, text.to_owned(), load)
+    }
+
+    fn of(
+        repository: files::Repository,
+        desired: Desired,
+        desired_text: String,
+        load: Load<'_>,
+    ) -> Result<Inputs, CliError> {
+        let Load { bake, prune, force_delete_images, destroy, empty_buckets } = load;
+        let path = desired.path.clone();
+        let path = path.as_path();
         let stand_in = Account::new("000000000000", &desired.region);
         let mut resources = unimported(&CATALOG, &desired, &stand_in, true).map_err(|errors| {
             CliError::Input(errors.iter().map(|error| format!("{}: {error}", path.display())).collect())

@@ -20,7 +20,7 @@ mod signals;
 #[cfg(test)]
 mod tests;
 
-use reconcile_core::engine::{self, DesiredResources, PlanOptions, WhenUnreadable};
+use reconcile_core::engine::{self, PlanOptions, WhenUnreadable};
 use reconcile_core::{Account, Reconciler};
 
 use inputs::input;
@@ -92,15 +92,26 @@ impl<B: Backend> Session<B> {
         account: Account,
         prune: Option<reconcile_core::Prune>,
     ) -> Result<Planned, CliError> {
-        let desired = &self.inputs.desired;
-        let resources = self.resources(&account)?;
-        let reconcilers = self.reconcilers(&account, prune);
+        self.plan_of(&self.inputs, account, prune).await
+    }
+
+    /// The plan `inputs` (this run's, or another desired.toml's) make of the account.
+    pub async fn plan_of(
+        &self,
+        inputs: &Inputs,
+        account: Account,
+        prune: Option<reconcile_core::Prune>,
+    ) -> Result<Planned, CliError> {
+        let desired = &inputs.desired;
+        let resources = desired_resources(&crate::catalog::CATALOG, desired, &account, self.github.is_checked())
+            .map_err(|errors| self.backend.failed(errors))?;
+        let mut reconcilers = self.backend.reconcilers(&account, desired, prune, inputs.destroy);
+        reconcilers.extend(self.github.reconciler(desired));
         // What the bake file names is what to make, not what to delete.
-        let bake =
-            if self.inputs.destroy.is_some() { Vec::new() } else { self.inputs.bake_findings(Some(&account.id)) };
+        let bake = if inputs.destroy.is_some() { Vec::new() } else { inputs.bake_findings(Some(&account.id)) };
         let findings = self.github.finding().into_iter().chain(bake).collect();
         let options =
-            PlanOptions { when_unreadable: self.when_unreadable, findings, destroy: self.inputs.destroy.is_some() };
+            PlanOptions { when_unreadable: self.when_unreadable, findings, destroy: inputs.destroy.is_some() };
         let mut plan = engine::plan_with(&reconcilers, desired, &resources, &account, options)
             .await
             .map_err(|errors| self.backend.failed(errors))?;
@@ -109,9 +120,27 @@ impl<B: Backend> Session<B> {
         Ok(Planned { plan, reconcilers, resources, account })
     }
 
-    fn resources(&self, account: &Account) -> Result<DesiredResources, CliError> {
-        desired_resources(&crate::catalog::CATALOG, &self.inputs.desired, account, self.github.is_checked())
-            .map_err(|errors| self.backend.failed(errors))
+    /// What the account holds that `planned`'s desired.toml does not declare, as every
+    /// reconciler of the plan reads it for `import --generate`. Never writes.
+    pub async fn inventory(&self, planned: &Planned) -> Result<Vec<reconcile_core::generate::Found>, CliError> {
+        let reads = planned.reconcilers.iter().map(|reconciler| {
+            let kinds = reconciler.kinds();
+            let desired: Vec<&reconcile_core::DesiredResource> =
+                planned.resources.values().filter(|r| kinds.contains(&r.address.kind)).collect();
+            async move { reconciler.inventory(&desired).await }
+        });
+        let mut found = Vec::new();
+        let mut errors = Vec::new();
+        for read in futures::future::join_all(reads).await {
+            match read {
+                Ok(more) => found.extend(more),
+                Err(error) => errors.push(error),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(self.backend.failed(errors));
+        }
+        Ok(found)
     }
 
     /// AWS's reconcilers, and GitHub's when it can be checked.

@@ -88,18 +88,30 @@ async fn the_account_of_2026_11_11_is_taken_over_in_one_reviewed_step_and_conver
     unmarked.dedup();
     assert_eq!(unmarked, ["codebuild_project", "ecr_repository", "iam_role", "s3_bucket"]);
     assert_eq!(count, 30, "27 repositories, the bucket, the role, the project");
-    assert!(first.stderr.contains("30 declared resource(s) exist without deployment `rocm-bake`'s mark (W601)"));
-    assert!(first.stderr.contains("`reconcile import` lists them"), "{}", first.stderr);
+    // It leads with the refusal and the command that resolves it; the 30 findings fold into one.
+    let text = reconcile(&account, &desired, &["plan"]);
+    let lines: Vec<&str> = text.stdout.lines().collect();
+    assert!(lines[2].starts_with("Refused: 30 error findings (W601) stop this plan"), "{}", text.stdout);
     assert!(
-        first.stderr.contains("error: refused: 30 error finding(s) about desired.toml (W601 on "),
+        lines[3].starts_with("To resolve it: 30 declared resource(s) exist without deployment `rocm-bake`'s mark.")
+            && lines[3].contains("`reconcile import` lists them"),
         "{}",
-        first.stderr
+        text.stdout
     );
-    assert!(first.stderr.contains(" and 25 more); fix desired.toml"), "one line names five: {}", first.stderr);
+    assert_eq!(text.stdout.matches("Error [W601]").count(), 1, "{}", text.stdout);
+    assert!(text.stdout.contains("    and 29 more like it: "), "{}", text.stdout);
+    assert!(
+        text.stderr.ends_with(
+            "error: refused: 30 error finding(s) about desired.toml (W601 x30); each says what resolves it, and \
+             `reconcile explain W601` says more\n"
+        ),
+        "one line counts them: {}",
+        text.stderr
+    );
 
     // The one step, reviewed: the list is all that changes in desired.toml, and nobody writes it by hand.
     let check = reconcile(&account, &desired, &["import", "--check"]);
-    assert_eq!(check.code, 1, "{}", check.stderr);
+    assert_eq!(check.code, 2, "a difference, not an error: {}", check.stderr);
     let written: Vec<&str> = check
         .stdout
         .lines()

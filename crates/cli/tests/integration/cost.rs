@@ -254,7 +254,7 @@ async fn the_demos_account_shows_what_the_policy_frees_the_github_side_and_what_
     // As the demo runs it: the account the setup script made is nobody's, until it is imported.
     let first = run(&["plan"]);
     assert_eq!(first.code, 3, "{}{}", first.stdout, first.stderr);
-    assert!(first.stderr.contains("`reconcile import` lists them"), "{}", first.stderr);
+    assert!(first.stdout.contains("`reconcile import` lists them"), "{}", first.stdout);
     assert_eq!(run(&["import"]).code, 0);
     let plan = run(&["plan"]);
     assert_eq!(plan.code, 0, "{}{}", plan.stdout, plan.stderr);

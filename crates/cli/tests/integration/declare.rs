@@ -97,7 +97,10 @@ async fn the_plan_after_declare_creates_the_two_repositories_and_their_policies_
     assert_eq!(refused.code, 3, "{}", refused.stderr);
     assert!(
         refused.stdout.contains(&format!(
-            "**To declare them**, add under `[ecr.repositories]` in desired.toml:\n\n```toml\nfoo = {{}}\nfoo-cache = {{ tags = {{ kind = \"buildkit-cache\" }} }}\n```\n\nor run `reconcile declare --bake {bake}`."
+            "> [!CAUTION]\n> Refused: 3 error findings (W401) stop this plan; nothing can be applied until they are \
+             resolved.\n>\n> To resolve it: `reconcile declare --bake {bake}` declares them; or add under \
+             `[ecr.repositories]` in desired.toml:\n> ```toml\n> foo = {{}}\n> foo-cache = {{ tags = {{ kind = \
+             \"buildkit-cache\" }} }}\n> ```\n"
         )),
         "{}",
         refused.stdout
@@ -185,7 +188,7 @@ async fn declare_check_prints_the_diff_of_a_stale_desired_file_and_writes_nothin
     let registry = format!("{}.dkr.ecr.us-east-1.amazonaws.com", account.id);
     let (_dir, desired, bake, before) = checkout(false, &registry);
     let check = run(&account, &desired, &["declare", "--check", "--bake", bake.to_str().unwrap()], &registry);
-    assert_eq!(check.code, 1, "{}", check.stderr);
+    assert_eq!(check.code, 2, "a difference, not an error: {}", check.stderr);
     assert!(
         check.stdout.starts_with(&format!("--- {}\n+++ {}\n@@ ", desired.display(), desired.display())),
         "{}",

@@ -209,10 +209,11 @@ async fn every_file_of_the_bad_input_corpus_is_refused_with_its_exact_message_an
 }
 
 /// clap's usage errors exit 2 of their own accord, which a workflow reads as "changes" or
-/// "drift": every command's usage error is 1, as the README's table says, and so is a value out
-/// of its range; `--help` and `--version` are 0.
+/// "drift": every command's usage error is 1, as the exit codes' page says, and so is a value out
+/// of its range; `--help` and `--version` are 0. `--help` gives each command one short line,
+/// the main ones first, as Terraform's does.
 #[test]
-fn a_usage_error_of_every_command_exits_1_as_the_readme_says() {
+fn a_usage_error_of_every_command_exits_1_as_the_exit_codes_page_says() {
     let run = |args: &[&str]| {
         let output = crate::support::command(None).args(args).output().unwrap();
         (
@@ -232,6 +233,13 @@ fn a_usage_error_of_every_command_exits_1_as_the_readme_says() {
         .filter(|command| command != "help")
         .collect();
     assert!(commands.len() >= 12, "{commands:?}");
+    assert_eq!(commands[..4], ["plan", "apply", "validate", "drift"], "the main commands first");
+    let listed: Vec<&str> =
+        help.lines().skip_while(|line| *line != "Commands:").skip(1).take_while(|l| !l.is_empty()).collect();
+    assert_eq!(listed.len(), commands.len() + 1, "one line per command (and help's): {listed:#?}");
+    for line in &listed {
+        assert!(line.chars().count() <= 90, "a line of --help's commands is over 90 characters: {line}");
+    }
     for command in &commands {
         let (code, _, stderr) = run(&[command, "--no-such-flag"]);
         assert_eq!(code, Some(1), "{command}: {stderr}");
@@ -242,7 +250,28 @@ fn a_usage_error_of_every_command_exits_1_as_the_readme_says() {
         assert_eq!(run(args).0, Some(1), "{args:?}");
     }
     assert_eq!(run(&["--version"]).0, Some(0));
-    let readme = std::fs::read_to_string(reconcile_test_support::workspace_root().join("README.md")).unwrap();
-    let one = readme.lines().find(|line| line.starts_with("| 1 |")).unwrap();
+    let page =
+        std::fs::read_to_string(reconcile_test_support::workspace_root().join("docs/reference/exit-codes.md")).unwrap();
+    let one = page.lines().find(|line| line.starts_with("| 1 |")).unwrap();
     assert!(one.contains("a usage error"), "{one}");
+}
+
+/// The exit codes' page lists exactly the codes `crates/cli/src/exit.rs` defines, each once.
+#[test]
+fn the_exit_codes_page_lists_every_code_the_binary_defines() {
+    let root = reconcile_test_support::workspace_root();
+    let source = std::fs::read_to_string(root.join("crates/cli/src/exit.rs")).unwrap();
+    let defined: std::collections::BTreeSet<u8> = source
+        .lines()
+        .filter_map(|line| line.strip_prefix("pub const ").and_then(|rest| rest.split_once(": u8 = ")))
+        .map(|(_, value)| value.trim_end_matches(';').parse().unwrap())
+        .collect();
+    let page = std::fs::read_to_string(root.join("docs/reference/exit-codes.md")).unwrap();
+    let listed: Vec<u8> = page
+        .lines()
+        .filter_map(|line| line.strip_prefix("| "))
+        .filter_map(|rest| rest.split(' ').next().and_then(|code| code.parse().ok()))
+        .collect();
+    assert_eq!(listed.iter().copied().collect::<std::collections::BTreeSet<_>>(), defined);
+    assert_eq!(listed.len(), defined.len(), "each code once: {listed:?}");
 }

@@ -630,5 +630,5 @@ async fn a_listed_bake_variables_value_never_shows_in_any_output_of_any_command(
     // without the value.
     assert!(seen.contains(&"[\"plan\"]: 3".to_owned()), "{seen:?}");
     let plan = reconcile_in(&env, &desired, &["plan"]);
-    assert!(plan.stderr.contains("W401 on ecr_repository.leak-${LEAK}"), "{}", plan.stderr);
+    assert!(plan.stdout.contains("ecr_repository.leak-${LEAK}"), "{}", plan.stdout);
 }

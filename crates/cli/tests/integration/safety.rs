@@ -68,8 +68,8 @@ async fn a_policy_over_tagged_images_is_refused_with_exit_3_unless_the_repositor
     assert!(validate.stderr.contains("warning: [W302]"), "{}", validate.stderr);
     assert!(
         validate.stderr.ends_with(
-            "error: refused: 1 error finding(s) about desired.toml (W301 on ecr_lifecycle_policy.pytorch-cache); fix \
-             desired.toml, or set the key a finding names on its resource\n"
+            "error: refused: 1 error finding(s) about desired.toml (W301 on ecr_lifecycle_policy.pytorch-cache); each \
+             says what resolves it, and `reconcile explain W301` says more\n"
         ),
         "{}",
         validate.stderr
@@ -338,7 +338,12 @@ async fn a_bake_target_with_undeclared_repositories_is_refused_until_they_are_de
         let writes = account.writes().len();
         let plan = reconcile_with(&account, &before.path, &["plan", "--bake", path], &env);
         assert_eq!(plan.code, 3, "{bake}: {}", plan.stderr);
-        assert!(plan.stdout.contains("Error [W401] ecr_repository.foo-cache:"), "{}", plan.stdout);
+        // Three of one code fold into one line, naming the rest, after the refusal and its fix.
+        assert!(plan.stdout.contains("Error [W401] "), "{}", plan.stdout);
+        assert!(plan.stdout.contains("ecr_repository.foo-cache"), "{}", plan.stdout);
+        assert!(plan.stdout.starts_with(&format!("Account {}", account.id)), "{}", plan.stdout);
+        assert!(plan.stdout.contains("\n\nRefused: "), "{}", plan.stdout);
+        assert!(plan.stdout.contains(" error findings (W401) stop this plan"), "{}", plan.stdout);
         let apply = reconcile_with(&account, &before.path, &["apply", "--auto-approve", "--bake", path], &env);
         assert_eq!(apply.code, 3, "{bake}: {}", apply.stderr);
         assert_eq!(account.writes().len(), writes);

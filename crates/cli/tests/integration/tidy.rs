@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use reconcile_test_support::{emulator, workspace_root};
 
-use crate::support::reconcile;
+use crate::support::{command, reconcile};
 
 fn files_under(dir: &Path, extension: &str, found: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -263,7 +263,7 @@ jobs:
 /// Every action a workflow here uses is pinned to a full commit with its version beside it
 /// (zizmor checks the pin; this, the comment a person reads to update it), and the examples
 /// install reconcile with the setup action at a commit whose release is the current version,
-/// not by building it. The README's example of the action is held to the same.
+/// not by building it. The install page's example of the action is held to the same.
 #[test]
 fn workflows_pin_actions_by_commit_and_install_reconcile_with_the_action() {
     let root = workspace_root();
@@ -272,14 +272,14 @@ fn workflows_pin_actions_by_commit_and_install_reconcile_with_the_action() {
             std::fs::read_to_string(root.join("crates/cli/Cargo.toml")).unwrap().parse().unwrap();
         manifest["package"]["version"].as_str().unwrap().to_owned()
     };
-    let mut files = vec![root.join("action.yml"), root.join("README.md")];
+    let mut files = vec![root.join("action.yml"), root.join("docs/install.md")];
     files_under(&root.join(".github/workflows"), "yml", &mut files);
     files_under(&root.join("examples/github-workflows"), "yml", &mut files);
     assert_eq!(files.len(), 9, "{files:?}");
     for file in &files {
         let text = std::fs::read_to_string(file).unwrap();
         assert!(
-            file.ends_with("README.md") || !text.contains("cargo install"),
+            file.ends_with("install.md") || !text.contains("cargo install"),
             "{} builds reconcile instead of installing a release",
             file.display()
         );
@@ -301,4 +301,78 @@ fn workflows_pin_actions_by_commit_and_install_reconcile_with_the_action() {
             assert!(text.contains("uses: ROCm/reconcile@"), "{} does not use the setup action", file.display());
         }
     }
+}
+
+/// Every finding code the binary can emit (each is a `pub const` in some crate's source, never
+/// reused) has its entry in the findings reference, which `reconcile explain` prints: the page
+/// and the command are one text, and no code is missing from it. A code the docs name is one of
+/// them (or retired, and said so on the page); a code that does not exist fails.
+#[test]
+fn reconcile_explains_every_finding_code_it_can_emit_and_no_other() {
+    let root = workspace_root();
+    let mut sources = Vec::new();
+    files_under(&root.join("crates"), "rs", &mut sources);
+    let mut emitted = std::collections::BTreeSet::new();
+    for path in sources.iter().filter(|path| path.components().any(|c| c.as_os_str() == "src")) {
+        for line in std::fs::read_to_string(path).unwrap().lines() {
+            let Some(value) = line.trim().strip_prefix("pub const ").and_then(|rest| rest.split_once(": &str = \""))
+            else {
+                continue;
+            };
+            let code = value.1.trim_end_matches("\";");
+            if is_code(code) {
+                assert!(emitted.insert(code.to_owned()), "{code} is defined twice (second in {})", path.display());
+            }
+        }
+    }
+    assert!(emitted.len() > 40, "{emitted:?}");
+
+    let listed = command(None).arg("explain").output().unwrap();
+    assert_eq!(listed.status.code(), Some(0));
+    let listed: std::collections::BTreeSet<String> = String::from_utf8(listed.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|line| line.split_whitespace().next().map(str::to_owned))
+        .collect();
+    assert_eq!(listed, emitted, "`reconcile explain` lists exactly the codes the source defines");
+    for code in &emitted {
+        let run = command(None).args(["explain", code]).output().unwrap();
+        let text = String::from_utf8(run.stdout).unwrap();
+        assert_eq!(run.status.code(), Some(0), "{code}");
+        assert!(text.starts_with(&format!("{code}: ")), "{code}: {text}");
+        for part in ["Severity: ", "```text\n"] {
+            assert!(text.contains(part), "{code}'s entry has no `{part}`: {text}");
+        }
+        let lower = command(None).args(["explain", &code.to_lowercase()]).output().unwrap();
+        assert_eq!(String::from_utf8(lower.stdout).unwrap(), text, "{code} in lower case");
+    }
+    for unknown in ["W999", "W60", "X601", ""] {
+        let run = command(None).args(["explain", unknown]).output().unwrap();
+        assert_eq!(run.status.code(), Some(1), "{unknown:?}");
+        assert!(run.stdout.is_empty(), "{unknown:?}");
+        assert!(String::from_utf8(run.stderr).unwrap().contains("reconcile explain"), "{unknown:?}");
+    }
+
+    // What the docs call a finding is one of them, or one the page says was retired.
+    let page = std::fs::read_to_string(root.join("docs/reference/findings.md")).unwrap();
+    let retired: Vec<&str> =
+        page.lines().filter(|l| l.starts_with("Retired: ")).flat_map(|l| l.split_whitespace()).collect();
+    let mut pages = vec![root.join("README.md"), root.join("CONTRIBUTING.md")];
+    files_under(&root.join("docs"), "md", &mut pages);
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        for word in text.split(|c: char| !c.is_ascii_alphanumeric()).filter(|word| is_code(word)) {
+            assert!(
+                emitted.contains(word) || retired.contains(&word),
+                "{} names {word}, which reconcile does not emit",
+                page.display()
+            );
+        }
+    }
+}
+
+/// A finding code: a letter of S, D, W or E and three digits.
+fn is_code(word: &str) -> bool {
+    let bytes = word.as_bytes();
+    bytes.len() == 4 && b"SDWE".contains(&bytes[0]) && bytes[1..].iter().all(u8::is_ascii_digit) && bytes[1] != b'0'
 }

@@ -534,7 +534,7 @@ async fn a_pull_request_that_only_adds_a_bake_target_is_checked_and_told_what_to
     assert!(comment.contains("W401"), "{comment}");
     assert!(
         comment.contains(
-            "**To declare them**, add under `[ecr.repositories]` in desired.toml:\n\n```toml\nsglang = {}\nsglang-cache = {}\n```"
+            "declares them; or add under `[ecr.repositories]` in desired.toml:\n> ```toml\n> sglang = {}\n> sglang-cache = {}\n> ```"
         ),
         "{comment}"
     );

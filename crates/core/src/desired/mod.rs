@@ -262,8 +262,9 @@ impl std::error::Error for DesiredErrors {}
 pub fn schema(claims: &[&Claim]) -> serde_json::Value {
     let mut schema = serde_json::to_value(schemars::schema_for!(RawDesired)).expect("a schema serializes");
     schema["title"] = serde_json::json!("reconcile desired.toml");
-    schema["description"] =
-        serde_json::json!("What the ROCm nightly's AWS account must hold. See docs/desired.md for every key.");
+    schema["description"] = serde_json::json!(
+        "What the ROCm nightly's AWS account must hold. See docs/reference/desired.md for every key."
+    );
     for claim in claims {
         let mut section = (claim.schema)();
         // Its definitions join the file's, which its `$ref`s point into from the root.

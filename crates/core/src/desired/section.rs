@@ -20,7 +20,7 @@ pub struct Claim {
     /// The table's key.
     pub name: &'static str,
     /// The key it is listed after where the file's keys are listed (an unknown key's message),
-    /// in the order docs/desired.md describes them; `None`: after every other.
+    /// in the order docs/reference/desired.md describes them; `None`: after every other.
     pub after: Option<&'static str>,
     /// Its first type error: the section read as the crate's serde type ([`Section::types`]).
     /// Type errors are found before anything else is checked, the file's every one at once.
