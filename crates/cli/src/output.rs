@@ -111,6 +111,17 @@ pub fn err(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{}", printable(&line));
 }
 
+/// A progress line on a terminal's stderr, written over the last one (`\r`); `None` clears it.
+/// Only reconcile's own counts go here, never a value read from AWS or a file.
+pub fn progress(line: Option<&str>) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = match line {
+        Some(line) => write!(stderr, "\r{}", printable(&redacted(line))),
+        None => write!(stderr, "\r\x1b[2K"),
+    };
+    let _ = stderr.flush();
+}
+
 /// [`err`] for each line of `text`, our own line breaks kept.
 pub fn err_lines(text: &str) {
     for line in text.lines() {

@@ -37,14 +37,18 @@ pub async fn registry_usage(aws: &Aws, account: &Account, desired: &Desired) -> 
             result = &mut reading => break result,
             _ = ticks.tick() => {
                 if terminal && started.elapsed() > Duration::from_secs(1) {
-                    eprint!("\rreading the registry: {} of {} repositories", done.load(Ordering::Relaxed), total.load(Ordering::Relaxed));
+                    crate::output::progress(Some(&format!(
+                        "reading the registry: {} of {} repositories",
+                        done.load(Ordering::Relaxed),
+                        total.load(Ordering::Relaxed)
+                    )));
                     shown = true;
                 }
             }
         }
     };
     if shown {
-        eprint!("\r\x1b[2K");
+        crate::output::progress(None);
     }
     let repositories = repositories.map_err(|error| aws.failed(vec![error]))?;
     Ok(Usage::new(&account.id, &account.region, now, desired.price_per_gb_month, repositories))

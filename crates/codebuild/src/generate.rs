@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 
-use reconcile_aws::{BATCH_SIZE, failed};
+use reconcile_aws::failed;
 use reconcile_core::desired::{Desired, Reference, Topic};
 use reconcile_core::generate::{Entry, Found, Generated, key_for};
 use reconcile_core::mark::MARK_KEY;
@@ -31,41 +31,31 @@ impl CodebuildReconciler {
             names.extend(page.projects().iter().filter(|name| !declared.contains(name.as_str())).cloned());
         }
         let mut found = Vec::new();
-        for batch in names.chunks(BATCH_SIZE) {
-            let output = self
-                .client
-                .batch_get_projects()
-                .set_names(Some(batch.to_vec()))
-                .send()
-                .await
-                .map_err(failed(None, "read CodeBuild projects"))?;
-            for project in output.projects() {
-                let Some(name) = project.name() else { continue };
-                let mut observed = observed_project(project);
-                let deployment = observed
-                    .get_mut("tags")
-                    .and_then(Value::as_object_mut)
-                    .and_then(|tags| tags.remove(MARK_KEY))
-                    .and_then(|value| value.as_str().map(str::to_owned));
-                let webhook = match project.webhook() {
-                    Some(webhook) if webhook.url().is_some() || !webhook.filter_groups().is_empty() => {
-                        Value::Object(observed_webhook(name, webhook))
-                    }
-                    _ => Value::Null,
-                };
-                let needs = project.service_role().and_then(|arn| arn.rsplit('/').next()).map(str::to_owned);
-                let mut live = Map::new();
-                live.insert("project".into(), Value::Object(observed));
-                live.insert("webhook".into(), webhook);
-                found.push(Found {
-                    kind: PROJECT,
-                    name: name.to_owned(),
-                    deployment,
-                    by_default: true,
-                    needs: needs.into_iter().collect(),
-                    live,
-                });
-            }
+        for (name, project) in self.projects(&names).await? {
+            let mut observed = observed_project(&project);
+            let deployment = observed
+                .get_mut("tags")
+                .and_then(Value::as_object_mut)
+                .and_then(|tags| tags.remove(MARK_KEY))
+                .and_then(|value| value.as_str().map(str::to_owned));
+            let webhook = match project.webhook() {
+                Some(webhook) if webhook.url().is_some() || !webhook.filter_groups().is_empty() => {
+                    Value::Object(observed_webhook(&name, webhook))
+                }
+                _ => Value::Null,
+            };
+            let needs = project.service_role().and_then(|arn| arn.rsplit('/').next()).map(str::to_owned);
+            let mut live = Map::new();
+            live.insert("project".into(), Value::Object(observed));
+            live.insert("webhook".into(), webhook);
+            found.push(Found {
+                kind: PROJECT,
+                name,
+                deployment,
+                by_default: true,
+                needs: needs.into_iter().collect(),
+                live,
+            });
         }
         Ok(found)
     }

@@ -263,22 +263,7 @@ impl Reconciler for CodebuildReconciler {
         let mut names: Vec<String> = desired.iter().map(|r| r.remote_name.clone()).collect();
         names.sort();
         names.dedup();
-        let mut live = std::collections::BTreeMap::new();
-        // BatchGetProjects leaves out the names that do not exist.
-        for batch in names.chunks(BATCH_SIZE) {
-            let output = self
-                .client
-                .batch_get_projects()
-                .set_names(Some(batch.to_vec()))
-                .send()
-                .await
-                .map_err(failed(None, "read CodeBuild projects"))?;
-            for project in output.projects() {
-                if let Some(name) = project.name() {
-                    live.insert(name.to_owned(), project.clone());
-                }
-            }
-        }
+        let live = self.projects(&names).await?;
         for resource in desired {
             let name = &resource.remote_name;
             let observed = match (live.get(name), CodebuildKind::of(&resource.address)?) {
@@ -400,6 +385,26 @@ impl CodebuildReconciler {
             waiting
         };
         reconcile_aws::waiting(self.iam_wait, call, transient).await
+    }
+
+    /// The projects of `names` that exist, by name (BatchGetProjects leaves out the others).
+    async fn projects(&self, names: &[String]) -> Result<BTreeMap<String, codebuild::types::Project>, ReconcileError> {
+        let mut live = BTreeMap::new();
+        for batch in names.chunks(BATCH_SIZE) {
+            let output = self
+                .client
+                .batch_get_projects()
+                .set_names(Some(batch.to_vec()))
+                .send()
+                .await
+                .map_err(failed(None, "read CodeBuild projects"))?;
+            for project in output.projects() {
+                if let Some(name) = project.name() {
+                    live.insert(name.to_owned(), project.clone());
+                }
+            }
+        }
+        Ok(live)
     }
 
     async fn create_project(&self, change: &Change, progress: &dyn Progress) -> Result<Applied, ReconcileError> {

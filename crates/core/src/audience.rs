@@ -62,6 +62,28 @@ pub(crate) fn root<'a>(resources: &'a DesiredResources, address: &Address) -> Op
 /// `plan` as it may be shown in public: see the module's documentation. `resources` are the
 /// pull request's desired resources the plan was made from.
 pub fn publish(mut plan: Plan, resources: &DesiredResources, public: &Public) -> Plan {
+    // Every field of a plan, named: one added to `Plan` does not compile here until this says
+    // what a public plan shows of it.
+    let Plan {
+        // Where and by what it was planned, and whether it destroys: shown as they are.
+        account: _,
+        region: _,
+        made_by: _,
+        destroy: _,
+        // Each filtered below to what is shown (and a prune of the default branch's deployment).
+        changes: _,
+        observed: _,
+        impacts: _,
+        attributions: _,
+        attribution_note: _,
+        administrators: _,
+        takeovers: _,
+        findings: _,
+        // Made after this, from what is shown: the cost line (the binary's `costs`) and what
+        // resolves a refusal (the binary names no import command in public).
+        costs: _,
+        next_steps: _,
+    } = &plan;
     let ours = |live: &Map<String, Value>| public.deployment.as_deref().is_some_and(|ours| mark(live) == Some(ours));
     // Hidden: what exists and the default branch does not declare (under the same key and
     // name), even carrying the default branch's deployment's mark, which anyone who can tag the
@@ -96,6 +118,7 @@ pub fn publish(mut plan: Plan, resources: &DesiredResources, public: &Public) ->
         _ => true,
     });
     plan.impacts.retain(|address, _| shown(address));
+    plan.takeovers.retain(|address, _| shown(address));
     plan.attributions.retain(|address, _| shown(address));
     for attribution in plan.attributions.values_mut() {
         *attribution = attribution.clone().public();

@@ -2,15 +2,14 @@
 //! with bounded concurrency.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use futures::StreamExt;
 use futures::future::join_all;
 
 use crate::address::{Address, ResourceKind};
 use crate::desired::{Desired, Topic};
 use crate::plan::{Action, Change, DesiredResource, Finding, MarkOrder, Observed, Plan, Severity};
-use crate::reconciler::{Account, Applied, Observations, Progress, ReconcileError, Reconciler};
+use crate::reconciler::{Account, Applied, Observations, ReconcileError, Reconciler};
 
 pub use crate::plan::{DesiredResources, NEEDS_AN_ADMINISTRATOR};
 
@@ -349,23 +348,10 @@ pub fn change_for(
     }
 }
 
+pub use crate::schedule::{ApplyEvents, Outcome};
+
 fn reconciler_for(reconcilers: &[Box<dyn Reconciler>], kind: ResourceKind) -> Option<&dyn Reconciler> {
     reconcilers.iter().find(|r| r.kinds().contains(&kind)).map(|r| r.as_ref())
-}
-
-/// What happened to one change during apply.
-#[derive(Debug)]
-pub enum Outcome {
-    Applied,
-    /// A create that found the resource already made, and converged it instead.
-    Adopted,
-    Failed(ReconcileError),
-    /// Not attempted because a change it depends on failed or was skipped.
-    Skipped {
-        because: Address,
-    },
-    /// Not started because the run was interrupted (SIGINT, SIGTERM) before its turn.
-    NotStarted,
 }
 
 /// The result of one apply, one entry per change of the plan, in plan order.
@@ -386,17 +372,6 @@ impl ApplyReport {
 /// The resources a plan could not read.
 pub fn unreadable(plan: &Plan) -> Vec<Address> {
     plan.findings.iter().filter(|f| f.code == UNREADABLE).filter_map(|f| f.address.clone()).collect()
-}
-
-/// Told about every change as apply starts and finishes it.
-pub trait ApplyEvents: Progress {
-    fn started(&self, change: &Change);
-    fn finished(&self, change: &Change, outcome: &Outcome, elapsed: Duration);
-}
-
-impl ApplyEvents for crate::reconciler::Silent {
-    fn started(&self, _: &Change) {}
-    fn finished(&self, _: &Change, _: &Outcome, _: Duration) {}
 }
 
 /// Why apply refused to start.
@@ -506,78 +481,26 @@ pub async fn apply(
             (address.clone(), (Outcome::Failed(failed), Duration::ZERO))
         })
         .collect();
-    let mut pending: Vec<&Change> = plan.changes.iter().collect();
-
-    while !pending.is_empty() {
-        let mut ready = Vec::new();
-        let mut waiting = Vec::new();
-        for change in pending {
-            let mut blocked = false;
-            let mut broken = None;
-            for dependency in change.depends_on.iter().filter(|d| in_plan.contains(d)) {
-                match outcomes.get(dependency) {
-                    None => blocked = true,
-                    Some((Outcome::Applied | Outcome::Adopted, _)) => {}
-                    Some(_) => broken = Some(dependency.clone()),
-                }
+    // Each change starts as soon as what it depends on is done and a slot is free.
+    let stopped = || options.stopped();
+    crate::schedule::run(
+        &plan.changes,
+        &in_plan,
+        &mut outcomes,
+        options.concurrency,
+        &stopped,
+        events,
+        |change| async move {
+            // Started only when a slot frees, and never after an interruption (the scheduler's).
+            let reconciler = reconciler_for(reconcilers, change.address.kind).expect("checked above");
+            match reconciler.apply(change, events).await {
+                Ok(Applied::Done) => Outcome::Applied,
+                Ok(Applied::Adopted) => Outcome::Adopted,
+                Err(error) => Outcome::Failed(error),
             }
-            if let Some(because) = broken {
-                let outcome = Outcome::Skipped { because };
-                events.finished(change, &outcome, Duration::ZERO);
-                outcomes.insert(change.address.clone(), (outcome, Duration::ZERO));
-            } else if blocked {
-                waiting.push(change);
-            } else {
-                ready.push(change);
-            }
-        }
-        if ready.is_empty() && !waiting.is_empty() {
-            // A dependency cycle inside the plan: report rather than hang.
-            for change in waiting {
-                let outcome = Outcome::Failed(ReconcileError::new(
-                    Some(&change.address),
-                    "schedule",
-                    "its dependencies form a cycle",
-                ));
-                events.finished(change, &outcome, Duration::ZERO);
-                outcomes.insert(change.address.clone(), (outcome, Duration::ZERO));
-            }
-            break;
-        }
-        let finished: Vec<(Address, Outcome, Duration)> = futures::stream::iter(ready)
-            .map(|change| async move {
-                // Started only when a slot frees: an interruption by then means it never starts.
-                if options.stopped() {
-                    events.finished(change, &Outcome::NotStarted, Duration::ZERO);
-                    return (change.address.clone(), Outcome::NotStarted, Duration::ZERO);
-                }
-                let reconciler = reconciler_for(reconcilers, change.address.kind).expect("checked above");
-                events.started(change);
-                let start = Instant::now();
-                let outcome = match reconciler.apply(change, events).await {
-                    Ok(Applied::Done) => Outcome::Applied,
-                    Ok(Applied::Adopted) => Outcome::Adopted,
-                    Err(error) => Outcome::Failed(error),
-                };
-                let elapsed = start.elapsed();
-                events.finished(change, &outcome, elapsed);
-                (change.address.clone(), outcome, elapsed)
-            })
-            .buffer_unordered(options.concurrency.max(1))
-            .collect()
-            .await;
-        for (address, outcome, elapsed) in finished {
-            outcomes.insert(address, (outcome, elapsed));
-        }
-        if options.stopped() {
-            for change in waiting {
-                events.finished(change, &Outcome::NotStarted, Duration::ZERO);
-                outcomes.insert(change.address.clone(), (Outcome::NotStarted, Duration::ZERO));
-            }
-            break;
-        }
-        pending = waiting;
-    }
+        },
+    )
+    .await;
 
     let mut report = ApplyReport { unreadable, ..ApplyReport::default() };
     for change in &plan.changes {

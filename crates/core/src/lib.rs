@@ -24,6 +24,7 @@ pub mod reconciler;
 pub mod redact;
 pub mod retry;
 pub mod saved;
+pub mod schedule;
 pub mod spec;
 pub mod terraform;
 pub mod text;

@@ -4,7 +4,7 @@
 //! `[ecr.defaults]` (when the file has no `[ecr]` yet), each distinct policy once under a name,
 //! each repository with what is its own.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use reconcile_core::desired::{Desired, Reference};
 use reconcile_core::generate::{Entry, Found, Generated};
@@ -21,13 +21,7 @@ impl EcrReconciler {
     /// settings, visible tags (the mark taken out, as whose it is) and canonical lifecycle policy
     /// (null when it has none). Reads the listing, then each one's tags and policy in one wave.
     pub(crate) async fn inventory_of(&self, desired: &[&DesiredResource]) -> Result<Vec<Found>, ReconcileError> {
-        let declared: BTreeSet<&str> = desired.iter().map(|r| r.remote_name.as_str()).collect();
-        let listed = self.list_all_repositories().await?;
-        let undeclared: Vec<_> = listed
-            .iter()
-            .filter_map(|repository| self.live_repository(repository))
-            .filter(|(name, _)| !declared.contains(name.as_str()))
-            .collect();
+        let undeclared = self.undeclared(desired).await?;
         let reads: Vec<_> = undeclared
             .iter()
             .map(|(name, repository)| async move {

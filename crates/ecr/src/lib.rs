@@ -291,14 +291,7 @@ impl Reconciler for EcrReconciler {
     /// and those carrying this deployment's mark (a declaration removed, or a mark someone else
     /// wrote: [`MARKED_UNDECLARED`]).
     async fn survey(&self, desired: &[&DesiredResource]) -> Result<Vec<Finding>, ReconcileError> {
-        let declared: BTreeSet<&str> = desired.iter().map(|r| r.remote_name.as_str()).collect();
-        let undeclared: Vec<(String, LiveRepository)> = self
-            .list_all_repositories()
-            .await?
-            .iter()
-            .filter_map(|repository| self.live_repository(repository))
-            .filter(|(name, _)| !declared.contains(name.as_str()))
-            .collect();
+        let undeclared = self.undeclared(desired).await?;
         // The policy and, when there is a mark to look for, the tags: one wave.
         let reads: Vec<_> = undeclared
             .iter()
@@ -495,6 +488,18 @@ impl EcrReconciler {
         let listed = self.list_repositories().await?;
         *read.repositories.lock().expect("never poisoned") = Some(listed.clone());
         Ok(listed)
+    }
+
+    /// Every repository of the account that `desired` does not declare.
+    async fn undeclared(&self, desired: &[&DesiredResource]) -> Result<Vec<(String, LiveRepository)>, ReconcileError> {
+        let declared: BTreeSet<&str> = desired.iter().map(|r| r.remote_name.as_str()).collect();
+        Ok(self
+            .list_all_repositories()
+            .await?
+            .iter()
+            .filter_map(|repository| self.live_repository(repository))
+            .filter(|(name, _)| !declared.contains(name.as_str()))
+            .collect())
     }
 
     async fn list_repositories(&self) -> Result<Vec<ecr::types::Repository>, ReconcileError> {

@@ -97,10 +97,7 @@ pub async fn run(session: &Session<Aws>, path: &Path, check: bool) -> Result<u8,
         return Err(CliError::RefusedInput(format!("{}; nothing was written", wrong.join("; "))));
     }
     if check {
-        let name = path.display().to_string();
-        let diff = similar::TextDiff::from_lines(&inputs.desired_text, &listing.text);
-        out(&diff.unified_diff().context_radius(3).header(&name, &name).to_string())?;
-        return Ok(exit::CHANGES);
+        return show_diff(path, &inputs.desired_text, &listing.text);
     }
     crate::files::rewrite(path, &inputs.desired_text, &listing.text)?;
     if !listing.added.is_empty() {
@@ -220,10 +217,7 @@ pub async fn generate(session: &Session<Aws>, path: &Path, patterns: &[String], 
             err(&format!("note: {note}"));
         }
         if check {
-            let name = path.display().to_string();
-            let diff = similar::TextDiff::from_lines(&inputs.desired_text, &listing.text);
-            out(&diff.unified_diff().context_radius(3).header(&name, &name).to_string())?;
-            return Ok(exit::CHANGES);
+            return show_diff(path, &inputs.desired_text, &listing.text);
         }
         crate::files::rewrite(path, &inputs.desired_text, &listing.text)?;
         let written: BTreeSet<&str> = generation.owners.iter().map(|(_, owner)| owner.as_str()).collect();
@@ -309,4 +303,12 @@ fn differ_by_the_mark_alone(before: Option<&serde_json::Value>, after: Option<&s
         tags
     };
     without(before) == without(after)
+}
+
+/// `--check`: the diff that would be written to desired.toml, and exit 2 (there is one).
+fn show_diff(path: &Path, before: &str, after: &str) -> Result<u8, CliError> {
+    let name = path.display().to_string();
+    let diff = similar::TextDiff::from_lines(before, after);
+    out(&diff.unified_diff().context_radius(3).header(&name, &name).to_string())?;
+    Ok(exit::CHANGES)
 }

@@ -264,7 +264,11 @@ async fn another_deployments_resources_are_never_written_and_a_pattern_chooses_w
     // A pattern that names nothing writes nothing, and says so.
     let none = reconcile(&account, &file.path, &["import", "--generate", "nothing-*"]);
     assert_eq!(none.code, 0, "{}{}", none.stdout, none.stderr);
-    assert!(none.stderr.contains("holds nothing undeclared to generate whose name matches nothing-*"), "{}", none.stderr);
+    assert!(
+        none.stderr.contains("holds nothing undeclared to generate whose name matches nothing-*"),
+        "{}",
+        none.stderr
+    );
     assert_eq!(std::fs::read_to_string(&file.path).unwrap(), written);
     let imports: Vec<&str> = table["import"].as_array().unwrap().iter().filter_map(|v| v.as_str()).collect();
     assert_eq!(imports, ["ecr_repository.rocm/pytorch", "ecr_repository.rocm/vllm"], "{written}");

@@ -28,6 +28,30 @@ fn every_rust_file_starts_with_a_module_doc() {
     assert!(undocumented.is_empty(), "files without a `//!` module doc: {undocumented:?}");
 }
 
+/// The binary writes only through output.rs, which takes out what must never be shown and
+/// escapes what could break a line: no print macro anywhere else in crates/cli/src. (The
+/// patterns are split so that this file does not match itself.)
+#[test]
+fn the_cli_prints_only_through_output_rs() {
+    let macros = ["print", "println", "eprint", "eprintln", "dbg"].map(|name| [name, "!("].concat());
+    let mut files = Vec::new();
+    files_under(&workspace_root().join("crates/cli/src"), "rs", &mut files);
+    let mut found = Vec::new();
+    for path in files.iter().filter(|path| !path.ends_with("output.rs")) {
+        let text = std::fs::read_to_string(path).unwrap();
+        for (idx, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            for name in macros.iter().filter(|name| {
+                code.match_indices(name.as_str())
+                    .any(|(at, _)| !code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':'))
+            }) {
+                found.push(format!("{}:{}: {name}", path.display(), idx + 1));
+            }
+        }
+    }
+    assert!(found.is_empty(), "printing past output.rs:\n{}", found.join("\n"));
+}
+
 /// Tests that cannot fail, or that are not run, prove nothing: no ignored tests, no tests that
 /// pass by panicking, and no dead code kept alive by silencing the compiler. (The patterns are
 /// split so that this file does not match itself.)
