@@ -169,18 +169,27 @@ impl fmt::Display for GaveUp {
 const MIN_RATE: f64 = 0.5;
 /// How often, at most, a gate lowers its rate: the throttled answers to one wave are one signal.
 const LOWER_EVERY: Duration = Duration::from_secs(1);
-/// How much a gate's rate climbs in a second of answers: a tenth, and at least one request.
-const CLIMB: f64 = 0.1;
+/// How much a gate's rate climbs in a second of answers: a half, and at least one request. A
+/// first rate set while a wave was still being sent can be a fraction of what AWS allows; at a
+/// tenth a second a plan took twice what the rate allows, at a half it climbs back in seconds,
+/// and a climb past the rate costs one throttled second.
+const CLIMB: f64 = 0.5;
 /// The least a throttle lowers a gate's rate by: a tenth.
 const LOWER: f64 = 0.9;
 /// At the first throttle, the share of the last second's sends the rate is at the least.
 const FIRST_SHARE: f64 = 4.0;
+/// The least first rate, in requests a second. A first throttle can come back while the wave is
+/// still being sent (a busy machine), when what was sent and answered says little; a first
+/// rate set too high costs a second of throttled answers before it comes down to what AWS
+/// answers, one set too low seconds of waiting while it climbs back (a plan took 10 s where the
+/// rate allowed 3). AWS's published control-plane rates are tens a second.
+const FIRST_FLOOR: f64 = 10.0;
 
 /// One service's send rate while AWS throttles it (additive increase, multiplicative decrease,
 /// as TCP): none until the first throttle, which sets it to what AWS answered in the last
 /// second, or a quarter of what was sent, whichever is more; then, at most every [`LOWER_EVERY`] while throttled answers come, lowered to what AWS
-/// answered in the last second (a tenth below the rate at the least, or half of it when nothing
-/// was answered); raised by [`CLIMB`] a second while answers
+/// answered in the last second (a tenth below the rate at the least, half of it at the most, and
+/// half when nothing was answered); raised by [`CLIMB`] a second while answers
 /// come. Requests are sent at its slots, one every `1 / rate` seconds. Pure: every method is told
 /// the time.
 #[derive(Debug, Clone)]
@@ -190,6 +199,8 @@ pub(crate) struct Gate {
     /// The next free slot.
     next: Instant,
     lowered: Option<Instant>,
+    /// The last throttled answer: the rate climbs only in a second without one.
+    last_throttle: Option<Instant>,
     raised: Instant,
     /// What was sent, and what AWS answered (not throttling), in the last second.
     sent: VecDeque<Instant>,
@@ -206,7 +217,15 @@ fn last_second(times: &mut VecDeque<Instant>, now: Instant) -> usize {
 
 impl Gate {
     pub(crate) fn new(now: Instant) -> Gate {
-        Gate { rate: None, next: now, lowered: None, raised: now, sent: VecDeque::new(), answers: VecDeque::new() }
+        Gate {
+            rate: None,
+            next: now,
+            lowered: None,
+            last_throttle: None,
+            raised: now,
+            sent: VecDeque::new(),
+            answers: VecDeque::new(),
+        }
     }
 
     /// The rate it sends at, once AWS has throttled.
@@ -224,6 +243,7 @@ impl Gate {
     /// AWS throttled a request at `now`: the rate comes down to what AWS answered in the last
     /// second, unless it did less than [`LOWER_EVERY`] ago.
     pub(crate) fn throttled(&mut self, now: Instant) {
+        self.last_throttle = Some(now);
         if self.lowered.is_some_and(|at| now.duration_since(at) < LOWER_EVERY) {
             return;
         }
@@ -231,8 +251,9 @@ impl Gate {
         let lowered = match self.rate {
             // The first: what AWS answered of that wave may not all be in yet (a throttle is
             // answered sooner than a read), so at least a quarter of what was sent.
-            None => answered.max(last_second(&mut self.sent, now) as f64 / FIRST_SHARE),
-            Some(current) if answered >= 1.0 => answered.min(current * LOWER),
+            None => answered.max(last_second(&mut self.sent, now) as f64 / FIRST_SHARE).max(FIRST_FLOOR),
+            // Never below half of what it was: the answers counted may not all be in yet.
+            Some(current) if answered >= 1.0 => answered.max(current / 2.0).min(current * LOWER),
             Some(current) => current / 2.0,
         };
         self.rate = Some(lowered.max(MIN_RATE));
@@ -240,11 +261,17 @@ impl Gate {
         self.raised = now;
     }
 
-    /// AWS answered a request at `now`: the rate climbs for the time since it last did.
+    /// AWS answered a request at `now`: the rate climbs for the time since it last did, unless AWS
+    /// throttled in the last second.
     pub(crate) fn answered(&mut self, now: Instant) {
         self.answers.push_back(now);
         last_second(&mut self.answers, now);
         let Some(rate) = self.rate else { return };
+        if self.last_throttle.is_some_and(|at| now.duration_since(at) < LOWER_EVERY) {
+            // Still throttled: no climb, and the next is counted from here.
+            self.raised = now;
+            return;
+        }
         let seconds = now.duration_since(self.raised).as_secs_f64();
         if seconds < 1.0 {
             return;
@@ -594,21 +621,27 @@ mod tests {
         let second = gate.slot(at(1000));
         assert_eq!(first, Duration::ZERO);
         assert!((second.as_secs_f64() - 1.0 / 20.5).abs() < 1e-6, "{second:?}");
-        // A second later, AWS answered 5 in the last second: down to that.
+        // A second later, AWS answered 5 in the last second: down to that, but never below half.
         for ms in [1100, 1300, 1500, 1700, 1900] {
             gate.answered(at(ms));
         }
         gate.throttled(at(2000));
-        assert_eq!(gate.rate(), Some(5.0));
-        // Answers raise it, a tenth (at least one) a second of them; a throttle takes it down a
-        // tenth at the least, however many were answered.
-        gate.answered(at(3000));
-        assert_eq!(gate.rate(), Some(6.0));
-        for ms in 3001..3020 {
+        assert_eq!(gate.rate(), Some(10.25));
+        // Answered 9 in the last second of the next: down to 9.
+        for ms in [2100, 2200, 2300, 2400, 2500, 2600, 2700, 2800, 2900] {
             gate.answered(at(ms));
         }
-        gate.throttled(at(3500));
-        assert_eq!(gate.rate(), Some(5.4));
+        gate.throttled(at(3001));
+        assert_eq!(gate.rate(), Some(9.0));
+        // Answers raise it, a half (at least one) a second of them; a throttle takes it down a
+        // tenth at the least, however many were answered.
+        gate.answered(at(4001));
+        assert_eq!(gate.rate(), Some(13.5));
+        for ms in 4002..4030 {
+            gate.answered(at(ms));
+        }
+        gate.throttled(at(4500));
+        assert_eq!(gate.rate(), Some(13.5 * LOWER));
         // Nothing answered for a second: halved, never below the least rate.
         for step in 0..10 {
             gate.throttled(at(5000 + step * 1100));
@@ -619,7 +652,7 @@ mod tests {
         climbing.answered(at(500));
         assert_eq!(climbing.rate(), Some(20.0), "not yet a second");
         climbing.answered(at(2000));
-        assert_eq!(climbing.rate(), Some(24.0));
+        assert_eq!(climbing.rate(), Some(40.0));
         // Answers before any throttle set no rate.
         let mut open = Gate::new(start);
         open.answered(at(5000));
@@ -631,5 +664,12 @@ mod tests {
         }
         open.throttled(at(5100));
         assert_eq!(open.rate(), Some(31.0));
+        // A throttle back while the wave is still being sent, 4 in: never below the floor.
+        let mut early = Gate::new(start);
+        for ms in 0..4 {
+            early.sent(at(ms));
+        }
+        early.throttled(at(60));
+        assert_eq!(early.rate(), Some(FIRST_FLOOR));
     }
 }
