@@ -10,7 +10,6 @@ use reconcile_core::{Account, Desired, ReconcileError};
 use reconcile_cost::change::{self, Nights};
 use reconcile_cost::rates;
 use reconcile_cost::report::{self, BuildRecord};
-use serde_json::Value;
 
 use crate::aws::Aws;
 
@@ -19,47 +18,30 @@ const DAY: i64 = 86_400;
 /// The whole nights the builds are measured over.
 const NIGHTS: u32 = 7;
 
-fn field<'a>(fields: Option<&'a serde_json::Map<String, Value>>, key: &str) -> Option<&'a Value> {
-    fields.and_then(|f| f.get(key))
+/// A value a change sets from and to (`None`: unset).
+type FromTo<T> = (Option<T>, Option<T>);
+
+fn text(value: Option<&str>) -> String {
+    value.map_or_else(|| "(unset)".to_owned(), |v| format!("{v:?}"))
 }
 
-fn text(value: Option<&Value>) -> String {
-    value.and_then(Value::as_str).map_or_else(|| "(unset)".to_owned(), |v| format!("{v:?}"))
-}
-
-/// What `change` sets `key` from and to, as the plan shows it.
-fn what(change: &Change, key: &str) -> String {
-    format!(
-        "{} {key} {} -> {}",
-        change.address,
-        text(field(change.before.as_ref(), key)),
-        text(field(change.after.as_ref(), key))
-    )
-}
-
-/// A repository of build caches (BuildKit's), as the nightly names them, or one of images.
-fn kind_of(name: &str) -> &'static str {
-    if name.ends_with("-cache") { "cache" } else { "image" }
-}
-
-/// The shortest expiry a bucket's lifecycle rules set, in days.
-fn expiry_days(fields: Option<&serde_json::Map<String, Value>>) -> Option<u64> {
-    field(fields, "rules")?.as_array()?.iter().filter_map(|rule| rule["expiration_days"].as_u64()).min()
+/// What `change` sets its `field` from and to, as the plan shows it. Each kind's crate reads its
+/// own fields (`reconcile_codebuild::compute_type_change`, ...): none is read by name here.
+fn what(change: &Change, field: &str, before: Option<&str>, after: Option<&str>) -> String {
+    format!("{} {field} {} -> {}", change.address, text(before), text(after))
 }
 
 pub async fn costs(aws: &Aws, plan: &Plan, desired: &Desired, account: &Account) -> Vec<CostFigure> {
     let mut figures = Vec::new();
-    let updates = |kind| plan.changes.iter().filter(move |c| c.address.kind == kind && c.action == Action::Update);
 
     // The runner's builds: more or fewer architectures, another compute.
-    let arches = plan
+    let arches: Vec<(&Change, FromTo<&str>)> = plan
         .changes
         .iter()
-        .filter(|c| c.address.kind == reconcile_github::VARIABLE && c.address.name == "NIGHTLY_ARCHES");
-    let compute: Vec<&Change> = updates(reconcile_codebuild::PROJECT)
-        .filter(|c| field(c.before.as_ref(), "compute_type") != field(c.after.as_ref(), "compute_type"))
+        .filter_map(|c| Some((c, reconcile_github::variable_change(c, "NIGHTLY_ARCHES")?)))
         .collect();
-    let arches: Vec<&Change> = arches.collect();
+    let compute: Vec<(&Change, FromTo<String>)> =
+        plan.changes.iter().filter_map(|c| Some((c, reconcile_codebuild::compute_type_change(c)?))).collect();
     if !arches.is_empty() || !compute.is_empty() {
         // Only the projects the plan shows: a public plan hides one it may not name (W602), and
         // prices nothing of it either.
@@ -73,24 +55,17 @@ pub async fn costs(aws: &Aws, plan: &Plan, desired: &Desired, account: &Account)
             .map(|project| project.name.clone())
             .collect();
         let measured = nights(aws, desired, &shown).await;
-        for change in arches {
-            let count = |fields: Option<&serde_json::Map<String, Value>>| {
-                field(fields, "value").and_then(Value::as_str).map_or(0, change::architectures)
-            };
-            let what = what(change, "value");
+        for (change, (before, after)) in arches {
+            let count = |value: Option<&str>| value.map_or(0, change::architectures);
+            let what = what(change, reconcile_github::VALUE, before, after);
             figures.push(match &measured {
-                Ok((nights, _)) => {
-                    change::arches(nights, count(change.before.as_ref()), count(change.after.as_ref()), what)
-                }
+                Ok((nights, _)) => change::arches(nights, count(before), count(after), what),
                 Err(why) => unread("builds", what, why),
             });
         }
-        for change in compute {
-            let text_of = |fields: Option<&serde_json::Map<String, Value>>| {
-                field(fields, "compute_type").and_then(Value::as_str).unwrap_or_default().to_owned()
-            };
-            let (old, new) = (text_of(change.before.as_ref()), text_of(change.after.as_ref()));
-            let what = what(change, "compute_type");
+        for (change, (before, after)) in compute {
+            let what = what(change, reconcile_codebuild::COMPUTE_TYPE, before.as_deref(), after.as_deref());
+            let (old, new) = (before.unwrap_or_default(), after.unwrap_or_default());
             figures.push(match &measured {
                 Ok((nights, rates)) => change::compute_type(nights, rates, &account.region, &old, &new, what),
                 Err(why) => unread("builds", what, why),
@@ -99,10 +74,13 @@ pub async fn costs(aws: &Aws, plan: &Plan, desired: &Desired, account: &Account)
     }
 
     // The registry: how many untagged images a policy keeps, and what a new repository will hold.
-    let policy =
-        |fields: Option<&serde_json::Map<String, Value>>| field(fields, "policy").and_then(change::untagged_kept);
-    let kept: Vec<(&Change, u64, u64)> = updates(reconcile_ecr::LIFECYCLE_POLICY)
-        .filter_map(|c| Some((c, policy(c.before.as_ref())?, policy(c.after.as_ref())?)))
+    let kept: Vec<(&Change, u64, u64)> = plan
+        .changes
+        .iter()
+        .filter_map(|c| {
+            let (before, after) = reconcile_ecr::policy_change(c)?;
+            Some((c, change::untagged_kept(before)?, change::untagged_kept(after)?))
+        })
         .filter(|(_, before, after)| before != after)
         .collect();
     let created: Vec<&Change> = plan
@@ -142,8 +120,11 @@ pub async fn costs(aws: &Aws, plan: &Plan, desired: &Desired, account: &Account)
         // One figure per kind of repository, however many a plan makes (an empty account's first
         // plan makes them all).
         for kind in ["image", "cache"] {
-            let new: Vec<String> =
-                created.iter().filter(|c| kind_of(&c.address.name) == kind).map(|c| c.address.to_string()).collect();
+            let new: Vec<String> = created
+                .iter()
+                .filter(|c| reconcile_ecr::holds(&c.address.name) == kind)
+                .map(|c| c.address.to_string())
+                .collect();
             if new.is_empty() {
                 continue;
             }
@@ -152,7 +133,7 @@ pub async fn costs(aws: &Aws, plan: &Plan, desired: &Desired, account: &Account)
                 Ok(held) => {
                     let siblings: Vec<u64> = held
                         .iter()
-                        .filter(|(name, images, _)| kind_of(name) == kind && *images > 0)
+                        .filter(|(name, images, _)| reconcile_ecr::holds(name) == kind && *images > 0)
                         .map(|(_, _, bytes)| *bytes)
                         .collect();
                     change::new_repositories(new.len(), &siblings, kind, desired.price_per_gb_month, what)
@@ -163,15 +144,10 @@ pub async fn costs(aws: &Aws, plan: &Plan, desired: &Desired, account: &Account)
     }
 
     // The compiler cache: a longer or shorter expiry holds it longer or shorter.
-    for change in updates(reconcile_s3::BUCKET_LIFECYCLE) {
-        let (before, after) = (expiry_days(change.before.as_ref()), expiry_days(change.after.as_ref()));
-        let (Some(before), Some(after)) = (before, after) else { continue };
-        if before == after {
-            continue;
-        }
+    for change in &plan.changes {
+        let Some((bucket, before, after)) = reconcile_s3::expiry_change(change) else { continue };
         let what = format!("{} expires objects after {after} days instead of {before}", change.address);
-        let bucket = field(change.after.as_ref(), "bucket").and_then(Value::as_str).unwrap_or_default();
-        figures.push(match cache_size(aws, bucket).await {
+        figures.push(match cache_size(aws, &bucket).await {
             Ok(stored) => change::cache_expiry(stored.as_ref().map(|(b, s)| (*b, s.as_str())), before, after, what),
             Err(why) => unread("cache", what, &why),
         });

@@ -211,6 +211,22 @@ fn is_iam_propagation<E: ProvideErrorMetadata>(error: &E) -> bool {
 const WEBHOOK_REPLACE_FIELDS: [&str; 2] = ["manual_creation", "scope_configuration"];
 
 /// The project and its webhook desired.toml asks for. Pure: no client, no AWS.
+/// The field a project's compute is in, as a plan shows it.
+pub const COMPUTE_TYPE: &str = "compute_type";
+
+/// What an update of a project does to its compute type, for a plan's cost line: the values
+/// before and after (`None` when unset), when it changes it.
+pub fn compute_type_change(change: &Change) -> Option<(Option<String>, Option<String>)> {
+    if change.address.kind != PROJECT || change.action != Action::Update {
+        return None;
+    }
+    let read = |fields: Option<&serde_json::Map<String, serde_json::Value>>| {
+        fields.and_then(|f| f.get(COMPUTE_TYPE)).and_then(serde_json::Value::as_str).map(str::to_owned)
+    };
+    let (before, after) = (read(change.before.as_ref()), read(change.after.as_ref()));
+    (before != after).then_some((before, after))
+}
+
 pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResource>, ReconcileError> {
     let mut resources = Vec::new();
     for project in &declared(desired).projects {

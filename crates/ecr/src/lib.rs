@@ -198,6 +198,21 @@ pub struct ReadOnce {
     policies: std::sync::Mutex<BTreeMap<String, Observed>>,
 }
 
+/// What an update of a lifecycle policy does, for a plan's cost line: the policy documents
+/// before and after.
+pub fn policy_change(change: &Change) -> Option<(&serde_json::Value, &serde_json::Value)> {
+    if change.address.kind != LIFECYCLE_POLICY || change.action != Action::Update {
+        return None;
+    }
+    Some((change.before.as_ref()?.get("policy")?, change.after.as_ref()?.get("policy")?))
+}
+
+/// What a repository holds by the nightly's naming: BuildKit's caches (`<image>-cache`), or
+/// images; a new one is priced as its siblings of the same kind.
+pub fn holds(name: &str) -> &'static str {
+    if name.ends_with("-cache") { "cache" } else { "image" }
+}
+
 /// Whether `change` is pruning: deleting a repository, which only a plan made with `--prune`
 /// holds (an undeclared repository is otherwise never a change).
 pub fn prunes(change: &Change) -> bool {

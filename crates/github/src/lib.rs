@@ -190,6 +190,21 @@ pub const OIDC_SUBJECT: ResourceKind = ResourceKind::new("github_oidc_subject", 
 /// `github_variable.<NAME>`: a repository variable.
 pub const VARIABLE: ResourceKind = ResourceKind::new("github_variable", 530);
 
+/// The field a variable's value is in, as a plan shows it.
+pub const VALUE: &str = "value";
+
+/// What a change of the repository variable `name` sets it from and to (`None` when unset or
+/// absent), when `change` is one.
+pub fn variable_change<'a>(change: &'a Change, name: &str) -> Option<(Option<&'a str>, Option<&'a str>)> {
+    if change.address.kind != VARIABLE || change.address.name != name {
+        return None;
+    }
+    let value = |fields: Option<&'a serde_json::Map<String, serde_json::Value>>| {
+        fields.and_then(|f| f.get(VALUE)).and_then(serde_json::Value::as_str)
+    };
+    Some((value(change.before.as_ref()), value(change.after.as_ref())))
+}
+
 reconcile_core::resource_kinds! {
     /// The kinds this crate owns.
     pub enum GithubKind {

@@ -206,6 +206,23 @@ struct Version {
 }
 
 /// The name of the bucket a change deletes, as observed.
+/// What an update of a bucket's lifecycle does to its shortest expiry, for a plan's cost line:
+/// the bucket, and the days before and after, when both expire something and they differ.
+pub fn expiry_change(change: &Change) -> Option<(String, u64, u64)> {
+    if change.address.kind != BUCKET_LIFECYCLE || change.action != Action::Update {
+        return None;
+    }
+    let spec = |fields: Option<&serde_json::Map<String, serde_json::Value>>| -> Option<BucketLifecycleSpec> {
+        serde_json::from_value(serde_json::Value::Object(fields?.clone())).ok()
+    };
+    let days = |spec: &BucketLifecycleSpec| {
+        spec.rules.iter().filter_map(|rule| rule.get("expiration_days").and_then(serde_json::Value::as_u64)).min()
+    };
+    let (before, after) = (spec(change.before.as_ref())?, spec(change.after.as_ref())?);
+    let (from, to) = (days(&before)?, days(&after)?);
+    (from != to).then(|| (after.bucket.clone(), from, to))
+}
+
 fn bucket_name(change: &Change) -> Result<String, ReconcileError> {
     let before = reconcile_core::spec::before::<BucketSpec>(change)?;
     before
