@@ -241,16 +241,19 @@ impl Change {
     /// Whether the change writes nothing but the mark ([`crate::mark::MARK_KEY`]): an
     /// import of a resource that is already as desired.toml says.
     pub fn only_marks(&self) -> bool {
-        let without_mark = |fields: Option<&Map<String, Value>>| {
-            fields.map(|fields| {
-                let mut fields = fields.clone();
-                if let Some(Value::Object(tags)) = fields.get_mut("tags") {
-                    tags.remove(crate::mark::MARK_KEY);
-                }
-                fields
-            })
+        self.action == Action::Update && self.field_changes().iter().all(FieldChange::only_the_mark)
+    }
+}
+
+impl FieldChange<'_> {
+    /// Whether this is the tags changing by the mark ([`crate::mark::MARK_KEY`]) alone.
+    pub fn only_the_mark(&self) -> bool {
+        let without_mark = |tags: Option<&Value>| {
+            let mut tags = tags.and_then(Value::as_object).cloned().unwrap_or_default();
+            tags.remove(crate::mark::MARK_KEY);
+            tags
         };
-        self.action == Action::Update && without_mark(self.before.as_ref()) == without_mark(self.after.as_ref())
+        self.name == "tags" && without_mark(self.before) == without_mark(self.after)
     }
 }
 

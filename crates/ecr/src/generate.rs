@@ -19,7 +19,9 @@ use crate::{EcrReconciler, REPOSITORY};
 impl EcrReconciler {
     /// The repositories `desired` does not declare, each with what [`generate`] reads: its
     /// settings, visible tags (the mark taken out, as whose it is) and canonical lifecycle policy
-    /// (null when it has none). Reads the listing, then each one's tags and policy in one wave.
+    /// (null when it has none). Reads the listing, then each one's tags and policy in one wave;
+    /// in a run that only reads, the listing and the policies its plan read already are not read
+    /// again.
     pub(crate) async fn inventory_of(&self, desired: &[&DesiredResource]) -> Result<Vec<Found>, ReconcileError> {
         let undeclared = self.undeclared(desired).await?;
         let reads: Vec<_> = undeclared
@@ -29,7 +31,7 @@ impl EcrReconciler {
                 let policy_address = Address::new(crate::LIFECYCLE_POLICY, name);
                 let (tags, policy) = futures::join!(
                     self.tags(&address, &repository.arn),
-                    self.read_lifecycle_policy(&policy_address, name)
+                    self.observe_lifecycle_policy(&policy_address, name)
                 );
                 (name, repository, tags, policy)
             })

@@ -256,12 +256,8 @@ fn proof(
         if planned.plan.takeovers.contains_key(&change.address) && change.only_marks() {
             continue;
         }
-        let fields: Vec<&str> = change
-            .field_changes()
-            .iter()
-            .filter(|field| field.name != "tags" || !differ_by_the_mark_alone(field.before, field.after))
-            .map(|field| field.name)
-            .collect();
+        let fields: Vec<&str> =
+            change.field_changes().iter().filter(|field| !field.only_the_mark()).map(|field| field.name).collect();
         let what = format!("{} {}", change.action.as_str(), change.address);
         if derived.contains(&change.address) {
             notes.push(format!(
@@ -293,16 +289,6 @@ fn proof(
         }
     }
     Ok(refused)
-}
-
-/// Whether two tag maps differ only by this deployment's mark (what an import writes).
-fn differ_by_the_mark_alone(before: Option<&serde_json::Value>, after: Option<&serde_json::Value>) -> bool {
-    let without = |tags: Option<&serde_json::Value>| {
-        let mut tags = tags.and_then(serde_json::Value::as_object).cloned().unwrap_or_default();
-        tags.remove(reconcile_core::mark::MARK_KEY);
-        tags
-    };
-    without(before) == without(after)
 }
 
 /// `--check`: the diff that would be written to desired.toml, and exit 2 (there is one).
