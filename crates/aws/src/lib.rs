@@ -20,7 +20,7 @@ use reconcile_core::retry::{Backoff, retry};
 use reconcile_core::{Account, Address, ErrorKind, ReconcileError};
 
 pub use build::{BuildFn, Clients, Shared};
-pub use pacing::{DEFAULT_THROTTLE_DEADLINE, GaveUp, Pacing, Throttled, Transient};
+pub use pacing::{DEFAULT_THROTTLE_DEADLINE, GaveUp, Pacing, Throttled, Transient, resent};
 
 /// The most pages one paginated read asks for: ten million ECR images at ECR's largest page.
 pub const MAX_PAGES: usize = 10_000;
@@ -37,12 +37,18 @@ impl Default for Pages {
 }
 
 impl Pages {
-    /// Counts a page, whose next token is `token`: an error (what was being read, and that the
-    /// rest was not) when no further page may be asked for. Part of a list would read as the
-    /// whole (a repository not listed is one to create), so it is never used as one.
-    pub fn page(&mut self, token: Option<&str>, address: Option<&Address>, what: &str) -> Result<(), ReconcileError> {
+    /// Counts a page, whose next token is `token`: the token to ask for the next page with
+    /// (`None` when there is none), or an error (what was being read, and that the rest was
+    /// not) when no further page may be asked for. Part of a list would read as the whole (a
+    /// repository not listed is one to create), so it is never used as one.
+    pub fn page(
+        &mut self,
+        token: Option<&str>,
+        address: Option<&Address>,
+        what: &str,
+    ) -> Result<Option<String>, ReconcileError> {
         match self.0.next(token) {
-            Ok(_) => Ok(()),
+            Ok(next) => Ok(next),
             Err(stop) => Err(ReconcileError::new(address, what, format!("{stop}; the rest is not read"))),
         }
     }
@@ -56,8 +62,8 @@ pub const DEFAULT_PARALLELISM: usize = 100;
 
 /// At most so many requests to one service in flight: each reconciler holds one, and every
 /// read it makes waits for a permit, however its reads are nested or joined; and, once AWS has
-/// throttled the service, for its gate's next slot ([`Pacing::slot`]), so that a wave of reads
-/// goes out at the rate AWS answers rather than all at once again.
+/// throttled the service, for its gate ([`Pacing::turn`]), so that a wave of reads goes out at
+/// the rate AWS answers rather than all at once again.
 #[derive(Debug, Clone)]
 pub struct Parallelism {
     permits: std::sync::Arc<tokio::sync::Semaphore>,
@@ -75,17 +81,26 @@ impl Parallelism {
         self
     }
 
-    /// Makes and sends the request once fewer than the limit are in flight, at the gate's next
-    /// slot. Made only then: an SDK request future is kilobytes, and thousands waiting would
-    /// hold them all.
-    pub async fn send<F: Future>(&self, request: impl FnOnce() -> F) -> F::Output {
+    /// Makes and sends a read once fewer than the limit are in flight, when the gate lets it,
+    /// and sends it again the same way while AWS throttles it ([`Pacing::read`]). Made only
+    /// then: an SDK request future is kilobytes, and thousands waiting would hold them all.
+    /// `request` is `Fn`, so that a paginator's `next` (which after an error ends the listing,
+    /// and would read as its end) cannot be sent again: that is [`Parallelism::send_once`]'s.
+    pub async fn send<F: Future>(&self, request: impl Fn() -> F) -> F::Output {
         // The semaphore is never closed, so acquiring only waits.
         let _permit = self.permits.acquire().await.ok();
+        match &self.gate {
+            Some((pacing, service)) => pacing.read(service, request).await,
+            None => request().await,
+        }
+    }
+
+    /// [`Parallelism::send`] for a request that cannot be made again (a paginator's next
+    /// page): it waits for the gate once, and the SDK sends it again when throttled.
+    pub async fn send_once<F: Future>(&self, request: impl FnOnce() -> F) -> F::Output {
+        let _permit = self.permits.acquire().await.ok();
         if let Some((pacing, service)) = &self.gate {
-            let wait = pacing.slot(service);
-            if !wait.is_zero() {
-                tokio::time::sleep(wait).await;
-            }
+            pacing.turn(service).await;
         }
         request().await
     }

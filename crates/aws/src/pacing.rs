@@ -10,9 +10,14 @@
 //!
 //! - each service has a gate: no limit until AWS first throttles it, then a send rate that
 //!   comes down, at most once a second while AWS goes on throttling, to what AWS answered in the
-//!   last second, and climbs a tenth a second while it answers; a throttled request is sent
-//!   again at the gate's next free slot, and reads that go through [`crate::Parallelism`] wait
-//!   for one before they are first sent;
+//!   last second, and climbs a half a second once a second passes without a throttle;
+//! - a read that can be sent again ([`Pacing::read`], which [`crate::Parallelism::send`] uses) is
+//!   sent, each time, only when its gate lets it at the rate of that moment: the SDK hands a
+//!   throttled answer back to it rather than waiting. Anything else the SDK sends again itself, at
+//!   the gate's next free slot, which it takes when throttled: a slot taken is kept if the rate
+//!   later comes down, so a wave of throttled reads all given slots at a first rate four times
+//!   AWS's would mostly be throttled again (at 5 a second, nearly three throttled answers for
+//!   each answer);
 //! - a throttled request is sent again for as long as [`Pacing::deadline`] allows since its
 //!   first attempt, however many attempts that takes (the SDK's retry quota never runs dry: each
 //!   service's [`Pacing::partition`] has none);
@@ -28,6 +33,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -131,6 +137,33 @@ thread_local! {
     static ENDED: std::cell::RefCell<Option<Tracked>> = const { std::cell::RefCell::new(None) };
 }
 
+/// A read its caller sends again when AWS throttles it ([`Pacing::read`]): what its attempts
+/// share, which the retry classifier finds in the task that awaits the request.
+#[derive(Debug)]
+struct Resend {
+    /// When its first attempt was sent: the throttle deadline counts from here.
+    started: Instant,
+    attempts: u32,
+    /// When AWS first throttled it, if it has.
+    first_throttle: Option<Instant>,
+    /// Whether the attempt that just ended was throttled and may be sent again.
+    again: bool,
+}
+
+tokio::task_local! {
+    static RESEND: Arc<Mutex<Resend>>;
+}
+
+/// Whether the request being made is a read sent again after AWS throttled it (the SDK counts
+/// it as a new operation; it is a retry).
+pub fn resent() -> bool {
+    RESEND.try_with(|resend| lock(resend).attempts > 1).unwrap_or(false)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// What throttling did to one service's requests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Throttled {
@@ -174,6 +207,10 @@ const LOWER_EVERY: Duration = Duration::from_secs(1);
 /// tenth a second a plan took twice what the rate allows, at a half it climbs back in seconds,
 /// and a climb past the rate costs one throttled second.
 const CLIMB: f64 = 0.5;
+/// How much it climbs in a second once it is within a tenth of what AWS last answered in a
+/// throttled second: a tenth. Past that point each climb is a probe, and a probe past the rate
+/// costs a second of throttled answers; far below it, the climb is [`CLIMB`]'s.
+const PROBE: f64 = 0.1;
 /// The least a throttle lowers a gate's rate by: a tenth.
 const LOWER: f64 = 0.9;
 /// At the first throttle, the share of the last second's sends the rate is at the least.
@@ -189,8 +226,8 @@ const FIRST_FLOOR: f64 = 10.0;
 /// as TCP): none until the first throttle, which sets it to what AWS answered in the last
 /// second, or a quarter of what was sent, whichever is more; then, at most every [`LOWER_EVERY`] while throttled answers come, lowered to what AWS
 /// answered in the last second (a tenth below the rate at the least, half of it at the most, and
-/// half when nothing was answered); raised by [`CLIMB`] a second while answers
-/// come. Requests are sent at its slots, one every `1 / rate` seconds. Pure: every method is told
+/// half when nothing was answered); raised by [`CLIMB`] a second while answers come, and by
+/// [`PROBE`] once it is near what AWS answered when it last throttled. Requests are sent at its slots, one every `1 / rate` seconds. Pure: every method is told
 /// the time.
 #[derive(Debug, Clone)]
 pub(crate) struct Gate {
@@ -202,6 +239,9 @@ pub(crate) struct Gate {
     /// The last throttled answer: the rate climbs only in a second without one.
     last_throttle: Option<Instant>,
     raised: Instant,
+    /// What AWS answered in the last second when it last lowered the rate for a throttle (after
+    /// the first): about what AWS allows.
+    capacity: Option<f64>,
     /// What was sent, and what AWS answered (not throttling), in the last second.
     sent: VecDeque<Instant>,
     answers: VecDeque<Instant>,
@@ -223,6 +263,7 @@ impl Gate {
             lowered: None,
             last_throttle: None,
             raised: now,
+            capacity: None,
             sent: VecDeque::new(),
             answers: VecDeque::new(),
         }
@@ -253,7 +294,10 @@ impl Gate {
             // answered sooner than a read), so at least a quarter of what was sent.
             None => answered.max(last_second(&mut self.sent, now) as f64 / FIRST_SHARE).max(FIRST_FLOOR),
             // Never below half of what it was: the answers counted may not all be in yet.
-            Some(current) if answered >= 1.0 => answered.max(current / 2.0).min(current * LOWER),
+            Some(current) if answered >= 1.0 => {
+                self.capacity = Some(answered);
+                answered.max(current / 2.0).min(current * LOWER)
+            }
             Some(current) => current / 2.0,
         };
         self.rate = Some(lowered.max(MIN_RATE));
@@ -276,7 +320,11 @@ impl Gate {
         if seconds < 1.0 {
             return;
         }
-        self.rate = Some(rate + (rate * CLIMB).max(1.0) * seconds);
+        let step = match self.capacity {
+            Some(capacity) if rate >= capacity * LOWER => rate * PROBE,
+            _ => (rate * CLIMB).max(1.0),
+        };
+        self.rate = Some(rate + step * seconds);
         self.raised = now;
     }
 
@@ -287,6 +335,19 @@ impl Gate {
         let slot = self.next.max(now);
         self.next = slot + Duration::from_secs_f64(1.0 / rate);
         slot.duration_since(now)
+    }
+
+    /// Takes the slot at `now` if it is free, or says how long until the next one, taking
+    /// nothing: who waits asks again then, at the rate of that moment.
+    pub(crate) fn take(&mut self, now: Instant) -> Option<Duration> {
+        let Some(rate) = self.rate else { return None };
+        if now < self.next {
+            return Some(self.next - now);
+        }
+        let interval = Duration::from_secs_f64(1.0 / rate);
+        // Woken a little late, it keeps the cadence; after a pause, no burst is saved up.
+        self.next = if now - self.next < interval { self.next + interval } else { now + interval };
+        None
     }
 }
 
@@ -351,11 +412,38 @@ impl Pacing {
             .clone()
     }
 
-    /// How long from now a request to `service` (`ecr`, `s3`) waits for its gate's next slot,
-    /// which it takes: nothing until AWS has throttled the service.
-    pub fn slot(&self, service: &str) -> Duration {
-        let now = Instant::now();
-        self.with(|state| state.gates.entry(service.to_owned()).or_insert_with(|| Gate::new(now)).slot(now))
+    /// Waits until `service`'s gate lets a request go, and takes that slot: at once until AWS
+    /// has throttled the service.
+    pub async fn turn(&self, service: &str) {
+        loop {
+            let now = Instant::now();
+            let wait =
+                self.with(|state| state.gates.entry(service.to_owned()).or_insert_with(|| Gate::new(now)).take(now));
+            match wait {
+                None => return,
+                Some(wait) => tokio::time::sleep(wait).await,
+            }
+        }
+    }
+
+    /// Sends a read to `service` (`request` makes and sends it; it can be called again) when the
+    /// gate lets it, and again, each time when the gate lets it, for as long as AWS throttles
+    /// it and the deadline allows; then its last answer is returned.
+    pub async fn read<F: Future>(&self, service: &str, request: impl Fn() -> F) -> F::Output {
+        let resend =
+            Arc::new(Mutex::new(Resend { started: Instant::now(), attempts: 0, first_throttle: None, again: false }));
+        loop {
+            self.turn(service).await;
+            {
+                let mut resend = lock(&resend);
+                resend.attempts += 1;
+                resend.again = false;
+            }
+            let output = RESEND.scope(Arc::clone(&resend), request()).await;
+            if !lock(&resend).again {
+                return output;
+            }
+        }
     }
 
     /// What throttling did, by service.
@@ -449,8 +537,15 @@ impl ClassifyRetry for Pacing {
             RetryAction::RetryIndicated(RetryReason::RetryableError { kind, .. }) => Some(*kind),
             _ => None,
         };
+        let throttled = kind == Some(ErrorKind::ThrottlingError);
+        // A read its caller sends again: the deadline counts from its caller's first attempt.
+        let resend = RESEND.try_with(Arc::clone).ok();
         let now = Instant::now();
-        let elapsed = now - tracked.started;
+        let started = match &resend {
+            Some(resend) if throttled => lock(resend).started,
+            _ => tracked.started,
+        };
+        let elapsed = now - started;
         let verdict = decide(kind, elapsed, tracked.attempts, self.deadline, self.transient);
         self.with(|state| {
             let gate = state.gates.entry(tracked.service.clone()).or_insert_with(|| Gate::new(now));
@@ -461,18 +556,27 @@ impl ClassifyRetry for Pacing {
                 Some(_) => {}
             }
             let Some(request) = state.requests.get_mut(&tracked.id) else { return RetryAction::NoActionIndicated };
-            if kind == Some(ErrorKind::ThrottlingError) {
+            if throttled {
                 request.first_throttle.get_or_insert(now);
+                if let Some(resend) = &resend {
+                    lock(resend).first_throttle.get_or_insert(now);
+                }
                 state.services.entry(tracked.service.clone()).or_default().answers += 1;
             }
-            match (kind, verdict) {
+            match (kind, verdict, &resend) {
+                // Handed back to its caller, who sends it again when the gate lets it.
+                (Some(ErrorKind::ThrottlingError), Verdict::AsClassified, Some(resend)) => {
+                    lock(resend).again = true;
+                    state.requests.remove(&tracked.id);
+                    return RetryAction::RetryForbidden;
+                }
                 // Sent again at the gate's next free slot.
-                (Some(ErrorKind::ThrottlingError), Verdict::AsClassified) => {
+                (Some(ErrorKind::ThrottlingError), Verdict::AsClassified, None) => {
                     let wait = state.gates.get_mut(&tracked.service).expect("made above").slot(now);
                     return RetryAction::retryable_error_with_explicit_delay(ErrorKind::ThrottlingError, wait);
                 }
                 // Sent again after the usual backoff, fully jittered.
-                (Some(kind), Verdict::AsClassified) => {
+                (Some(kind), Verdict::AsClassified, _) => {
                     let fraction = state
                         .jitter
                         .get_or_insert_with(|| reconcile_core::retry::Jitter::seeded(tracked.id))
@@ -484,7 +588,14 @@ impl ClassifyRetry for Pacing {
             }
             // The request is over: what it waited counts, and it is forgotten.
             let request = state.requests.remove(&tracked.id).expect("looked up above");
-            if let Some(throttled) = request.first_throttle {
+            let (first_throttle, attempts) = match &resend {
+                Some(resend) => {
+                    let resend = lock(resend);
+                    (resend.first_throttle, resend.attempts)
+                }
+                None => (request.first_throttle, tracked.attempts),
+            };
+            if let Some(throttled) = first_throttle {
                 state.services.entry(request.service).or_default().waited += now - throttled;
             }
             match verdict {
@@ -494,7 +605,7 @@ impl ClassifyRetry for Pacing {
                     state.gave_up = Some(GaveUp {
                         operation: tracked.operation.clone(),
                         after: elapsed,
-                        attempts: tracked.attempts,
+                        attempts,
                         deadline: self.deadline,
                     });
                     RetryAction::RetryForbidden
@@ -633,15 +744,15 @@ mod tests {
         }
         gate.throttled(at(3001));
         assert_eq!(gate.rate(), Some(9.0));
-        // Answers raise it, a half (at least one) a second of them; a throttle takes it down a
-        // tenth at the least, however many were answered.
+        // Answers raise it: near what AWS answered when it throttled (9), a tenth a second of
+        // them; a throttle takes it down a tenth at the least, however many were answered.
         gate.answered(at(4001));
-        assert_eq!(gate.rate(), Some(13.5));
+        assert_eq!(gate.rate(), Some(9.9));
         for ms in 4002..4030 {
             gate.answered(at(ms));
         }
         gate.throttled(at(4500));
-        assert_eq!(gate.rate(), Some(13.5 * LOWER));
+        assert_eq!(gate.rate(), Some(9.9 * LOWER));
         // Nothing answered for a second: halved, never below the least rate.
         for step in 0..10 {
             gate.throttled(at(5000 + step * 1100));
@@ -653,6 +764,13 @@ mod tests {
         assert_eq!(climbing.rate(), Some(20.0), "not yet a second");
         climbing.answered(at(2000));
         assert_eq!(climbing.rate(), Some(40.0));
+        // Far below what AWS answered when it last throttled, a half a second; near it, a tenth.
+        climbing.capacity = Some(100.0);
+        climbing.answered(at(3000));
+        assert_eq!(climbing.rate(), Some(60.0));
+        climbing.capacity = Some(60.0);
+        climbing.answered(at(4000));
+        assert_eq!(climbing.rate(), Some(66.0));
         // Answers before any throttle set no rate.
         let mut open = Gate::new(start);
         open.answered(at(5000));
@@ -664,6 +782,20 @@ mod tests {
         }
         open.throttled(at(5100));
         assert_eq!(open.rate(), Some(31.0));
+        // Waiting without taking: whoever asks when the slot is free takes it, at the rate of
+        // that moment, so a rate lowered while many wait holds every one of them to it.
+        let mut waited = Gate::new(start);
+        assert_eq!(waited.take(start), None, "no rate before a throttle");
+        waited.rate = Some(10.0);
+        waited.next = at(0);
+        assert_eq!(waited.take(at(0)), None);
+        assert_eq!(waited.take(at(0)), Some(Duration::from_millis(100)), "nothing taken by asking");
+        assert_eq!(waited.take(at(50)), Some(Duration::from_millis(50)));
+        waited.rate = Some(2.0);
+        assert_eq!(waited.take(at(101)), None, "woken late, it keeps the cadence");
+        assert_eq!(waited.take(at(101)), Some(Duration::from_millis(499)), "the next at the lowered rate");
+        assert_eq!(waited.take(at(5000)), None);
+        assert_eq!(waited.take(at(5000)), Some(Duration::from_millis(500)), "no burst saved up by a pause");
         // A throttle back while the wave is still being sent, 4 in: never below the floor.
         let mut early = Gate::new(start);
         for ms in 0..4 {

@@ -155,7 +155,10 @@ impl Intercept for RequestCounter {
         _context: &aws_smithy_runtime_api::client::interceptors::context::BeforeSerializationInterceptorContextRef<'_>,
         _cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        self.operations.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // A read sent again after a throttle is a new operation to the SDK, and a retry here.
+        if !reconcile_aws::resent() {
+            self.operations.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         Ok(())
     }
 

@@ -522,7 +522,7 @@ impl EcrReconciler {
         let mut pages = self.client.describe_repositories().max_results(1000).into_paginator().send();
         let mut repositories = Vec::new();
         let mut read = reconcile_aws::Pages::default();
-        while let Some(page) = self.parallelism.send(|| pages.next()).await {
+        while let Some(page) = self.parallelism.send_once(|| pages.next()).await {
             let page = page.map_err(failed(None, "list ECR repositories"))?;
             read.page(page.next_token(), None, "list ECR repositories")?;
             repositories.extend(page.repositories.unwrap_or_default());
@@ -596,17 +596,26 @@ impl EcrReconciler {
     /// Every image of a repository, as the lifecycle evaluator takes them; none when the
     /// repository does not exist.
     async fn images(&self, address: &Address, name: &str) -> Result<Vec<Image>, ReconcileError> {
-        // ECR's largest page: a 10,000-image repository is ten requests.
-        let mut pages = self.client.describe_images().repository_name(name).max_results(1000).into_paginator().send();
+        // ECR's largest page: a 10,000-image repository is ten requests. Each page asked for by
+        // its token rather than through the SDK's paginator, so that a throttled page is sent
+        // again when the gate lets it (`Parallelism::send`).
         let mut images = Vec::new();
         let mut read = reconcile_aws::Pages::default();
-        while let Some(page) = self.parallelism.send(|| pages.next()).await {
+        let mut token: Option<String> = None;
+        loop {
+            let page = self
+                .parallelism
+                .send(|| {
+                    let request = self.client.describe_images().repository_name(name).max_results(1000);
+                    request.set_next_token(token.clone()).send()
+                })
+                .await;
             let page = match absent_if(page, &[REPOSITORY_NOT_FOUND]) {
                 Ok(Some(page)) => page,
                 Ok(None) => return Ok(Vec::new()),
                 Err(error) => return Err(failed(Some(address), "list the repository's images")(error)),
             };
-            read.page(page.next_token(), Some(address), "list the repository's images")?;
+            token = read.page(page.next_token(), Some(address), "list the repository's images")?;
             images.extend(page.image_details().iter().map(|detail| {
                 Image {
                     digest: detail.image_digest().unwrap_or_default().to_owned(),
@@ -620,8 +629,10 @@ impl EcrReconciler {
                         .and(detail.last_archived_at().map(|t| t.secs())),
                 }
             }));
+            if token.is_none() {
+                return Ok(images);
+            }
         }
-        Ok(images)
     }
 
     async fn delete_repository(&self, change: &Change) -> Result<Applied, ReconcileError> {

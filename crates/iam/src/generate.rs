@@ -29,7 +29,7 @@ impl IamReconciler {
         let mut pages = self.client.list_roles().into_paginator().send();
         let mut read = reconcile_aws::Pages::default();
         let mut candidates = Vec::new();
-        while let Some(page) = self.parallelism.send(|| pages.next()).await {
+        while let Some(page) = self.parallelism.send_once(|| pages.next()).await {
             let page = page.map_err(failed(None, "list roles"))?;
             read.page(page.marker(), None, "list roles")?;
             for role in page.roles() {

@@ -460,7 +460,7 @@ impl IamReconciler {
         let mut pages = self.client.list_roles().into_paginator().send();
         let mut findings = Vec::new();
         let mut read = reconcile_aws::Pages::default();
-        while let Some(page) = self.parallelism.send(|| pages.next()).await {
+        while let Some(page) = self.parallelism.send_once(|| pages.next()).await {
             let page = page.map_err(failed(None, "list roles"))?;
             read.page(page.marker(), None, "list roles")?;
             for role in page.roles() {
@@ -787,7 +787,7 @@ impl IamReconciler {
         let mut pages = self.client.list_role_policies().role_name(role_name).into_paginator().send();
         let mut names = Vec::new();
         let mut read = reconcile_aws::Pages::default();
-        while let Some(page) = self.parallelism.send(|| pages.next()).await {
+        while let Some(page) = self.parallelism.send_once(|| pages.next()).await {
             let page = page.map_err(failed(Some(address), "list inline policies"))?;
             read.page(page.marker(), Some(address), "list inline policies")?;
             names.extend(page.policy_names().to_vec());
@@ -822,7 +822,7 @@ impl IamReconciler {
         let mut pages = self.client.list_attached_role_policies().role_name(role_name).into_paginator().send();
         let mut findings = Vec::new();
         let mut read = reconcile_aws::Pages::default();
-        while let Some(page) = self.parallelism.send(|| pages.next()).await {
+        while let Some(page) = self.parallelism.send_once(|| pages.next()).await {
             let page = page.map_err(failed(Some(address), "list attached managed policies"))?;
             read.page(page.marker(), Some(address), "list attached managed policies")?;
             for attached in page.attached_policies() {
