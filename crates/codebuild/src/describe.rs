@@ -4,6 +4,7 @@
 
 use reconcile_core::describe::{Access, Description, Index, KindTrail, Runner, arn_names};
 use reconcile_core::desired::Topic;
+use reconcile_core::fields::{Field, Fields};
 use reconcile_core::{Account, Desired};
 use serde_json::{Value, json};
 
@@ -44,7 +45,6 @@ pub const DESCRIPTION: Description = Description {
         KindTrail {
             kind: crate::PROJECT,
             events: &["CreateProject", "UpdateProject", "UpdateProjectVisibility", "DeleteProject"],
-            fields: &[("project_visibility", &["UpdateProjectVisibility"])],
             other_fields: Some(&["UpdateProject"]),
             removals: &["DeleteProject"],
             findings: &[],
@@ -55,7 +55,6 @@ pub const DESCRIPTION: Description = Description {
         KindTrail {
             kind: crate::WEBHOOK,
             events: &["CreateWebhook", "UpdateWebhook", "DeleteWebhook"],
-            fields: &[],
             other_fields: Some(&["UpdateWebhook", "CreateWebhook"]),
             removals: &["DeleteWebhook"],
             findings: &[],
@@ -64,8 +63,58 @@ pub const DESCRIPTION: Description = Description {
             names,
         },
     ],
+    fields: &[PROJECT_FIELDS, WEBHOOK_FIELDS],
     terraform: crate::terraform::MAPPINGS,
     generate: crate::generate::generate,
+};
+
+/// A project's fields: all but its visibility `UpdateProject` sets.
+pub const PROJECT_FIELDS: Fields = Fields {
+    kind: crate::PROJECT,
+    fields: &[
+        Field::identity("name"),
+        Field::in_place("artifacts_type"),
+        Field::in_place("build_batch_service_role"),
+        Field::in_place("buildspec"),
+        Field::in_place("cache"),
+        Field::in_place("certificate"),
+        Field::in_place("cloudwatch_logs"),
+        Field::in_place(crate::COMPUTE_TYPE),
+        Field::in_place("description"),
+        Field::in_place("environment_type"),
+        Field::in_place("environment_variables"),
+        Field::in_place("file_system_locations"),
+        Field::in_place("fleet"),
+        Field::in_place("image"),
+        Field::in_place("image_pull_credentials_type"),
+        Field::in_place("insecure_ssl"),
+        Field::in_place("privileged_mode"),
+        Field::in_place("project_visibility").set_by(&["UpdateProjectVisibility"]),
+        Field::in_place("queued_timeout_in_minutes"),
+        Field::in_place("registry_credential"),
+        Field::in_place("s3_logs"),
+        Field::in_place("secondary_artifacts"),
+        Field::in_place("secondary_sources"),
+        Field::in_place("service_role"),
+        Field::in_place("source_auth"),
+        Field::in_place("source_location"),
+        Field::in_place("source_type"),
+        Field::in_place("tags"),
+        Field::in_place("timeout_in_minutes"),
+        Field::in_place("vpc_config"),
+    ],
+};
+
+/// A webhook's fields: how it is made and where it reports `UpdateWebhook` cannot change.
+pub const WEBHOOK_FIELDS: Fields = Fields {
+    kind: crate::WEBHOOK,
+    fields: &[
+        Field::identity("project").in_terraform("project_name"),
+        Field::in_place("build_type"),
+        Field::in_place("filter_groups"),
+        Field::create_only("manual_creation"),
+        Field::create_only("scope_configuration"),
+    ],
 };
 
 /// A project (and its webhook) is named by `name`, `projectName` or its ARN.

@@ -207,9 +207,6 @@ fn is_iam_propagation<E: ProvideErrorMetadata>(error: &E) -> bool {
         && error.message().is_some_and(|m| m.contains("not authorized to perform: sts:AssumeRole"))
 }
 
-/// Fields `UpdateWebhook` cannot change: a difference in them replaces the webhook.
-const WEBHOOK_REPLACE_FIELDS: [&str; 2] = ["manual_creation", "scope_configuration"];
-
 /// The project and its webhook desired.toml asks for. Pure: no client, no AWS.
 /// The field a project's compute is in, as a plan shows it.
 pub const COMPUTE_TYPE: &str = "compute_type";
@@ -333,8 +330,9 @@ impl Reconciler for CodebuildReconciler {
     }
 
     fn diff(&self, address: &Address, desired: Option<&DesiredResource>, observed: &Observed) -> Option<Change> {
-        let kind = crate::WEBHOOK;
-        reconcile_core::plan::diff_replacing(address, desired, observed, kind, &WEBHOOK_REPLACE_FIELDS)
+        // What `UpdateWebhook` cannot change replaces the webhook.
+        let replacing = crate::describe::WEBHOOK_FIELDS.create_only();
+        reconcile_core::plan::diff_replacing(address, desired, observed, crate::WEBHOOK, &replacing)
     }
 
     async fn apply(&self, change: &Change, progress: &dyn Progress) -> Result<Applied, ReconcileError> {

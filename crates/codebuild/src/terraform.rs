@@ -92,7 +92,7 @@ fn project(account: &Account, _key: &str, fields: &Map<String, Value>) -> Vec<Pr
                 "tags_all": tags_all,
             }),
         )
-        .forcing_new(&["name"])
+        .forcing_new(crate::describe::PROJECT_FIELDS.forcing_new(&[]))
         .referring(&[("service_role", "aws_iam_role.runner", "arn")])
         .computing(json!({ "arn": arn, "id": arn }))
         // What desired.toml does not set: AWS's default when it is made, then as read (apply
@@ -134,7 +134,7 @@ fn webhook(_: &Account, _key: &str, fields: &Map<String, Value>) -> Vec<Provider
                 "filter_group": groups,
             }),
         )
-        .forcing_new(&["project_name", "manual_creation", "scope_configuration"])
+        .forcing_new(crate::describe::WEBHOOK_FIELDS.forcing_new(&[]))
         .referring(&[("project_name", "aws_codebuild_project.runner", "name")])
         // The hook's URL on the source provider, as CodeBuild answers it (never its secret).
         .computing(json!({ "id": fields.get("project"), "url": fields.get("url") })),

@@ -72,6 +72,9 @@ pub struct Description {
     pub access: Access,
     /// What CloudTrail records of each kind, one entry per kind it sees (none for GitHub's).
     pub trail: &'static [KindTrail],
+    /// Each kind's fields, one table per kind: what its diff replaces it for, what its trail
+    /// looks for and what Terraform forces new are read from it.
+    pub fields: &'static [crate::fields::Fields],
     /// How each kind becomes the Terraform providers' resources, one entry per kind
     /// (`plan --format terraform-json`).
     pub terraform: &'static [crate::terraform::Mapping],
@@ -135,9 +138,8 @@ pub struct KindTrail {
     pub kind: ResourceKind,
     /// Every management event that can change a resource of the kind.
     pub events: &'static [&'static str],
-    /// Which events set each field of the kind's spec.
-    pub fields: &'static [(&'static str, &'static [&'static str])],
-    /// The events that set a field [`Self::fields`] does not list; `None`: every event.
+    /// The events that set a field whose row ([`Description::fields`]) names none; `None`:
+    /// every event.
     pub other_fields: Option<&'static [&'static str]>,
     /// The events that remove one: what a plan that creates it again looks for.
     pub removals: &'static [&'static str],
@@ -174,6 +176,11 @@ impl Catalog {
     /// What CloudTrail records of `kind`; `None` for a kind it does not see.
     pub fn trail(&self, kind: ResourceKind) -> Option<&'static KindTrail> {
         self.0.iter().flat_map(|description| description.trail).find(|trail| trail.kind == kind)
+    }
+
+    /// The table of `kind`'s fields; `None` for a kind no crate owns.
+    pub fn fields(&self, kind: ResourceKind) -> Option<&'static crate::fields::Fields> {
+        self.0.iter().flat_map(|description| description.fields).find(|fields| fields.kind == kind)
     }
 
     /// How `kind` becomes the Terraform providers' resources; `None` for a kind no crate maps.
@@ -226,7 +233,6 @@ mod tests {
     const TRAIL: KindTrail = KindTrail {
         kind: crate::fake::kinds::S3_BUCKET,
         events: &["CreateBucket"],
-        fields: &[],
         other_fields: None,
         removals: &[],
         findings: &[],
@@ -252,6 +258,7 @@ mod tests {
             ..Access::NONE
         },
         trail: &[TRAIL],
+        fields: &[],
         terraform: &[crate::terraform::Mapping {
             kind: crate::fake::kinds::S3_BUCKET,
             map: |_, _, _| Vec::new(),
@@ -266,6 +273,7 @@ mod tests {
         desired: |_, _, _| Ok(Vec::new()),
         access: Access { reads: |_, _| statement("SecondReads"), ..Access::NONE },
         trail: &[],
+        fields: &[],
         terraform: &[],
         generate: generates_nothing,
     };

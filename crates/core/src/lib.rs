@@ -12,6 +12,7 @@ pub mod destroy;
 pub mod engine;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
+pub mod fields;
 pub mod generate;
 pub mod json;
 pub mod mark;

@@ -75,7 +75,7 @@ pub struct ProviderResource {
     /// graph checks follow (a bucket to its public access block).
     pub references: &'static [(&'static str, &'static str, &'static str)],
     /// Arguments that cannot change in place: a difference in one replaces the resource.
-    pub force_new: &'static [&'static str],
+    pub force_new: Vec<&'static str>,
     /// What the provider's state holds besides the arguments, chosen by AWS (`arn`, `id`,
     /// `repository_url`, a role's `unique_id`). Only what is made of observed fields counts:
     /// known for what exists, unknown (`after_unknown`) for what the plan makes. Never compared.
@@ -93,7 +93,7 @@ impl ProviderResource {
             name,
             values: crate::json::object(values),
             references: &[],
-            force_new: &[],
+            force_new: Vec::new(),
             computed: Map::new(),
             left: Map::new(),
         }
@@ -116,8 +116,10 @@ impl ProviderResource {
         self
     }
 
-    pub fn forcing_new(mut self, fields: &'static [&'static str]) -> Self {
-        self.force_new = fields;
+    /// With the arguments a change to which makes a new resource (a kind's
+    /// [`crate::fields::Fields::forcing_new`]).
+    pub fn forcing_new(mut self, arguments: Vec<&'static str>) -> Self {
+        self.force_new = arguments;
         self
     }
 
@@ -543,7 +545,7 @@ mod tests {
                 "thing",
                 json!({ "name": name, "size": fields.get("size") }),
             )
-            .forcing_new(&["name"])
+            .forcing_new(vec!["name"])
             .computing(json!({ "id": name, "serial": fields.get("serial") }))
             .leaving(json!({ "colour": fields.get("colour").cloned().unwrap_or(json!("grey")) })),
         ];

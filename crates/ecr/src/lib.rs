@@ -74,8 +74,6 @@ pub const MARKED_UNDECLARED: &str = "D109";
 const REPOSITORY_NOT_FOUND: &str = "RepositoryNotFoundException";
 /// ECR's encryption when it is not told another: what a repository that says none has.
 const AES256: &str = "AES256";
-/// A repository's fields ECR sets only when it makes it.
-const REPLACE_FIELDS: [&str; 2] = ["encryption_type", "kms_key"];
 const NO_POLICY: [&str; 2] = ["LifecyclePolicyNotFoundException", REPOSITORY_NOT_FOUND];
 const NO_REPOSITORY_POLICY: [&str; 2] = ["RepositoryPolicyNotFoundException", REPOSITORY_NOT_FOUND];
 
@@ -448,7 +446,8 @@ impl Reconciler for EcrReconciler {
 
     /// A repository whose encryption differs is a replacement: ECR sets it only on creation.
     fn diff(&self, address: &Address, desired: Option<&DesiredResource>, observed: &Observed) -> Option<Change> {
-        reconcile_core::plan::diff_replacing(address, desired, observed, crate::REPOSITORY, &REPLACE_FIELDS)
+        let replacing = crate::describe::REPOSITORY_FIELDS.create_only();
+        reconcile_core::plan::diff_replacing(address, desired, observed, crate::REPOSITORY, &replacing)
     }
 
     fn refusal(&self, change: &Change) -> Option<String> {

@@ -43,7 +43,7 @@ fn repository(account: &Account, name: &str, fields: &Map<String, Value>) -> Vec
                 "tags_all": tags_all,
             }),
         )
-        .forcing_new(&["encryption_configuration", "name"])
+        .forcing_new(crate::describe::REPOSITORY_FIELDS.forcing_new(&["name"]))
         .computing(json!({
             "arn": format!("arn:{}:ecr:{}:{}:repository/{name}", account.partition, account.region, account.id),
             "id": name,

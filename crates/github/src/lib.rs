@@ -20,6 +20,7 @@ use async_trait::async_trait;
 use http::{Method, StatusCode};
 use reconcile_core::address::{Address, ResourceKind};
 use reconcile_core::desired::{Desired, Topic};
+use reconcile_core::fields::{Field, Fields};
 use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Observed, Severity};
 use reconcile_core::reconciler::{Account, Applied, Observations, Progress, ReconcileError, Reconciler, Replacement};
 use serde::{Deserialize, Serialize};
@@ -177,9 +178,26 @@ pub const DESCRIPTION: reconcile_core::describe::Description = reconcile_core::d
     desired: |desired_toml, account, _| desired(desired_toml, account),
     access: reconcile_core::describe::Access::NONE,
     trail: &[],
+    fields: FIELDS,
     terraform: crate::terraform::MAPPINGS,
     generate: reconcile_core::describe::generates_nothing,
 };
+
+/// Each kind's fields: a variable is named by its name (Terraform's `variable_name`); every
+/// setting is one API call.
+pub const FIELDS: &[Fields] = &[
+    Fields { kind: FORK_PR_APPROVAL, fields: &[Field::in_place("approval_policy")] },
+    Fields {
+        kind: WORKFLOW_PERMISSIONS,
+        fields: &[Field::in_place("can_approve_pull_request_reviews"), Field::in_place("default_workflow_permissions")],
+    },
+    Fields { kind: OIDC_SUBJECT, fields: &[Field::in_place("include_claim_keys"), Field::in_place("use_default")] },
+    VARIABLE_FIELDS,
+];
+
+/// A variable's fields.
+pub const VARIABLE_FIELDS: Fields =
+    Fields { kind: VARIABLE, fields: &[Field::identity("name").in_terraform("variable_name"), Field::in_place(VALUE)] };
 
 /// `github_fork_pr_approval.<repository>`: which fork pull requests wait for approval.
 pub const FORK_PR_APPROVAL: ResourceKind = ResourceKind::new("github_fork_pr_approval", 500);

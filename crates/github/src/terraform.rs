@@ -68,7 +68,7 @@ fn variable(_: &Account, name: &str, fields: &Map<String, Value>) -> Vec<Provide
             "variable",
             json!({ "variable_name": name, "value": fields.get("value") }),
         )
-        .forcing_new(&["variable_name"])
+        .forcing_new(crate::VARIABLE_FIELDS.forcing_new(&[]))
         // The provider's `<repository>:<name>` needs the repository, which the fields lack.
         .computing(json!({ "id": name })),
     ]

@@ -272,7 +272,8 @@ impl Reconciler for IamReconciler {
 
     /// A boundary whose description differs is a replacement: IAM sets it only on creation.
     fn diff(&self, address: &Address, desired: Option<&DesiredResource>, observed: &Observed) -> Option<Change> {
-        reconcile_core::plan::diff_replacing(address, desired, observed, crate::ROLE_BOUNDARY, &["description"])
+        let replacing = crate::describe::BOUNDARY_FIELDS.create_only();
+        reconcile_core::plan::diff_replacing(address, desired, observed, crate::ROLE_BOUNDARY, &replacing)
     }
 
     /// Replacing the boundary a role carries means deleting it first (IAM deletes no policy in

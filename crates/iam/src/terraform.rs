@@ -48,7 +48,8 @@ fn boundary(account: &Account, _key: &str, fields: &Map<String, Value>) -> Vec<P
                 "tags_all": tags_all,
             }),
         )
-        .forcing_new(&["name", "path", "description"])
+        // Its path is always `/`.
+        .forcing_new(crate::describe::BOUNDARY_FIELDS.forcing_new(&["path"]))
         .computing(json!({ "arn": arn, "id": arn })),
     ]
 }
@@ -77,7 +78,8 @@ fn role(account: &Account, block: &'static str, fields: &Map<String, Value>) -> 
             "tags_all": tags_all,
         }),
     )
-    .forcing_new(&["name", "path"])
+    // Desired roles are on the path `/`; Terraform makes a new one for another.
+    .forcing_new(crate::describe::ROLE_FIELDS.forcing_new(&["path"]))
     // Its unique id is IAM's choice, known only from the live role.
     .computing(json!({ "arn": arn, "id": name, "unique_id": field(fields, "unique_id") }));
     if block == "runner" {
@@ -104,7 +106,7 @@ fn role_policy(block: &'static str, fields: &Map<String, Value>) -> ProviderReso
         }),
     )
     .referring(references)
-    .forcing_new(&["name", "role"])
+    .forcing_new(crate::describe::ROLE_POLICY_FIELDS.forcing_new(&[]))
     .computing(json!({ "id": format!("{}:{}", str_field(fields, "role"), str_field(fields, "policy_name")) }))
 }
 
@@ -128,7 +130,7 @@ fn provider(account: &Account, _key: &str, fields: &Map<String, Value>) -> Vec<P
                 "tags_all": tags_all,
             }),
         )
-        .forcing_new(&["url"])
+        .forcing_new(crate::describe::PROVIDER_FIELDS.forcing_new(&[]))
         .computing(json!({ "arn": arn, "id": arn })),
     ]
 }

@@ -24,6 +24,7 @@ pub const fn described(name: &'static str, section: &'static [Claim], runner: Ru
         desired: |_, _, _| Ok(Vec::new()),
         access: Access { runner, ..Access::NONE },
         trail: &[],
+        fields: &[],
         terraform: &[],
         generate: reconcile_core::describe::generates_nothing,
     }

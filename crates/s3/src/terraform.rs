@@ -58,15 +58,15 @@ fn bucket(account: &Account, _key: &str, fields: &Map<String, Value>) -> Vec<Pro
     }
     let domain = if account.partition == "aws-cn" { "amazonaws.com.cn" } else { "amazonaws.com" };
     let mut resources = vec![
-        ProviderResource::new(Provider::Aws, "aws_s3_bucket", "bucket", values).forcing_new(&["bucket"]).computing(
-            json!({
+        ProviderResource::new(Provider::Aws, "aws_s3_bucket", "bucket", values)
+            .forcing_new(crate::describe::BUCKET_FIELDS.forcing_new(&[]))
+            .computing(json!({
                 "arn": format!("arn:{}:s3:::{bucket_name}", account.partition),
                 "id": name,
                 "bucket_domain_name": format!("{bucket_name}.s3.{domain}"),
                 "bucket_regional_domain_name": format!("{bucket_name}.s3.{}.{domain}", account.region),
                 "region": account.region,
-            }),
-        ),
+            })),
     ];
     if let Some(Value::Object(block)) = fields.get("block_public_access") {
         let mut values = block.clone();

@@ -64,8 +64,10 @@ pub fn events_for_change(catalog: &Catalog, change: &reconcile_core::Change) -> 
         }
         Action::Update | Action::Replace => {
             let mut found = Vec::new();
+            let fields = catalog.fields(change.address.kind);
             for field in change.field_changes() {
-                match trail.fields.iter().find(|(name, _)| *name == field.name).map(|(_, events)| *events) {
+                match fields.and_then(|fields| fields.get(&field.name)).map(|row| row.events).filter(|e| !e.is_empty())
+                {
                     Some(events) => found.extend_from_slice(events),
                     None => match trail.other_fields {
                         Some(events) => found.extend_from_slice(events),
@@ -378,7 +380,6 @@ mod tests {
         KindTrail {
             kind: ResourceKind::new("ecr_repository", 300),
             events: &["PutLifecyclePolicy"],
-            fields: &[],
             other_fields: None,
             removals: &[],
             findings: &[],

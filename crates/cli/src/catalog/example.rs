@@ -102,13 +102,18 @@ pub const DESCRIPTION: Description = Description {
     trail: &[KindTrail {
         kind: QUEUE,
         events: &["CreateQueue", "SetQueueAttributes", "DeleteQueue"],
-        fields: &[("retention_days", &["CreateQueue", "SetQueueAttributes"])],
         other_fields: None,
         removals: &["DeleteQueue"],
         findings: &[],
         global: false,
         index: Index::Absent,
         names: |name, parameters, _| parameters["queueName"] == name,
+    }],
+    fields: &[reconcile_core::fields::Fields {
+        kind: QUEUE,
+        fields: &[
+            reconcile_core::fields::Field::in_place("retention_days").set_by(&["CreateQueue", "SetQueueAttributes"])
+        ],
     }],
     terraform: &[reconcile_core::terraform::Mapping {
         kind: QUEUE,

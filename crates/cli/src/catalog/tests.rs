@@ -271,8 +271,9 @@ fn example(crates: &[Crate]) -> Desired {
 }
 
 /// What does not hold of the list `crates`: each kind one owner, with a unique name and rank;
-/// each AWS kind what CloudTrail records of it, naming only its own events and fields its
-/// desired resources declare; each AWS crate what a plan reads and (but IAM) what an apply
+/// each kind one table of its fields, with a row for every field its desired resources have
+/// ([`fields_unlisted`]); each AWS kind what CloudTrail records of it, naming only its own
+/// events; each AWS crate what a plan reads and (but IAM) what an apply
 /// writes, each statement with its own Sid; each section one crate's, none of core's.
 fn tidy(crates: &[Crate]) -> Vec<String> {
     let mut problems = Vec::new();
@@ -308,6 +309,14 @@ fn tidy(crates: &[Crate]) -> Vec<String> {
                 sid => problems.push(format!("{name}: the Sid {sid:?} is missing or not unique")),
             }
         }
+        let resources = match (description.desired)(&desired, &account, &catalog) {
+            Ok(resources) => resources,
+            Err(error) => {
+                problems.push(format!("{name}: {error}"));
+                continue;
+            }
+        };
+        problems.extend(fields_unlisted(description, &resources));
         if entry.aws.is_none() {
             if !(reads.is_empty() && writes.is_empty() && drift.is_empty() && description.trail.is_empty()) {
                 problems.push(format!("{name}: nothing in AWS is its own, yet it has access or a trail"));
@@ -321,13 +330,6 @@ fn tidy(crates: &[Crate]) -> Vec<String> {
         if writes.is_empty() != (name == reconcile_iam::DESCRIPTION.name) {
             problems.push(format!("{name}: its writes"));
         }
-        let resources = match (description.desired)(&desired, &account, &catalog) {
-            Ok(resources) => resources,
-            Err(error) => {
-                problems.push(format!("{name}: {error}"));
-                continue;
-            }
-        };
         for trail in description.trail {
             if !description.kinds.contains(&trail.kind) {
                 problems.push(format!("{name}: {} is not its kind", trail.kind));
@@ -342,11 +344,12 @@ fn tidy(crates: &[Crate]) -> Vec<String> {
             if trail.events.is_empty() {
                 problems.push(format!("{kind}: no events"));
             }
+            let rows = description.fields.iter().filter(|f| f.kind == kind).flat_map(|f| f.fields);
             let named = trail
-                .fields
+                .findings
                 .iter()
-                .chain(trail.findings)
                 .flat_map(|(_, events)| events.iter())
+                .chain(rows.flat_map(|row| row.events))
                 .chain(trail.other_fields.into_iter().flatten())
                 .chain(trail.removals);
             for event in named {
@@ -354,13 +357,37 @@ fn tidy(crates: &[Crate]) -> Vec<String> {
                     problems.push(format!("{kind}: {event} is not among its events"));
                 }
             }
-            for (field, _) in trail.fields {
-                if !resources.iter().any(|r| r.address.kind == kind && r.attributes.contains_key(*field)) {
-                    problems.push(format!("{kind}: `{field}` is no field of its desired resources"));
-                }
-            }
         }
         problems.extend(unmapped(description, &resources));
+    }
+    problems
+}
+
+/// What a crate's tables of fields miss: a kind with no table or more than one, a field of a
+/// desired resource with no row (its create-only, CloudTrail and Terraform facts would be stated
+/// nowhere), a row named twice.
+fn fields_unlisted(description: &Description, resources: &[reconcile_core::DesiredResource]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for &kind in description.kinds {
+        let tables: Vec<_> = description.fields.iter().filter(|f| f.kind == kind).collect();
+        let [table] = tables[..] else {
+            problems.push(format!("{kind}: {} tables of fields", tables.len()));
+            continue;
+        };
+        let mut rows = std::collections::BTreeSet::new();
+        for row in table.fields {
+            if !rows.insert(row.name) {
+                problems.push(format!("{kind}: `{}` has two rows", row.name));
+            }
+        }
+        let fields: std::collections::BTreeSet<&str> = resources
+            .iter()
+            .filter(|r| r.address.kind == kind)
+            .flat_map(|r| r.attributes.keys().map(String::as_str))
+            .collect();
+        for field in fields.difference(&rows) {
+            problems.push(format!("{kind}: `{field}` has no row in its table of fields"));
+        }
     }
     problems
 }
@@ -438,6 +465,10 @@ fn a_crate_without_its_trail_or_its_access_or_with_a_kind_twice_is_not_tidy() {
     use reconcile_core::describe::{Access, Description};
     static NO_TRAIL: Description = Description { trail: &[], ..super::example::DESCRIPTION };
     static NO_MAPPING: Description = Description { terraform: &[], ..super::example::DESCRIPTION };
+    static NO_ROW: Description = Description {
+        fields: &[reconcile_core::fields::Fields { kind: super::example::QUEUE, fields: &[] }],
+        ..super::example::DESCRIPTION
+    };
     static NO_WRITES: Description = Description {
         access: Access { writes: |_, _| Vec::new(), ..super::example::DESCRIPTION.access },
         ..super::example::DESCRIPTION
@@ -451,6 +482,7 @@ fn a_crate_without_its_trail_or_its_access_or_with_a_kind_twice_is_not_tidy() {
     };
     assert_eq!(with(&NO_TRAIL), ["example_queue: 0 KindTrails"]);
     assert_eq!(with(&NO_MAPPING), ["example_queue: 0 Terraform mappings"]);
+    assert_eq!(with(&NO_ROW), ["example_queue: `retention_days` has no row in its table of fields"]);
     assert_eq!(with(&NO_WRITES), ["example: its writes"]);
     let twice = with(&TWICE);
     assert!(twice.contains(&"ecr_repository: 2 owners, its name 2 times, its rank 2 times".to_owned()), "{twice:?}");
