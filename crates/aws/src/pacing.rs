@@ -340,7 +340,7 @@ impl Gate {
     /// Takes the slot at `now` if it is free, or says how long until the next one, taking
     /// nothing: who waits asks again then, at the rate of that moment.
     pub(crate) fn take(&mut self, now: Instant) -> Option<Duration> {
-        let Some(rate) = self.rate else { return None };
+        let rate = self.rate?;
         if now < self.next {
             return Some(self.next - now);
         }

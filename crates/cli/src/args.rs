@@ -74,46 +74,7 @@ pub enum Command {
     },
     /// Show what apply would change; never writes.
     #[command(display_order = 1)]
-    Plan {
-        /// `terraform-json`: Terraform's JSON plan format (`terraform show -json`), in the AWS
-        /// and GitHub providers' types, for checkov, OPA/conftest and terraform-compliance.
-        #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
-        format: PlanFormat,
-        /// Exit 0 when there are no changes, 1 on error, 2 when there are changes.
-        #[arg(long)]
-        detailed_exitcode: bool,
-        /// Also save the plan for `apply <file>`, with fingerprints of what it was made against.
-        #[arg(long, value_name = "FILE")]
-        out: Option<PathBuf>,
-        /// Say who last changed each resource that differs, from CloudTrail (as drift does).
-        #[arg(long)]
-        attribute: bool,
-        /// A plan shown in public, for a pull request: it shows only what reconcile manages (a
-        /// resource carrying the mark of `--base`'s deployment, or one `--base` declares), counts
-        /// what desired.toml does not declare instead of naming it, and exits 3 on any error
-        /// finding or change the apply role refuses. Implied in a GitHub Actions job
-        /// (GITHUB_ACTIONS=true), whatever its event: its log is public in a public repository.
-        #[arg(long)]
-        public: bool,
-        /// Show everything these credentials read, in a GitHub Actions job too (a private
-        /// repository's).
-        #[arg(long, conflicts_with_all = ["public", "base"])]
-        private: bool,
-        /// The default branch's desired.toml, for a public plan: what it declares is reconcile's
-        /// whatever its tags (never what the pull request's desired.toml declares).
-        #[arg(long, value_name = "FILE")]
-        base: Option<PathBuf>,
-        /// Plan `reconcile destroy`: deleting every resource desired.toml declares that carries
-        /// this deployment's mark; with --out, a plan only `destroy PLAN_FILE` carries out.
-        #[arg(long, conflicts_with_all = ["prune", "public", "base", "attribute"])]
-        destroy: bool,
-        #[command(flatten)]
-        since: SinceDays,
-        #[command(flatten)]
-        bake: Bake,
-        #[command(flatten)]
-        prune: Prune,
-    },
+    Plan(PlanArgs),
     /// Delete what desired.toml declares and this deployment made.
     ///
     /// Deletes every resource desired.toml declares that carries this deployment's mark (refused
@@ -122,29 +83,7 @@ pub enum Command {
     /// with --force-delete-images and --empty-buckets. Never touches what desired.toml does not
     /// declare, nor the GitHub side's settings.
     #[command(display_order = 7)]
-    Destroy {
-        /// A plan saved by `plan --destroy --out`: carry out exactly it, if nothing moved since.
-        #[arg(value_name = "PLAN_FILE")]
-        plan_file: Option<PathBuf>,
-        /// Destroy without asking. Required when not run from a terminal (a saved plan was
-        /// approved when it was reviewed).
-        #[arg(long)]
-        auto_approve: bool,
-        /// The format of the closing report; with json or markdown, progress goes to stderr.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
-        /// Delete a repository that still holds images, with them; without it, such a destroy is
-        /// refused (exit 3).
-        #[arg(long)]
-        force_delete_images: bool,
-        /// Empty a bucket that still holds objects (every version) and delete it; without it,
-        /// such a destroy is refused (exit 3). The plan says how many objects and bytes.
-        #[arg(long)]
-        empty_buckets: bool,
-        /// How long to wait for another apply's lock before giving up, in seconds.
-        #[arg(long, value_name = "SECONDS", default_value_t = 0)]
-        lock_timeout: u64,
-    },
+    Destroy(DestroyArgs),
     /// Print a plan saved by `plan --out`; reads no AWS.
     #[command(display_order = 8)]
     Show {
@@ -155,59 +94,12 @@ pub enum Command {
     },
     /// Make the account match desired.toml, or carry out a saved plan.
     #[command(display_order = 2)]
-    Apply {
-        /// A plan saved by `plan --out`: apply exactly its changes, if nothing moved since.
-        #[arg(value_name = "PLAN_FILE")]
-        plan_file: Option<PathBuf>,
-        /// Apply without asking. Required when not run from a terminal (a saved plan was approved
-        /// when it was reviewed, so it needs no approval).
-        #[arg(long)]
-        auto_approve: bool,
-        /// Allow the plan's deletes and replacements; without it, such a plan is refused (exit 3).
-        #[arg(long)]
-        allow_delete: bool,
-        /// The format of the closing report; with json or markdown, progress goes to stderr.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
-        /// Allow deleting a pruned repository that still holds images (with --prune and
-        /// --allow-delete); without it, such a delete is refused (exit 3).
-        #[arg(long)]
-        force_delete_images: bool,
-        /// How long to wait for another apply's lock before giving up, in seconds.
-        #[arg(long, value_name = "SECONDS", default_value_t = 0)]
-        lock_timeout: u64,
-        #[command(flatten)]
-        shown: Shown,
-        #[command(flatten)]
-        bake: Bake,
-        #[command(flatten)]
-        prune: Prune,
-    },
+    Apply(ApplyArgs),
     /// The nightly drift check: the plan, and what desired.toml does not declare.
     ///
     /// Exit 0 in sync, 2 drift, 1 error. With --issue, keeps one GitHub issue true to it.
     #[command(display_order = 4)]
-    Drift {
-        /// terraform-json: what `terraform plan -refresh-only -json` would say (the drift in
-        /// `resource_drift`, no change planned).
-        #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
-        format: PlanFormat,
-        /// Keep the one GitHub issue labelled LABEL (opened by this token) true to the drift:
-        /// opened on drift, its body replaced when the drift changes (a comment says what
-        /// changed), closed when the account is clean again, reopened when it drifts again. In
-        /// the repository $GITHUB_REPOSITORY (else `[github]`'s), with the token in
-        /// $RECONCILE_ISSUE_TOKEN (else GITHUB_TOKEN or GH_TOKEN): Issues read and write.
-        #[arg(long, value_name = "LABEL")]
-        issue: Option<String>,
-        #[command(flatten)]
-        shown: Shown,
-        #[command(flatten)]
-        since: SinceDays,
-        #[command(flatten)]
-        bake: Bake,
-        #[command(flatten)]
-        prune: Prune,
-    },
+    Drift(DriftArgs),
     /// What each ECR repository holds, frees and costs; never writes.
     ///
     /// What every ECR repository of the account holds, what its lifecycle policies will reclaim,
@@ -278,37 +170,7 @@ pub enum Command {
     /// --repository, else $GITHUB_REPOSITORY; the token GITHUB_TOKEN or GH_TOKEN (pull requests
     /// and statuses, write). No AWS call.
     #[command(display_order = 16)]
-    Comment {
-        /// The pull request's head commit, as the `workflow_run` event gives it (never a number
-        /// the pull request's own artifact claims).
-        #[arg(long, value_name = "COMMIT")]
-        head_sha: String,
-        /// The repository the head commit is in, `owner/name` (a fork's, or this one).
-        #[arg(long, value_name = "OWNER/NAME")]
-        head_repository: String,
-        /// The plan's Markdown (`plan --format markdown`); missing or empty when the plan failed.
-        #[arg(long, value_name = "FILE", required_unless_present = "unchanged")]
-        body: Option<PathBuf>,
-        /// The plan's exit code, with detailed exit codes: 0 no changes, 2 changes, 3 refused,
-        /// anything else failed.
-        #[arg(long, value_name = "CODE", required_unless_present = "unchanged")]
-        plan_exit_code: Option<u8>,
-        /// The conclusion of the pull request's own check run (validate, declare --check), as the
-        /// `workflow_run` event gives it: `success`, `failure`, ...
-        #[arg(long, value_name = "CONCLUSION", required_unless_present = "unchanged")]
-        check_conclusion: Option<String>,
-        /// The repository the pull request is in (default: $GITHUB_REPOSITORY).
-        #[arg(long, value_name = "OWNER/NAME")]
-        repository: Option<String>,
-        /// checkov's JSON report (`--output json`) on the plan's Terraform view: its failed
-        /// checks go in the comment, after the plan; the status does not depend on them.
-        #[arg(long, value_name = "FILE", conflicts_with = "unchanged")]
-        checks: Option<PathBuf>,
-        /// The pull request changes no file reconcile reads (`head` said `changed=false`): set
-        /// the status `success` (no reconcile files changed) and leave any comment as it is.
-        #[arg(long, conflicts_with_all = ["body", "plan_exit_code", "check_conclusion"])]
-        unchanged: bool,
-    },
+    Comment(CommentArgs),
     /// Print the `gh variable set` lines that wire GitHub to the account.
     #[command(display_order = 11)]
     Outputs {
@@ -513,4 +375,162 @@ pub enum ColorChoice {
     Auto,
     Always,
     Never,
+}
+
+// `reconcile plan`'s arguments: its help is its variant's doc comment, which clap reads there.
+#[derive(Debug, clap::Args)]
+pub struct PlanArgs {
+    /// `terraform-json`: Terraform's JSON plan format (`terraform show -json`), in the AWS
+    /// and GitHub providers' types, for checkov, OPA/conftest and terraform-compliance.
+    #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
+    pub format: PlanFormat,
+    /// Exit 0 when there are no changes, 1 on error, 2 when there are changes.
+    #[arg(long)]
+    pub detailed_exitcode: bool,
+    /// Also save the plan for `apply <file>`, with fingerprints of what it was made against.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Say who last changed each resource that differs, from CloudTrail (as drift does).
+    #[arg(long)]
+    pub attribute: bool,
+    /// A plan shown in public, for a pull request: it shows only what reconcile manages (a
+    /// resource carrying the mark of `--base`'s deployment, or one `--base` declares), counts
+    /// what desired.toml does not declare instead of naming it, and exits 3 on any error
+    /// finding or change the apply role refuses. Implied in a GitHub Actions job
+    /// (GITHUB_ACTIONS=true), whatever its event: its log is public in a public repository.
+    #[arg(long)]
+    pub public: bool,
+    /// Show everything these credentials read, in a GitHub Actions job too (a private
+    /// repository's).
+    #[arg(long, conflicts_with_all = ["public", "base"])]
+    pub private: bool,
+    /// The default branch's desired.toml, for a public plan: what it declares is reconcile's
+    /// whatever its tags (never what the pull request's desired.toml declares).
+    #[arg(long, value_name = "FILE")]
+    pub base: Option<PathBuf>,
+    /// Plan `reconcile destroy`: deleting every resource desired.toml declares that carries
+    /// this deployment's mark; with --out, a plan only `destroy PLAN_FILE` carries out.
+    #[arg(long, conflicts_with_all = ["prune", "public", "base", "attribute"])]
+    pub destroy: bool,
+    #[command(flatten)]
+    pub since: SinceDays,
+    #[command(flatten)]
+    pub bake: Bake,
+    #[command(flatten)]
+    pub prune: Prune,
+}
+
+// `reconcile destroy`'s arguments: its help is its variant's doc comment, which clap reads there.
+#[derive(Debug, clap::Args)]
+pub struct DestroyArgs {
+    /// A plan saved by `plan --destroy --out`: carry out exactly it, if nothing moved since.
+    #[arg(value_name = "PLAN_FILE")]
+    pub plan_file: Option<PathBuf>,
+    /// Destroy without asking. Required when not run from a terminal (a saved plan was
+    /// approved when it was reviewed).
+    #[arg(long)]
+    pub auto_approve: bool,
+    /// The format of the closing report; with json or markdown, progress goes to stderr.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Delete a repository that still holds images, with them; without it, such a destroy is
+    /// refused (exit 3).
+    #[arg(long)]
+    pub force_delete_images: bool,
+    /// Empty a bucket that still holds objects (every version) and delete it; without it,
+    /// such a destroy is refused (exit 3). The plan says how many objects and bytes.
+    #[arg(long)]
+    pub empty_buckets: bool,
+    /// How long to wait for another apply's lock before giving up, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    pub lock_timeout: u64,
+}
+
+// `reconcile apply`'s arguments: its help is its variant's doc comment, which clap reads there.
+#[derive(Debug, clap::Args)]
+pub struct ApplyArgs {
+    /// A plan saved by `plan --out`: apply exactly its changes, if nothing moved since.
+    #[arg(value_name = "PLAN_FILE")]
+    pub plan_file: Option<PathBuf>,
+    /// Apply without asking. Required when not run from a terminal (a saved plan was approved
+    /// when it was reviewed, so it needs no approval).
+    #[arg(long)]
+    pub auto_approve: bool,
+    /// Allow the plan's deletes and replacements; without it, such a plan is refused (exit 3).
+    #[arg(long)]
+    pub allow_delete: bool,
+    /// The format of the closing report; with json or markdown, progress goes to stderr.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Allow deleting a pruned repository that still holds images (with --prune and
+    /// --allow-delete); without it, such a delete is refused (exit 3).
+    #[arg(long)]
+    pub force_delete_images: bool,
+    /// How long to wait for another apply's lock before giving up, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    pub lock_timeout: u64,
+    #[command(flatten)]
+    pub shown: Shown,
+    #[command(flatten)]
+    pub bake: Bake,
+    #[command(flatten)]
+    pub prune: Prune,
+}
+
+// `reconcile drift`'s arguments: its help is its variant's doc comment, which clap reads there.
+#[derive(Debug, clap::Args)]
+pub struct DriftArgs {
+    /// terraform-json: what `terraform plan -refresh-only -json` would say (the drift in
+    /// `resource_drift`, no change planned).
+    #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
+    pub format: PlanFormat,
+    /// Keep the one GitHub issue labelled LABEL (opened by this token) true to the drift:
+    /// opened on drift, its body replaced when the drift changes (a comment says what
+    /// changed), closed when the account is clean again, reopened when it drifts again. In
+    /// the repository $GITHUB_REPOSITORY (else `[github]`'s), with the token in
+    /// $RECONCILE_ISSUE_TOKEN (else GITHUB_TOKEN or GH_TOKEN): Issues read and write.
+    #[arg(long, value_name = "LABEL")]
+    pub issue: Option<String>,
+    #[command(flatten)]
+    pub shown: Shown,
+    #[command(flatten)]
+    pub since: SinceDays,
+    #[command(flatten)]
+    pub bake: Bake,
+    #[command(flatten)]
+    pub prune: Prune,
+}
+
+// `reconcile comment`'s arguments: its help is its variant's doc comment, which clap reads there.
+#[derive(Debug, clap::Args)]
+pub struct CommentArgs {
+    /// The pull request's head commit, as the `workflow_run` event gives it (never a number
+    /// the pull request's own artifact claims).
+    #[arg(long, value_name = "COMMIT")]
+    pub head_sha: String,
+    /// The repository the head commit is in, `owner/name` (a fork's, or this one).
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub head_repository: String,
+    /// The plan's Markdown (`plan --format markdown`); missing or empty when the plan failed.
+    #[arg(long, value_name = "FILE", required_unless_present = "unchanged")]
+    pub body: Option<PathBuf>,
+    /// The plan's exit code, with detailed exit codes: 0 no changes, 2 changes, 3 refused,
+    /// anything else failed.
+    #[arg(long, value_name = "CODE", required_unless_present = "unchanged")]
+    pub plan_exit_code: Option<u8>,
+    /// The conclusion of the pull request's own check run (validate, declare --check), as the
+    /// `workflow_run` event gives it: `success`, `failure`, ...
+    #[arg(long, value_name = "CONCLUSION", required_unless_present = "unchanged")]
+    pub check_conclusion: Option<String>,
+    /// The repository the pull request is in (default: $GITHUB_REPOSITORY).
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub repository: Option<String>,
+    /// checkov's JSON report (`--output json`) on the plan's Terraform view: its failed
+    /// checks go in the comment, after the plan; the status does not depend on them.
+    #[arg(long, value_name = "FILE", conflicts_with = "unchanged")]
+    pub checks: Option<PathBuf>,
+    /// The pull request changes no file reconcile reads (`head` said `changed=false`): set
+    /// the status `success` (no reconcile files changed) and leave any comment as it is.
+    #[arg(long, conflicts_with_all = ["body", "plan_exit_code", "check_conclusion"])]
+    pub unchanged: bool,
 }

@@ -32,9 +32,23 @@ fn what(change: &Change, field: &str, before: Option<&str>, after: Option<&str>)
 }
 
 pub async fn costs(aws: &Aws, plan: &Plan, desired: &Desired, account: &Account) -> Vec<CostFigure> {
-    let mut figures = Vec::new();
+    let mut figures = builds(aws, plan, desired, account).await;
+    figures.extend(registry(aws, plan, desired, account).await);
+    // The compiler cache: a longer or shorter expiry holds it longer or shorter.
+    for change in &plan.changes {
+        let Some((bucket, before, after)) = reconcile_s3::expiry_change(change) else { continue };
+        let what = format!("{} expires objects after {after} days instead of {before}", change.address);
+        figures.push(match cache_size(aws, &bucket).await {
+            Ok(stored) => change::cache_expiry(stored.as_ref().map(|(b, s)| (*b, s.as_str())), before, after, what),
+            Err(why) => unread("cache", what, &why),
+        });
+    }
+    figures
+}
 
-    // The runner's builds: more or fewer architectures, another compute.
+/// The runner's builds: more or fewer architectures, another compute.
+async fn builds(aws: &Aws, plan: &Plan, desired: &Desired, account: &Account) -> Vec<CostFigure> {
+    let mut figures = Vec::new();
     let arches: Vec<(&Change, FromTo<&str>)> = plan
         .changes
         .iter()
@@ -72,8 +86,12 @@ pub async fn costs(aws: &Aws, plan: &Plan, desired: &Desired, account: &Account)
             });
         }
     }
+    figures
+}
 
-    // The registry: how many untagged images a policy keeps, and what a new repository will hold.
+/// The registry: how many untagged images a policy keeps, and what a new repository will hold.
+async fn registry(aws: &Aws, plan: &Plan, desired: &Desired, account: &Account) -> Vec<CostFigure> {
+    let mut figures = Vec::new();
     let kept: Vec<(&Change, u64, u64)> = plan
         .changes
         .iter()
@@ -112,7 +130,14 @@ pub async fn costs(aws: &Aws, plan: &Plan, desired: &Desired, account: &Account)
                         .iter()
                         .find(|(name, _, _)| *name == change.address.name)
                         .map_or((0, 0), |(_, images, bytes)| (*images, *bytes));
-                    change::kept_untagged(images, bytes, before, after, desired.price_per_gb_month, what)
+                    change::kept_untagged(
+                        images,
+                        bytes,
+                        before,
+                        after,
+                        reconcile_ecr::price_per_gb_month(desired),
+                        what,
+                    )
                 }
                 Err(why) => unread("registry", what, why),
             });
@@ -136,21 +161,17 @@ pub async fn costs(aws: &Aws, plan: &Plan, desired: &Desired, account: &Account)
                         .filter(|(name, images, _)| reconcile_ecr::holds(name) == kind && *images > 0)
                         .map(|(_, _, bytes)| *bytes)
                         .collect();
-                    change::new_repositories(new.len(), &siblings, kind, desired.price_per_gb_month, what)
+                    change::new_repositories(
+                        new.len(),
+                        &siblings,
+                        kind,
+                        reconcile_ecr::price_per_gb_month(desired),
+                        what,
+                    )
                 }
                 Err(why) => unread("registry", what, why),
             });
         }
-    }
-
-    // The compiler cache: a longer or shorter expiry holds it longer or shorter.
-    for change in &plan.changes {
-        let Some((bucket, before, after)) = reconcile_s3::expiry_change(change) else { continue };
-        let what = format!("{} expires objects after {after} days instead of {before}", change.address);
-        figures.push(match cache_size(aws, &bucket).await {
-            Ok(stored) => change::cache_expiry(stored.as_ref().map(|(b, s)| (*b, s.as_str())), before, after, what),
-            Err(why) => unread("cache", what, &why),
-        });
     }
     figures
 }

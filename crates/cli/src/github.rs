@@ -124,7 +124,8 @@ impl GithubSide {
     /// The reconciler, when there is a token.
     pub fn reconciler(&self, desired: &Desired) -> Option<Box<dyn Reconciler>> {
         let GithubSide::Checked(api) = self else { return None };
-        Some(Box::new(reconcile_github::GithubReconciler::new(api.clone(), desired)))
+        let hooks_to = reconcile_codebuild::webhooks_url(&desired.region);
+        Some(Box::new(reconcile_github::GithubReconciler::new(api.clone(), desired, &hooks_to)))
     }
 
     /// The one-line warning a plan carries when the GitHub side was not checked.

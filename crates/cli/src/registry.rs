@@ -51,5 +51,5 @@ pub async fn registry_usage(aws: &Aws, account: &Account, desired: &Desired) -> 
         crate::output::progress(None);
     }
     let repositories = repositories.map_err(|error| aws.failed(vec![error]))?;
-    Ok(Usage::new(&account.id, &account.region, now, desired.price_per_gb_month, repositories))
+    Ok(Usage::new(&account.id, &account.region, now, reconcile_ecr::price_per_gb_month(desired), repositories))
 }

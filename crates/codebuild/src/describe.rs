@@ -66,6 +66,7 @@ pub const DESCRIPTION: Description = Description {
     fields: &[PROJECT_FIELDS, WEBHOOK_FIELDS],
     terraform: crate::terraform::MAPPINGS,
     generate: crate::generate::generate,
+    variables: reconcile_core::describe::derives_no_variables,
 };
 
 /// A project's fields: all but its visibility `UpdateProject` sets.

@@ -207,7 +207,13 @@ fn is_iam_propagation<E: ProvideErrorMetadata>(error: &E) -> bool {
         && error.message().is_some_and(|m| m.contains("not authorized to perform: sts:AssumeRole"))
 }
 
-/// The project and its webhook desired.toml asks for. Pure: no client, no AWS.
+/// Where CodeBuild's webhooks post in `region`: the start of the URL a repository's hook to a
+/// project has.
+pub fn webhooks_url(region: &str) -> String {
+    let domain = if region.starts_with("cn-") { "amazonaws.com.cn" } else { "amazonaws.com" };
+    format!("https://codebuild.{region}.{domain}/webhooks")
+}
+
 /// The field a project's compute is in, as a plan shows it.
 pub const COMPUTE_TYPE: &str = "compute_type";
 
@@ -224,6 +230,7 @@ pub fn compute_type_change(change: &Change) -> Option<(Option<String>, Option<St
     (before != after).then_some((before, after))
 }
 
+/// The project and its webhook desired.toml asks for. Pure: no client, no AWS.
 pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResource>, ReconcileError> {
     let mut resources = Vec::new();
     for project in &declared(desired).projects {

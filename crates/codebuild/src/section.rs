@@ -328,135 +328,15 @@ fn convert(
         if let Err(why) = check_key(key) {
             errors.push(locate.error(Some(project.span()), &key_path, why));
         }
-        let raw_project = project.get_ref();
-        let mut error = |span: Option<std::ops::Range<usize>>, field: &str, message: String| {
-            let span = span.filter(|s| !s.is_empty()).or_else(|| Some(project.span()));
-            errors.push(locate.error(span, &format!("{key_path}.{field}"), message));
-        };
-
-        let name = raw_project.name.get_ref();
-        let valid_name = name.len() >= 2
-            && name.len() <= 255
-            && name.starts_with(|c: char| c.is_ascii_alphanumeric())
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        if !valid_name {
-            error(
-                Some(raw_project.name.span()),
-                "name",
-                format!(
-                    "`{name}` is not a CodeBuild project name: 2 to 255 letters, digits, `-` and `_`, starting with a letter or digit"
-                ),
-            );
-        }
-        if raw_project.description.chars().count() > 255 {
-            error(None, "description", "CodeBuild takes a description of at most 255 characters".to_owned());
-        }
-        if raw_project.image.as_ref().is_some_and(|image| image.trim().is_empty()) {
-            error(None, "image", "the image must name a container image; leave it out for the standard one".to_owned());
-        }
-        if !is_github_repository_url(raw_project.source_location.get_ref()) {
-            error(
-                Some(raw_project.source_location.span()),
-                "source_location",
-                "a runner project's source is its GitHub repository, `https://github.com/OWNER/REPO`".to_owned(),
-            );
-        }
-        let environment_type = raw_project.environment_type.get_ref();
-        if environment_type.contains("LAMBDA") {
-            error(Some(raw_project.environment_type.span()), "environment_type", LAMBDA_REFUSAL.to_owned());
-        } else if !EC2_ENVIRONMENT_TYPES.contains(&environment_type.as_str()) {
-            error(
-                Some(raw_project.environment_type.span()),
-                "environment_type",
-                format!("`{environment_type}` is not supported: use LINUX_CONTAINER or ARM_CONTAINER"),
-            );
-        }
-        let compute_type =
-            raw_project.compute_type.as_ref().map_or("BUILD_GENERAL1_XLARGE", |c| c.get_ref().as_str()).to_owned();
-        if compute_type.starts_with("BUILD_LAMBDA") {
-            error(raw_project.compute_type.as_ref().map(Spanned::span), "compute_type", LAMBDA_REFUSAL.to_owned());
-        } else if !EC2_COMPUTE_TYPES.contains(&compute_type.as_str()) {
-            error(
-                raw_project.compute_type.as_ref().map(Spanned::span),
-                "compute_type",
-                format!("`{compute_type}` is not an EC2 compute type: use one of {}", EC2_COMPUTE_TYPES.join(", ")),
-            );
-        }
-        if !raw_project.privileged_mode.get_ref() {
-            error(
-                Some(raw_project.privileged_mode.span()),
-                "privileged_mode",
-                "privileged mode must be on: BuildKit needs a Docker daemon, and CodeBuild runs one only in \
-                 privileged mode"
-                    .to_owned(),
-            );
-        }
-        let build_timeout_minutes = raw_project.build_timeout_hours.get_ref().saturating_mul(60);
-        if !(5..=2160).contains(&build_timeout_minutes) {
-            error(
-                Some(raw_project.build_timeout_hours.span()),
-                "build_timeout_hours",
-                format!(
-                    "{} hours is outside what CodeBuild allows, 5 to 2160 minutes (1 to 36 whole hours here)",
-                    raw_project.build_timeout_hours.get_ref()
-                ),
-            );
-        }
-        if let Some(queued) = &raw_project.queued_timeout_minutes
-            && !(5..=480).contains(queued.get_ref())
-        {
-            error(Some(queued.span()), "queued_timeout_minutes", "must be 5 to 480 minutes".to_owned());
-        }
-        let service_role = raw_project.service_role.get_ref();
-        if !role_keys.contains(&service_role.as_str()) {
-            error(
-                Some(raw_project.service_role.span()),
-                "service_role",
-                format!("no role `{service_role}` under `[iam.roles]`: name the key of the role the project runs as"),
-            );
-        }
-        let mut tags = BTreeMap::new();
-        for (tag_key, value) in &raw_project.tags {
-            match check_tag(tag_key, value.get_ref()) {
-                Ok(()) => {
-                    tags.insert(tag_key.clone(), value.get_ref().clone());
-                }
-                Err(why) => error(Some(value.span()), &format!("tags.{tag_key}"), why),
-            }
-        }
-        if let Some(auth) = &raw_project.source_auth
-            && !is_connection_arn(auth.get_ref())
-        {
-            error(
-                Some(auth.span()),
-                "source_auth",
-                format!(
-                    "`{}` is not the ARN of a connection: arn:aws:codeconnections:REGION:ACCOUNT:connection/ID",
-                    auth.get_ref()
-                ),
-            );
-        }
-        let webhook = raw_project
+        let webhook_path = format!("{key_path}.webhook");
+        let mut at = ProjectErrors { locate, key_path, project: project.span(), errors };
+        let mut converted = convert_project(&mut at, key, project.get_ref(), role_keys);
+        converted.webhook = project
+            .get_ref()
             .webhook
             .as_ref()
-            .map(|webhook| convert_webhook(locate, &format!("{key_path}.webhook"), key, webhook, errors, findings));
-        projects.push(Project {
-            key: key.clone(),
-            name: name.clone(),
-            description: raw_project.description.clone(),
-            source_location: raw_project.source_location.get_ref().clone(),
-            environment_type: environment_type.clone(),
-            image: raw_project.image.clone().unwrap_or_else(|| default_image(environment_type).to_owned()),
-            compute_type,
-            privileged_mode: *raw_project.privileged_mode.get_ref(),
-            service_role: service_role.clone(),
-            build_timeout_minutes,
-            queued_timeout_minutes: raw_project.queued_timeout_minutes.as_ref().map(|q| *q.get_ref()),
-            tags,
-            source_auth: raw_project.source_auth.as_ref().map(|auth| auth.get_ref().clone()),
-            webhook,
-            adopt: raw_project.adopt,
-        });
+            .map(|webhook| convert_webhook(locate, &webhook_path, key, webhook, errors, findings));
+        projects.push(converted);
     }
     let names = raw
         .projects
@@ -465,6 +345,166 @@ fn convert(
         .collect();
     check_unique_names(locate, "codebuild.projects", "project name", names, Case::Sensitive, errors);
     Codebuild { projects }
+}
+
+/// Where a project's problems are said: at a field's place, or the project's when it has none.
+struct ProjectErrors<'a, 'l> {
+    locate: &'a Locator<'l>,
+    key_path: String,
+    project: std::ops::Range<usize>,
+    errors: &'a mut Vec<DesiredError>,
+}
+
+impl ProjectErrors<'_, '_> {
+    fn push(&mut self, span: Option<std::ops::Range<usize>>, field: &str, message: String) {
+        let span = span.filter(|s| !s.is_empty()).or_else(|| Some(self.project.clone()));
+        self.errors.push(self.locate.error(span, &format!("{}.{field}", self.key_path), message));
+    }
+}
+
+/// One project, checked field by field, and its model (its webhook is the caller's).
+fn convert_project(
+    error: &mut ProjectErrors<'_, '_>,
+    key: &str,
+    raw_project: &RawProject,
+    role_keys: &[&str],
+) -> Project {
+    check_names(error, raw_project);
+    let environment_type = raw_project.environment_type.get_ref();
+    let compute_type = check_compute(error, raw_project);
+    let build_timeout_minutes = raw_project.build_timeout_hours.get_ref().saturating_mul(60);
+    if !(5..=2160).contains(&build_timeout_minutes) {
+        error.push(
+            Some(raw_project.build_timeout_hours.span()),
+            "build_timeout_hours",
+            format!(
+                "{} hours is outside what CodeBuild allows, 5 to 2160 minutes (1 to 36 whole hours here)",
+                raw_project.build_timeout_hours.get_ref()
+            ),
+        );
+    }
+    if let Some(queued) = &raw_project.queued_timeout_minutes
+        && !(5..=480).contains(queued.get_ref())
+    {
+        error.push(Some(queued.span()), "queued_timeout_minutes", "must be 5 to 480 minutes".to_owned());
+    }
+    let service_role = raw_project.service_role.get_ref();
+    if !role_keys.contains(&service_role.as_str()) {
+        error.push(
+            Some(raw_project.service_role.span()),
+            "service_role",
+            format!("no role `{service_role}` under `[iam.roles]`: name the key of the role the project runs as"),
+        );
+    }
+    let mut tags = BTreeMap::new();
+    for (tag_key, value) in &raw_project.tags {
+        match check_tag(tag_key, value.get_ref()) {
+            Ok(()) => {
+                tags.insert(tag_key.clone(), value.get_ref().clone());
+            }
+            Err(why) => error.push(Some(value.span()), &format!("tags.{tag_key}"), why),
+        }
+    }
+    if let Some(auth) = &raw_project.source_auth
+        && !is_connection_arn(auth.get_ref())
+    {
+        error.push(
+            Some(auth.span()),
+            "source_auth",
+            format!(
+                "`{}` is not the ARN of a connection: arn:aws:codeconnections:REGION:ACCOUNT:connection/ID",
+                auth.get_ref()
+            ),
+        );
+    }
+    Project {
+        key: key.to_owned(),
+        name: raw_project.name.get_ref().clone(),
+        description: raw_project.description.clone(),
+        source_location: raw_project.source_location.get_ref().clone(),
+        environment_type: environment_type.clone(),
+        image: raw_project.image.clone().unwrap_or_else(|| default_image(environment_type).to_owned()),
+        compute_type,
+        privileged_mode: *raw_project.privileged_mode.get_ref(),
+        service_role: service_role.clone(),
+        build_timeout_minutes,
+        queued_timeout_minutes: raw_project.queued_timeout_minutes.as_ref().map(|q| *q.get_ref()),
+        tags,
+        source_auth: raw_project.source_auth.as_ref().map(|auth| auth.get_ref().clone()),
+        webhook: None,
+        adopt: raw_project.adopt,
+    }
+}
+
+/// What names and describes a project: its name, description, image and source.
+fn check_names(error: &mut ProjectErrors<'_, '_>, raw_project: &RawProject) {
+    let name = raw_project.name.get_ref();
+    let valid_name = name.len() >= 2
+        && name.len() <= 255
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !valid_name {
+        error.push(
+            Some(raw_project.name.span()),
+            "name",
+            format!(
+                "`{name}` is not a CodeBuild project name: 2 to 255 letters, digits, `-` and `_`, starting with a letter or digit"
+            ),
+        );
+    }
+    if raw_project.description.chars().count() > 255 {
+        error.push(None, "description", "CodeBuild takes a description of at most 255 characters".to_owned());
+    }
+    if raw_project.image.as_ref().is_some_and(|image| image.trim().is_empty()) {
+        error.push(
+            None,
+            "image",
+            "the image must name a container image; leave it out for the standard one".to_owned(),
+        );
+    }
+    if !is_github_repository_url(raw_project.source_location.get_ref()) {
+        error.push(
+            Some(raw_project.source_location.span()),
+            "source_location",
+            "a runner project's source is its GitHub repository, `https://github.com/OWNER/REPO`".to_owned(),
+        );
+    }
+}
+
+/// What a project builds on: an EC2 environment and compute type, in privileged mode; its
+/// compute type.
+fn check_compute(error: &mut ProjectErrors<'_, '_>, raw_project: &RawProject) -> String {
+    let environment_type = raw_project.environment_type.get_ref();
+    if environment_type.contains("LAMBDA") {
+        error.push(Some(raw_project.environment_type.span()), "environment_type", LAMBDA_REFUSAL.to_owned());
+    } else if !EC2_ENVIRONMENT_TYPES.contains(&environment_type.as_str()) {
+        error.push(
+            Some(raw_project.environment_type.span()),
+            "environment_type",
+            format!("`{environment_type}` is not supported: use LINUX_CONTAINER or ARM_CONTAINER"),
+        );
+    }
+    let compute_type =
+        raw_project.compute_type.as_ref().map_or("BUILD_GENERAL1_XLARGE", |c| c.get_ref().as_str()).to_owned();
+    if compute_type.starts_with("BUILD_LAMBDA") {
+        error.push(raw_project.compute_type.as_ref().map(Spanned::span), "compute_type", LAMBDA_REFUSAL.to_owned());
+    } else if !EC2_COMPUTE_TYPES.contains(&compute_type.as_str()) {
+        error.push(
+            raw_project.compute_type.as_ref().map(Spanned::span),
+            "compute_type",
+            format!("`{compute_type}` is not an EC2 compute type: use one of {}", EC2_COMPUTE_TYPES.join(", ")),
+        );
+    }
+    if !raw_project.privileged_mode.get_ref() {
+        error.push(
+            Some(raw_project.privileged_mode.span()),
+            "privileged_mode",
+            "privileged mode must be on: BuildKit needs a Docker daemon, and CodeBuild runs one only in \
+             privileged mode"
+                .to_owned(),
+        );
+    }
+    compute_type
 }
 
 fn convert_webhook(
@@ -496,63 +536,9 @@ fn convert_webhook(
     let mut filter_groups = Vec::new();
     for (group_idx, group) in raw.filter_groups.iter().enumerate() {
         let group_path = format!("{key_path}.filter_groups[{group_idx}]");
-        let mut n_events = 0;
-        for webhook_filter in group.get_ref() {
-            if !FILTER_TYPES.contains(&webhook_filter.kind.as_str()) {
-                errors.push(locate.error(
-                    Some(group.span()),
-                    &group_path,
-                    format!("`{}` is not a webhook filter type: {}", webhook_filter.kind, FILTER_TYPES.join(", ")),
-                ));
-            }
-            if webhook_filter.kind == "EVENT" {
-                n_events += 1;
-                for event in webhook_filter.pattern.split(',').map(str::trim) {
-                    if !EVENTS.contains(&event) {
-                        errors.push(locate.error(
-                            Some(group.span()),
-                            &group_path,
-                            format!("`{event}` is not a webhook event: {}", EVENTS.join(", ")),
-                        ));
-                    }
-                    runner |= event == "WORKFLOW_JOB_QUEUED" && !webhook_filter.exclude_matched_pattern;
-                    pull_requests |= event.starts_with("PULL_REQUEST_") && !webhook_filter.exclude_matched_pattern;
-                }
-            }
-            if webhook_filter.pattern.trim().is_empty() {
-                errors.push(locate.error(Some(group.span()), &group_path, "a filter needs a pattern"));
-            } else if webhook_filter.kind != "EVENT"
-                && let Err(why) = check_pattern(&webhook_filter.pattern)
-            {
-                errors.push(locate.error(
-                    Some(group.span()),
-                    &group_path,
-                    format!(
-                        "the {} pattern `{}` is not a valid regular expression: {why}",
-                        webhook_filter.kind, webhook_filter.pattern
-                    ),
-                ));
-            }
-        }
-        if n_events != 1 {
-            errors.push(locate.error(
-                Some(group.span()),
-                &group_path,
-                format!("a filter group needs exactly one `EVENT` filter, not {n_events}"),
-            ));
-        } else if group.get_ref().len() == 1 {
-            findings.push(DesiredFinding::warning(
-                ONLY_EVENT_FILTER,
-                Some(address.clone()),
-                locate.error(
-                    Some(group.span()),
-                    &group_path,
-                    "this filter group has only its EVENT filter, so a pull request from any fork can start a \
-                     build on the runner, under its IAM role; add filters a fork cannot edit, such as \
-                     REPOSITORY_NAME or ACTOR_ACCOUNT_ID",
-                ),
-            ));
-        }
+        let takes = check_filter_group(locate, (&group_path, group), &address, errors, findings);
+        runner |= takes.runner;
+        pull_requests |= takes.pull_requests;
         filter_groups.push(
             group
                 .get_ref()
@@ -599,6 +585,82 @@ fn convert_webhook(
             domain: s.domain.clone(),
         }),
     }
+}
+
+/// What a webhook's filter group lets through: the runner's jobs, pull requests.
+struct Takes {
+    runner: bool,
+    pull_requests: bool,
+}
+
+/// One filter group at `group_path`: known filter types and events, exactly one `EVENT`
+/// filter, valid patterns; warned about when the event is all it filters on.
+fn check_filter_group(
+    locate: &Locator<'_>,
+    (group_path, group): (&str, &Spanned<Vec<RawFilter>>),
+    address: &Address,
+    errors: &mut Vec<DesiredError>,
+    findings: &mut Vec<DesiredFinding>,
+) -> Takes {
+    let mut takes = Takes { runner: false, pull_requests: false };
+    let mut n_events = 0;
+    for webhook_filter in group.get_ref() {
+        if !FILTER_TYPES.contains(&webhook_filter.kind.as_str()) {
+            errors.push(locate.error(
+                Some(group.span()),
+                group_path,
+                format!("`{}` is not a webhook filter type: {}", webhook_filter.kind, FILTER_TYPES.join(", ")),
+            ));
+        }
+        if webhook_filter.kind == "EVENT" {
+            n_events += 1;
+            for event in webhook_filter.pattern.split(',').map(str::trim) {
+                if !EVENTS.contains(&event) {
+                    errors.push(locate.error(
+                        Some(group.span()),
+                        group_path,
+                        format!("`{event}` is not a webhook event: {}", EVENTS.join(", ")),
+                    ));
+                }
+                takes.runner |= event == "WORKFLOW_JOB_QUEUED" && !webhook_filter.exclude_matched_pattern;
+                takes.pull_requests |= event.starts_with("PULL_REQUEST_") && !webhook_filter.exclude_matched_pattern;
+            }
+        }
+        if webhook_filter.pattern.trim().is_empty() {
+            errors.push(locate.error(Some(group.span()), group_path, "a filter needs a pattern"));
+        } else if webhook_filter.kind != "EVENT"
+            && let Err(why) = check_pattern(&webhook_filter.pattern)
+        {
+            errors.push(locate.error(
+                Some(group.span()),
+                group_path,
+                format!(
+                    "the {} pattern `{}` is not a valid regular expression: {why}",
+                    webhook_filter.kind, webhook_filter.pattern
+                ),
+            ));
+        }
+    }
+    if n_events != 1 {
+        errors.push(locate.error(
+            Some(group.span()),
+            group_path,
+            format!("a filter group needs exactly one `EVENT` filter, not {n_events}"),
+        ));
+    } else if group.get_ref().len() == 1 {
+        findings.push(DesiredFinding::warning(
+            ONLY_EVENT_FILTER,
+            Some(address.clone()),
+            locate.error(
+                Some(group.span()),
+                group_path,
+                "this filter group has only its EVENT filter, so a pull request from any fork can start a \
+                 build on the runner, under its IAM role; add filters a fork cannot edit, such as \
+                 REPOSITORY_NAME or ACTOR_ACCOUNT_ID",
+            ),
+        ));
+    }
+    takes
 }
 
 #[cfg(test)]

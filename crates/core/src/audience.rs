@@ -85,21 +85,7 @@ pub fn publish(mut plan: Plan, resources: &DesiredResources, public: &Public) ->
         next_steps: _,
     } = &plan;
     let ours = |live: &Map<String, Value>| public.deployment.as_deref().is_some_and(|ours| mark(live) == Some(ours));
-    // Hidden: what exists and the default branch does not declare (under the same key and
-    // name), even carrying the default branch's deployment's mark, which anyone who can tag the
-    // resource could have written (ECR authorizes a create's tags as tagging one that exists).
-    let hidden: BTreeMap<Address, bool> = resources
-        .values()
-        .filter(|resource| resource.parent.is_none())
-        .filter_map(|resource| match plan.observed.get(&resource.address) {
-            Some(Observed::Present(live)) => {
-                let named = (resource.address.clone(), resource.remote_name.clone());
-                let declared = public.base.as_ref().is_some_and(|base| base.contains(&named));
-                (!declared).then(|| (resource.address.clone(), ours(live)))
-            }
-            _ => None,
-        })
-        .collect();
+    let hidden = hidden(&plan, resources, public, &ours);
     // Shown: what belongs to a declared resource that is not hidden.
     let shown = |address: &Address| root(resources, address).is_some_and(|root| !hidden.contains_key(root));
     // A prune deletes what carries the pull request's mark: shown only when that is the default
@@ -110,8 +96,48 @@ pub fn publish(mut plan: Plan, resources: &DesiredResources, public: &Public) ->
         .filter(|c| root(resources, &c.address).is_none() && c.before.as_ref().is_some_and(ours))
         .map(|c| c.address.clone())
         .collect();
-    plan.changes.retain(|change| shown(&change.address) || pruned.contains(&change.address));
-    plan.observed.retain(|address, _| shown(address) || pruned.contains(address));
+    let shown_or_pruned = |address: &Address| shown(address) || pruned.contains(address);
+    keep_shown(&mut plan, resources, &shown, &shown_or_pruned, &ours);
+    let findings = std::mem::take(&mut plan.findings);
+    plan.findings = public_findings(findings, resources, public, &shown, &hidden);
+    plan
+}
+
+/// Hidden: what exists and the default branch does not declare (under the same key and name),
+/// even carrying the default branch's deployment's mark, which anyone who can tag the resource
+/// could have written (ECR authorizes a create's tags as tagging one that exists); by address,
+/// whether it carries that mark.
+fn hidden(
+    plan: &Plan,
+    resources: &DesiredResources,
+    public: &Public,
+    ours: &dyn Fn(&Map<String, Value>) -> bool,
+) -> BTreeMap<Address, bool> {
+    resources
+        .values()
+        .filter(|resource| resource.parent.is_none())
+        .filter_map(|resource| match plan.observed.get(&resource.address) {
+            Some(Observed::Present(live)) => {
+                let named = (resource.address.clone(), resource.remote_name.clone());
+                let declared = public.base.as_ref().is_some_and(|base| base.contains(&named));
+                (!declared).then(|| (resource.address.clone(), ours(live)))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// `plan` cut down to what is `shown` (and what a prune of the default branch's deployment
+/// deletes: `shown_or_pruned`), and its attributions said as in public.
+fn keep_shown(
+    plan: &mut Plan,
+    resources: &DesiredResources,
+    shown: &dyn Fn(&Address) -> bool,
+    shown_or_pruned: &dyn Fn(&Address) -> bool,
+    ours: &dyn Fn(&Map<String, Value>) -> bool,
+) {
+    plan.changes.retain(|change| shown_or_pruned(&change.address));
+    plan.observed.retain(|address, _| shown_or_pruned(address));
     // What is one per account and someone else's is used as it is: nothing of it is shown.
     plan.observed.retain(|address, observed| match (resources.get(address), observed) {
         (Some(resource), Observed::Present(live)) if resource.shared => ours(live),
@@ -125,7 +151,7 @@ pub fn publish(mut plan: Plan, resources: &DesiredResources, public: &Public) ->
     }
     // What only an administrator changes, of what is shown: a hidden resource's would tell
     // whether its live value is what the pull request guessed.
-    plan.administrators.retain(|(address, _)| shown(address) || pruned.contains(address));
+    plan.administrators.retain(|(address, _)| shown_or_pruned(address));
     let administrators = (!plan.administrators.is_empty()).then(|| needs_an_administrator(&plan.administrators));
     let findings = std::mem::take(&mut plan.findings);
     plan.findings = findings
@@ -138,7 +164,18 @@ pub fn publish(mut plan: Plan, resources: &DesiredResources, public: &Public) ->
     if plan.attributions.is_empty() {
         plan.attribution_note = None;
     }
+}
 
+/// The findings a public plan shows: those about what is shown, about nothing, and about the
+/// pull request's own files; those about what is not declared counted by code; one for each
+/// hidden resource, and one for a pull request that names another deployment.
+fn public_findings(
+    all: Vec<Finding>,
+    resources: &DesiredResources,
+    public: &Public,
+    shown: &dyn Fn(&Address) -> bool,
+    hidden: &BTreeMap<Address, bool>,
+) -> Vec<Finding> {
     let mut counted: BTreeMap<(String, Severity), usize> = BTreeMap::new();
     let mut findings = Vec::new();
     // The pull request's own deployment, as its resources are marked: another than the default
@@ -158,7 +195,7 @@ pub fn publish(mut plan: Plan, resources: &DesiredResources, public: &Public) ->
             overridden_by: None,
         });
     }
-    for finding in std::mem::take(&mut plan.findings) {
+    for finding in all {
         match &finding.address {
             // The apply job refuses it after merge: in review it is an error, so the status fails.
             None if public.review && finding.code == NEEDS_AN_ADMINISTRATOR => findings.push(Finding {
@@ -191,7 +228,7 @@ pub fn publish(mut plan: Plan, resources: &DesiredResources, public: &Public) ->
             overridden_by: None,
         });
     }
-    for (address, marked) in hidden {
+    for (address, &marked) in hidden {
         let why = match marked {
             // Left from a declaration since removed, or marked by someone else: the mark alone
             // cannot say which, so it counts for nothing here.
@@ -211,13 +248,12 @@ pub fn publish(mut plan: Plan, resources: &DesiredResources, public: &Public) ->
                 "`{address}` exists in the account and is not reconcile's ({why}): a public plan shows nothing of \
                  it, and a pull request cannot take it over; a maintainer imports one and plans it privately"
             ),
-            address: Some(address),
+            address: Some(address.clone()),
             overridden_by: None,
         });
     }
     Finding::rank(&mut findings);
-    plan.findings = findings;
-    plan
+    findings
 }
 
 #[cfg(test)]

@@ -59,6 +59,15 @@ pub fn generates_nothing(
     crate::generate::Generated::default()
 }
 
+/// The repository variables a crate derives for the nightly, each named among
+/// [`crate::variables::DERIVED_VARIABLES`] (ECR's registry host).
+pub type VariablesFn = fn(&Desired, &Account) -> Vec<(&'static str, String)>;
+
+/// For [`Description::variables`]: a crate that derives none.
+pub fn derives_no_variables(_: &Desired, _: &Account) -> Vec<(&'static str, String)> {
+    Vec::new()
+}
+
 /// One resource crate.
 pub struct Description {
     /// The crate, for messages: `ecr`.
@@ -81,6 +90,8 @@ pub struct Description {
     /// desired.toml's lines for what the account holds of its kinds undeclared
     /// (`import --generate`): [`generates_nothing`] for a crate that generates none.
     pub generate: GenerateFn,
+    /// The repository variables it derives ([`crate::variables::derived`]).
+    pub variables: VariablesFn,
 }
 
 /// What a CI role needs on a crate's resources, as IAM statements (each with a `Sid`).
@@ -265,6 +276,7 @@ mod tests {
             unmapped: "",
         }],
         generate: generates_nothing,
+        variables: derives_no_variables,
     };
     static SECOND: Description = Description {
         name: "second",
@@ -276,6 +288,7 @@ mod tests {
         fields: &[],
         terraform: &[],
         generate: generates_nothing,
+        variables: derives_no_variables,
     };
 
     #[test]

@@ -95,29 +95,8 @@ pub async fn plan_with(
     let wanted: Vec<&DesiredResource> = resources.values().collect();
     let mut findings: Vec<Finding> =
         desired.findings.iter().map(|finding| finding.to_finding()).chain(options.findings).collect();
-    let observations = match observe(reconcilers, &wanted).await {
-        Ok(observations) => observations,
-        Err(errors) if options.when_unreadable == WhenUnreadable::Fail => return Err(errors),
-        Err(_) => {
-            let (observations, unreadable) = observe_each(reconcilers, &wanted).await;
-            if observations.resources.is_empty() {
-                return Err(unreadable.into_iter().map(|(_, error)| error).collect());
-            }
-            for (kinds, error) in unreadable {
-                findings.extend(wanted.iter().filter(|r| kinds.contains(&r.address.kind)).map(|r| Finding {
-                    code: UNREADABLE.to_owned(),
-                    severity: Severity::Error,
-                    address: Some(r.address.clone()),
-                    message: format!(
-                        "could not be read, so apply leaves it, and everything that depends on it, alone: {error}"
-                    ),
-                    overridden_by: None,
-                }));
-            }
-            observations
-        }
-    };
-    findings.extend(observations.findings);
+    let mut observations = observe_all(reconcilers, &wanted, options.when_unreadable, &mut findings).await?;
+    findings.extend(std::mem::take(&mut observations.findings));
     let mut observed = observations.resources;
     let mut changes = Vec::new();
     let mut takeovers = BTreeMap::new();
@@ -154,8 +133,68 @@ pub async fn plan_with(
     }
 
     crate::plan::order(&mut changes);
+    let impacts = assess(reconcilers, &changes, resources, &mut findings).await?;
+    // Only what a change is made for: the takeover of a resource the plan does not change is
+    // no takeover.
+    takeovers.retain(|address, _| changes.iter().any(|change| &change.address == address));
+    let administrators = administrator_changes(reconcilers, &changes, &takeovers);
+    if desired.referred(Topic::CiRole).next().is_some() && !administrators.is_empty() {
+        findings.push(crate::plan::needs_an_administrator(&administrators));
+    }
+    Finding::rank(&mut findings);
+    let destroy = options.destroy;
+    Ok(Plan {
+        changes,
+        findings,
+        observed,
+        impacts,
+        destroy,
+        takeovers,
+        administrators,
+        ..Plan::new(&account.id, &account.region)
+    })
+}
 
-    // What the changes will do beyond their fields, each reconciler for its own, all at once.
+/// What every reconciler observes of `wanted`; when one cannot read and `when_unreadable`
+/// says so, what the others observed, with an error finding on each resource left unread.
+async fn observe_all(
+    reconcilers: &[Box<dyn Reconciler>],
+    wanted: &[&DesiredResource],
+    when_unreadable: WhenUnreadable,
+    findings: &mut Vec<Finding>,
+) -> Result<Observations, Vec<ReconcileError>> {
+    match observe(reconcilers, wanted).await {
+        Ok(observations) => Ok(observations),
+        Err(errors) if when_unreadable == WhenUnreadable::Fail => Err(errors),
+        Err(_) => {
+            let (observations, unreadable) = observe_each(reconcilers, wanted).await;
+            if observations.resources.is_empty() {
+                return Err(unreadable.into_iter().map(|(_, error)| error).collect());
+            }
+            for (kinds, error) in unreadable {
+                findings.extend(wanted.iter().filter(|r| kinds.contains(&r.address.kind)).map(|r| Finding {
+                    code: UNREADABLE.to_owned(),
+                    severity: Severity::Error,
+                    address: Some(r.address.clone()),
+                    message: format!(
+                        "could not be read, so apply leaves it, and everything that depends on it, alone: {error}"
+                    ),
+                    overridden_by: None,
+                }));
+            }
+            Ok(observations)
+        }
+    }
+}
+
+/// What the changes will do beyond their fields, each reconciler for its own, all at once: the
+/// impacts, and the findings added to `findings`.
+async fn assess(
+    reconcilers: &[Box<dyn Reconciler>],
+    changes: &[Change],
+    resources: &DesiredResources,
+    findings: &mut Vec<Finding>,
+) -> Result<BTreeMap<Address, crate::plan::Impact>, Vec<ReconcileError>> {
     let assessments =
         join_all(
             reconcilers.iter().map(|reconciler| {
@@ -178,28 +217,7 @@ pub async fn plan_with(
             Err(error) => errors.push(error),
         }
     }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    // Only what a change is made for: the takeover of a resource the plan does not change is
-    // no takeover.
-    takeovers.retain(|address, _| changes.iter().any(|change| &change.address == address));
-    let administrators = administrator_changes(reconcilers, &changes, &takeovers);
-    if desired.referred(Topic::CiRole).next().is_some() && !administrators.is_empty() {
-        findings.push(crate::plan::needs_an_administrator(&administrators));
-    }
-    Finding::rank(&mut findings);
-    let destroy = options.destroy;
-    Ok(Plan {
-        changes,
-        findings,
-        observed,
-        impacts,
-        destroy,
-        takeovers,
-        administrators,
-        ..Plan::new(&account.id, &account.region)
-    })
+    if errors.is_empty() { Ok(impacts) } else { Err(errors) }
 }
 
 /// Every reconciler observes its share of `wanted`, all at once; the observations of those that

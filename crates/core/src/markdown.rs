@@ -46,42 +46,13 @@ pub fn titled(plan: &Plan, limit: usize, command: &str) -> String {
 
     // A refused plan says so, and what resolves it, before anything else.
     if plan.refused() {
-        let mut lead = format!("\n> [!CAUTION]\n> {}\n", message(&crate::render::refusal_line(plan)));
-        for step in &plan.next_steps {
-            write!(lead, ">\n> To resolve it: {}\n", message(&step.say)).unwrap();
-            if !step.lines.is_empty() {
-                let block: String = step.lines.iter().map(|line| format!("{line}\n")).collect();
-                for line in fence(&block, "toml").lines() {
-                    writeln!(lead, "> {line}").unwrap();
-                }
-            }
-        }
-        push(&mut out, &lead, budget);
+        push(&mut out, &refusal(plan), budget);
     }
-
     // Findings first, errors first (ranked): padding a pull request with changes never pushes one
-    // out of the comment. Many of one kind fold into one, the rest in a fold of their own.
+    // out of the comment.
     if !plan.findings.is_empty() {
         push(&mut out, "\n**Findings**\n\n", budget);
-        for folded in crate::render::folded(plan) {
-            let more = code(&crate::render::learn_more(&folded.first.code));
-            let line = format!("{} ({more})\n", finding_item(folded.first));
-            if !push(&mut out, &line, budget) {
-                left_out.findings += 1 + folded.others.len();
-                continue;
-            }
-            if folded.others.is_empty() {
-                continue;
-            }
-            let summary = format!("and {} more like it", folded.others.len());
-            push(&mut out, &format!("\n  <details><summary>{summary}</summary>\n\n"), budget);
-            for other in &folded.others {
-                if !push(&mut out, &format!("  {}\n", finding_item(other)), budget) {
-                    left_out.findings += 1;
-                }
-            }
-            push(&mut out, "\n  </details>\n\n", budget);
-        }
+        findings(plan, &mut out, budget, &mut left_out);
     }
 
     // What changes do beyond their fields (what a new lifecycle policy expires): the line a
@@ -144,6 +115,45 @@ pub fn titled(plan: &Plan, limit: usize, command: &str) -> String {
         writeln!(out, "\n_Planned by {}._", code(by)).unwrap();
     }
     out
+}
+
+/// What a refused plan leads with: the refusal, and each step that resolves it.
+fn refusal(plan: &Plan) -> String {
+    let mut lead = format!("\n> [!CAUTION]\n> {}\n", message(&crate::render::refusal_line(plan)));
+    for step in &plan.next_steps {
+        write!(lead, ">\n> To resolve it: {}\n", message(&step.say)).unwrap();
+        if !step.lines.is_empty() {
+            let block: String = step.lines.iter().map(|line| format!("{line}\n")).collect();
+            for line in fence(&block, "toml").lines() {
+                writeln!(lead, "> {line}").unwrap();
+            }
+        }
+    }
+    lead
+}
+
+/// The findings, ranked, as far as `budget` allows: many of one kind fold into one, the rest in
+/// a fold of their own.
+fn findings(plan: &Plan, out: &mut String, budget: usize, left_out: &mut LeftOut) {
+    for folded in crate::render::folded(plan) {
+        let more = code(&crate::render::learn_more(&folded.first.code));
+        let line = format!("{} ({more})\n", finding_item(folded.first));
+        if !push(out, &line, budget) {
+            left_out.findings += 1 + folded.others.len();
+            continue;
+        }
+        if folded.others.is_empty() {
+            continue;
+        }
+        let summary = format!("and {} more like it", folded.others.len());
+        push(out, &format!("\n  <details><summary>{summary}</summary>\n\n"), budget);
+        for other in &folded.others {
+            if !push(out, &format!("  {}\n", finding_item(other)), budget) {
+                left_out.findings += 1;
+            }
+        }
+        push(out, "\n  </details>\n\n", budget);
+    }
 }
 
 /// A finding as a list item: `- Error `W601` `address`: message`.

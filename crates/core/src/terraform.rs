@@ -256,62 +256,140 @@ fn change_entry(instance: &Instance, change: Value) -> Value {
     })
 }
 
+/// What the view gathers, resource by resource, for the document [`view`] makes of it.
+#[derive(Default)]
+struct Gathered {
+    planned: Vec<Value>,
+    prior: Vec<Value>,
+    changes: Vec<Value>,
+    drift: Vec<Value>,
+    relevant: Vec<Value>,
+    /// Every provider resource either side of the plan: the configuration's blocks.
+    all: Vec<Instance>,
+    provider_addresses: Map<String, Value>,
+    unmapped: BTreeSet<&'static str>,
+}
+
+/// One reconcile resource the view shows: what was observed of it, desired of it, and the
+/// plan's change to it.
+struct Shown<'a> {
+    address: &'a Address,
+    observed: &'a Observed,
+    desired: Option<&'a Map<String, Value>>,
+    change: Option<&'a crate::plan::Change>,
+    map: MapFn,
+    /// Whether the plan adopts it (`import`): its first provider resource is "imported".
+    adopted: bool,
+}
+
+/// What AWS chose of a live provider resource, by the instance's key: what is known of every
+/// side of its changes.
+struct Live {
+    instances: Vec<Instance>,
+    chosen: Vec<Map<String, Value>>,
+}
+
+impl Live {
+    fn known(&self, instance: &Instance) -> Option<&Map<String, Value>> {
+        self.instances.iter().position(|l| l.key() == instance.key()).map(|position| &self.chosen[position])
+    }
+}
+
 /// The plan in Terraform's JSON output format.
 pub fn view(plan: &Plan, inputs: Inputs<'_>) -> Value {
     let account = Account::new(plan.account.clone(), plan.region.clone());
-    let mut planned = Vec::new();
-    let mut prior = Vec::new();
-    let mut changes = Vec::new();
-    let mut drift = Vec::new();
-    let mut relevant = Vec::new();
-    let mut all: Vec<Instance> = Vec::new();
-    let mut provider_addresses = Map::new();
-    let mut unmapped = BTreeSet::new();
-    let adopted: BTreeSet<&Address> = plan
-        .takeovers
-        .iter()
-        .filter(|(_, takeover)| **takeover == crate::plan::Takeover::Import)
-        .map(|(address, _)| address)
-        .collect();
-
+    let mut gathered = Gathered::default();
     let by_address: BTreeMap<&Address, &crate::plan::Change> = plan.changes.iter().map(|c| (&c.address, c)).collect();
     for (address, observed) in &plan.observed {
         let Some(map) = (inputs.mapping)(address.kind) else {
-            unmapped.insert(address.kind.as_str());
+            gathered.unmapped.insert(address.kind.as_str());
             continue;
         };
+        let adopted = plan.takeovers.get(address) == Some(&crate::plan::Takeover::Import);
         let desired = inputs.declared.get(address);
         let change = by_address.get(address).copied();
+        let shown = Shown { address, observed, desired, change, map, adopted };
+        gathered.resource(plan, &inputs, &account, &shown);
+    }
+    document(plan, inputs, gathered)
+}
+
+impl Gathered {
+    /// One reconcile resource's provider resources: its prior state, its changes and its drift.
+    fn resource(&mut self, plan: &Plan, inputs: &Inputs<'_>, account: &Account, shown: &Shown<'_>) {
+        let Shown { address, observed, desired, change, map, .. } = *shown;
         let (before, after) = match change {
             Some(change) => (change.before.clone(), change.after.clone()),
             // Unchanged: what was observed of the managed fields is what is desired.
             None => match (desired, observed) {
                 (Some(desired), Observed::Present(_)) => (Some(desired.clone()), Some(desired.clone())),
                 // A destroy makes nothing: what is absent is not in its plan.
-                (Some(_), Observed::Absent) if plan.destroy => continue,
+                (Some(_), Observed::Absent) if plan.destroy => return,
                 (Some(desired), Observed::Absent) => (None, Some(desired.clone())),
-                (None, _) => continue,
+                (None, _) => return,
             },
         };
         // What exists, with what AWS chose for it: the prior state, and what is known of
         // every side of this resource's changes.
-        let live = match observed {
-            Observed::Present(fields) => instances(&account, address, Some(fields), map),
+        let existing = match observed {
+            Observed::Present(fields) => instances(account, address, Some(fields), map),
             Observed::Absent => Vec::new(),
         };
-        let chosen: Vec<Map<String, Value>> = live.iter().map(Instance::chosen).collect();
-        let known =
-            |instance: &Instance| live.iter().position(|l| l.key() == instance.key()).map(|position| &chosen[position]);
-        prior.extend(live.iter().zip(&chosen).map(|(l, c)| values_json(l, l.state(Some(c)))));
-        let before = instances(&account, address, before.as_ref(), map);
-        let after = instances(&account, address, after.as_ref(), map);
+        let chosen: Vec<Map<String, Value>> = existing.iter().map(Instance::chosen).collect();
+        let live = Live { instances: existing, chosen };
+        self.prior.extend(live.instances.iter().zip(&live.chosen).map(|(l, c)| values_json(l, l.state(Some(c)))));
+        let before = instances(account, address, before.as_ref(), map);
+        let after = instances(account, address, after.as_ref(), map);
         if before.is_empty() && after.is_empty() {
-            unmapped.insert(address.kind.as_str());
+            self.unmapped.insert(address.kind.as_str());
         }
-        let replaced = change.is_some_and(|c| c.action == Action::Replace);
-        let deleted_undeclared = desired.is_none();
+        let mut entries = self.change_entries(shown, &live, &before, &after);
+        // Reconcile changes what the provider's arguments do not show (a webhook whose hook on
+        // GitHub is gone is made again): the first resource carries it, never a bare no-op.
+        let no_op = |entry: &Value| entry["change"]["actions"] == json!(["no-op"]);
+        if let Some(change) = change
+            && !entries.is_empty()
+            && entries.iter().all(no_op)
+        {
+            let first = &mut entries[0];
+            if change.action == Action::Replace {
+                first["change"]["actions"] = json!(["delete", "create"]);
+                first["change"]["replace_paths"] = json!([]);
+                first["action_reason"] = json!("replace_because_tainted");
+            } else {
+                first["change"]["actions"] = json!([change.action.json_actions()[0]]);
+            }
+        }
+        self.changes.append(&mut entries);
+        // Drift, as Terraform's refresh finds it: a resource that exists and differs from what
+        // was last applied (`before`, the baseline's fields; `after`, as read). Not what the plan
+        // makes (reconcile keeps no state to tell a resource deleted out of band from one never
+        // made), nor what a takeover changes (it was never reconcile's).
+        let baseline = match inputs.last_applied {
+            Some(last_applied) => last_applied.get(address),
+            None => desired,
+        };
+        if let (Some(baseline), Observed::Present(fields)) = (baseline, observed)
+            && !plan.takeovers.contains_key(address)
+        {
+            self.drift_entries(account, shown, &live, baseline, fields);
+        }
+        self.all.extend(after.into_iter().chain(before));
+    }
+
+    /// The `resource_changes` of one reconcile resource: each provider resource either side,
+    /// paired, as created, deleted, replaced, updated or left alone.
+    fn change_entries(
+        &mut self,
+        shown: &Shown<'_>,
+        live: &Live,
+        before: &[Instance],
+        after: &[Instance],
+    ) -> Vec<Value> {
+        let replaced = shown.change.is_some_and(|c| c.action == Action::Replace);
+        let deleted_undeclared = shown.desired.is_none();
         let mut entries: Vec<Value> = Vec::new();
-        for (position, (a, b)) in paired(&after, &before).into_iter().enumerate() {
+        for (position, (a, b)) in paired(after, before).into_iter().enumerate() {
             let instance = a.or(b).expect("a pair has one side");
             let differing = match (b, a) {
                 (Some(b), Some(a)) => differing(b, a),
@@ -331,14 +409,14 @@ pub fn view(plan: &Plan, inputs: Inputs<'_>) -> Value {
                 (None, None) => unreachable!("a pair has one side"),
             };
             // A replacement makes the resource anew: AWS chooses its attributes again.
-            let after_known = if actions.len() == 2 { None } else { a.and_then(known) };
+            let after_known = if actions.len() == 2 { None } else { a.and_then(|a| live.known(a)) };
             let side = |i: Option<&Instance>, known: Option<&Map<String, Value>>| {
                 i.map_or(Value::Null, |i| Value::Object(i.state(known)))
             };
             let sensitive = |i: Option<&Instance>| if i.is_some() { json!({}) } else { json!(false) };
             let mut change = json!({
                 "actions": actions,
-                "before": side(b, b.and_then(known)),
+                "before": side(b, b.and_then(|b| live.known(b))),
                 "after": side(a, after_known),
                 "after_unknown": a.map_or(json!(false), |a| a.unknown(after_known)),
                 "before_sensitive": sensitive(b),
@@ -350,84 +428,74 @@ pub fn view(plan: &Plan, inputs: Inputs<'_>) -> Value {
                     json!(if paths.is_empty() { differing.iter().map(|n| json!([n])).collect() } else { paths });
             }
             // The first provider resource of an adopted one is the one "imported".
-            if position == 0 && adopted.contains(address) && b.is_some() {
-                change["importing"] = json!({ "id": address.name });
+            if position == 0 && shown.adopted && b.is_some() {
+                change["importing"] = json!({ "id": shown.address.name });
             }
             let mut entry = change_entry(instance, change);
             if let Some(reason) = reason {
                 entry["action_reason"] = json!(reason);
             }
-            provider_addresses.insert(instance.resource.address(&instance.index), json!(address.to_string()));
+            self.provider_addresses
+                .insert(instance.resource.address(&instance.index), json!(shown.address.to_string()));
             entries.push(entry);
             if let Some(a) = a {
-                planned.push(values_json(a, a.state(after_known)));
+                self.planned.push(values_json(a, a.state(after_known)));
             }
         }
-        // Reconcile changes what the provider's arguments do not show (a webhook whose hook on
-        // GitHub is gone is made again): the first resource carries it, never a bare no-op.
-        let no_op = |entry: &Value| entry["change"]["actions"] == json!(["no-op"]);
-        if let Some(change) = change
-            && !entries.is_empty()
-            && entries.iter().all(no_op)
-        {
-            let first = &mut entries[0];
-            if change.action == Action::Replace {
-                first["change"]["actions"] = json!(["delete", "create"]);
-                first["change"]["replace_paths"] = json!([]);
-                first["action_reason"] = json!("replace_because_tainted");
-            } else {
-                first["change"]["actions"] = json!([change.action.json_actions()[0]]);
-            }
-        }
-        changes.append(&mut entries);
-        // Drift, as Terraform's refresh finds it: a resource that exists and differs from what
-        // was last applied (`before`, the baseline's fields; `after`, as read). Not what the plan
-        // makes (reconcile keeps no state to tell a resource deleted out of band from one never
-        // made), nor what a takeover changes (it was never reconcile's).
-        let baseline = match inputs.last_applied {
-            Some(last_applied) => last_applied.get(address),
-            None => desired,
-        };
-        if let (Some(baseline), Observed::Present(fields)) = (baseline, observed)
-            && !plan.takeovers.contains_key(address)
-        {
-            // Compared as the plan compares: the fields desired.toml manages, no others.
-            let read: Map<String, Value> =
-                baseline.keys().filter_map(|key| fields.get(key).map(|v| (key.clone(), v.clone()))).collect();
-            if &read != baseline {
-                let was = instances(&account, address, Some(baseline), map);
-                let is = instances(&account, address, Some(&read), map);
-                for (was, is) in paired(&was, &is) {
-                    let instance = was.or(is).expect("a pair has one side");
-                    let (action, attributes): (&str, Vec<&String>) = match (was, is) {
-                        (Some(was), Some(is)) => ("update", differing(was, is)),
-                        (Some(_), None) => ("delete", Vec::new()),
-                        (None, Some(_)) => ("create", Vec::new()),
-                        (None, None) => unreachable!("a pair has one side"),
-                    };
-                    if action == "update" && attributes.is_empty() {
-                        continue;
-                    }
-                    let at = instance.resource.address(&instance.index);
-                    relevant.extend(attributes.iter().map(|name| json!({ "resource": at, "attribute": [name] })));
-                    let side = |i: Option<&Instance>| i.map_or(Value::Null, |i| Value::Object(i.state(known(i))));
-                    let sensitive = |i: Option<&Instance>| if i.is_some() { json!({}) } else { json!(false) };
-                    drift.push(change_entry(
-                        instance,
-                        json!({
-                            "actions": [action],
-                            "before": side(was),
-                            "after": side(is),
-                            "after_unknown": if is.is_some() { json!({}) } else { json!(false) },
-                            "before_sensitive": sensitive(was),
-                            "after_sensitive": sensitive(is),
-                        }),
-                    ));
-                }
-            }
-        }
-        all.extend(after.into_iter().chain(before));
+        entries
     }
+
+    /// The `resource_drift` of one reconcile resource: what differs between `baseline` and what
+    /// was read (`fields`), compared as the plan compares, on the fields desired.toml manages.
+    fn drift_entries(
+        &mut self,
+        account: &Account,
+        shown: &Shown<'_>,
+        live: &Live,
+        baseline: &Map<String, Value>,
+        fields: &Map<String, Value>,
+    ) {
+        let read: Map<String, Value> =
+            baseline.keys().filter_map(|key| fields.get(key).map(|v| (key.clone(), v.clone()))).collect();
+        if &read == baseline {
+            return;
+        }
+        let was = instances(account, shown.address, Some(baseline), shown.map);
+        let is = instances(account, shown.address, Some(&read), shown.map);
+        for (was, is) in paired(&was, &is) {
+            let instance = was.or(is).expect("a pair has one side");
+            let (action, attributes): (&str, Vec<&String>) = match (was, is) {
+                (Some(was), Some(is)) => ("update", differing(was, is)),
+                (Some(_), None) => ("delete", Vec::new()),
+                (None, Some(_)) => ("create", Vec::new()),
+                (None, None) => unreachable!("a pair has one side"),
+            };
+            if action == "update" && attributes.is_empty() {
+                continue;
+            }
+            let at = instance.resource.address(&instance.index);
+            self.relevant.extend(attributes.iter().map(|name| json!({ "resource": at, "attribute": [name] })));
+            let side = |i: Option<&Instance>| i.map_or(Value::Null, |i| Value::Object(i.state(live.known(i))));
+            let sensitive = |i: Option<&Instance>| if i.is_some() { json!({}) } else { json!(false) };
+            self.drift.push(change_entry(
+                instance,
+                json!({
+                    "actions": [action],
+                    "before": side(was),
+                    "after": side(is),
+                    "after_unknown": if is.is_some() { json!({}) } else { json!(false) },
+                    "before_sensitive": sensitive(was),
+                    "after_sensitive": sensitive(is),
+                }),
+            ));
+        }
+    }
+}
+
+/// The document: what was gathered, the configuration's blocks and providers, and reconcile's
+/// own plan under `reconcile`.
+fn document(plan: &Plan, inputs: Inputs<'_>, gathered: Gathered) -> Value {
+    let Gathered { planned, prior, changes, drift, relevant, all, provider_addresses, unmapped } = gathered;
     let mut blocks: BTreeMap<(&'static str, &'static str), Vec<&Instance>> = BTreeMap::new();
     for instance in &all {
         blocks.entry(instance.key()).or_default().push(instance);

@@ -2,6 +2,7 @@
 //! derivation, for `reconcile outputs` (the lines a person pastes) and for the GitHub
 //! reconciler (which sets them).
 
+use crate::describe::Catalog;
 use crate::desired::{Desired, Topic};
 use crate::reconciler::Account;
 
@@ -24,15 +25,16 @@ pub const NIGHTLY_ENABLED: &str = "NIGHTLY_ENABLED";
 /// The derived variables desired.toml implies, in the order they are set, `NIGHTLY_ENABLED`
 /// last: `CODEBUILD_PROJECT` only when a project is declared, `NIGHTLY_ARCHES` only when
 /// `[nightly] arches` is, the CI roles' ARNs (`RECONCILE_PLAN_ROLE_ARN`, ...) only when `[ci]`
-/// is. Of the other sections, it reads only what they publish ([`Topic::Project`],
-/// [`Topic::CiRole`]).
-pub fn derived(desired: &Desired, account: &Account) -> Vec<(&'static str, String)> {
-    let domain = if account.partition == "aws-cn" { "amazonaws.com.cn" } else { "amazonaws.com" };
+/// is, and what the catalog's crates derive (`ECR_REGISTRY`, ECR's). Of the other sections, it
+/// reads only what they publish ([`Topic::Project`], [`Topic::CiRole`]).
+pub fn derived(desired: &Desired, account: &Account, catalog: &Catalog) -> Vec<(&'static str, String)> {
     let mut variables = Vec::new();
     if let Some(project) = desired.referred(Topic::Project).next() {
         variables.push(("CODEBUILD_PROJECT", project.value.clone()));
     }
-    variables.push(("ECR_REGISTRY", format!("{}.dkr.ecr.{}.{domain}", account.id, account.region)));
+    for description in catalog.0 {
+        variables.extend((description.variables)(desired, account));
+    }
     variables.push(("AWS_REGION", account.region.clone()));
     if let Some(arches) = &desired.nightly.arches {
         variables.push(("NIGHTLY_ARCHES", arches.clone()));
@@ -45,6 +47,9 @@ pub fn derived(desired: &Desired, account: &Account) -> Vec<(&'static str, Strin
         }
     }
     variables.push((NIGHTLY_ENABLED, desired.nightly.enabled.to_string()));
+    // In the nightly's order, whoever derived them; a name core does not list is not derived.
+    variables.retain(|(name, _)| DERIVED_VARIABLES.contains(name));
+    variables.sort_by_key(|(name, _)| DERIVED_VARIABLES.iter().position(|listed| listed == name));
     variables
 }
 
@@ -54,7 +59,24 @@ mod tests {
 
     use super::*;
 
+    use crate::describe::{Access, Description, derives_no_variables, generates_nothing};
     use crate::desired::testing::{CI, CODEBUILD};
+
+    /// A crate that derives the registry's host, as ECR's does, and one variable no crate may.
+    const REGISTRY: Description = Description {
+        name: "registry",
+        kinds: &[],
+        sections: &[],
+        desired: |_, _, _| Ok(Vec::new()),
+        access: Access::NONE,
+        trail: &[],
+        fields: &[],
+        terraform: &[],
+        generate: generates_nothing,
+        variables: |_, account| vec![("UNLISTED", String::new()), ("ECR_REGISTRY", format!("{}.registry", account.id))],
+    };
+    static NONE: Description = Description { name: "none", variables: derives_no_variables, ..REGISTRY };
+    static CATALOG: [&Description; 2] = [&NONE, &REGISTRY];
 
     /// A file with `extra` and the runner project, as CodeBuild's crate publishes it.
     fn desired(extra: &str) -> Desired {
@@ -68,12 +90,13 @@ mod tests {
     #[test]
     fn the_variables_are_derived_in_order_with_the_switch_last() {
         let account = Account::new("123456789012", "cn-north-1");
+        let derived = |d: &Desired, account: &Account| derived(d, account, &Catalog(&CATALOG));
         let names = |d: &Desired| derived(d, &account).into_iter().map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>();
         assert_eq!(
             names(&desired("")),
             [
                 "CODEBUILD_PROJECT=rocm-bake",
-                "ECR_REGISTRY=123456789012.dkr.ecr.cn-north-1.amazonaws.com.cn",
+                "ECR_REGISTRY=123456789012.registry",
                 "AWS_REGION=cn-north-1",
                 "NIGHTLY_ENABLED=true",
             ]
@@ -82,8 +105,6 @@ mod tests {
             names(&desired("[nightly]\narches = \"gfx1201\"\nenabled = false\n"))[3..],
             ["NIGHTLY_ARCHES=gfx1201", "NIGHTLY_ENABLED=false"]
         );
-        let aws = Account::new("123456789012", "us-east-1");
-        assert_eq!(derived(&desired(""), &aws)[1].1, "123456789012.dkr.ecr.us-east-1.amazonaws.com");
         // The CI roles' ARNs, from what `[ci]` publishes, before the switch.
         let ci = desired("[ci]\nplan_role = \"p\"\ndrift_role = \"d\"\napply_role = \"a\"\n");
         assert_eq!(

@@ -13,7 +13,7 @@ use crate::EcrKind;
 /// declared storage price, prunes when `--prune` says how, and in a run that only reads reads
 /// the registry once however many times it is built.
 pub fn reconciler(clients: &reconcile_aws::Clients<'_>) -> Box<dyn reconcile_core::Reconciler> {
-    let ecr = ecr_reconciler(clients).with_price(clients.desired.price_per_gb_month);
+    let ecr = ecr_reconciler(clients).with_price(crate::price_per_gb_month(clients.desired));
     let ecr = match clients.prune.clone() {
         Some(prune) => ecr.pruning(prune),
         None => ecr,
@@ -87,6 +87,7 @@ pub const DESCRIPTION: Description = Description {
     fields: &[REPOSITORY_FIELDS, LIFECYCLE_POLICY_FIELDS],
     terraform: crate::terraform::MAPPINGS,
     generate: crate::generate::generate,
+    variables: |_, account| vec![("ECR_REGISTRY", crate::registry(account))],
 };
 
 /// A repository's fields. Its encryption ECR sets only when it makes the repository; the

@@ -123,7 +123,7 @@ impl EcrReconciler {
             destroy: None,
             held: Default::default(),
             parallelism: Parallelism::default(),
-            price_per_gb_month: reconcile_core::desired::ECR_PRICE_PER_GB_MONTH,
+            price_per_gb_month: PRICE_PER_GB_MONTH,
             read_once: None,
             mark: None,
         }
@@ -194,6 +194,22 @@ impl EcrReconciler {
 pub struct ReadOnce {
     repositories: std::sync::Mutex<Option<Vec<ecr::types::Repository>>>,
     policies: std::sync::Mutex<BTreeMap<String, Observed>>,
+}
+
+/// The registry's host: `<account>.dkr.ecr.<region>.amazonaws.com` (`.com.cn` in China),
+/// the nightly's `ECR_REGISTRY`.
+pub fn registry(account: &Account) -> String {
+    let domain = if account.partition == "aws-cn" { "amazonaws.com.cn" } else { "amazonaws.com" };
+    format!("{}.dkr.ecr.{}.{domain}", account.id, account.region)
+}
+
+/// ECR's published storage price, dollars per GB-month: what storage is priced at unless
+/// desired.toml's `[usage] price_per_gb_month` says otherwise.
+pub const PRICE_PER_GB_MONTH: f64 = 0.10;
+
+/// What a GB-month of the registry's storage costs, as desired.toml prices it.
+pub fn price_per_gb_month(desired: &reconcile_core::Desired) -> f64 {
+    desired.price_per_gb_month.unwrap_or(PRICE_PER_GB_MONTH)
 }
 
 /// What an update of a lifecycle policy does, for a plan's cost line: the policy documents

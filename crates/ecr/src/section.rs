@@ -343,21 +343,7 @@ fn convert(
         None => &empty,
     };
     let defaults = &raw.defaults;
-    if let Some(allow) = &defaults.allow_tagged_expiry {
-        errors.push(locate.error(
-            Some(allow.span()),
-            "ecr.defaults.allow_tagged_expiry",
-            "`allow_tagged_expiry` is a decision about one repository's live tags: set it on each repository \
-             it is meant for, not in `[ecr.defaults]`",
-        ));
-    }
-    if let Some(adopt) = &defaults.adopt {
-        errors.push(locate.error(
-            Some(adopt.span()),
-            "ecr.defaults.adopt",
-            "`adopt` takes over one repository someone else made: set it on that repository, not in `[ecr.defaults]`",
-        ));
-    }
+    refuse_one_repositorys_decisions(locate, defaults, errors);
     let mut repositories = Vec::new();
     for (name, repository) in declared {
         let key_path = format!("ecr.repositories.{name}");
@@ -365,71 +351,10 @@ fn convert(
             errors.push(locate.error(Some(repository.span()), &key_path, why));
         }
         let repository_ref = repository.get_ref();
-        let policy_ref =
-            repository_ref.lifecycle_policy.as_ref().map(|p| (p, format!("{key_path}.lifecycle_policy"))).or_else(
-                || defaults.lifecycle_policy.as_ref().map(|p| (p, "ecr.defaults.lifecycle_policy".to_owned())),
-            );
-        let lifecycle_policy = match policy_ref {
-            None => {
-                errors.push(locate.error(
-                    Some(repository.span()),
-                    &key_path,
-                    "repository has no lifecycle policy: set `lifecycle_policy` here or in `[ecr.defaults]` \
-                     (without one, untagged images accumulate without bound)",
-                ));
-                None
-            }
-            Some((policy_name, policy_key)) => match policies.get(policy_name.get_ref()) {
-                Some(document) => Some(LifecyclePolicy {
-                    name: policy_name.get_ref().clone(),
-                    document: serde_json::Value::clone(document),
-                }),
-                None => {
-                    // A policy that failed its own checks was reported there already.
-                    if !raw.lifecycle_policies.contains_key(policy_name.get_ref()) {
-                        errors.push(locate.error(
-                            Some(policy_name.span()),
-                            &policy_key,
-                            format!(
-                                "no lifecycle policy named `{}` in `[ecr.lifecycle_policies]`",
-                                policy_name.get_ref()
-                            ),
-                        ));
-                    }
-                    None
-                }
-            },
-        };
-
+        let lifecycle_policy = lifecycle_policy_of(locate, raw, &policies, (&key_path, repository), errors);
         let encryption_type =
             repository_ref.encryption_type.or(defaults.encryption_type).unwrap_or(EncryptionType::Aes256);
-        let kms_key = match (&repository_ref.kms_key, &defaults.kms_key) {
-            (Some(key), _) => Some((key, format!("{key_path}.kms_key"))),
-            (None, Some(key)) => Some((key, "ecr.defaults.kms_key".to_owned())),
-            (None, None) => None,
-        };
-        if let Some((key, key_at)) = &kms_key {
-            if encryption_type == EncryptionType::Aes256 {
-                errors.push(locate.error(
-                    Some(key.span()),
-                    key_at,
-                    format!(
-                        "repository `{name}` is encrypted with AES256, which takes no KMS key: set \
-                         `encryption_type = \"KMS\"` (or `KMS_DSSE`) with it, or remove the key"
-                    ),
-                ));
-            } else if !key.get_ref().starts_with("arn:") {
-                errors.push(locate.error(
-                    Some(key.span()),
-                    key_at,
-                    format!(
-                        "`{}` is not a KMS key's ARN (ECR answers with the ARN, so only it compares)",
-                        key.get_ref()
-                    ),
-                ));
-            }
-        }
-        let kms_key = kms_key.map(|(key, _)| key);
+        let kms_key = kms_key_of(locate, defaults, (name, &key_path, repository_ref), encryption_type, errors);
 
         let mut tags = BTreeMap::new();
         for (section, section_tags) in [("ecr.defaults", &defaults.tags), (key_path.as_str(), &repository_ref.tags)] {
@@ -446,32 +371,8 @@ fn convert(
         let allow_tagged_expiry = repository_ref.allow_tagged_expiry.as_ref().is_some_and(|a| *a.get_ref());
         if let Some(policy) = &lifecycle_policy {
             used_policies.insert(policy.name.clone());
-            if let Some((rule_path, span, why)) = analyses.get(&policy.name).and_then(|a| a.tagged.as_ref()) {
-                let address = Address::new(crate::LIFECYCLE_POLICY, name);
-                let (severity, overridden_by, consequence) = if allow_tagged_expiry {
-                    (Severity::Warning, Some(ALLOW_TAGGED_EXPIRY), "")
-                } else {
-                    (
-                        Severity::Error,
-                        None,
-                        ": one such rule once expired the live nightly tag; expire only untagged images, or set \
-                         `allow_tagged_expiry = true` on the repository if it must",
-                    )
-                };
-                findings.push(DesiredFinding {
-                    code: TAGGED_EXPIRY,
-                    severity,
-                    address: Some(address),
-                    location: locate.error(
-                        Some(span.clone()),
-                        rule_path,
-                        format!(
-                            "repository `{name}` uses lifecycle policy `{}`, whose {why}{consequence}",
-                            policy.name
-                        ),
-                    ),
-                    overridden_by,
-                });
+            if let Some(tagged) = analyses.get(&policy.name).and_then(|a| a.tagged.as_ref()) {
+                findings.push(tagged_expiry(locate, name, &policy.name, tagged, allow_tagged_expiry));
             }
         }
 
@@ -503,6 +404,131 @@ fn convert(
     }
 
     Ecr { repositories }
+}
+
+/// `allow_tagged_expiry` and `adopt` in `[ecr.defaults]`: each is a decision about one
+/// repository, refused for them all.
+fn refuse_one_repositorys_decisions(locate: &Locator<'_>, defaults: &RawRepository, errors: &mut Vec<DesiredError>) {
+    if let Some(allow) = &defaults.allow_tagged_expiry {
+        errors.push(locate.error(
+            Some(allow.span()),
+            "ecr.defaults.allow_tagged_expiry",
+            "`allow_tagged_expiry` is a decision about one repository's live tags: set it on each repository \
+             it is meant for, not in `[ecr.defaults]`",
+        ));
+    }
+    if let Some(adopt) = &defaults.adopt {
+        errors.push(locate.error(
+            Some(adopt.span()),
+            "ecr.defaults.adopt",
+            "`adopt` takes over one repository someone else made: set it on that repository, not in `[ecr.defaults]`",
+        ));
+    }
+}
+
+/// The lifecycle policy a repository (at `key_path`) uses, its own or `[ecr.defaults]`'s, from
+/// the policies that passed their checks; `None`, saying why, when it has none or names none.
+fn lifecycle_policy_of(
+    locate: &Locator<'_>,
+    raw: &RawEcr,
+    policies: &BTreeMap<String, serde_json::Value>,
+    (key_path, repository): (&str, &Spanned<RawRepository>),
+    errors: &mut Vec<DesiredError>,
+) -> Option<LifecyclePolicy> {
+    let policy_ref =
+        repository.get_ref().lifecycle_policy.as_ref().map(|p| (p, format!("{key_path}.lifecycle_policy"))).or_else(
+            || raw.defaults.lifecycle_policy.as_ref().map(|p| (p, "ecr.defaults.lifecycle_policy".to_owned())),
+        );
+    let Some((policy_name, policy_key)) = policy_ref else {
+        errors.push(locate.error(
+            Some(repository.span()),
+            key_path,
+            "repository has no lifecycle policy: set `lifecycle_policy` here or in `[ecr.defaults]` \
+             (without one, untagged images accumulate without bound)",
+        ));
+        return None;
+    };
+    if let Some(document) = policies.get(policy_name.get_ref()) {
+        return Some(LifecyclePolicy {
+            name: policy_name.get_ref().clone(),
+            document: serde_json::Value::clone(document),
+        });
+    }
+    // A policy that failed its own checks was reported there already.
+    if !raw.lifecycle_policies.contains_key(policy_name.get_ref()) {
+        errors.push(locate.error(
+            Some(policy_name.span()),
+            &policy_key,
+            format!("no lifecycle policy named `{}` in `[ecr.lifecycle_policies]`", policy_name.get_ref()),
+        ));
+    }
+    None
+}
+
+/// The KMS key repository `name` (at `key_path`) is encrypted with, its own or
+/// `[ecr.defaults]`'s: refused with AES256, which takes none, and when it is not an ARN.
+fn kms_key_of<'a>(
+    locate: &Locator<'_>,
+    defaults: &'a RawRepository,
+    (name, key_path, repository): (&str, &str, &'a RawRepository),
+    encryption_type: EncryptionType,
+    errors: &mut Vec<DesiredError>,
+) -> Option<&'a Spanned<String>> {
+    let (key, key_at) = match (&repository.kms_key, &defaults.kms_key) {
+        (Some(key), _) => (key, format!("{key_path}.kms_key")),
+        (None, Some(key)) => (key, "ecr.defaults.kms_key".to_owned()),
+        (None, None) => return None,
+    };
+    if encryption_type == EncryptionType::Aes256 {
+        errors.push(locate.error(
+            Some(key.span()),
+            &key_at,
+            format!(
+                "repository `{name}` is encrypted with AES256, which takes no KMS key: set \
+                 `encryption_type = \"KMS\"` (or `KMS_DSSE`) with it, or remove the key"
+            ),
+        ));
+    } else if !key.get_ref().starts_with("arn:") {
+        errors.push(locate.error(
+            Some(key.span()),
+            &key_at,
+            format!("`{}` is not a KMS key's ARN (ECR answers with the ARN, so only it compares)", key.get_ref()),
+        ));
+    }
+    Some(key)
+}
+
+/// The finding of repository `name` using lifecycle policy `policy`, one of whose rules can
+/// expire a tagged image (`tagged`: its key path, place and what it does): an error unless the
+/// repository allows it.
+fn tagged_expiry(
+    locate: &Locator<'_>,
+    name: &str,
+    policy: &str,
+    (rule_path, span, why): &(String, Range<usize>, String),
+    allowed: bool,
+) -> DesiredFinding {
+    let (severity, overridden_by, consequence) = if allowed {
+        (Severity::Warning, Some(ALLOW_TAGGED_EXPIRY), "")
+    } else {
+        (
+            Severity::Error,
+            None,
+            ": one such rule once expired the live nightly tag; expire only untagged images, or set \
+             `allow_tagged_expiry = true` on the repository if it must",
+        )
+    };
+    DesiredFinding {
+        code: TAGGED_EXPIRY,
+        severity,
+        address: Some(Address::new(crate::LIFECYCLE_POLICY, name)),
+        location: locate.error(
+            Some(span.clone()),
+            rule_path,
+            format!("repository `{name}` uses lifecycle policy `{policy}`, whose {why}{consequence}"),
+        ),
+        overridden_by,
+    }
 }
 
 /// What a lifecycle policy's rules mean for the nightly, found once per policy.
@@ -599,62 +625,9 @@ fn lifecycle_document(
     let mut priorities = BTreeSet::new();
     let max_priority = policy.rules.get_ref().iter().map(|r| r.get_ref().rule_priority).max().unwrap_or(0);
     for (rule_idx, rule) in policy.rules.get_ref().iter().enumerate() {
-        let span = Some(rule.span());
         let rule_path = format!("{key_path}.rules[{rule_idx}]");
-        let rule = rule.get_ref();
-        let selection = &rule.selection;
-        let mut problems = Vec::new();
-        if rule.rule_priority == 0 {
-            problems.push("`rulePriority` must be 1 or more".to_owned());
-        }
-        if !priorities.insert(rule.rule_priority) {
-            problems.push(format!("`rulePriority` {} is used by another rule", rule.rule_priority));
-        }
-        if selection.count_number == 0 {
-            problems.push("`selection.countNumber` must be 1 or more".to_owned());
-        }
-        let has_tag_lists = !selection.tag_prefix_list.is_empty() || !selection.tag_pattern_list.is_empty();
-        match selection.tag_status {
-            TagStatus::Tagged if !has_tag_lists => {
-                problems.push("a `tagged` selection needs `tagPrefixList` or `tagPatternList`".to_owned());
-            }
-            TagStatus::Tagged if !selection.tag_prefix_list.is_empty() && !selection.tag_pattern_list.is_empty() => {
-                problems.push("use `tagPrefixList` or `tagPatternList`, not both".to_owned());
-            }
-            TagStatus::Untagged | TagStatus::Any if has_tag_lists => problems.push(format!(
-                "a `{}` selection takes no `tagPrefixList` or `tagPatternList`",
-                if selection.tag_status == TagStatus::Any { "any" } else { "untagged" }
-            )),
-            TagStatus::Any if rule.rule_priority != max_priority => problems.push(
-                "a rule with `tagStatus = \"any\"` must have the highest `rulePriority` of the policy".to_owned(),
-            ),
-            _ => {}
-        }
-        for pattern in &selection.tag_pattern_list {
-            if pattern.matches('*').count() > MAX_WILDCARDS {
-                problems.push(format!(
-                    "`tagPatternList` entry `{pattern}` has more than {MAX_WILDCARDS} wildcards, ECR's limit"
-                ));
-            }
-        }
-        match (selection.count_type, selection.count_unit) {
-            (CountType::ImageCountMoreThan, Some(_)) => {
-                problems.push("`imageCountMoreThan` takes no `countUnit`".to_owned());
-            }
-            (CountType::ImageCountMoreThan, None) | (_, Some(CountUnit::Days)) => {}
-            (_, None) => problems.push("an age-based `countType` needs `countUnit = \"days\"`".to_owned()),
-        }
-        match (rule.action.kind, rule.action.target_storage_class) {
-            (ActionType::Transition, None) => {
-                problems.push("a `transition` action needs `targetStorageClass`".to_owned());
-            }
-            (ActionType::Expire, Some(_)) => {
-                problems.push("an `expire` action takes no `targetStorageClass`".to_owned());
-            }
-            _ => {}
-        }
-        for problem in problems {
-            errors.push(locate.error(span.clone(), &rule_path, problem));
+        for problem in rule_problems(rule.get_ref(), &mut priorities, max_priority) {
+            errors.push(locate.error(Some(rule.span()), &rule_path, problem));
         }
     }
     if errors.len() > n_errors {
@@ -678,6 +651,62 @@ fn lifecycle_document(
     }
     let analysis = analyze(key_path, policy, &document);
     Some((document, analysis))
+}
+
+/// What ECR would refuse of one rule, or what it would do unasked: its priority (unique among
+/// `priorities`, the highest, `max_priority`, for an `any` rule), its selection and its action.
+fn rule_problems(rule: &RawLifecycleRule, priorities: &mut BTreeSet<u32>, max_priority: u32) -> Vec<String> {
+    let selection = &rule.selection;
+    let mut problems = Vec::new();
+    if rule.rule_priority == 0 {
+        problems.push("`rulePriority` must be 1 or more".to_owned());
+    }
+    if !priorities.insert(rule.rule_priority) {
+        problems.push(format!("`rulePriority` {} is used by another rule", rule.rule_priority));
+    }
+    if selection.count_number == 0 {
+        problems.push("`selection.countNumber` must be 1 or more".to_owned());
+    }
+    let has_tag_lists = !selection.tag_prefix_list.is_empty() || !selection.tag_pattern_list.is_empty();
+    match selection.tag_status {
+        TagStatus::Tagged if !has_tag_lists => {
+            problems.push("a `tagged` selection needs `tagPrefixList` or `tagPatternList`".to_owned());
+        }
+        TagStatus::Tagged if !selection.tag_prefix_list.is_empty() && !selection.tag_pattern_list.is_empty() => {
+            problems.push("use `tagPrefixList` or `tagPatternList`, not both".to_owned());
+        }
+        TagStatus::Untagged | TagStatus::Any if has_tag_lists => problems.push(format!(
+            "a `{}` selection takes no `tagPrefixList` or `tagPatternList`",
+            if selection.tag_status == TagStatus::Any { "any" } else { "untagged" }
+        )),
+        TagStatus::Any if rule.rule_priority != max_priority => problems
+            .push("a rule with `tagStatus = \"any\"` must have the highest `rulePriority` of the policy".to_owned()),
+        _ => {}
+    }
+    for pattern in &selection.tag_pattern_list {
+        if pattern.matches('*').count() > MAX_WILDCARDS {
+            problems.push(format!(
+                "`tagPatternList` entry `{pattern}` has more than {MAX_WILDCARDS} wildcards, ECR's limit"
+            ));
+        }
+    }
+    match (selection.count_type, selection.count_unit) {
+        (CountType::ImageCountMoreThan, Some(_)) => {
+            problems.push("`imageCountMoreThan` takes no `countUnit`".to_owned());
+        }
+        (CountType::ImageCountMoreThan, None) | (_, Some(CountUnit::Days)) => {}
+        (_, None) => problems.push("an age-based `countType` needs `countUnit = \"days\"`".to_owned()),
+    }
+    match (rule.action.kind, rule.action.target_storage_class) {
+        (ActionType::Transition, None) => {
+            problems.push("a `transition` action needs `targetStorageClass`".to_owned());
+        }
+        (ActionType::Expire, Some(_)) => {
+            problems.push("an `expire` action takes no `targetStorageClass`".to_owned());
+        }
+        _ => {}
+    }
+    problems
 }
 
 /// ECR's repository name rule: lowercase path components of `[a-z0-9]` runs joined by single

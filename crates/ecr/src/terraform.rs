@@ -17,12 +17,6 @@ pub const MAPPINGS: &[Mapping] = &[
 
 const REPOSITORY: &[(&str, &str, &str)] = &[("repository", "aws_ecr_repository.repository", "name")];
 
-/// The registry's host: `<account>.dkr.ecr.<region>.amazonaws.com`.
-fn registry(account: &Account) -> String {
-    let domain = if account.partition == "aws-cn" { "amazonaws.com.cn" } else { "amazonaws.com" };
-    format!("{}.dkr.ecr.{}.{domain}", account.id, account.region)
-}
-
 fn repository(account: &Account, name: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
     let (tags, tags_all) = tags(fields);
     let mut resources = vec![
@@ -48,7 +42,7 @@ fn repository(account: &Account, name: &str, fields: &Map<String, Value>) -> Vec
             "arn": format!("arn:{}:ecr:{}:{}:repository/{name}", account.partition, account.region, account.id),
             "id": name,
             "registry_id": account.id,
-            "repository_url": format!("{}/{name}", registry(account)),
+            "repository_url": format!("{}/{name}", crate::registry(account)),
         })),
     ];
     if let Some(policy) = fields.get("repository_policy").filter(|p| !p.is_null()) {

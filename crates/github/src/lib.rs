@@ -119,8 +119,13 @@ impl OidcSubjectSpec {
 
 /// The GitHub resources desired.toml asks for, none without `[github]`. Pure: no client, no
 /// network. `NIGHTLY_ENABLED`, the nightly's on switch, is among them, applied last: only once
-/// every other change of the plan, AWS and GitHub, succeeded.
-pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResource>, ReconcileError> {
+/// every other change of the plan, AWS and GitHub, succeeded. The derived variables are what
+/// every crate of `catalog` derives.
+pub fn desired(
+    desired: &Desired,
+    account: &Account,
+    catalog: &reconcile_core::describe::Catalog,
+) -> Result<Vec<DesiredResource>, ReconcileError> {
     let Some(github) = declared(desired) else { return Ok(Vec::new()) };
     let remote = format!("{}/{}", github.owner, github.repository);
     let mut resources = vec![
@@ -154,7 +159,7 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
             .depending_on(trusts),
         );
     }
-    let derived = reconcile_core::variables::derived(desired, account);
+    let derived = reconcile_core::variables::derived(desired, account, catalog);
     let by_hand = github.variables.iter().map(|(name, value)| (name.as_str(), value.clone()));
     for (name, value) in derived.into_iter().chain(by_hand) {
         let variable = DesiredResource::new(
@@ -175,12 +180,13 @@ pub const DESCRIPTION: reconcile_core::describe::Description = reconcile_core::d
     name: "github",
     kinds: GithubKind::KINDS,
     sections: &[CLAIM],
-    desired: |desired_toml, account, _| desired(desired_toml, account),
+    desired,
     access: reconcile_core::describe::Access::NONE,
     trail: &[],
     fields: FIELDS,
     terraform: crate::terraform::MAPPINGS,
     generate: reconcile_core::describe::generates_nothing,
+    variables: reconcile_core::describe::derives_no_variables,
 };
 
 /// Each kind's fields: a variable is named by its name (Terraform's `variable_name`); every
@@ -242,12 +248,11 @@ pub struct GithubReconciler {
 
 impl GithubReconciler {
     /// The repository's hook to CodeBuild is checked when desired.toml declares a CodeBuild
-    /// webhook (`codebuild_webhook.<key>`, the first project that has one), in its region.
-    pub fn new(api: Api, desired: &Desired) -> GithubReconciler {
-        let region = &desired.region;
-        let domain = if region.starts_with("cn-") { "amazonaws.com.cn" } else { "amazonaws.com" };
+    /// webhook (`codebuild_webhook.<key>`, the first project that has one): `hooks_to` is where
+    /// CodeBuild's webhooks post in desired.toml's region, which CodeBuild's crate knows.
+    pub fn new(api: Api, desired: &Desired, hooks_to: &str) -> GithubReconciler {
         let webhook = desired.referred(Topic::Webhook).find_map(|webhook| webhook.addresses.first().cloned());
-        let runner_hook = webhook.map(|address| (address, format!("https://codebuild.{region}.{domain}/webhooks")));
+        let runner_hook = webhook.map(|address| (address, hooks_to.to_owned()));
         GithubReconciler { api, runner_hook }
     }
 

@@ -168,6 +168,7 @@ pub const DESCRIPTION: Description = Description {
     fields: &[BOUNDARY_FIELDS, ROLE_FIELDS, CI_ROLE_FIELDS, ROLE_POLICY_FIELDS, CI_ROLE_POLICY_FIELDS, PROVIDER_FIELDS],
     terraform: crate::terraform::MAPPINGS,
     generate: crate::generate::generate,
+    variables: reconcile_core::describe::derives_no_variables,
 };
 
 fn text<'a>(parameters: &'a Value, key: &str) -> Option<&'a str> {

@@ -109,47 +109,122 @@ pub fn desired(
 ) -> Result<Vec<DesiredResource>, ReconcileError> {
     let mut resources = Vec::new();
     for role in &crate::declared(desired).roles {
-        let role_address = Address::new(crate::ROLE, &role.key);
-        let max_session_duration = i32::try_from(role.max_session_duration).map_err(|_| {
-            ReconcileError::new(Some(&role_address), "read max_session_duration", "it is larger than IAM allows")
-        })?;
-        let boundary_address = Address::new(crate::ROLE_BOUNDARY, &role.key);
-        let boundary = boundary_policy(desired, catalog, role, account)
-            .map_err(|why| ReconcileError::new(Some(&boundary_address), "derive the permissions boundary", why))?;
-        let boundary_arn = policy_arn(account, &boundary_name(role));
-        let spec = BoundarySpec {
-            name: boundary_name(role),
-            description: role.boundary_description.clone(),
-            document: canonical(&boundary, &account.partition),
-            tags: desired.marked(&role.tags),
-        };
-        // The boundary, the role that carries it and its inline policy grant the builds what
-        // carries the mark: changed only once every repository the plan marks is marked.
-        resources.push(
-            DesiredResource::new(boundary_address.clone(), &boundary_arn, attributes(&spec))
-                .adopted(role.adopt)
-                .ordered_by_mark(MarkOrder::Grants),
-        );
+        resources.extend(runner_role(desired, account, catalog, role)?);
+    }
+    if let Some(declared) = crate::declared_ci(desired) {
+        resources.extend(ci_roles(desired, account, catalog, declared)?);
+    }
+    Ok(resources)
+}
+
+/// A role under `[iam.roles]`: its permissions boundary, the role, its inline policy.
+fn runner_role(
+    desired: &Desired,
+    account: &Account,
+    catalog: &Catalog,
+    role: &crate::section::Role,
+) -> Result<Vec<DesiredResource>, ReconcileError> {
+    let mut resources = Vec::new();
+    let role_address = Address::new(crate::ROLE, &role.key);
+    let max_session_duration = i32::try_from(role.max_session_duration).map_err(|_| {
+        ReconcileError::new(Some(&role_address), "read max_session_duration", "it is larger than IAM allows")
+    })?;
+    let boundary_address = Address::new(crate::ROLE_BOUNDARY, &role.key);
+    let boundary = boundary_policy(desired, catalog, role, account)
+        .map_err(|why| ReconcileError::new(Some(&boundary_address), "derive the permissions boundary", why))?;
+    let boundary_arn = policy_arn(account, &boundary_name(role));
+    let spec = BoundarySpec {
+        name: boundary_name(role),
+        description: role.boundary_description.clone(),
+        document: canonical(&boundary, &account.partition),
+        tags: desired.marked(&role.tags),
+    };
+    // The boundary, the role that carries it and its inline policy grant the builds what
+    // carries the mark: changed only once every repository the plan marks is marked.
+    resources.push(
+        DesiredResource::new(boundary_address.clone(), &boundary_arn, attributes(&spec))
+            .adopted(role.adopt)
+            .ordered_by_mark(MarkOrder::Grants),
+    );
+    let spec = RoleSpec {
+        name: role.name.clone(),
+        assume_role_policy: canonical(&trust_policy(&role.trusted_services), &account.partition),
+        description: role.description.clone(),
+        max_session_duration,
+        tags: desired.marked(&role.tags),
+        permissions_boundary: Some(boundary_arn),
+    };
+    resources.push(
+        DesiredResource::new(role_address.clone(), &role.name, attributes(&spec))
+            .depending_on([boundary_address])
+            .adopted(role.adopt)
+            .ordered_by_mark(MarkOrder::Grants),
+    );
+    let policy_address = Address::new(crate::ROLE_POLICY, &role.key);
+    let document = inline_policy(desired, catalog, role, account)
+        .map_err(|why| ReconcileError::new(Some(&policy_address), "derive the inline policy", why))?;
+    let spec = RolePolicySpec {
+        role: role.name.clone(),
+        policy_name: role.policy_name.clone(),
+        document: canonical(&document, &account.partition),
+    };
+    resources.push(
+        DesiredResource::new(policy_address, &role.name, attributes(&spec))
+            .under(&role_address)
+            .ordered_by_mark(MarkOrder::Grants),
+    );
+    Ok(resources)
+}
+
+/// `[ci]`: GitHub's identity provider (shared in the account) and each CI role with its policy.
+fn ci_roles(
+    desired: &Desired,
+    account: &Account,
+    catalog: &Catalog,
+    declared: &crate::ci_section::Ci,
+) -> Result<Vec<DesiredResource>, ReconcileError> {
+    let mut resources = Vec::new();
+    let provider_address = Address::new(crate::OIDC_PROVIDER, PROVIDER_KEY);
+    let provider = ProviderSpec {
+        url: crate::ci_section::GITHUB_OIDC_HOST.to_owned(),
+        client_ids: vec![crate::ci_section::GITHUB_OIDC_AUDIENCE.to_owned()],
+        tags: desired.marked(&declared.tags),
+    };
+    // One per account: another deployment's, or one made by hand, is used as it is.
+    resources.push(
+        DesiredResource::new(provider_address.clone(), ci::provider_arn(account), attributes(&provider))
+            .shared_in_the_account(),
+    );
+    let max_session_duration = i32::try_from(declared.max_session_duration).map_err(|_| {
+        ReconcileError::new(Some(&provider_address), "read max_session_duration", "it is larger than IAM allows")
+    })?;
+    for role in &declared.roles {
+        let key = role.purpose.key();
+        let role_address = Address::new(crate::CI_ROLE, key);
         let spec = RoleSpec {
             name: role.name.clone(),
-            assume_role_policy: canonical(&trust_policy(&role.trusted_services), &account.partition),
-            description: role.description.clone(),
+            assume_role_policy: canonical(&ci::trust_policy(role, account), &account.partition),
+            description: format!("reconcile's {key} role, assumed by {} only", role.subject),
             max_session_duration,
-            tags: desired.marked(&role.tags),
-            permissions_boundary: Some(boundary_arn),
+            tags: desired.marked(&declared.tags),
+            permissions_boundary: None,
         };
         resources.push(
             DesiredResource::new(role_address.clone(), &role.name, attributes(&spec))
-                .depending_on([boundary_address])
-                .adopted(role.adopt)
-                .ordered_by_mark(MarkOrder::Grants),
+                .depending_on([provider_address.clone()]),
         );
-        let policy_address = Address::new(crate::ROLE_POLICY, &role.key);
-        let document = inline_policy(desired, catalog, role, account)
-            .map_err(|why| ReconcileError::new(Some(&policy_address), "derive the inline policy", why))?;
+        let policy_address = Address::new(crate::CI_ROLE_POLICY, key);
+        let document = if role.purpose == crate::ci_section::CiPurpose::Plan {
+            ci::plan_policy(desired, account, catalog)
+        } else if role.purpose.reads_only() {
+            ci::read_only_policy(desired, account, catalog)
+        } else {
+            ci::apply_policy(desired, account, catalog)
+                .map_err(|why| ReconcileError::new(Some(&policy_address), "derive the inline policy", why))?
+        };
         let spec = RolePolicySpec {
             role: role.name.clone(),
-            policy_name: role.policy_name.clone(),
+            policy_name: CI_POLICY_NAME.to_owned(),
             document: canonical(&document, &account.partition),
         };
         resources.push(
@@ -157,58 +232,6 @@ pub fn desired(
                 .under(&role_address)
                 .ordered_by_mark(MarkOrder::Grants),
         );
-    }
-    if let Some(declared) = crate::declared_ci(desired) {
-        let provider_address = Address::new(crate::OIDC_PROVIDER, PROVIDER_KEY);
-        let provider = ProviderSpec {
-            url: crate::ci_section::GITHUB_OIDC_HOST.to_owned(),
-            client_ids: vec![crate::ci_section::GITHUB_OIDC_AUDIENCE.to_owned()],
-            tags: desired.marked(&declared.tags),
-        };
-        // One per account: another deployment's, or one made by hand, is used as it is.
-        resources.push(
-            DesiredResource::new(provider_address.clone(), ci::provider_arn(account), attributes(&provider))
-                .shared_in_the_account(),
-        );
-        let max_session_duration = i32::try_from(declared.max_session_duration).map_err(|_| {
-            ReconcileError::new(Some(&provider_address), "read max_session_duration", "it is larger than IAM allows")
-        })?;
-        for role in &declared.roles {
-            let key = role.purpose.key();
-            let role_address = Address::new(crate::CI_ROLE, key);
-            let spec = RoleSpec {
-                name: role.name.clone(),
-                assume_role_policy: canonical(&ci::trust_policy(role, account), &account.partition),
-                description: format!("reconcile's {key} role, assumed by {} only", role.subject),
-                max_session_duration,
-                tags: desired.marked(&declared.tags),
-                permissions_boundary: None,
-            };
-            resources.push(
-                DesiredResource::new(role_address.clone(), &role.name, attributes(&spec))
-                    .depending_on([provider_address.clone()]),
-            );
-            let document = if role.purpose == crate::ci_section::CiPurpose::Plan {
-                ci::plan_policy(desired, account, catalog)
-            } else if role.purpose.reads_only() {
-                ci::read_only_policy(desired, account, catalog)
-            } else {
-                let policy_address = Address::new(crate::CI_ROLE_POLICY, key);
-                ci::apply_policy(desired, account, catalog)
-                    .map_err(|why| ReconcileError::new(Some(&policy_address), "derive the inline policy", why))?
-            };
-            let spec = RolePolicySpec {
-                role: role.name.clone(),
-                policy_name: CI_POLICY_NAME.to_owned(),
-                document: canonical(&document, &account.partition),
-            };
-            let policy_address = Address::new(crate::CI_ROLE_POLICY, key);
-            resources.push(
-                DesiredResource::new(policy_address, &role.name, attributes(&spec))
-                    .under(&role_address)
-                    .ordered_by_mark(MarkOrder::Grants),
-            );
-        }
     }
     Ok(resources)
 }

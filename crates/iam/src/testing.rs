@@ -27,6 +27,7 @@ pub const fn described(name: &'static str, section: &'static [Claim], runner: Ru
         fields: &[],
         terraform: &[],
         generate: reconcile_core::describe::generates_nothing,
+        variables: reconcile_core::describe::derives_no_variables,
     }
 }
 

@@ -114,6 +114,7 @@ pub const DESCRIPTION: Description = Description {
     fields: &[BUCKET_FIELDS, LIFECYCLE_FIELDS],
     terraform: crate::terraform::MAPPINGS,
     generate: crate::generate::generate,
+    variables: reconcile_core::describe::derives_no_variables,
 };
 
 fn names(name: &str, parameters: &Value, _: &Account) -> bool {

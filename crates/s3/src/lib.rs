@@ -484,7 +484,7 @@ impl S3Reconciler {
     }
 
     /// Makes the bucket's settings and tags match the change, touching only what differs from
-    /// `before` (everything, when `before` is unknown).
+    /// `before` (everything, when `before` is unknown), one setting at a time in this order.
     async fn converge_bucket(
         &self,
         change: &Change,
@@ -510,61 +510,16 @@ impl S3Reconciler {
             _ => differs(|b| !b.acl_grants.is_empty()),
         };
         if grants {
-            self.client
-                .put_bucket_acl()
-                .bucket(name)
-                .acl(s3::types::BucketCannedAcl::Private)
-                .send()
-                .await
-                .map_err(failed(Some(address), "reset the bucket ACL to private"))?;
+            self.reset_acl(address, name).await?;
         }
         if differs(|b| b.object_ownership != OWNER_ENFORCED) {
-            let rule = s3::types::OwnershipControlsRule::builder()
-                .object_ownership(after.object_ownership.as_str().into())
-                .build()
-                .map_err(ReconcileError::of(address, "build Object Ownership"))?;
-            let controls = s3::types::OwnershipControls::builder()
-                .rules(rule)
-                .build()
-                .map_err(ReconcileError::of(address, "build Object Ownership"))?;
-            self.client
-                .put_bucket_ownership_controls()
-                .bucket(name)
-                .ownership_controls(controls)
-                .send()
-                .await
-                .map_err(failed(Some(address), "set Object Ownership"))?;
+            self.set_object_ownership(address, &after).await?;
         }
         if differs(|b| b.policy.is_some()) {
-            match &after.policy {
-                Some(policy) => {
-                    self.client
-                        .put_bucket_policy()
-                        .bucket(name)
-                        .policy(reconcile_core::json::to_compact(policy))
-                        .send()
-                        .await
-                        .map_err(failed(Some(address), "set bucket policy"))?;
-                }
-                None => {
-                    let response = self.client.delete_bucket_policy().bucket(name).send().await;
-                    gone_if(response, &["NoSuchBucketPolicy"])
-                        .map_err(failed(Some(address), "delete bucket policy"))?;
-                }
-            }
+            self.set_policy(address, &after).await?;
         }
         if differs(|b| b.versioning != VERSIONING_OFF) {
-            // Versioning once enabled can only be suspended, which stops new versions.
-            let configuration = s3::types::VersioningConfiguration::builder()
-                .status(s3::types::BucketVersioningStatus::Suspended)
-                .build();
-            self.client
-                .put_bucket_versioning()
-                .bucket(name)
-                .versioning_configuration(configuration)
-                .send()
-                .await
-                .map_err(failed(Some(address), "suspend versioning"))?;
+            self.suspend_versioning(address, name).await?;
         }
         if differs(|b| b.replication.is_some()) {
             let response = self.client.delete_bucket_replication().bucket(name).send().await;
@@ -585,81 +540,159 @@ impl S3Reconciler {
                 .await
                 .map_err(failed(Some(address), "turn off access logging"))?;
         }
-
         if before.is_none_or(|b| b.block_public_access != after.block_public_access) {
-            let flags = after.block_public_access;
-            let config = s3::types::PublicAccessBlockConfiguration::builder()
-                .block_public_acls(flags.block_public_acls)
-                .block_public_policy(flags.block_public_policy)
-                .ignore_public_acls(flags.ignore_public_acls)
-                .restrict_public_buckets(flags.restrict_public_buckets)
-                .build();
-            self.client
-                .put_public_access_block()
-                .bucket(name)
-                .public_access_block_configuration(config)
-                .send()
-                .await
-                .map_err(failed(Some(address), "set Block Public Access"))?;
+            self.set_block_public_access(address, &after).await?;
         }
         if before.is_none_or(|b| b.encryption != after.encryption) {
-            if after.encryption != SSE_S3 {
-                return Err(ReconcileError::new(
-                    Some(address),
-                    "set default encryption",
-                    format!("reconcile sets only {SSE_S3} (SSE-S3), not `{}`", after.encryption),
-                ));
-            }
-            let by_default = s3::types::ServerSideEncryptionByDefault::builder()
-                .sse_algorithm(s3::types::ServerSideEncryption::Aes256)
-                .build()
-                .map_err(ReconcileError::of(address, "build the encryption configuration"))?;
-            let config = s3::types::ServerSideEncryptionConfiguration::builder()
-                .rules(
-                    s3::types::ServerSideEncryptionRule::builder()
-                        .apply_server_side_encryption_by_default(by_default)
-                        .build(),
-                )
-                .build()
-                .map_err(ReconcileError::of(address, "build the encryption configuration"))?;
-            self.client
-                .put_bucket_encryption()
-                .bucket(name)
-                .server_side_encryption_configuration(config)
-                .send()
-                .await
-                .map_err(failed(Some(address), "set default encryption"))?;
+            self.set_encryption(address, &after).await?;
         }
         // A bucket made now has the tags it was made with.
         if made == Made::ByOthers && before.is_none_or(|b| b.tags != after.tags) {
-            // S3 tagging replaces the whole set.
-            if after.tags.is_empty() {
+            self.set_tags(address, &after).await?;
+        }
+        Ok(())
+    }
+
+    async fn reset_acl(&self, address: &Address, name: &str) -> Result<(), ReconcileError> {
+        self.client
+            .put_bucket_acl()
+            .bucket(name)
+            .acl(s3::types::BucketCannedAcl::Private)
+            .send()
+            .await
+            .map_err(failed(Some(address), "reset the bucket ACL to private"))?;
+        Ok(())
+    }
+
+    async fn set_object_ownership(&self, address: &Address, after: &BucketSpec) -> Result<(), ReconcileError> {
+        let rule = s3::types::OwnershipControlsRule::builder()
+            .object_ownership(after.object_ownership.as_str().into())
+            .build()
+            .map_err(ReconcileError::of(address, "build Object Ownership"))?;
+        let controls = s3::types::OwnershipControls::builder()
+            .rules(rule)
+            .build()
+            .map_err(ReconcileError::of(address, "build Object Ownership"))?;
+        self.client
+            .put_bucket_ownership_controls()
+            .bucket(&after.name)
+            .ownership_controls(controls)
+            .send()
+            .await
+            .map_err(failed(Some(address), "set Object Ownership"))?;
+        Ok(())
+    }
+
+    async fn set_policy(&self, address: &Address, after: &BucketSpec) -> Result<(), ReconcileError> {
+        match &after.policy {
+            Some(policy) => {
                 self.client
-                    .delete_bucket_tagging()
-                    .bucket(name)
+                    .put_bucket_policy()
+                    .bucket(&after.name)
+                    .policy(reconcile_core::json::to_compact(policy))
                     .send()
                     .await
-                    .map_err(failed(Some(address), "remove bucket tags"))?;
-            } else {
-                let tag_set = after
-                    .tags
-                    .iter()
-                    .map(|(k, v)| s3::types::Tag::builder().key(k).value(v).build())
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(ReconcileError::of(address, "build bucket tags"))?;
-                let tagging = s3::types::Tagging::builder()
-                    .set_tag_set(Some(tag_set))
-                    .build()
-                    .map_err(ReconcileError::of(address, "build bucket tags"))?;
-                self.client
-                    .put_bucket_tagging()
-                    .bucket(name)
-                    .tagging(tagging)
-                    .send()
-                    .await
-                    .map_err(failed(Some(address), "set bucket tags"))?;
+                    .map_err(failed(Some(address), "set bucket policy"))?;
+            }
+            None => {
+                let response = self.client.delete_bucket_policy().bucket(&after.name).send().await;
+                gone_if(response, &["NoSuchBucketPolicy"]).map_err(failed(Some(address), "delete bucket policy"))?;
             }
         }
+        Ok(())
+    }
+
+    /// Versioning once enabled can only be suspended, which stops new versions.
+    async fn suspend_versioning(&self, address: &Address, name: &str) -> Result<(), ReconcileError> {
+        let configuration =
+            s3::types::VersioningConfiguration::builder().status(s3::types::BucketVersioningStatus::Suspended).build();
+        self.client
+            .put_bucket_versioning()
+            .bucket(name)
+            .versioning_configuration(configuration)
+            .send()
+            .await
+            .map_err(failed(Some(address), "suspend versioning"))?;
+        Ok(())
+    }
+
+    async fn set_block_public_access(&self, address: &Address, after: &BucketSpec) -> Result<(), ReconcileError> {
+        let flags = after.block_public_access;
+        let config = s3::types::PublicAccessBlockConfiguration::builder()
+            .block_public_acls(flags.block_public_acls)
+            .block_public_policy(flags.block_public_policy)
+            .ignore_public_acls(flags.ignore_public_acls)
+            .restrict_public_buckets(flags.restrict_public_buckets)
+            .build();
+        self.client
+            .put_public_access_block()
+            .bucket(&after.name)
+            .public_access_block_configuration(config)
+            .send()
+            .await
+            .map_err(failed(Some(address), "set Block Public Access"))?;
+        Ok(())
+    }
+
+    /// SSE-S3, the only default encryption reconcile sets.
+    async fn set_encryption(&self, address: &Address, after: &BucketSpec) -> Result<(), ReconcileError> {
+        if after.encryption != SSE_S3 {
+            return Err(ReconcileError::new(
+                Some(address),
+                "set default encryption",
+                format!("reconcile sets only {SSE_S3} (SSE-S3), not `{}`", after.encryption),
+            ));
+        }
+        let by_default = s3::types::ServerSideEncryptionByDefault::builder()
+            .sse_algorithm(s3::types::ServerSideEncryption::Aes256)
+            .build()
+            .map_err(ReconcileError::of(address, "build the encryption configuration"))?;
+        let config = s3::types::ServerSideEncryptionConfiguration::builder()
+            .rules(
+                s3::types::ServerSideEncryptionRule::builder()
+                    .apply_server_side_encryption_by_default(by_default)
+                    .build(),
+            )
+            .build()
+            .map_err(ReconcileError::of(address, "build the encryption configuration"))?;
+        self.client
+            .put_bucket_encryption()
+            .bucket(&after.name)
+            .server_side_encryption_configuration(config)
+            .send()
+            .await
+            .map_err(failed(Some(address), "set default encryption"))?;
+        Ok(())
+    }
+
+    /// S3 tagging replaces the whole set.
+    async fn set_tags(&self, address: &Address, after: &BucketSpec) -> Result<(), ReconcileError> {
+        if after.tags.is_empty() {
+            self.client
+                .delete_bucket_tagging()
+                .bucket(&after.name)
+                .send()
+                .await
+                .map_err(failed(Some(address), "remove bucket tags"))?;
+            return Ok(());
+        }
+        let tag_set = after
+            .tags
+            .iter()
+            .map(|(k, v)| s3::types::Tag::builder().key(k).value(v).build())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(ReconcileError::of(address, "build bucket tags"))?;
+        let tagging = s3::types::Tagging::builder()
+            .set_tag_set(Some(tag_set))
+            .build()
+            .map_err(ReconcileError::of(address, "build bucket tags"))?;
+        self.client
+            .put_bucket_tagging()
+            .bucket(&after.name)
+            .tagging(tagging)
+            .send()
+            .await
+            .map_err(failed(Some(address), "set bucket tags"))?;
         Ok(())
     }
 

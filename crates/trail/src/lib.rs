@@ -66,7 +66,7 @@ pub fn events_for_change(catalog: &Catalog, change: &reconcile_core::Change) -> 
             let mut found = Vec::new();
             let fields = catalog.fields(change.address.kind);
             for field in change.field_changes() {
-                match fields.and_then(|fields| fields.get(&field.name)).map(|row| row.events).filter(|e| !e.is_empty())
+                match fields.and_then(|fields| fields.get(field.name)).map(|row| row.events).filter(|e| !e.is_empty())
                 {
                     Some(events) => found.extend_from_slice(events),
                     None => match trail.other_fields {

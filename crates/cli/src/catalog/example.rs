@@ -129,6 +129,7 @@ pub const DESCRIPTION: Description = Description {
         unmapped: "",
     }],
     generate: reconcile_core::describe::generates_nothing,
+    variables: reconcile_core::describe::derives_no_variables,
 };
 
 /// The queues it holds, in memory: what apply wrote.

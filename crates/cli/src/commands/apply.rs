@@ -13,7 +13,7 @@ use crate::args::{ColorChoice, Format};
 use crate::aws::Aws;
 use crate::error::CliError;
 use crate::output::{ApplyPrinter, Output, color_on, out, print_report};
-use crate::session::{ApplyRequest, Console, Interrupts, Session};
+use crate::session::{ApplyRequest, Console, Interrupts, PlanFrom, Session};
 
 /// Refuses an apply (or a destroy: `command`) that would have to ask and cannot: not on a
 /// terminal, without `--auto-approve` (a saved plan was approved when it was reviewed).
@@ -24,6 +24,57 @@ pub fn can_ask(command: &str, auto_approve: bool, saved: bool) -> Result<(), Cli
     Err(CliError::Other(anyhow::anyhow!(
         "{command} is not running on a terminal, so it cannot ask for approval; pass --auto-approve"
     )))
+}
+
+/// `reconcile apply`: unattended without --auto-approve is refused before anything else
+/// happens; a saved plan was approved when it was reviewed.
+pub async fn exec(args: crate::args::ApplyArgs, context: &super::Context) -> Result<u8, CliError> {
+    let crate::args::ApplyArgs {
+        plan_file,
+        auto_approve,
+        allow_delete,
+        format,
+        force_delete_images,
+        lock_timeout,
+        shown,
+        bake,
+        prune,
+    } = args;
+    can_ask("apply", auto_approve, plan_file.is_some())?;
+    let load = crate::session::Load {
+        bake: bake.bake.as_deref(),
+        prune: prune.prune,
+        force_delete_images,
+        ..Default::default()
+    };
+    let session = context.session(context.inputs(load)?, crate::aws::Purpose::Apply).await?;
+    let request = ApplyRequest {
+        plan: plan_file.as_deref().map_or(PlanFrom::Fresh, PlanFrom::Saved),
+        auto_approve,
+        allow_delete,
+        lock_timeout: std::time::Duration::from_secs(lock_timeout),
+        shown_in_public: shown.public(),
+    };
+    run(&session, context.color, format, request, false).await
+}
+
+/// `reconcile destroy`.
+pub async fn exec_destroy(args: crate::args::DestroyArgs, context: &super::Context) -> Result<u8, CliError> {
+    let crate::args::DestroyArgs { plan_file, auto_approve, format, force_delete_images, empty_buckets, lock_timeout } =
+        args;
+    can_ask("destroy", auto_approve, plan_file.is_some())?;
+    let load = crate::session::Load { force_delete_images, destroy: true, empty_buckets, ..Default::default() };
+    let session = context.session(context.inputs(load)?, crate::aws::Purpose::Apply).await?;
+    let request = ApplyRequest {
+        plan: plan_file.as_deref().map_or(PlanFrom::Fresh, PlanFrom::Saved),
+        auto_approve,
+        // The command is the flag: it deletes, and nothing else.
+        allow_delete: true,
+        lock_timeout: std::time::Duration::from_secs(lock_timeout),
+        // What it deletes is what desired.toml declares: shown whole.
+        shown_in_public: false,
+    };
+    run(&session, context.color, format, request, true).await
 }
 
 pub async fn run(

@@ -110,6 +110,27 @@ pub fn check_commit(flag: &str, sha: &str) -> Result<(), CliError> {
     Err(CliError::Input(vec![format!("{flag}: `{}` is not a commit (40 hex digits)", sha.escape_debug())]))
 }
 
+/// `reconcile comment`: a plan to post only when all of it was given.
+pub async fn exec(args: crate::args::CommentArgs) -> Result<u8, CliError> {
+    let crate::args::CommentArgs {
+        head_sha,
+        head_repository,
+        body,
+        plan_exit_code,
+        check_conclusion,
+        repository,
+        checks,
+        unchanged,
+    } = args;
+    let plan = match (unchanged, body, plan_exit_code, check_conclusion) {
+        (false, Some(body), Some(plan_exit_code), Some(check_conclusion)) => {
+            Some(Planned { body, plan_exit_code, check_conclusion, checks })
+        }
+        _ => None,
+    };
+    run(Request { head_sha, head_repository, plan, repository }).await
+}
+
 pub async fn run(request: Request) -> Result<u8, CliError> {
     let input = |why: String| CliError::Input(vec![why]);
     check_commit("--head-sha", &request.head_sha)?;

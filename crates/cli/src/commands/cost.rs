@@ -42,26 +42,7 @@ pub async fn run(
     let usage_types: BTreeSet<String> =
         builds.iter().filter_map(|b| rates::usage_type(&desired.region, &b.compute_type)).collect();
     let usage_types: Vec<String> = usage_types.into_iter().collect();
-    let mut found = if usage_types.is_empty() {
-        Vec::new()
-    } else {
-        match rates::price_list(&aws.pricing(), &usage_types).await {
-            Ok(found) => found,
-            Err(error) if error.kind == ErrorKind::AccessDenied => {
-                unread.push("the Price List (pricing:GetProducts)".to_owned());
-                Vec::new()
-            }
-            Err(error) => return Err(fail(error)),
-        }
-    };
-    // A usage type the Price List did not answer for takes the last known rate, if any.
-    let missing: Vec<Rate> = usage_types
-        .iter()
-        .filter(|u| !found.iter().any(|r| &r.usage_type == *u))
-        .filter_map(|u| rates::known(u))
-        .collect();
-    found.extend(missing);
-
+    let found = rates_of(&aws, &usage_types, &mut unread).await.map_err(fail)?;
     // Cost Explorer's data lags: only whole days at least two days old, within the window.
     let end = today - DAY;
     let billed: Option<Billed> = if usage_types.is_empty() || first >= end {
@@ -77,47 +58,12 @@ pub async fn run(
             Err(error) => return Err(fail(error)),
         }
     };
-
     let registry = reconcile_ecr::ecr_reconciler(&aws.clients(&account, desired, None, None))
         .stored_images()
         .await
         .map_err(fail)?;
-    let cloudwatch = aws.cloudwatch();
-    let mut bucket: BTreeMap<String, BTreeMap<i64, u64>> = BTreeMap::new();
-    for declared in &reconcile_s3::declared(desired).buckets {
-        let name = declared.name.render(&account.id, &account.region);
-        match reconcile_s3::storage::daily_bytes(&cloudwatch, &name, first, today + DAY).await {
-            Ok(days) => {
-                for (storage, by_day) in days {
-                    let mine = bucket.entry(storage).or_default();
-                    for (day, bytes) in by_day {
-                        *mine.entry(day).or_default() += bytes;
-                    }
-                }
-            }
-            Err(error) if error.kind == ErrorKind::AccessDenied => {
-                unread.push("CloudWatch (cloudwatch:ListMetrics, cloudwatch:GetMetricStatistics)".to_owned());
-            }
-            Err(error) => return Err(fail(error)),
-        }
-    }
-    let mut findings = Vec::new();
-    if !unread.is_empty() {
-        unread.dedup();
-        findings.push(Finding {
-            code: reconcile_cost::RATES_UNREAD.to_owned(),
-            severity: Severity::Warning,
-            address: None,
-            message: format!(
-                "these credentials may not read {}: rates are the last known ones ({}, {}), unverified, and what could \
-                 not be read is left out",
-                unread.join(", "),
-                rates::KNOWN_AS_OF,
-                rates::KNOWN_FROM
-            ),
-            overridden_by: None,
-        });
-    }
+    let bucket = bucket_bytes(&aws, desired, &account, (first, today + DAY), &mut unread).await.map_err(fail)?;
+    let findings: Vec<Finding> = unread_finding(unread).into_iter().collect();
     tracing::info!("cost: {}", aws.requests());
     let report = report::report(report::Inputs {
         account: account.id.clone(),
@@ -128,7 +74,7 @@ pub async fn run(
         rates: found,
         billed,
         registry,
-        registry_price: desired.price_per_gb_month,
+        registry_price: reconcile_ecr::price_per_gb_month(desired),
         bucket,
         findings,
     });
@@ -142,4 +88,80 @@ pub async fn run(
         }
     }
     Ok(exit::OK)
+}
+
+/// The rates of `usage_types`, from the Price List, and the last known rate of one it did not
+/// answer for; what it may not read goes in `unread`.
+async fn rates_of(aws: &Aws, usage_types: &[String], unread: &mut Vec<String>) -> Result<Vec<Rate>, ReconcileError> {
+    let mut found = if usage_types.is_empty() {
+        Vec::new()
+    } else {
+        match rates::price_list(&aws.pricing(), usage_types).await {
+            Ok(found) => found,
+            Err(error) if error.kind == ErrorKind::AccessDenied => {
+                unread.push("the Price List (pricing:GetProducts)".to_owned());
+                Vec::new()
+            }
+            Err(error) => return Err(error),
+        }
+    };
+    let missing: Vec<Rate> = usage_types
+        .iter()
+        .filter(|u| !found.iter().any(|r| &r.usage_type == *u))
+        .filter_map(|u| rates::known(u))
+        .collect();
+    found.extend(missing);
+    Ok(found)
+}
+
+/// What the declared buckets stored each day of `[from, to)`, by storage class, from
+/// CloudWatch; what it may not read goes in `unread`.
+async fn bucket_bytes(
+    aws: &Aws,
+    desired: &Desired,
+    account: &reconcile_core::Account,
+    (from, to): (i64, i64),
+    unread: &mut Vec<String>,
+) -> Result<BTreeMap<String, BTreeMap<i64, u64>>, ReconcileError> {
+    let cloudwatch = aws.cloudwatch();
+    let mut bucket: BTreeMap<String, BTreeMap<i64, u64>> = BTreeMap::new();
+    for declared in &reconcile_s3::declared(desired).buckets {
+        let name = declared.name.render(&account.id, &account.region);
+        match reconcile_s3::storage::daily_bytes(&cloudwatch, &name, from, to).await {
+            Ok(days) => {
+                for (storage, by_day) in days {
+                    let mine = bucket.entry(storage).or_default();
+                    for (day, bytes) in by_day {
+                        *mine.entry(day).or_default() += bytes;
+                    }
+                }
+            }
+            Err(error) if error.kind == ErrorKind::AccessDenied => {
+                unread.push("CloudWatch (cloudwatch:ListMetrics, cloudwatch:GetMetricStatistics)".to_owned());
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(bucket)
+}
+
+/// The one warning about what these credentials may not read, if anything.
+fn unread_finding(mut unread: Vec<String>) -> Option<Finding> {
+    if unread.is_empty() {
+        return None;
+    }
+    unread.dedup();
+    Some(Finding {
+        code: reconcile_cost::RATES_UNREAD.to_owned(),
+        severity: Severity::Warning,
+        address: None,
+        message: format!(
+            "these credentials may not read {}: rates are the last known ones ({}, {}), unverified, and what could \
+             not be read is left out",
+            unread.join(", "),
+            rates::KNOWN_AS_OF,
+            rates::KNOWN_FROM
+        ),
+        overridden_by: None,
+    })
 }

@@ -20,6 +20,22 @@ use crate::session::{Planned, Session};
 /// key that seals it (`RECONCILE_ISSUE_KEY`).
 pub type Issue = (reconcile_github::Api, String, Option<Vec<u8>>);
 
+/// `reconcile drift`: the issue's repository and token are known before any AWS call.
+pub async fn exec(args: crate::args::DriftArgs, context: &super::Context) -> Result<u8, CliError> {
+    let crate::args::DriftArgs { format, issue, shown, since, bake, prune } = args;
+    let load = crate::session::Load { bake: bake.bake.as_deref(), prune: prune.prune, ..Default::default() };
+    let inputs = context.inputs(load)?;
+    let issue = match issue {
+        Some(label) => {
+            let api = crate::github::conversation(&inputs.desired, None, crate::github::ISSUE_TOKENS)?;
+            Some((api, label, crate::github::issue_key()?))
+        }
+        None => None,
+    };
+    let session = context.session(inputs, crate::aws::Purpose::Read).await?;
+    run(&session, context.color, format, since.since_days, issue, shown.public()).await
+}
+
 pub async fn run(
     session: &Session<Aws>,
     color: ColorChoice,

@@ -19,7 +19,7 @@ pub async fn run(aws: &Aws, desired: &Desired, format: OutputsFormat) -> Result<
         .context("desired.toml declares no CodeBuild project, so there is no CODEBUILD_PROJECT to print")?;
     let account = aws.account().await.map_err(|error| aws.failed(vec![error]))?;
     // The same derivation the GitHub reconciler sets them from.
-    let variables = reconcile_core::variables::derived(desired, &account);
+    let variables = reconcile_core::variables::derived(desired, &account, &crate::CATALOG);
     match format {
         OutputsFormat::Text => {
             let width = variables.iter().map(|(name, _)| name.len()).max().unwrap_or(0);

@@ -89,6 +89,31 @@ pub struct Request<'a> {
     pub audience: Audience,
 }
 
+/// `reconcile plan`.
+pub async fn exec(args: crate::args::PlanArgs, context: &super::Context) -> Result<u8, CliError> {
+    let crate::args::PlanArgs {
+        format,
+        detailed_exitcode,
+        out,
+        attribute,
+        public,
+        private,
+        base,
+        destroy,
+        since,
+        bake,
+        prune,
+    } = args;
+    let load = crate::session::Load { bake: bake.bake.as_deref(), prune: prune.prune, destroy, ..Default::default() };
+    let inputs = context.inputs(load)?;
+    let public = crate::args::public_output(public || base.is_some(), private);
+    let audience = Audience::from(public, base.as_deref())?;
+    let session = context.session(inputs, crate::aws::Purpose::Read).await?;
+    let attribute = attribute.then_some(since.since_days);
+    let request = Request { format, detailed_exitcode, out: out.as_deref(), attribute, audience };
+    run(&session, context.color, request).await
+}
+
 pub async fn run(session: &Session<Aws>, color: ColorChoice, request: Request<'_>) -> Result<u8, CliError> {
     let Request { format, detailed_exitcode, out, attribute, audience } = request;
     let planned = session.plan(attribute).await?;

@@ -49,8 +49,9 @@ pub struct Desired {
     /// (`bake_variables`); any other keeps the file's default.
     pub bake_variables: Vec<String>,
     /// The storage price `reconcile usage` estimates cost at, in dollars per GB-month
-    /// (`[usage] price_per_gb_month`, default ECR's $0.10).
-    pub price_per_gb_month: f64,
+    /// (`[usage] price_per_gb_month`); `None`: the registry's published price, which its crate
+    /// knows.
+    pub price_per_gb_month: Option<f64>,
     /// What is allowed but probably wrong (warnings), or dangerous enough to refuse unless the
     /// resource overrides it by name (errors). Plans show them all.
     pub findings: Vec<DesiredFinding>,
@@ -529,9 +530,6 @@ struct RawUsage {
     price_per_gb_month: Option<Spanned<f64>>,
 }
 
-/// ECR's published storage price, dollars per GB-month.
-pub const ECR_PRICE_PER_GB_MONTH: f64 = 0.10;
-
 /// Turns byte spans into file, line and column.
 pub struct Locator<'a> {
     path: &'a Path,
@@ -633,10 +631,10 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
                 "usage.price_per_gb_month",
                 "the price must be a positive number of dollars per GB-month",
             ));
-            ECR_PRICE_PER_GB_MONTH
+            None
         }
-        Some(price) => *price.get_ref(),
-        None => ECR_PRICE_PER_GB_MONTH,
+        Some(price) => Some(*price.get_ref()),
+        None => None,
     };
     let bake = raw.bake.as_ref().map(|bake| {
         let written = Path::new(bake.get_ref());
