@@ -586,31 +586,7 @@ impl ClassifyRetry for Pacing {
                 }
                 _ => {}
             }
-            // The request is over: what it waited counts, and it is forgotten.
-            let request = state.requests.remove(&tracked.id).expect("looked up above");
-            let (first_throttle, attempts) = match &resend {
-                Some(resend) => {
-                    let resend = lock(resend);
-                    (resend.first_throttle, resend.attempts)
-                }
-                None => (request.first_throttle, tracked.attempts),
-            };
-            if let Some(throttled) = first_throttle {
-                state.services.entry(request.service).or_default().waited += now - throttled;
-            }
-            match verdict {
-                Verdict::AsClassified => RetryAction::NoActionIndicated,
-                Verdict::Stop => RetryAction::RetryForbidden,
-                Verdict::GiveUp => {
-                    state.gave_up = Some(GaveUp {
-                        operation: tracked.operation.clone(),
-                        after: elapsed,
-                        attempts,
-                        deadline: self.deadline,
-                    });
-                    RetryAction::RetryForbidden
-                }
-            }
+            self.ended(state, &tracked, resend.as_deref(), verdict, (now, elapsed))
         })
     }
 
@@ -623,6 +599,44 @@ impl ClassifyRetry for Pacing {
         RetryClassifierPriority::run_after(RetryClassifierPriority::run_after(
             RetryClassifierPriority::transient_error_classifier(),
         ))
+    }
+}
+
+impl Pacing {
+    /// The request `tracked` is over (`elapsed` after its first attempt, at `now`): what it
+    /// waited counts, a throttle past the deadline is remembered, and it is forgotten.
+    fn ended(
+        &self,
+        state: &mut State,
+        tracked: &Tracked,
+        resend: Option<&Mutex<Resend>>,
+        verdict: Verdict,
+        (now, elapsed): (Instant, Duration),
+    ) -> RetryAction {
+        let request = state.requests.remove(&tracked.id).expect("looked up above");
+        let (first_throttle, attempts) = match resend {
+            Some(resend) => {
+                let resend = lock(resend);
+                (resend.first_throttle, resend.attempts)
+            }
+            None => (request.first_throttle, tracked.attempts),
+        };
+        if let Some(throttled) = first_throttle {
+            state.services.entry(request.service).or_default().waited += now - throttled;
+        }
+        match verdict {
+            Verdict::AsClassified => RetryAction::NoActionIndicated,
+            Verdict::Stop => RetryAction::RetryForbidden,
+            Verdict::GiveUp => {
+                state.gave_up = Some(GaveUp {
+                    operation: tracked.operation.clone(),
+                    after: elapsed,
+                    attempts,
+                    deadline: self.deadline,
+                });
+                RetryAction::RetryForbidden
+            }
+        }
     }
 }
 

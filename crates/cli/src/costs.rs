@@ -122,26 +122,9 @@ async fn registry(aws: &Aws, plan: &Plan, desired: &Desired, account: &Account) 
         names.dedup();
         let ecr = reconcile_ecr::ecr_reconciler(&aws.clients(account, desired, None, None));
         let held = ecr.held(&names).await.map_err(|e| e.to_string());
-        for (change, before, after) in kept {
-            let what = format!("{} keeps {after} untagged images instead of {before}", change.address);
-            figures.push(match &held {
-                Ok(held) => {
-                    let (images, bytes) = held
-                        .iter()
-                        .find(|(name, _, _)| *name == change.address.name)
-                        .map_or((0, 0), |(_, images, bytes)| (*images, *bytes));
-                    change::kept_untagged(
-                        images,
-                        bytes,
-                        before,
-                        after,
-                        reconcile_ecr::price_per_gb_month(desired),
-                        what,
-                    )
-                }
-                Err(why) => unread("registry", what, why),
-            });
-        }
+        let price = reconcile_ecr::price_per_gb_month(desired);
+        figures
+            .extend(kept.into_iter().map(|(change, before, after)| kept_figure(&held, change, (before, after), price)));
         // One figure per kind of repository, however many a plan makes (an empty account's first
         // plan makes them all).
         for kind in ["image", "cache"] {
@@ -174,6 +157,27 @@ async fn registry(aws: &Aws, plan: &Plan, desired: &Desired, account: &Account) 
         }
     }
     figures
+}
+
+/// What a policy that keeps `after` untagged images instead of `before` does to the bill, at
+/// what the repository holds (`held`, as the registry was read).
+fn kept_figure(
+    held: &Result<Vec<(String, u64, u64)>, String>,
+    change: &Change,
+    (before, after): (u64, u64),
+    price: f64,
+) -> CostFigure {
+    let what = format!("{} keeps {after} untagged images instead of {before}", change.address);
+    match held {
+        Ok(held) => {
+            let (images, bytes) = held
+                .iter()
+                .find(|(name, _, _)| *name == change.address.name)
+                .map_or((0, 0), |(_, images, bytes)| (*images, *bytes));
+            change::kept_untagged(images, bytes, before, after, price, what)
+        }
+        Err(why) => unread("registry", what, why),
+    }
 }
 
 fn unread(cause: &str, what: String, why: &str) -> CostFigure {

@@ -36,58 +36,8 @@ pub struct Declaration {
 /// `desired`). `account` is this account, when known; otherwise the one account whose registry
 /// the bake file names in the region.
 pub fn declare(text: &str, desired: &Desired, bake: &BakeFile, account: Option<&str>) -> Result<Declaration, String> {
-    let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
-    // Repository -> whether every reference to it is a cache's.
-    let mut named: BTreeMap<String, bool> = BTreeMap::new();
-    let mut accounts = BTreeSet::new();
-    let mut candidates = Vec::new();
-    for reference in &bake.references {
-        let Some(ecr) = ecr_reference(&reference.reference) else {
-            let host = reference.reference.split('/').next().unwrap_or_default();
-            *skipped.entry(format!("{host}: not an ECR registry (the fleet's, or another)")).or_default() += 1;
-            continue;
-        };
-        if ecr.region != desired.region {
-            *skipped
-                .entry(format!("account {}'s ECR registry in {}: another region", ecr.account, ecr.region))
-                .or_default() += 1;
-            continue;
-        }
-        accounts.insert(ecr.account.clone());
-        candidates.push((ecr, reference.field));
-    }
-    let account = match (account, accounts.len()) {
-        (Some(account), _) => account.to_owned(),
-        (None, 0) => String::new(),
-        (None, 1) => accounts.iter().next().cloned().unwrap_or_default(),
-        (None, _) => {
-            return Err(format!(
-                "the bake file names the ECR registries of accounts {} in {}: say which is this account's with --account",
-                accounts.into_iter().collect::<Vec<_>>().join(", "),
-                desired.region
-            ));
-        }
-    };
+    let (named, skipped) = named(desired, bake, account)?;
     let declared: BTreeSet<&str> = reconcile_ecr::declared(desired).names();
-    for (ecr, field) in candidates {
-        if ecr.account != account {
-            *skipped.entry(format!("account {}'s ECR registry: another account", ecr.account)).or_default() += 1;
-            continue;
-        }
-        // A name made with a value from the environment would write that value into
-        // desired.toml, and show it in every plan: it is never declared.
-        let shown = bake.redact(&ecr.repository);
-        if shown != ecr.repository {
-            *skipped
-                .entry(format!(
-                    "repository `{shown}`: its name holds a value from the environment, which is never written"
-                ))
-                .or_default() += 1;
-            continue;
-        }
-        let cache = field != "tags";
-        named.entry(ecr.repository).and_modify(|all_cache| *all_cache &= cache).or_insert(cache);
-    }
     let mut document: DocumentMut = text.parse().map_err(|e| format!("desired.toml could not be edited: {e}"))?;
     // The tags the declared cache repositories carry: a new cache repository carries them too,
     // and nothing else of its sibling's (a setting such as `allow_tagged_expiry` is a decision
@@ -122,6 +72,68 @@ pub fn declare(text: &str, desired: &Desired, bake: &BakeFile, account: Option<&
         .map_err(|errors| format!("the edited desired.toml would not be valid: {errors}"))?;
     let skipped = skipped.into_iter().map(|(why, count)| format!("{why} ({count} reference(s))")).collect();
     Ok(Declaration { added, skipped, text })
+}
+
+/// Each repository the bake file names and whether every reference to it is a cache's; each
+/// reason a reference was left out and how many were.
+type Named = (BTreeMap<String, bool>, BTreeMap<String, usize>);
+
+/// The repositories the bake file names in this account's registry (`account`, or the one
+/// account it names in the region), each with whether every reference to it is a cache's; and
+/// why each reference left out was, with how many.
+fn named(desired: &Desired, bake: &BakeFile, account: Option<&str>) -> Result<Named, String> {
+    let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
+    // Repository -> whether every reference to it is a cache's.
+    let mut named: BTreeMap<String, bool> = BTreeMap::new();
+    let mut accounts = BTreeSet::new();
+    let mut candidates = Vec::new();
+    for reference in &bake.references {
+        let Some(ecr) = ecr_reference(&reference.reference) else {
+            let host = reference.reference.split('/').next().unwrap_or_default();
+            *skipped.entry(format!("{host}: not an ECR registry (the fleet's, or another)")).or_default() += 1;
+            continue;
+        };
+        if ecr.region != desired.region {
+            *skipped
+                .entry(format!("account {}'s ECR registry in {}: another region", ecr.account, ecr.region))
+                .or_default() += 1;
+            continue;
+        }
+        accounts.insert(ecr.account.clone());
+        candidates.push((ecr, reference.field));
+    }
+    let account = match (account, accounts.len()) {
+        (Some(account), _) => account.to_owned(),
+        (None, 0) => String::new(),
+        (None, 1) => accounts.iter().next().cloned().unwrap_or_default(),
+        (None, _) => {
+            return Err(format!(
+                "the bake file names the ECR registries of accounts {} in {}: say which is this account's with --account",
+                accounts.into_iter().collect::<Vec<_>>().join(", "),
+                desired.region
+            ));
+        }
+    };
+    for (ecr, field) in candidates {
+        if ecr.account != account {
+            *skipped.entry(format!("account {}'s ECR registry: another account", ecr.account)).or_default() += 1;
+            continue;
+        }
+        // A name made with a value from the environment would write that value into
+        // desired.toml, and show it in every plan: it is never declared.
+        let shown = bake.redact(&ecr.repository);
+        if shown != ecr.repository {
+            *skipped
+                .entry(format!(
+                    "repository `{shown}`: its name holds a value from the environment, which is never written"
+                ))
+                .or_default() += 1;
+            continue;
+        }
+        let cache = field != "tags";
+        named.entry(ecr.repository).and_modify(|all_cache| *all_cache &= cache).or_insert(cache);
+    }
+    Ok((named, skipped))
 }
 
 /// `[ecr.repositories]`, made if desired.toml has none.

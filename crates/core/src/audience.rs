@@ -228,32 +228,36 @@ fn public_findings(
             overridden_by: None,
         });
     }
-    for (address, &marked) in hidden {
-        let why = match marked {
-            // Left from a declaration since removed, or marked by someone else: the mark alone
-            // cannot say which, so it counts for nothing here.
-            true => format!(
-                "it carries this deployment's `{MARK_KEY}` mark, but the default branch's desired.toml does not \
-                 declare it: marked by someone else, or left from a declaration since removed"
-            ),
-            false => format!(
-                "it carries no `{MARK_KEY}` mark of this deployment and the default branch's desired.toml does not \
-                 declare it"
-            ),
-        };
-        findings.push(Finding {
-            code: NOT_OURS_PUBLIC.to_owned(),
-            severity: Severity::Error,
-            message: format!(
-                "`{address}` exists in the account and is not reconcile's ({why}): a public plan shows nothing of \
-                 it, and a pull request cannot take it over; a maintainer imports one and plans it privately"
-            ),
-            address: Some(address.clone()),
-            overridden_by: None,
-        });
-    }
+    findings.extend(hidden.iter().map(|(address, &marked)| not_ours(address, marked)));
     Finding::rank(&mut findings);
     findings
+}
+
+/// W602 for a resource the pull request names that exists and is not reconcile's, saying
+/// whether it carries this deployment's mark.
+fn not_ours(address: &Address, marked: bool) -> Finding {
+    let why = match marked {
+        // Left from a declaration since removed, or marked by someone else: the mark alone
+        // cannot say which, so it counts for nothing here.
+        true => format!(
+            "it carries this deployment's `{MARK_KEY}` mark, but the default branch's desired.toml does not \
+             declare it: marked by someone else, or left from a declaration since removed"
+        ),
+        false => format!(
+            "it carries no `{MARK_KEY}` mark of this deployment and the default branch's desired.toml does not \
+             declare it"
+        ),
+    };
+    Finding {
+        code: NOT_OURS_PUBLIC.to_owned(),
+        severity: Severity::Error,
+        message: format!(
+            "`{address}` exists in the account and is not reconcile's ({why}): a public plan shows nothing of \
+             it, and a pull request cannot take it over; a maintainer imports one and plans it privately"
+        ),
+        address: Some(address.clone()),
+        overridden_by: None,
+    }
 }
 
 #[cfg(test)]

@@ -82,19 +82,7 @@ pub fn titled(plan: &Plan, limit: usize, command: &str) -> String {
 
     if !plan.attributions.is_empty() {
         push(&mut out, "\n**Who changed it** (CloudTrail)\n\n| resource | who, when, what |\n|---|---|\n", budget);
-        for (address, attribution) in &plan.attributions {
-            let said = match attribution.event_parts() {
-                Some(parts) => parts.iter().map(|(words, value)| format!("{}{}", prose(words), code(value))).collect(),
-                None => message(&attribution.line()),
-            };
-            let line = format!("| {} | {} |\n", cell(&address.to_string()), in_cell(&said));
-            if !push(&mut out, &line, budget) {
-                left_out.attributions += 1;
-            }
-        }
-        if let Some(note) = &plan.attribution_note {
-            push(&mut out, &format!("\n{}\n", message(note)), budget);
-        }
+        attributions(plan, &mut out, budget, &mut left_out);
     }
 
     if plan.has_changes() {
@@ -153,6 +141,23 @@ fn findings(plan: &Plan, out: &mut String, budget: usize, left_out: &mut LeftOut
             }
         }
         push(out, "\n  </details>\n\n", budget);
+    }
+}
+
+/// Who changed each resource, a row each as far as `budget` allows, and the trail's note.
+fn attributions(plan: &Plan, out: &mut String, budget: usize, left_out: &mut LeftOut) {
+    for (address, attribution) in &plan.attributions {
+        let said = match attribution.event_parts() {
+            Some(parts) => parts.iter().map(|(words, value)| format!("{}{}", prose(words), code(value))).collect(),
+            None => message(&attribution.line()),
+        };
+        let line = format!("| {} | {} |\n", cell(&address.to_string()), in_cell(&said));
+        if !push(out, &line, budget) {
+            left_out.attributions += 1;
+        }
+    }
+    if let Some(note) = &plan.attribution_note {
+        push(out, &format!("\n{}\n", message(note)), budget);
     }
 }
 

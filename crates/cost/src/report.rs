@@ -376,41 +376,7 @@ impl CostReport {
             self.region,
             date_time(self.now)
         );
-        let mut rows: Vec<[String; 7]> =
-            vec![["night", "builds", "minutes", "runner", "registry", "cache bucket", "total"].map(str::to_owned)];
-        for night in &self.nights {
-            rows.push([
-                day(night.day),
-                night.builds.to_string(),
-                night.minutes.to_string(),
-                marked(night.runner, night.runner_confirmed || night.builds == 0),
-                usd(night.registry),
-                night.bucket_bytes.map_or_else(|| "-".to_owned(), |_| usd(night.bucket)),
-                marked(night.total, night.runner_confirmed || night.builds == 0),
-            ]);
-        }
-        let confirmed = self.runner_confirmed() || self.builds.is_empty();
-        rows.push([
-            "total".to_owned(),
-            self.builds.len().to_string(),
-            self.nights.iter().map(|n| n.minutes).sum::<u64>().to_string(),
-            marked(self.nights.iter().map(|n| n.runner).sum(), confirmed),
-            usd(self.nights.iter().map(|n| n.registry).sum()),
-            usd(self.nights.iter().map(|n| n.bucket).sum()),
-            marked(self.total(), confirmed),
-        ]);
-        let widths: Vec<usize> = (0..7).map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0)).collect();
-        for row in &rows {
-            let line: Vec<String> = row
-                .iter()
-                .enumerate()
-                .map(
-                    |(c, v)| if c == 0 { format!("{v:<w$}", w = widths[c]) } else { format!("{v:>w$}", w = widths[c]) },
-                )
-                .collect();
-            out.push_str(line.join("  ").trim_end());
-            out.push('\n');
-        }
+        out.push_str(&self.nights_table());
         if !self.builds.is_empty() {
             out.push_str("\nBuilds, newest first:\n");
             for build in &self.builds {
@@ -451,6 +417,47 @@ impl CostReport {
             out.push('\n');
         }
         out
+    }
+
+    /// The nights as a table, a row each and the total last, columns aligned.
+    fn nights_table(&self) -> String {
+        let mut table = String::new();
+        let mut rows: Vec<[String; 7]> =
+            vec![["night", "builds", "minutes", "runner", "registry", "cache bucket", "total"].map(str::to_owned)];
+        for night in &self.nights {
+            rows.push([
+                day(night.day),
+                night.builds.to_string(),
+                night.minutes.to_string(),
+                marked(night.runner, night.runner_confirmed || night.builds == 0),
+                usd(night.registry),
+                night.bucket_bytes.map_or_else(|| "-".to_owned(), |_| usd(night.bucket)),
+                marked(night.total, night.runner_confirmed || night.builds == 0),
+            ]);
+        }
+        let confirmed = self.runner_confirmed() || self.builds.is_empty();
+        rows.push([
+            "total".to_owned(),
+            self.builds.len().to_string(),
+            self.nights.iter().map(|n| n.minutes).sum::<u64>().to_string(),
+            marked(self.nights.iter().map(|n| n.runner).sum(), confirmed),
+            usd(self.nights.iter().map(|n| n.registry).sum()),
+            usd(self.nights.iter().map(|n| n.bucket).sum()),
+            marked(self.total(), confirmed),
+        ]);
+        let widths: Vec<usize> = (0..7).map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0)).collect();
+        for row in &rows {
+            let line: Vec<String> = row
+                .iter()
+                .enumerate()
+                .map(
+                    |(c, v)| if c == 0 { format!("{v:<w$}", w = widths[c]) } else { format!("{v:>w$}", w = widths[c]) },
+                )
+                .collect();
+            table.push_str(line.join("  ").trim_end());
+            table.push('\n');
+        }
+        table
     }
 
     pub fn json(&self) -> Value {

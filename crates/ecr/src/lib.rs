@@ -812,31 +812,54 @@ impl EcrReconciler {
                 .map_err(failed(Some(address), "set scan on push"))?;
         }
         if before.is_none_or(|b| b.repository_policy != after.repository_policy) {
-            match &after.repository_policy {
-                Some(policy) => {
-                    self.client
-                        .set_repository_policy()
-                        .repository_name(name)
-                        .policy_text(reconcile_core::json::to_compact(policy))
-                        .send()
-                        .await
-                        .map_err(failed(Some(address), "set repository policy"))?;
-                }
-                None => {
-                    let response = self.client.delete_repository_policy().repository_name(name).send().await;
-                    gone_if(response, &NO_REPOSITORY_POLICY)
-                        .map_err(failed(Some(address), "delete repository policy"))?;
-                }
-            }
+            self.set_repository_policy(address, after.repository_policy.as_ref()).await?;
         }
+        // The mark, set above, is among the tags it has now.
         let mut current_tags = current_tags.clone();
         current_tags
             .extend(after.tags.get_key_value(reconcile_core::ownership::MARK_KEY).map(|(k, v)| (k.clone(), v.clone())));
-        let (remove, set) = tag_changes(&current_tags, &after.tags);
+        self.retag(address, &arn, &current_tags, &after.tags).await
+    }
+
+    /// Sets the repository's policy, or deletes it when it should have none.
+    async fn set_repository_policy(
+        &self,
+        address: &Address,
+        policy: Option<&serde_json::Value>,
+    ) -> Result<(), ReconcileError> {
+        let name = &address.name;
+        match policy {
+            Some(policy) => {
+                self.client
+                    .set_repository_policy()
+                    .repository_name(name)
+                    .policy_text(reconcile_core::json::to_compact(policy))
+                    .send()
+                    .await
+                    .map_err(failed(Some(address), "set repository policy"))?;
+            }
+            None => {
+                let response = self.client.delete_repository_policy().repository_name(name).send().await;
+                gone_if(response, &NO_REPOSITORY_POLICY).map_err(failed(Some(address), "delete repository policy"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes the repository's tags from `current` to `wanted`: what is not wanted removed, what
+    /// differs set.
+    async fn retag(
+        &self,
+        address: &Address,
+        arn: &str,
+        current: &BTreeMap<String, String>,
+        wanted: &BTreeMap<String, String>,
+    ) -> Result<(), ReconcileError> {
+        let (remove, set) = tag_changes(current, wanted);
         if !remove.is_empty() {
             self.client
                 .untag_resource()
-                .resource_arn(&arn)
+                .resource_arn(arn)
                 .set_tag_keys(Some(remove))
                 .send()
                 .await
@@ -845,7 +868,7 @@ impl EcrReconciler {
         if !set.is_empty() {
             self.client
                 .tag_resource()
-                .resource_arn(&arn)
+                .resource_arn(arn)
                 .set_tags(Some(tag_list(&set)))
                 .send()
                 .await

@@ -318,17 +318,8 @@ fn convert(
     errors: &mut Vec<DesiredError>,
     findings: &mut Vec<DesiredFinding>,
 ) -> Ecr {
-    let mut policies = BTreeMap::new();
-    let mut analyses = BTreeMap::new();
-    for (name, policy) in &raw.lifecycle_policies {
-        let key_path = format!("ecr.lifecycle_policies.{name}");
-        if let Some((document, analysis)) = lifecycle_document(locate, &key_path, policy, errors) {
-            policies.insert(name.clone(), document);
-            analyses.insert(name.clone(), analysis);
-        }
-    }
+    let (policies, analyses) = lifecycle_policies(locate, raw, errors);
     let mut used_policies = BTreeSet::new();
-
     let empty = BTreeMap::new();
     let declared = match &raw.repositories {
         Some(repositories) if repositories.get_ref().is_empty() => {
@@ -355,19 +346,7 @@ fn convert(
         let encryption_type =
             repository_ref.encryption_type.or(defaults.encryption_type).unwrap_or(EncryptionType::Aes256);
         let kms_key = kms_key_of(locate, defaults, (name, &key_path, repository_ref), encryption_type, errors);
-
-        let mut tags = BTreeMap::new();
-        for (section, section_tags) in [("ecr.defaults", &defaults.tags), (key_path.as_str(), &repository_ref.tags)] {
-            convert_tags(locate, section, section_tags, &mut tags, errors);
-        }
-        if tags.len() > 50 {
-            errors.push(locate.error(
-                Some(repository.span()),
-                &key_path,
-                format!("{} tags, more than the 50 ECR allows on a repository", tags.len()),
-            ));
-        }
-
+        let tags = tags_of(locate, defaults, (&key_path, repository), errors);
         let allow_tagged_expiry = repository_ref.allow_tagged_expiry.as_ref().is_some_and(|a| *a.get_ref());
         if let Some(policy) = &lifecycle_policy {
             used_policies.insert(policy.name.clone());
@@ -404,6 +383,46 @@ fn convert(
     }
 
     Ecr { repositories }
+}
+
+/// `[ecr.lifecycle_policies]`, each checked: the documents of those that pass, by name, and
+/// what each means for the nightly.
+fn lifecycle_policies(
+    locate: &Locator<'_>,
+    raw: &RawEcr,
+    errors: &mut Vec<DesiredError>,
+) -> (BTreeMap<String, serde_json::Value>, BTreeMap<String, PolicyAnalysis>) {
+    let mut policies = BTreeMap::new();
+    let mut analyses = BTreeMap::new();
+    for (name, policy) in &raw.lifecycle_policies {
+        let key_path = format!("ecr.lifecycle_policies.{name}");
+        if let Some((document, analysis)) = lifecycle_document(locate, &key_path, policy, errors) {
+            policies.insert(name.clone(), document);
+            analyses.insert(name.clone(), analysis);
+        }
+    }
+    (policies, analyses)
+}
+
+/// A repository's tags (at `key_path`): `[ecr.defaults]`'s, then its own, at most ECR's 50.
+fn tags_of(
+    locate: &Locator<'_>,
+    defaults: &RawRepository,
+    (key_path, repository): (&str, &Spanned<RawRepository>),
+    errors: &mut Vec<DesiredError>,
+) -> BTreeMap<String, String> {
+    let mut tags = BTreeMap::new();
+    for (section, section_tags) in [("ecr.defaults", &defaults.tags), (key_path, &repository.get_ref().tags)] {
+        convert_tags(locate, section, section_tags, &mut tags, errors);
+    }
+    if tags.len() > 50 {
+        errors.push(locate.error(
+            Some(repository.span()),
+            key_path,
+            format!("{} tags, more than the 50 ECR allows on a repository", tags.len()),
+        ));
+    }
+    tags
 }
 
 /// `allow_tagged_expiry` and `adopt` in `[ecr.defaults]`: each is a decision about one

@@ -341,19 +341,11 @@ impl S3Reconciler {
         let block_public_access = absent_if(block, &["NoSuchPublicAccessBlockConfiguration"])
             .map_err(failed(Some(address), "read Block Public Access"))?
             .and_then(|output| output.public_access_block_configuration().cloned())
-            .map_or(BlockPublicAccess::all(false), |config| BlockPublicAccess {
-                block_public_acls: config.block_public_acls().unwrap_or(false),
-                block_public_policy: config.block_public_policy().unwrap_or(false),
-                ignore_public_acls: config.ignore_public_acls().unwrap_or(false),
-                restrict_public_buckets: config.restrict_public_buckets().unwrap_or(false),
-            });
+            .map_or(BlockPublicAccess::all(false), |config| public_access(&config));
 
         let encryption = absent_if(encryption, &["ServerSideEncryptionConfigurationNotFoundError"])
             .map_err(failed(Some(address), "read default encryption"))?
-            .and_then(|output| {
-                let rule = output.server_side_encryption_configuration()?.rules().first()?;
-                Some(rule.apply_server_side_encryption_by_default()?.sse_algorithm().as_str().to_owned())
-            })
+            .and_then(|output| default_encryption(&output))
             .unwrap_or_else(|| "none".to_owned());
 
         let policy = absent_if(policy, &["NoSuchBucketPolicy"])
@@ -378,13 +370,7 @@ impl S3Reconciler {
 
         let replication = absent_if(replication, &["ReplicationConfigurationNotFoundError"])
             .map_err(failed(Some(address), "read replication"))?
-            .and_then(|output| {
-                let config = output.replication_configuration()?;
-                let mut destinations: Vec<&str> =
-                    config.rules().iter().filter_map(|r| r.destination().map(|d| d.bucket())).collect();
-                destinations.sort_unstable();
-                Some(serde_json::json!({ "role": config.role(), "destinations": destinations }))
-            });
+            .and_then(|output| output.replication_configuration().map(replication_of));
 
         let website = absent_if(website, &["NoSuchWebsiteConfiguration"])
             .map_err(failed(Some(address), "read website hosting"))?
@@ -880,6 +866,30 @@ fn bucket_spec(change: &Change) -> Result<BucketSpec, ReconcileError> {
         .with_kind(reconcile_core::ErrorKind::InvalidChange));
     }
     Ok(after)
+}
+
+/// The bucket's default encryption algorithm, if it has one.
+fn default_encryption(output: &s3::operation::get_bucket_encryption::GetBucketEncryptionOutput) -> Option<String> {
+    let rule = output.server_side_encryption_configuration()?.rules().first()?;
+    Some(rule.apply_server_side_encryption_by_default()?.sse_algorithm().as_str().to_owned())
+}
+
+/// Block Public Access as S3 answers it, a flag it leaves out being off.
+fn public_access(config: &s3::types::PublicAccessBlockConfiguration) -> BlockPublicAccess {
+    BlockPublicAccess {
+        block_public_acls: config.block_public_acls().unwrap_or(false),
+        block_public_policy: config.block_public_policy().unwrap_or(false),
+        ignore_public_acls: config.ignore_public_acls().unwrap_or(false),
+        restrict_public_buckets: config.restrict_public_buckets().unwrap_or(false),
+    }
+}
+
+/// Replication as a plan shows it: the role, and where its rules copy to, sorted.
+fn replication_of(config: &s3::types::ReplicationConfiguration) -> serde_json::Value {
+    let mut destinations: Vec<&str> =
+        config.rules().iter().filter_map(|r| r.destination().map(|d| d.bucket())).collect();
+    destinations.sort_unstable();
+    serde_json::json!({ "role": config.role(), "destinations": destinations })
 }
 
 #[cfg(test)]

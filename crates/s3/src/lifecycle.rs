@@ -30,37 +30,9 @@ pub fn observed_rule(rule: &s3::types::LifecycleRule) -> Value {
     fields.insert("id".to_owned(), json!(rule.id().unwrap_or_default()));
     fields.insert("status".to_owned(), json!(rule.status().as_str()));
 
-    let filter = rule.filter();
-    let mut prefix = filter.and_then(|f| f.prefix()).or(legacy_prefix(rule)).unwrap_or_default().to_owned();
+    let (prefix, filter) = observed_filter(rule);
     if let Some(filter) = filter {
-        let mut other = Map::new();
-        if let Some(tag) = filter.tag() {
-            other.insert("tag".to_owned(), json!({ "key": tag.key(), "value": tag.value() }));
-        }
-        if let Some(size) = filter.object_size_greater_than() {
-            other.insert("object_size_greater_than".to_owned(), json!(size));
-        }
-        if let Some(size) = filter.object_size_less_than() {
-            other.insert("object_size_less_than".to_owned(), json!(size));
-        }
-        if let Some(and) = filter.and() {
-            if let Some(and_prefix) = and.prefix() {
-                prefix = and_prefix.to_owned();
-            }
-            let tags: Vec<Value> = and.tags().iter().map(|t| json!({ "key": t.key(), "value": t.value() })).collect();
-            if !tags.is_empty() {
-                other.insert("tags".to_owned(), Value::Array(tags));
-            }
-            if let Some(size) = and.object_size_greater_than() {
-                other.insert("object_size_greater_than".to_owned(), json!(size));
-            }
-            if let Some(size) = and.object_size_less_than() {
-                other.insert("object_size_less_than".to_owned(), json!(size));
-            }
-        }
-        if !other.is_empty() {
-            fields.insert("filter".to_owned(), Value::Object(other));
-        }
+        fields.insert("filter".to_owned(), Value::Object(filter));
     }
     fields.insert("prefix".to_owned(), json!(prefix));
 
@@ -108,6 +80,44 @@ pub fn observed_rule(rule: &s3::types::LifecycleRule) -> Value {
         );
     }
     Value::Object(fields)
+}
+
+/// A rule's prefix (its filter's, its `And`'s, or the rule-level one of old configurations),
+/// and what else its filter selects by, if anything.
+fn observed_filter(rule: &s3::types::LifecycleRule) -> (String, Option<Map<String, Value>>) {
+    let filter = rule.filter();
+    let mut prefix = filter.and_then(|f| f.prefix()).or(legacy_prefix(rule)).unwrap_or_default().to_owned();
+    if let Some(filter) = filter {
+        let mut other = Map::new();
+        if let Some(tag) = filter.tag() {
+            other.insert("tag".to_owned(), json!({ "key": tag.key(), "value": tag.value() }));
+        }
+        if let Some(size) = filter.object_size_greater_than() {
+            other.insert("object_size_greater_than".to_owned(), json!(size));
+        }
+        if let Some(size) = filter.object_size_less_than() {
+            other.insert("object_size_less_than".to_owned(), json!(size));
+        }
+        if let Some(and) = filter.and() {
+            if let Some(and_prefix) = and.prefix() {
+                prefix = and_prefix.to_owned();
+            }
+            let tags: Vec<Value> = and.tags().iter().map(|t| json!({ "key": t.key(), "value": t.value() })).collect();
+            if !tags.is_empty() {
+                other.insert("tags".to_owned(), Value::Array(tags));
+            }
+            if let Some(size) = and.object_size_greater_than() {
+                other.insert("object_size_greater_than".to_owned(), json!(size));
+            }
+            if let Some(size) = and.object_size_less_than() {
+                other.insert("object_size_less_than".to_owned(), json!(size));
+            }
+        }
+        if !other.is_empty() {
+            return (prefix, Some(other));
+        }
+    }
+    (prefix, None)
 }
 
 /// The rule-level `Prefix` that rules written before filters existed still carry.

@@ -154,46 +154,8 @@ fn convert(locate: &Locator<'_>, raw: &RawS3, errors: &mut Vec<DesiredError>) ->
         }
         let mut tags = BTreeMap::new();
         convert_tags(locate, &key_path, &raw_bucket.tags, &mut tags, errors);
-        let lifecycle_rules = raw_bucket.lifecycle_rules.as_ref().map(|rules| {
-            let rules_path = format!("{key_path}.lifecycle_rules");
-            if rules.get_ref().is_empty() {
-                errors.push(locate.error(
-                    Some(rules.span()),
-                    &rules_path,
-                    "give at least one rule, or leave `lifecycle_rules` out to leave the bucket's lifecycle unmanaged",
-                ));
-            }
-            let mut ids = BTreeSet::new();
-            let mut converted = Vec::new();
-            for (rule_idx, rule) in rules.get_ref().iter().enumerate() {
-                let rule_path = format!("{rules_path}[{rule_idx}]");
-                let raw_rule = rule.get_ref();
-                let mut problems = Vec::new();
-                if raw_rule.id.is_empty() || raw_rule.id.chars().count() > 255 {
-                    problems.push("`id` must be 1 to 255 characters long".to_owned());
-                }
-                if !ids.insert(raw_rule.id.clone()) {
-                    problems.push(format!("`id` `{}` is used by another rule", raw_rule.id));
-                }
-                if raw_rule.expiration_days == 0 {
-                    problems.push("`expiration_days` must be 1 or more".to_owned());
-                }
-                if raw_rule.abort_incomplete_multipart_upload_days == Some(0) {
-                    problems.push("`abort_incomplete_multipart_upload_days` must be 1 or more".to_owned());
-                }
-                for problem in problems {
-                    errors.push(locate.error(Some(rule.span()), &rule_path, problem));
-                }
-                converted.push(S3LifecycleRule {
-                    id: raw_rule.id.clone(),
-                    enabled: raw_rule.status == RuleStatus::Enabled,
-                    prefix: raw_rule.prefix.clone(),
-                    expiration_days: raw_rule.expiration_days,
-                    abort_incomplete_multipart_upload_days: raw_rule.abort_incomplete_multipart_upload_days,
-                });
-            }
-            converted
-        });
+        let lifecycle_rules =
+            raw_bucket.lifecycle_rules.as_ref().map(|rules| lifecycle_rules(locate, &key_path, rules, errors));
         buckets.push(Bucket {
             key: key.clone(),
             name,
@@ -213,6 +175,54 @@ fn convert(locate: &Locator<'_>, raw: &RawS3, errors: &mut Vec<DesiredError>) ->
         .collect();
     check_unique_names(locate, "s3.buckets", "bucket name", names, Case::Sensitive, errors);
     S3 { buckets }
+}
+
+/// A bucket's `lifecycle_rules` (under `key_path`), checked: at least one, each id unique, each
+/// count of days 1 or more.
+fn lifecycle_rules(
+    locate: &Locator<'_>,
+    key_path: &str,
+    rules: &Spanned<Vec<Spanned<RawS3LifecycleRule>>>,
+    errors: &mut Vec<DesiredError>,
+) -> Vec<S3LifecycleRule> {
+    let rules_path = format!("{key_path}.lifecycle_rules");
+    if rules.get_ref().is_empty() {
+        errors.push(locate.error(
+            Some(rules.span()),
+            &rules_path,
+            "give at least one rule, or leave `lifecycle_rules` out to leave the bucket's lifecycle unmanaged",
+        ));
+    }
+    let mut ids = BTreeSet::new();
+    let mut converted = Vec::new();
+    for (rule_idx, rule) in rules.get_ref().iter().enumerate() {
+        let rule_path = format!("{rules_path}[{rule_idx}]");
+        let raw_rule = rule.get_ref();
+        let mut problems = Vec::new();
+        if raw_rule.id.is_empty() || raw_rule.id.chars().count() > 255 {
+            problems.push("`id` must be 1 to 255 characters long".to_owned());
+        }
+        if !ids.insert(raw_rule.id.clone()) {
+            problems.push(format!("`id` `{}` is used by another rule", raw_rule.id));
+        }
+        if raw_rule.expiration_days == 0 {
+            problems.push("`expiration_days` must be 1 or more".to_owned());
+        }
+        if raw_rule.abort_incomplete_multipart_upload_days == Some(0) {
+            problems.push("`abort_incomplete_multipart_upload_days` must be 1 or more".to_owned());
+        }
+        for problem in problems {
+            errors.push(locate.error(Some(rule.span()), &rule_path, problem));
+        }
+        converted.push(S3LifecycleRule {
+            id: raw_rule.id.clone(),
+            enabled: raw_rule.status == RuleStatus::Enabled,
+            prefix: raw_rule.prefix.clone(),
+            expiration_days: raw_rule.expiration_days,
+            abort_incomplete_multipart_upload_days: raw_rule.abort_incomplete_multipart_upload_days,
+        });
+    }
+    converted
 }
 
 /// S3's bucket naming rules for general purpose buckets.

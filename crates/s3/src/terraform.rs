@@ -37,25 +37,7 @@ fn bucket(account: &Account, _key: &str, fields: &Map<String, Value>) -> Vec<Pro
     let name = fields.get("name").cloned().unwrap_or(Value::Null);
     let bucket_name = name.as_str().unwrap_or_default();
     let field = |key: &str| fields.get(key).cloned().unwrap_or(Value::Null);
-    let (tags, tags_all) = tags(fields);
-    let mut values = json!({ "bucket": name, "force_destroy": false, "tags": tags, "tags_all": tags_all });
-    let grants: Vec<Value> = fields
-        .get("acl_grants")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(|grant| {
-            let (grantee, permission) = grant.rsplit_once(' ').unwrap_or((grant, ""));
-            json!({ "id": grantee, "permissions": [permission] })
-        })
-        .collect();
-    if !grants.is_empty() {
-        values["grant"] = Value::Array(grants);
-    }
-    if let Some(replication) = fields.get("replication").filter(|r| !r.is_null()) {
-        values["replication_configuration"] = json!([replication]);
-    }
+    let values = bucket_values(&name, fields);
     let domain = if account.partition == "aws-cn" { "amazonaws.com.cn" } else { "amazonaws.com" };
     let mut resources = vec![
         ProviderResource::new(Provider::Aws, "aws_s3_bucket", "bucket", values)
@@ -113,6 +95,30 @@ fn bucket(account: &Account, _key: &str, fields: &Map<String, Value>) -> Vec<Pro
         resources.push(part("aws_s3_bucket_website_configuration", json!({ "bucket": name })));
     }
     resources
+}
+
+/// `aws_s3_bucket`'s own arguments: its name, tags, grants and replication.
+fn bucket_values(name: &Value, fields: &Map<String, Value>) -> Value {
+    let (tags, tags_all) = tags(fields);
+    let mut values = json!({ "bucket": name, "force_destroy": false, "tags": tags, "tags_all": tags_all });
+    let grants: Vec<Value> = fields
+        .get("acl_grants")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(|grant| {
+            let (grantee, permission) = grant.rsplit_once(' ').unwrap_or((grant, ""));
+            json!({ "id": grantee, "permissions": [permission] })
+        })
+        .collect();
+    if !grants.is_empty() {
+        values["grant"] = Value::Array(grants);
+    }
+    if let Some(replication) = fields.get("replication").filter(|r| !r.is_null()) {
+        values["replication_configuration"] = json!([replication]);
+    }
+    values
 }
 
 fn lifecycle(_: &Account, _key: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {

@@ -66,8 +66,7 @@ pub fn events_for_change(catalog: &Catalog, change: &reconcile_core::Change) -> 
             let mut found = Vec::new();
             let fields = catalog.fields(change.address.kind);
             for field in change.field_changes() {
-                match fields.and_then(|fields| fields.get(field.name)).map(|row| row.events).filter(|e| !e.is_empty())
-                {
+                match fields.and_then(|fields| fields.get(field.name)).map(|row| row.events).filter(|e| !e.is_empty()) {
                     Some(events) => found.extend_from_slice(events),
                     None => match trail.other_fields {
                         Some(events) => found.extend_from_slice(events),
@@ -293,32 +292,7 @@ impl Trail {
                 }
             };
             for event in page.events() {
-                let Some(record) = event.cloud_trail_event().and_then(|text| serde_json::from_str::<Value>(text).ok())
-                else {
-                    continue;
-                };
-                let name = record["eventName"].as_str().unwrap_or_default();
-                let parameters = &record["requestParameters"];
-                open.retain(|target| {
-                    // A member (an inline policy the role should not have) by its own name too.
-                    let member = target.address.member.as_deref();
-                    let Some(trail) = self.catalog.trail(target.address.kind) else { return true };
-                    if !target.events.contains(&name)
-                        || !names(trail, &target.name, &record, &self.account)
-                        || member.is_some_and(|m| parameters.get("policyName").and_then(Value::as_str) != Some(m))
-                    {
-                        return true;
-                    }
-                    let candidate = self.change_event(&record, event.event_time().map_or(0, DateTime::secs));
-                    // Newest first: the first match is the newest.
-                    match found.newest.get(&target.address) {
-                        Some(known) if known.at >= candidate.at => {}
-                        _ => {
-                            found.newest.insert(&target.address, candidate);
-                        }
-                    }
-                    false
-                });
+                self.matched(event, &mut open, found);
             }
             if open.is_empty() {
                 return Ok(());
@@ -332,6 +306,36 @@ impl Trail {
                 }
             }
         }
+    }
+
+    /// The targets still `open` that `event` tells of a change to are closed, with it as their
+    /// newest event (the lookup is newest first).
+    fn matched<'t>(&self, event: &aws_sdk_cloudtrail::types::Event, open: &mut Vec<&'t Target>, found: &mut Found<'t>) {
+        let Some(record) = event.cloud_trail_event().and_then(|text| serde_json::from_str::<Value>(text).ok()) else {
+            return;
+        };
+        let name = record["eventName"].as_str().unwrap_or_default();
+        let parameters = &record["requestParameters"];
+        open.retain(|target| {
+            // A member (an inline policy the role should not have) by its own name too.
+            let member = target.address.member.as_deref();
+            let Some(trail) = self.catalog.trail(target.address.kind) else { return true };
+            if !target.events.contains(&name)
+                || !names(trail, &target.name, &record, &self.account)
+                || member.is_some_and(|m| parameters.get("policyName").and_then(Value::as_str) != Some(m))
+            {
+                return true;
+            }
+            let candidate = self.change_event(&record, event.event_time().map_or(0, DateTime::secs));
+            // Newest first: the first match is the newest.
+            match found.newest.get(&target.address) {
+                Some(known) if known.at >= candidate.at => {}
+                _ => {
+                    found.newest.insert(&target.address, candidate);
+                }
+            }
+            false
+        });
     }
 
     /// A CloudTrail record as the change event it tells of. Reconcile's own by who made it:

@@ -144,28 +144,7 @@ pub async fn run(request: Request) -> Result<u8, CliError> {
         )));
     }
     let api = conversation_in(None, request.repository.as_deref(), COMMENT_TOKENS)?;
-    // A plan that failed wrote nothing (or less than a plan): the comment says so instead.
-    let plan = match &request.plan {
-        Some(planned) => {
-            let mut text = match crate::files::read_capped(&planned.body) {
-                Ok(text) if !text.trim().is_empty() && matches!(planned.plan_exit_code, 0 | 2 | 3) => text,
-                _ => failed_plan(planned.plan_exit_code),
-            };
-            if let Some(path) = &planned.checks {
-                let room = GITHUB_COMMENT_LIMIT.saturating_sub(text.len() + 64);
-                text.push_str(&checks_section(path, room));
-            }
-            if text.len() > GITHUB_COMMENT_LIMIT - 64 {
-                return Err(input(format!(
-                    "{}: {} characters, more than a comment holds ({GITHUB_COMMENT_LIMIT})",
-                    planned.body.display(),
-                    text.len()
-                )));
-            }
-            Some(text)
-        }
-        None => None,
-    };
+    let plan = request.plan.as_ref().map(comment_body).transpose()?;
     let conversation = Conversation::connect(api).await.map_err(failed)?;
     let head = conversation.pull_request(&request.head_sha, &request.head_repository).await.map_err(failed)?;
     let Some(number) = head.number else {
@@ -221,6 +200,27 @@ pub async fn run(request: Request) -> Result<u8, CliError> {
         "reconcile {what} pull request #{number}; commit status `{STATUS_CONTEXT}`: {state} ({description})\n"
     ))?;
     Ok(exit::OK)
+}
+
+/// The comment's plan: the plan's Markdown, with checkov's failed checks after it; a plan that
+/// failed wrote nothing (or less than a plan), and the comment says so instead.
+fn comment_body(planned: &Planned) -> Result<String, CliError> {
+    let mut text = match crate::files::read_capped(&planned.body) {
+        Ok(text) if !text.trim().is_empty() && matches!(planned.plan_exit_code, 0 | 2 | 3) => text,
+        _ => failed_plan(planned.plan_exit_code),
+    };
+    if let Some(path) = &planned.checks {
+        let room = GITHUB_COMMENT_LIMIT.saturating_sub(text.len() + 64);
+        text.push_str(&checks_section(path, room));
+    }
+    if text.len() > GITHUB_COMMENT_LIMIT - 64 {
+        return Err(CliError::Input(vec![format!(
+            "{}: {} characters, more than a comment holds ({GITHUB_COMMENT_LIMIT})",
+            planned.body.display(),
+            text.len()
+        )]));
+    }
+    Ok(text)
 }
 
 /// The commit status for a plan's exit code and the pull request's own check.

@@ -52,6 +52,93 @@ fn the_cli_prints_only_through_output_rs() {
     assert!(found.is_empty(), "printing past output.rs:\n{}", found.join("\n"));
 }
 
+/// Rooms stay small enough to read: at most a dozen production functions (outside test
+/// modules and test files) run over 80 lines, from their `fn` line to their closing brace.
+#[test]
+fn at_most_a_dozen_production_functions_run_over_80_lines() {
+    let mut files = Vec::new();
+    files_under(&workspace_root().join("crates"), "rs", &mut files);
+    let mut long: Vec<(usize, String)> = Vec::new();
+    for path in &files {
+        let shown = path.strip_prefix(workspace_root()).unwrap_or(path).display().to_string();
+        let is_test = shown.contains("/tests/") || shown.ends_with("tests.rs") || shown.ends_with("testing.rs");
+        if is_test || !shown.contains("/src/") {
+            continue;
+        }
+        let text = std::fs::read_to_string(path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        // A file's test module is its last item.
+        let end = (0..lines.len())
+            .find(|&i| lines[i].starts_with("#[cfg(test)]") && lines.get(i + 1).is_some_and(|l| l.starts_with("mod ")))
+            .unwrap_or(lines.len());
+        for (start, length) in function_lengths(&lines[..end]) {
+            if length > 80 {
+                long.push((length, format!("{shown}:{}", start + 1)));
+            }
+        }
+    }
+    long.sort_unstable_by(|a, b| b.cmp(a));
+    assert!(long.len() <= 12, "{} functions over 80 lines:\n{long:#?}", long.len());
+}
+
+/// Where each function with a body starts, and how many lines it runs: braces counted outside
+/// string and character literals (a rough reading, but one that does not drift: the count it
+/// bounds is its own).
+fn function_lengths(lines: &[&str]) -> Vec<(usize, usize)> {
+    let starts_fn = |line: &str| {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let at = words.iter().position(|w| *w == "fn");
+        at.is_some_and(|at| {
+            words[..at].iter().all(|w| w.starts_with("pub") || ["const", "async", "unsafe"].contains(w))
+        })
+    };
+    let braces = |line: &str| -> (i64, bool) {
+        let (mut depth, mut opened, mut in_string, mut chars) = (0, false, false, line.chars().peekable());
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' if in_string => {
+                    chars.next();
+                }
+                '"' => in_string = !in_string,
+                '\'' if !in_string && chars.clone().nth(1) == Some('\'') => {
+                    chars.nth(1);
+                }
+                '/' if !in_string && chars.peek() == Some(&'/') => break,
+                '{' if !in_string => {
+                    depth += 1;
+                    opened = true;
+                }
+                '}' if !in_string => depth -= 1,
+                _ => {}
+            }
+        }
+        (depth, opened)
+    };
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        if !starts_fn(lines[i]) {
+            i += 1;
+            continue;
+        }
+        let (mut depth, mut opened, mut j) = (0, false, i);
+        while j < lines.len() {
+            let (change, opens) = braces(lines[j]);
+            depth += change;
+            opened |= opens;
+            if (opened && depth <= 0) || (!opened && lines[j].trim_end().ends_with(';')) {
+                break;
+            }
+            j += 1;
+        }
+        if opened {
+            found.push((i, j - i + 1));
+        }
+        i = j + 1;
+    }
+    found
+}
+
 /// Tests that cannot fail, or that are not run, prove nothing: no ignored tests, no tests that
 /// pass by panicking, and no dead code kept alive by silencing the compiler. (The patterns are
 /// split so that this file does not match itself.)
