@@ -14,6 +14,7 @@
 
 mod apply;
 mod inputs;
+mod plan;
 mod ports;
 mod saved;
 mod signals;
@@ -25,6 +26,7 @@ use reconcile_core::{Account, Reconciler};
 
 use inputs::input;
 pub use inputs::{Inputs, Load, bake_check, desired_resources, refuse_on};
+pub use plan::{Audience, Shown};
 pub use ports::{ApplyLock, ApplyRequest, Backend, Console, Drift, PlanFrom, Planned};
 pub use signals::Interrupts;
 

@@ -487,3 +487,114 @@ fn is_code(word: &str) -> bool {
     let bytes = word.as_bytes();
     bytes.len() == 4 && b"SDWE".contains(&bytes[0]) && bytes[1..].iter().all(u8::is_ascii_digit) && bytes[1] != b'0'
 }
+
+/// "Adding a kind" in docs/architecture.md, walked over every kind there is: each file it names
+/// exists, and each crate has what the page says a crate has (its line in `CRATES`, its
+/// workspace and CLI manifests, its sections in docs/reference/desired.md, its kinds in
+/// docs/terraform-json.md); each AWS crate's service is one the live suite's sweeper cleans up,
+/// and one the emulator serves: the plan of the repository's desired.toml on an empty emulated
+/// account creates a resource of every AWS kind.
+#[tokio::test]
+async fn adding_a_kind_names_every_place_a_kind_touches_and_every_kind_is_in_each() {
+    let root = workspace_root();
+    let read = |path: &str| std::fs::read_to_string(root.join(path)).unwrap();
+    let architecture = read("docs/architecture.md");
+    let page = architecture.split("## Adding a kind").nth(1).unwrap().split("\n## ").next().unwrap();
+    for path in [
+        "crates/cli/src/catalog/mod.rs",
+        "docs/reference/desired.md",
+        "docs/terraform-json.md",
+        "tests/emulator/launcher.py",
+        "crates/live/src/sweep.rs",
+        "crates/cli/src/catalog/example.rs",
+    ] {
+        assert!(page.contains(path), "the page names {path}");
+        assert!(root.join(path).exists(), "{path} exists");
+    }
+    let (catalog, workspace, cli) =
+        (read("crates/cli/src/catalog/mod.rs"), read("Cargo.toml"), read("crates/cli/Cargo.toml"));
+    let (desired_md, terraform_md, sweeper) =
+        (read("docs/reference/desired.md"), read("docs/terraform-json.md"), read("crates/live/src/sweep.rs"));
+    let mut aws_kinds = std::collections::BTreeSet::new();
+    for description in reconcile_cli::CATALOG.0 {
+        let name = description.name;
+        let line = format!("reconcile_{name}::DESCRIPTION");
+        assert_eq!(catalog.matches(&line).count(), 1, "{name}: one line in CRATES");
+        assert!(workspace.contains(&format!("\"crates/{name}\"")), "{name}: a workspace member");
+        assert!(workspace.contains(&format!("reconcile-{name} =")), "{name}: a workspace dependency");
+        assert!(cli.contains(&format!("reconcile-{name}")), "{name}: the CLI's dependency");
+        for claim in description.sections {
+            assert!(desired_md.contains(&format!("`[{}", claim.name)), "{name}: [{}] in desired.md", claim.name);
+        }
+        for kind in description.kinds {
+            assert!(terraform_md.contains(&format!("`{kind}.")), "{kind}: its mapping in terraform-json.md");
+        }
+        // What CloudTrail sees is AWS's: a crate with a trail is an AWS crate.
+        if !description.trail.is_empty() {
+            assert!(sweeper.contains(&format!("aws_sdk_{name}::")), "{name}: the sweeper cleans up its service");
+            aws_kinds.extend(description.kinds.iter().map(|kind| kind.as_str()));
+        }
+    }
+    assert_eq!(aws_kinds.len(), 12, "{aws_kinds:?}");
+    let account = emulator().new_account().await;
+    let desired = crate::support::real_copy();
+    let plan = reconcile(&account, &desired.path, &["plan", "--format", "json"]);
+    let planned: serde_json::Value = serde_json::from_str(&plan.stdout).expect("the plan");
+    let created: std::collections::BTreeSet<&str> =
+        planned["resource_changes"].as_array().unwrap().iter().filter_map(|change| change["type"].as_str()).collect();
+    for kind in &aws_kinds {
+        assert!(created.contains(kind), "{kind}: the emulator serves it ({created:?})");
+    }
+}
+
+/// A kind's field is its crate's to read: no production code of the binary, of core or of
+/// another resource crate names one (a rename in the crate would silently break it). Fields
+/// with a plain-word name (`tags`, `name`) are everyone's words and not checked.
+#[test]
+fn no_kinds_field_is_read_by_name_outside_its_crate() {
+    let root = workspace_root();
+    let production = |dir: &str| -> Vec<(String, String)> {
+        let mut files = Vec::new();
+        files_under(&root.join(dir), "rs", &mut files);
+        files
+            .iter()
+            .map(|path| path.strip_prefix(&root).unwrap_or(path).display().to_string())
+            .filter(|shown| {
+                !shown.contains("/tests/")
+                    && !shown.ends_with("tests.rs")
+                    && !["testing.rs", "fake.rs", "example.rs"].iter().any(|name| shown.ends_with(name))
+            })
+            .map(|shown| {
+                let text = std::fs::read_to_string(root.join(&shown)).unwrap();
+                let production = text.split("\n#[cfg(test)]\nmod ").next().unwrap_or_default().to_owned();
+                (shown, production)
+            })
+            .collect()
+    };
+    let mut found = Vec::new();
+    for owner in reconcile_cli::CATALOG.0 {
+        let names: Vec<&str> = owner
+            .fields
+            .iter()
+            .flat_map(|table| table.fields.iter().map(|field| field.name))
+            .filter(|name| name.contains('_'))
+            .collect();
+        assert!(!names.is_empty() || owner.kinds.is_empty(), "{}: no field to check", owner.name);
+        let elsewhere = reconcile_cli::CATALOG
+            .0
+            .iter()
+            .filter(|other| other.name != owner.name)
+            .map(|other| format!("crates/{}/src", other.name))
+            .chain(["crates/cli/src".to_owned(), "crates/core/src".to_owned()]);
+        for dir in elsewhere {
+            for (path, text) in production(&dir) {
+                for name in &names {
+                    if text.contains(&format!("\"{name}\"")) {
+                        found.push(format!("{path}: `{name}`, {}'s", owner.name));
+                    }
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "fields read by name outside their crate:\n{}", found.join("\n"));
+}
