@@ -168,12 +168,14 @@ fn runner_role(
         policy_name: role.policy_name.clone(),
         document: canonical(&document, &account.partition),
     };
-    resources.push(
-        DesiredResource::new(policy_address, &role.name, attributes(&spec))
-            .under(&role_address)
-            .ordered_by_mark(MarkOrder::Grants),
-    );
+    resources.push(inline_policy_resource(policy_address, &spec, &role_address));
     Ok(resources)
+}
+
+/// A role's inline policy, under its role. It grants what carries the mark: changed only once
+/// every repository the plan marks is marked.
+fn inline_policy_resource(address: Address, spec: &RolePolicySpec, role_address: &Address) -> DesiredResource {
+    DesiredResource::new(address, &spec.role, attributes(spec)).under(role_address).ordered_by_mark(MarkOrder::Grants)
 }
 
 /// `[ci]`: GitHub's identity provider (shared in the account) and each CI role with its policy.
@@ -227,11 +229,7 @@ fn ci_roles(
             policy_name: CI_POLICY_NAME.to_owned(),
             document: canonical(&document, &account.partition),
         };
-        resources.push(
-            DesiredResource::new(policy_address, &role.name, attributes(&spec))
-                .under(&role_address)
-                .ordered_by_mark(MarkOrder::Grants),
-        );
+        resources.push(inline_policy_resource(policy_address, &spec, &role_address));
     }
     Ok(resources)
 }
