@@ -284,6 +284,11 @@ where
     retry(backoff, call, transient, tokio::time::sleep).await
 }
 
+/// The domain AWS's endpoints are under in `partition`: `amazonaws.com.cn` in China.
+pub fn dns_suffix(partition: &str) -> &'static str {
+    if partition == "aws-cn" { "amazonaws.com.cn" } else { "amazonaws.com" }
+}
+
 /// An ARN in the account's partition: `arn:<partition>:<service>:<region>:<account>:<resource>`,
 /// with no region for IAM (global), and neither region nor account for S3 (bucket names are
 /// global).
@@ -327,6 +332,13 @@ mod tests {
         }
         let response = Response::new(status.try_into().unwrap(), SdkBody::empty());
         SdkError::ServiceError(ServiceError::builder().source(Failure(meta.build())).raw(response).build())
+    }
+
+    #[test]
+    fn endpoints_are_under_amazonaws_com_and_in_china_com_cn() {
+        assert_eq!(dns_suffix(&Account::new("1", "cn-north-1").partition), "amazonaws.com.cn");
+        assert_eq!(dns_suffix(&Account::new("1", "us-gov-west-1").partition), "amazonaws.com");
+        assert_eq!(dns_suffix("aws"), "amazonaws.com");
     }
 
     #[test]

@@ -210,7 +210,7 @@ fn is_iam_propagation<E: ProvideErrorMetadata>(error: &E) -> bool {
 /// Where CodeBuild's webhooks post in `region`: the start of the URL a repository's hook to a
 /// project has.
 pub fn webhooks_url(region: &str) -> String {
-    let domain = if region.starts_with("cn-") { "amazonaws.com.cn" } else { "amazonaws.com" };
+    let domain = reconcile_aws::dns_suffix(&Account::new("", region).partition);
     format!("https://codebuild.{region}.{domain}/webhooks")
 }
 

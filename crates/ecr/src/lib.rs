@@ -199,8 +199,7 @@ pub struct ReadOnce {
 /// The registry's host: `<account>.dkr.ecr.<region>.amazonaws.com` (`.com.cn` in China),
 /// the nightly's `ECR_REGISTRY`.
 pub fn registry(account: &Account) -> String {
-    let domain = if account.partition == "aws-cn" { "amazonaws.com.cn" } else { "amazonaws.com" };
-    format!("{}.dkr.ecr.{}.{domain}", account.id, account.region)
+    format!("{}.dkr.ecr.{}.{}", account.id, account.region, reconcile_aws::dns_suffix(&account.partition))
 }
 
 /// ECR's published storage price, dollars per GB-month: what storage is priced at unless

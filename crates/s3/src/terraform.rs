@@ -38,7 +38,7 @@ fn bucket(account: &Account, _key: &str, fields: &Map<String, Value>) -> Vec<Pro
     let bucket_name = name.as_str().unwrap_or_default();
     let field = |key: &str| fields.get(key).cloned().unwrap_or(Value::Null);
     let values = bucket_values(&name, fields);
-    let domain = if account.partition == "aws-cn" { "amazonaws.com.cn" } else { "amazonaws.com" };
+    let domain = reconcile_aws::dns_suffix(&account.partition);
     let mut resources = vec![
         ProviderResource::new(Provider::Aws, "aws_s3_bucket", "bucket", values)
             .forcing_new(crate::describe::BUCKET_FIELDS.forcing_new(&[]))
