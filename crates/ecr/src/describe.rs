@@ -3,7 +3,7 @@
 //! them.
 
 use reconcile_core::describe::{Access, Description, Index, KindTrail, arn_names};
-use reconcile_core::fields::{Field, Fields};
+use reconcile_core::terraform::Mapping;
 use reconcile_core::{Account, Desired};
 use serde_json::{Value, json};
 
@@ -84,29 +84,14 @@ pub const DESCRIPTION: Description = Description {
             names,
         },
     ],
-    fields: &[REPOSITORY_FIELDS, LIFECYCLE_POLICY_FIELDS],
-    terraform: crate::terraform::MAPPINGS,
-    generate: crate::generate::generate,
+    fields: &[crate::repository::FIELDS, crate::lifecycle::FIELDS],
+    terraform: &[
+        Mapping { kind: crate::REPOSITORY, map: crate::repository::terraform, unmapped: "" },
+        Mapping { kind: crate::LIFECYCLE_POLICY, map: crate::lifecycle::terraform, unmapped: "" },
+    ],
+    generate: crate::section::generate,
     variables: |_, account| vec![("ECR_REGISTRY", crate::registry(account))],
 };
-
-/// A repository's fields. Its encryption ECR sets only when it makes the repository; the
-/// provider keeps both in one `encryption_configuration` block.
-pub const REPOSITORY_FIELDS: Fields = Fields {
-    kind: crate::REPOSITORY,
-    fields: &[
-        Field::in_place("image_tag_mutability").set_by(&["PutImageTagMutability"]),
-        Field::in_place("scan_on_push").set_by(&["PutImageScanningConfiguration"]),
-        Field::create_only("encryption_type").set_by(&["CreateRepository"]).in_terraform("encryption_configuration"),
-        Field::create_only("kms_key").set_by(&["CreateRepository"]).in_terraform("encryption_configuration"),
-        Field::in_place("tags").set_by(&["TagResource", "UntagResource"]),
-        Field::in_place("repository_policy").set_by(&["SetRepositoryPolicy", "DeleteRepositoryPolicy"]),
-    ],
-};
-
-/// A lifecycle policy's one field.
-pub const LIFECYCLE_POLICY_FIELDS: Fields =
-    Fields { kind: crate::LIFECYCLE_POLICY, fields: &[Field::in_place("policy").set_by(&["PutLifecyclePolicy"])] };
 
 /// A call names a repository by `repositoryName` (in this account's registry: another's is
 /// named by `registryId`) or by its ARN (`TagResource`).

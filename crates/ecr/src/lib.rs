@@ -13,13 +13,12 @@
 
 mod describe;
 pub mod expiry;
-mod generate;
 mod impact;
 mod lifecycle;
+mod repository;
 mod runner;
 mod section;
 mod spec;
-mod terraform;
 pub mod usage;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,21 +26,22 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::expiry::{Expiry, Image, Policy};
 use async_trait::async_trait;
 use aws_sdk_ecr as ecr;
-use reconcile_aws::{Parallelism, absent_if, after_create, failed, gone_if, has_code, visible_tags};
+use reconcile_aws::{Parallelism, absent_if, after_create, failed, gone_if, visible_tags};
 use reconcile_core::json::tag_changes;
 use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Impact, Observed, Severity};
 use reconcile_core::reconciler::{Assessment, Observations};
 use reconcile_core::{Account, Address, Applied, Destroy, Progress, ReconcileError, Reconciler, ResourceKind};
 
 pub use describe::{DESCRIPTION, ecr_reconciler, reconciler};
+use lifecycle::LifecyclePolicySpec;
 pub use lifecycle::{canonical_policy, canonical_policy_text};
+use repository::{LiveRepository, RepositorySpec, RepositoryState};
 pub use runner::creatable;
 pub use section::{
     AGE_BASED_UNTAGGED_EXPIRY, ALLOW_TAGGED_EXPIRY, CLAIM, Ecr, EcrRepository, EncryptionType, FEW_UNTAGGED_KEPT,
     LifecyclePolicy, TAGGED_EXPIRY, TagMutability, UNTAGGED_NEVER_EXPIRE, declared,
 };
 pub use spec::desired;
-use spec::{LifecyclePolicySpec, RepositorySpec, RepositoryState};
 
 /// Finding code: a repository desired.toml does not declare. Stable; never reused.
 pub const UNDECLARED_REPOSITORY: &str = "D101";
@@ -232,17 +232,6 @@ pub fn prunes(change: &Change) -> bool {
     matches!(EcrKind::of(&change.address), Ok(EcrKind::Repository)) && change.action == Action::Delete
 }
 
-/// What one repository looks like in AWS, as far as this reconciler cares.
-#[derive(Clone)]
-struct LiveRepository {
-    arn: String,
-    image_tag_mutability: String,
-    scan_on_push: bool,
-    /// AWS's default when ECR leaves it out.
-    encryption_type: String,
-    kms_key: Option<String>,
-}
-
 #[async_trait]
 impl Reconciler for EcrReconciler {
     fn kinds(&self) -> &'static [ResourceKind] {
@@ -281,7 +270,7 @@ impl Reconciler for EcrReconciler {
                 let field = |name: &str| fields.get(name).unwrap_or(&serde_json::Value::Null);
                 match EcrKind::of(&address)? {
                     EcrKind::Repository => {
-                        findings.extend(self.foreign_access(&address, field("repository_policy")));
+                        findings.extend(self.foreign_access(&address, crate::repository::policy(fields)));
                     }
                     EcrKind::LifecyclePolicy => {
                         let allowed = desired.iter().any(|r| r.address == address && r.overrides(ALLOW_TAGGED_EXPIRY));
@@ -461,7 +450,7 @@ impl Reconciler for EcrReconciler {
 
     /// A repository whose encryption differs is a replacement: ECR sets it only on creation.
     fn diff(&self, address: &Address, desired: Option<&DesiredResource>, observed: &Observed) -> Option<Change> {
-        let replacing = crate::describe::REPOSITORY_FIELDS.create_only();
+        let replacing = crate::repository::FIELDS.create_only();
         reconcile_core::plan::diff_replacing(address, desired, observed, crate::REPOSITORY, &replacing)
     }
 
@@ -592,14 +581,7 @@ impl EcrReconciler {
             arn: repository.arn.clone(),
             images: Some(images.len() as u64),
             image_bytes: Some(images.iter().map(|i| i.size).sum()),
-            spec: RepositorySpec {
-                image_tag_mutability: repository.image_tag_mutability.clone(),
-                scan_on_push: repository.scan_on_push,
-                encryption_type: repository.encryption_type.clone(),
-                kms_key: repository.kms_key.clone(),
-                tags,
-                repository_policy: None,
-            },
+            spec: repository.spec(tags, None),
         };
         Ok(Undeclared {
             finding,
@@ -673,21 +655,14 @@ impl EcrReconciler {
                 )
                 .await;
                 let tags = tags?;
-                let repository_policy = absent_if(policy, &NO_REPOSITORY_POLICY)
+                let policy = absent_if(policy, &NO_REPOSITORY_POLICY)
                     .map_err(failed(Some(address), "read repository policy"))?
                     .and_then(|output| output.policy_text().map(reconcile_core::json::parse_document));
                 Observed::Present(reconcile_core::spec::attributes(&RepositoryState {
                     arn: repository.arn.clone(),
                     images: None,
                     image_bytes: None,
-                    spec: RepositorySpec {
-                        image_tag_mutability: repository.image_tag_mutability.clone(),
-                        scan_on_push: repository.scan_on_push,
-                        encryption_type: repository.encryption_type.clone(),
-                        kms_key: repository.kms_key.clone(),
-                        tags,
-                        repository_policy,
-                    },
+                    spec: repository.spec(tags, policy),
                 }))
             }
         };
@@ -723,126 +698,6 @@ impl EcrReconciler {
             }
             None => Ok(Observed::Absent),
         }
-    }
-
-    async fn create_repository(&self, change: &Change) -> Result<Applied, ReconcileError> {
-        let address = &change.address;
-        let after: RepositorySpec = reconcile_core::spec::after(change)?;
-        let tags = tag_list(&after.tags);
-        let response = self
-            .client
-            .create_repository()
-            .repository_name(&address.name)
-            .image_tag_mutability(after.image_tag_mutability.as_str().into())
-            .image_scanning_configuration(
-                ecr::types::ImageScanningConfiguration::builder().scan_on_push(after.scan_on_push).build(),
-            )
-            .encryption_configuration(encryption(&address.name, &after)?)
-            .set_tags((!tags.is_empty()).then_some(tags))
-            .send()
-            .await;
-        match response {
-            Ok(_) => Ok(Applied::Done),
-            // Made since the plan was read: by the nightly's `--ensure-ecr`, or by this
-            // deployment's apply killed after its create, as this deployment's (converged), or by
-            // someone else (refused: taking it over is an import's, reviewed).
-            Err(error) if has_code(&error, &["RepositoryAlreadyExistsException"]) => {
-                let current_tags = self.tags(address, &self.repository_arn(&address.name)).await?;
-                let operation = "create repository";
-                reconcile_core::ownership::made_meanwhile(
-                    &current_tags,
-                    &after.tags,
-                    address,
-                    operation,
-                    &address.name,
-                )?;
-                self.converge_repository(change, None, &current_tags).await?;
-                Ok(Applied::Adopted)
-            }
-            Err(error) => Err(failed(Some(address), "create repository")(error)),
-        }
-    }
-
-    /// Makes a repository's settings and tags match the change's desired fields, touching only
-    /// what differs from `before` (everything, when `before` is unknown).
-    async fn converge_repository(
-        &self,
-        change: &Change,
-        before: Option<&RepositorySpec>,
-        current_tags: &BTreeMap<String, String>,
-    ) -> Result<(), ReconcileError> {
-        let address = &change.address;
-        let after: RepositorySpec = reconcile_core::spec::after(change)?;
-        let name = &address.name;
-        let arn = self.repository_arn(name);
-        // The mark first, alone: what apply writes next is granted by it (an import's writes
-        // are the apply role's once the repository is ours), and a build running meanwhile
-        // reaches the repository through it.
-        if let Some(mark) = after.tags.get(reconcile_core::ownership::MARK_KEY)
-            && current_tags.get(reconcile_core::ownership::MARK_KEY) != Some(mark)
-        {
-            let tag = ecr::types::Tag::builder().key(reconcile_core::ownership::MARK_KEY).value(mark).build();
-            self.client
-                .tag_resource()
-                .resource_arn(&arn)
-                .tags(tag.map_err(ReconcileError::of(address, "build the mark"))?)
-                .send()
-                .await
-                .map_err(failed(Some(address), "mark the repository as this deployment's"))?;
-        }
-        if before.is_none_or(|b| b.image_tag_mutability != after.image_tag_mutability) {
-            self.client
-                .put_image_tag_mutability()
-                .repository_name(name)
-                .image_tag_mutability(after.image_tag_mutability.as_str().into())
-                .send()
-                .await
-                .map_err(failed(Some(address), "set image tag mutability"))?;
-        }
-        if before.is_none_or(|b| b.scan_on_push != after.scan_on_push) {
-            self.client
-                .put_image_scanning_configuration()
-                .repository_name(name)
-                .image_scanning_configuration(
-                    ecr::types::ImageScanningConfiguration::builder().scan_on_push(after.scan_on_push).build(),
-                )
-                .send()
-                .await
-                .map_err(failed(Some(address), "set scan on push"))?;
-        }
-        if before.is_none_or(|b| b.repository_policy != after.repository_policy) {
-            self.set_repository_policy(address, after.repository_policy.as_ref()).await?;
-        }
-        // The mark, set above, is among the tags it has now.
-        let mut current_tags = current_tags.clone();
-        current_tags
-            .extend(after.tags.get_key_value(reconcile_core::ownership::MARK_KEY).map(|(k, v)| (k.clone(), v.clone())));
-        self.retag(address, &arn, &current_tags, &after.tags).await
-    }
-
-    /// Sets the repository's policy, or deletes it when it should have none.
-    async fn set_repository_policy(
-        &self,
-        address: &Address,
-        policy: Option<&serde_json::Value>,
-    ) -> Result<(), ReconcileError> {
-        let name = &address.name;
-        match policy {
-            Some(policy) => {
-                self.client
-                    .set_repository_policy()
-                    .repository_name(name)
-                    .policy_text(reconcile_core::json::to_compact(policy))
-                    .send()
-                    .await
-                    .map_err(failed(Some(address), "set repository policy"))?;
-            }
-            None => {
-                let response = self.client.delete_repository_policy().repository_name(name).send().await;
-                gone_if(response, &NO_REPOSITORY_POLICY).map_err(failed(Some(address), "delete repository policy"))?;
-            }
-        }
-        Ok(())
     }
 
     /// Takes the repository's tags from `current` to `wanted`: what is not wanted removed, what
@@ -1000,28 +855,6 @@ struct Undeclared {
     pruned: Option<Result<(Address, Observed), Finding>>,
 }
 
-impl EcrReconciler {
-    /// A listed repository as this reconciler keeps it; the ARN made from its name when ECR
-    /// leaves it out.
-    fn live_repository(&self, repository: &ecr::types::Repository) -> Option<(String, LiveRepository)> {
-        let name = repository.repository_name()?;
-        let arn = repository.repository_arn().map_or_else(|| self.repository_arn(name), str::to_owned);
-        Some((
-            name.to_owned(),
-            LiveRepository {
-                arn,
-                image_tag_mutability: repository.image_tag_mutability().map_or("MUTABLE", |m| m.as_str()).to_owned(),
-                scan_on_push: repository.image_scanning_configuration().is_some_and(|c| c.scan_on_push()),
-                encryption_type: repository
-                    .encryption_configuration()
-                    .map_or(AES256, |c| c.encryption_type().as_str())
-                    .to_owned(),
-                kms_key: repository.encryption_configuration().and_then(|c| c.kms_key()).map(str::to_owned),
-            },
-        ))
-    }
-}
-
 /// [`MARKED_UNDECLARED`] for the repository `name`, which carries the mark `key = value`.
 fn marked_undeclared(address: Address, name: &str, key: &str, value: &str) -> Finding {
     Finding {
@@ -1036,18 +869,6 @@ fn marked_undeclared(address: Address, name: &str, key: &str, value: &str) -> Fi
         ),
         overridden_by: None,
     }
-}
-
-/// The encryption a repository is made with, as desired.
-fn encryption(name: &str, spec: &RepositorySpec) -> Result<ecr::types::EncryptionConfiguration, ReconcileError> {
-    ecr::types::EncryptionConfiguration::builder()
-        .encryption_type(spec.encryption_type.as_str().into())
-        .set_kms_key(spec.kms_key.clone())
-        .build()
-        .map_err(|error| {
-            let address = Address::new(crate::REPOSITORY, name);
-            ReconcileError::new(Some(&address), "create repository", error.to_string())
-        })
 }
 
 /// D103 when a live lifecycle policy can expire (or archive) tagged images.

@@ -1,5 +1,10 @@
-//! The canonical form of an ECR lifecycle policy, in which two policies that mean the same are
-//! byte-for-byte equal.
+//! `ecr_lifecycle_policy.<name>`: a repository's lifecycle policy, its one field, its Terraform
+//! resource, and its canonical form, in which two policies that mean the same are byte-for-byte
+//! equal.
+//!
+//! | reconcile | provider resource | arguments |
+//! |---|---|---|
+//! | `ecr_lifecycle_policy.<name>` | `aws_ecr_lifecycle_policy.repository["<name>"]` | `repository`, `policy` (JSON string) |
 //!
 //! The policy is canonicalized as a JSON value rather than through a struct, so that a field
 //! this code does not know about still counts as a difference: the Terraform provider's typed
@@ -7,8 +12,38 @@
 
 use std::cmp::Ordering;
 
+use reconcile_core::Account;
+use reconcile_core::fields::{Field, Fields};
 use reconcile_core::json::sort_set;
-use serde_json::{Map, Value};
+use reconcile_core::terraform::{Provider, ProviderResource, policy_string};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+/// `ecr_lifecycle_policy.<name>`: the policy document in canonical form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct LifecyclePolicySpec {
+    pub policy: Value,
+}
+
+/// A lifecycle policy's one field.
+pub const FIELDS: Fields =
+    Fields { kind: crate::LIFECYCLE_POLICY, fields: &[Field::in_place("policy").set_by(&["PutLifecyclePolicy"])] };
+
+pub(crate) fn terraform(account: &Account, name: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
+    vec![
+        ProviderResource::new(
+            Provider::Aws,
+            "aws_ecr_lifecycle_policy",
+            "repository",
+            json!({
+                "repository": name,
+                "policy": policy_string(fields.get("policy").unwrap_or(&Value::Null)),
+            }),
+        )
+        .referring(crate::repository::TERRAFORM_ADDRESS)
+        .computing(json!({ "id": name, "registry_id": account.id })),
+    ]
+}
 
 /// Canonicalizes a lifecycle policy:
 /// - rules sorted by `rulePriority` (ECR reorders them itself);

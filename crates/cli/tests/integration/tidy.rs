@@ -7,7 +7,7 @@ use reconcile_test_support::{emulator, workspace_root};
 
 use crate::support::{command, reconcile};
 
-fn files_under(dir: &Path, extension: &str, found: &mut Vec<PathBuf>) {
+pub(crate) fn files_under(dir: &Path, extension: &str, found: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
