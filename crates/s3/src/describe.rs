@@ -3,39 +3,12 @@
 //! it.
 
 use reconcile_core::describe::{Access, Description, Index, KindTrail, Runner};
-use reconcile_core::fields::{Field, Fields};
+use reconcile_core::terraform::Mapping;
 use reconcile_core::{Account, Desired};
 use serde_json::{Value, json};
 
 use crate::S3Kind;
 use crate::section::{APPLY_LOCK_KEY, Bucket, declared};
-
-/// A bucket's fields: its name names it (Terraform's `bucket`); each setting is its own call.
-pub const BUCKET_FIELDS: Fields = Fields {
-    kind: crate::BUCKET,
-    fields: &[
-        Field::identity("name").in_terraform("bucket"),
-        Field::in_place("block_public_access").set_by(&["PutBucketPublicAccessBlock", "DeleteBucketPublicAccessBlock"]),
-        Field::in_place("encryption").set_by(&["PutBucketEncryption", "DeleteBucketEncryption"]),
-        Field::in_place("tags").set_by(&["PutBucketTagging", "DeleteBucketTagging"]),
-        Field::in_place("policy").set_by(&["PutBucketPolicy", "DeleteBucketPolicy"]),
-        Field::in_place("object_ownership").set_by(&["PutBucketOwnershipControls", "DeleteBucketOwnershipControls"]),
-        Field::in_place("acl_grants").set_by(&["PutBucketAcl"]),
-        Field::in_place("versioning").set_by(&["PutBucketVersioning"]),
-        Field::in_place("replication").set_by(&["PutBucketReplication", "DeleteBucketReplication"]),
-        Field::in_place("website").set_by(&["PutBucketWebsite", "DeleteBucketWebsite"]),
-        Field::in_place("access_logging").set_by(&["PutBucketLogging"]),
-    ],
-};
-
-/// A bucket's lifecycle configuration: its rules, on the bucket it names.
-pub const LIFECYCLE_FIELDS: Fields = Fields {
-    kind: crate::BUCKET_LIFECYCLE,
-    fields: &[
-        Field::identity("bucket"),
-        Field::in_place("rules").set_by(&["PutBucketLifecycle", "DeleteBucketLifecycle"]),
-    ],
-};
 
 /// Every event that changes a bucket's settings, as CloudTrail names them (`PutBucketLifecycle`
 /// for `PutBucketLifecycleConfiguration`, `PutBucketPublicAccessBlock` for
@@ -111,9 +84,12 @@ pub const DESCRIPTION: Description = Description {
             names,
         },
     ],
-    fields: &[BUCKET_FIELDS, LIFECYCLE_FIELDS],
-    terraform: crate::terraform::MAPPINGS,
-    generate: crate::generate::generate,
+    fields: &[crate::bucket::FIELDS, crate::lifecycle::FIELDS],
+    terraform: &[
+        Mapping { kind: crate::BUCKET, map: crate::bucket::terraform, unmapped: "" },
+        Mapping { kind: crate::BUCKET_LIFECYCLE, map: crate::lifecycle::terraform, unmapped: "" },
+    ],
+    generate: crate::section::generate,
     variables: reconcile_core::describe::derives_no_variables,
 };
 

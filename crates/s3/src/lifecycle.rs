@@ -4,11 +4,130 @@
 //! `Prefix`; all of them mean "the whole bucket" or "this prefix" and become `"prefix"`. Fields
 //! this reconciler does not declare (transitions, tag filters, ...) are kept, so a rule that
 //! does more than desired.toml says is drift rather than invisible.
+//!
+//! | reconcile | provider resource | arguments |
+//! |---|---|---|
+//! | `s3_bucket_lifecycle.<key>` | `aws_s3_bucket_lifecycle_configuration.bucket["<key>"]` | `bucket`, `rule[].{id,status,filter[0].prefix,expiration[0].days,abort_incomplete_multipart_upload[0].days_after_initiation}`; a live rule's other fields as reconcile reads them |
 
 use crate::section::S3LifecycleRule;
 use aws_sdk_s3 as s3;
+use reconcile_aws::{absent_if, after_create, failed, gone_if};
+use reconcile_core::fields::{Field, Fields};
 use reconcile_core::json::{object, to_compact};
+use reconcile_core::plan::{Change, Observed};
+use reconcile_core::spec::attributes;
+use reconcile_core::terraform::ProviderResource;
+use reconcile_core::{Account, Address, Applied, ReconcileError};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
+
+/// `s3_bucket_lifecycle.<key>`: the bucket's lifecycle rules, in canonical form and order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct BucketLifecycleSpec {
+    pub bucket: String,
+    pub rules: Vec<Value>,
+}
+
+/// A bucket's lifecycle configuration: its rules, on the bucket it names.
+pub const FIELDS: Fields = Fields {
+    kind: crate::BUCKET_LIFECYCLE,
+    fields: &[
+        Field::identity("bucket"),
+        Field::in_place("rules").set_by(&["PutBucketLifecycle", "DeleteBucketLifecycle"]),
+    ],
+};
+
+impl crate::S3Reconciler {
+    pub(crate) async fn observe_lifecycle(&self, address: &Address, name: &str) -> Result<Observed, ReconcileError> {
+        let response =
+            self.parallelism.send(|| self.client.get_bucket_lifecycle_configuration().bucket(name).send()).await;
+        match absent_if(response, &["NoSuchLifecycleConfiguration"])
+            .map_err(failed(Some(address), "read lifecycle configuration"))?
+        {
+            Some(output) if !output.rules().is_empty() => {
+                let mut rules: Vec<_> = output.rules().iter().map(observed_rule).collect();
+                sort_rules(&mut rules);
+                Ok(Observed::Present(attributes(&BucketLifecycleSpec { bucket: name.to_owned(), rules })))
+            }
+            _ => Ok(Observed::Absent),
+        }
+    }
+
+    pub(crate) async fn put_lifecycle(&self, change: &Change) -> Result<Applied, ReconcileError> {
+        let address = &change.address;
+        let after: BucketLifecycleSpec = reconcile_core::spec::after(change)?;
+        let rules = after
+            .rules
+            .iter()
+            .map(sdk_rule)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|why| ReconcileError::new(Some(address), "build lifecycle rules", why))?;
+        let configuration = s3::types::BucketLifecycleConfiguration::builder()
+            .set_rules(Some(rules))
+            .build()
+            .map_err(ReconcileError::of(address, "build lifecycle rules"))?;
+        // Right after the bucket is created, S3 may not show it everywhere yet.
+        let request = || {
+            self.client
+                .put_bucket_lifecycle_configuration()
+                .bucket(&after.bucket)
+                .lifecycle_configuration(configuration.clone())
+                .send()
+        };
+        after_create(request, &["NoSuchBucket"]).await.map_err(failed(Some(address), "put lifecycle configuration"))?;
+        Ok(Applied::Done)
+    }
+
+    pub(crate) async fn delete_lifecycle(&self, change: &Change) -> Result<Applied, ReconcileError> {
+        let address = &change.address;
+        let before = reconcile_core::spec::before::<BucketLifecycleSpec>(change)?.ok_or_else(|| {
+            ReconcileError::new(Some(address), "delete lifecycle configuration", "the change has no observed fields")
+        })?;
+        let response = self.client.delete_bucket_lifecycle().bucket(&before.bucket).send().await;
+        gone_if(response, &["NoSuchLifecycleConfiguration", "NoSuchBucket"])
+            .map_err(failed(Some(address), "delete lifecycle configuration"))?;
+        Ok(Applied::Done)
+    }
+}
+
+pub(crate) fn terraform(_: &Account, _key: &str, fields: &Map<String, Value>) -> Vec<ProviderResource> {
+    let rules: Vec<Value> = fields
+        .get("rules")
+        .and_then(Value::as_array)
+        .map(|rules| rules.iter().map(provider_rule).collect())
+        .unwrap_or_default();
+    vec![crate::bucket::part(
+        "aws_s3_bucket_lifecycle_configuration",
+        json!({ "bucket": fields.get("bucket"), "rule": rules }),
+    )]
+}
+
+/// One canonical rule in the provider's shape; what the provider shape here does not name is
+/// kept under reconcile's name, so a live rule that does more still differs.
+fn provider_rule(rule: &Value) -> Value {
+    let Value::Object(fields) = rule else { return rule.clone() };
+    let mut out = Map::new();
+    for (key, value) in fields {
+        match key.as_str() {
+            "id" | "status" => {
+                out.insert(key.clone(), value.clone());
+            }
+            "prefix" => {
+                out.insert("filter".to_owned(), json!([{ "prefix": value }]));
+            }
+            "expiration_days" => {
+                out.insert("expiration".to_owned(), json!([{ "days": value }]));
+            }
+            "abort_incomplete_multipart_upload_days" => {
+                out.insert("abort_incomplete_multipart_upload".to_owned(), json!([{ "days_after_initiation": value }]));
+            }
+            _ => {
+                out.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    Value::Object(out)
+}
 
 /// The canonical form of a rule from desired.toml.
 pub fn desired_rule(rule: &S3LifecycleRule) -> Value {

@@ -1,14 +1,18 @@
 //! The `[s3]` section of desired.toml: buckets (the sccache bucket), their protection, tags and
-//! lifecycle rules. This crate claims it ([`CLAIM`]); [`declared`] is what it holds.
+//! lifecycle rules. This crate claims it ([`CLAIM`]); [`declared`] is what it holds, and
+//! [`generate`] writes it for `import --generate`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use reconcile_core::Desired;
 use reconcile_core::desired::{
-    Case, Claim, DesiredError, Locator, Section, Template, check_key, check_unique_names, convert_tags, schema_of,
+    Case, Claim, DesiredError, Locator, Reference, Section, Template, check_key, check_unique_names, convert_tags,
+    schema_of,
 };
+use reconcile_core::generate::{Entry, Found, Generated, key_for, templated};
+use reconcile_core::{Account, Desired};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde_json::{Map, Value, json};
 use toml::Spanned;
 
 /// `[s3]`, listed after `[ecr]` where the file's keys are.
@@ -254,6 +258,73 @@ fn check_bucket_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+// `import --generate`'s half of the section: the buckets the account holds and desired.toml does
+// not declare, as `[s3.buckets.<key>]` with their names templated on the account.
+
+/// desired.toml's lines for the buckets in `found`: `name` (the account id as `${account_id}`),
+/// `block_public_access` when it is off, `tags`, and `lifecycle_rules` when every rule is one
+/// desired.toml can say (otherwise the lifecycle is left unmanaged, and that is said).
+pub fn generate(found: &[&Found], desired: &Desired, account: &Account, _references: &[Reference]) -> Generated {
+    let mut generated = Generated::default();
+    let account = account.id.clone();
+    let mut taken: Vec<String> = declared(desired).buckets.iter().map(|b| b.key.clone()).collect();
+    for found in found {
+        let live = &found.live;
+        let key = key_for(&found.name, desired, &account, "bucket", &taken);
+        taken.push(key.clone());
+        let table = ["s3", "buckets", key.as_str()];
+        let name = if account.is_empty() { found.name.clone() } else { templated(&found.name, &account) };
+        generated.push(&found.name, Entry::new(&table, "name", json!(name)));
+        let blocked = live.get("block_public_access").and_then(Value::as_object);
+        if blocked.is_some_and(|b| b.values().all(|v| v == &json!(false))) {
+            generated.push(&found.name, Entry::new(&table, "block_public_access", json!(false)));
+        }
+        if let Some(tags) = live.get("tags").and_then(Value::as_object).filter(|tags| !tags.is_empty()) {
+            generated.push(&found.name, Entry::new(&table, "tags", Value::Object(tags.clone())));
+        }
+        match live.get("lifecycle_rules").and_then(Value::as_array) {
+            None => {}
+            Some(rules) => match rules.iter().map(rule).collect::<Result<Vec<Value>, String>>() {
+                Ok(rules) => generated
+                    .push(&found.name, Entry::new(&table, "lifecycle_rules", Value::Array(rules)).ordered(&RULE_ORDER)),
+                Err(why) => generated.notes.push(format!(
+                    "bucket `{}`: its lifecycle rules are left unmanaged (no `lifecycle_rules`): {why}",
+                    found.name
+                )),
+            },
+        }
+    }
+    generated
+}
+
+/// A rule's keys as desired.toml's reference gives them.
+const RULE_ORDER: [&str; 5] = ["id", "status", "prefix", "expiration_days", "abort_incomplete_multipart_upload_days"];
+
+/// A live rule (canonical) as desired.toml's `lifecycle_rules` entry, or why it cannot be one.
+fn rule(live: &Value) -> Result<Value, String> {
+    let Some(fields) = live.as_object() else { return Err("a rule is not an object".into()) };
+    let id = fields.get("id").and_then(Value::as_str).unwrap_or_default();
+    if let Some(other) = fields.keys().find(|key| !RULE_ORDER.contains(&key.as_str())) {
+        return Err(format!("rule `{id}` has `{other}`, which desired.toml cannot declare"));
+    }
+    if fields.get("expiration_days").and_then(Value::as_u64).is_none() {
+        return Err(format!("rule `{id}` expires nothing by age, which desired.toml cannot declare"));
+    }
+    let mut out = Map::new();
+    out.insert("id".into(), json!(id));
+    if fields.get("status").and_then(Value::as_str) == Some("Disabled") {
+        out.insert("status".into(), json!("Disabled"));
+    }
+    if let Some(prefix) = fields.get("prefix").and_then(Value::as_str).filter(|p| !p.is_empty()) {
+        out.insert("prefix".into(), json!(prefix));
+    }
+    out.insert("expiration_days".into(), fields["expiration_days"].clone());
+    if let Some(days) = fields.get("abort_incomplete_multipart_upload_days") {
+        out.insert("abort_incomplete_multipart_upload_days".into(), days.clone());
+    }
+    Ok(Value::Object(out))
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -427,5 +498,19 @@ name = "cache-${account_id}"
                 .unwrap_err()
                 .to_string();
         assert!(unclaimed.starts_with("desired.toml:2:2: `s3`: unknown field `s3`"), "{unclaimed}");
+    }
+}
+
+#[cfg(test)]
+mod generate_tests {
+    use super::*;
+
+    #[test]
+    fn a_rule_desired_toml_can_say_is_written_as_it_would_be_and_another_is_refused_with_why() {
+        let live = json!({"id": "x", "status": "Enabled", "prefix": "", "expiration_days": 30});
+        assert_eq!(rule(&live), Ok(json!({"id": "x", "expiration_days": 30})));
+        let transitions =
+            json!({"id": "t", "status": "Enabled", "prefix": "", "expiration_days": 30, "transitions": []});
+        assert_eq!(rule(&transitions), Err("rule `t` has `transitions`, which desired.toml cannot declare".into()));
     }
 }
