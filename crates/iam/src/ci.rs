@@ -13,7 +13,7 @@ use reconcile_core::Account;
 use reconcile_core::describe::Catalog;
 use reconcile_core::desired::Desired;
 
-use crate::ci_section::{CiRole, GITHUB_OIDC_AUDIENCE, GITHUB_OIDC_HOST};
+use crate::section::ci::{CiRole, GITHUB_OIDC_AUDIENCE, GITHUB_OIDC_HOST};
 use serde_json::{Value, json};
 
 use crate::derive::{INLINE_POLICY_LIMIT, size};
@@ -334,7 +334,7 @@ pub fn administrator_policy(desired: &Desired, account: &Account, catalog: &Cata
 #[cfg(test)]
 mod tests {
 
-    use crate::ci_section::CiPurpose;
+    use crate::section::ci::CiPurpose;
 
     use super::*;
     use crate::policy::canonical;

@@ -39,7 +39,8 @@ pub fn inline_policy(desired: &Desired, catalog: &Catalog, role: &Role, account:
             "the derived inline policy `{}` of role `{}` would be {n_characters} characters, over IAM's limit of \
              {INLINE_POLICY_LIMIT} for a role's inline policies, with the repositories a build pushes to grouped by \
              every shared name prefix (those it may make are named exactly); split the repositories across roles",
-            role.policy_name, role.name,
+            role.inline_policy(),
+            role.name,
         ));
     }
     Ok(policy)

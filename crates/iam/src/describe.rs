@@ -4,7 +4,6 @@
 
 use reconcile_core::ResourceKind as K;
 use reconcile_core::describe::{Access, Description, Index, KindTrail};
-use reconcile_core::fields::{Field, Fields};
 use reconcile_core::{Account, Desired};
 use serde_json::{Value, json};
 
@@ -24,51 +23,6 @@ const ROLE_EVENTS: &[&str] = &[
     "AttachRolePolicy",
     "DetachRolePolicy",
 ];
-
-/// A role's fields (the runner's and the CI roles').
-const ROLE: &[Field] = &[
-    Field::identity("name"),
-    Field::in_place("assume_role_policy").set_by(&["UpdateAssumeRolePolicy"]),
-    Field::in_place("description").set_by(&["UpdateRole", "UpdateRoleDescription"]),
-    Field::in_place("max_session_duration").set_by(&["UpdateRole"]),
-    Field::in_place("tags").set_by(&["TagRole", "UntagRole"]),
-    Field::in_place("permissions_boundary").set_by(&["PutRolePermissionsBoundary", "DeleteRolePermissionsBoundary"]),
-];
-
-/// An inline policy's fields: the role it is on and its name name it, as Terraform's `role`
-/// and `name`.
-const ROLE_POLICY: &[Field] = &[
-    Field::identity("role"),
-    Field::identity("policy_name").in_terraform("name"),
-    Field::in_place("document").set_by(&["PutRolePolicy"]),
-];
-
-pub const ROLE_FIELDS: Fields = Fields { kind: crate::ROLE, fields: ROLE };
-pub const CI_ROLE_FIELDS: Fields = Fields { kind: crate::CI_ROLE, fields: ROLE };
-pub const ROLE_POLICY_FIELDS: Fields = Fields { kind: crate::ROLE_POLICY, fields: ROLE_POLICY };
-pub const CI_ROLE_POLICY_FIELDS: Fields = Fields { kind: crate::CI_ROLE_POLICY, fields: ROLE_POLICY };
-
-/// The boundary's fields: IAM sets a managed policy's description only when it makes it.
-pub const BOUNDARY_FIELDS: Fields = Fields {
-    kind: crate::ROLE_BOUNDARY,
-    fields: &[
-        Field::identity("name"),
-        Field::in_place("document").set_by(&["CreatePolicyVersion", "SetDefaultPolicyVersion"]),
-        Field::create_only("description").set_by(&["CreatePolicy"]),
-        Field::in_place("tags").set_by(&["TagPolicy", "UntagPolicy"]),
-    ],
-};
-
-/// GitHub's identity provider's fields: its URL names it.
-pub const PROVIDER_FIELDS: Fields = Fields {
-    kind: crate::OIDC_PROVIDER,
-    fields: &[
-        Field::identity("url"),
-        Field::in_place("client_ids")
-            .set_by(&["AddClientIDToOpenIDConnectProvider", "RemoveClientIDFromOpenIDConnectProvider"]),
-        Field::in_place("tags").set_by(&["TagOpenIDConnectProvider", "UntagOpenIDConnectProvider"]),
-    ],
-};
 
 const fn role(kind: K, findings: &'static [(&'static str, &'static [&'static str])]) -> KindTrail {
     KindTrail {
@@ -113,7 +67,7 @@ pub fn reconciler(clients: &reconcile_aws::Clients<'_>) -> Box<dyn reconcile_cor
 pub const DESCRIPTION: Description = Description {
     name: "iam",
     kinds: IamKind::KINDS,
-    sections: &[crate::section::CLAIM, crate::ci_section::CLAIM],
+    sections: &[crate::section::CLAIM, crate::section::ci::CLAIM],
     desired: crate::spec::desired,
     access: Access { reads, administers, ..Access::NONE },
     trail: &[
@@ -165,9 +119,16 @@ pub const DESCRIPTION: Description = Description {
             names: provider_names,
         },
     ],
-    fields: &[BOUNDARY_FIELDS, ROLE_FIELDS, CI_ROLE_FIELDS, ROLE_POLICY_FIELDS, CI_ROLE_POLICY_FIELDS, PROVIDER_FIELDS],
+    fields: &[
+        crate::boundary::FIELDS,
+        crate::role::FIELDS,
+        crate::role::CI_ROLE_FIELDS,
+        crate::role_policy::FIELDS,
+        crate::role_policy::CI_ROLE_POLICY_FIELDS,
+        crate::oidc_provider::FIELDS,
+    ],
     terraform: crate::terraform::MAPPINGS,
-    generate: crate::generate::generate,
+    generate: crate::section::generate,
     variables: reconcile_core::describe::derives_no_variables,
 };
 

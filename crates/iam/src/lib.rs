@@ -16,14 +16,16 @@
 //! account's one, shared by every deployment in it: made when missing, used as it is when
 //! someone else's (`reconcile_core::ownership::shared`), and never deleted.
 
+mod boundary;
 mod ci;
-mod ci_section;
 mod derive;
 mod describe;
 pub mod evaluate;
-mod generate;
+mod oidc_provider;
 mod policy;
 pub mod reach;
+mod role;
+mod role_policy;
 mod section;
 mod spec;
 mod terraform;
@@ -34,24 +36,26 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use aws_sdk_iam as iam;
-use reconcile_aws::{Parallelism, absent_if, after_create, failed, gone_if, has_code, visible_tags};
-use reconcile_core::json::{tag_changes, to_compact};
-use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Observed, Severity};
+use reconcile_aws::{Parallelism, absent_if, failed};
+use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Observed};
 use reconcile_core::reconciler::Observations;
-use reconcile_core::spec::attributes;
 use reconcile_core::{Account, Address, Applied, Progress, ReconcileError, Reconciler, ResourceKind};
 use serde_json::Value;
 
+use boundary::BoundarySpec;
 pub use ci::{administrator_policy, apply_policy, plan_policy, provider_arn, read_only_policy, trust_widening};
-pub use ci_section::{
-    CLAIM as CI_CLAIM, Ci, CiPurpose, CiRole, GITHUB_OIDC_AUDIENCE, GITHUB_OIDC_HOST, declared as declared_ci,
-};
 pub use derive::{INLINE_POLICY_LIMIT, MANAGED_POLICY_LIMIT, boundary_name, boundary_policy, inline_policy};
 pub use describe::{DESCRIPTION, reconciler};
+use oidc_provider::ProviderSpec;
 pub use policy::{canonical, canonical_text, percent_decode};
+use role::RoleSpec;
+pub use role::trust_policy;
+use role_policy::RolePolicySpec;
+pub use section::ci::{
+    CLAIM as CI_CLAIM, Ci, CiPurpose, CiRole, GITHUB_OIDC_AUDIENCE, GITHUB_OIDC_HOST, declared as declared_ci,
+};
 pub use section::{CLAIM, Iam, Role, declared};
-use spec::{BoundarySpec, ProviderSpec, RolePolicySpec, RoleSpec, RoleState};
-pub use spec::{desired, policy_arn, trust_policy};
+pub use spec::{desired, policy_arn};
 
 /// Finding code: a managed policy is attached to a managed role, widening it beyond what
 /// desired.toml derives (it replaced W101, a warning, which is retired). Stable; never reused.
@@ -77,7 +81,7 @@ pub const CI_TRUST_CHANGED: &str = "D108";
 pub const BOUNDARY_DESCRIPTION_DIFFERS: &str = "W102";
 
 /// Why a boundary is never replaced, and what to do instead.
-const BOUNDARY_REPLACED: &str = "IAM cannot change a managed policy's description, and replacing the \
+pub(crate) const BOUNDARY_REPLACED: &str = "IAM cannot change a managed policy's description, and replacing the \
      permissions boundary means deleting it while its role carries it, leaving the role unbounded until the \
      new one is put, which reconcile never does: set `boundary_description` to the live description (the \
      plan's `before`), or detach and delete the boundary by hand and apply again";
@@ -130,7 +134,7 @@ impl IamReconciler {
 
 /// The runner's roles and the CI roles are handled alike, each under kinds of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Family {
+pub(crate) enum Family {
     Runner,
     Ci,
 }
@@ -272,7 +276,7 @@ impl Reconciler for IamReconciler {
 
     /// A boundary whose description differs is a replacement: IAM sets it only on creation.
     fn diff(&self, address: &Address, desired: Option<&DesiredResource>, observed: &Observed) -> Option<Change> {
-        let replacing = crate::describe::BOUNDARY_FIELDS.create_only();
+        let replacing = crate::boundary::FIELDS.create_only();
         reconcile_core::plan::diff_replacing(address, desired, observed, crate::ROLE_BOUNDARY, &replacing)
     }
 
@@ -360,700 +364,11 @@ fn is_ci_identity(kind: ResourceKind) -> bool {
     matches!(kind, crate::OIDC_PROVIDER | crate::CI_ROLE | crate::CI_ROLE_POLICY)
 }
 
-impl IamReconciler {
-    async fn observe_role(
-        &self,
-        family: Family,
-        key: &str,
-        role: Option<&DesiredResource>,
-        policy: Option<&DesiredResource>,
-    ) -> Result<Observations, ReconcileError> {
-        let role_address = Address::new(family.role(), key);
-        let policy_address = Address::new(family.policy(), key);
-        let Some(role_name) = role.or(policy).map(|r| r.remote_name.as_str()) else {
-            return Ok(Observations::default());
-        };
-        let mut observations = Observations::default();
-
-        // The role, its attached policies and its inline policies' names take only its name:
-        // asked at once. When the role is missing, the other two fail for the same reason.
-        let (response, attached, names) = futures::join!(
-            self.parallelism.send(|| self.client.get_role().role_name(role_name).send()),
-            async {
-                match role {
-                    Some(_) => Some(self.attached_policies(&role_address, role_name).await),
-                    None => None,
-                }
-            },
-            async {
-                match policy {
-                    Some(_) => Some(self.inline_policy_names(&policy_address, role_name).await),
-                    None => None,
-                }
-            },
-        );
-        let live = absent_if(response, &[NO_SUCH_ENTITY]).map_err(failed(Some(&role_address), "read role"))?;
-        let Some(live) = live.and_then(|output| output.role) else {
-            for resource in [role, policy].into_iter().flatten() {
-                observations.resources.insert(resource.address.clone(), Observed::Absent);
-            }
-            return Ok(observations);
-        };
-
-        if role.is_some() {
-            let trust = live
-                .assume_role_policy_document()
-                .map_or(Value::Null, |text| policy::canonical_text(text, &self.account.partition));
-            let state = RoleState {
-                arn: live.arn().to_owned(),
-                path: live.path().to_owned(),
-                unique_id: live.role_id().to_owned(),
-                spec: RoleSpec {
-                    name: live.role_name().to_owned(),
-                    assume_role_policy: trust,
-                    description: live.description().unwrap_or_default().to_owned(),
-                    max_session_duration: live.max_session_duration().unwrap_or(3600),
-                    tags: visible_tags(live.tags().iter().map(|t| (t.key(), t.value()))),
-                    permissions_boundary: live
-                        .permissions_boundary()
-                        .and_then(|b| b.permissions_boundary_arn())
-                        .map(str::to_owned),
-                },
-            };
-            if family == Family::Ci
-                && let Some(role) = role
-            {
-                observations.findings.extend(self.widened_trust(&role_address, role, &state.spec)?);
-            }
-            observations.resources.insert(role_address.clone(), Observed::Present(attributes(&state)));
-        }
-        if let Some(attached) = attached {
-            observations.findings.extend(attached?);
-        }
-
-        if let (Some(policy), Some(names)) = (policy, names) {
-            let declared: RolePolicySpec = reconcile_core::spec::desired(policy)?;
-            let names = names?;
-            let reads = names.iter().map(|name| self.observe_inline_policy(&policy_address, role_name, name));
-            for (name, observed) in names.iter().zip(futures::future::join_all(reads).await) {
-                let observed = observed?;
-                let address = if *name == declared.policy_name {
-                    policy_address.clone()
-                } else {
-                    // Undeclared: planned as a delete.
-                    Address::member(family.policy(), key, name)
-                };
-                observations.resources.insert(address, observed);
-            }
-            observations.resources.entry(policy_address).or_insert(Observed::Absent);
-        }
-        Ok(observations)
-    }
-
-    /// Roles desired.toml does not declare that GitHub's provider can be used to assume (D107):
-    /// some workflow, of some repository, can act as them.
-    async fn github_roles(&self, desired: &[&DesiredResource]) -> Result<Vec<Finding>, ReconcileError> {
-        let declared: std::collections::BTreeSet<&str> = desired
-            .iter()
-            .filter(|r| matches!(r.address.kind, crate::ROLE | crate::CI_ROLE))
-            .map(|r| r.remote_name.as_str())
-            .collect();
-        let mut pages = self.client.list_roles().into_paginator().send();
-        let mut findings = Vec::new();
-        let mut read = reconcile_aws::Pages::default();
-        while let Some(page) = self.parallelism.send_once(|| pages.next()).await {
-            let page = page.map_err(failed(None, "list roles"))?;
-            read.page(page.marker(), None, "list roles")?;
-            for role in page.roles() {
-                if declared.contains(role.role_name()) {
-                    continue;
-                }
-                let trust = role
-                    .assume_role_policy_document()
-                    .map_or(Value::Null, |text| policy::canonical_text(text, &self.account.partition));
-                if let Some(subjects) = ci::github_subjects(&trust) {
-                    findings.push(Finding {
-                        code: UNDECLARED_GITHUB_ROLE.to_owned(),
-                        severity: Severity::Warning,
-                        // Addressed by a name no key can be (`check_key`), so never taken for a
-                        // declared role's: a public plan counts these, never names them.
-                        address: Some(undeclared_role(role.role_name())),
-                        message: format!(
-                            "role `{}` is not in desired.toml and trusts GitHub's OIDC provider ({}): the workflows \
-                             it admits can act as it; declare what they need under [ci], or delete it",
-                            role.role_name(),
-                            subjects.join("; ")
-                        ),
-                        overridden_by: None,
-                    });
-                }
-            }
-        }
-        Ok(findings)
-    }
-
-    /// What a CI role's live trust is, next to the derived one: the same (no finding); exactly
-    /// another subject (D108, the plan's change, naming who is trusted after it); or more than
-    /// the derived one admits (S104, naming what).
-    fn widened_trust(
-        &self,
-        address: &Address,
-        desired: &DesiredResource,
-        live: &RoleSpec,
-    ) -> Result<Option<Finding>, ReconcileError> {
-        let declared: RoleSpec = reconcile_core::spec::desired(desired)?;
-        if declared.assume_role_policy == live.assume_role_policy {
-            return Ok(None);
-        }
-        if let Some(trusted) = ci::other_subject(&live.assume_role_policy, &declared.assume_role_policy) {
-            let after = ci::derived_subject(&declared.assume_role_policy);
-            return Ok(Some(Finding {
-                code: CI_TRUST_CHANGED.to_owned(),
-                severity: Severity::Error,
-                address: Some(address.clone()),
-                message: format!(
-                    "this plan changes whom CI role `{}` trusts: after it, the runs whose subject is `{after}` can \
-                     act as it (desired.toml), where `{trusted}` can now (the account); check that the new subject \
-                     is this repository's; an administrator applies it",
-                    live.name
-                ),
-                overridden_by: None,
-            }));
-        }
-        let reasons = ci::trust_widening(&live.assume_role_policy, &declared.assume_role_policy);
-        Ok((!reasons.is_empty()).then(|| Finding {
-            code: CI_TRUST_WIDENED.to_owned(),
-            severity: Severity::Error,
-            address: Some(address.clone()),
-            message: format!(
-                "the trust policy of CI role `{}` admits more than desired.toml derives: {}; whoever it admits can act \
-                 as reconcile; an administrator's apply puts it back",
-                live.name,
-                reasons.join("; ")
-            ),
-            overridden_by: None,
-        }))
-    }
-
-    async fn observe_provider(&self, desired: &DesiredResource) -> Result<BTreeMap<Address, Observed>, ReconcileError> {
-        let address = &desired.address;
-        let response = self
-            .parallelism
-            .send(|| {
-                self.client.get_open_id_connect_provider().open_id_connect_provider_arn(&desired.remote_name).send()
-            })
-            .await;
-        let observed = match absent_if(response, &[NO_SUCH_ENTITY])
-            .map_err(failed(Some(address), "read the identity provider"))?
-        {
-            None => Observed::Absent,
-            Some(live) => {
-                // The audiences this deployment needs that it accepts: every deployment and team
-                // in the account shares it, so another's audience is neither drift nor removed.
-                let needed: Vec<String> = desired
-                    .attributes
-                    .get("client_ids")
-                    .and_then(serde_json::Value::as_array)
-                    .map(|ids| ids.iter().filter_map(|id| id.as_str().map(str::to_owned)).collect())
-                    .unwrap_or_default();
-                let mut client_ids: Vec<String> =
-                    live.client_id_list().iter().filter(|id| needed.contains(id)).cloned().collect();
-                client_ids.sort();
-                client_ids.dedup();
-                let spec = ProviderSpec {
-                    url: live.url().unwrap_or_default().trim_start_matches("https://").to_owned(),
-                    client_ids,
-                    tags: visible_tags(live.tags().iter().map(|t| (t.key(), t.value()))),
-                };
-                Observed::Present(attributes(&spec))
-            }
-        };
-        Ok(BTreeMap::from([(address.clone(), observed)]))
-    }
-
-    /// The boundary's default version and tags: `GetPolicy`, then the version it names.
-    async fn observe_boundary(&self, desired: &DesiredResource) -> Result<(Address, Observed), ReconcileError> {
-        let address = &desired.address;
-        let arn = desired.remote_name.as_str();
-        let response = self.parallelism.send(|| self.client.get_policy().policy_arn(arn).send()).await;
-        let Some(live) = absent_if(response, &[NO_SUCH_ENTITY])
-            .map_err(failed(Some(address), "read the permissions boundary"))?
-            .and_then(|output| output.policy)
-        else {
-            return Ok((address.clone(), Observed::Absent));
-        };
-        let version = live.default_version_id().unwrap_or("v1");
-        let document = self
-            .parallelism
-            .send(|| self.client.get_policy_version().policy_arn(arn).version_id(version).send())
-            .await
-            .map_err(failed(Some(address), "read the permissions boundary's document"))?
-            .policy_version
-            .and_then(|version| version.document)
-            .map_or(Value::Null, |text| policy::canonical_text(&text, &self.account.partition));
-        let spec = BoundarySpec {
-            name: live.policy_name().unwrap_or_default().to_owned(),
-            description: live.description().unwrap_or_default().to_owned(),
-            document,
-            tags: visible_tags(live.tags().iter().map(|t| (t.key(), t.value()))),
-        };
-        Ok((address.clone(), Observed::Present(attributes(&spec))))
-    }
-
-    async fn create_boundary(&self, change: &Change) -> Result<Applied, ReconcileError> {
-        let address = &change.address;
-        let after: BoundarySpec = reconcile_core::spec::after(change)?;
-        let tags = tag_list(&after.tags);
-        let response = self
-            .client
-            .create_policy()
-            .policy_name(&after.name)
-            .set_description((!after.description.is_empty()).then(|| after.description.clone()))
-            .policy_document(to_compact(&after.document))
-            .set_tags((!tags.is_empty()).then_some(tags))
-            .send()
-            .await;
-        match response {
-            Ok(_) => Ok(Applied::Done),
-            // Made since the plan was read: converged if this deployment made it (an apply
-            // killed after its create), refused otherwise.
-            Err(error) if has_code(&error, &["EntityAlreadyExists"]) => {
-                let live = self.live_boundary(address, &policy_arn(&self.account, &after.name)).await?;
-                let operation = "create the permissions boundary";
-                reconcile_core::ownership::made_meanwhile(&live.tags, &after.tags, address, operation, &after.name)?;
-                self.converge_boundary(change, Some(&live)).await?;
-                Ok(Applied::Adopted)
-            }
-            Err(error) => Err(failed(Some(address), "create the permissions boundary")(error)),
-        }
-    }
-
-    /// The boundary `arn` as it is now.
-    async fn live_boundary(&self, address: &Address, arn: &str) -> Result<BoundarySpec, ReconcileError> {
-        let desired = DesiredResource::new(address.clone(), arn, serde_json::Map::new());
-        match self.observe_boundary(&desired).await?.1 {
-            Observed::Present(fields) => serde_json::from_value(Value::Object(fields))
-                .map_err(|e| ReconcileError::new(Some(address), "read the permissions boundary", e.to_string())),
-            Observed::Absent => {
-                Err(ReconcileError::new(Some(address), "update the permissions boundary", "it is gone"))
-            }
-        }
-    }
-
-    /// A new default version when the document differs (a managed policy keeps at most five:
-    /// the oldest that is not the default goes first), and the tags.
-    async fn converge_boundary(&self, change: &Change, before: Option<&BoundarySpec>) -> Result<(), ReconcileError> {
-        let address = &change.address;
-        let after: BoundarySpec = reconcile_core::spec::after(change)?;
-        let arn = policy_arn(&self.account, &after.name);
-        let before = match before {
-            Some(before) => before.clone(),
-            None => self.live_boundary(address, &arn).await?,
-        };
-        if before.document != after.document {
-            let versions = self
-                .client
-                .list_policy_versions()
-                .policy_arn(&arn)
-                .send()
-                .await
-                .map_err(failed(Some(address), "list the permissions boundary's versions"))?;
-            let mut old: Vec<_> = versions.versions().iter().filter(|v| !v.is_default_version()).collect();
-            if versions.versions().len() >= 5 {
-                old.sort_by_key(|v| v.create_date().map(|d| (d.secs(), d.subsec_nanos())));
-                if let Some(oldest) = old.first().and_then(|v| v.version_id()) {
-                    self.client
-                        .delete_policy_version()
-                        .policy_arn(&arn)
-                        .version_id(oldest)
-                        .send()
-                        .await
-                        .map_err(failed(Some(address), "delete the permissions boundary's oldest version"))?;
-                }
-            }
-            self.client
-                .create_policy_version()
-                .policy_arn(&arn)
-                .policy_document(to_compact(&after.document))
-                .set_as_default(true)
-                .send()
-                .await
-                .map_err(failed(Some(address), "put the permissions boundary's new version"))?;
-        }
-        let (remove, set) = tag_changes(&before.tags, &after.tags);
-        if !remove.is_empty() {
-            self.client
-                .untag_policy()
-                .policy_arn(&arn)
-                .set_tag_keys(Some(remove))
-                .send()
-                .await
-                .map_err(failed(Some(address), "remove the permissions boundary's tags"))?;
-        }
-        if !set.is_empty() {
-            self.client
-                .tag_policy()
-                .policy_arn(&arn)
-                .set_tags(Some(tag_list(&set)))
-                .send()
-                .await
-                .map_err(failed(Some(address), "tag the permissions boundary"))?;
-        }
-        Ok(())
-    }
-
-    async fn create_provider(&self, change: &Change) -> Result<Applied, ReconcileError> {
-        let address = &change.address;
-        let after: ProviderSpec = reconcile_core::spec::after(change)?;
-        let tags = tag_list(&after.tags);
-        let response = self
-            .client
-            .create_open_id_connect_provider()
-            .url(format!("https://{}", after.url))
-            .set_client_id_list(Some(after.client_ids.clone()))
-            .set_tags((!tags.is_empty()).then_some(tags))
-            .send()
-            .await;
-        match response {
-            Ok(_) => Ok(Applied::Done),
-            // Made since the plan was read: converged if this deployment made it, refused
-            // otherwise.
-            Err(error) if has_code(&error, &["EntityAlreadyExists"]) => {
-                let live = self.live_provider(change).await?;
-                let operation = "create the identity provider";
-                reconcile_core::ownership::made_meanwhile(&live.tags, &after.tags, address, operation, &after.url)?;
-                self.converge_provider(change, Some(&live)).await?;
-                Ok(Applied::Adopted)
-            }
-            Err(error) => Err(failed(Some(address), "create the identity provider")(error)),
-        }
-    }
-
-    /// The identity provider as it is now, as far as `change` wants it (the audiences it needs).
-    async fn live_provider(&self, change: &Change) -> Result<ProviderSpec, ReconcileError> {
-        let address = &change.address;
-        let wanted = change.after.clone().unwrap_or_default();
-        let desired = DesiredResource::new(address.clone(), provider_arn(&self.account), wanted);
-        match self.observe_provider(&desired).await?.remove(address) {
-            Some(Observed::Present(fields)) => serde_json::from_value(Value::Object(fields))
-                .map_err(|e| ReconcileError::new(Some(address), "read the identity provider", e.to_string())),
-            _ => Err(ReconcileError::new(Some(address), "update the identity provider", "it is gone")),
-        }
-    }
-
-    /// Adds the audiences the provider lacks and makes its tags match, touching only what
-    /// differs from `before` (read again when unknown). Never takes an audience off: the provider
-    /// is the account's one, and another deployment or team may rely on one desired.toml does
-    /// not name (what was read of it holds only the ones it names).
-    async fn converge_provider(&self, change: &Change, before: Option<&ProviderSpec>) -> Result<(), ReconcileError> {
-        let address = &change.address;
-        let after: ProviderSpec = reconcile_core::spec::after(change)?;
-        let arn = provider_arn(&self.account);
-        let before = match before {
-            Some(before) => before.clone(),
-            None => self.live_provider(change).await?,
-        };
-        for client_id in after.client_ids.iter().filter(|id| !before.client_ids.contains(id)) {
-            self.client
-                .add_client_id_to_open_id_connect_provider()
-                .open_id_connect_provider_arn(&arn)
-                .client_id(client_id)
-                .send()
-                .await
-                .map_err(failed(Some(address), "add an audience to the identity provider"))?;
-        }
-        let (remove, set) = tag_changes(&before.tags, &after.tags);
-        if !remove.is_empty() {
-            self.client
-                .untag_open_id_connect_provider()
-                .open_id_connect_provider_arn(&arn)
-                .set_tag_keys(Some(remove))
-                .send()
-                .await
-                .map_err(failed(Some(address), "remove the identity provider's tags"))?;
-        }
-        if !set.is_empty() {
-            self.client
-                .tag_open_id_connect_provider()
-                .open_id_connect_provider_arn(&arn)
-                .set_tags(Some(tag_list(&set)))
-                .send()
-                .await
-                .map_err(failed(Some(address), "tag the identity provider"))?;
-        }
-        Ok(())
-    }
-
-    async fn inline_policy_names(&self, address: &Address, role_name: &str) -> Result<Vec<String>, ReconcileError> {
-        let mut pages = self.client.list_role_policies().role_name(role_name).into_paginator().send();
-        let mut names = Vec::new();
-        let mut read = reconcile_aws::Pages::default();
-        while let Some(page) = self.parallelism.send_once(|| pages.next()).await {
-            let page = page.map_err(failed(Some(address), "list inline policies"))?;
-            read.page(page.marker(), Some(address), "list inline policies")?;
-            names.extend(page.policy_names().to_vec());
-        }
-        Ok(names)
-    }
-
-    async fn observe_inline_policy(
-        &self,
-        address: &Address,
-        role_name: &str,
-        policy_name: &str,
-    ) -> Result<Observed, ReconcileError> {
-        let response = self
-            .parallelism
-            .send(|| self.client.get_role_policy().role_name(role_name).policy_name(policy_name).send())
-            .await;
-        let Some(output) =
-            absent_if(response, &[NO_SUCH_ENTITY]).map_err(failed(Some(address), "read inline policy"))?
-        else {
-            return Ok(Observed::Absent);
-        };
-        let spec = RolePolicySpec {
-            role: role_name.to_owned(),
-            policy_name: policy_name.to_owned(),
-            document: policy::canonical_text(output.policy_document(), &self.account.partition),
-        };
-        Ok(Observed::Present(attributes(&spec)))
-    }
-
-    async fn attached_policies(&self, address: &Address, role_name: &str) -> Result<Vec<Finding>, ReconcileError> {
-        let mut pages = self.client.list_attached_role_policies().role_name(role_name).into_paginator().send();
-        let mut findings = Vec::new();
-        let mut read = reconcile_aws::Pages::default();
-        while let Some(page) = self.parallelism.send_once(|| pages.next()).await {
-            let page = page.map_err(failed(Some(address), "list attached managed policies"))?;
-            read.page(page.marker(), Some(address), "list attached managed policies")?;
-            for attached in page.attached_policies() {
-                findings.push(Finding {
-                    code: ATTACHED_MANAGED_POLICY.to_owned(),
-                    severity: Severity::Error,
-                    address: Some(address.clone()),
-                    message: format!(
-                        "managed policy {} is attached to role `{role_name}`: it widens the role beyond what \
-                         desired.toml derives, and the role runs code from pull requests; detach it (reconcile \
-                         never detaches a managed policy itself)",
-                        attached.policy_arn().unwrap_or_else(|| attached.policy_name().unwrap_or("?"))
-                    ),
-                    overridden_by: None,
-                });
-            }
-        }
-        Ok(findings)
-    }
-
-    async fn create_role(&self, change: &Change) -> Result<Applied, ReconcileError> {
-        let address = &change.address;
-        let after: RoleSpec = reconcile_core::spec::after(change)?;
-        let tags = tag_list(&after.tags);
-        let response = self
-            .client
-            .create_role()
-            .role_name(&after.name)
-            .assume_role_policy_document(to_compact(&after.assume_role_policy))
-            .set_description((!after.description.is_empty()).then(|| after.description.clone()))
-            .max_session_duration(after.max_session_duration)
-            // Bounded from its first moment: the boundary is made first (the role depends on it).
-            .set_permissions_boundary(after.permissions_boundary.clone())
-            .set_tags((!tags.is_empty()).then_some(tags))
-            .send()
-            .await;
-        match response {
-            Ok(_) => Ok(Applied::Done),
-            // Made since the plan was read: converged if this deployment made it (an apply
-            // killed after its create), refused otherwise.
-            Err(error) if has_code(&error, &["EntityAlreadyExists"]) => {
-                let live = self
-                    .client
-                    .get_role()
-                    .role_name(&after.name)
-                    .send()
-                    .await
-                    .map_err(failed(Some(address), "read role"))?;
-                let current_tags = live.role().map(|r| visible_tags(r.tags().iter().map(|t| (t.key(), t.value()))));
-                let current_tags = current_tags.unwrap_or_default();
-                reconcile_core::ownership::made_meanwhile(
-                    &current_tags,
-                    &after.tags,
-                    address,
-                    "create role",
-                    &after.name,
-                )?;
-                self.converge_role(change, None, &current_tags).await?;
-                Ok(Applied::Adopted)
-            }
-            Err(error) => Err(failed(Some(address), "create role")(error)),
-        }
-    }
-
-    /// Makes the role match the change, touching only what differs from `before` (everything,
-    /// when `before` is unknown).
-    async fn converge_role(
-        &self,
-        change: &Change,
-        before: Option<&RoleSpec>,
-        current_tags: &BTreeMap<String, String>,
-    ) -> Result<(), ReconcileError> {
-        let address = &change.address;
-        let after: RoleSpec = reconcile_core::spec::after(change)?;
-        let name = after.name.as_str();
-        if before.is_none_or(|b| b.assume_role_policy != after.assume_role_policy) {
-            self.client
-                .update_assume_role_policy()
-                .role_name(name)
-                .policy_document(to_compact(&after.assume_role_policy))
-                .send()
-                .await
-                .map_err(failed(Some(address), "update trust policy"))?;
-        }
-        if before.is_none_or(|b| b.permissions_boundary != after.permissions_boundary) {
-            match &after.permissions_boundary {
-                Some(arn) => {
-                    self.client
-                        .put_role_permissions_boundary()
-                        .role_name(name)
-                        .permissions_boundary(arn)
-                        .send()
-                        .await
-                        .map_err(failed(Some(address), "set the permissions boundary"))?;
-                }
-                None => {
-                    let response = self.client.delete_role_permissions_boundary().role_name(name).send().await;
-                    gone_if(response, &[NO_SUCH_ENTITY])
-                        .map_err(failed(Some(address), "remove the permissions boundary"))?;
-                }
-            }
-        }
-        if before
-            .is_none_or(|b| b.description != after.description || b.max_session_duration != after.max_session_duration)
-        {
-            self.client
-                .update_role()
-                .role_name(name)
-                .description(&after.description)
-                .max_session_duration(after.max_session_duration)
-                .send()
-                .await
-                .map_err(failed(Some(address), "update role"))?;
-        }
-        let (remove, set) = tag_changes(current_tags, &after.tags);
-        if !remove.is_empty() {
-            self.client
-                .untag_role()
-                .role_name(name)
-                .set_tag_keys(Some(remove))
-                .send()
-                .await
-                .map_err(failed(Some(address), "remove role tags"))?;
-        }
-        if !set.is_empty() {
-            self.client
-                .tag_role()
-                .role_name(name)
-                .set_tags(Some(tag_list(&set)))
-                .send()
-                .await
-                .map_err(failed(Some(address), "set role tags"))?;
-        }
-        Ok(())
-    }
-
-    async fn put_role_policy(&self, change: &Change) -> Result<Applied, ReconcileError> {
-        let address = &change.address;
-        let after: RolePolicySpec = reconcile_core::spec::after(change)?;
-        let document = to_compact(&after.document);
-        // Right after the role is created, IAM may not show it everywhere yet.
-        let request = || {
-            self.client
-                .put_role_policy()
-                .role_name(&after.role)
-                .policy_name(&after.policy_name)
-                .policy_document(&document)
-                .send()
-        };
-        after_create(request, &[NO_SUCH_ENTITY]).await.map_err(failed(Some(address), "put inline policy"))?;
-        Ok(Applied::Done)
-    }
-
-    /// Deletes a role (a destroy's): what IAM refuses to delete a role with goes first. Its
-    /// inline policies (the declared ones are gone already, each its own change), its managed
-    /// policies detached (not deleted: they are not the role's), its instance profiles left.
-    async fn delete_role(&self, change: &Change) -> Result<Applied, ReconcileError> {
-        const OPERATION: &str = "delete role";
-        let address = &change.address;
-        let before = reconcile_core::spec::before::<RoleSpec>(change)?
-            .ok_or_else(|| ReconcileError::new(Some(address), OPERATION, "the change has no observed fields"))?;
-        let role = before.name.as_str();
-        let inline = self.client.list_role_policies().role_name(role).max_items(1000).send().await;
-        let inline =
-            absent_if(inline, &[NO_SUCH_ENTITY]).map_err(failed(Some(address), "list the role's inline policies"))?;
-        for name in inline.iter().flat_map(|o| o.policy_names()) {
-            let response = self.client.delete_role_policy().role_name(role).policy_name(name).send().await;
-            gone_if(response, &[NO_SUCH_ENTITY]).map_err(failed(Some(address), "delete an inline policy"))?;
-        }
-        let attached = self.client.list_attached_role_policies().role_name(role).max_items(1000).send().await;
-        let attached = absent_if(attached, &[NO_SUCH_ENTITY])
-            .map_err(failed(Some(address), "list the role's managed policies"))?;
-        for arn in attached.iter().flat_map(|o| o.attached_policies()).filter_map(|p| p.policy_arn()) {
-            let response = self.client.detach_role_policy().role_name(role).policy_arn(arn).send().await;
-            gone_if(response, &[NO_SUCH_ENTITY]).map_err(failed(Some(address), "detach a managed policy"))?;
-        }
-        let profiles = self.client.list_instance_profiles_for_role().role_name(role).max_items(1000).send().await;
-        let profiles = absent_if(profiles, &[NO_SUCH_ENTITY])
-            .map_err(failed(Some(address), "list the role's instance profiles"))?;
-        for profile in profiles.iter().flat_map(|o| o.instance_profiles()) {
-            let response = self
-                .client
-                .remove_role_from_instance_profile()
-                .role_name(role)
-                .instance_profile_name(profile.instance_profile_name())
-                .send()
-                .await;
-            gone_if(response, &[NO_SUCH_ENTITY])
-                .map_err(failed(Some(address), "remove the role from an instance profile"))?;
-        }
-        let response = self.client.delete_role().role_name(role).send().await;
-        gone_if(response, &[NO_SUCH_ENTITY]).map_err(failed(Some(address), OPERATION))?;
-        Ok(Applied::Done)
-    }
-
-    /// Deletes a permissions boundary (a destroy's, after the roles it bounds): its versions
-    /// other than the default first, as IAM requires.
-    async fn delete_boundary(&self, change: &Change) -> Result<Applied, ReconcileError> {
-        const OPERATION: &str = "delete a permissions boundary";
-        let address = &change.address;
-        let before = reconcile_core::spec::before::<BoundarySpec>(change)?
-            .ok_or_else(|| ReconcileError::new(Some(address), OPERATION, "the change has no observed fields"))?;
-        let arn = policy_arn(&self.account, &before.name);
-        let versions = self.client.list_policy_versions().policy_arn(&arn).send().await;
-        let versions = absent_if(versions, &[NO_SUCH_ENTITY]).map_err(failed(Some(address), "list its versions"))?;
-        for version in versions.iter().flat_map(|o| o.versions()).filter(|v| !v.is_default_version()) {
-            let Some(id) = version.version_id() else { continue };
-            let response = self.client.delete_policy_version().policy_arn(&arn).version_id(id).send().await;
-            gone_if(response, &[NO_SUCH_ENTITY]).map_err(failed(Some(address), "delete an old version"))?;
-        }
-        let response = self.client.delete_policy().policy_arn(&arn).send().await;
-        gone_if(response, &[NO_SUCH_ENTITY]).map_err(failed(Some(address), OPERATION))?;
-        Ok(Applied::Done)
-    }
-
-    async fn delete_role_policy(&self, change: &Change) -> Result<Applied, ReconcileError> {
-        let address = &change.address;
-        let before = reconcile_core::spec::before::<RolePolicySpec>(change)?.ok_or_else(|| {
-            ReconcileError::new(Some(address), "delete inline policy", "the change has no observed fields")
-        })?;
-        let response =
-            self.client.delete_role_policy().role_name(&before.role).policy_name(&before.policy_name).send().await;
-        gone_if(response, &[NO_SUCH_ENTITY]).map_err(failed(Some(address), "delete inline policy"))?;
-        Ok(Applied::Done)
-    }
-}
+impl IamReconciler {}
 
 /// IAM's tag type. Key and value are both set, so a build error cannot happen; were it to, it
 /// is an error, never a dropped tag.
-fn tag_list(tags: &BTreeMap<String, String>) -> Vec<iam::types::Tag> {
+pub(crate) fn tag_list(tags: &BTreeMap<String, String>) -> Vec<iam::types::Tag> {
     tags.iter()
         .map(|(key, value)| iam::types::Tag::builder().key(key).value(value).build())
         .collect::<Result<_, _>>()

@@ -566,7 +566,7 @@ fn no_kinds_field_is_read_by_name_outside_its_crate() {
             })
             .map(|shown| {
                 let text = std::fs::read_to_string(root.join(&shown)).unwrap();
-                let production = text.split("\n#[cfg(test)]\nmod ").next().unwrap_or_default().to_owned();
+                let production = text.split("\n#[cfg(test)]\nmod tests {").next().unwrap_or_default().to_owned();
                 (shown, production)
             })
             .collect()
