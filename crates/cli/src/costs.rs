@@ -209,7 +209,7 @@ pub async fn runner_builds(aws: &Aws, projects: &[String], first: i64) -> Result
             id: b.id,
             start: b.start,
             end: b.end,
-            compute_type: b.compute_type,
+            compute_type: b.compute,
         }));
     }
     Ok(builds)

@@ -19,7 +19,7 @@ pub struct Build {
     pub status: String,
     /// The compute the build ran on (`environment.computeType`), which a runner job's
     /// `instance-size:` label overrides.
-    pub compute_type: String,
+    pub compute: String,
 }
 
 /// The most pages of build ids read: 100,000 builds, far more than a month of any runner.
@@ -72,7 +72,7 @@ pub async fn since(
                 start,
                 end: build.end_time().map(|t| t.as_secs_f64()),
                 status: build.build_status().map_or_else(String::new, |s| s.as_str().to_owned()),
-                compute_type: build.environment().map_or_else(String::new, |e| e.compute_type().as_str().to_owned()),
+                compute: build.environment().map_or_else(String::new, |e| e.compute_type().as_str().to_owned()),
             });
         }
         if reached_back {

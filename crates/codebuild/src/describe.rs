@@ -4,7 +4,7 @@
 
 use reconcile_core::describe::{Access, Description, Index, KindTrail, Runner, arn_names};
 use reconcile_core::desired::Topic;
-use reconcile_core::fields::{Field, Fields};
+use reconcile_core::terraform::Mapping;
 use reconcile_core::{Account, Desired};
 use serde_json::{Value, json};
 
@@ -63,59 +63,13 @@ pub const DESCRIPTION: Description = Description {
             names,
         },
     ],
-    fields: &[PROJECT_FIELDS, WEBHOOK_FIELDS],
-    terraform: crate::terraform::MAPPINGS,
-    generate: crate::generate::generate,
+    fields: &[crate::project::FIELDS, crate::webhook::FIELDS],
+    terraform: &[
+        Mapping { kind: crate::PROJECT, map: crate::project::terraform, unmapped: "" },
+        Mapping { kind: crate::WEBHOOK, map: crate::webhook::terraform, unmapped: "" },
+    ],
+    generate: crate::section::generate,
     variables: reconcile_core::describe::derives_no_variables,
-};
-
-/// A project's fields: all but its visibility `UpdateProject` sets.
-pub const PROJECT_FIELDS: Fields = Fields {
-    kind: crate::PROJECT,
-    fields: &[
-        Field::identity("name"),
-        Field::in_place("artifacts_type"),
-        Field::in_place("build_batch_service_role"),
-        Field::in_place("buildspec"),
-        Field::in_place("cache"),
-        Field::in_place("certificate"),
-        Field::in_place("cloudwatch_logs"),
-        Field::in_place(crate::COMPUTE_TYPE),
-        Field::in_place("description"),
-        Field::in_place("environment_type"),
-        Field::in_place("environment_variables"),
-        Field::in_place("file_system_locations"),
-        Field::in_place("fleet"),
-        Field::in_place("image"),
-        Field::in_place("image_pull_credentials_type"),
-        Field::in_place("insecure_ssl"),
-        Field::in_place("privileged_mode"),
-        Field::in_place("project_visibility").set_by(&["UpdateProjectVisibility"]),
-        Field::in_place("queued_timeout_in_minutes"),
-        Field::in_place("registry_credential"),
-        Field::in_place("s3_logs"),
-        Field::in_place("secondary_artifacts"),
-        Field::in_place("secondary_sources"),
-        Field::in_place("service_role"),
-        Field::in_place("source_auth"),
-        Field::in_place("source_location"),
-        Field::in_place("source_type"),
-        Field::in_place("tags"),
-        Field::in_place("timeout_in_minutes"),
-        Field::in_place("vpc_config"),
-    ],
-};
-
-/// A webhook's fields: how it is made and where it reports `UpdateWebhook` cannot change.
-pub const WEBHOOK_FIELDS: Fields = Fields {
-    kind: crate::WEBHOOK,
-    fields: &[
-        Field::identity("project").in_terraform("project_name"),
-        Field::in_place("build_type"),
-        Field::in_place("filter_groups"),
-        Field::create_only("manual_creation"),
-        Field::create_only("scope_configuration"),
-    ],
 };
 
 /// A project (and its webhook) is named by `name`, `projectName` or its ARN.
@@ -149,7 +103,7 @@ fn reads(desired: &Desired, account: &Account) -> Vec<Value> {
     if !projects.is_empty() {
         statements.push(statement("TheRunnerProjectAndItsWebhook", &["codebuild:BatchGetProjects"], projects));
     }
-    if crate::declared(desired).projects.iter().any(|p| p.source_auth.is_none()) {
+    if crate::declared(desired).projects.iter().any(|p| p.connection().is_none()) {
         statements.push(statement(
             "HowCodeBuildReachesGitHub",
             &["codebuild:ListSourceCredentials"],
@@ -157,7 +111,7 @@ fn reads(desired: &Desired, account: &Account) -> Vec<Value> {
         ));
     }
     let connections: Vec<String> =
-        crate::declared(desired).projects.iter().filter_map(|p| p.source_auth.clone()).collect();
+        crate::declared(desired).projects.iter().filter_map(|p| p.connection().map(str::to_owned)).collect();
     if !connections.is_empty() {
         statements.push(statement("TheConnectionToGitHub", &["codeconnections:GetConnection"], connections));
     }
@@ -203,7 +157,7 @@ fn writes(desired: &Desired, account: &Account) -> Vec<Value> {
     // The roles the projects run as, passed to CodeBuild and nothing else.
     let passed: Vec<String> = desired
         .referred(Topic::Role)
-        .filter(|role| crate::declared(desired).projects.iter().any(|p| p.service_role == role.key))
+        .filter(|role| crate::declared(desired).projects.iter().any(|p| p.runs_as(&role.key)))
         .map(|role| reconcile_aws::arn(account, "iam", &format!("role/{}", role.value)))
         .collect();
     if !passed.is_empty() {
@@ -231,7 +185,7 @@ fn runner(desired: &Desired, account: &Account, runner: &Runner<'_>) -> Vec<Valu
     let groups: Vec<String> = crate::declared(desired)
         .projects
         .iter()
-        .filter(|project| project.service_role == runner.role)
+        .filter(|project| project.runs_as(runner.role))
         .flat_map(|project| {
             let group = reconcile_aws::arn(account, "logs", &format!("log-group:{}", project.log_group()));
             [group.clone(), format!("{group}:*")]

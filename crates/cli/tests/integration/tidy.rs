@@ -550,35 +550,79 @@ async fn adding_a_kind_names_every_place_a_kind_touches_and_every_kind_is_in_eac
 /// A kind's field is its crate's to read: no production code of the binary, of core or of
 /// another resource crate names one (a rename in the crate would silently break it). Fields
 /// with a plain-word name (`tags`, `name`) are everyone's words and not checked.
-#[test]
-fn no_kinds_field_is_read_by_name_outside_its_crate() {
+/// The production source files under `dir` (a path from the workspace root), each with its text
+/// up to its inline tests module: (path from the root, text).
+fn production_sources(dir: &str) -> Vec<(String, String)> {
     let root = workspace_root();
-    let production = |dir: &str| -> Vec<(String, String)> {
-        let mut files = Vec::new();
-        files_under(&root.join(dir), "rs", &mut files);
-        files
-            .iter()
-            .map(|path| path.strip_prefix(&root).unwrap_or(path).display().to_string())
-            .filter(|shown| {
-                !shown.contains("/tests/")
-                    && !shown.ends_with("tests.rs")
-                    && !["testing.rs", "fake.rs", "example.rs"].iter().any(|name| shown.ends_with(name))
-            })
-            .map(|shown| {
-                let text = std::fs::read_to_string(root.join(&shown)).unwrap();
-                let production = text.split("\n#[cfg(test)]\nmod tests {").next().unwrap_or_default().to_owned();
-                (shown, production)
-            })
-            .collect()
-    };
+    let mut files = Vec::new();
+    files_under(&root.join(dir), "rs", &mut files);
+    files
+        .iter()
+        .map(|path| path.strip_prefix(&root).unwrap_or(path).display().to_string())
+        .filter(|shown| {
+            !shown.contains("/tests/")
+                && !shown.ends_with("tests.rs")
+                && !["testing.rs", "fake.rs", "example.rs"].iter().any(|name| shown.ends_with(name))
+        })
+        .map(|shown| {
+            let text = std::fs::read_to_string(root.join(&shown)).unwrap();
+            let production = text.split("\n#[cfg(test)]\nmod tests {").next().unwrap_or_default().to_owned();
+            (shown, production)
+        })
+        .collect()
+}
+
+/// The fields of `owner`'s kinds a text search can find: those with an underscore in their name
+/// (`tags`, `name` or `image` is a word any file may hold for another reason).
+fn searchable_fields(owner: &reconcile_core::describe::Description) -> Vec<&'static str> {
+    owner
+        .fields
+        .iter()
+        .flat_map(|table| table.fields.iter().map(|field| field.name))
+        .filter(|name| name.contains('_'))
+        .collect()
+}
+
+/// Whether `text` names the field `name`: as a word (a string key, a struct field, a binding),
+/// not as part of a longer identifier, and not as a call (an SDK's setter or getter of the same
+/// name is the SDK's, not the field).
+fn names_field(text: &str, name: &str) -> bool {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices(name).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + name.len()..].trim_start().chars().next();
+        !before.is_some_and(word) && !text[at + name.len()..].chars().next().is_some_and(word) && after != Some('(')
+    })
+}
+
+#[test]
+fn a_kinds_field_is_named_in_its_kinds_module_and_at_most_desired_tomls_section() {
     let mut found = Vec::new();
     for owner in reconcile_cli::CATALOG.0 {
-        let names: Vec<&str> = owner
-            .fields
-            .iter()
-            .flat_map(|table| table.fields.iter().map(|field| field.name))
-            .filter(|name| name.contains('_'))
-            .collect();
+        let sources = production_sources(&format!("crates/{}/src", owner.name));
+        assert!(sources.len() > 1, "{}: no sources", owner.name);
+        for name in searchable_fields(owner) {
+            let files: Vec<&str> =
+                sources.iter().filter(|(_, text)| names_field(text, name)).map(|(path, _)| path.as_str()).collect();
+            let modules = files.iter().filter(|path| !path.ends_with("/section.rs")).count();
+            if files.is_empty() || modules != 1 {
+                found.push(format!("{}'s `{name}`: {}", owner.name, files.join(", ")));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "each field is named in one module of its crate (its kind's), and besides only in desired.toml's \
+         section.rs:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn no_kinds_field_is_read_by_name_outside_its_crate() {
+    let mut found = Vec::new();
+    for owner in reconcile_cli::CATALOG.0 {
+        let names = searchable_fields(owner);
         assert!(!names.is_empty() || owner.kinds.is_empty(), "{}: no field to check", owner.name);
         let elsewhere = reconcile_cli::CATALOG
             .0
@@ -587,7 +631,7 @@ fn no_kinds_field_is_read_by_name_outside_its_crate() {
             .map(|other| format!("crates/{}/src", other.name))
             .chain(["crates/cli/src".to_owned(), "crates/core/src".to_owned()]);
         for dir in elsewhere {
-            for (path, text) in production(&dir) {
+            for (path, text) in production_sources(&dir) {
                 for name in &names {
                     if text.contains(&format!("\"{name}\"")) {
                         found.push(format!("{path}: `{name}`, {}'s", owner.name));
