@@ -26,14 +26,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::expiry::{Expiry, Image, Policy};
 use async_trait::async_trait;
 use aws_sdk_ecr as ecr;
-use reconcile_aws::{Parallelism, absent_if, after_create, failed, gone_if, visible_tags};
-use reconcile_core::json::tag_changes;
+use reconcile_aws::{Parallelism, absent_if, failed};
 use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Impact, Observed, Severity};
 use reconcile_core::reconciler::{Assessment, Observations};
 use reconcile_core::{Account, Address, Applied, Destroy, Progress, ReconcileError, Reconciler, ResourceKind};
 
 pub use describe::{DESCRIPTION, ecr_reconciler, reconciler};
-use lifecycle::LifecyclePolicySpec;
+use lifecycle::{LifecyclePolicySpec, live_tagged_expiry};
 pub use lifecycle::{canonical_policy, canonical_policy_text};
 use repository::{LiveRepository, RepositorySpec, RepositoryState};
 pub use runner::creatable;
@@ -71,10 +70,10 @@ pub const UNDECLARED_POLICY_UNREAD: &str = "E108";
 pub const MARKED_UNDECLARED: &str = "D109";
 
 /// ECR's answers for "there is no such repository" and "it has no lifecycle policy".
-const REPOSITORY_NOT_FOUND: &str = "RepositoryNotFoundException";
+pub(crate) const REPOSITORY_NOT_FOUND: &str = "RepositoryNotFoundException";
 /// ECR's encryption when it is not told another: what a repository that says none has.
 const AES256: &str = "AES256";
-const NO_POLICY: [&str; 2] = ["LifecyclePolicyNotFoundException", REPOSITORY_NOT_FOUND];
+pub(crate) const NO_POLICY: [&str; 2] = ["LifecyclePolicyNotFoundException", REPOSITORY_NOT_FOUND];
 const NO_REPOSITORY_POLICY: [&str; 2] = ["RepositoryPolicyNotFoundException", REPOSITORY_NOT_FOUND];
 
 /// `ecr_repository.<name>`: a repository's settings and tags.
@@ -631,14 +630,6 @@ impl EcrReconciler {
         }
     }
 
-    async fn delete_repository(&self, change: &Change) -> Result<Applied, ReconcileError> {
-        let address = &change.address;
-        let force = self.force_delete_images();
-        let response = self.client.delete_repository().repository_name(&address.name).force(force).send().await;
-        gone_if(response, &[REPOSITORY_NOT_FOUND]).map_err(failed(Some(address), "delete repository"))?;
-        Ok(Applied::Done)
-    }
-
     async fn observe_one(
         &self,
         resource: &DesiredResource,
@@ -667,85 +658,6 @@ impl EcrReconciler {
             }
         };
         Ok((address.clone(), observed))
-    }
-
-    async fn tags(&self, address: &Address, arn: &str) -> Result<BTreeMap<String, String>, ReconcileError> {
-        let output = self
-            .parallelism
-            .send(|| self.client.list_tags_for_resource().resource_arn(arn).send())
-            .await
-            .map_err(failed(Some(address), "read repository tags"))?;
-        Ok(visible_tags(output.tags().iter().map(|tag| (tag.key(), tag.value()))))
-    }
-
-    async fn observe_lifecycle_policy(&self, address: &Address, name: &str) -> Result<Observed, ReconcileError> {
-        let Some(read) = &self.read_once else { return self.read_lifecycle_policy(address, name).await };
-        if let Some(observed) = read.policies.lock().expect("never poisoned").get(name) {
-            return Ok(observed.clone());
-        }
-        let observed = self.read_lifecycle_policy(address, name).await?;
-        read.policies.lock().expect("never poisoned").insert(name.to_owned(), observed.clone());
-        Ok(observed)
-    }
-
-    async fn read_lifecycle_policy(&self, address: &Address, name: &str) -> Result<Observed, ReconcileError> {
-        let response = self.parallelism.send(|| self.client.get_lifecycle_policy().repository_name(name).send()).await;
-        match absent_if(response, &NO_POLICY).map_err(failed(Some(address), "read lifecycle policy"))? {
-            Some(output) => {
-                let text = output.lifecycle_policy_text().unwrap_or_default();
-                let spec = LifecyclePolicySpec { policy: canonical_policy_text(text) };
-                Ok(Observed::Present(reconcile_core::spec::attributes(&spec)))
-            }
-            None => Ok(Observed::Absent),
-        }
-    }
-
-    /// Takes the repository's tags from `current` to `wanted`: what is not wanted removed, what
-    /// differs set.
-    async fn retag(
-        &self,
-        address: &Address,
-        arn: &str,
-        current: &BTreeMap<String, String>,
-        wanted: &BTreeMap<String, String>,
-    ) -> Result<(), ReconcileError> {
-        let (remove, set) = tag_changes(current, wanted);
-        if !remove.is_empty() {
-            self.client
-                .untag_resource()
-                .resource_arn(arn)
-                .set_tag_keys(Some(remove))
-                .send()
-                .await
-                .map_err(failed(Some(address), "remove repository tags"))?;
-        }
-        if !set.is_empty() {
-            self.client
-                .tag_resource()
-                .resource_arn(arn)
-                .set_tags(Some(tag_list(&set)))
-                .send()
-                .await
-                .map_err(failed(Some(address), "set repository tags"))?;
-        }
-        Ok(())
-    }
-
-    async fn put_lifecycle_policy(&self, change: &Change) -> Result<Applied, ReconcileError> {
-        let address = &change.address;
-        let after: LifecyclePolicySpec = reconcile_core::spec::after(change)?;
-        let text = reconcile_core::json::to_compact(&after.policy);
-        // Right after the repository is created, ECR may not show it everywhere yet.
-        let request =
-            || self.client.put_lifecycle_policy().repository_name(&address.name).lifecycle_policy_text(&text).send();
-        after_create(request, &[REPOSITORY_NOT_FOUND]).await.map_err(failed(Some(address), "put lifecycle policy"))?;
-        Ok(Applied::Done)
-    }
-
-    async fn delete_lifecycle_policy(&self, address: &Address) -> Result<Applied, ReconcileError> {
-        let response = self.client.delete_lifecycle_policy().repository_name(&address.name).send().await;
-        gone_if(response, &NO_POLICY).map_err(failed(Some(address), "delete lifecycle policy"))?;
-        Ok(Applied::Done)
     }
 }
 
@@ -869,28 +781,6 @@ fn marked_undeclared(address: Address, name: &str, key: &str, value: &str) -> Fi
         ),
         overridden_by: None,
     }
-}
-
-/// D103 when a live lifecycle policy can expire (or archive) tagged images.
-fn live_tagged_expiry(address: &Address, policy: &serde_json::Value, declared: bool) -> Option<Finding> {
-    let evaluated = Policy::parse(policy).ok()?;
-    let rule = evaluated.rule_over_tagged_images()?;
-    let fix = if declared {
-        "apply replaces it with the declared policy"
-    } else {
-        "the repository is not in desired.toml: declare it, and apply replaces the policy"
-    };
-    Some(Finding {
-        code: LIVE_TAGGED_EXPIRY.to_owned(),
-        severity: Severity::Error,
-        address: Some(address.clone()),
-        message: format!(
-            "the live lifecycle policy's rule {} selects tagged images, so it can expire a live tag such as the \
-             nightly's; {fix}",
-            rule.priority
-        ),
-        overridden_by: None,
-    })
 }
 
 /// ECR's tag type. A tag's key and value are both required by the builder, and both are set

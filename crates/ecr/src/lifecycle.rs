@@ -12,12 +12,17 @@
 
 use std::cmp::Ordering;
 
-use reconcile_core::Account;
+use reconcile_aws::{absent_if, after_create, failed, gone_if};
 use reconcile_core::fields::{Field, Fields};
 use reconcile_core::json::sort_set;
+use reconcile_core::plan::{Change, Finding, Observed, Severity};
 use reconcile_core::terraform::{Provider, ProviderResource, policy_string};
+use reconcile_core::{Account, Address, Applied, ReconcileError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
+
+use crate::expiry::Policy;
+use crate::{LIVE_TAGGED_EXPIRY, NO_POLICY, REPOSITORY_NOT_FOUND};
 
 /// `ecr_lifecycle_policy.<name>`: the policy document in canonical form.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,6 +48,77 @@ pub(crate) fn terraform(account: &Account, name: &str, fields: &Map<String, Valu
         .referring(crate::repository::TERRAFORM_ADDRESS)
         .computing(json!({ "id": name, "registry_id": account.id })),
     ]
+}
+
+impl crate::EcrReconciler {
+    pub(crate) async fn observe_lifecycle_policy(
+        &self,
+        address: &Address,
+        name: &str,
+    ) -> Result<Observed, ReconcileError> {
+        let Some(read) = &self.read_once else { return self.read_lifecycle_policy(address, name).await };
+        if let Some(observed) = read.policies.lock().expect("never poisoned").get(name) {
+            return Ok(observed.clone());
+        }
+        let observed = self.read_lifecycle_policy(address, name).await?;
+        read.policies.lock().expect("never poisoned").insert(name.to_owned(), observed.clone());
+        Ok(observed)
+    }
+
+    pub(crate) async fn read_lifecycle_policy(
+        &self,
+        address: &Address,
+        name: &str,
+    ) -> Result<Observed, ReconcileError> {
+        let response = self.parallelism.send(|| self.client.get_lifecycle_policy().repository_name(name).send()).await;
+        match absent_if(response, &NO_POLICY).map_err(failed(Some(address), "read lifecycle policy"))? {
+            Some(output) => {
+                let text = output.lifecycle_policy_text().unwrap_or_default();
+                let spec = LifecyclePolicySpec { policy: canonical_policy_text(text) };
+                Ok(Observed::Present(reconcile_core::spec::attributes(&spec)))
+            }
+            None => Ok(Observed::Absent),
+        }
+    }
+
+    pub(crate) async fn put_lifecycle_policy(&self, change: &Change) -> Result<Applied, ReconcileError> {
+        let address = &change.address;
+        let after: LifecyclePolicySpec = reconcile_core::spec::after(change)?;
+        let text = reconcile_core::json::to_compact(&after.policy);
+        // Right after the repository is created, ECR may not show it everywhere yet.
+        let request =
+            || self.client.put_lifecycle_policy().repository_name(&address.name).lifecycle_policy_text(&text).send();
+        after_create(request, &[REPOSITORY_NOT_FOUND]).await.map_err(failed(Some(address), "put lifecycle policy"))?;
+        Ok(Applied::Done)
+    }
+
+    pub(crate) async fn delete_lifecycle_policy(&self, address: &Address) -> Result<Applied, ReconcileError> {
+        let response = self.client.delete_lifecycle_policy().repository_name(&address.name).send().await;
+        gone_if(response, &NO_POLICY).map_err(failed(Some(address), "delete lifecycle policy"))?;
+        Ok(Applied::Done)
+    }
+}
+
+/// D103 when a live lifecycle policy can expire (or archive) tagged images.
+pub(crate) fn live_tagged_expiry(address: &Address, policy: &serde_json::Value, declared: bool) -> Option<Finding> {
+    let evaluated = Policy::parse(policy).ok()?;
+    let rule = evaluated.rule_over_tagged_images()?;
+    let fix = if declared {
+        "apply replaces it with the declared policy"
+    } else {
+        "the repository is not in desired.toml: declare it, and apply replaces the policy"
+    };
+    Some(Finding {
+        code: LIVE_TAGGED_EXPIRY.to_owned(),
+        severity: Severity::Error,
+        address: Some(address.clone()),
+        message: format!(
+            "the live lifecycle policy's rule {} selects tagged images, so it can expire a live tag such as the \
+             nightly's; {fix}",
+            rule.priority
+        ),
+        overridden_by: None,
+    })
 }
 
 /// Canonicalizes a lifecycle policy:

@@ -12,9 +12,10 @@
 use std::collections::BTreeMap;
 
 use aws_sdk_ecr as ecr;
-use reconcile_aws::{failed, gone_if, has_code};
+use reconcile_aws::{failed, gone_if, has_code, visible_tags};
 use reconcile_core::fields::{Field, Fields};
 use reconcile_core::generate::Found;
+use reconcile_core::json::tag_changes;
 use reconcile_core::mark::MARK_KEY;
 use reconcile_core::plan::{Change, DesiredResource, Observed};
 use reconcile_core::terraform::{Provider, ProviderResource, policy_string, tags};
@@ -22,7 +23,7 @@ use reconcile_core::{Account, Address, Applied, Desired, ReconcileError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::{AES256, EcrReconciler, NO_REPOSITORY_POLICY, REPOSITORY, tag_list};
+use crate::{AES256, EcrReconciler, NO_REPOSITORY_POLICY, REPOSITORY, REPOSITORY_NOT_FOUND, tag_list};
 
 /// A repository's fields. Its encryption ECR sets only when it makes the repository; the
 /// provider keeps both in one `encryption_configuration` block.
@@ -264,6 +265,54 @@ impl EcrReconciler {
                 let response = self.client.delete_repository_policy().repository_name(name).send().await;
                 gone_if(response, &NO_REPOSITORY_POLICY).map_err(failed(Some(address), "delete repository policy"))?;
             }
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn delete_repository(&self, change: &Change) -> Result<Applied, ReconcileError> {
+        let address = &change.address;
+        let force = self.force_delete_images();
+        let response = self.client.delete_repository().repository_name(&address.name).force(force).send().await;
+        gone_if(response, &[REPOSITORY_NOT_FOUND]).map_err(failed(Some(address), "delete repository"))?;
+        Ok(Applied::Done)
+    }
+
+    pub(crate) async fn tags(&self, address: &Address, arn: &str) -> Result<BTreeMap<String, String>, ReconcileError> {
+        let output = self
+            .parallelism
+            .send(|| self.client.list_tags_for_resource().resource_arn(arn).send())
+            .await
+            .map_err(failed(Some(address), "read repository tags"))?;
+        Ok(visible_tags(output.tags().iter().map(|tag| (tag.key(), tag.value()))))
+    }
+
+    /// Takes the repository's tags from `current` to `wanted`: what is not wanted removed, what
+    /// differs set.
+    pub(crate) async fn retag(
+        &self,
+        address: &Address,
+        arn: &str,
+        current: &BTreeMap<String, String>,
+        wanted: &BTreeMap<String, String>,
+    ) -> Result<(), ReconcileError> {
+        let (remove, set) = tag_changes(current, wanted);
+        if !remove.is_empty() {
+            self.client
+                .untag_resource()
+                .resource_arn(arn)
+                .set_tag_keys(Some(remove))
+                .send()
+                .await
+                .map_err(failed(Some(address), "remove repository tags"))?;
+        }
+        if !set.is_empty() {
+            self.client
+                .tag_resource()
+                .resource_arn(arn)
+                .set_tags(Some(tag_list(&set)))
+                .send()
+                .await
+                .map_err(failed(Some(address), "set repository tags"))?;
         }
         Ok(())
     }
