@@ -36,7 +36,7 @@ pub struct Declaration {
 /// `desired`). `account` is this account, when known; otherwise the one account whose registry
 /// the bake file names in the region.
 pub fn declare(text: &str, desired: &Desired, bake: &BakeFile, account: Option<&str>) -> Result<Declaration, String> {
-    let (named, skipped) = named(desired, bake, account)?;
+    let Named { named, images, skipped } = named(desired, bake, account)?;
     let declared: BTreeSet<&str> = reconcile_ecr::declared(desired).names();
     let mut document: DocumentMut = text.parse().map_err(|e| format!("desired.toml could not be edited: {e}"))?;
     // The tags the declared cache repositories carry: a new cache repository carries them too,
@@ -52,8 +52,12 @@ pub fn declare(text: &str, desired: &Desired, bake: &BakeFile, account: Option<&
         });
     let mut missing: Vec<(&String, &bool)> =
         named.iter().filter(|(name, _)| !declared.contains(name.as_str())).collect();
-    // An image before its cache, then by name.
-    missing.sort_by_key(|(name, _)| (name.trim_end_matches("-cache").to_owned(), name.ends_with("-cache")));
+    // An image before its cache (the bake file's, whatever it is called), then by name.
+    let image_of = |name: &str| images.get(name).cloned();
+    missing.sort_by_key(|(name, _)| {
+        let image = image_of(name);
+        (image.clone().unwrap_or_else(|| (*name).clone()), image.is_some())
+    });
     let mut added = Vec::new();
     for (name, cache) in missing {
         let value = match (&cache_style, cache) {
@@ -61,7 +65,12 @@ pub fn declare(text: &str, desired: &Desired, bake: &BakeFile, account: Option<&
             _ => Value::InlineTable(InlineTable::new()),
         };
         let item = Item::Value(value.decorated(" ", ""));
-        insert_beside(repositories, name, item);
+        // Beside its relative: a cache after the image it caches, an image before its cache.
+        let beside = match image_of(name) {
+            Some(image) => Some((image, true)),
+            None => images.iter().find(|(_, image)| *image == name).map(|(cache, _)| (cache.clone(), false)),
+        };
+        insert_beside(repositories, name, item, beside);
         let line =
             repositories.get(name).map(|item| format!("{} ={}", Key::new(name.as_str()), item)).unwrap_or_default();
         added.push(Added { name: name.clone(), cache: *cache, line: line.trim_end().to_owned() });
@@ -74,13 +83,20 @@ pub fn declare(text: &str, desired: &Desired, bake: &BakeFile, account: Option<&
     Ok(Declaration { added, skipped, text })
 }
 
-/// Each repository the bake file names and whether every reference to it is a cache's; each
-/// reason a reference was left out and how many were.
-type Named = (BTreeMap<String, bool>, BTreeMap<String, usize>);
+/// What the bake file names in this account's registry.
+struct Named {
+    /// Each repository, and whether every reference to it is a cache's.
+    named: BTreeMap<String, bool>,
+    /// Each cache repository (named only as a cache), and the image repository of the first
+    /// target that caches to or from it: the image it is the cache of.
+    images: BTreeMap<String, String>,
+    /// Each reason a reference was left out, and how many were.
+    skipped: BTreeMap<String, usize>,
+}
 
 /// The repositories the bake file names in this account's registry (`account`, or the one
-/// account it names in the region), each with whether every reference to it is a cache's; and
-/// why each reference left out was, with how many.
+/// account it names in the region), each with whether every reference to it is a cache's, and
+/// which image each cache is of; and why each reference left out was, with how many.
 fn named(desired: &Desired, bake: &BakeFile, account: Option<&str>) -> Result<Named, String> {
     let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
     // Repository -> whether every reference to it is a cache's.
@@ -100,7 +116,7 @@ fn named(desired: &Desired, bake: &BakeFile, account: Option<&str>) -> Result<Na
             continue;
         }
         accounts.insert(ecr.account.clone());
-        candidates.push((ecr, reference.field));
+        candidates.push((ecr, reference.field, reference.target.as_str()));
     }
     let account = match (account, accounts.len()) {
         (Some(account), _) => account.to_owned(),
@@ -114,7 +130,9 @@ fn named(desired: &Desired, bake: &BakeFile, account: Option<&str>) -> Result<Na
             ));
         }
     };
-    for (ecr, field) in candidates {
+    // Target -> the repositories it tags its image into, and those it caches in, in order.
+    let mut targets: BTreeMap<&str, (Vec<String>, Vec<String>)> = BTreeMap::new();
+    for (ecr, field, target) in candidates {
         if ecr.account != account {
             *skipped.entry(format!("account {}'s ECR registry: another account", ecr.account)).or_default() += 1;
             continue;
@@ -131,9 +149,19 @@ fn named(desired: &Desired, bake: &BakeFile, account: Option<&str>) -> Result<Na
             continue;
         }
         let cache = field != "tags";
+        let (tagged, cached) = targets.entry(target).or_default();
+        if cache { cached } else { tagged }.push(ecr.repository.clone());
         named.entry(ecr.repository).and_modify(|all_cache| *all_cache &= cache).or_insert(cache);
     }
-    Ok((named, skipped))
+    let mut images = BTreeMap::new();
+    for target in bake.references.iter().map(|r| r.target.as_str()) {
+        let Some((tagged, cached)) = targets.get(target) else { continue };
+        let Some(image) = tagged.first() else { continue };
+        for cache in cached.iter().filter(|cache| named.get(*cache) == Some(&true) && *cache != image) {
+            images.entry(cache.clone()).or_insert_with(|| image.clone());
+        }
+    }
+    Ok(Named { named, images, skipped })
 }
 
 /// `[ecr.repositories]`, made if desired.toml has none.
@@ -150,14 +178,14 @@ fn repositories_table(document: &mut DocumentMut) -> Result<&mut Table, String> 
         .ok_or_else(|| "`ecr.repositories` in desired.toml is not a table".to_owned())
 }
 
-/// Inserts `name` next to its relative (`foo-cache` after `foo`, `foo` before `foo-cache`), or
-/// at the end: every other entry keeps its place and its formatting.
-fn insert_beside(table: &mut Table, name: &str, item: Item) {
+/// Inserts `name` next to its relative (`beside`: after it when the flag says so, before it
+/// otherwise) when the table has it, or at the end: every other entry keeps its place and its
+/// formatting.
+fn insert_beside(table: &mut Table, name: &str, item: Item, beside: Option<(String, bool)>) {
     let keys: Vec<String> = table.iter().map(|(key, _)| key.to_owned()).collect();
-    let position = match name.strip_suffix("-cache") {
-        Some(image) => keys.iter().position(|k| k == image).map(|at| at + 1),
-        None => keys.iter().position(|k| *k == format!("{name}-cache")),
-    };
+    let position = beside.and_then(|(relative, after)| {
+        keys.iter().position(|k| *k == relative).map(|at| if after { at + 1 } else { at })
+    });
     let Some(position) = position else {
         table.insert(name, item);
         return;

@@ -182,6 +182,38 @@ target "elsewhere" {
     assert!(bad.stderr.contains("desired.toml:"), "{}", bad.stderr);
 }
 
+/// The cache's place is the bake file's word, not its name's: a cache named otherwise goes
+/// beside the image of the target that caches in it, and an image before its cache.
+#[tokio::test]
+async fn declare_puts_a_cache_of_any_name_beside_the_image_its_target_tags() {
+    let account = emulator().new_account().await;
+    let registry = format!("{}.dkr.ecr.us-east-1.amazonaws.com", account.id);
+    let (_dir, desired, bake, _) = checkout(false, &registry);
+    let extra = r#"
+target "rocm-base-layered" {
+  inherits = ["rocm-base"]
+  cache-to = ["type=registry,ref=${ECR_REGISTRY}/layers-of-rocm-base:buildcache,mode=max"]
+}
+target "jax" {
+  tags = ["${ECR_REGISTRY}/jax:nightly"]
+  cache-from = ["type=registry,ref=${ECR_REGISTRY}/buildkit-jax:buildcache"]
+}
+"#;
+    let text = std::fs::read_to_string(&bake).unwrap().replace(FOO_HCL, extra);
+    std::fs::write(&bake, text).unwrap();
+    let bake = bake.to_str().unwrap();
+    let declared = run(&account, &desired, &["declare", "--bake", bake, "--account", &account.id], &registry);
+    assert_eq!(declared.code, 0, "{}", declared.stderr);
+    let after = std::fs::read_to_string(&desired).unwrap();
+    let style = "{ tags = { kind = \"buildkit-cache\" } }";
+    assert!(
+        after.contains(&format!("rocm-base = {{}}\nlayers-of-rocm-base = {style}\npytorch-base = {{}}")),
+        "{after}"
+    );
+    assert!(after.contains(&format!("jax = {{}}\nbuildkit-jax = {style}\n")), "{after}");
+    assert!(after.find("jax = {}").unwrap() < after.find("buildkit-jax").unwrap(), "{after}");
+}
+
 #[tokio::test]
 async fn declare_check_prints_the_diff_of_a_stale_desired_file_and_writes_nothing() {
     let account = emulator().new_account().await;
