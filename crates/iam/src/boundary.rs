@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use reconcile_aws::{absent_if, failed, gone_if, has_code, visible_tags};
 use reconcile_core::fields::{Field, Fields};
-use reconcile_core::json::{tag_changes, to_compact};
+use reconcile_core::json::to_compact;
 use reconcile_core::plan::{Change, DesiredResource, Observed};
 use reconcile_core::spec::attributes;
 use reconcile_core::terraform::{Provider, ProviderResource, policy_string, tags};
@@ -20,7 +20,7 @@ use serde_json::{Map, Value, json};
 
 use crate::spec::policy_arn;
 use crate::terraform::{arn, field};
-use crate::{IamReconciler, NO_SUCH_ENTITY, policy, tag_list};
+use crate::{IamReconciler, NO_SUCH_ENTITY, policy, retag, tag_list};
 
 /// The boundary's fields: IAM sets a managed policy's description only when it makes it.
 pub const FIELDS: Fields = Fields {
@@ -167,26 +167,10 @@ impl IamReconciler {
                 .await
                 .map_err(failed(Some(address), "put the permissions boundary's new version"))?;
         }
-        let (remove, set) = tag_changes(&before.tags, &after.tags);
-        if !remove.is_empty() {
-            self.client
-                .untag_policy()
-                .policy_arn(&arn)
-                .set_tag_keys(Some(remove))
-                .send()
-                .await
-                .map_err(failed(Some(address), "remove the permissions boundary's tags"))?;
-        }
-        if !set.is_empty() {
-            self.client
-                .tag_policy()
-                .policy_arn(&arn)
-                .set_tags(Some(tag_list(&set)))
-                .send()
-                .await
-                .map_err(failed(Some(address), "tag the permissions boundary"))?;
-        }
-        Ok(())
+        let untag = |keys| self.client.untag_policy().policy_arn(&arn).set_tag_keys(Some(keys)).send();
+        let tag = |tags| self.client.tag_policy().policy_arn(&arn).set_tags(Some(tags)).send();
+        let operations = ("remove the permissions boundary's tags", "tag the permissions boundary");
+        retag(address, &before.tags, &after.tags, operations, untag, tag).await
     }
 
     /// Deletes a permissions boundary (a destroy's, after the roles it bounds): its versions

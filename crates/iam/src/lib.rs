@@ -37,6 +37,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use aws_sdk_iam as iam;
 use reconcile_aws::{Parallelism, absent_if, failed};
+use reconcile_core::json::tag_changes;
 use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Observed};
 use reconcile_core::reconciler::Observations;
 use reconcile_core::{Account, Address, Applied, Progress, ReconcileError, Reconciler, ResourceKind};
@@ -365,6 +366,33 @@ fn is_ci_identity(kind: ResourceKind) -> bool {
 }
 
 impl IamReconciler {}
+
+/// Takes a resource's tags from `current` to `wanted`: the keys no longer wanted removed, then
+/// what differs set, each call sent only when it has something to do. `untag` and `tag` send the
+/// kind's own calls; `operations` name them in an error (removing, then setting).
+pub(crate) async fn retag<U, T, UO, UE, TO, TE>(
+    address: &Address,
+    current: &BTreeMap<String, String>,
+    wanted: &BTreeMap<String, String>,
+    operations: (&str, &str),
+    untag: impl FnOnce(Vec<String>) -> U,
+    tag: impl FnOnce(Vec<iam::types::Tag>) -> T,
+) -> Result<(), ReconcileError>
+where
+    U: Future<Output = Result<UO, iam::error::SdkError<UE>>>,
+    T: Future<Output = Result<TO, iam::error::SdkError<TE>>>,
+    UE: iam::error::ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    TE: iam::error::ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    let (remove, set) = tag_changes(current, wanted);
+    if !remove.is_empty() {
+        untag(remove).await.map_err(failed(Some(address), operations.0))?;
+    }
+    if !set.is_empty() {
+        tag(tag_list(&set)).await.map_err(failed(Some(address), operations.1))?;
+    }
+    Ok(())
+}
 
 /// IAM's tag type. Key and value are both set, so a build error cannot happen; were it to, it
 /// is an error, never a dropped tag.

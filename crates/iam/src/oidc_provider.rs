@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 
 use reconcile_aws::{absent_if, failed, has_code, visible_tags};
 use reconcile_core::fields::{Field, Fields};
-use reconcile_core::json::tag_changes;
 use reconcile_core::plan::{Change, DesiredResource, Observed};
 use reconcile_core::spec::attributes;
 use reconcile_core::terraform::{Provider, ProviderResource, tags};
@@ -20,7 +19,7 @@ use serde_json::{Map, Value, json};
 
 use crate::ci::provider_arn;
 use crate::terraform::{arn, field, str_field};
-use crate::{IamReconciler, NO_SUCH_ENTITY, tag_list};
+use crate::{IamReconciler, NO_SUCH_ENTITY, retag, tag_list};
 
 /// GitHub's identity provider's fields: its URL names it.
 pub const FIELDS: Fields = Fields {
@@ -163,26 +162,18 @@ impl IamReconciler {
                 .await
                 .map_err(failed(Some(address), "add an audience to the identity provider"))?;
         }
-        let (remove, set) = tag_changes(&before.tags, &after.tags);
-        if !remove.is_empty() {
+        let untag = |keys| {
             self.client
                 .untag_open_id_connect_provider()
                 .open_id_connect_provider_arn(&arn)
-                .set_tag_keys(Some(remove))
+                .set_tag_keys(Some(keys))
                 .send()
-                .await
-                .map_err(failed(Some(address), "remove the identity provider's tags"))?;
-        }
-        if !set.is_empty() {
-            self.client
-                .tag_open_id_connect_provider()
-                .open_id_connect_provider_arn(&arn)
-                .set_tags(Some(tag_list(&set)))
-                .send()
-                .await
-                .map_err(failed(Some(address), "tag the identity provider"))?;
-        }
-        Ok(())
+        };
+        let tag = |tags| {
+            self.client.tag_open_id_connect_provider().open_id_connect_provider_arn(&arn).set_tags(Some(tags)).send()
+        };
+        let operations = ("remove the identity provider's tags", "tag the identity provider");
+        retag(address, &before.tags, &after.tags, operations, untag, tag).await
     }
 }
 

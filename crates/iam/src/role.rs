@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use reconcile_aws::{absent_if, failed, gone_if, has_code, visible_tags};
 use reconcile_core::fields::{Field, Fields};
 use reconcile_core::generate::Found;
-use reconcile_core::json::{tag_changes, to_compact};
+use reconcile_core::json::to_compact;
 use reconcile_core::mark::MARK_KEY;
 use reconcile_core::plan::{Change, DesiredResource, Finding, Observed, Severity};
 use reconcile_core::reconciler::Observations;
@@ -30,7 +30,7 @@ use crate::{
     ATTACHED_MANAGED_POLICY, CI_TRUST_CHANGED, CI_TRUST_WIDENED, Family, RolePolicySpec, UNDECLARED_GITHUB_ROLE,
     undeclared_role,
 };
-use crate::{IamReconciler, NO_SUCH_ENTITY, policy, tag_list};
+use crate::{IamReconciler, NO_SUCH_ENTITY, policy, retag, tag_list};
 
 /// A role's fields (the runner's and the CI roles').
 const ROLE: &[Field] = &[
@@ -429,26 +429,9 @@ impl IamReconciler {
                 .await
                 .map_err(failed(Some(address), "update role"))?;
         }
-        let (remove, set) = tag_changes(current_tags, &after.tags);
-        if !remove.is_empty() {
-            self.client
-                .untag_role()
-                .role_name(name)
-                .set_tag_keys(Some(remove))
-                .send()
-                .await
-                .map_err(failed(Some(address), "remove role tags"))?;
-        }
-        if !set.is_empty() {
-            self.client
-                .tag_role()
-                .role_name(name)
-                .set_tags(Some(tag_list(&set)))
-                .send()
-                .await
-                .map_err(failed(Some(address), "set role tags"))?;
-        }
-        Ok(())
+        let untag = |keys| self.client.untag_role().role_name(name).set_tag_keys(Some(keys)).send();
+        let tag = |tags| self.client.tag_role().role_name(name).set_tags(Some(tags)).send();
+        retag(address, current_tags, &after.tags, ("remove role tags", "set role tags"), untag, tag).await
     }
 
     /// Deletes a role (a destroy's): what IAM refuses to delete a role with goes first. Its
