@@ -44,7 +44,7 @@ pub const FIELDS: Fields = Fields {
 pub(crate) struct RepositorySpec {
     pub image_tag_mutability: String,
     pub scan_on_push: bool,
-    /// Set only when the repository is made: a difference is a replacement ([`crate::diff`]).
+    /// Set only when the repository is made: a difference is a replacement (its row in [`FIELDS`]).
     pub encryption_type: String,
     /// Compared only when desired.toml names a key; live, the key `KMS` encryption uses.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -569,7 +569,7 @@ fn the_documented_mapping_is_each_crates_own_table() {
     let doc = std::fs::read_to_string(workspace_root().join("docs/terraform-json.md")).unwrap();
     let mut rows = 0;
     for krate in ["ecr", "s3", "iam", "codebuild", "github"] {
-        // The module documentation of each kind's module, or of the crate's terraform.rs.
+        // The module documentation of each kind's module.
         let mut files = Vec::new();
         crate::tidy::files_under(&workspace_root().join(format!("crates/{krate}/src")), "rs", &mut files);
         let source: String = files.iter().map(|file| std::fs::read_to_string(file).unwrap()).collect();
