@@ -50,6 +50,22 @@ fn boundary_description() -> String {
     crate::section::BOUNDARY_DESCRIPTION.to_owned()
 }
 
+impl BoundarySpec {
+    /// The boundary of the runner's role `role`, `document` derived.
+    pub(crate) fn declared(
+        role: &crate::section::Role,
+        document: Value,
+        desired: &reconcile_core::Desired,
+    ) -> BoundarySpec {
+        BoundarySpec {
+            name: crate::derive::boundary_name(role),
+            description: role.boundary_description.clone(),
+            document,
+            tags: desired.marked(&role.tags),
+        }
+    }
+}
+
 impl IamReconciler {
     /// The boundary's default version and tags: `GetPolicy`, then the version it names.
     pub(crate) async fn observe_boundary(

@@ -49,7 +49,6 @@ pub use derive::{INLINE_POLICY_LIMIT, MANAGED_POLICY_LIMIT, boundary_name, bound
 pub use describe::{DESCRIPTION, reconciler};
 use oidc_provider::ProviderSpec;
 pub use policy::{canonical, canonical_text, percent_decode};
-use role::RoleSpec;
 pub use role::trust_policy;
 use role_policy::RolePolicySpec;
 pub use section::ci::{
@@ -236,9 +235,7 @@ impl Reconciler for IamReconciler {
         match (IamKind::of(address)?, change.action) {
             (IamKind::Role | IamKind::CiRole, Action::Create) => self.create_role(change).await,
             (IamKind::Role | IamKind::CiRole, Action::Update) => {
-                let before = reconcile_core::spec::before::<RoleSpec>(change)?;
-                let current_tags = before.as_ref().map(|b| b.tags.clone()).unwrap_or_default();
-                self.converge_role(change, before.as_ref(), &current_tags).await?;
+                self.update_role(change).await?;
                 Ok(Applied::Done)
             }
             // Only a destroy plans one, after the role's declared policies.

@@ -379,6 +379,13 @@ impl IamReconciler {
         }
     }
 
+    /// Makes a role match the change, from what the plan saw of it.
+    pub(crate) async fn update_role(&self, change: &Change) -> Result<(), ReconcileError> {
+        let before = reconcile_core::spec::before::<RoleSpec>(change)?;
+        let current_tags = before.as_ref().map(|b| b.tags.clone()).unwrap_or_default();
+        self.converge_role(change, before.as_ref(), &current_tags).await
+    }
+
     /// Makes the role match the change, touching only what differs from `before` (everything,
     /// when `before` is unknown).
     pub(crate) async fn converge_role(

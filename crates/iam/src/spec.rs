@@ -53,12 +53,7 @@ fn runner_role(
     let boundary = boundary_policy(desired, catalog, role, account)
         .map_err(|why| ReconcileError::new(Some(&boundary_address), "derive the permissions boundary", why))?;
     let boundary_arn = policy_arn(account, &boundary_name(role));
-    let spec = BoundarySpec {
-        name: boundary_name(role),
-        description: role.boundary_description.clone(),
-        document: canonical(&boundary, &account.partition),
-        tags: desired.marked(&role.tags),
-    };
+    let spec = BoundarySpec::declared(role, canonical(&boundary, &account.partition), desired);
     // The boundary, the role that carries it and its inline policy grant the builds what
     // carries the mark: changed only once every repository the plan marks is marked.
     resources.push(

@@ -27,8 +27,7 @@ use reconcile_core::{Account, Address, Applied, Destroy, Progress, ReconcileErro
 
 use bucket::{BucketSpec, Version, bucket_name, grants_someone};
 pub use describe::{DESCRIPTION, client, reconciler};
-use lifecycle::BucketLifecycleSpec;
-pub use lifecycle::{desired_rule, observed_rule};
+pub use lifecycle::{desired_rule, expiry_change, observed_rule};
 pub use section::{APPLY_LOCK_KEY, Bucket, CLAIM, S3, S3LifecycleRule, declared};
 pub use spec::desired;
 
@@ -195,23 +194,6 @@ impl Reconciler for S3Reconciler {
             S3Kind::Bucket => None,
         }
     }
-}
-
-/// What an update of a bucket's lifecycle does to its shortest expiry, for a plan's cost line:
-/// the bucket, and the days before and after, when both expire something and they differ.
-pub fn expiry_change(change: &Change) -> Option<(String, u64, u64)> {
-    if change.address.kind != BUCKET_LIFECYCLE || change.action != Action::Update {
-        return None;
-    }
-    let spec = |fields: Option<&serde_json::Map<String, serde_json::Value>>| -> Option<BucketLifecycleSpec> {
-        serde_json::from_value(serde_json::Value::Object(fields?.clone())).ok()
-    };
-    let days = |spec: &BucketLifecycleSpec| {
-        spec.rules.iter().filter_map(|rule| rule.get("expiration_days").and_then(serde_json::Value::as_u64)).min()
-    };
-    let (before, after) = (spec(change.before.as_ref())?, spec(change.after.as_ref())?);
-    let (from, to) = (days(&before)?, days(&after)?);
-    (from != to).then(|| (after.bucket.clone(), from, to))
 }
 
 impl S3Reconciler {

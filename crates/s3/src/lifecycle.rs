@@ -14,7 +14,7 @@ use aws_sdk_s3 as s3;
 use reconcile_aws::{absent_if, after_create, failed, gone_if};
 use reconcile_core::fields::{Field, Fields};
 use reconcile_core::json::{object, to_compact};
-use reconcile_core::plan::{Change, Observed};
+use reconcile_core::plan::{Action, Change, Observed};
 use reconcile_core::spec::attributes;
 use reconcile_core::terraform::ProviderResource;
 use reconcile_core::{Account, Address, Applied, ReconcileError};
@@ -36,6 +36,32 @@ pub const FIELDS: Fields = Fields {
         Field::in_place("rules").set_by(&["PutBucketLifecycle", "DeleteBucketLifecycle"]),
     ],
 };
+
+impl BucketLifecycleSpec {
+    /// The rules desired.toml declares for the bucket `bucket`, in canonical form and order.
+    pub(crate) fn declared(bucket: &str, rules: &[S3LifecycleRule]) -> BucketLifecycleSpec {
+        let mut rules: Vec<Value> = rules.iter().map(desired_rule).collect();
+        sort_rules(&mut rules);
+        BucketLifecycleSpec { bucket: bucket.to_owned(), rules }
+    }
+}
+
+/// What an update of a bucket's lifecycle does to its shortest expiry, for a plan's cost line:
+/// the bucket, and the days before and after, when both expire something and they differ.
+pub fn expiry_change(change: &Change) -> Option<(String, u64, u64)> {
+    if change.address.kind != crate::BUCKET_LIFECYCLE || change.action != Action::Update {
+        return None;
+    }
+    let spec = |fields: Option<&serde_json::Map<String, serde_json::Value>>| -> Option<BucketLifecycleSpec> {
+        serde_json::from_value(serde_json::Value::Object(fields?.clone())).ok()
+    };
+    let days = |spec: &BucketLifecycleSpec| {
+        spec.rules.iter().filter_map(|rule| rule.get("expiration_days").and_then(serde_json::Value::as_u64)).min()
+    };
+    let (before, after) = (spec(change.before.as_ref())?, spec(change.after.as_ref())?);
+    let (from, to) = (days(&before)?, days(&after)?);
+    (from != to).then(|| (after.bucket.clone(), from, to))
+}
 
 impl crate::S3Reconciler {
     pub(crate) async fn observe_lifecycle(&self, address: &Address, name: &str) -> Result<Observed, ReconcileError> {

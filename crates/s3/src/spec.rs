@@ -5,10 +5,9 @@ use reconcile_core::desired::Desired;
 use reconcile_core::plan::DesiredResource;
 use reconcile_core::spec::attributes;
 use reconcile_core::{Account, Address, ReconcileError};
-use serde_json::Value;
 
 use crate::bucket::BucketSpec;
-use crate::lifecycle::{self, BucketLifecycleSpec, desired_rule};
+use crate::lifecycle::BucketLifecycleSpec;
 
 /// The buckets and lifecycle configurations desired.toml asks for. Pure: no client, no AWS.
 pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResource>, ReconcileError> {
@@ -19,9 +18,7 @@ pub fn desired(desired: &Desired, account: &Account) -> Result<Vec<DesiredResour
         let spec = BucketSpec::declared(bucket, name.clone(), desired);
         resources.push(DesiredResource::new(bucket_address.clone(), &name, attributes(&spec)).adopted(bucket.adopt));
         if let Some(rules) = &bucket.lifecycle_rules {
-            let mut rules: Vec<Value> = rules.iter().map(desired_rule).collect();
-            lifecycle::sort_rules(&mut rules);
-            let spec = BucketLifecycleSpec { bucket: name.clone(), rules };
+            let spec = BucketLifecycleSpec::declared(&name, rules);
             let address = Address::new(crate::BUCKET_LIFECYCLE, &bucket.key);
             resources.push(DesiredResource::new(address, &name, attributes(&spec)).under(&bucket_address));
         }
