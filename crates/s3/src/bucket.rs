@@ -3,6 +3,7 @@
 //! and the setters write it, and how the Terraform view shows it; desired.toml's `[s3]` section
 //! (section.rs) is the only other file that names one. The provider splits a bucket into one
 //! resource per configuration, and so does the mapping:
+//!
 //! | reconcile | provider resource | arguments |
 //! |---|---|---|
 //! | `s3_bucket.<key>` | `aws_s3_bucket.bucket["<key>"]` | `bucket`, `force_destroy` (false), `tags`, `tags_all`; `grant` (ACL grants beyond the owner's, as `{id, permissions}`) and `replication_configuration`, the provider's deprecated in-bucket forms, only while set |

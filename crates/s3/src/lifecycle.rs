@@ -1,4 +1,6 @@
-//! S3 lifecycle rules in canonical form, in which two rules that mean the same are equal.
+//! `s3_bucket_lifecycle.<key>`: a bucket's lifecycle rules, their field table, reads and writes,
+//! Terraform mapping and the cost line's expiry change, and their canonical form, in which two
+//! rules that mean the same are equal.
 //!
 //! A rule's filter may come back absent, as `{}`, as `{Prefix: ""}` or as the legacy rule-level
 //! `Prefix`; all of them mean "the whole bucket" or "this prefix" and become `"prefix"`. Fields
