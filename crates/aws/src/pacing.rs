@@ -436,6 +436,11 @@ impl Pacing {
             self.turn(service).await;
             {
                 let mut resend = lock(&resend);
+                // The deadline counts from the first attempt, not from the wait for it: a read
+                // queued behind a slow gate still gets its retries.
+                if resend.attempts == 0 {
+                    resend.started = Instant::now();
+                }
                 resend.attempts += 1;
                 resend.again = false;
             }
