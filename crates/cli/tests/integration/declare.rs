@@ -49,6 +49,24 @@ fn run(account: &TestAccount, desired: &std::path::Path, args: &[&str], registry
     reconcile_with(account, desired, args, &[("ECR_REGISTRY", registry)])
 }
 
+/// `declare` of the checkout's bake file with `extra` in place of target `foo`: the bake file's
+/// path, the run, and desired.toml after it, the run having succeeded.
+fn declare_with(
+    account: &TestAccount,
+    desired: &std::path::Path,
+    bake: &std::path::Path,
+    extra: &str,
+    registry: &str,
+) -> (String, crate::support::Run, String) {
+    let text = std::fs::read_to_string(bake).unwrap().replace(FOO_HCL, extra);
+    std::fs::write(bake, text).unwrap();
+    let bake = bake.to_str().unwrap().to_owned();
+    let declared = run(account, desired, &["declare", "--bake", &bake, "--account", &account.id], registry);
+    assert_eq!(declared.code, 0, "{}", declared.stderr);
+    let after = std::fs::read_to_string(desired).unwrap();
+    (bake, declared, after)
+}
+
 #[tokio::test]
 async fn declare_adds_exactly_the_new_targets_repositories_keeping_everything_else() {
     let account = emulator().new_account().await;
@@ -144,12 +162,8 @@ target "elsewhere" {
   tags = ["999999999999.dkr.ecr.us-east-1.amazonaws.com/theirs:nightly", "123456789012.dkr.ecr.eu-west-1.amazonaws.com/west:nightly", "docker.io/rocm/foo:nightly"]
 }
 "#;
-    let text = std::fs::read_to_string(&bake).unwrap().replace(FOO_HCL, extra);
-    std::fs::write(&bake, text).unwrap();
-    let bake = bake.to_str().unwrap();
-    let declared = run(&account, &desired, &["declare", "--bake", bake, "--account", &account.id], &registry);
-    assert_eq!(declared.code, 0, "{}", declared.stderr);
-    let after = std::fs::read_to_string(&desired).unwrap();
+    let (bake, declared, after) = declare_with(&account, &desired, &bake, extra, &registry);
+    let bake = bake.as_str();
     assert!(
         after.contains("rocm-base = {}\nrocm-base-cache = { tags = { kind = \"buildkit-cache\" } }\npytorch-base = {}"),
         "{after}"
@@ -199,12 +213,7 @@ target "jax" {
   cache-from = ["type=registry,ref=${ECR_REGISTRY}/buildkit-jax:buildcache"]
 }
 "#;
-    let text = std::fs::read_to_string(&bake).unwrap().replace(FOO_HCL, extra);
-    std::fs::write(&bake, text).unwrap();
-    let bake = bake.to_str().unwrap();
-    let declared = run(&account, &desired, &["declare", "--bake", bake, "--account", &account.id], &registry);
-    assert_eq!(declared.code, 0, "{}", declared.stderr);
-    let after = std::fs::read_to_string(&desired).unwrap();
+    let (_, _, after) = declare_with(&account, &desired, &bake, extra, &registry);
     let style = "{ tags = { kind = \"buildkit-cache\" } }";
     assert!(
         after.contains(&format!("rocm-base = {{}}\nlayers-of-rocm-base = {style}\npytorch-base = {{}}")),
