@@ -9,7 +9,8 @@ administrator credentials, the reconcile binary's directory, the runner and its 
 GitHub would do, as far as the workflows go: `gh pr create` opens a pull request from the pushed
 branch and runs the check, then the trusted plan, as `pull_request` and `workflow_run` would;
 `gh pr merge` merges on the remote and runs the apply workflow as a push to main would;
-`gh workflow run` dispatches a workflow of the default branch. Runs happen before the command
+`gh workflow run` dispatches a workflow of the default branch; `gh run view ID --log-failed` prints
+the lines of a run's failed steps. Runs happen before the command
 returns. Only the subcommands and flags the pages use are known; anything else fails loudly.
 """
 
@@ -20,6 +21,8 @@ import subprocess
 import sys
 import tempfile
 import urllib.request
+
+import yaml
 
 state = os.environ["DOCTEST_STATE"]
 base = json.load(open(os.path.join(state, "base.json")))
@@ -209,6 +212,17 @@ def run_command(args):
             return
         for r in chosen:
             print(f"completed\t{r['conclusion']}\t{r['name']}\t{r['name']}\tmain\t{r['event']}\t{r['id']}")
+    elif args.action == "view":
+        if not args.log_failed:
+            sys.exit("gh (doc stand-in): only run view ID --log-failed is played")
+        one = next(r for r in runs if str(r["id"]) == args.id)
+        spec = json.load(open(one["spec"]))
+        job = spec.get("job") or next(iter(yaml.safe_load(open(spec["workflow"]))["jobs"]))
+        for step in one["report"]["steps"]:
+            if step["outcome"] not in ("failure",):
+                continue
+            for line in (step.get("stdout", "") + step.get("stderr", "")).splitlines():
+                print(f"{job}\t{step['name']}\t{line}")
     elif args.action == "rerun":
         previous = next(r for r in runs if str(r["id"]) == args.id)
         spec = json.load(open(previous["spec"]))
@@ -274,6 +288,7 @@ def main():
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--json")
     p.add_argument("--jq")
+    p.add_argument("--log-failed", action="store_true")
     p.set_defaults(handle=run_command)
     p = commands.add_parser("secret")
     p.add_argument("action")

@@ -6,7 +6,8 @@ pub const OK: u8 = 0;
 /// An error: bad input, an AWS failure, a failed apply.
 pub const ERROR: u8 = 1;
 /// A difference found, which is not an error: `plan --detailed-exitcode` has changes, `drift`
-/// found the account differs, `declare --check` or `import --check` would change desired.toml.
+/// found the account differs, `apply` as a CI role left changes only an administrator makes,
+/// `declare --check` or `import --check` would change desired.toml.
 pub const CHANGES: u8 = 2;
 /// Refused by a safety check before any write, such as a delete without `--allow-delete`.
 pub const REFUSED: u8 = 3;

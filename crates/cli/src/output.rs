@@ -368,6 +368,7 @@ impl ApplyEvents for ApplyPrinter {
             }
             Outcome::Skipped { because } => format!("{address}: Skipped, because {because} did not apply"),
             Outcome::NotStarted => format!("{address}: Not started (interrupted)"),
+            Outcome::Left { why } => format!("{address}: Left for an administrator: {why}"),
         });
     }
 }

@@ -197,12 +197,12 @@ fn public_findings(
     }
     for finding in all {
         match &finding.address {
-            // The apply job refuses it after merge: in review it is an error, so the status fails.
+            // The apply job leaves it after merge: in review it is an error, so the status fails.
             None if public.review && finding.code == NEEDS_AN_ADMINISTRATOR => findings.push(Finding {
                 severity: Severity::Error,
                 message: format!(
-                    "{}; the apply job refuses it after merge, so this pull request's plan fails until an \
-                     administrator applies it",
+                    "{}; after merge the apply job would leave them, so this pull request's status fails until an \
+                     administrator has applied them",
                     finding.message
                 ),
                 ..finding
@@ -210,6 +210,10 @@ fn public_findings(
             None => findings.push(finding),
             Some(address) if shown(address) => findings.push(finding),
             Some(address) if root(resources, address).is_some() => {} // a hidden resource's: said below
+            // Another deployment's resources are no pull request's files: counted.
+            Some(_) if finding.code == crate::ownership::ANOTHER_DEPLOYMENTS => {
+                *counted.entry((finding.code, finding.severity)).or_default() += 1;
+            }
             // About the pull request's own files (a bake target it does not declare): its to see.
             Some(_) if finding.code.starts_with('W') => findings.push(finding),
             Some(address) if public.named.contains(&address.declared()) => findings.push(finding),

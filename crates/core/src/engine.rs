@@ -383,7 +383,21 @@ pub struct ApplyReport {
 impl ApplyReport {
     pub fn succeeded(&self) -> bool {
         self.unreadable.is_empty()
-            && self.results.iter().all(|(_, _, outcome, _)| matches!(outcome, Outcome::Applied | Outcome::Adopted))
+            && self
+                .results
+                .iter()
+                .all(|(_, _, outcome, _)| matches!(outcome, Outcome::Applied | Outcome::Adopted | Outcome::Left { .. }))
+    }
+
+    /// The changes left for an administrator, each with why.
+    pub fn left(&self) -> Vec<(&Address, &str)> {
+        self.results
+            .iter()
+            .filter_map(|(address, _, outcome, _)| match outcome {
+                Outcome::Left { why } => Some((address, why.as_str())),
+                _ => None,
+            })
+            .collect()
     }
 }
 
@@ -407,6 +421,10 @@ pub enum Refusal {
 #[derive(Debug, Clone, Copy)]
 pub struct ApplyOptions<'a> {
     pub allow_delete: bool,
+    /// The changes not carried out, each with why: those only an administrator makes, when the
+    /// caller is a CI role. What depends on a left update goes on (the resource exists, as it
+    /// was); what depends on a left create, replacement or delete is skipped.
+    pub left: &'a [(Address, String)],
     pub concurrency: usize,
     /// Set when the run is interrupted: no change starts after it is, the running ones finish.
     pub stop: Option<&'a std::sync::atomic::AtomicBool>,
@@ -452,16 +470,23 @@ pub fn administrators_only(
 }
 
 /// Everything apply checks before its first call: deletes allowed, a reconciler for every
-/// change, and no reconciler's own refusal. Apply runs it itself; the binary runs it earlier too,
-/// so that a refused plan takes no lock either.
-pub fn preflight(reconcilers: &[Box<dyn Reconciler>], plan: &Plan, allow_delete: bool) -> Result<(), Refusal> {
+/// change, and no reconciler's own refusal, of every change but those `left` for an
+/// administrator (which are not carried out, so nothing of them needs allowing). Apply runs it
+/// itself; the binary runs it earlier too, so that a refused plan takes no lock either.
+pub fn preflight(
+    reconcilers: &[Box<dyn Reconciler>],
+    plan: &Plan,
+    allow_delete: bool,
+    left: &[(Address, String)],
+) -> Result<(), Refusal> {
+    let carried_out = || plan.changes.iter().filter(|c| !left.iter().any(|(address, _)| *address == c.address));
     let deletes: Vec<Address> =
-        plan.changes.iter().filter(|c| c.action.is_destructive()).map(|c| c.address.clone()).collect();
+        carried_out().filter(|c| c.action.is_destructive()).map(|c| c.address.clone()).collect();
     if !deletes.is_empty() && !allow_delete {
         return Err(Refusal::DeleteNotAllowed(deletes));
     }
     let mut refusals = Vec::new();
-    for change in &plan.changes {
+    for change in carried_out() {
         match reconciler_for(reconcilers, change.address.kind) {
             None => return Err(Refusal::NoReconciler(change.address.clone())),
             Some(reconciler) => {
@@ -487,11 +512,17 @@ pub async fn apply(
     options: ApplyOptions<'_>,
     events: &dyn ApplyEvents,
 ) -> Result<ApplyReport, Refusal> {
-    preflight(reconcilers, plan, options.allow_delete)?;
+    preflight(reconcilers, plan, options.allow_delete, options.left)?;
 
     // What could not be read counts as failed, so that what depends on it is skipped.
     let unreadable = unreadable(plan);
-    let in_plan: BTreeSet<&Address> = plan.changes.iter().map(|c| &c.address).chain(&unreadable).collect();
+    // A left update's resource exists as it was: what depends on it needs nothing more of it.
+    let left_as_it_was = |address: &Address| {
+        plan.changes.iter().any(|c| c.address == *address && c.action == Action::Update)
+            && options.left.iter().any(|(left, _)| left == address)
+    };
+    let in_plan: BTreeSet<&Address> =
+        plan.changes.iter().map(|c| &c.address).filter(|a| !left_as_it_was(a)).chain(&unreadable).collect();
     let mut outcomes: BTreeMap<Address, (Outcome, Duration)> = unreadable
         .iter()
         .map(|address| {
@@ -499,6 +530,11 @@ pub async fn apply(
             (address.clone(), (Outcome::Failed(failed), Duration::ZERO))
         })
         .collect();
+    for (address, why) in options.left {
+        if plan.changes.iter().any(|c| c.address == *address) {
+            outcomes.insert(address.clone(), (Outcome::Left { why: why.clone() }, Duration::ZERO));
+        }
+    }
     // Each change starts as soon as what it depends on is done and a slot is free.
     let stopped = || options.stopped();
     crate::schedule::run(
@@ -694,8 +730,43 @@ mod tests {
         assert_eq!(said[0].severity, Severity::Warning);
         assert_eq!(
             said[0].message,
-            "this plan changes `ecr_repository.a` (why), which the apply role never does: an administrator must apply it"
+            "this plan changes `ecr_repository.a` (why), which the apply role never does: an apply as a CI role makes \
+             every other change and leaves these, and an administrator applies them from a terminal with `reconcile \
+             apply`"
         );
+    }
+
+    #[test]
+    fn what_is_left_for_an_administrator_is_never_sent_nor_holds_back_the_rest() {
+        let role = Address::new(crate::fake::kinds::ECR_REPOSITORY, "role");
+        let made = Address::new(crate::fake::kinds::ECR_REPOSITORY, "made");
+        let gone = Address::new(crate::fake::kinds::ECR_REPOSITORY, "gone");
+        let plan = plan_of(vec![
+            change(crate::fake::kinds::ECR_REPOSITORY, "gone", Action::Delete, &[]),
+            change(crate::fake::kinds::ECR_REPOSITORY, "role", Action::Update, &[]),
+            change(crate::fake::kinds::ECR_REPOSITORY, "made", Action::Create, &[]),
+            change(crate::fake::kinds::ECR_REPOSITORY, "other", Action::Update, &[]),
+            change(crate::fake::kinds::ECR_LIFECYCLE_POLICY, "role", Action::Update, std::slice::from_ref(&role)),
+            change(crate::fake::kinds::ECR_LIFECYCLE_POLICY, "made", Action::Create, std::slice::from_ref(&made)),
+        ]);
+        let left = [(role.clone(), "why".to_owned()), (made.clone(), "why".to_owned()), (gone, "why".to_owned())];
+        // A left delete needs no --allow-delete: it is not carried out.
+        let (report, log) = run_leaving(&plan, &[], false, &left);
+        let report = report.unwrap();
+        assert_eq!(
+            log.iter().filter(|l| l.starts_with("apply")).cloned().collect::<BTreeSet<_>>(),
+            BTreeSet::from(["apply ecr_lifecycle_policy.role".to_owned(), "apply ecr_repository.other".to_owned()]),
+            "nothing left is sent; a left update's dependent goes on"
+        );
+        assert!(report.succeeded(), "{report:?}");
+        assert_eq!(report.left().len(), 3);
+        let outcome = |address: &str| {
+            report.results.iter().find(|(a, ..)| a.to_string() == address).map(|(_, _, o, _)| o).unwrap()
+        };
+        assert!(matches!(outcome("ecr_lifecycle_policy.made"), Outcome::Skipped { because } if *because == made));
+        assert!(matches!(outcome("ecr_repository.role"), Outcome::Left { why } if *why == "why"));
+        // Without anything left, the delete needs its flag as ever.
+        assert!(matches!(run(&plan, &[], false).0, Err(Refusal::DeleteNotAllowed(_))));
     }
 
     fn change(kind: ResourceKind, name: &str, action: Action, depends_on: &[Address]) -> Change {
@@ -713,11 +784,20 @@ mod tests {
     }
 
     fn run(plan: &Plan, fail: &[&str], allow_delete: bool) -> (Result<ApplyReport, Refusal>, Vec<String>) {
+        run_leaving(plan, fail, allow_delete, &[])
+    }
+
+    fn run_leaving(
+        plan: &Plan,
+        fail: &[&str],
+        allow_delete: bool,
+        left: &[(Address, String)],
+    ) -> (Result<ApplyReport, Refusal>, Vec<String>) {
         let log = Arc::new(Mutex::new(Vec::new()));
         let fake = FakeReconciler { fail: fail.iter().map(|s| s.to_string()).collect(), ..FakeReconciler::new(&log) };
         let reconcilers: Vec<Box<dyn Reconciler>> = vec![Box::new(fake)];
         let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
-        let options = ApplyOptions { allow_delete, concurrency: 4, stop: None };
+        let options = ApplyOptions { allow_delete, left, concurrency: 4, stop: None };
         let result = runtime.block_on(apply(&reconcilers, plan, options, &Silent));
         let log = log.lock().unwrap().clone();
         (result, log)
@@ -747,6 +827,7 @@ mod tests {
                 Outcome::Failed(_) => format!("{address} failed"),
                 Outcome::NotStarted => format!("{address} not started"),
                 Outcome::Skipped { because } => format!("{address} skipped because {because}"),
+                Outcome::Left { why } => format!("{address} left: {why}"),
             })
             .collect();
         assert_eq!(

@@ -38,6 +38,32 @@ pub const SHARED: &str = "W607";
 /// lacks something desired.toml needs of it (an audience of GitHub's OIDC provider): reconcile
 /// does not change what is not its own, so its owner must. Stable; never reused.
 pub const SHARED_LACKS: &str = "W608";
+/// Finding code: a resource desired.toml does not declare carries another deployment's mark:
+/// that deployment's (two deployments share an account), which its own drift check answers for,
+/// so it is counted, never this one's drift. Stable; never reused.
+pub const ANOTHER_DEPLOYMENTS: &str = "W609";
+
+/// The deployment other than `ours` whose mark `tags` carry, if any: a value that can name a
+/// deployment (anything else in the mark's place is no deployment's, and stays drift).
+pub fn other_deployment<'t>(tags: &'t std::collections::BTreeMap<String, String>, ours: &str) -> Option<&'t str> {
+    let theirs = tags.get(MARK_KEY)?;
+    (theirs != ours && crate::desired::check_deployment(theirs).is_ok()).then_some(theirs.as_str())
+}
+
+/// [`ANOTHER_DEPLOYMENTS`] for the undeclared resource at `address` (`what`: "repository
+/// `scratch`"), which carries deployment `theirs`'s mark.
+pub fn another_deployments(address: Address, what: &str, theirs: &str) -> Finding {
+    Finding {
+        code: ANOTHER_DEPLOYMENTS.to_owned(),
+        severity: Severity::Warning,
+        address: Some(address),
+        message: format!(
+            "{what} is not in desired.toml and carries deployment `{theirs}`'s mark: it is that deployment's, whose \
+             own drift check answers for it, not this one's drift"
+        ),
+        overridden_by: None,
+    }
+}
 
 pub use crate::mark::{
     DEFAULT_DEPLOYMENT, LEGACY_KEY, LEGACY_VALUE, MARK_KEY, RESERVED_PREFIX, is_reserved, mark, marked,

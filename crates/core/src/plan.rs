@@ -639,7 +639,8 @@ pub fn needs_an_administrator(administrators: &[(Address, String)]) -> Finding {
         severity: Severity::Warning,
         address: None,
         message: format!(
-            "this plan changes {}, which the apply role never does: an administrator must apply it",
+            "this plan changes {}, which the apply role never does: an apply as a CI role makes every other change \
+             and leaves these, and an administrator applies them from a terminal with `reconcile apply`",
             grouped(administrators).join("; ")
         ),
         overridden_by: None,

@@ -27,7 +27,7 @@ pub fn text(plan: &Plan, report: &ApplyReport) -> String {
         return out;
     }
     if report.succeeded() {
-        let summary = plan.summary();
+        let summary = carried_out(plan, report).summary();
         // Imports first and only when there are some, as Terraform says them.
         let imported = if summary.import > 0 { format!("{} imported, ", summary.import) } else { String::new() };
         writeln!(
@@ -36,6 +36,13 @@ pub fn text(plan: &Plan, report: &ApplyReport) -> String {
             summary.create, summary.update, summary.delete
         )
         .unwrap();
+        let left = report.left();
+        if !left.is_empty() {
+            for (address, why) in &left {
+                writeln!(out, "Left for an administrator: {address} ({why})").unwrap();
+            }
+            writeln!(out, "{}", left_for_administrators(left.len())).unwrap();
+        }
         return out;
     }
     let (applied, failed, skipped) = counts(report);
@@ -49,6 +56,7 @@ pub fn text(plan: &Plan, report: &ApplyReport) -> String {
             }
             Outcome::Skipped { because } => writeln!(out, "Skipped: {address}, because {because} did not apply"),
             Outcome::NotStarted => writeln!(out, "Not started: {address}"),
+            Outcome::Left { why } => writeln!(out, "Left for an administrator: {address} ({why})"),
             Outcome::Applied | Outcome::Adopted => Ok(()),
         }
         .unwrap();
@@ -74,6 +82,24 @@ pub fn text(plan: &Plan, report: &ApplyReport) -> String {
     out
 }
 
+/// What an administrator does about `count` changes an apply as a CI role left: the command, and
+/// why not the apply role.
+pub fn left_for_administrators(count: usize) -> String {
+    format!(
+        "{count} change(s) left for an administrator: the apply role never makes them (W501), and made every other \
+         change. An administrator applies them from a terminal on the default branch, with their own credentials: \
+         `reconcile apply`"
+    )
+}
+
+/// `plan` without the changes `report` left for an administrator: what was carried out.
+fn carried_out(plan: &Plan, report: &ApplyReport) -> Plan {
+    let left = report.left();
+    let mut done = plan.clone();
+    done.changes.retain(|change| !left.iter().any(|(address, _)| **address == change.address));
+    done
+}
+
 /// How many changes an interruption kept from starting.
 fn not_started(report: &ApplyReport) -> usize {
     report.results.iter().filter(|(_, _, outcome, _)| matches!(outcome, Outcome::NotStarted)).count()
@@ -86,7 +112,7 @@ fn counts(report: &ApplyReport) -> (usize, usize, usize) {
             Outcome::Applied | Outcome::Adopted => counts.0 += 1,
             Outcome::Failed(_) => counts.1 += 1,
             Outcome::Skipped { .. } => counts.2 += 1,
-            Outcome::NotStarted => {}
+            Outcome::NotStarted | Outcome::Left { .. } => {}
         }
     }
     counts
@@ -120,6 +146,10 @@ pub fn json(plan: &Plan, report: &ApplyReport) -> Value {
                     entry["because"] = json!(because.to_string());
                 }
                 Outcome::NotStarted => entry["outcome"] = json!("not_started"),
+                Outcome::Left { why } => {
+                    entry["outcome"] = json!("left_for_an_administrator");
+                    entry["because"] = json!(why);
+                }
             }
             entry
         })
@@ -131,7 +161,13 @@ pub fn json(plan: &Plan, report: &ApplyReport) -> Value {
         "succeeded": report.succeeded(),
         "results": results,
         "unreadable": report.unreadable.iter().map(ToString::to_string).collect::<Vec<_>>(),
-        "summary": { "applied": applied, "failed": failed, "skipped": skipped, "not_started": not_started(report) },
+        "summary": {
+            "applied": applied,
+            "failed": failed,
+            "skipped": skipped,
+            "not_started": not_started(report),
+            "left_for_an_administrator": report.left().len(),
+        },
     })
 }
 
@@ -145,6 +181,10 @@ pub fn markdown(plan: &Plan, report: &ApplyReport) -> String {
         let imported = plan.summary().import;
         let imported = if imported > 0 { format!(", {imported} of them imported") } else { String::new() };
         writeln!(out, "**Apply complete: {applied} resources changed{imported}.**").unwrap();
+        let left = report.left().len();
+        if left > 0 {
+            writeln!(out, "\n{}", message(&left_for_administrators(left))).unwrap();
+        }
     } else if not_started(report) > 0 {
         let not_started = not_started(report);
         writeln!(
@@ -156,6 +196,7 @@ pub fn markdown(plan: &Plan, report: &ApplyReport) -> String {
         writeln!(out, "**Apply failed: {applied} applied, {failed} failed, {skipped} skipped.**").unwrap();
     }
     let sections = [
+        ("Left for an administrator", "left"),
         ("Failed", "failed"),
         ("Skipped", "skipped"),
         ("Not started", "not started"),
@@ -177,6 +218,7 @@ pub fn markdown(plan: &Plan, report: &ApplyReport) -> String {
                     code(&address.to_string()),
                     code(&because.to_string())
                 )),
+                (Outcome::Left { why }, "left") => Some(format!("- {}: {}", code(&address.to_string()), message(why))),
                 (Outcome::Adopted, "adopted") => {
                     Some(format!("- {}: already existed, brought to the desired state", code(&address.to_string())))
                 }

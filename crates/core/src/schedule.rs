@@ -28,6 +28,10 @@ pub enum Outcome {
     },
     /// Not started because the run was interrupted (SIGINT, SIGTERM) before its turn.
     NotStarted,
+    /// Not carried out: only an administrator makes it, and the caller is a CI role (why).
+    Left {
+        why: String,
+    },
 }
 
 /// Told about every change as apply starts and finishes it.

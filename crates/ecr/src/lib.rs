@@ -326,7 +326,16 @@ impl Reconciler for EcrReconciler {
         let mut findings = Vec::new();
         for (name, policy, tags) in futures::future::join_all(reads).await {
             let address = Address::new(crate::REPOSITORY, name);
-            let finding = match policy? {
+            let (policy, tags) = (policy?, tags?);
+            // Another deployment's (two share the account): its drift check's, not this one's.
+            if let (Some((_, ours)), Some(tags)) = (&self.mark, &tags)
+                && let Some(theirs) = reconcile_core::ownership::other_deployment(tags, ours)
+            {
+                let what = format!("repository `{name}`");
+                findings.push(reconcile_core::ownership::another_deployments(address, &what, theirs));
+                continue;
+            }
+            let finding = match policy {
                 Observed::Absent => Finding {
                     code: UNDECLARED_REPOSITORY_WITHOUT_POLICY.to_owned(),
                     severity: Severity::Error,
@@ -346,7 +355,7 @@ impl Reconciler for EcrReconciler {
                 },
             };
             findings.push(finding);
-            if let (Some((key, value)), Some(tags)) = (&self.mark, tags?)
+            if let (Some((key, value)), Some(tags)) = (&self.mark, tags)
                 && tags.get(key) == Some(value)
             {
                 findings.push(marked_undeclared(address, name, key, value));

@@ -259,7 +259,11 @@ fn reads(desired: &Desired, account: &Account) -> Vec<Value> {
             vec![crate::ci::provider_arn(account)],
         ));
         // ListRoles has no resource to scope to: the search for other roles that trust GitHub.
-        statements.push(statement("RolesThatTrustGitHub", &["iam:ListRoles"], vec!["*".to_owned()]));
+        statements.push(statement(
+            "RolesThatTrustGitHub",
+            &["iam:ListRoles", "iam:ListRoleTags"],
+            vec!["*".to_owned()],
+        ));
     }
     statements
 }

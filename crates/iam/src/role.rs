@@ -229,8 +229,10 @@ impl IamReconciler {
             .filter(|r| matches!(r.address.kind, crate::ROLE | crate::CI_ROLE))
             .map(|r| r.remote_name.as_str())
             .collect();
+        // This deployment's name, from the mark its declared roles carry.
+        let ours = desired.iter().find_map(|r| reconcile_core::ownership::mark(&r.attributes));
         let mut pages = self.client.list_roles().into_paginator().send();
-        let mut findings = Vec::new();
+        let mut trusting = Vec::new();
         let mut read = reconcile_aws::Pages::default();
         while let Some(page) = self.parallelism.send_once(|| pages.next()).await {
             let page = page.map_err(failed(None, "list roles"))?;
@@ -243,24 +245,53 @@ impl IamReconciler {
                     .assume_role_policy_document()
                     .map_or(Value::Null, |text| policy::canonical_text(text, &self.account.partition));
                 if let Some(subjects) = ci::github_subjects(&trust) {
-                    findings.push(Finding {
-                        code: UNDECLARED_GITHUB_ROLE.to_owned(),
-                        severity: Severity::Warning,
-                        // Addressed by a name no key can be (`check_key`), so never taken for a
-                        // declared role's: a public plan counts these, never names them.
-                        address: Some(undeclared_role(role.role_name())),
-                        message: format!(
-                            "role `{}` is not in desired.toml and trusts GitHub's OIDC provider ({}): the workflows \
-                             it admits can act as it; declare what they need under [ci], or delete it",
-                            role.role_name(),
-                            subjects.join("; ")
-                        ),
-                        overridden_by: None,
-                    });
+                    trusting.push((role.role_name().to_owned(), subjects));
                 }
             }
         }
+        // Whose each is (ListRoles leaves tags out): only those few, at once.
+        let tags = futures::future::join_all(trusting.iter().map(|(name, _)| async move {
+            match ours {
+                Some(_) => self.role_tags(name).await.map(Some),
+                None => Ok(None),
+            }
+        }))
+        .await;
+        let mut findings = Vec::new();
+        for ((name, subjects), tags) in trusting.iter().zip(tags) {
+            // Another deployment's CI role (two share the account): that deployment's to answer for.
+            if let (Some(ours), Some(tags)) = (ours, tags?)
+                && let Some(theirs) = reconcile_core::ownership::other_deployment(&tags, ours)
+            {
+                let what = format!("role `{name}`, which trusts GitHub's OIDC provider,");
+                findings.push(reconcile_core::ownership::another_deployments(undeclared_role(name), &what, theirs));
+                continue;
+            }
+            findings.push(Finding {
+                code: UNDECLARED_GITHUB_ROLE.to_owned(),
+                severity: Severity::Warning,
+                // Addressed by a name no key can be (`check_key`), so never taken for a declared
+                // role's: a public plan counts these, never names them.
+                address: Some(undeclared_role(name)),
+                message: format!(
+                    "role `{name}` is not in desired.toml and trusts GitHub's OIDC provider ({}): the workflows it \
+                     admits can act as it; declare what they need under [ci], or delete it",
+                    subjects.join("; ")
+                ),
+                overridden_by: None,
+            });
+        }
         Ok(findings)
+    }
+
+    /// The visible tags of role `name`.
+    async fn role_tags(&self, name: &str) -> Result<BTreeMap<String, String>, ReconcileError> {
+        let tags = self
+            .parallelism
+            .send(|| self.client.list_role_tags().role_name(name).send())
+            .await
+            .map_err(failed(Some(&undeclared_role(name)), "read the role's tags"))?;
+        Ok(reconcile_aws::visible_tags(tags.tags().iter().map(|tag| (tag.key(), tag.value()))))
     }
 
     /// What a CI role's live trust is, next to the derived one: the same (no finding); exactly

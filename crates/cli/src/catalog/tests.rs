@@ -568,7 +568,7 @@ async fn a_new_kind_is_its_crate_and_one_line_in_the_list() {
         plan.changes.iter().map(|c| (c.address.clone(), c.action)).collect::<Vec<_>>(),
         [(queue.clone(), Action::Create)]
     );
-    let options = ApplyOptions { allow_delete: false, concurrency: 1, stop: None };
+    let options = ApplyOptions { allow_delete: false, left: &[], concurrency: 1, stop: None };
     let report = engine::apply(&reconcilers, &plan, options, &reconcile_core::reconciler::Silent).await.unwrap();
     assert!(report.succeeded());
     let again = engine::plan_with(&reconcilers, &desired, &own, &account, PlanOptions::default()).await.unwrap();

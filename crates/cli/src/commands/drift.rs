@@ -67,10 +67,13 @@ pub async fn run(
             out(&(reconcile_core::terraform::to_line(&reconcile_core::terraform::refresh_only(view)) + "\n"))?;
         }
     }
-    if let Some((api, label, key)) = issue {
-        keep_issue(api, &label, key, &public).await?;
-    }
-    Ok(if plan.account_differs() { exit::CHANGES } else { exit::OK })
+    let acknowledged = match issue {
+        Some((api, label, key)) => keep_issue(api, &label, key, &public).await?,
+        None => false,
+    };
+    // Drift a maintainer acknowledged (closed its issue as not planned) and that has not changed
+    // since is known, not news: the check passes, and fails again when the drift changes.
+    Ok(if plan.account_differs() && !acknowledged { exit::CHANGES } else { exit::OK })
 }
 
 /// What the drift issue and every public output say: every declared resource, and of what
@@ -95,13 +98,14 @@ impl Public {
 }
 
 /// Keeps the drift issue true to this check: the report and its differences when the account
-/// differs, none when it does not. Says what it did on stderr.
+/// differs, none when it does not. Says what it did on stderr, and whether the drift is what a
+/// maintainer acknowledged.
 async fn keep_issue(
     api: reconcile_github::Api,
     label: &str,
     key: Option<Vec<u8>>,
     public: &Public,
-) -> Result<(), CliError> {
+) -> Result<bool, CliError> {
     use reconcile_github::conversation::{Conversation, Drift, Outcome};
     let failed = |error: reconcile_core::ReconcileError| CliError::Other(anyhow::Error::new(error));
     let plan = &public.plan;
@@ -119,6 +123,7 @@ async fn keep_issue(
     }
     let conversation = Conversation::connect(api).await.map_err(failed)?.sealing_with(key);
     let outcome = conversation.keep_drift_issue(label, drift.as_ref()).await.map_err(failed)?;
+    let acknowledged = matches!(outcome, Outcome::Acknowledged(_));
     let said = match outcome {
         Outcome::Created(number) => format!("opened drift issue #{number}"),
         Outcome::Updated(number) => format!("updated drift issue #{number}: the drift changed"),
@@ -126,8 +131,8 @@ async fn keep_issue(
         Outcome::Closed(number) => format!("closed drift issue #{number}: the account matches desired.toml"),
         Outcome::Reopened(number) => format!("reopened drift issue #{number}: the account drifted again"),
         Outcome::Acknowledged(number) => format!(
-            "left drift issue #{number} closed: a maintainer closed it as not planned, and the drift is what they \
-             acknowledged"
+            "acknowledged: left drift issue #{number} closed, as a maintainer closed it as not planned and the drift \
+             is what they acknowledged; the check passes until the drift changes"
         ),
         Outcome::Duplicated(number) => format!(
             "another drift check opened drift issue #{number} at the same time: the one this check opened is closed \
@@ -136,7 +141,7 @@ async fn keep_issue(
         Outcome::Nothing => "no drift, and no open drift issue: nothing to say".to_owned(),
     };
     crate::output::err(&said);
-    Ok(())
+    Ok(acknowledged)
 }
 
 /// The drift comment of at most `limit` characters: the public plan, then the registry's summary.

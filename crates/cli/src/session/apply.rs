@@ -20,52 +20,64 @@ const RELEASE_AFTER_INTERRUPT: Duration = Duration::from_secs(5);
 
 impl<B: Backend> Session<B> {
     /// Every refusal of a plan before its first write: error findings about desired.toml, the
-    /// engine's preflight (deletes without `--allow-delete`, a reconciler's own refusal), and a
-    /// change only an administrator makes asked of the apply role itself (one that could widen
-    /// its own trust or permissions, or delete or open the cache's objects).
-    async fn preflight(&self, planned: &Planned, allow_delete: bool) -> Result<(), CliError> {
+    /// engine's preflight of what will be carried out (deletes without `--allow-delete`, a
+    /// reconciler's own refusal), and a destroy as a CI role of what only an administrator
+    /// deletes. What an apply as a CI role leaves for an administrator is not refused: it is left.
+    async fn preflight(&self, planned: &Planned, allow_delete: bool) -> Result<Left, CliError> {
         refuse_on(&planned.plan.findings)?;
-        engine::preflight(&planned.reconcilers, &planned.plan, allow_delete).map_err(refused)?;
-        self.refuse_administrators_only(&planned.account, &planned.reconcilers, &planned.plan).await
+        let left = self.left_for_administrators(&planned.account, &planned.reconcilers, &planned.plan).await?;
+        engine::preflight(&planned.reconcilers, &planned.plan, allow_delete, &left.changes).map_err(refused)?;
+        Ok(left)
     }
 
-    /// Refuses `plan` when one of its changes is only an administrator's and the caller is CI: a
-    /// session of a role desired.toml names in `[ci]` (compared as IAM compares names, without
-    /// case), or of any live role that trusts GitHub's OIDC provider. Who the caller is comes from
-    /// the account, so renaming or removing a CI role in desired.toml changes nothing.
-    async fn refuse_administrators_only(
+    /// The changes of `plan` this apply leaves for an administrator: none unless the caller is
+    /// CI (a session of a role desired.toml names in `[ci]`, compared as IAM compares names,
+    /// without case, or of any live role that trusts GitHub's OIDC provider), and then every
+    /// change only an administrator makes, which the CI role's policy grants none of. Who the
+    /// caller is comes from the account, so renaming or removing a CI role in desired.toml
+    /// changes nothing. A destroy is one decision, so a CI role's destroy of any of them is
+    /// refused whole.
+    async fn left_for_administrators(
         &self,
         account: &Account,
         reconcilers: &[Box<dyn Reconciler>],
         plan: &reconcile_core::Plan,
-    ) -> Result<(), CliError> {
-        let administrators = engine::administrators_only(reconcilers, &plan.changes, &plan.takeovers);
+    ) -> Result<Left, CliError> {
+        let administrators = engine::administrator_changes(reconcilers, &plan.changes, &plan.takeovers);
         if administrators.is_empty() {
-            return Ok(());
+            return Ok(Left::default());
         }
+        let Some(who) = self.ci_caller(account).await? else { return Ok(Left::default()) };
+        if self.inputs.destroy.is_some() {
+            return Err(CliError::Refused(format!(
+                "this destroy deletes {}, and these credentials are {who}: a CI role never makes these changes (the \
+                 apply role's policy grants none of them); an administrator destroys",
+                reconcile_core::plan::grouped(&administrators).join("; "),
+            )));
+        }
+        Ok(Left { who, changes: administrators })
+    }
+
+    /// Who the caller is when it is a CI role, in words; `None` for anyone else.
+    async fn ci_caller(&self, account: &Account) -> Result<Option<String>, CliError> {
         let caller = self.backend.caller().await?;
         // A user, or the account's root: not a role GitHub can assume.
-        let Some(role) = role_of_session(&caller) else { return Ok(()) };
+        let Some(role) = role_of_session(&caller) else { return Ok(None) };
         let declared = reconcile_iam::declared_ci(&self.inputs.desired)
             .iter()
             .flat_map(|ci| &ci.roles)
             .find(|r| r.name.eq_ignore_ascii_case(role));
-        let who = match declared {
-            Some(declared) => format!("the {} role `{role}` ({caller})", declared.purpose.key()),
+        Ok(match declared {
+            Some(declared) => Some(format!("the {} role `{role}` ({caller})", declared.purpose.key())),
             None => match self.backend.trusts_github(account, role).await? {
-                Some(false) => return Ok(()),
-                Some(true) => format!("role `{role}` ({caller}), which trusts GitHub's OIDC provider"),
-                None => format!(
+                Some(false) => None,
+                Some(true) => Some(format!("role `{role}` ({caller}), which trusts GitHub's OIDC provider")),
+                None => Some(format!(
                     "role `{role}` ({caller}), which may not read its own trust, so it cannot be told apart from a CI \
                      role"
-                ),
+                )),
             },
-        };
-        Err(CliError::Refused(format!(
-            "this plan changes {}, and these credentials are {who}: a CI role never makes these changes (the apply \
-             role's policy grants none of them); an administrator applies this plan",
-            administrators.join("; "),
-        )))
+        })
     }
 
     pub async fn apply(&self, console: &dyn Console, request: ApplyRequest<'_>) -> Result<u8, CliError> {
@@ -82,9 +94,9 @@ impl<B: Backend> Session<B> {
         match &saved {
             Some((saved, path)) => {
                 // What the file says it changes is enough to refuse it before the lock: first
-                // whether this caller may make such changes at all, then whether it can be checked.
+                // whether this caller may destroy so at all, then whether it can be checked.
                 let reconcilers = self.reconcilers(&account, None);
-                self.refuse_administrators_only(&account, &reconcilers, &saved.plan).await?;
+                self.left_for_administrators(&account, &reconcilers, &saved.plan).await?;
                 self.admit_saved(saved, path)?;
             }
             None => {
@@ -95,10 +107,17 @@ impl<B: Backend> Session<B> {
                 if !look.plan.has_changes() {
                     return self.carry_out(console, &look, request, &mut Interrupts::none()).await;
                 }
-                // Every refusal before the lock: a refused plan takes none.
-                if let Err(refusal) = self.preflight(&look, request.allow_delete).await {
-                    console.plan(&self.shown(&look, request.shown_in_public))?;
-                    return Err(refusal);
+                // Every refusal before the lock: a refused plan takes none, nor one whose every
+                // change is left for an administrator.
+                match self.preflight(&look, request.allow_delete).await {
+                    Err(refusal) => {
+                        console.plan(&self.shown(&look, request.shown_in_public))?;
+                        return Err(refusal);
+                    }
+                    Ok(left) if left.changes.len() == look.plan.changes.len() => {
+                        return self.carry_out(console, &look, request, &mut Interrupts::none()).await;
+                    }
+                    Ok(_) => {}
                 }
             }
         }
@@ -192,8 +211,16 @@ impl<B: Backend> Session<B> {
             console.report(plan, &report)?;
             return if report.succeeded() { Ok(exit::OK) } else { Err(CliError::ApplyFailed) };
         }
-        self.preflight(planned, request.allow_delete).await?;
-        if !request.auto_approve {
+        let left = self.preflight(planned, request.allow_delete).await?;
+        if !left.changes.is_empty() {
+            console.warn(&format!(
+                "These credentials are {}: a CI role never makes a change only an administrator makes, so this apply \
+                 leaves {} and makes the rest.",
+                left.who,
+                reconcile_core::plan::grouped(&left.changes).join("; ")
+            ));
+        }
+        if left.changes.len() < plan.changes.len() && !request.auto_approve {
             let approved = tokio::select! {
                 answer = console.approve() => answer?,
                 code = interrupts.next() => return Err(CliError::Interrupted(code)),
@@ -203,7 +230,7 @@ impl<B: Backend> Session<B> {
             }
         }
         console.line("");
-        self.run(console, planned, request.allow_delete, interrupts).await
+        self.run(console, planned, request.allow_delete, &left.changes, interrupts).await
     }
 
     /// The changes themselves. The first signal starts no more changes and lets the running ones
@@ -213,10 +240,11 @@ impl<B: Backend> Session<B> {
         console: &dyn Console,
         planned: &Planned,
         allow_delete: bool,
+        left: &[(reconcile_core::Address, String)],
         interrupts: &mut Interrupts,
     ) -> Result<u8, CliError> {
         let stop = AtomicBool::new(false);
-        let options = ApplyOptions { allow_delete, concurrency: self.backend.parallelism(), stop: Some(&stop) };
+        let options = ApplyOptions { allow_delete, left, concurrency: self.backend.parallelism(), stop: Some(&stop) };
         let applying = engine::apply(&planned.reconcilers, &planned.plan, options, console.events());
         tokio::pin!(applying);
         let mut ticks = tokio::time::interval(Duration::from_millis(120));
@@ -245,10 +273,20 @@ impl<B: Backend> Session<B> {
         console.report(&planned.plan, &report)?;
         match interrupted {
             Some(code) => Err(CliError::Interrupted(code)),
+            // The account still differs, by what only an administrator changes.
+            None if report.succeeded() && !report.left().is_empty() => Ok(exit::CHANGES),
             None if report.succeeded() => Ok(exit::OK),
             None => Err(CliError::ApplyFailed),
         }
     }
+}
+
+/// What an apply leaves for an administrator: who the CI caller is, in words, and each change
+/// with why.
+#[derive(Default)]
+struct Left {
+    who: String,
+    changes: Vec<(reconcile_core::Address, String)>,
 }
 
 fn refused(refusal: Refusal) -> CliError {

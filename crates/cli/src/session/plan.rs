@@ -54,10 +54,13 @@ impl Audience {
     /// request names as the base does (`planned`): what was last applied, against which the
     /// Terraform view finds drift (not the pull request's own changes; and for a key pointed at
     /// another resource, no baseline, never another resource's fields).
+    /// `review`: a pull request's, as against the default branch's plan of itself (the apply
+    /// workflow's), which no one reviews.
     fn public(
         base: Option<&Desired>,
         account: &Account,
         planned: &reconcile_core::engine::DesiredResources,
+        review: bool,
     ) -> Result<(Public, Option<LastApplied>), CliError> {
         let Some(base) = base else { return Ok((Public::default(), Some(LastApplied::new()))) };
         let resources = crate::session::desired_resources(&crate::catalog::CATALOG, base, account, true)
@@ -71,7 +74,8 @@ impl Audience {
             .filter(|r| planned.values().any(|p| p.address == r.address && p.remote_name == r.remote_name))
             .map(|r| (r.address.clone(), r.attributes.clone()))
             .collect();
-        let public = Public { base: Some(declared), deployment: Some(base.deployment.clone()), ..Public::default() };
+        let public =
+            Public { base: Some(declared), deployment: Some(base.deployment.clone()), review, ..Public::default() };
         Ok((public, Some(last_applied)))
     }
 }
@@ -95,7 +99,9 @@ impl<B: Backend> Session<B> {
         let (mut plan, last_applied) = match audience {
             Audience::Private => (planned.plan, None),
             Audience::Public { base } => {
-                let (public, last_applied) = Audience::public(base.as_deref(), &planned.account, &planned.resources)?;
+                let review = !audience.is_its_own_base(&self.inputs().desired);
+                let (public, last_applied) =
+                    Audience::public(base.as_deref(), &planned.account, &planned.resources, review)?;
                 (audience::publish(planned.plan, &planned.resources, &public), last_applied)
             }
         };

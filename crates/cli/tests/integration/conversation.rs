@@ -376,9 +376,16 @@ async fn the_drift_issue_follows_values_respects_not_planned_adopts_no_other_bot
     );
     assert_eq!(status, 200);
     let acknowledged = drift();
-    assert_eq!(acknowledged.code, 2, "the drift is still reported: {}", acknowledged.stderr);
+    assert_eq!(acknowledged.code, 0, "acknowledged drift passes the check: {}", acknowledged.stderr);
     assert!(
-        acknowledged.stderr.contains("left drift issue #2 closed: a maintainer closed it as not planned"),
+        acknowledged.stdout.contains("ecr_repository.pytorch"),
+        "the drift is still reported: {}",
+        acknowledged.stdout
+    );
+    assert!(
+        acknowledged
+            .stderr
+            .contains("acknowledged: left drift issue #2 closed, as a maintainer closed it as not planned"),
         "{}",
         acknowledged.stderr
     );
@@ -386,6 +393,7 @@ async fn the_drift_issue_follows_values_respects_not_planned_adopts_no_other_bot
     // A new difference: reopened, saying what differs from what was acknowledged.
     ecr.tag_resource().resource_arn(&arn).tags(tag("admin:everything")).send().await.unwrap();
     let reopened = drift();
+    assert_eq!(reopened.code, 2, "a new drift fails the check again: {}", reopened.stderr);
     assert!(reopened.stderr.contains("reopened drift issue #2"), "{}", reopened.stderr);
     let note = comments_on(&repository, 2).last().unwrap()["body"].as_str().unwrap().to_owned();
     assert!(note.starts_with("The drift differs from what was acknowledged"), "{note}");
@@ -411,7 +419,7 @@ async fn the_drift_issue_follows_values_respects_not_planned_adopts_no_other_bot
         assert!(note.starts_with(&format!("This issue was closed as not planned by {who}: only a person")), "{note}");
     }
     close_as_not_planned("ghp_maintainer");
-    assert!(drift().stderr.contains("left drift issue #2 closed: a maintainer closed it as not planned"));
+    assert!(drift().stderr.contains("acknowledged: left drift issue #2 closed, as a maintainer closed it"));
     let (status, _) = github().call(
         "PATCH",
         &format!("/repos/{repository}/issues/2"),

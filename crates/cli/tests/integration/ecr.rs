@@ -184,7 +184,7 @@ async fn a_repository_made_between_plan_and_apply_is_adopted_not_an_error() {
     let mark = ecr::types::Tag::builder().key("reconcile:deployment").value("default").build().unwrap();
     client.create_repository().repository_name("vllm-wheel").tags(mark).send().await.unwrap();
 
-    let options = ApplyOptions { allow_delete: false, concurrency: 4, stop: None };
+    let options = ApplyOptions { allow_delete: false, left: &[], concurrency: 4, stop: None };
     let report = engine::apply(reconcilers, &plan, options, &Silent).await.unwrap();
     assert!(report.succeeded(), "{report:?}");
     let outcomes: Vec<String> =
@@ -204,7 +204,7 @@ async fn a_repository_someone_else_made_between_plan_and_apply_is_not_taken_over
         let tags = tags.iter().map(|(k, v)| ecr::types::Tag::builder().key(*k).value(*v).build().unwrap()).collect();
         client.create_repository().repository_name(name).set_tags(Some(tags)).send().await.unwrap();
     }
-    let options = ApplyOptions { allow_delete: false, concurrency: 4, stop: None };
+    let options = ApplyOptions { allow_delete: false, left: &[], concurrency: 4, stop: None };
     let report = engine::apply(reconcilers, &plan, options, &Silent).await.unwrap();
     assert!(!report.succeeded());
     let outcomes: Vec<String> =

@@ -28,6 +28,7 @@ mod permissions;
 mod policies;
 mod public_plan;
 mod pull_request;
+mod put_back;
 mod real_aws;
 mod review;
 mod s3_iam;

@@ -209,6 +209,28 @@ async fn two_deployments_run_ci_in_one_account_sharing_githubs_identity_provider
         let apply = reconcile(&applier, &desired.path, &["apply", "--auto-approve"]);
         assert_eq!(apply.code, 0, "{deployment}'s apply role: {}{}", apply.stdout, apply.stderr);
     }
+    // Each one's drift check on its clean account passes: the other's repository and CI roles
+    // carry the other's mark, so they are counted as its (W609), never this one's drift.
+    for (desired, other) in [(&first, "team-b"), (&second, "rocm-bake")] {
+        let drift = reconcile(&account, &desired.path, &["drift", "--private", "--format", "json"]);
+        assert_eq!(drift.code, 0, "{other}'s neighbour: {}{}", drift.stdout, drift.stderr);
+        let plan: serde_json::Value = serde_json::from_str(&drift.stdout).unwrap();
+        let codes: Vec<&str> =
+            plan["findings"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();
+        assert_eq!(codes.iter().filter(|c| **c == "W609").count(), 4, "a repository and three CI roles: {codes:?}");
+        assert!(!codes.contains(&"D101") && !codes.contains(&"D107"), "{codes:?}");
+        let theirs = format!("carries deployment `{other}`'s mark: it is that deployment's");
+        assert!(drift.stdout.contains(&theirs), "{}", drift.stdout);
+    }
+    // An unmarked repository and role are still drift, for both.
+    let ecr = ecr::Client::new(&account.sdk_config());
+    ecr.create_repository().repository_name("nobodys").send().await.unwrap();
+    for desired in [&first, &second] {
+        let drift = reconcile(&account, &desired.path, &["drift", "--private"]);
+        assert_eq!(drift.code, 2, "{}{}", drift.stdout, drift.stderr);
+        assert!(drift.stdout.contains("repository `nobodys` is not in desired.toml"), "{}", drift.stdout);
+    }
+    ecr.delete_repository().repository_name("nobodys").send().await.unwrap();
     // Another team's audience on it: neither deployment's drift, and never taken off.
     let iam = iam::Client::new(&account.sdk_config());
     let provider = format!("arn:aws:iam::{}:oidc-provider/token.actions.githubusercontent.com", account.id);

@@ -583,12 +583,17 @@ async fn the_subject_template_changed_by_hand_is_drift_that_only_an_administrato
         "{}",
         plan.stdout
     );
-    // The apply role refuses it; an administrator puts it back.
+    // The apply role leaves it, saying so (exit 2); an administrator puts it back.
     let apply_role = world.account.assume("rocm-bake-reconcile-apply").await;
     let mut as_apply = apply_role.env();
     as_apply.extend([("GITHUB_API_URL", github().endpoint().to_owned()), ("GITHUB_TOKEN", world.reader.clone())]);
-    let refused = reconcile_in(&as_apply, &desired, &["apply", "--auto-approve"]);
-    assert_eq!(refused.code, 3, "{}{}", refused.stdout, refused.stderr);
+    let left = reconcile_in(&as_apply, &desired, &["apply", "--auto-approve"]);
+    assert_eq!(left.code, 2, "{}{}", left.stdout, left.stderr);
+    assert!(
+        left.stdout.contains(&format!("Left for an administrator: github_oidc_subject.{short}")),
+        "{}",
+        left.stdout
+    );
     let applied = reconcile_in(&env, &desired, &["apply", "--auto-approve"]);
     assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
     assert_eq!(

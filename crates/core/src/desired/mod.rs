@@ -695,7 +695,7 @@ const DEPLOYMENT_LIMIT: usize = 64;
 
 /// Why `name` cannot name a deployment, if it cannot: it is a tag value, an IAM condition's
 /// value and part of the nightly's commands, so letters, digits, `.`, `_` and `-` only.
-fn check_deployment(name: &str) -> Result<(), String> {
+pub(crate) fn check_deployment(name: &str) -> Result<(), String> {
     let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
         && name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
     if !valid || name.len() > DEPLOYMENT_LIMIT {

@@ -1,0 +1,139 @@
+//! Drift put back: the apply workflow, dispatched after the drift check found six changes made by
+//! hand (the drift-check page's, on the workflows' small account: its two repositories stand for
+//! `vllm-cache` and `pytorch-cache`), makes every change the apply role may make and leaves each administrator's change as it
+//! is, naming it with the command an administrator runs; after that command (and the undeclared
+//! repository deleted, as its finding says), the next check closes the issue.
+
+use aws_sdk_ecr as ecr;
+use aws_sdk_iam as iam;
+use aws_sdk_s3 as s3;
+use serde_json::{Value, json};
+
+use crate::support::reconcile_in;
+use crate::workflows::{World, step};
+use reconcile_test_support::github::github;
+
+/// The old 14-day rule that expired the nightly's live tag.
+const FOURTEEN_DAYS: &str = r#"{"rules":[{"rulePriority":1,"description":"Expire images older than 14 days","selection":{"tagStatus":"any","countType":"sinceImagePushed","countUnit":"days","countNumber":14},"action":{"type":"expire"}}]}"#;
+
+/// The six changes of the drift-check page, made by hand as an administrator would.
+async fn six_changes_by_hand(world: &World) {
+    let config = world.account.sdk_config();
+    let ecr = ecr::Client::new(&config);
+    ecr.delete_lifecycle_policy().repository_name("pytorch").send().await.unwrap();
+    ecr.put_lifecycle_policy()
+        .repository_name("pytorch-cache")
+        .lifecycle_policy_text(FOURTEEN_DAYS)
+        .send()
+        .await
+        .unwrap();
+    ecr.create_repository().repository_name("scratch").send().await.unwrap();
+    let s3 = s3::Client::from_conf(s3::config::Builder::from(&config).force_path_style(true).build());
+    let rule = s3::types::LifecycleRule::builder()
+        .id("expire-after-30-days")
+        .status(s3::types::ExpirationStatus::Enabled)
+        .filter(s3::types::LifecycleRuleFilter::builder().prefix("").build())
+        .expiration(s3::types::LifecycleExpiration::builder().days(7).build())
+        .build()
+        .unwrap();
+    s3.put_bucket_lifecycle_configuration()
+        .bucket(format!("rocm-bake-sccache-{}", world.account.id))
+        .lifecycle_configuration(s3::types::BucketLifecycleConfiguration::builder().rules(rule).build().unwrap())
+        .send()
+        .await
+        .unwrap();
+    let iam = iam::Client::new(&config);
+    let (role, policy) = ("rocm-bake-codebuild", "rocm-bake-nightly");
+    let live = iam.get_role_policy().role_name(role).policy_name(policy).send().await.unwrap();
+    let text = reconcile_iam::percent_decode(live.policy_document());
+    let mut document: Value = serde_json::from_str(&text).unwrap();
+    document["Statement"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({ "Effect": "Allow", "Action": "ecr:*", "Resource": "*" }));
+    iam.put_role_policy()
+        .role_name(role)
+        .policy_name(policy)
+        .policy_document(document.to_string())
+        .send()
+        .await
+        .unwrap();
+    iam.update_role().role_name(role).description("edited by hand").send().await.unwrap();
+}
+
+/// What the drift check's run says of the issue, and the issues it keeps.
+fn drift_run(world: &World, schedule: &str) -> (Value, Vec<Value>) {
+    let (_, report, _) = world.run(
+        world.repository.path(),
+        "nightly-drift.yml",
+        "schedule",
+        json!({ "schedule": schedule }),
+        "refs/heads/main",
+        "3333333333333333333333333333333333333333",
+        false,
+        true,
+    );
+    let issues = github().state(&world.repository.name)["issues"].as_array().unwrap().clone();
+    (report, issues)
+}
+
+#[tokio::test]
+async fn the_apply_workflow_puts_back_what_the_apply_role_may_and_names_each_administrators_change_with_its_command() {
+    let world = World::bootstrap().await;
+    six_changes_by_hand(&world).await;
+    // The hourly check finds it, and leaves the usage and cost reports to the night's.
+    let (drift, issues) = drift_run(&world, "17 0,2-23 * * *");
+    assert_eq!(drift["conclusion"], "failure", "{drift:#}");
+    for skipped in ["Registry usage and growth", "What the nights cost"] {
+        assert_eq!(step(&drift, skipped)["outcome"], "skipped", "{drift:#}");
+    }
+    assert_eq!((issues.len(), issues[0]["state"].as_str()), (1, Some("open")), "{issues:#?}");
+
+    // Put back as the drift-check page says: the apply workflow, dispatched.
+    let (_, apply, _) = world.run(
+        world.repository.path(),
+        "apply-after-merge.yml",
+        "workflow_dispatch",
+        json!({ "inputs": {} }),
+        "refs/heads/main",
+        "3333333333333333333333333333333333333333",
+        false,
+        true,
+    );
+    assert_eq!(step(&apply, "Plan")["outcome"], "success", "the default branch's plan is saved: {apply:#}");
+    let applied = step(&apply, "Apply the saved plan");
+    let said = format!("{}{}", applied["stdout"].as_str().unwrap(), applied["stderr"].as_str().unwrap());
+    // Exit 2: the account still differs, by what only an administrator changes.
+    assert_eq!(applied["outcome"], "failure", "{said}");
+    assert!(said.contains("**Apply complete: 3 resources changed.**"), "{said}");
+    for left in ["`s3_bucket_lifecycle.sccache`: a bucket's expiry", "`iam_role.codebuild`: the runner's role"] {
+        assert!(said.contains(left), "{left} is named as left: {said}");
+    }
+    assert!(
+        said.contains("An administrator applies them from a terminal on the default branch, with their own credentials: `reconcile apply`"),
+        "{said}"
+    );
+    assert!(!said.contains("error finding(s) about desired.toml") && !said.contains("pull request"), "{said}");
+
+    // What the apply role may put back is as desired.toml says; the administrator's two are left.
+    let mut env = world.account.env();
+    env.extend([("GITHUB_API_URL", github().endpoint().to_owned()), ("GITHUB_TOKEN", world.reader.clone())]);
+    let desired = world.repository.path().join("desired.toml");
+    let plan = reconcile_in(&env, &desired, &["plan", "--format", "json"]);
+    assert_eq!(
+        crate::support::json_changes(&plan.stdout),
+        ["update iam_role.codebuild", "update s3_bucket_lifecycle.sccache"],
+        "{}",
+        plan.stdout
+    );
+    // The administrator's command, then the undeclared repository deleted as D101 says.
+    let admin = reconcile_in(&env, &desired, &["apply", "--auto-approve"]);
+    assert_eq!(admin.code, 0, "{}{}", admin.stdout, admin.stderr);
+    assert!(admin.stdout.contains("Apply complete! Resources: 0 created, 2 updated, 0 deleted."), "{}", admin.stdout);
+    let ecr = ecr::Client::new(&world.account.sdk_config());
+    ecr.delete_repository().repository_name("scratch").send().await.unwrap();
+    let (drift, issues) = drift_run(&world, "17 1 * * *");
+    assert_eq!(drift["conclusion"], "success", "{drift:#}");
+    assert_eq!(step(&drift, "Registry usage and growth")["outcome"], "success", "{drift:#}");
+    assert_eq!((issues.len(), issues[0]["state"].as_str()), (1, Some("closed")), "{issues:#?}");
+}
