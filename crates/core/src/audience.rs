@@ -434,7 +434,7 @@ mod tests {
             shown.findings[6].message
         );
         assert!(shown.findings[7].message.starts_with("1 finding(s) of this code"));
-        assert!(shown.findings[4].message.ends_with("until an administrator applies it"));
+        assert!(shown.findings[4].message.ends_with("until an administrator has applied them"));
         assert!(
             shown.findings[4].message.starts_with("this plan changes `ecr_repository.pytorch` (a grant), which"),
             "{}",

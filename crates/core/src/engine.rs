@@ -516,9 +516,15 @@ pub async fn apply(
 
     // What could not be read counts as failed, so that what depends on it is skipped.
     let unreadable = unreadable(plan);
-    // A left update's resource exists as it was: what depends on it needs nothing more of it.
+    // A left update whose kind says it sets nothing a dependent needs: the resource exists,
+    // ours, as it was, so what depends on it goes on. A left takeover's resource is not ours yet;
+    // what depends on any other left change is left with it.
     let left_as_it_was = |address: &Address| {
-        plan.changes.iter().any(|c| c.address == *address && c.action == Action::Update)
+        plan.changes.iter().any(|c| {
+            c.address == *address
+                && c.action == Action::Update
+                && reconciler_for(reconcilers, c.address.kind).is_some_and(|r| r.frees_its_dependents(c))
+        }) && !plan.takeovers.contains_key(address)
             && options.left.iter().any(|(left, _)| left == address)
     };
     let in_plan: BTreeSet<&Address> =
@@ -737,7 +743,7 @@ mod tests {
     }
 
     #[test]
-    fn what_is_left_for_an_administrator_is_never_sent_nor_holds_back_the_rest() {
+    fn what_is_left_for_an_administrator_is_never_sent_nor_holds_back_the_rest_and_takes_its_dependents() {
         let role = Address::new(crate::fake::kinds::ECR_REPOSITORY, "role");
         let made = Address::new(crate::fake::kinds::ECR_REPOSITORY, "made");
         let gone = Address::new(crate::fake::kinds::ECR_REPOSITORY, "gone");
@@ -759,14 +765,26 @@ mod tests {
             "nothing left is sent; a left update's dependent goes on"
         );
         assert!(report.succeeded(), "{report:?}");
-        assert_eq!(report.left().len(), 3);
+        assert_eq!(report.left().len(), 4, "the three, and what depends on the left create");
         let outcome = |address: &str| {
             report.results.iter().find(|(a, ..)| a.to_string() == address).map(|(_, _, o, _)| o).unwrap()
         };
-        assert!(matches!(outcome("ecr_lifecycle_policy.made"), Outcome::Skipped { because } if *because == made));
+        assert!(
+            matches!(outcome("ecr_lifecycle_policy.made"), Outcome::Left { why } if why.contains(&made.to_string())),
+            "{report:?}"
+        );
         assert!(matches!(outcome("ecr_repository.role"), Outcome::Left { why } if *why == "why"));
         // Without anything left, the delete needs its flag as ever.
         assert!(matches!(run(&plan, &[], false).0, Err(Refusal::DeleteNotAllowed(_))));
+        // A left update that takes the resource over (an import) holds back what depends on it:
+        // the resource is not this deployment's until an administrator has applied it.
+        let mut taken = plan.clone();
+        taken.takeovers.insert(role.clone(), crate::plan::Takeover::Import);
+        let (report, log) = run_leaving(&taken, &[], false, &left);
+        assert!(!log.contains(&"apply ecr_lifecycle_policy.role".to_owned()), "{log:?}");
+        let report = report.unwrap();
+        let held = report.results.iter().find(|(a, ..)| a.to_string() == "ecr_lifecycle_policy.role").unwrap();
+        assert!(matches!(&held.2, Outcome::Left { why } if why.contains(&role.to_string())), "{report:?}");
     }
 
     fn change(kind: ResourceKind, name: &str, action: Action, depends_on: &[Address]) -> Change {

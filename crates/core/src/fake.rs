@@ -111,4 +111,9 @@ impl Reconciler for FakeReconciler {
     fn administrators_only(&self, change: &Change) -> Option<&'static str> {
         self.administrators.get(&change.address.name).copied()
     }
+
+    /// A fake's update sets nothing another fake resource needs.
+    fn frees_its_dependents(&self, change: &Change) -> bool {
+        change.action == crate::plan::Action::Update
+    }
 }

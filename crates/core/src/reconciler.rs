@@ -283,6 +283,14 @@ pub trait Reconciler: Send + Sync {
     fn administrators_only(&self, _change: &Change) -> Option<&'static str> {
         None
     }
+
+    /// Whether what depends on `change`, an update left for an administrator, may still be made
+    /// as things stand: nothing a dependent needs of the resource is among what the update sets
+    /// (a role's description, not the boundary its inline policy is put within). `false` unless
+    /// the kind says so: a dependent of a left change is left with it.
+    fn frees_its_dependents(&self, _change: &Change) -> bool {
+        false
+    }
 }
 
 /// What a reconciler's `assess` found.

@@ -49,7 +49,9 @@ impl ApplyEvents for crate::reconciler::Silent {
 enum Ready {
     Now,
     Waiting,
-    Broken(Address),
+    /// It cannot run, and this is its outcome: skipped, as a change it depends on failed or was
+    /// skipped; or left, as one it depends on is left for an administrator.
+    Blocked(Outcome),
 }
 
 /// Carries out `changes` through `apply`, at most `concurrency` at once, into `outcomes` (which
@@ -78,8 +80,7 @@ pub async fn run<'a, F, Fut>(
             let mut waiting = Vec::new();
             for change in pending {
                 match ready(change, in_plan, outcomes) {
-                    Ready::Broken(because) => {
-                        let outcome = Outcome::Skipped { because };
+                    Ready::Blocked(outcome) => {
                         events.finished(change, &outcome, Duration::ZERO);
                         outcomes.insert(change.address.clone(), (outcome, Duration::ZERO));
                         moved = true;
@@ -133,7 +134,11 @@ fn ready(change: &Change, in_plan: &BTreeSet<&Address>, outcomes: &BTreeMap<Addr
         match outcomes.get(dependency) {
             None => waiting = true,
             Some((Outcome::Applied | Outcome::Adopted, _)) => {}
-            Some(_) => return Ready::Broken(dependency.clone()),
+            Some((Outcome::Left { .. }, _)) => {
+                let why = format!("it depends on {dependency}, which is left for an administrator");
+                return Ready::Blocked(Outcome::Left { why });
+            }
+            Some(_) => return Ready::Blocked(Outcome::Skipped { because: dependency.clone() }),
         }
     }
     if waiting { Ready::Waiting } else { Ready::Now }

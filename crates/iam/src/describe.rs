@@ -259,11 +259,9 @@ fn reads(desired: &Desired, account: &Account) -> Vec<Value> {
             vec![crate::ci::provider_arn(account)],
         ));
         // ListRoles has no resource to scope to: the search for other roles that trust GitHub.
-        statements.push(statement(
-            "RolesThatTrustGitHub",
-            &["iam:ListRoles", "iam:ListRoleTags"],
-            vec!["*".to_owned()],
-        ));
+        statements.push(statement("RolesThatTrustGitHub", &["iam:ListRoles"], vec!["*".to_owned()]));
+        // Whose each of those few is: another deployment's CI role is not this one's drift.
+        statements.push(statement("WhoseRolesThatTrustGitHub", &["iam:ListRoleTags"], vec![role_arn(account, "*")]));
     }
     statements
 }

@@ -322,6 +322,12 @@ impl Reconciler for IamReconciler {
         (!puts_the_runners_policy)
             .then_some("the runner's role, its permissions boundary, or an inline policy on it desired.toml does not derive: what every build may do")
     }
+
+    /// A runner role's update left as it is holds back nothing but when it moves the boundary:
+    /// the apply role puts the role's inline policy only while the role carries its boundary.
+    fn frees_its_dependents(&self, change: &Change) -> bool {
+        change.address.kind == crate::ROLE && change.action == Action::Update && role::keeps_its_boundary(change)
+    }
 }
 
 /// Whether the live role `name` trusts GitHub's OIDC provider (some workflow can assume it):

@@ -633,6 +633,14 @@ fn services_only(trust: &Value) -> Option<Vec<String>> {
     (!services.is_empty()).then(|| services.into_iter().collect())
 }
 
+/// Whether `change`, an update of a role, leaves its permissions boundary as it is.
+pub(crate) fn keeps_its_boundary(change: &Change) -> bool {
+    let boundary = |side: &Option<serde_json::Map<String, Value>>| {
+        side.as_ref().and_then(|fields| fields.get("permissions_boundary")).cloned()
+    };
+    boundary(&change.before) == boundary(&change.after)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -58,6 +58,41 @@ impl<B: Backend> Session<B> {
         Ok(Left { who, changes: administrators })
     }
 
+    /// Whether this caller leaves every change of the saved plan `file` for an administrator,
+    /// refusing it first when it may not make it at all, then when it cannot be checked.
+    async fn leaves_everything(&self, account: &Account, file: &SavedPlan, path: &Path) -> Result<bool, CliError> {
+        let reconcilers = self.reconcilers(account, None);
+        let left = self.left_for_administrators(account, &reconcilers, &file.plan).await?;
+        self.admit_saved(file, path)?;
+        Ok(!left.changes.is_empty() && left.changes.len() == file.plan.changes.len())
+    }
+
+    /// A first look, without the lock: an apply with nothing to do writes nothing, not even a
+    /// lock object, so a scheduled apply of an account that matches stays read-only; every
+    /// refusal comes before the lock, so a refused plan takes none, nor one whose every change is
+    /// left for an administrator. `Some` when the apply ends here.
+    async fn look(
+        &self,
+        console: &dyn Console,
+        account: &Account,
+        request: ApplyRequest<'_>,
+    ) -> Option<Result<u8, CliError>> {
+        let look = match self.plan_in(account.clone(), self.inputs.prune.clone()).await {
+            Ok(look) => look,
+            Err(error) => return Some(Err(error)),
+        };
+        if !look.plan.has_changes() {
+            return Some(self.carry_out(console, &look, request, &mut Interrupts::none()).await);
+        }
+        match self.preflight(&look, request.allow_delete).await {
+            Err(refusal) => Some(console.plan(&self.shown(&look, request.shown_in_public)).and(Err(refusal))),
+            Ok(left) if left.changes.len() == look.plan.changes.len() => {
+                Some(self.carry_out(console, &look, request, &mut Interrupts::none()).await)
+            }
+            Ok(_) => None,
+        }
+    }
+
     /// Who the caller is when it is a CI role, in words; `None` for anyone else.
     async fn ci_caller(&self, account: &Account) -> Result<Option<String>, CliError> {
         let caller = self.backend.caller().await?;
@@ -92,32 +127,19 @@ impl<B: Backend> Session<B> {
         };
         let account = self.backend.identify().await?;
         match &saved {
-            Some((saved, path)) => {
-                // What the file says it changes is enough to refuse it before the lock: first
-                // whether this caller may destroy so at all, then whether it can be checked.
-                let reconcilers = self.reconcilers(&account, None);
-                self.left_for_administrators(&account, &reconcilers, &saved.plan).await?;
-                self.admit_saved(saved, path)?;
+            // What the file says it changes is enough to refuse it before the lock; when this
+            // caller may make none of it, it is checked and reported, and nothing is locked.
+            Some((file, path)) => {
+                if self.leaves_everything(&account, file, path).await? {
+                    let (file, path) = saved.expect("matched above");
+                    let planned = self.verify_saved(account, file, path).await?;
+                    let request = ApplyRequest { auto_approve: true, ..request };
+                    return self.carry_out(console, &planned, request, &mut Interrupts::none()).await;
+                }
             }
             None => {
-                // A first look, without the lock: an apply with nothing to do writes nothing, not
-                // even a lock object, so a scheduled apply of an account that matches stays
-                // read-only.
-                let look = self.plan_in(account.clone(), self.inputs.prune.clone()).await?;
-                if !look.plan.has_changes() {
-                    return self.carry_out(console, &look, request, &mut Interrupts::none()).await;
-                }
-                // Every refusal before the lock: a refused plan takes none, nor one whose every
-                // change is left for an administrator.
-                match self.preflight(&look, request.allow_delete).await {
-                    Err(refusal) => {
-                        console.plan(&self.shown(&look, request.shown_in_public))?;
-                        return Err(refusal);
-                    }
-                    Ok(left) if left.changes.len() == look.plan.changes.len() => {
-                        return self.carry_out(console, &look, request, &mut Interrupts::none()).await;
-                    }
-                    Ok(_) => {}
+                if let Some(done) = self.look(console, &account, request).await {
+                    return done;
                 }
             }
         }
