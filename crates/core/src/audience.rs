@@ -226,8 +226,8 @@ fn public_findings(
             severity: Severity::Warning,
             address: None,
             message: format!(
-                "{count} finding(s) of this code about what desired.toml does not declare: a public plan names \
-                 none of them; the drift check's job log does"
+                "{count} finding(s) of this code about what desired.toml does not declare: no public plan, issue \
+                 or job log names them; a maintainer's `reconcile drift --private` does"
             ),
             overridden_by: None,
         });
