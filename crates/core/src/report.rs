@@ -119,7 +119,7 @@ fn counts(report: &ApplyReport) -> (usize, usize, usize) {
 }
 
 /// The version of the apply report's JSON.
-pub const FORMAT_VERSION: &str = "1.1";
+pub const FORMAT_VERSION: &str = "1.2";
 
 /// The report as JSON.
 pub fn json(plan: &Plan, report: &ApplyReport) -> Value {

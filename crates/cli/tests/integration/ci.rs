@@ -2,7 +2,6 @@
 //! trusting exactly one kind of run of the `[github]` repository; what each may do derived from
 //! desired.toml; the apply role never changing them.
 
-
 use aws_sdk_iam::Client as Iam;
 use reconcile_core::json::to_pretty;
 use reconcile_test_support::{TestAccount, emulator};

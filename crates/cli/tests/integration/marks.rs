@@ -142,7 +142,7 @@ async fn no_role_reconcile_grants_makes_another_teams_repository_this_deployment
     assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
     let ci = account.assume("rocm-bake-reconcile-apply").await;
     let prune = reconcile(&ci, &main.path, &["apply", "--prune", "--allow-delete", "--auto-approve"]);
-    assert_eq!(prune.code, 3, "{}{}", prune.stdout, prune.stderr);
+    assert_eq!(prune.code, 2, "left for an administrator: {}{}", prune.stdout, prune.stderr);
     assert!(prune.stderr.contains("which the mark alone cannot tell from another team's"), "{}", prune.stderr);
     assert!(ci.writes().is_empty(), "{:?}", ci.writes());
     assert_eq!(held(&ecr, &account, "teamy/release").await.0, before.0, "its policy");

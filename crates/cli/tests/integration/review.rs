@@ -341,7 +341,10 @@ async fn a_partial_apply_skips_dependents_goes_on_with_the_rest_and_reports_it()
     assert_eq!(outcome("codebuild_webhook.runner")["outcome"], "skipped");
     assert_eq!(outcome("codebuild_webhook.runner")["because"], "codebuild_project.runner");
     assert_eq!(outcome("ecr_repository.pytorch")["outcome"], "applied");
-    assert_eq!(report["summary"], serde_json::json!({"applied": 7, "failed": 1, "skipped": 1, "not_started": 0}));
+    assert_eq!(
+        report["summary"],
+        serde_json::json!({"applied": 7, "failed": 1, "skipped": 1, "not_started": 0, "left_for_an_administrator": 0})
+    );
     // Progress went to stderr, one line as each resource starts and finishes.
     assert!(apply.stderr.contains("codebuild_project.runner: Creation failed after"), "{}", apply.stderr);
     assert!(apply.stderr.contains("codebuild_webhook.runner: Skipped, because codebuild_project.runner did not apply"));
