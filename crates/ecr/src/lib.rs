@@ -327,8 +327,11 @@ impl Reconciler for EcrReconciler {
         for (name, policy, tags) in futures::future::join_all(reads).await {
             let address = Address::new(crate::REPOSITORY, name);
             let (policy, tags) = (policy?, tags?);
-            // Another deployment's (two share the account): its drift check's, not this one's.
-            if let (Some((_, ours)), Some(tags)) = (&self.mark, &tags)
+            // Another deployment's (two share the account): its drift check's, not this one's. But
+            // not when it has no lifecycle policy: whoever may tag a repository can write any
+            // deployment's mark, and a repository that grows without bound is the account's bill
+            // (the seeds' 347 GB), so D102 stays, whatever the mark says.
+            if let (Some((_, ours)), Some(tags), Observed::Present(_)) = (&self.mark, &tags, &policy)
                 && let Some(theirs) = reconcile_core::ownership::other_deployment(tags, ours)
             {
                 let what = format!("repository `{name}`");

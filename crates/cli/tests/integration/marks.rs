@@ -231,6 +231,13 @@ async fn two_deployments_run_ci_in_one_account_sharing_githubs_identity_provider
         assert!(drift.stdout.contains("repository `nobodys` is not in desired.toml"), "{}", drift.stdout);
     }
     ecr.delete_repository().repository_name("nobodys").send().await.unwrap();
+    // Nor does another deployment's mark hide a repository with no lifecycle policy: anyone who
+    // may tag one can write it, and its storage grows without bound (D102, whatever the mark).
+    ecr.delete_lifecycle_policy().repository_name("team-b/app").send().await.unwrap();
+    let drift = reconcile(&account, &first.path, &["drift", "--private"]);
+    assert_eq!(drift.code, 2, "{}{}", drift.stdout, drift.stderr);
+    assert!(drift.stdout.contains("[D102] ecr_repository.team-b/app"), "{}", drift.stdout);
+    assert_eq!(reconcile(&account, &second.path, &["apply", "--auto-approve"]).code, 0);
     // Another team's audience on it: neither deployment's drift, and never taken off.
     let iam = iam::Client::new(&account.sdk_config());
     let provider = format!("arn:aws:iam::{}:oidc-provider/token.actions.githubusercontent.com", account.id);
