@@ -519,13 +519,16 @@ pub async fn apply(
     // A left update whose kind says it sets nothing a dependent needs: the resource exists,
     // ours, as it was, so what depends on it goes on. A left takeover's resource is not ours yet;
     // what depends on any other left change is left with it.
+    // Asked of every change: whether it was left comes first, so an apply that leaves nothing
+    // (an administrator's) never scans the plan once per change.
     let left_as_it_was = |address: &Address| {
-        plan.changes.iter().any(|c| {
-            c.address == *address
-                && c.action == Action::Update
-                && reconciler_for(reconcilers, c.address.kind).is_some_and(|r| r.frees_its_dependents(c))
-        }) && !plan.takeovers.contains_key(address)
-            && options.left.iter().any(|(left, _)| left == address)
+        options.left.iter().any(|(left, _)| left == address)
+            && !plan.takeovers.contains_key(address)
+            && plan.changes.iter().any(|c| {
+                c.address == *address
+                    && c.action == Action::Update
+                    && reconciler_for(reconcilers, c.address.kind).is_some_and(|r| r.frees_its_dependents(c))
+            })
     };
     let in_plan: BTreeSet<&Address> =
         plan.changes.iter().map(|c| &c.address).filter(|a| !left_as_it_was(a)).chain(&unreadable).collect();
