@@ -269,6 +269,9 @@ pub enum PolicyRole {
     Plan,
     ReadOnly,
     Apply,
+    /// The put-back role's (`[ci] put_back_role`): the drift check's reads, the apply lock, and
+    /// putting back the kinds `[drift] put_back` names, on this deployment's resources only.
+    PutBack,
     /// An administrator's: everything apply and destroy do on what desired.toml declares, IAM
     /// included (a sandbox role's, least privilege).
     Administrator,
@@ -491,6 +494,13 @@ pub struct DriftArgs {
     /// $RECONCILE_ISSUE_TOKEN (else GITHUB_TOKEN or GH_TOKEN): Issues read and write.
     #[arg(long, value_name = "LABEL")]
     pub issue: Option<String>,
+    /// Put back, in this run, the drift of the kinds desired.toml's `[drift] put_back` names (a
+    /// lifecycle policy, a webhook's filter: a setting of a resource that exists), under the
+    /// apply lock, then check again: what is left is the drift reported. Nothing else is ever
+    /// changed. Nothing at all when $RECONCILE_PUT_BACK is `off`. Meant for the put-back role
+    /// (`[ci] put_back_role`), which may write nothing else.
+    #[arg(long)]
+    pub put_back: bool,
     #[command(flatten)]
     pub shown: Shown,
     #[command(flatten)]

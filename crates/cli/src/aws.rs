@@ -59,6 +59,9 @@ pub enum Purpose {
     Read,
     /// apply: a failure leaves a change half made, so it retries longer.
     Apply,
+    /// `drift --put-back`: a drift check that writes, then reads again what it wrote, so it
+    /// retries as an apply does and reads nothing once for the run.
+    PutBack,
 }
 
 /// Attempts per request at a failure that is not throttling, the first included (throttling, 5xx,
@@ -75,12 +78,12 @@ const APPLY_ATTEMPTS: u32 = 12;
 fn transient(purpose: Purpose) -> reconcile_aws::Transient {
     let attempts = std::env::var("AWS_MAX_ATTEMPTS").ok().and_then(|n| n.parse().ok()).unwrap_or(match purpose {
         Purpose::Read => READ_ATTEMPTS,
-        Purpose::Apply => APPLY_ATTEMPTS,
+        Purpose::Apply | Purpose::PutBack => APPLY_ATTEMPTS,
     });
     let within = match purpose {
         Purpose::Read => Duration::from_secs(25),
         // More attempts, with longer backoff between them, need more room.
-        Purpose::Apply => Duration::from_secs(60),
+        Purpose::Apply | Purpose::PutBack => Duration::from_secs(60),
     };
     reconcile_aws::Transient { attempts: attempts.max(1), within, base: retry_base() }
 }

@@ -2,10 +2,10 @@
 //! desired resources, what a CI role needs on the runner project, and what CloudTrail records of
 //! it.
 
-use reconcile_core::describe::{Access, Description, Index, KindTrail, Runner, arn_names};
+use reconcile_core::describe::{Access, Description, Index, KindTrail, PutBack, Runner, arn_names};
 use reconcile_core::desired::Topic;
 use reconcile_core::terraform::Mapping;
-use reconcile_core::{Account, Desired};
+use reconcile_core::{Account, Action, Desired};
 use serde_json::{Value, json};
 
 use crate::CodebuildKind;
@@ -40,7 +40,16 @@ pub const DESCRIPTION: Description = Description {
     kinds: CodebuildKind::KINDS,
     sections: &[crate::CLAIM],
     desired: |desired, account, _| crate::desired(desired, account),
-    access: Access { reads, cost_reads, drift_reads, writes, administers, runner, ..Access::NONE },
+    access: Access {
+        reads,
+        cost_reads,
+        drift_reads,
+        writes,
+        administers,
+        runner,
+        put_back: &[PutBack { kind: crate::WEBHOOK, actions: &[Action::Update], writes: webhook_put_back }],
+        ..Access::NONE
+    },
     trail: &[
         KindTrail {
             kind: crate::PROJECT,
@@ -178,6 +187,16 @@ fn writes(desired: &Desired, account: &Account) -> Vec<Value> {
         statements.push(statement("TheRunnersWebhook", &WEBHOOK_WRITES, hooked));
     }
     statements
+}
+
+/// Putting a webhook's filter back: an update of the hook of a declared project (never making
+/// one, which registers a hook on GitHub, nor deleting one).
+fn webhook_put_back(desired: &Desired, account: &Account) -> Vec<Value> {
+    let hooked = project_arns(crate::declared(desired).projects.iter().filter(|p| p.webhook.is_some()), account);
+    if hooked.is_empty() {
+        return Vec::new();
+    }
+    vec![statement("PutTheRunnersWebhookFilterBack", &["codebuild:UpdateWebhook"], hooked)]
 }
 
 /// What a build needs of its own project: the log group of each project that runs as the role.

@@ -118,6 +118,27 @@ pub struct Access {
     /// compiler cache's objects): the runner role's inline policy and permissions boundary hold
     /// it, as IAM derives them.
     pub runner: RunnerFn,
+    /// What taking and letting go of the apply lock writes (S3's: the lock object): the apply
+    /// role's, the put-back role's and an administrator's.
+    pub lock: StatementsFn,
+    /// The kinds whose drift the scheduled check may put back (`[drift] put_back`), each with
+    /// exactly what doing so writes; none for a crate whose every change is a create, a delete
+    /// or an administrator's.
+    pub put_back: &'static [PutBack],
+}
+
+/// A kind whose drift the scheduled drift check may put back in the run that finds it, as the
+/// put-back role, when `[drift] put_back` names it: a setting of a resource that exists, written
+/// back to what the default branch declares. Never a delete, a replacement, a create of a
+/// resource, or anything only an administrator changes.
+pub struct PutBack {
+    pub kind: ResourceKind,
+    /// The actions of its changes that put it back: `Update`, and `Create` where the kind is a
+    /// setting of another resource that exists (a repository's lifecycle policy, deleted).
+    pub actions: &'static [crate::plan::Action],
+    /// What putting it back writes, on this deployment's resources only: the put-back role's
+    /// policy holds these for each kind named and nothing else of any kind.
+    pub writes: StatementsFn,
 }
 
 impl Access {
@@ -130,6 +151,8 @@ impl Access {
         writes: |_, _| Vec::new(),
         administers: |_, _| Vec::new(),
         runner: |_, _, _| Vec::new(),
+        lock: |_, _| Vec::new(),
+        put_back: &[],
     };
 }
 
@@ -197,6 +220,46 @@ impl Catalog {
     /// How `kind` becomes the Terraform providers' resources; `None` for a kind no crate maps.
     pub fn terraform(&self, kind: ResourceKind) -> Option<&'static crate::terraform::Mapping> {
         self.0.iter().flat_map(|description| description.terraform).find(|mapping| mapping.kind == kind)
+    }
+
+    /// What `[drift] put_back` may name: the kind, by its name, and its crate's word for it.
+    pub fn put_back(&self, kind: &str) -> Option<&'static PutBack> {
+        self.0.iter().flat_map(|description| description.access.put_back).find(|p| p.kind.as_str() == kind)
+    }
+
+    /// The names of every kind `[drift] put_back` may name, in the catalog's order.
+    pub fn put_back_kinds(&self) -> Vec<&'static str> {
+        self.0.iter().flat_map(|description| description.access.put_back).map(|p| p.kind.as_str()).collect()
+    }
+
+    /// What is wrong with `desired`'s `[drift] put_back`, each at its entry: a kind no crate
+    /// puts back (with those that may be named), or kinds named while `[ci]` declares no
+    /// put-back role for the drift check to put them back as.
+    pub fn put_back_errors(&self, desired: &Desired) -> Vec<crate::DesiredError> {
+        let may = self.put_back_kinds().iter().map(|kind| format!("`{kind}`")).collect::<Vec<_>>().join(", ");
+        let mut errors: Vec<crate::DesiredError> = desired
+            .put_back
+            .iter()
+            .filter(|named| self.put_back(&named.kind).is_none())
+            .map(|named| {
+                let what = if self.kinds().iter().any(|kind| kind.as_str() == named.kind) {
+                    "is never put back by the drift check (a create, a delete or an administrator's change)"
+                } else {
+                    "is not a resource kind"
+                };
+                named.at.clone().with_message(format!("`{}` {what}; it may name {may}", named.kind))
+            })
+            .collect();
+        let ci = desired.referred(crate::desired::Topic::CiRole).collect::<Vec<_>>();
+        if let Some(first) = desired.put_back.first()
+            && !ci.is_empty()
+            && !ci.iter().any(|role| role.key == crate::variables::PUT_BACK_ROLE)
+        {
+            errors.push(first.at.clone().with_message(
+                "the drift check puts back only as a role that may do nothing else: declare `put_back_role` in `[ci]`",
+            ));
+        }
+        errors
     }
 
     /// Every crate's statements of one kind of access, in the catalog's order.

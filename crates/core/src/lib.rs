@@ -21,6 +21,7 @@ pub mod ownership;
 pub mod pages;
 pub mod plan;
 pub mod policy;
+pub mod put_back;
 pub mod reconciler;
 pub mod redact;
 pub mod retry;

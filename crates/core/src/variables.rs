@@ -8,7 +8,7 @@ use crate::reconciler::Account;
 
 /// The repository variables the nightly reads, derived from the rest of desired.toml and the
 /// account, in the order they are set: `NIGHTLY_ENABLED`, the off switch, last.
-pub const DERIVED_VARIABLES: [&str; 8] = [
+pub const DERIVED_VARIABLES: [&str; 9] = [
     "CODEBUILD_PROJECT",
     "ECR_REGISTRY",
     "AWS_REGION",
@@ -16,8 +16,12 @@ pub const DERIVED_VARIABLES: [&str; 8] = [
     "RECONCILE_PLAN_ROLE_ARN",
     "RECONCILE_DRIFT_ROLE_ARN",
     "RECONCILE_APPLY_ROLE_ARN",
+    "RECONCILE_PUT_BACK_ROLE_ARN",
     "NIGHTLY_ENABLED",
 ];
+
+/// The put-back role's ARN (`[ci] put_back_role`): the drift check assumes it to put drift back.
+pub const PUT_BACK_ROLE: &str = "RECONCILE_PUT_BACK_ROLE_ARN";
 
 /// The variable that turns the nightly on: set last, after every other change succeeded.
 pub const NIGHTLY_ENABLED: &str = "NIGHTLY_ENABLED";

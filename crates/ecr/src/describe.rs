@@ -2,9 +2,9 @@
 //! desired resources, what a CI role needs on its repositories, and what CloudTrail records of
 //! them.
 
-use reconcile_core::describe::{Access, Description, Index, KindTrail, arn_names};
+use reconcile_core::describe::{Access, Description, Index, KindTrail, PutBack, arn_names};
 use reconcile_core::terraform::Mapping;
-use reconcile_core::{Account, Desired};
+use reconcile_core::{Account, Action, Desired};
 use serde_json::{Value, json};
 
 use crate::EcrKind;
@@ -46,7 +46,19 @@ pub const DESCRIPTION: Description = Description {
     kinds: EcrKind::KINDS,
     sections: &[crate::section::CLAIM],
     desired: |desired, account, _| crate::desired(desired, account),
-    access: Access { reads, survey_reads, writes, administers, runner: crate::runner::runner, ..Access::NONE },
+    access: Access {
+        reads,
+        survey_reads,
+        writes,
+        administers,
+        runner: crate::runner::runner,
+        put_back: &[PutBack {
+            kind: crate::LIFECYCLE_POLICY,
+            actions: &[Action::Create, Action::Update],
+            writes: lifecycle_put_back,
+        }],
+        ..Access::NONE
+    },
     trail: &[
         KindTrail {
             kind: crate::REPOSITORY,
@@ -252,6 +264,23 @@ fn writes(desired: &Desired, account: &Account) -> Vec<Value> {
             },
         }),
     ]
+}
+
+/// Putting a lifecycle policy back (deleted, or changed by hand): on a repository that carries
+/// this deployment's mark, by the mark as the apply role's writes are (so that a bake target
+/// added changes no CI policy); never on an unmarked repository nor another deployment's.
+fn lifecycle_put_back(desired: &Desired, account: &Account) -> Vec<Value> {
+    if crate::declared(desired).repositories.is_empty() {
+        return Vec::new();
+    }
+    let (key, value) = desired.mark();
+    vec![json!({
+        "Sid": "PutTheLifecyclePoliciesBack",
+        "Effect": "Allow",
+        "Action": ["ecr:PutLifecyclePolicy"],
+        "Resource": every_repository(account),
+        "Condition": { "StringEquals": { format!("aws:ResourceTag/{key}"): value } },
+    })]
 }
 
 #[cfg(test)]

@@ -132,8 +132,19 @@ impl Conversation {
     /// Keeps the one drift issue (labelled `label`, ours) true to `now`: opened on drift, its
     /// body replaced when the drift changed (with a comment saying what changed since), left
     /// alone when it did not, closed with a note when the account is clean again, reopened when
-    /// it drifts again.
-    pub async fn keep_drift_issue(&self, label: &str, now: Option<&Drift>) -> Result<Outcome, ReconcileError> {
+    /// it drifts again. `put_back`, what this check put back itself, is said in the comment of
+    /// an update or a close, or in a comment of its own on an open issue whose drift is otherwise
+    /// the same (a new issue says it in its report).
+    pub async fn keep_drift_issue(
+        &self,
+        label: &str,
+        now: Option<&Drift>,
+        put_back: Option<&str>,
+    ) -> Result<Outcome, ReconcileError> {
+        let with_put_back = |note: String| match put_back {
+            Some(said) => format!("{note}\n\n{said}"),
+            None => note,
+        };
         let path = drift_issue_path(label, &self.me);
         let issues = self.api.list(&self.api.path(&path), None, "list the drift issues").await?;
         let mut existing = existing_issue(&issues, &self.me, self.key.as_deref());
@@ -145,7 +156,12 @@ impl Conversation {
         }
         match decide(existing.as_ref(), now) {
             Step::Nothing => Ok(Outcome::Nothing),
-            Step::Unchanged(number) => Ok(Outcome::Unchanged(number)),
+            Step::Unchanged(number) => {
+                if let Some(said) = put_back {
+                    self.comment(number, said).await?;
+                }
+                Ok(Outcome::Unchanged(number))
+            }
             Step::Acknowledged(number) => Ok(Outcome::Acknowledged(number)),
             Step::Open => {
                 let drift = now.expect("a drift to open an issue about");
@@ -178,11 +194,11 @@ impl Conversation {
                 }
                 let path = self.api.path(&format!("/issues/{number}"));
                 self.api.expect(Method::PATCH, &path, Some(&body), None, "update the drift issue", &[]).await?;
-                self.comment(number, &note).await?;
+                self.comment(number, &with_put_back(note)).await?;
                 Ok(if reopen { Outcome::Reopened(number) } else { Outcome::Updated(number) })
             }
             Step::Close { number, note } => {
-                self.comment(number, &note).await?;
+                self.comment(number, &with_put_back(note)).await?;
                 let body = json!({ "state": "closed", "state_reason": "completed" });
                 let path = self.api.path(&format!("/issues/{number}"));
                 self.api.expect(Method::PATCH, &path, Some(&body), None, "close the drift issue", &[]).await?;

@@ -292,6 +292,7 @@ pub fn apply_policy(desired: &Desired, account: &Account, catalog: &Catalog) -> 
     let mut statements = catalog.statements(desired, account, |access| access.reads);
     statements.extend(catalog.statements(desired, account, |access| access.survey_reads));
     statements.extend(catalog.statements(desired, account, |access| access.writes));
+    statements.extend(catalog.statements(desired, account, |access| access.lock));
     statements.extend(runner_policy_puts(desired, account));
     statements.push(json!({
         "Sid": "NeverAnIdentityOrPermissionChangeNorAnotherRole",
@@ -310,6 +311,49 @@ pub fn apply_policy(desired: &Desired, account: &Account, catalog: &Catalog) -> 
     Ok(policy)
 }
 
+/// The put-back role's policy: what the drift role reads (it runs the drift check), the apply
+/// lock, and exactly the writes that put back the kinds `[drift] put_back` names, each on this
+/// deployment's resources only (as each kind's crate scopes it); nothing of any other kind, no
+/// delete, no create, and every write in IAM and assuming a role denied, so that nothing attached
+/// to the role later grants them.
+pub fn put_back_policy(desired: &Desired, account: &Account, catalog: &Catalog) -> Value {
+    let mut statements = read_only_policy(desired, account, catalog)["Statement"].as_array().cloned().unwrap_or_default();
+    statements.extend(catalog.statements(desired, account, |access| access.lock));
+    for named in &desired.put_back {
+        if let Some(kind) = catalog.put_back(&named.kind) {
+            statements.extend((kind.writes)(desired, account));
+        }
+    }
+    // The apply role's denials, and the two IAM writes it alone makes: putting a runner's inline
+    // policy, passing the runner's role.
+    let mut never: Vec<&str> = NEVER.to_vec();
+    never.extend(["iam:PassRole", "iam:Put*"]);
+    statements.push(json!({
+        "Sid": "NeverAnIdentityOrPermissionChangeNorAnotherRole",
+        "Effect": "Deny",
+        "Action": never,
+        "Resource": ["*"],
+    }));
+    json!({ "Version": "2012-10-17", "Statement": statements })
+}
+
+/// The policy of the CI role for `purpose`. `Err` when it would not fit in a role's inline
+/// policies.
+pub fn policy(
+    purpose: crate::CiPurpose,
+    desired: &Desired,
+    account: &Account,
+    catalog: &Catalog,
+) -> Result<Value, String> {
+    use crate::CiPurpose;
+    Ok(match purpose {
+        CiPurpose::Plan => plan_policy(desired, account, catalog),
+        CiPurpose::Drift => read_only_policy(desired, account, catalog),
+        CiPurpose::Apply => apply_policy(desired, account, catalog)?,
+        CiPurpose::PutBack => put_back_policy(desired, account, catalog),
+    })
+}
+
 /// An administrator's policy for desired.toml: everything a plan, the drift check, apply and
 /// destroy read and write on what it declares, and nothing else (the live suite's sandbox role,
 /// least privilege). No denial: it is the role that makes what the CI roles may not.
@@ -319,6 +363,7 @@ pub fn administrator_policy(desired: &Desired, account: &Account, catalog: &Cata
     statements.extend(catalog.statements(desired, account, |access| access.cost_reads));
     statements.extend(catalog.statements(desired, account, |access| access.drift_reads));
     statements.extend(catalog.statements(desired, account, |access| access.writes));
+    statements.extend(catalog.statements(desired, account, |access| access.lock));
     statements.extend(catalog.statements(desired, account, |access| access.administers));
     let policy = json!({ "Version": "2012-10-17", "Statement": statements });
     if size(&policy) > INLINE_POLICY_LIMIT {

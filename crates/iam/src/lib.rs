@@ -44,7 +44,9 @@ use reconcile_core::{Account, Address, Applied, Progress, ReconcileError, Reconc
 use serde_json::Value;
 
 use boundary::BoundarySpec;
-pub use ci::{administrator_policy, apply_policy, plan_policy, provider_arn, read_only_policy, trust_widening};
+pub use ci::{
+    administrator_policy, apply_policy, plan_policy, provider_arn, put_back_policy, read_only_policy, trust_widening,
+};
 pub use derive::{INLINE_POLICY_LIMIT, MANAGED_POLICY_LIMIT, boundary_name, boundary_policy, inline_policy};
 pub use describe::{DESCRIPTION, reconciler};
 use oidc_provider::ProviderSpec;

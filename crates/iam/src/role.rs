@@ -113,7 +113,7 @@ impl RoleSpec {
         Ok(RoleSpec {
             name: role.name.clone(),
             assume_role_policy: policy::canonical(&crate::ci::trust_policy(role, account), &account.partition),
-            description: format!("reconcile's {key} role, assumed by {} only", role.subject),
+            description: format!("reconcile's {} role, assumed by {} only", key.replace('_', "-"), role.subject),
             max_session_duration: session(
                 declared.max_session_duration,
                 &Address::new(crate::OIDC_PROVIDER, crate::oidc_provider::PROVIDER_KEY),

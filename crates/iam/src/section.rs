@@ -225,7 +225,8 @@ pub mod ci {
     //! `[ci]`: the identities the nightly repository's workflows run `reconcile` as. GitHub's OIDC
     //! identity provider in the account, and three roles, each trusted by exactly one kind of
     //! workflow run of the `[github]` repository: pull requests plan, the default branch's scheduled
-    //! job checks drift, the job in a protected environment applies. What each role may do is
+    //! job checks drift, the job in a protected environment applies; and, when declared, a fourth
+    //! the drift check's job puts drift back as (`[drift] put_back`). What each role may do is
     //! derived from the rest of desired.toml, as the runner role's is.
     //!
     //! These roles are the account's real boundary: whoever can assume the apply role can change
@@ -252,10 +253,11 @@ pub mod ci {
         types: Section::types::<RawCi>,
         publishes: |section| {
             let Ok(raw) = section.parse::<RawCi>() else { return Vec::new() };
-            let names = [&raw.plan_role, &raw.drift_role, &raw.apply_role];
+            let names = [Some(&raw.plan_role), Some(&raw.drift_role), Some(&raw.apply_role), raw.put_back_role.as_ref()];
             CiPurpose::ALL
                 .into_iter()
                 .zip(names)
+                .filter_map(|(purpose, name)| Some((purpose, name?)))
                 .map(|(purpose, name)| {
                     Reference::new(Topic::CiRole, purpose.variable(), name.get_ref())
                         .at(Address::new(crate::CI_ROLE, purpose.key()))
@@ -293,10 +295,14 @@ pub mod ci {
         Drift,
         /// `reconcile apply`, in the protected environment: reads and the writes apply makes.
         Apply,
+        /// The scheduled `reconcile drift --put-back` on the default branch (the drift check's own
+        /// job, `[ci] put_back_role`): what the drift role reads, the apply lock, and writing back
+        /// the settings of the kinds `[drift] put_back` names on this deployment's resources.
+        PutBack,
     }
 
     impl CiPurpose {
-        pub const ALL: [CiPurpose; 3] = [CiPurpose::Plan, CiPurpose::Drift, CiPurpose::Apply];
+        pub const ALL: [CiPurpose; 4] = [CiPurpose::Plan, CiPurpose::Drift, CiPurpose::Apply, CiPurpose::PutBack];
 
         /// The address name of its role, and its key in `[ci]` without `_role`.
         pub fn key(self) -> &'static str {
@@ -304,6 +310,7 @@ pub mod ci {
                 CiPurpose::Plan => "plan",
                 CiPurpose::Drift => "drift",
                 CiPurpose::Apply => "apply",
+                CiPurpose::PutBack => "put_back",
             }
         }
 
@@ -313,18 +320,19 @@ pub mod ci {
                 CiPurpose::Plan => "RECONCILE_PLAN_ROLE_ARN",
                 CiPurpose::Drift => "RECONCILE_DRIFT_ROLE_ARN",
                 CiPurpose::Apply => "RECONCILE_APPLY_ROLE_ARN",
+                CiPurpose::PutBack => "RECONCILE_PUT_BACK_ROLE_ARN",
             }
         }
 
         /// Whether the role only reads.
         pub fn reads_only(self) -> bool {
-            !matches!(self, CiPurpose::Apply)
+            matches!(self, CiPurpose::Plan | CiPurpose::Drift)
         }
     }
 
     #[derive(Debug, Clone, PartialEq)]
     pub struct Ci {
-        /// Plan, drift, apply: in that order.
+        /// Plan, drift, apply, and put back when declared: in that order.
         pub roles: Vec<CiRole>,
         /// The default branch, whose workflow files the roles trust.
         pub branch: String,
@@ -365,6 +373,10 @@ pub mod ci {
         /// The role the apply job, in `environment`, assumes.
         #[schemars(with = "String")]
         apply_role: Spanned<String>,
+        /// The role the scheduled drift check on `branch` assumes to put back the drift of the
+        /// kinds `[drift] put_back` names (and nothing else); none when it is not declared.
+        #[schemars(with = "Option<String>")]
+        put_back_role: Option<Spanned<String>>,
         /// The default branch, whose workflow files the roles trust; default `main`.
         #[schemars(with = "Option<String>")]
         branch: Option<Spanned<String>>,
@@ -434,13 +446,17 @@ pub mod ci {
         ];
         let on_branch = format!("ref:refs/heads/{branch}");
         let environment = format!("environment:{}", raw.environment.get_ref());
+        // The put-back role is trusted by the drift check's own job: it puts back in the run
+        // that finds the drift.
         let subjects = [
-            (CiPurpose::Plan, &raw.plan_role, &on_branch, &workflows[0]),
-            (CiPurpose::Drift, &raw.drift_role, &on_branch, &workflows[1]),
-            (CiPurpose::Apply, &raw.apply_role, &environment, &workflows[2]),
+            (CiPurpose::Plan, Some(&raw.plan_role), &on_branch, &workflows[0]),
+            (CiPurpose::Drift, Some(&raw.drift_role), &on_branch, &workflows[1]),
+            (CiPurpose::Apply, Some(&raw.apply_role), &environment, &workflows[2]),
+            (CiPurpose::PutBack, raw.put_back_role.as_ref(), &on_branch, &workflows[1]),
         ];
         let mut roles = Vec::new();
         for (purpose, name, context, workflow) in subjects {
+            let Some(name) = name else { continue };
             let subject = subject(&repository, context, workflow, branch);
             let key = format!("ci.{}_role", purpose.key());
             if let Err(why) = check_iam_name(name.get_ref(), 64) {
@@ -592,9 +608,24 @@ pub mod ci {
             assert_eq!(release.max_session_duration, 7200);
             assert_eq!(
                 CiPurpose::ALL.map(CiPurpose::variable),
-                ["RECONCILE_PLAN_ROLE_ARN", "RECONCILE_DRIFT_ROLE_ARN", "RECONCILE_APPLY_ROLE_ARN"]
+                [
+                    "RECONCILE_PLAN_ROLE_ARN",
+                    "RECONCILE_DRIFT_ROLE_ARN",
+                    "RECONCILE_APPLY_ROLE_ARN",
+                    "RECONCILE_PUT_BACK_ROLE_ARN"
+                ]
             );
             assert!(CiPurpose::Plan.reads_only() && CiPurpose::Drift.reads_only() && !CiPurpose::Apply.reads_only());
+            assert!(!CiPurpose::PutBack.reads_only());
+            assert_eq!(ci.role(CiPurpose::PutBack), None, "no put-back role unless declared");
+        }
+
+        #[test]
+        fn the_put_back_role_is_trusted_by_the_drift_checks_own_job() {
+            let ci = parse(&format!("{ROLES}put_back_role = \"b\"\n"));
+            let (drift, put_back) = (ci.role(CiPurpose::Drift).unwrap(), ci.role(CiPurpose::PutBack).unwrap());
+            assert_eq!((put_back.name.as_str(), &put_back.subject), ("b", &drift.subject));
+            assert_eq!(ci.roles.len(), 4);
         }
 
         #[test]

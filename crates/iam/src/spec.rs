@@ -100,14 +100,8 @@ fn ci_roles(
                 .depending_on([provider_address.clone()]),
         );
         let policy_address = Address::new(crate::CI_ROLE_POLICY, key);
-        let document = if role.purpose == crate::section::ci::CiPurpose::Plan {
-            ci::plan_policy(desired, account, catalog)
-        } else if role.purpose.reads_only() {
-            ci::read_only_policy(desired, account, catalog)
-        } else {
-            ci::apply_policy(desired, account, catalog)
-                .map_err(|why| ReconcileError::new(Some(&policy_address), "derive the inline policy", why))?
-        };
+        let document = ci::policy(role.purpose, desired, account, catalog)
+            .map_err(|why| ReconcileError::new(Some(&policy_address), "derive the inline policy", why))?;
         let spec = RolePolicySpec::ci(role, canonical(&document, &account.partition));
         resources.push(inline_policy_resource(policy_address, &spec, &role_address));
     }

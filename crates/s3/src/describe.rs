@@ -61,7 +61,7 @@ pub const DESCRIPTION: Description = Description {
     kinds: S3Kind::KINDS,
     sections: &[crate::section::CLAIM],
     desired: |desired, account, _| crate::desired(desired, account),
-    access: Access { reads, cost_reads, writes, administers, runner, ..Access::NONE },
+    access: Access { reads, cost_reads, writes, administers, runner, lock, ..Access::NONE },
     trail: &[
         KindTrail {
             kind: crate::BUCKET,
@@ -203,11 +203,14 @@ fn writes(desired: &Desired, account: &Account) -> Vec<Value> {
         // `s3:TagResource` besides.
         statements.push(statement("MakeTheBucketsWithoutAnExpiry", &["s3:CreateBucket", "s3:TagResource"], unexpiring));
     }
-    if let Some(bucket) = declared(desired).lock_bucket() {
-        let lock = format!("{}/{APPLY_LOCK_KEY}", bucket_arn(account, bucket));
-        statements.push(statement("TheApplyLock", &LOCK_WRITES, vec![lock]));
-    }
     statements
+}
+
+/// The apply lock's object, in the first bucket declared.
+fn lock(desired: &Desired, account: &Account) -> Vec<Value> {
+    let Some(bucket) = declared(desired).lock_bucket() else { return Vec::new() };
+    let lock = format!("{}/{APPLY_LOCK_KEY}", bucket_arn(account, bucket));
+    vec![statement("TheApplyLock", &LOCK_WRITES, vec![lock])]
 }
 
 /// What a build on the runner needs of the compiler cache: its objects, and never the apply

@@ -43,7 +43,9 @@ const fn descriptions<const N: usize>(crates: [Crate; N]) -> [&'static Descripti
 
 /// desired.toml at `path`, with every crate's own sections.
 pub fn parse_desired(path: &Path, text: &str) -> Result<Desired, DesiredErrors> {
-    Desired::parse_claimed(path, text, &CATALOG.claims())
+    let desired = Desired::parse_claimed(path, text, &CATALOG.claims())?;
+    let errors = CATALOG.put_back_errors(&desired);
+    if errors.is_empty() { Ok(desired) } else { Err(DesiredErrors(errors)) }
 }
 
 #[cfg(test)]

@@ -1,11 +1,14 @@
 //! `reconcile drift`: the scheduled check. The plan and what the account holds undeclared, then
 //! what the registry holds and costs; exit 2 when the account differs from desired.toml.
 
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
 
 use reconcile_core::audience;
 use reconcile_core::markdown::GITHUB_COMMENT_LIMIT;
-use reconcile_core::{Plan, json, render};
+use reconcile_core::describe::PutBack;
+use reconcile_core::plan::Attribution;
+use reconcile_core::{Address, Plan, json, render, time};
 use reconcile_ecr::usage::{self, Usage};
 
 use crate::args::{ColorChoice, Format, PlanFormat};
@@ -14,7 +17,8 @@ use crate::error::CliError;
 use crate::exit;
 use crate::output::step_summary;
 use crate::output::{Output, color_on, out};
-use crate::session::{Planned, Session};
+use crate::catalog::CATALOG;
+use crate::session::{Planned, PutBackReport, Session};
 
 /// The drift issue to keep true, when asked: the repository's API, the issue's label, and the
 /// key that seals it (`RECONCILE_ISSUE_KEY`).
@@ -22,7 +26,7 @@ pub type Issue = (reconcile_github::Api, String, Option<Vec<u8>>);
 
 /// `reconcile drift`: the issue's repository and token are known before any AWS call.
 pub async fn exec(args: crate::args::DriftArgs, context: &super::Context) -> Result<u8, CliError> {
-    let crate::args::DriftArgs { format, issue, shown, since, bake, prune } = args;
+    let crate::args::DriftArgs { format, issue, shown, since, bake, prune, put_back } = args;
     let load = crate::session::Load { bake: bake.bake.as_deref(), prune: prune.prune, ..Default::default() };
     let inputs = context.inputs(load)?;
     let issue = match issue {
@@ -32,10 +36,31 @@ pub async fn exec(args: crate::args::DriftArgs, context: &super::Context) -> Res
         }
         None => None,
     };
-    let session = context.session(inputs, crate::aws::Purpose::Read).await?;
-    run(&session, context.color, format, since.since_days, issue, shown.public()).await
+    let put_back = put_back && put_back_switched_on(&inputs.desired);
+    let purpose = if put_back { crate::aws::Purpose::PutBack } else { crate::aws::Purpose::Read };
+    let session = context.session(inputs, purpose).await?;
+    run(&session, context.color, format, since.since_days, issue, shown.public(), put_back).await
 }
 
+/// The repository variable (read from the environment) that stops every put-back without a
+/// commit: `off`.
+pub const PUT_BACK_SWITCH: &str = "RECONCILE_PUT_BACK";
+
+/// Whether `--put-back` puts anything back: `[drift] put_back` names a kind, and
+/// [`PUT_BACK_SWITCH`] is not `off`. Says why not on stderr.
+fn put_back_switched_on(desired: &reconcile_core::Desired) -> bool {
+    if std::env::var(PUT_BACK_SWITCH).is_ok_and(|value| value.trim().eq_ignore_ascii_case("off")) {
+        crate::output::err(&format!("{PUT_BACK_SWITCH} is `off`: this check puts nothing back."));
+        return false;
+    }
+    if desired.put_back.is_empty() {
+        crate::output::err("desired.toml's `[drift] put_back` names no kind: this check puts nothing back.");
+        return false;
+    }
+    true
+}
+
+#[expect(clippy::too_many_arguments, reason = "the drift check's settings, spelt out")]
 pub async fn run(
     session: &Session<Aws>,
     color: ColorChoice,
@@ -43,10 +68,25 @@ pub async fn run(
     since_days: u32,
     issue: Option<Issue>,
     shown_in_public: bool,
+    put_back: bool,
 ) -> Result<u8, CliError> {
     // Who made each difference and what the registry holds only inform: the exit code is the
     // plan's.
-    let drift = session.drift(since_days).await?;
+    let mut drift = session.drift(since_days).await?;
+    let mut put_back_said = None;
+    if put_back {
+        let kinds: Vec<&PutBack> =
+            session.inputs().desired.put_back.iter().filter_map(|named| CATALOG.put_back(&named.kind)).collect();
+        let report = session.put_back(&drift.planned, &kinds).await;
+        let found = Public::of(session, &drift.planned, &drift.registry);
+        let attributions = if shown_in_public { &found.plan.attributions } else { &drift.planned.plan.attributions };
+        crate::output::err(&put_back_text(&report, attributions));
+        put_back_said = put_back_markdown(&report, &found.plan.attributions);
+        // What is left is what the account differs in now.
+        if !report.made.is_empty() {
+            drift = session.drift(since_days).await?;
+        }
+    }
     let public = Public::of(session, &drift.planned, &drift.registry);
     let (plan, registry) = (&drift.planned.plan, &drift.registry);
     let output = Output::new(color_on(color, std::io::stdout().is_terminal()));
@@ -68,7 +108,7 @@ pub async fn run(
         }
     }
     let acknowledged = match issue {
-        Some((api, label, key)) => keep_issue(api, &label, key, &public).await?,
+        Some((api, label, key)) => keep_issue(api, &label, key, &public, put_back_said.as_deref()).await?,
         None => false,
     };
     // Drift a maintainer acknowledged (closed its issue as not planned) and that has not changed
@@ -105,14 +145,16 @@ async fn keep_issue(
     label: &str,
     key: Option<Vec<u8>>,
     public: &Public,
+    put_back: Option<&str>,
 ) -> Result<bool, CliError> {
     use reconcile_github::conversation::{Conversation, Drift, Outcome};
     let failed = |error: reconcile_core::ReconcileError| CliError::Other(anyhow::Error::new(error));
     let plan = &public.plan;
     let drift = plan.account_differs().then(|| {
         let items = plan.differences();
-        let report = comment(public, GITHUB_COMMENT_LIMIT.saturating_sub(Drift::overhead(&items)));
-        Drift { items, report: crate::output::redacted(&report) }
+        let said = put_back.map(|said| format!("{said}\n\n")).unwrap_or_default();
+        let room = GITHUB_COMMENT_LIMIT.saturating_sub(Drift::overhead(&items) + said.len());
+        Drift { items, report: crate::output::redacted(&format!("{said}{}", comment(public, room))) }
     });
     if key.is_none() {
         crate::output::err(
@@ -122,7 +164,7 @@ async fn keep_issue(
         );
     }
     let conversation = Conversation::connect(api).await.map_err(failed)?.sealing_with(key);
-    let outcome = conversation.keep_drift_issue(label, drift.as_ref()).await.map_err(failed)?;
+    let outcome = conversation.keep_drift_issue(label, drift.as_ref(), put_back).await.map_err(failed)?;
     let acknowledged = matches!(outcome, Outcome::Acknowledged(_));
     let said = match outcome {
         Outcome::Created(number) => format!("opened drift issue #{number}"),
@@ -142,6 +184,64 @@ async fn keep_issue(
     };
     crate::output::err(&said);
     Ok(acknowledged)
+}
+
+/// What a put-back did, for the job's log: each change made, with who last changed it when
+/// CloudTrail knows; each that failed; what else went wrong.
+fn put_back_text(report: &PutBackReport, attributions: &BTreeMap<Address, Attribution>) -> String {
+    let mut lines = Vec::new();
+    for (address, action, at) in &report.made {
+        let who = attributions.get(address).map(|a| format!("; {}", a.line())).unwrap_or_default();
+        lines.push(format!("Put back {address} ({}) at {}{who}.", put_back_word(*action), time::date_time(*at)));
+    }
+    for (address, why) in &report.failed {
+        lines.push(format!("Could not put back {address}: {why}; it stays drift."));
+    }
+    lines.extend(report.trouble.iter().map(|trouble| format!("warning: {trouble}.")));
+    if lines.is_empty() {
+        lines.push("Nothing to put back: no drift of a kind `[drift] put_back` names.".to_owned());
+    }
+    lines.join("\n")
+}
+
+/// What the drift issue says of a put-back that made or tried something; `None` when it did
+/// neither. Every value in a code span its content cannot close.
+fn put_back_markdown(report: &PutBackReport, attributions: &BTreeMap<Address, Attribution>) -> Option<String> {
+    use reconcile_core::markdown::code;
+    if report.made.is_empty() && report.failed.is_empty() && report.trouble.is_none() {
+        return None;
+    }
+    let mut text = "### Put back by this check\n\nAs desired.toml on the default branch declares, by the put-back role \
+                    (`[drift] put_back`):\n\n"
+        .to_owned();
+    for (address, action, at) in &report.made {
+        let who = match attributions.get(address).and_then(Attribution::event_parts) {
+            Some(parts) => {
+                format!("; before, {}", parts.iter().map(|(words, value)| format!("{words}{}", code(value))).collect::<String>())
+            }
+            None => String::new(),
+        };
+        text.push_str(&format!(
+            "- {} ({}) at {}{who}\n",
+            code(&address.to_string()),
+            put_back_word(*action),
+            time::date_time(*at)
+        ));
+    }
+    for (address, why) in &report.failed {
+        text.push_str(&format!("- {} could not be put back: {}\n", code(&address.to_string()), code(why)));
+    }
+    if let Some(trouble) = &report.trouble {
+        text.push_str(&format!("- {}\n", code(trouble)));
+    }
+    Some(text.trim_end().to_owned())
+}
+
+fn put_back_word(action: reconcile_core::Action) -> &'static str {
+    match action {
+        reconcile_core::Action::Create => "made again",
+        _ => "set back",
+    }
 }
 
 /// The drift comment of at most `limit` characters: the public plan, then the registry's summary.

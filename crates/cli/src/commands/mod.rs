@@ -48,7 +48,7 @@ impl Context {
         let github = GithubSide::connect(&inputs.desired)?;
         let when_unreadable = match purpose {
             Purpose::Apply => WhenUnreadable::PlanTheRest,
-            Purpose::Read => WhenUnreadable::Fail,
+            Purpose::Read | Purpose::PutBack => WhenUnreadable::Fail,
         };
         Ok(Session::new(aws, inputs, github, when_unreadable))
     }

@@ -1,4 +1,4 @@
-//! `reconcile policy read-only|apply|runner|boundary`: the policy of a CI role (`[ci]`), or the
+//! `reconcile policy read-only|apply|put-back|runner|boundary`: the policy of a CI role (`[ci]`), or the
 //! runner's role's inline policy or permissions boundary, as apply derives it, for the bootstrap
 //! an administrator does and for review (`docs/read-only-policy.json` is the read-only one for
 //! the project's desired.toml).
@@ -25,6 +25,7 @@ pub async fn run(
         PolicyRole::Plan => Which::Plan,
         PolicyRole::ReadOnly => Which::ReadOnly,
         PolicyRole::Apply => Which::Apply,
+        PolicyRole::PutBack => Which::PutBack,
         PolicyRole::Administrator => Which::Administrator,
         PolicyRole::Runner => Which::Runner(runner_role(desired, key)?),
         PolicyRole::Boundary => Which::Boundary(runner_role(desired, key)?),
@@ -43,6 +44,7 @@ pub async fn run(
         Which::Plan => Ok(reconcile_iam::plan_policy(desired, &account, &CATALOG)),
         Which::ReadOnly => Ok(reconcile_iam::read_only_policy(desired, &account, &CATALOG)),
         Which::Apply => reconcile_iam::apply_policy(desired, &account, &CATALOG),
+        Which::PutBack => Ok(reconcile_iam::put_back_policy(desired, &account, &CATALOG)),
         Which::Administrator => reconcile_iam::administrator_policy(desired, &account, &CATALOG),
         Which::Runner(role) => reconcile_iam::inline_policy(desired, &CATALOG, role, &account),
         Which::Boundary(role) => reconcile_iam::boundary_policy(desired, &CATALOG, role, &account),
@@ -56,6 +58,7 @@ enum Which<'a> {
     Plan,
     ReadOnly,
     Apply,
+    PutBack,
     Administrator,
     Runner(&'a Role),
     Boundary(&'a Role),

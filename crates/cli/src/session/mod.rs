@@ -15,6 +15,7 @@
 mod apply;
 mod inputs;
 mod plan;
+mod put_back;
 mod ports;
 mod saved;
 mod signals;
@@ -27,6 +28,7 @@ use reconcile_core::{Account, Reconciler};
 use inputs::input;
 pub use inputs::{Inputs, Load, bake_check, desired_resources, refuse_on};
 pub use plan::{Audience, Shown};
+pub use put_back::PutBackReport;
 pub use ports::{ApplyLock, ApplyRequest, Backend, Console, Drift, PlanFrom, Planned};
 pub use signals::Interrupts;
 

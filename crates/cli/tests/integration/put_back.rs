@@ -137,3 +137,125 @@ async fn the_apply_workflow_puts_back_what_the_apply_role_may_and_names_each_adm
     assert_eq!(step(&drift, "Registry usage and growth")["outcome"], "success", "{drift:#}");
     assert_eq!((issues.len(), issues[0]["state"].as_str()), (1, Some("closed")), "{issues:#?}");
 }
+
+/// The put-back role, as desired.toml names it in `[ci]`.
+const PUT_BACK_ROLE: &str = "rocm-bake-reconcile-put-back";
+
+/// The workflows' account, with lifecycle policies put back by the drift check as its own role.
+async fn putting_back_lifecycle_policies() -> World {
+    World::bootstrap_with(|text| {
+        *text = text.replacen(
+            "environment = \"aws-production\"",
+            &format!("environment = \"aws-production\"\nput_back_role = \"{PUT_BACK_ROLE}\""),
+            1,
+        );
+        text.push_str("\n[drift]\nput_back = [\"ecr_lifecycle_policy\"]\n");
+    })
+    .await
+}
+
+/// What the next plan of the workflows' account changes, planned by an administrator.
+fn changes_left(world: &World) -> Vec<String> {
+    let mut env = world.account.env();
+    env.extend([("GITHUB_API_URL", github().endpoint().to_owned()), ("GITHUB_TOKEN", world.reader.clone())]);
+    let plan = reconcile_in(&env, &world.repository.path().join("desired.toml"), &["plan", "--format", "json"]);
+    assert!(plan.code == 0 || plan.code == 2, "{}", plan.stderr);
+    crate::support::json_changes(&plan.stdout)
+}
+
+#[tokio::test]
+async fn the_scheduled_check_puts_back_the_named_kinds_in_the_run_that_finds_them_as_a_role_that_may_do_nothing_else() {
+    let mut world = putting_back_lifecycle_policies().await;
+    assert!(world.variable("RECONCILE_PUT_BACK_ROLE_ARN").ends_with(&format!(":role/{PUT_BACK_ROLE}")));
+    six_changes_by_hand(&world).await;
+    let (drift, issues) = drift_run(&world, "17 0,2-23 * * *");
+    let check = step(&drift, "Drift check, and the drift issue");
+    let log = check["stderr"].as_str().unwrap();
+    // In the run that found them: both lifecycle policies, and nothing else.
+    assert!(log.contains("Put back ecr_lifecycle_policy.pytorch (made again) at "), "{drift:#}");
+    assert!(log.contains("Put back ecr_lifecycle_policy.pytorch-cache (set back) at "), "{drift:#}");
+    assert_eq!(log.matches("Put back ").count(), 2, "{log}");
+    assert_eq!(
+        changes_left(&world),
+        ["update iam_role.codebuild", "update iam_role_policy.codebuild", "update s3_bucket_lifecycle.sccache"],
+        "what the put-back role may not put back is left as it is"
+    );
+    // The rest is still drift; the issue says what was put back.
+    assert_eq!(drift["conclusion"], "failure", "{drift:#}");
+    assert_eq!((issues.len(), issues[0]["state"].as_str()), (1, Some("open")), "{issues:#?}");
+    let body = issues[0]["body"].as_str().unwrap();
+    assert!(body.contains("### Put back by this check"), "{body}");
+    for address in ["`ecr_lifecycle_policy.pytorch`", "`ecr_lifecycle_policy.pytorch-cache`"] {
+        assert!(body.contains(&format!("- {address} (")), "{address}: {body}");
+    }
+    // The undeclared repository is not this deployment's to police: still reported, untouched.
+    let ecr = ecr::Client::new(&world.account.sdk_config());
+    assert!(ecr.get_lifecycle_policy().repository_name("scratch").send().await.is_err());
+
+    // Drift of the same kind again, with the switch off: nothing is written.
+    ecr.delete_lifecycle_policy().repository_name("pytorch").send().await.unwrap();
+    world.set_variable("RECONCILE_PUT_BACK", "off");
+    let (off, issues) = drift_run(&world, "17 0,2-23 * * *");
+    let log = step(&off, "Drift check, and the drift issue")["stderr"].as_str().unwrap().to_owned();
+    assert!(log.contains("RECONCILE_PUT_BACK is `off`: this check puts nothing back."), "{log}");
+    assert!(!log.contains("Put back "), "{log}");
+    assert!(changes_left(&world).contains(&"create ecr_lifecycle_policy.pytorch".to_owned()));
+    assert_eq!(issues.len(), 1, "{issues:#?}");
+    let comments = github().state(&world.repository.name)["comments"].to_string();
+    assert!(comments.contains("ecr_lifecycle_policy.pytorch"), "the update says the new drift: {comments}");
+}
+
+#[tokio::test]
+async fn the_put_back_roles_live_policies_allow_the_named_kinds_settings_on_this_deployments_resources_and_nothing_else()
+{
+    use crate::permissions::{enforced, live_policies};
+    use reconcile_iam::evaluate::{Context, Decision, Principal, Request};
+
+    let world = putting_back_lifecycle_policies().await;
+    let id = &world.account.id;
+    let (policies, boundary) = live_policies(&world.account, PUT_BACK_ROLE).await;
+    assert!(boundary.is_none());
+    let principal = Principal { policies: &policies, boundary: None };
+    let repository = |name: &str| format!("arn:aws:ecr:us-east-1:{id}:repository/{name}");
+    let marked = |deployment: &str| Context::new().with("aws:ResourceTag/reconcile:deployment", &[deployment]);
+    let decide = |action: &str, resource: &str, context: &Context| {
+        principal.decide(Request { action, resource, context })
+    };
+    assert_eq!(decide("ecr:PutLifecyclePolicy", &repository("pytorch"), &marked("default")), Decision::Allowed);
+    let role = format!("arn:aws:iam::{id}:role/rocm-bake-codebuild");
+    for (action, resource, context) in [
+        ("ecr:PutLifecyclePolicy", repository("scratch"), Context::new()),
+        ("ecr:PutLifecyclePolicy", repository("teamb-pytorch"), marked("teamb")),
+        ("ecr:DeleteRepository", repository("pytorch"), marked("default")),
+        ("ecr:CreateRepository", repository("new"), Context::new()),
+        ("ecr:DeleteLifecyclePolicy", repository("pytorch"), marked("default")),
+        ("ecr:TagResource", repository("scratch"), Context::new()),
+        ("iam:PutRolePolicy", role.clone(), Context::new()),
+        ("iam:UpdateRole", role.clone(), Context::new()),
+        ("iam:CreateRole", format!("arn:aws:iam::{id}:role/anything"), Context::new()),
+        ("sts:AssumeRole", role.clone(), Context::new()),
+        // Kinds `[drift] put_back` does not name: a webhook's filter, a bucket's expiry.
+        ("codebuild:UpdateWebhook", format!("arn:aws:codebuild:us-east-1:{id}:project/rocm-bake"), Context::new()),
+        ("s3:PutLifecycleConfiguration", format!("arn:aws:s3:::rocm-bake-sccache-{id}"), Context::new()),
+    ] {
+        assert_ne!(decide(action, &resource, &context), Decision::Allowed, "{action} on {resource}");
+    }
+    for action in ["iam:PutRolePolicy", "iam:UpdateRole", "iam:CreateRole", "iam:PassRole", "sts:AssumeRole"] {
+        assert_eq!(decide(action, &role, &Context::new()), Decision::Denied, "{action}: explicitly");
+    }
+
+    // And the drift check's put-back runs under them, as IAM would hold it.
+    let ecr = ecr::Client::new(&world.account.sdk_config());
+    ecr.delete_lifecycle_policy().repository_name("pytorch-cache").send().await.unwrap();
+    let (session, _gate) = enforced(&world.account, PUT_BACK_ROLE).await;
+    let mut env = session.env();
+    env.extend([
+        ("GITHUB_API_URL", github().endpoint().to_owned()),
+        ("GITHUB_TOKEN", world.reader.clone()),
+        ("ECR_REGISTRY", format!("{id}.dkr.ecr.us-east-1.amazonaws.com")),
+    ]);
+    let run = reconcile_in(&env, &world.repository.path().join("desired.toml"), &["drift", "--put-back"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("Put back ecr_lifecycle_policy.pytorch-cache (made again)"), "{}", run.stderr);
+    assert!(ecr.get_lifecycle_policy().repository_name("pytorch-cache").send().await.is_ok());
+}

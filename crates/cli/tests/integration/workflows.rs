@@ -122,10 +122,19 @@ pub(crate) struct World {
 
 impl World {
     pub(crate) async fn bootstrap() -> World {
+        World::bootstrap_with(|_| {}).await
+    }
+
+    /// As [`World::bootstrap`], with desired.toml first changed by `change` (its text).
+    pub(crate) async fn bootstrap_with(change: impl FnOnce(&mut String)) -> World {
         let account = emulator().new_account().await;
         let name = github().new_repository();
         crate::github::codebuild_hook(&name, true, &["workflow_job"]);
         let repository = Repository::new(&name);
+        let desired = repository.path().join("desired.toml");
+        let mut text = std::fs::read_to_string(&desired).unwrap();
+        change(&mut text);
+        std::fs::write(&desired, text).unwrap();
         let reader = format!("ghp_reader_{}", name.replace('/', "_"));
         let registry = format!("{}.dkr.ecr.us-east-1.amazonaws.com", account.id);
         let mut env = account.env();
@@ -151,6 +160,16 @@ impl World {
             .collect();
         assert!(vars.contains_key("RECONCILE_PLAN_ROLE_ARN") && vars.contains_key("ECR_REGISTRY"), "{vars:?}");
         World { account, repository, vars: Value::Object(vars), reader, artifacts: tempfile::tempdir().unwrap() }
+    }
+
+    /// Sets the repository variable `name`, as a maintainer does by hand (`gh variable set`).
+    pub(crate) fn set_variable(&mut self, name: &str, value: &str) {
+        self.vars[name] = Value::String(value.to_owned());
+    }
+
+    /// The repository variable `name`, as the workflows read it.
+    pub(crate) fn variable(&self, name: &str) -> &str {
+        self.vars[name].as_str().unwrap_or_default()
     }
 
     /// Runs the job of `workflow` (a file of `tree`'s `.github/workflows/`) for `event`.

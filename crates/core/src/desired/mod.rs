@@ -41,6 +41,10 @@ pub struct Desired {
     /// desired.toml's `import` list: declared resources that exist without the mark and are to
     /// be taken over, as Terraform's `import` blocks are.
     pub imports: Vec<Import>,
+    /// `[drift] put_back`: the kinds whose drift the scheduled check puts back, as written;
+    /// which kinds may be named is the catalog's to say (each crate's
+    /// [`crate::describe::PutBack`]).
+    pub put_back: Vec<PutBackKind>,
     pub nightly: Nightly,
     /// The nightly's bake file (`bake = "..."`), relative to desired.toml's directory: every ECR
     /// repository it names must be declared. `--bake` wins over it.
@@ -65,6 +69,14 @@ pub struct Desired {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Import {
     pub address: String,
+    /// The entry's place, for a refusal of it (its message is empty).
+    pub at: DesiredError,
+}
+
+/// A kind `[drift] put_back` names, as written, and where.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PutBackKind {
+    pub kind: String,
     /// The entry's place, for a refusal of it (its message is empty).
     pub at: DesiredError,
 }
@@ -284,7 +296,8 @@ pub fn schema(claims: &[&Claim]) -> serde_json::Value {
 
 /// The top-level keys core reads (`RawDesired`'s fields); any other is a claimed section or a
 /// mistake.
-pub const CORE_KEYS: [&str; 7] = ["region", "bake", "bake_variables", "nightly", "usage", "deployment", "import"];
+pub const CORE_KEYS: [&str; 8] =
+    ["region", "bake", "bake_variables", "nightly", "usage", "deployment", "import", "drift"];
 
 /// Every top-level key the file may hold, as messages list them: core's, and each claimed
 /// section after the key it names.
@@ -519,6 +532,20 @@ struct RawDesired {
     nightly: RawNightly,
     #[serde(default)]
     usage: RawUsage,
+    #[serde(default)]
+    drift: RawDrift,
+}
+
+/// `[drift]`: what the scheduled drift check does besides reporting.
+#[derive(Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+struct RawDrift {
+    /// The kinds whose drift the check puts back in the run that finds it (`ecr_lifecycle_policy`,
+    /// `codebuild_webhook`), as the put-back role (`[ci] put_back_role`) may: a setting of a
+    /// resource that exists, never a create, a delete, a replacement or anything in IAM.
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    put_back: Vec<Spanned<String>>,
 }
 
 /// `[usage]`: how `reconcile usage` prices storage.
@@ -675,11 +702,21 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
             at: locate.error(Some(entry.span()), &format!("import[{idx}]"), ""),
         })
         .collect();
+    let mut put_back: Vec<PutBackKind> = Vec::new();
+    for (idx, entry) in raw.drift.put_back.iter().enumerate() {
+        let at = locate.error(Some(entry.span()), &format!("drift.put_back[{idx}]"), "");
+        if put_back.iter().any(|named| named.kind == *entry.get_ref()) {
+            errors.push(at.with_message(format!("`{}` is named twice", entry.get_ref())));
+        } else {
+            put_back.push(PutBackKind { kind: entry.get_ref().clone(), at });
+        }
+    }
     Desired {
         path: locate.path.to_owned(),
         region: raw.region.into_inner(),
         deployment,
         imports,
+        put_back,
         nightly,
         bake,
         bake_variables,
