@@ -10,7 +10,8 @@ GitHub would do, as far as the workflows go: `gh pr create` opens a pull request
 branch and runs the check, then the trusted plan, as `pull_request` and `workflow_run` would;
 `gh pr merge` merges on the remote and runs the apply workflow as a push to main would;
 `gh workflow run` dispatches a workflow of the default branch; `gh run view ID --log-failed` prints
-the lines of a run's failed steps. Runs happen before the command
+the lines of a run's failed steps (`--log`, of every step); `gh variable set|delete` changes a
+repository variable. Runs happen before the command
 returns. Only the subcommands and flags the pages use are known; anything else fails loudly.
 """
 
@@ -213,13 +214,13 @@ def run_command(args):
         for r in chosen:
             print(f"completed\t{r['conclusion']}\t{r['name']}\t{r['name']}\tmain\t{r['event']}\t{r['id']}")
     elif args.action == "view":
-        if not args.log_failed:
-            sys.exit("gh (doc stand-in): only run view ID --log-failed is played")
+        if not (args.log_failed or args.log):
+            sys.exit("gh (doc stand-in): only run view ID --log or --log-failed is played")
         one = next(r for r in runs if str(r["id"]) == args.id)
         spec = json.load(open(one["spec"]))
         job = spec.get("job") or next(iter(yaml.safe_load(open(spec["workflow"]))["jobs"]))
         for step in one["report"]["steps"]:
-            if step["outcome"] not in ("failure",):
+            if args.log_failed and step["outcome"] not in ("failure",):
                 continue
             for line in (step.get("stdout", "") + step.get("stderr", "")).splitlines():
                 print(f"{job}\t{step['name']}\t{line}")
@@ -247,6 +248,23 @@ def secret(args):
     print(f"✓ Set Actions secret {args.name} for {repository}")
 
 
+def variable(args):
+    """`gh variable set NAME --body VALUE` and `gh variable delete NAME`, as a maintainer does by hand."""
+    path = f"/repos/{repository}/actions/variables"
+    if args.action == "set":
+        if args.name.upper() in variables():
+            api("PATCH", f"{path}/{args.name}", {"name": args.name, "value": args.body})
+            print(f"✓ Updated variable {args.name.upper()} for {repository}")
+        else:
+            api("POST", path, {"name": args.name, "value": args.body})
+            print(f"✓ Created variable {args.name.upper()} for {repository}")
+    elif args.action == "delete":
+        api("DELETE", f"{path}/{args.name}")
+        print(f"✓ Deleted variable {args.name.upper()} from {repository}")
+    else:
+        sys.exit(f"gh (doc stand-in): variable {args.action} is not played")
+
+
 def issue(args):
     if args.action == "list":
         state = {"open": "open", "closed": "closed", "all": "all"}[args.state]
@@ -257,7 +275,12 @@ def issue(args):
     elif args.action == "view":
         one = api("GET", f"/repos/{repository}/issues/{args.number}")
         print(f"title:\t{one['title']}\nstate:\t{one['state'].upper()}\nnumber:\t{one['number']}\n--")
-        print(one["body"])
+        if args.comments:
+            # As `gh issue view --comments` shows an issue: its comments, each after its author.
+            for comment in api("GET", f"/repos/{repository}/issues/{args.number}/comments"):
+                print(f"author:\t{comment['user']['login']}\n--\n{comment['body']}\n--")
+        else:
+            print(one["body"])
     elif args.action == "close":
         reason = {"completed": "completed", "not planned": "not_planned"}[args.reason or "completed"]
         one = api("PATCH", f"/repos/{repository}/issues/{args.number}", {"state": "closed", "state_reason": reason})
@@ -289,7 +312,13 @@ def main():
     p.add_argument("--json")
     p.add_argument("--jq")
     p.add_argument("--log-failed", action="store_true")
+    p.add_argument("--log", action="store_true")
     p.set_defaults(handle=run_command)
+    p = commands.add_parser("variable")
+    p.add_argument("action")
+    p.add_argument("name")
+    p.add_argument("--body")
+    p.set_defaults(handle=variable)
     p = commands.add_parser("secret")
     p.add_argument("action")
     p.add_argument("name")
@@ -301,6 +330,7 @@ def main():
     p.add_argument("--label", default="")
     p.add_argument("--state", default="open")
     p.add_argument("--reason")
+    p.add_argument("--comments", action="store_true")
     p.set_defaults(handle=issue)
     args = parser.parse_args()
     args.handle(args)

@@ -47,6 +47,10 @@ pub const RUNNER_HOOK: &str = "D105";
 /// reused.
 pub const UNDECLARED_VARIABLE: &str = "D106";
 
+/// The repository variables a maintainer sets by hand to change what reconcile does, which are
+/// never undeclared (D106).
+const SWITCHES: [&str; 1] = [reconcile_core::variables::PUT_BACK_SWITCH];
+
 /// Finding code: the GitHub side was not checked, for want of a token. Stable; never reused.
 pub const NOT_CHECKED: &str = "E102";
 
@@ -171,11 +175,19 @@ pub fn desired(
     let derived = reconcile_core::variables::derived(desired, account, catalog);
     let by_hand = github.variables.iter().map(|(name, value)| (name.as_str(), value.clone()));
     for (name, value) in derived.into_iter().chain(by_hand) {
+        // A CI role's ARN is set once the role is made: a workflow that assumed it sooner would
+        // fail, and an apply that leaves the role for an administrator leaves its variable too.
+        let role: Vec<Address> = desired
+            .referred(Topic::CiRole)
+            .filter(|role| role.key == name)
+            .flat_map(|role| role.addresses.iter().take(1).cloned())
+            .collect();
         let variable = DesiredResource::new(
             Address::new(crate::VARIABLE, name),
             &remote,
             reconcile_core::spec::attributes(&VariableSpec { name: name.to_owned(), value }),
-        );
+        )
+        .depending_on(role);
         // Setting it turns the nightly on: never before the runner it needs is in place.
         let last = name == reconcile_core::variables::NIGHTLY_ENABLED;
         resources.push(if last { variable.applied_last() } else { variable });
@@ -512,7 +524,8 @@ impl Reconciler for GithubReconciler {
             .variables()
             .await?
             .into_keys()
-            .filter(|name| !declared.contains(&name.as_str()))
+            // A maintainer's switch reconcile reads and never sets (`RECONCILE_PUT_BACK`).
+            .filter(|name| !declared.contains(&name.as_str()) && !SWITCHES.contains(&name.as_str()))
             .map(|name| Finding {
                 code: UNDECLARED_VARIABLE.to_owned(),
                 severity: Severity::Warning,

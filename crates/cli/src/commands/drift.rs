@@ -8,6 +8,7 @@ use reconcile_core::audience;
 use reconcile_core::markdown::GITHUB_COMMENT_LIMIT;
 use reconcile_core::describe::PutBack;
 use reconcile_core::plan::Attribution;
+use reconcile_core::variables::PUT_BACK_SWITCH;
 use reconcile_core::{Address, Plan, json, render, time};
 use reconcile_ecr::usage::{self, Usage};
 
@@ -41,10 +42,6 @@ pub async fn exec(args: crate::args::DriftArgs, context: &super::Context) -> Res
     let session = context.session(inputs, purpose).await?;
     run(&session, context.color, format, since.since_days, issue, shown.public(), put_back).await
 }
-
-/// The repository variable (read from the environment) that stops every put-back without a
-/// commit: `off`.
-pub const PUT_BACK_SWITCH: &str = "RECONCILE_PUT_BACK";
 
 /// Whether `--put-back` puts anything back: `[drift] put_back` names a kind, and
 /// [`PUT_BACK_SWITCH`] is not `off`. Says why not on stderr.
