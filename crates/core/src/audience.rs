@@ -220,21 +220,34 @@ fn public_findings(
             Some(_) => *counted.entry((finding.code, finding.severity)).or_default() += 1,
         }
     }
-    for ((code, _), count) in counted {
+    // Each at the severity its code has (`explain` gives the same), so an error counted is an
+    // error; what a pull request's status fails for is the reviewer's to say (`is_counted`).
+    for ((code, severity), count) in counted {
         findings.push(Finding {
             code,
-            severity: Severity::Warning,
+            severity,
             address: None,
-            message: format!(
-                "{count} finding(s) of this code about what desired.toml does not declare: no public plan, issue \
-                 or job log names them; a maintainer's `reconcile drift --private` does"
-            ),
+            message: format!("{count} {COUNTED}"),
             overridden_by: None,
         });
     }
     findings.extend(hidden.iter().map(|(address, &marked)| not_ours(address, marked)));
     Finding::rank(&mut findings);
     findings
+}
+
+/// What a counted finding says after its count.
+const COUNTED: &str = "finding(s) of this code about what desired.toml does not declare: no public plan, issue or \
+                       job log names them; a maintainer's `reconcile drift --private` does";
+
+/// Whether `finding` is a count of findings about what desired.toml does not declare, which a
+/// public plan names nothing of: never a pull request's doing, so never why its status fails.
+pub fn is_counted(finding: &Finding) -> bool {
+    finding.address.is_none()
+        && finding
+            .message
+            .split_once(' ')
+            .is_some_and(|(count, rest)| count.bytes().all(|b| b.is_ascii_digit()) && rest == COUNTED)
 }
 
 /// W602 for a resource the pull request names that exists and is not reconcile's, saying
@@ -411,34 +424,37 @@ mod tests {
             findings,
             vec![
                 ("S102", Severity::Error, Some(o.to_string())),
+                // Counted, at the severity of what they count.
+                ("D101", Severity::Error, None),
+                ("D102", Severity::Error, None),
                 ("D102", Severity::Error, Some("ecr_repository.atom-wheel-cache".to_owned())),
                 ("W401", Severity::Error, None),
                 ("W401", Severity::Error, Some("ecr_repository.sglang".to_owned())),
                 ("W501", Severity::Error, None),
                 ("W602", Severity::Error, Some(t.to_string())),
                 ("W602", Severity::Error, Some(f.to_string())),
-                ("D101", Severity::Warning, None),
-                ("D102", Severity::Warning, None),
             ]
         );
+        assert!(is_counted(&shown.findings[1]) && is_counted(&shown.findings[2]));
+        assert!(!is_counted(&shown.findings[0]) && !is_counted(&shown.findings[6]));
         // This deployment's mark alone, on what the default branch does not declare, shows nothing
         // and says why.
         assert!(
-            shown.findings[5].message.contains("carries no `reconcile:deployment` mark"),
+            shown.findings[7].message.contains("carries no `reconcile:deployment` mark"),
             "{}",
-            shown.findings[5].message
+            shown.findings[7].message
         );
         assert!(
-            shown.findings[6].message.contains("carries this deployment's `reconcile:deployment` mark, but the default branch's desired.toml does not declare it: marked by someone else"),
+            shown.findings[8].message.contains("carries this deployment's `reconcile:deployment` mark, but the default branch's desired.toml does not declare it: marked by someone else"),
+            "{}",
+            shown.findings[8].message
+        );
+        assert!(shown.findings[1].message.starts_with("1 finding(s) of this code"));
+        assert!(shown.findings[6].message.ends_with("until an administrator has applied them"));
+        assert!(
+            shown.findings[6].message.starts_with("this plan changes `ecr_repository.pytorch` (a grant), which"),
             "{}",
             shown.findings[6].message
-        );
-        assert!(shown.findings[7].message.starts_with("1 finding(s) of this code"));
-        assert!(shown.findings[4].message.ends_with("until an administrator has applied them"));
-        assert!(
-            shown.findings[4].message.starts_with("this plan changes `ecr_repository.pytorch` (a grant), which"),
-            "{}",
-            shown.findings[4].message
         );
     }
 

@@ -253,7 +253,7 @@ impl Catalog {
         let ci = desired.referred(crate::desired::Topic::CiRole).collect::<Vec<_>>();
         if let Some(first) = desired.put_back.first()
             && !ci.is_empty()
-            && !ci.iter().any(|role| role.key == crate::variables::PUT_BACK_ROLE)
+            && !ci.iter().any(|role| role.key == crate::desired::PUT_BACK_ROLE)
         {
             errors.push(first.at.clone().with_message(
                 "the drift check puts back only as a role that may do nothing else: declare `put_back_role` in `[ci]`",

@@ -420,6 +420,10 @@ pub struct ChangeEvent {
     pub by_reconcile: bool,
 }
 
+/// Who made a change, as a public page says it of a caller that is no role's session: its kind
+/// only (an IAM user's name is as personal as a session's).
+pub const PUBLIC_PRINCIPAL: &str = "an IAM user or the account's root";
+
 impl Attribution {
     /// One line for people: who, when, what, from where.
     pub fn line(&self) -> String {
@@ -441,10 +445,21 @@ impl Attribution {
             }
             // As a public page says it: the role alone.
             (Some(role), None) if event.principal == *role => vec![(format!("{verb} role "), role.clone())],
+            // As a public page says it: the kind of caller, in words; a terminal names which.
+            (None, _) if event.principal == PUBLIC_PRINCIPAL => Vec::new(),
             _ => vec![(format!("{verb} "), event.principal.clone())],
         };
-        let close = if event.role.is_some() && event.session.is_some() { ")" } else { "" };
-        parts.push((format!("{close} at {}: ", crate::time::date_time(event.at)), event.event.clone()));
+        let at = crate::time::date_time(event.at);
+        let when = if parts.is_empty() {
+            format!(
+                "{verb} {PUBLIC_PRINCIPAL} (a maintainer's `reconcile drift --private` names which) at {at}, with \
+                 the call "
+            )
+        } else {
+            let close = if event.role.is_some() && event.session.is_some() { ")" } else { "" };
+            format!("{close} at {at}: ")
+        };
+        parts.push((when, event.event.clone()));
         if !event.source_ip.is_empty() || !event.user_agent.is_empty() {
             parts.push((format!(" from {}, user agent ", event.source_ip), event.user_agent.clone()));
         }
@@ -460,7 +475,7 @@ impl Attribution {
         let Attribution::Event(event) = self else { return self };
         let principal = match &event.role {
             Some(role) => role.clone(),
-            None => "an IAM user or the account's root (the event names which)".to_owned(),
+            None => PUBLIC_PRINCIPAL.to_owned(),
         };
         Attribution::Event(ChangeEvent {
             principal,
@@ -805,8 +820,12 @@ mod tests {
         }
         let user = ChangeEvent { role: None, session: None, principal: "arn:aws:iam::1:user/bob".into(), ..event };
         let public = Attribution::Event(user).public().line();
-        assert!(public.starts_with("last changed by `an IAM user or the account's root"), "{public}");
-        assert!(!public.contains("bob"), "{public}");
+        assert_eq!(
+            public,
+            "last changed by an IAM user or the account's root (a maintainer's `reconcile drift --private` names \
+             which) at 2026-11-30T00:53:20Z, with the call `PutLifecyclePolicy`, event `e-1`"
+        );
+        assert!(!public.contains("bob") && !public.contains("the event names which"), "{public}");
     }
 
     fn object(value: Value) -> Map<String, Value> {

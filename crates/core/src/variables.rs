@@ -20,9 +20,6 @@ pub const DERIVED_VARIABLES: [&str; 9] = [
     "NIGHTLY_ENABLED",
 ];
 
-/// The put-back role's ARN (`[ci] put_back_role`): the drift check assumes it to put drift back.
-pub const PUT_BACK_ROLE: &str = "RECONCILE_PUT_BACK_ROLE_ARN";
-
 /// The repository variable a maintainer sets to `off` (by hand, no commit) to stop the drift
 /// check putting anything back; reconcile reads it from the environment, and never sets it.
 pub const PUT_BACK_SWITCH: &str = "RECONCILE_PUT_BACK";

@@ -16,8 +16,8 @@ use serde_json::json;
 use crate::api::Api;
 pub use crate::threads::{DRIFT_STATE_LIMIT, Drift};
 use crate::threads::{
-    DRIFT_TITLE, Me, Step, decide, drift_issue_path, duplicated, existing_issue, hidden, own_comment, pull_request_of,
-    sharing_head, status_description,
+    Me, Step, decide, drift_issue_path, duplicated, existing_issue, hidden, own_comment, pull_request_of, sharing_head,
+    status_description,
 };
 
 /// A repository's pull requests, comments, statuses and issues, as one identity.
@@ -165,7 +165,7 @@ impl Conversation {
             Step::Acknowledged(number) => Ok(Outcome::Acknowledged(number)),
             Step::Open => {
                 let drift = now.expect("a drift to open an issue about");
-                let body = json!({ "title": DRIFT_TITLE, "body": drift.body(None), "labels": [label] });
+                let body = json!({ "title": drift.title(), "body": drift.body(None), "labels": [label] });
                 let made = self
                     .api
                     .expect(Method::POST, &self.api.path("/issues"), Some(&body), None, "open the drift issue", &[])
@@ -188,7 +188,10 @@ impl Conversation {
             }
             Step::Update { number, reopen, note } => {
                 let drift = now.expect("a drift to update an issue with");
-                let mut body = json!({ "body": drift.body(self.key.as_deref().map(|key| (key, number))) });
+                let mut body = json!({
+                    "title": drift.title(),
+                    "body": drift.body(self.key.as_deref().map(|key| (key, number))),
+                });
                 if reopen {
                     body["state"] = json!("open");
                 }

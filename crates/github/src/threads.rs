@@ -34,6 +34,24 @@ impl Drift {
         }
     }
 
+    /// The issue's title: [`DRIFT_TITLE`], and the codes of its security findings (`S...`) when
+    /// it has any, so that the most dangerous drift shows in the list of issues too.
+    pub fn title(&self) -> String {
+        let mut codes: Vec<&str> = self
+            .items
+            .iter()
+            .filter_map(|item| item.split(' ').next())
+            .filter(|code| code.len() == 4 && code.starts_with('S') && code[1..].bytes().all(|b| b.is_ascii_digit()))
+            .collect();
+        codes.sort_unstable();
+        codes.dedup();
+        match codes.as_slice() {
+            [] => DRIFT_TITLE.to_owned(),
+            [one] => format!("{DRIFT_TITLE}, with security finding {one}"),
+            many => format!("{DRIFT_TITLE}, with security findings {}", many.join(", ")),
+        }
+    }
+
     /// How much of an issue's body is not the report (its seal included).
     pub fn overhead(items: &[String]) -> usize {
         hidden(DRIFT_MARKER).len() + stored(items).len() + 2 + SEAL_LENGTH
@@ -175,21 +193,30 @@ pub(crate) fn decide(existing: Option<&Existing>, now: Option<&Drift>) -> Step {
 }
 
 /// What changed between what an issue said and `now`, as Markdown list items (each item in a
-/// code span that its content cannot close).
+/// code span that its content cannot close), in words: what each difference is about (its
+/// address, field or finding code), never the fingerprint of its values, which only tells a
+/// changed value from the same one. A difference about the same thing with other values is
+/// changed, not new and resolved; resolved is only what is gone from the drift.
 fn changes(before: Option<&Items>, now: &[String]) -> String {
-    let item = |text: &str| format!("- {}", reconcile_core::markdown::code(text));
+    let item = |text: &str| format!("- {}", reconcile_core::markdown::code(about(text)));
     match before {
         Some(Items::All(before)) => {
-            let gone: Vec<String> = before.iter().filter(|i| !now.contains(i)).map(|i| item(i)).collect();
-            let new: Vec<String> = now.iter().filter(|i| !before.contains(i)).map(|i| item(i)).collect();
-            let mut text = String::new();
-            if !new.is_empty() {
-                text.push_str(&format!("New ({}):\n{}\n", new.len(), new.join("\n")));
+            let was: Vec<&str> = before.iter().map(|i| about(i)).collect();
+            let is: Vec<&str> = now.iter().map(|i| about(i)).collect();
+            let gone: Vec<String> = before.iter().filter(|i| !is.contains(&about(i))).map(|i| item(i)).collect();
+            let new: Vec<String> = now.iter().filter(|i| !was.contains(&about(i))).map(|i| item(i)).collect();
+            let changed: Vec<String> = now
+                .iter()
+                .filter(|i| !before.contains(i) && was.contains(&about(i)))
+                .map(|i| format!("{}: its values changed", item(i)))
+                .collect();
+            let mut parts = Vec::new();
+            for (title, items) in [("New", &new), ("Changed", &changed), ("Resolved", &gone)] {
+                if !items.is_empty() {
+                    parts.push(format!("{title} ({}):\n{}\n", items.len(), items.join("\n")));
+                }
             }
-            if !gone.is_empty() {
-                text.push_str(&format!("\nResolved ({}):\n{}\n", gone.len(), gone.join("\n")));
-            }
-            if text.is_empty() { "The same differences, described anew.".to_owned() } else { text }
+            if parts.is_empty() { "The same differences, described anew.".to_owned() } else { parts.join("\n") }
         }
         Some(Items::Counted(_, count)) => format!("Differences: {count} before, {} now.", now.len()),
         None => {
@@ -198,6 +225,15 @@ fn changes(before: Option<&Items>, now: &[String]) -> String {
             let more = if more > 0 { format!("\n- and {more} more") } else { String::new() };
             format!("Now ({}):\n{}{more}", now.len(), listed.join("\n"))
         }
+    }
+}
+
+/// What a difference is about: the item without the fingerprint of its values (32 hex digits
+/// last, `Plan::differences`' form), when it has one.
+fn about(item: &str) -> &str {
+    match item.rsplit_once(' ') {
+        Some((about, print)) if print.len() == 32 && print.bytes().all(|b| b.is_ascii_hexdigit()) => about,
+        _ => item,
     }
 }
 
@@ -521,21 +557,50 @@ mod tests {
 
     #[test]
     fn a_close_as_not_planned_acknowledges_the_drift_as_it_stands() {
-        let a = drift(&["update iam_role.codebuild: description 0a1b2c3d"]);
-        let acknowledged =
-            Existing { acknowledged: true, ..issue(false, &["update iam_role.codebuild: description 0a1b2c3d"]) };
+        let (was, now) = ("0a1b2c3d".repeat(4), "9f8e7d6c".repeat(4));
+        let a = drift(&[&format!("update iam_role.codebuild: description {was}")]);
+        let acknowledged = Existing {
+            acknowledged: true,
+            ..issue(false, &[&format!("update iam_role.codebuild: description {was}")])
+        };
         assert_eq!(decide(Some(&acknowledged), Some(&a)), Step::Acknowledged(7), "the same drift: left closed");
         assert_eq!(decide(Some(&acknowledged), None), Step::Nothing);
-        let widened = drift(&["update iam_role.codebuild: description 9f8e7d6c"]);
+        let widened = drift(&[&format!("update iam_role.codebuild: description {now}"), "D101 ecr_repository.scratch"]);
         let Step::Update { number: 7, reopen: true, note } = decide(Some(&acknowledged), Some(&widened)) else {
             panic!()
         };
+        // In words: the same field with other values is changed, not new and resolved.
         assert_eq!(
             note,
             "The drift differs from what was acknowledged when this issue was closed as not planned, so it is open \
-             again:\n\nNew (1):\n- `update iam_role.codebuild: description 9f8e7d6c`\n\nResolved (1):\n- `update \
-             iam_role.codebuild: description 0a1b2c3d`\n"
+             again:\n\nNew (1):\n- `D101 ecr_repository.scratch`\n\nChanged (1):\n- `update iam_role.codebuild: \
+             description`: its values changed\n"
         );
+    }
+
+    #[test]
+    fn a_security_finding_is_in_the_title() {
+        assert_eq!(drift(&["update a.b: c", "D101 x"]).title(), "AWS account drift");
+        let one = drift(&["S105 iam_role_policy.codebuild 0123", "update a.b: c"]);
+        assert_eq!(one.title(), "AWS account drift, with security finding S105");
+        let two = drift(&["S105 iam_role_policy.codebuild 0123", "S104 iam_ci_role.plan", "S105 x"]);
+        assert_eq!(two.title(), "AWS account drift, with security findings S104, S105");
+    }
+
+    #[test]
+    fn a_counted_finding_whose_count_changed_is_changed_and_only_what_is_gone_is_resolved() {
+        let (one, two) = ("1".repeat(32), "2".repeat(32));
+        let open = issue(true, &[&format!("D102 {one}"), &format!("update iam_role.codebuild: description {one}")]);
+        let more = drift(&[&format!("D102 {two}"), &format!("update iam_role.codebuild: description {one}")]);
+        let Step::Update { note, .. } = decide(Some(&open), Some(&more)) else { panic!() };
+        assert_eq!(
+            note,
+            "The drift changed since this issue last said:\n\nChanged (1):\n- `D102`: its values changed\n"
+        );
+        let fewer = drift(&[&format!("D102 {two}")]);
+        let Step::Update { note, .. } = decide(Some(&open), Some(&fewer)) else { panic!() };
+        assert!(note.ends_with("Resolved (1):\n- `update iam_role.codebuild: description`\n"), "{note}");
+        assert!(!note.contains(&one) && !note.contains(&two), "no fingerprint: {note}");
     }
 
     #[test]

@@ -317,7 +317,8 @@ pub fn apply_policy(desired: &Desired, account: &Account, catalog: &Catalog) -> 
 /// delete, no create, and every write in IAM and assuming a role denied, so that nothing attached
 /// to the role later grants them.
 pub fn put_back_policy(desired: &Desired, account: &Account, catalog: &Catalog) -> Value {
-    let mut statements = read_only_policy(desired, account, catalog)["Statement"].as_array().cloned().unwrap_or_default();
+    let mut statements =
+        read_only_policy(desired, account, catalog)["Statement"].as_array().cloned().unwrap_or_default();
     statements.extend(catalog.statements(desired, account, |access| access.lock));
     for named in &desired.put_back {
         if let Some(kind) = catalog.put_back(&named.kind) {

@@ -43,7 +43,7 @@ const fn role_policy(kind: K) -> KindTrail {
         events: &["PutRolePolicy", "DeleteRolePolicy"],
         other_fields: Some(&["PutRolePolicy"]),
         removals: &["DeleteRolePolicy"],
-        findings: &[],
+        findings: &[(crate::POLICY_WIDENED, &["PutRolePolicy"])],
         global: true,
         index: Index::Complete,
         names: by_role_name,

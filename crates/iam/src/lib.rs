@@ -67,6 +67,11 @@ pub const ATTACHED_MANAGED_POLICY: &str = "S101";
 /// it than the one derived: whoever it admits can plan, or apply, as reconcile. Stable.
 pub const CI_TRUST_WIDENED: &str = "S104";
 
+/// Finding code: a managed role's live inline policy (the runner's, or a CI role's) allows what
+/// the derived one does not (`ecr:*` on `*`, a resource widened): whoever runs as the role can do
+/// it until the policy is put back. Stable.
+pub const POLICY_WIDENED: &str = "S105";
+
 /// Finding code: a role desired.toml does not declare trusts GitHub's OIDC provider: some
 /// workflow can assume it, and reconcile does not check which. Stable.
 pub const UNDECLARED_GITHUB_ROLE: &str = "D107";
@@ -287,13 +292,22 @@ impl Reconciler for IamReconciler {
             .then(|| BOUNDARY_REPLACED.to_owned())
     }
 
-    /// What the plan says of a boundary it would replace, before anyone tries to apply it.
+    /// What the plan says of a boundary it would replace, before anyone tries to apply it, and
+    /// of an inline policy that allows more than derived (S105).
     async fn assess(
         &self,
         changes: &[&Change],
         _desired: &BTreeMap<Address, DesiredResource>,
     ) -> Result<reconcile_core::reconciler::Assessment, ReconcileError> {
         let mut assessment = reconcile_core::reconciler::Assessment::default();
+        let inline = |change: &&&Change| {
+            matches!(change.address.kind, crate::ROLE_POLICY | crate::CI_ROLE_POLICY) && change.action == Action::Update
+        };
+        for change in changes.iter().filter(inline) {
+            if let Some(finding) = role_policy::widened(change)? {
+                assessment.findings.push(finding);
+            }
+        }
         for change in changes.iter().filter(|c| c.address.kind == crate::ROLE_BOUNDARY && c.action == Action::Replace) {
             assessment.findings.push(Finding {
                 code: BOUNDARY_DESCRIPTION_DIFFERS.to_owned(),

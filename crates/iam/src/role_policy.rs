@@ -11,7 +11,7 @@
 use reconcile_aws::{absent_if, after_create, failed, gone_if};
 use reconcile_core::fields::{Field, Fields};
 use reconcile_core::json::to_compact;
-use reconcile_core::plan::{Change, DesiredResource, MarkOrder, Observed};
+use reconcile_core::plan::{Change, DesiredResource, Finding, MarkOrder, Observed, Severity};
 use reconcile_core::spec::attributes;
 use reconcile_core::terraform::{Provider, ProviderResource, policy_string};
 use reconcile_core::{Address, Applied, ReconcileError};
@@ -136,6 +136,83 @@ impl IamReconciler {
     }
 }
 
+/// S105 when the live document an update of an inline policy replaces allows what the derived
+/// one does not: each statement it has that the derived one lacks (its `Sid` aside) whose
+/// actions and resources the derived policy, under IAM's evaluation with the statement's own
+/// `StringEquals` values as the request's context, does not allow, named (the first few).
+pub(crate) fn widened(change: &Change) -> Result<Option<Finding>, ReconcileError> {
+    let (Some(live), after) = (
+        reconcile_core::spec::before::<RolePolicySpec>(change)?,
+        reconcile_core::spec::after::<RolePolicySpec>(change)?,
+    ) else {
+        return Ok(None);
+    };
+    let unnamed = |document: &Value| -> Vec<Value> {
+        let statements = document.get("Statement").and_then(Value::as_array).cloned().unwrap_or_default();
+        statements
+            .into_iter()
+            .map(|mut statement| {
+                if let Some(fields) = statement.as_object_mut() {
+                    fields.remove("Sid");
+                }
+                statement
+            })
+            .collect()
+    };
+    let derived = unnamed(&after.document);
+    let principal = crate::evaluate::Principal { policies: std::slice::from_ref(&after.document), boundary: None };
+    let strings = |value: Option<&Value>| -> Vec<String> {
+        match value {
+            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+            Some(Value::String(one)) => vec![one.clone()],
+            _ => Vec::new(),
+        }
+    };
+    let mut more = Vec::new();
+    for statement in unnamed(&live.document) {
+        if statement.get("Effect").and_then(Value::as_str) != Some("Allow") || derived.contains(&statement) {
+            continue;
+        }
+        if statement.get("NotAction").is_some() || statement.get("NotResource").is_some() {
+            more.push("a statement that allows by exclusion (NotAction or NotResource)".to_owned());
+            continue;
+        }
+        let mut context = crate::evaluate::Context::new();
+        if let Some(equals) = statement.pointer("/Condition/StringEquals").and_then(Value::as_object) {
+            for (key, values) in equals {
+                let values = strings(Some(values));
+                context = context.with(key, &values.iter().map(String::as_str).collect::<Vec<_>>());
+            }
+        }
+        for action in strings(statement.get("Action")) {
+            for resource in strings(statement.get("Resource")) {
+                let request = crate::evaluate::Request { action: &action, resource: &resource, context: &context };
+                if !principal.allows(request) {
+                    more.push(format!("`{action}` on `{resource}`"));
+                }
+            }
+        }
+    }
+    if more.is_empty() {
+        return Ok(None);
+    }
+    let shown = more.len().min(5);
+    let rest = if more.len() > shown { format!(" and {} more", more.len() - shown) } else { String::new() };
+    Ok(Some(Finding {
+        code: crate::POLICY_WIDENED.to_owned(),
+        severity: Severity::Error,
+        address: Some(change.address.clone()),
+        message: format!(
+            "the inline policy `{}` of role `{}` allows more than desired.toml derives: {}{rest}; whoever runs as the \
+             role can do it until the plan puts the derived policy back",
+            live.policy_name,
+            live.role,
+            more[..shown].join(", ")
+        ),
+        overridden_by: None,
+    }))
+}
+
 pub(crate) fn terraform(block: &'static str, fields: &Map<String, Value>) -> ProviderResource {
     let references: &'static [(&str, &str, &str)] = if block == "runner" {
         &[("role", "aws_iam_role.runner", "name")]
@@ -155,4 +232,56 @@ pub(crate) fn terraform(block: &'static str, fields: &Map<String, Value>) -> Pro
     .referring(references)
     .forcing_new(FIELDS.forcing_new(&[]))
     .computing(json!({ "id": format!("{}:{}", str_field(fields, "role"), str_field(fields, "policy_name")) }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn update(live: Value, derived: Value) -> Change {
+        let spec = |document| RolePolicySpec { role: "runner".into(), policy_name: "nightly".into(), document };
+        Change {
+            address: Address::new(crate::ROLE_POLICY, "codebuild"),
+            action: reconcile_core::Action::Update,
+            before: Some(attributes(&spec(live))),
+            after: Some(attributes(&spec(derived))),
+            depends_on: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn an_inline_policy_that_allows_more_than_derived_is_a_security_finding_naming_what() {
+        let push = json!({ "Sid": "Push", "Effect": "Allow", "Action": ["ecr:PutImage"], "Resource": ["arn:aws:ecr:us-east-1:1:repository/pytorch"] });
+        let derived = json!({ "Version": "2012-10-17", "Statement": [push.clone()] });
+        let mut widened = derived.clone();
+        widened["Statement"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({ "Effect": "Allow", "Action": ["ecr:*"], "Resource": ["*"] }));
+        let finding = widened_finding(&update(widened, derived.clone()));
+        assert_eq!(
+            finding.as_ref().map(|f| (f.code.as_str(), f.severity)),
+            Some((crate::POLICY_WIDENED, Severity::Error))
+        );
+        assert!(finding.unwrap().message.contains("allows more than desired.toml derives: `ecr:*` on `*`;"));
+        // Narrower, renamed or split: nothing more is allowed.
+        let narrower = json!({ "Version": "2012-10-17", "Statement": [] });
+        assert_eq!(widened_finding(&update(narrower, derived.clone())), None);
+        let mut split = derived.clone();
+        split["Statement"][0]["Sid"] = json!("Renamed");
+        assert_eq!(widened_finding(&update(split, derived.clone())), None);
+        // A resource widened is named too.
+        let mut everywhere = derived.clone();
+        everywhere["Statement"][0]["Resource"] = json!(["arn:aws:ecr:us-east-1:1:repository/*"]);
+        let finding = widened_finding(&update(everywhere, derived)).unwrap();
+        assert!(
+            finding.message.contains("`ecr:PutImage` on `arn:aws:ecr:us-east-1:1:repository/*`"),
+            "{}",
+            finding.message
+        );
+    }
+
+    fn widened_finding(change: &Change) -> Option<Finding> {
+        widened(change).unwrap()
+    }
 }

@@ -253,7 +253,8 @@ pub mod ci {
         types: Section::types::<RawCi>,
         publishes: |section| {
             let Ok(raw) = section.parse::<RawCi>() else { return Vec::new() };
-            let names = [Some(&raw.plan_role), Some(&raw.drift_role), Some(&raw.apply_role), raw.put_back_role.as_ref()];
+            let names =
+                [Some(&raw.plan_role), Some(&raw.drift_role), Some(&raw.apply_role), raw.put_back_role.as_ref()];
             CiPurpose::ALL
                 .into_iter()
                 .zip(names)

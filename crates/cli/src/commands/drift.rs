@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::io::IsTerminal;
 
 use reconcile_core::audience;
-use reconcile_core::markdown::GITHUB_COMMENT_LIMIT;
 use reconcile_core::describe::PutBack;
+use reconcile_core::markdown::GITHUB_COMMENT_LIMIT;
 use reconcile_core::plan::Attribution;
 use reconcile_core::variables::PUT_BACK_SWITCH;
 use reconcile_core::{Address, Plan, json, render, time};
@@ -14,11 +14,11 @@ use reconcile_ecr::usage::{self, Usage};
 
 use crate::args::{ColorChoice, Format, PlanFormat};
 use crate::aws::Aws;
+use crate::catalog::CATALOG;
 use crate::error::CliError;
 use crate::exit;
 use crate::output::step_summary;
 use crate::output::{Output, color_on, out};
-use crate::catalog::CATALOG;
 use crate::session::{Planned, PutBackReport, Session};
 
 /// The drift issue to keep true, when asked: the repository's API, the issue's label, and the
@@ -163,7 +163,7 @@ async fn keep_issue(
     let conversation = Conversation::connect(api).await.map_err(failed)?.sealing_with(key);
     let outcome = conversation.keep_drift_issue(label, drift.as_ref(), put_back).await.map_err(failed)?;
     let acknowledged = matches!(outcome, Outcome::Acknowledged(_));
-    let said = match outcome {
+    let said = match &outcome {
         Outcome::Created(number) => format!("opened drift issue #{number}"),
         Outcome::Updated(number) => format!("updated drift issue #{number}: the drift changed"),
         Outcome::Unchanged(number) => format!("left drift issue #{number} as it was: the same drift"),
@@ -180,6 +180,13 @@ async fn keep_issue(
         Outcome::Nothing => "no drift, and no open drift issue: nothing to say".to_owned(),
     };
     crate::output::err(&said);
+    if let Outcome::Acknowledged(number) = outcome {
+        // The run's page says why a drifted account passes.
+        step_summary(&format!(
+            "**Drift acknowledged.** The account differs from desired.toml as a maintainer acknowledged when they \
+             closed drift issue #{number} as not planned; the check passes until the drift changes."
+        ))?;
+    }
     Ok(acknowledged)
 }
 
@@ -208,13 +215,17 @@ fn put_back_markdown(report: &PutBackReport, attributions: &BTreeMap<Address, At
     if report.made.is_empty() && report.failed.is_empty() && report.trouble.is_none() {
         return None;
     }
-    let mut text = "### Put back by this check\n\nAs desired.toml on the default branch declares, by the put-back role \
+    let mut text =
+        "### Put back by this check\n\nAs desired.toml on the default branch declares, by the put-back role \
                     (`[drift] put_back`):\n\n"
-        .to_owned();
+            .to_owned();
     for (address, action, at) in &report.made {
         let who = match attributions.get(address).and_then(Attribution::event_parts) {
             Some(parts) => {
-                format!("; before, {}", parts.iter().map(|(words, value)| format!("{words}{}", code(value))).collect::<String>())
+                format!(
+                    "; before, {}",
+                    parts.iter().map(|(words, value)| format!("{words}{}", code(value))).collect::<String>()
+                )
             }
             None => String::new(),
         };
@@ -243,10 +254,80 @@ fn put_back_word(action: reconcile_core::Action) -> &'static str {
 
 /// The drift comment of at most `limit` characters: the public plan, then the registry's summary.
 fn comment(public: &Public, limit: usize) -> String {
-    // The registry's summary is bounded; the plan gets what is left of the limit.
+    // The registry's summary and the answers are bounded; the plan gets what is left of the limit.
     let summary = usage::summary_text(&public.registry, true);
-    let budget = limit.saturating_sub(summary.len() + 1);
-    format!("{}\n{summary}", reconcile_core::markdown::titled(&public.plan, budget, "drift"))
+    let answers = answers(&public.plan, reconcile_core::markdown::code);
+    let answers = if answers.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "\n### What to do\n\n{}\n",
+            answers.iter().map(|line| format!("- {line}")).collect::<Vec<_>>().join("\n")
+        )
+    };
+    let budget = limit.saturating_sub(summary.len() + answers.len() + 1);
+    format!("{}{answers}\n{summary}", reconcile_core::markdown::titled(&public.plan, budget, "drift"))
+}
+
+/// The most addresses an answer names; the rest are counted.
+const NAMED: usize = 12;
+
+/// What to do about each difference of `plan`, one line per answer with the differences it is
+/// for (each address through `code`): the apply workflow, an administrator's command, a finding's
+/// own advice; then what holds for every one (desired.toml changed instead, or the issue closed
+/// as not planned) and the page that says it all. Empty when the account matches.
+fn answers(plan: &Plan, code: fn(&str) -> String) -> Vec<String> {
+    if !plan.account_differs() {
+        return Vec::new();
+    }
+    let named = |addresses: &[String]| {
+        let mut shown: Vec<String> = addresses.iter().take(NAMED).map(|a| code(a)).collect();
+        if addresses.len() > NAMED {
+            shown.push(format!("and {} more", addresses.len() - NAMED));
+        }
+        shown.join(", ")
+    };
+    let administrators: Vec<String> = plan.administrators.iter().map(|(address, _)| address.to_string()).collect();
+    let workflow: Vec<String> = plan
+        .changes
+        .iter()
+        .map(|change| change.address.to_string())
+        .filter(|address| !administrators.contains(address))
+        .collect();
+    let mut lines = Vec::new();
+    if !workflow.is_empty() {
+        lines.push(format!(
+            "{}: the apply workflow puts {} back as desired.toml declares: `gh workflow run apply-after-merge.yml`",
+            named(&workflow),
+            if workflow.len() == 1 { "it" } else { "them" }
+        ));
+    }
+    if !administrators.is_empty() {
+        lines.push(format!(
+            "{}: an administrator's (W501), which the apply workflow leaves: from a terminal on the default branch, \
+             with their own credentials, `reconcile apply`",
+            named(&administrators)
+        ));
+    }
+    let mut codes: Vec<&str> = plan
+        .findings
+        .iter()
+        .filter(|f| f.is_drift() && f.code != reconcile_core::engine::UNREADABLE)
+        .map(|f| f.code.as_str())
+        .collect();
+    codes.dedup();
+    if !codes.is_empty() {
+        let explained: Vec<String> = codes.iter().map(|c| code(&format!("reconcile explain {c}"))).collect();
+        lines.push(format!("Each finding says what to do about it, and so does {}", explained.join(", ")));
+    }
+    lines.push(
+        "Any of them, when the account is right and desired.toml is not: change desired.toml in a pull request. \
+         Known and meant to stay: close this issue as not planned (a person with write access); the check then \
+         passes until the drift changes"
+            .to_owned(),
+    );
+    lines.push(format!("How: {}/blob/main/docs/tasks/drift-check.md", env!("CARGO_PKG_REPOSITORY")));
+    lines
 }
 
 /// The drift check's output in text or JSON: the plan, then what the registry holds and costs.
@@ -255,6 +336,11 @@ fn print(output: &Output, plan: &Plan, registry: &Usage, format: Format) -> Resu
         // Markdown is the issue's words, said above.
         Format::Text | Format::Markdown => {
             out(&output.paint(&render::styled_text(plan)))?;
+            let answers = answers(plan, |text| format!("`{text}`"));
+            if !answers.is_empty() {
+                let lines: Vec<String> = answers.iter().map(|line| format!("  - {line}")).collect();
+                out(&format!("\nWhat to do:\n{}\n", lines.join("\n")))?;
+            }
             out(&format!("\n{}", usage::summary_text(registry, false)))?;
         }
         Format::Json => {

@@ -15,8 +15,8 @@
 mod apply;
 mod inputs;
 mod plan;
-mod put_back;
 mod ports;
+mod put_back;
 mod saved;
 mod signals;
 #[cfg(test)]
@@ -28,8 +28,8 @@ use reconcile_core::{Account, Reconciler};
 use inputs::input;
 pub use inputs::{Inputs, Load, bake_check, desired_resources, refuse_on};
 pub use plan::{Audience, Shown};
-pub use put_back::PutBackReport;
 pub use ports::{ApplyLock, ApplyRequest, Backend, Console, Drift, PlanFrom, Planned};
+pub use put_back::PutBackReport;
 pub use signals::Interrupts;
 
 use crate::error::CliError;

@@ -120,14 +120,19 @@ impl Audience {
     }
 
     /// The error findings for which a pull request's status fails: those of a public plan,
-    /// which the pipeline would not carry out as it stands. The default branch's own plan (its
+    /// which the pipeline would not carry out as it stands, but the counts of what desired.toml
+    /// does not declare (no pull request's doing). The default branch's own plan (its
     /// desired.toml is its base: the apply workflow's) is no pull request's: drift it finds
     /// (D103, say) is what its apply puts back.
     pub fn failing<'p>(&self, plan: &'p Plan, desired: &Desired) -> Vec<&'p str> {
         if !self.is_public() || self.is_its_own_base(desired) {
             return Vec::new();
         }
-        plan.findings.iter().filter(|f| f.severity == Severity::Error).map(|f| f.code.as_str()).collect()
+        plan.findings
+            .iter()
+            .filter(|f| f.severity == Severity::Error && !reconcile_core::audience::is_counted(f))
+            .map(|f| f.code.as_str())
+            .collect()
     }
 }
 

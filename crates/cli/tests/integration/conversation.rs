@@ -132,7 +132,7 @@ async fn the_drift_issue_is_one_current_status_opened_left_updated_closed_and_re
     let said = comments[0]["body"].as_str().unwrap();
     assert!(
         said.starts_with(
-            "The drift changed since this issue last said:\n\nNew (1):\n- `update ecr_repository.pytorch-cache: tags "
+            "The drift changed since this issue last said:\n\nNew (1):\n- `update ecr_repository.pytorch-cache: tags`\n"
         ) && said.ends_with("`\n")
             && !said.contains("Resolved"),
         "{said}"
@@ -162,8 +162,8 @@ async fn the_drift_issue_is_one_current_status_opened_left_updated_closed_and_re
     let said = comments_on(&repository, 2)[2]["body"].as_str().unwrap().to_owned();
     assert!(
         said.starts_with(
-            "The account drifted again, so this issue is open again:\n\nNow (2):\n- `D103 ecr_lifecycle_policy.pytorch "
-        ) && said.contains("`\n- `update ecr_lifecycle_policy.pytorch: policy "),
+            "The account drifted again, so this issue is open again:\n\nNow (2):\n- `D103 ecr_lifecycle_policy.pytorch`\n"
+        ) && said.ends_with("\n- `update ecr_lifecycle_policy.pytorch: policy`"),
         "{said}"
     );
 
@@ -363,7 +363,9 @@ async fn the_drift_issue_follows_values_respects_not_planned_adopts_no_other_bot
     assert!(widened.stderr.contains("updated drift issue #2: the drift changed"), "{}", widened.stderr);
     let note = comments_on(&repository, 2).last().unwrap()["body"].as_str().unwrap().to_owned();
     assert!(
-        note.contains("New (1):\n- `update ecr_repository.pytorch: tags ") && note.contains("Resolved (1):"),
+        note.contains("Changed (1):\n- `update ecr_repository.pytorch: tags`: its values changed")
+            && !note.contains("New (")
+            && !note.contains("Resolved ("),
         "{note}"
     );
 
@@ -375,8 +377,18 @@ async fn the_drift_issue_follows_values_respects_not_planned_adopts_no_other_bot
         &serde_json::json!({ "state": "closed", "state_reason": "not_planned" }),
     );
     assert_eq!(status, 200);
-    let acknowledged = drift();
+    let summary = tempfile::NamedTempFile::new().unwrap();
+    let summary_path = summary.path().display().to_string();
+    let mut with_summary = env.to_vec();
+    with_summary.push(("GITHUB_STEP_SUMMARY", summary_path.as_str()));
+    let acknowledged =
+        run_with(&account, &desired.path, &repository, &["drift", "--issue", "reconcile-drift"], &with_summary);
     assert_eq!(acknowledged.code, 0, "acknowledged drift passes the check: {}", acknowledged.stderr);
+    let said = std::fs::read_to_string(summary.path()).unwrap();
+    assert!(
+        said.contains("**Drift acknowledged.**") && said.contains("drift issue #2"),
+        "the run's page says why: {said}"
+    );
     assert!(
         acknowledged.stdout.contains("ecr_repository.pytorch"),
         "the drift is still reported: {}",

@@ -209,11 +209,24 @@ async fn two_deployments_run_ci_in_one_account_sharing_githubs_identity_provider
         let apply = reconcile(&applier, &desired.path, &["apply", "--auto-approve"]);
         assert_eq!(apply.code, 0, "{deployment}'s apply role: {}{}", apply.stdout, apply.stderr);
     }
-    // Each one's drift check on its clean account passes: the other's repository and CI roles
-    // carry the other's mark, so they are counted as its (W609), never this one's drift.
+    // Each one's drift check on its clean account passes and opens no issue: the other's
+    // repository and CI roles carry the other's mark, so they are counted as its (W609), never
+    // this one's drift.
+    let repository = reconcile_test_support::github::github().new_repository();
+    let token = format!("ghs_{}", repository.replace('/', "_"));
+    reconcile_test_support::github::github().workflow_token(&token, false);
+    let endpoint = reconcile_test_support::github::github().endpoint().to_owned();
+    let issue = [
+        ("GITHUB_API_URL", endpoint.as_str()),
+        ("GITHUB_REPOSITORY", repository.as_str()),
+        ("RECONCILE_ISSUE_TOKEN", token.as_str()),
+    ];
     for (desired, other) in [(&first, "team-b"), (&second, "rocm-bake")] {
-        let drift = reconcile(&account, &desired.path, &["drift", "--private", "--format", "json"]);
+        let args = ["drift", "--private", "--format", "json", "--issue", "reconcile-drift"];
+        let drift = reconcile_with(&account, &desired.path, &args, &issue);
         assert_eq!(drift.code, 0, "{other}'s neighbour: {}{}", drift.stdout, drift.stderr);
+        assert!(drift.stderr.contains("no drift, and no open drift issue: nothing to say"), "{}", drift.stderr);
+        assert_eq!(reconcile_test_support::github::github().state(&repository)["issues"], serde_json::json!([]));
         let plan: serde_json::Value = serde_json::from_str(&drift.stdout).unwrap();
         let codes: Vec<&str> =
             plan["findings"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();

@@ -207,7 +207,7 @@ async fn the_scheduled_check_puts_back_the_named_kinds_in_the_run_that_finds_the
 
 #[tokio::test]
 async fn the_put_back_roles_live_policies_allow_the_named_kinds_settings_on_this_deployments_resources_and_nothing_else()
-{
+ {
     use crate::permissions::{enforced, live_policies};
     use reconcile_iam::evaluate::{Context, Decision, Principal, Request};
 
@@ -218,9 +218,8 @@ async fn the_put_back_roles_live_policies_allow_the_named_kinds_settings_on_this
     let principal = Principal { policies: &policies, boundary: None };
     let repository = |name: &str| format!("arn:aws:ecr:us-east-1:{id}:repository/{name}");
     let marked = |deployment: &str| Context::new().with("aws:ResourceTag/reconcile:deployment", &[deployment]);
-    let decide = |action: &str, resource: &str, context: &Context| {
-        principal.decide(Request { action, resource, context })
-    };
+    let decide =
+        |action: &str, resource: &str, context: &Context| principal.decide(Request { action, resource, context });
     assert_eq!(decide("ecr:PutLifecyclePolicy", &repository("pytorch"), &marked("default")), Decision::Allowed);
     let role = format!("arn:aws:iam::{id}:role/rocm-bake-codebuild");
     for (action, resource, context) in [

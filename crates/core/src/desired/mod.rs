@@ -24,7 +24,7 @@ use toml::Spanned;
 
 use crate::plan::Severity;
 
-pub use reference::{Reference, SUBJECT_CLAIMS, Topic};
+pub use reference::{PUT_BACK_ROLE, Reference, SUBJECT_CLAIMS, Topic};
 pub use section::{Claim, Read, Section, TypeError, schema_of};
 
 /// The whole desired state of the account, validated.

@@ -21,9 +21,13 @@ pub enum Topic {
     /// A project's webhook: its project's key and name, and the webhook's address.
     Webhook,
     /// A CI role: the repository variable its ARN is set in (`RECONCILE_PLAN_ROLE_ARN`), its AWS
-    /// name, and its address; plan, drift, apply, in that order.
+    /// name, and its address; plan, drift, apply, and put back when declared, in that order.
     CiRole,
 }
+
+/// The key of the [`Topic::CiRole`] reference of the put-back role, whose ARN the repository
+/// variable of that name carries: the role the drift check puts drift back as.
+pub const PUT_BACK_ROLE: &str = "RECONCILE_PUT_BACK_ROLE_ARN";
 
 /// One thing a section declares that others may refer to.
 #[derive(Debug, Clone, PartialEq, Eq)]
