@@ -452,8 +452,8 @@ impl Attribution {
         let at = crate::time::date_time(event.at);
         let when = if parts.is_empty() {
             format!(
-                "{verb} {PUBLIC_PRINCIPAL} (a maintainer's `reconcile drift --private` names which) at {at}, with \
-                 the call "
+                "{verb} {PUBLIC_PRINCIPAL} (a maintainer's private drift check names which) at {at}, with the \
+                 call "
             )
         } else {
             let close = if event.role.is_some() && event.session.is_some() { ")" } else { "" };
@@ -822,8 +822,8 @@ mod tests {
         let public = Attribution::Event(user).public().line();
         assert_eq!(
             public,
-            "last changed by an IAM user or the account's root (a maintainer's `reconcile drift --private` names \
-             which) at 2026-11-30T00:53:20Z, with the call `PutLifecyclePolicy`, event `e-1`"
+            "last changed by an IAM user or the account's root (a maintainer's private drift check names which) at \
+             2026-11-30T00:53:20Z, with the call `PutLifecyclePolicy`, event `e-1`"
         );
         assert!(!public.contains("bob") && !public.contains("the event names which"), "{public}");
     }

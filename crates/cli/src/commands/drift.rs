@@ -326,7 +326,8 @@ fn answers(plan: &Plan, code: fn(&str) -> String) -> Vec<String> {
          passes until the drift changes"
             .to_owned(),
     );
-    lines.push(format!("How: {}/blob/main/docs/tasks/drift-check.md", env!("CARGO_PKG_REPOSITORY")));
+    // A path, never a link: nothing in a comment reconcile writes renders as one.
+    lines.push(format!("How, step by step: {}, in reconcile's documentation", code("docs/tasks/drift-check.md")));
     lines
 }
 

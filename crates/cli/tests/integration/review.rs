@@ -176,10 +176,12 @@ async fn drift_names_an_undeclared_repository_without_a_lifecycle_policy() {
     let codes: Vec<&str> = json["findings"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();
     // `scratch` still has the 14-day `tagStatus any` rule that once expired the live nightly tag.
     assert_eq!(codes, ["D102", "D103", "D101"]);
-    // The job summary is public: what desired.toml does not declare (and no bake file names) is
-    // counted there, and named in the job log above.
+    // The issue and the job summary are public: what desired.toml does not declare (and no bake
+    // file names) is counted there, each count at its code's severity (D102 is an error, as
+    // `explain` says), and named only by a maintainer's private run, as above.
     let markdown = reconcile(&account, &desired.path, &["drift", "--format", "markdown"]);
-    assert!(markdown.stdout.contains("- Warning `D102` 1 finding(s) of this code"), "{}", markdown.stdout);
+    assert!(markdown.stdout.contains("- Error `D102` 1 finding(s) of this code"), "{}", markdown.stdout);
+    assert!(markdown.stdout.contains("- Warning `D101` 1 finding(s) of this code"), "{}", markdown.stdout);
     assert!(
         !markdown.stdout.contains("scratch") && !markdown.stdout.contains("atom-wheel-cache"),
         "{}",
