@@ -318,7 +318,7 @@ fn answers(plan: &Plan, code: fn(&str) -> String) -> Vec<String> {
     codes.dedup();
     if !codes.is_empty() {
         let explained: Vec<String> = codes.iter().map(|c| code(&format!("reconcile explain {c}"))).collect();
-        lines.push(format!("Each finding says what to do about it, and so does {}", explained.join(", ")));
+        lines.push(format!("Each finding says what to do about it; more in {}", explained.join(", ")));
     }
     lines.push(
         "Any of them, when the account is right and desired.toml is not: change desired.toml in a pull request. \

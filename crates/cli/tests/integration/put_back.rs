@@ -61,6 +61,12 @@ async fn six_changes_by_hand(world: &World) {
     iam.update_role().role_name(role).description("edited by hand").send().await.unwrap();
 }
 
+/// The last comment on the drift issue.
+fn last_comment(world: &World) -> String {
+    let comments = github().state(&world.repository.name)["comments"].as_array().unwrap().clone();
+    comments.last().unwrap()["body"].as_str().unwrap().to_owned()
+}
+
 /// What the drift check's run says of the issue, and the issues it keeps.
 fn drift_run(world: &World, schedule: &str) -> (Value, Vec<Value>) {
     let (_, report, _) = world.run(
@@ -88,6 +94,40 @@ async fn the_apply_workflow_puts_back_what_the_apply_role_may_and_names_each_adm
         assert_eq!(step(&drift, skipped)["outcome"], "skipped", "{drift:#}");
     }
     assert_eq!((issues.len(), issues[0]["state"].as_str()), (1, Some("open")), "{issues:#?}");
+    // The most dangerous first: the runner's widened policy is a security finding, in the title
+    // too; then the 14-day rule that can expire the live tag.
+    assert_eq!(issues[0]["title"], "AWS account drift, with security finding S105", "{issues:#?}");
+    let body = issues[0]["body"].as_str().unwrap();
+    let at = |text: &str| body.find(text).unwrap_or_else(|| panic!("{text}: {body}"));
+    assert!(at("Error `S105` `iam_role_policy.codebuild`") < at("Error `D103` `ecr_lifecycle_policy.pytorch-cache`"));
+    assert!(body.contains("allows more than desired.toml derives: `ecr:*` on `*`"), "{body}");
+    // Each difference with its answer.
+    let answers = &body[at("### What to do")..];
+    assert!(
+        answers.contains(
+            "- `iam_role_policy.codebuild`, `ecr_lifecycle_policy.pytorch`, `ecr_lifecycle_policy.pytorch-cache`: the \
+             apply workflow puts them back as desired.toml declares: `gh workflow run apply-after-merge.yml`"
+        ),
+        "{answers}"
+    );
+    assert!(
+        answers.contains(
+            "- `iam_role.codebuild`, `s3_bucket_lifecycle.sccache`: an administrator's (W501), which the apply \
+             workflow leaves: from a terminal on the default branch, with their own credentials, `reconcile apply`"
+        ),
+        "{answers}"
+    );
+    assert!(answers.contains("`reconcile explain S105`") && answers.contains("close this issue as not planned"));
+    let log = step(&drift, "Drift check, and the drift issue")["stdout"].as_str().unwrap().to_owned();
+    assert!(log.contains("What to do:\n  - `iam_role_policy.codebuild`, "), "the job log says it too: {log}");
+
+    // A second undeclared repository: the counted finding changed, said in words; nothing resolved.
+    let ecr = ecr::Client::new(&world.account.sdk_config());
+    ecr.create_repository().repository_name("scratch-two").send().await.unwrap();
+    drift_run(&world, "17 0,2-23 * * *");
+    let said = last_comment(&world);
+    assert_eq!(said, "The drift changed since this issue last said:\n\nChanged (1):\n- `D102`: its values changed\n");
+    ecr.delete_repository().repository_name("scratch-two").send().await.unwrap();
 
     // Put back as the drift-check page says: the apply workflow, dispatched.
     let (_, apply, _) = world.run(
@@ -114,6 +154,18 @@ async fn the_apply_workflow_puts_back_what_the_apply_role_may_and_names_each_adm
         "{said}"
     );
     assert!(!said.contains("error finding(s) about desired.toml") && !said.contains("pull request"), "{said}");
+
+    // The next check names what the apply workflow put back as resolved, and nothing else.
+    drift_run(&world, "17 0,2-23 * * *");
+    let said = last_comment(&world);
+    // (`scratch-two` is gone again: the counted D102 changed back.)
+    assert_eq!(
+        said,
+        "The drift changed since this issue last said:\n\nChanged (1):\n- `D102`: its values changed\n\nResolved \
+         (5):\n- `D103 ecr_lifecycle_policy.pytorch-cache`\n- `S105 iam_role_policy.codebuild`\n- `create \
+         ecr_lifecycle_policy.pytorch`\n- `update ecr_lifecycle_policy.pytorch-cache: policy`\n- `update \
+         iam_role_policy.codebuild: document`\n"
+    );
 
     // What the apply role may put back is as desired.toml says; the administrator's two are left.
     let mut env = world.account.env();
