@@ -57,7 +57,6 @@ fn put_back_switched_on(desired: &reconcile_core::Desired) -> bool {
     true
 }
 
-#[expect(clippy::too_many_arguments, reason = "the drift check's settings, spelt out")]
 pub async fn run(
     session: &Session<Aws>,
     color: ColorChoice,

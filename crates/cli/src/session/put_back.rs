@@ -34,11 +34,7 @@ impl<B: Backend> Session<B> {
     /// credentials may. Takes the lock only when there is something to put back, and plans again
     /// under it: what is put back is what the account differs in then.
     pub async fn put_back(&self, found: &Planned, kinds: &[&PutBack]) -> PutBackReport {
-        let choosable = |planned: &Planned| {
-            let left = reconcile_core::put_back::left(&planned.reconcilers, &planned.plan, kinds);
-            (left.len() < planned.plan.changes.len()).then_some(left)
-        };
-        if choosable(found).is_none() {
+        if left_of(found, kinds).is_none() {
             return PutBackReport::default();
         }
         let not_tried = |why: String| PutBackReport {
@@ -54,7 +50,7 @@ impl<B: Backend> Session<B> {
         {
             return not_tried(format!("the apply lock could not be taken: {}", said(&error)));
         }
-        let report = self.put_back_locked(found, &choosable).await;
+        let report = self.put_back_locked(found, kinds).await;
         let released = match &lock {
             Some(lock) => lock.release().await,
             None => Ok(()),
@@ -68,13 +64,9 @@ impl<B: Backend> Session<B> {
         }
     }
 
-    async fn put_back_locked(
-        &self,
-        found: &Planned,
-        choosable: &dyn Fn(&Planned) -> Option<Vec<(Address, String)>>,
-    ) -> Result<PutBackReport, CliError> {
+    async fn put_back_locked(&self, found: &Planned, kinds: &[&PutBack]) -> Result<PutBackReport, CliError> {
         let planned = self.plan_in(found.account.clone(), self.inputs.prune.clone()).await?;
-        let Some(left) = choosable(&planned) else { return Ok(PutBackReport::default()) };
+        let Some(left) = left_of(&planned, kinds) else { return Ok(PutBackReport::default()) };
         let options =
             ApplyOptions { allow_delete: false, left: &left, concurrency: self.backend.parallelism(), stop: None };
         let applied = engine::apply(&planned.reconcilers, &planned.plan, options, &reconcile_core::reconciler::Silent)
@@ -92,6 +84,13 @@ impl<B: Backend> Session<B> {
         }
         Ok(report)
     }
+}
+
+/// What a put-back of `kinds` leaves of `planned`, each change with why; `None` when it leaves
+/// every change (nothing to put back).
+fn left_of(planned: &Planned, kinds: &[&PutBack]) -> Option<Vec<(Address, String)>> {
+    let left = reconcile_core::put_back::left(&planned.reconcilers, &planned.plan, kinds);
+    (left.len() < planned.plan.changes.len()).then_some(left)
 }
 
 /// An error in one line, as `main` would print it.
