@@ -137,9 +137,11 @@ impl IamReconciler {
 }
 
 /// S105 when the live document an update of an inline policy replaces allows what the derived
-/// one does not: each statement it has that the derived one lacks (its `Sid` aside) whose
-/// actions and resources the derived policy, under IAM's evaluation with the statement's own
-/// `StringEquals` values as the request's context, does not allow, named (the first few).
+/// one does not, by its form: each statement it has that the derived one lacks (its `Sid` aside)
+/// allowing an action no derived statement covers (`ecr:*` where the derived policy names
+/// `ecr:PutImage`), or a covered action on a resource pattern (`*`, `repository/*`) no derived
+/// statement for that action covers. A resource named outright is not judged: the derived policy
+/// grants the repositories by this deployment's mark, which a name cannot be compared with.
 pub(crate) fn widened(change: &Change) -> Result<Option<Finding>, ReconcileError> {
     let (Some(live), after) = (
         reconcile_core::spec::before::<RolePolicySpec>(change)?,
@@ -147,58 +149,73 @@ pub(crate) fn widened(change: &Change) -> Result<Option<Finding>, ReconcileError
     ) else {
         return Ok(None);
     };
-    let unnamed = |document: &Value| -> Vec<Value> {
-        let statements = document.get("Statement").and_then(Value::as_array).cloned().unwrap_or_default();
-        statements
-            .into_iter()
-            .map(|mut statement| {
-                if let Some(fields) = statement.as_object_mut() {
-                    fields.remove("Sid");
-                }
-                statement
-            })
-            .collect()
-    };
-    let derived = unnamed(&after.document);
-    let principal = crate::evaluate::Principal { policies: std::slice::from_ref(&after.document), boundary: None };
-    let strings = |value: Option<&Value>| -> Vec<String> {
-        match value {
-            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
-            Some(Value::String(one)) => vec![one.clone()],
-            _ => Vec::new(),
-        }
+    let derived = allowing(&after.document);
+    // Whether a derived statement's pattern covers `value` (taken literally: `*` in it is a
+    // character the pattern must match), actions without regard to case.
+    let covers = |statement: &Value, key: &str, value: &str| {
+        strings(statement.get(key)).iter().any(|pattern| {
+            if key == "Action" {
+                crate::evaluate::matches(&pattern.to_ascii_lowercase(), &value.to_ascii_lowercase())
+            } else {
+                crate::evaluate::matches(pattern, value)
+            }
+        })
     };
     let mut more = Vec::new();
-    for statement in unnamed(&live.document) {
-        if statement.get("Effect").and_then(Value::as_str) != Some("Allow") || derived.contains(&statement) {
+    for statement in allowing(&live.document) {
+        if derived.contains(&statement) {
             continue;
         }
         if statement.get("NotAction").is_some() || statement.get("NotResource").is_some() {
             more.push("a statement that allows by exclusion (NotAction or NotResource)".to_owned());
             continue;
         }
-        let mut context = crate::evaluate::Context::new();
-        if let Some(equals) = statement.pointer("/Condition/StringEquals").and_then(Value::as_object) {
-            for (key, values) in equals {
-                let values = strings(Some(values));
-                context = context.with(key, &values.iter().map(String::as_str).collect::<Vec<_>>());
-            }
-        }
+        let resources = strings(statement.get("Resource"));
         for action in strings(statement.get("Action")) {
-            for resource in strings(statement.get("Resource")) {
-                let request = crate::evaluate::Request { action: &action, resource: &resource, context: &context };
-                if !principal.allows(request) {
+            let granting: Vec<&Value> = derived.iter().filter(|d| covers(d, "Action", &action)).collect();
+            if granting.is_empty() {
+                more.push(format!("`{action}` on `{}`", resources.join("`, `")));
+                continue;
+            }
+            for resource in resources.iter().filter(|r| r.contains(['*', '?'])) {
+                if !granting.iter().any(|d| covers(d, "Resource", resource)) {
                     more.push(format!("`{action}` on `{resource}`"));
                 }
             }
         }
     }
-    if more.is_empty() {
-        return Ok(None);
+    Ok((!more.is_empty()).then(|| widened_finding(change, &live, &more)))
+}
+
+/// The `Allow` statements of `document`, each without its `Sid` (a name, not a grant).
+fn allowing(document: &Value) -> Vec<Value> {
+    let statements = document.get("Statement").and_then(Value::as_array).cloned().unwrap_or_default();
+    statements
+        .into_iter()
+        .filter(|statement| statement.get("Effect").and_then(Value::as_str) == Some("Allow"))
+        .map(|mut statement| {
+            if let Some(fields) = statement.as_object_mut() {
+                fields.remove("Sid");
+            }
+            statement
+        })
+        .collect()
+}
+
+/// A statement's `Action` or `Resource`, one string or a list.
+fn strings(value: Option<&Value>) -> Vec<String> {
+    match value {
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+        Some(Value::String(one)) => vec![one.clone()],
+        _ => Vec::new(),
     }
+}
+
+/// S105 naming the first few of `more`, what `live` allows beyond the derived policy.
+fn widened_finding(change: &Change, live: &RolePolicySpec, more: &[String]) -> Finding {
     let shown = more.len().min(5);
     let rest = if more.len() > shown { format!(" and {} more", more.len() - shown) } else { String::new() };
-    Ok(Some(Finding {
+    Finding {
         code: crate::POLICY_WIDENED.to_owned(),
         severity: Severity::Error,
         address: Some(change.address.clone()),
@@ -210,7 +227,7 @@ pub(crate) fn widened(change: &Change) -> Result<Option<Finding>, ReconcileError
             more[..shown].join(", ")
         ),
         overridden_by: None,
-    }))
+    }
 }
 
 pub(crate) fn terraform(block: &'static str, fields: &Map<String, Value>) -> ProviderResource {
@@ -258,7 +275,7 @@ mod tests {
             .as_array_mut()
             .unwrap()
             .push(json!({ "Effect": "Allow", "Action": ["ecr:*"], "Resource": ["*"] }));
-        let finding = widened_finding(&update(widened, derived.clone()));
+        let finding = finding_of(&update(widened, derived.clone()));
         assert_eq!(
             finding.as_ref().map(|f| (f.code.as_str(), f.severity)),
             Some((crate::POLICY_WIDENED, Severity::Error))
@@ -266,14 +283,14 @@ mod tests {
         assert!(finding.unwrap().message.contains("allows more than desired.toml derives: `ecr:*` on `*`;"));
         // Narrower, renamed or split: nothing more is allowed.
         let narrower = json!({ "Version": "2012-10-17", "Statement": [] });
-        assert_eq!(widened_finding(&update(narrower, derived.clone())), None);
+        assert_eq!(finding_of(&update(narrower, derived.clone())), None);
         let mut split = derived.clone();
         split["Statement"][0]["Sid"] = json!("Renamed");
-        assert_eq!(widened_finding(&update(split, derived.clone())), None);
+        assert_eq!(finding_of(&update(split, derived.clone())), None);
         // A resource widened is named too.
         let mut everywhere = derived.clone();
         everywhere["Statement"][0]["Resource"] = json!(["arn:aws:ecr:us-east-1:1:repository/*"]);
-        let finding = widened_finding(&update(everywhere, derived)).unwrap();
+        let finding = finding_of(&update(everywhere, derived)).unwrap();
         assert!(
             finding.message.contains("`ecr:PutImage` on `arn:aws:ecr:us-east-1:1:repository/*`"),
             "{}",
@@ -281,7 +298,7 @@ mod tests {
         );
     }
 
-    fn widened_finding(change: &Change) -> Option<Finding> {
+    fn finding_of(change: &Change) -> Option<Finding> {
         widened(change).unwrap()
     }
 }
