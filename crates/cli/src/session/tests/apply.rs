@@ -25,14 +25,7 @@ async fn an_apply_looks_then_locks_plans_again_asks_applies_reports_and_releases
 
 #[tokio::test]
 async fn an_apply_with_nothing_to_do_takes_no_lock_and_listens_for_nothing() {
-    let desired = crate::catalog::parse_desired(Path::new("desired.toml"), DESIRED).unwrap();
-    let account = Account::new("123456789012", "us-east-1");
-    let present: std::collections::BTreeMap<Address, Observed> =
-        desired_resources(&crate::catalog::CATALOG, &desired, &account, false)
-            .unwrap()
-            .into_iter()
-            .map(|(address, resource)| (address, Observed::Present(resource.attributes)))
-            .collect();
+    let present = present_as_declared(DESIRED, |_| true);
     let rig = new_rig(DESIRED, Answer::Yes, move |_, fake| fake.observed = present.clone());
     assert_eq!(rig.apply(request(false, false)).await.unwrap(), exit::OK);
     assert_eq!(rig.log(), ["observe", "show plan", "report"]);

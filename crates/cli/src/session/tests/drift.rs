@@ -31,15 +31,7 @@ async fn a_plan_asks_who_made_the_drift_only_when_told_to() {
 
 /// Every declared resource present as desired, but the lifecycle policy, absent (deleted by hand).
 fn drifted(desired: &str, lifecycle: bool) -> impl Fn(usize, &mut FakeReconciler) + Send + Sync + 'static {
-    let parsed = crate::catalog::parse_desired(Path::new("desired.toml"), desired).unwrap();
-    let account = Account::new("123456789012", "us-east-1");
-    let present: std::collections::BTreeMap<Address, Observed> =
-        desired_resources(&crate::catalog::CATALOG, &parsed, &account, false)
-            .unwrap()
-            .into_iter()
-            .filter(|(address, _)| lifecycle || address.kind.as_str() != "ecr_lifecycle_policy")
-            .map(|(address, resource)| (address, Observed::Present(resource.attributes)))
-            .collect();
+    let present = present_as_declared(desired, |address| lifecycle || address.kind.as_str() != "ecr_lifecycle_policy");
     move |_, fake| fake.observed = present.clone()
 }
 

@@ -280,3 +280,19 @@ impl Rig {
 }
 
 fn nothing(_: usize, _: &mut FakeReconciler) {}
+
+/// What the fake observes when every resource `desired` declares that `kept` keeps is present as
+/// declared (the rest absent).
+fn present_as_declared(
+    desired: &str,
+    kept: impl Fn(&Address) -> bool,
+) -> std::collections::BTreeMap<Address, Observed> {
+    let parsed = crate::catalog::parse_desired(Path::new("desired.toml"), desired).unwrap();
+    let account = Account::new("123456789012", "us-east-1");
+    desired_resources(&crate::catalog::CATALOG, &parsed, &account, false)
+        .unwrap()
+        .into_iter()
+        .filter(|(address, _)| kept(address))
+        .map(|(address, resource)| (address, Observed::Present(resource.attributes)))
+        .collect()
+}
