@@ -15,7 +15,10 @@ use crate::{Address, Plan, Reconciler};
 /// What the put-back leaves of `plan`, each change with why, when the kinds `named` are put
 /// back; every other change of the plan is put back.
 pub fn left(reconcilers: &[Box<dyn Reconciler>], plan: &Plan, named: &[&PutBack]) -> Vec<(Address, String)> {
-    let administrators = administrator_changes(reconcilers, &plan.changes, &plan.takeovers);
+    // Looked up once per change: a drift of thousands of repositories stays linear.
+    let administrators: std::collections::BTreeMap<Address, String> =
+        administrator_changes(reconcilers, &plan.changes, &plan.takeovers).into_iter().collect();
+    let changed: std::collections::BTreeSet<&Address> = plan.changes.iter().map(|c| &c.address).collect();
     plan.changes
         .iter()
         .filter_map(|change| {
@@ -26,11 +29,9 @@ pub fn left(reconcilers: &[Box<dyn Reconciler>], plan: &Plan, named: &[&PutBack]
                     format!("a {}, which the drift check never puts back", change.action.as_str())
                 }
                 Some(_) => {
-                    if let Some((_, why)) = administrators.iter().find(|(left, _)| left == address) {
+                    if let Some(why) = administrators.get(address) {
                         format!("an administrator's change ({why})")
-                    } else if let Some(other) =
-                        change.depends_on.iter().find(|on| plan.changes.iter().any(|c| c.address == **on))
-                    {
+                    } else if let Some(other) = change.depends_on.iter().find(|on| changed.contains(on)) {
                         format!("`{other}`, which it belongs to, has a change of its own")
                     } else {
                         return None;

@@ -45,7 +45,8 @@ use serde_json::Value;
 
 use boundary::BoundarySpec;
 pub use ci::{
-    administrator_policy, apply_policy, plan_policy, provider_arn, put_back_policy, read_only_policy, trust_widening,
+    administrator_policy, apply_policy, plan_policy, policy as ci_policy, provider_arn, put_back_policy,
+    read_only_policy, trust_widening,
 };
 pub use derive::{INLINE_POLICY_LIMIT, MANAGED_POLICY_LIMIT, boundary_name, boundary_policy, inline_policy};
 pub use describe::{DESCRIPTION, reconciler};

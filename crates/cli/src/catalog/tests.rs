@@ -142,13 +142,7 @@ fn derived_account(desired: &Desired) -> reconcile_iam::reach::Model {
         .iter()
         .map(|role| reconcile_iam::reach::Role {
             arn: arn(&role.name),
-            policies: vec![if role.purpose == reconcile_iam::CiPurpose::Plan {
-                plan_policy(desired, &account, &CATALOG)
-            } else if role.purpose.reads_only() {
-                read_only_policy(desired, &account, &CATALOG)
-            } else {
-                apply_policy(desired, &account, &CATALOG).unwrap()
-            }],
+            policies: vec![reconcile_iam::ci_policy(role.purpose, desired, &account, &CATALOG).unwrap()],
             boundary: None,
         })
         .collect();
@@ -183,17 +177,23 @@ fn no_ci_role_nor_any_role_it_reaches_can_widen_anything() {
     use reconcile_iam::evaluate::{Context, Request};
     let tagged =
         BASE.replace("lifecycle_policy = \"p\"\n", "lifecycle_policy = \"p\"\ntags = { managed-by = \"reconcile\" }\n");
-    for text in [BASE, tagged.as_str()] {
+    // With the put-back role too, putting back every kind that may be named.
+    let putting_back = format!(
+        "{BASE}put_back_role = \"b\"\n[drift]\nput_back = [{}]\n",
+        CATALOG.put_back_kinds().iter().map(|kind| format!("\"{kind}\"")).collect::<Vec<_>>().join(", ")
+    );
+    for text in [BASE, tagged.as_str(), putting_back.as_str()] {
         let desired = crate::catalog::parse_desired(Path::new("desired.toml"), text).unwrap();
         let model = derived_account(&desired);
         let runner = "arn:aws:iam::123456789012:role/runner";
-        for role in ["p", "d", "a"] {
+        let roles: &[&str] = if text == putting_back { &["p", "d", "a", "b"] } else { &["p", "d", "a"] };
+        for role in roles {
             let from = format!("arn:aws:iam::123456789012:role/{role}");
             assert_eq!(model.escalations_through(&from), Vec::new(), "{role}");
             let reached: Vec<String> = model.reach(&from).into_iter().map(|path| path.role).collect();
             // The apply role reaches the runner's role: it may change the project, whose next
             // build runs as it. Bounded by its boundary, that is no escalation.
-            let expected = if role == "a" { vec![from.clone(), runner.to_owned()] } else { vec![from.clone()] };
+            let expected = if *role == "a" { vec![from.clone(), runner.to_owned()] } else { vec![from.clone()] };
             assert_eq!(reached, expected);
         }
         // The four calls of the attack, as the apply role: none allowed. Putting the runner's
