@@ -7,7 +7,7 @@ use reconcile_ecr::usage::Usage;
 use crate::aws::Aws;
 use crate::error::CliError;
 use crate::lock::AwsLock;
-use crate::session::{ApplyLock, Backend, Planned};
+use crate::session::{ApplyLock, Backend, DriftCosts, Planned};
 
 #[async_trait::async_trait]
 impl Backend for Aws {
@@ -48,6 +48,10 @@ impl Backend for Aws {
         account: &Account,
     ) -> Vec<reconcile_core::plan::CostFigure> {
         crate::costs::costs(self, plan, desired, account).await
+    }
+
+    async fn drift_costs(&self, plan: &reconcile_core::Plan, registry: &Usage, desired: &Desired) -> DriftCosts {
+        crate::costs::drift(self, plan, registry, desired).await
     }
 
     fn lock(&self, account: &Account, desired: &Desired) -> Option<Box<dyn ApplyLock + '_>> {

@@ -6,12 +6,14 @@
 //! figure that cannot be estimated, with why. It informs: no exit code depends on it.
 
 use reconcile_core::plan::{Action, Change, CostFigure, Observed, Plan};
-use reconcile_core::{Account, Desired, ReconcileError};
+use reconcile_core::{Account, Address, Desired, ReconcileError};
 use reconcile_cost::change::{self, Nights};
 use reconcile_cost::rates;
 use reconcile_cost::report::{self, BuildRecord};
+use reconcile_ecr::usage::Usage;
 
 use crate::aws::Aws;
+use crate::session::DriftCosts;
 
 const DAY: i64 = 86_400;
 
@@ -34,15 +36,69 @@ fn what(change: &Change, field: &str, before: Option<&str>, after: Option<&str>)
 pub async fn costs(aws: &Aws, plan: &Plan, desired: &Desired, account: &Account) -> Vec<CostFigure> {
     let mut figures = builds(aws, plan, desired, account).await;
     figures.extend(registry(aws, plan, desired, account).await);
-    // The compiler cache: a longer or shorter expiry holds it longer or shorter.
+    figures.extend(cache(aws, plan, false).await.into_iter().map(|(_, figure)| figure));
+    figures
+}
+
+/// The compiler cache: a longer or shorter expiry holds it longer or shorter. Each figure is
+/// what `plan`'s change of the expiry does, with its address; or, for a drift check (`drift`),
+/// what the live expiry costs while it stays: the same figure, the other way round.
+async fn cache(aws: &Aws, plan: &Plan, drift: bool) -> Vec<(Address, CostFigure)> {
+    let mut figures = Vec::new();
     for change in &plan.changes {
         let Some((bucket, before, after)) = reconcile_s3::expiry_change(change) else { continue };
-        let what = format!("{} expires objects after {after} days instead of {before}", change.address);
-        figures.push(match cache_size(aws, &bucket).await {
-            Ok(stored) => change::cache_expiry(stored.as_ref().map(|(b, s)| (*b, s.as_str())), before, after, what),
-            Err(why) => unread("cache", what, &why),
-        });
+        let what = if drift {
+            format!("expires objects after {before} days instead of {after}, while it stays")
+        } else {
+            format!("{} expires objects after {after} days instead of {before}", change.address)
+        };
+        figures.push((
+            change.address.clone(),
+            match cache_size(aws, &bucket).await {
+                Ok(stored) => {
+                    let mut figure =
+                        change::cache_expiry(stored.as_ref().map(|(b, s)| (*b, s.as_str())), before, after, what);
+                    if drift {
+                        figure.monthly_usd = figure.monthly_usd.map(|usd| -usd);
+                    }
+                    figure
+                }
+                Err(why) => unread("cache", what, &why),
+            },
+        ));
     }
+    figures
+}
+
+/// What each difference the drift check found costs while it stays, where it changes what the
+/// registry or the cache keeps: a lifecycle policy missing or not the declared one (what it would
+/// hold beyond the declared one a month from now, as the registry was read), the cache's expiry
+/// (what putting it back would save, as the plan's cost line prices it: the same figure, the other
+/// way).
+pub async fn drift(aws: &Aws, plan: &Plan, registry: &Usage, desired: &Desired) -> DriftCosts {
+    let price = reconcile_ecr::price_per_gb_month(desired);
+    let mut figures = DriftCosts::new();
+    for change in &plan.changes {
+        if change.address.kind != reconcile_ecr::LIFECYCLE_POLICY || change.action == Action::Delete {
+            continue;
+        }
+        let what = match change.action {
+            Action::Create => "no lifecycle policy, while it stays".to_owned(),
+            _ => "the live policy, while it stays".to_owned(),
+        };
+        let held = registry.repositories.iter().find(|r| r.name == change.address.name);
+        let figure = match held.and_then(|r| r.month_ahead) {
+            Some(ahead) => change::drifted_policy(
+                (ahead.live, ahead.declared),
+                (ahead.pushes, ahead.days, ahead.mean),
+                price,
+                what,
+            ),
+            None => unread("registry", what, "the repository's images were not read"),
+        };
+        figures.insert(change.address.clone(), figure);
+    }
+    figures.extend(cache(aws, plan, true).await);
     figures
 }
 

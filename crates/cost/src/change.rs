@@ -182,6 +182,32 @@ pub fn kept_untagged(images: u64, held: u64, before: u64, after: u64, price: f64
     figure("registry", what, Some(monthly), basis, false)
 }
 
+/// A repository's lifecycle policy is not the declared one: what the untagged images it holds
+/// beyond the declared one's a month from now cost, at the pace the repository was pushed to
+/// lately (`pushes` in `days`, each orphaning an image of about `mean`): the figure of a drift
+/// while it stays. `live` and `declared`: the bytes each policy would hold then.
+pub fn drifted_policy(
+    (live, declared): (u64, u64),
+    (pushes, days, mean): (u64, u64, u64),
+    price: f64,
+    what: String,
+) -> CostFigure {
+    let more = live as f64 - declared as f64;
+    let monthly = more.signum() * monthly_cost(live.abs_diff(declared), price);
+    let pace = if pushes == 0 {
+        "with nothing pushed in the last 30 days".to_owned()
+    } else {
+        format!("at the last {days} days' pace ({pushes} pushes, each orphaning an image of about {})", bytes(mean))
+    };
+    let basis = format!(
+        "a month from now, {pace}, the live policy would hold {} of untagged images and desired.toml's {}, at {}",
+        bytes(live),
+        bytes(declared),
+        per_gib_month(price)
+    );
+    figure("registry", what, Some(monthly), basis, false)
+}
+
 /// `count` new repositories of a kind: each what the same kind of repository holds for the other
 /// targets now (the median of `siblings`' bytes), said as an estimate.
 pub fn new_repositories(count: usize, siblings: &[u64], kind: &str, price: f64, what: String) -> CostFigure {
@@ -277,6 +303,23 @@ mod tests {
         assert_eq!(nights.minutes, [("BUILD_GENERAL1_LARGE".to_owned(), 5), ("BUILD_GENERAL1_XLARGE".to_owned(), 44)]);
         assert_eq!(nights.unpriced, 1, "large has no rate in the report");
         assert!((nights.runner - 44.0 * 0.0798).abs() < 1e-9, "{nights:?}");
+    }
+
+    #[test]
+    fn a_drifted_policy_costs_what_it_holds_beyond_the_declared_one_a_month_ahead() {
+        const GIB: u64 = 1 << 30;
+        let missing = drifted_policy((450 * GIB, 27 * GIB), (20, 20, 9 * GIB), 0.10, "policy missing".to_owned());
+        assert!((missing.monthly_usd.unwrap() - 42.3).abs() < 1e-9, "{missing:?}");
+        assert_eq!(
+            missing.line(),
+            "registry: about +$42.30 a month (policy missing): a month from now, at the last 20 days' pace (20 \
+             pushes, each orphaning an image of about 9.0 GiB), the live policy would hold 450.0 GiB of untagged \
+             images and desired.toml's 27.0 GiB, at $0.10 a GiB-month"
+        );
+        // A live policy that holds less (and may expire what desired.toml keeps) costs less.
+        let tighter = drifted_policy((GIB, 3 * GIB), (0, 30, GIB), 0.10, "tighter".to_owned());
+        assert!((tighter.monthly_usd.unwrap() + 0.2).abs() < 1e-9, "{tighter:?}");
+        assert!(tighter.basis.contains("with nothing pushed in the last 30 days"), "{}", tighter.basis);
     }
 
     #[test]

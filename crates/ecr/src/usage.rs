@@ -42,6 +42,65 @@ pub struct RepositoryUsage {
     pub live_reclaim: u64,
     /// What the policy desired.toml declares for it would expire; `None` when undeclared.
     pub declared_reclaim: Option<u64>,
+    /// What the live and the declared policy would hold a month from now; `None` when undeclared.
+    pub month_ahead: Option<MonthAhead>,
+}
+
+/// The untagged images the live lifecycle policy and the declared one would hold a month from
+/// now, if the nightly goes on pushing as it did lately (each push orphans the image it replaces):
+/// what a drifted policy costs while it stays, by the same evaluator as the plan's expiry lines.
+/// Untagged images only: the nightly keeps its tags current, and a policy that expires a tag is
+/// D103's to say, not a saving.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MonthAhead {
+    /// Bytes the live policy would hold (no policy: every one).
+    pub live: u64,
+    /// Bytes the declared policy would hold.
+    pub declared: u64,
+    /// The pace: images pushed in the last `days` days.
+    pub pushes: u64,
+    pub days: u64,
+    /// The size each image to come is given: the mean untagged image (or the mean image).
+    pub mean: u64,
+}
+
+/// How far ahead, and how far back the pace is measured: a month.
+const MONTH_DAYS: u64 = 30;
+/// The most images to come a repository is projected with: a pace past 100 pushes a day is no
+/// nightly's, and the evaluator's work stays bounded at any account's size.
+const MOST_TO_COME: u64 = 3_000;
+
+impl MonthAhead {
+    pub fn of(images: &[Image], live: Option<&Policy>, declared: &Policy, now: i64) -> MonthAhead {
+        const DAY: i64 = 86_400;
+        let month = DAY * MONTH_DAYS as i64;
+        let recent: Vec<i64> =
+            images.iter().map(|i| i.pushed_at).filter(|at| *at > now - month && *at <= now).collect();
+        let pushes = recent.len() as u64;
+        // Measured from the oldest recent push: a repository made a week ago has a week's pace.
+        let days = recent
+            .iter()
+            .min()
+            .map_or(MONTH_DAYS, |oldest| ((now - oldest) as u64).div_ceil(DAY as u64))
+            .clamp(1, MONTH_DAYS);
+        let untagged: Vec<&Image> = images.iter().filter(|i| !i.is_tagged()).collect();
+        let sized = if untagged.is_empty() { images.iter().collect() } else { untagged.clone() };
+        let mean = if sized.is_empty() { 0 } else { sized.iter().map(|i| i.size).sum::<u64>() / sized.len() as u64 };
+        let coming = (pushes * MONTH_DAYS).div_ceil(days).min(MOST_TO_COME);
+        let mut future: Vec<Image> = untagged.into_iter().cloned().collect();
+        future.extend((0..coming).map(|n| Image {
+            digest: format!("sha256:to-come-{n}"),
+            tags: Vec::new(),
+            pushed_at: now + (n as i64 + 1) * month / coming as i64,
+            size: mean,
+            last_pulled_at: None,
+            archived_at: None,
+        }));
+        let at = now + month;
+        let all: u64 = future.iter().map(|i| i.size).sum();
+        let held = |policy: &Policy| all.saturating_sub(Expiry::of(policy, &future, at).bytes);
+        MonthAhead { live: live.map_or(all, held), declared: held(declared), pushes, days, mean }
+    }
 }
 
 impl RepositoryUsage {
@@ -57,6 +116,7 @@ impl RepositoryUsage {
             has_policy: live.is_some(),
             live_reclaim: live.map_or(0, |p| Expiry::of(p, images, now).bytes),
             declared_reclaim: declared.map(|p| Expiry::of(p, images, now).bytes),
+            month_ahead: declared.map(|p| MonthAhead::of(images, live, p, now)),
         }
     }
 }
@@ -479,6 +539,7 @@ pub fn from_json(value: &Value) -> Result<Usage, String> {
             has_policy: r["has_policy"].as_bool().unwrap_or(false),
             live_reclaim: r["live_policy_reclaims_bytes"].as_u64().unwrap_or(0).min(MAX_PLAUSIBLE),
             declared_reclaim: r["declared_policy_reclaims_bytes"].as_u64().map(|n| n.min(MAX_PLAUSIBLE)),
+            month_ahead: None,
         });
     }
     let mut usage = Usage::new(
@@ -685,6 +746,49 @@ fn fastest(rows: &[RepositoryGrowth]) -> Vec<&str> {
 mod tests {
     use super::*;
 
+    const NOW: i64 = 1_800_000_000;
+    const GIB: u64 = 1 << 30;
+
+    /// A nightly's push history: one image a night for `nights`, each `size`, the last tagged.
+    fn nightly(nights: i64, size: u64) -> Vec<Image> {
+        (0..nights)
+            .map(|n| Image {
+                digest: format!("sha256:{n}"),
+                tags: if n == nights - 1 { vec!["nightly".to_owned()] } else { Vec::new() },
+                pushed_at: NOW - (nights - n) * 86_400 + 3_600,
+                size,
+                last_pulled_at: None,
+                archived_at: None,
+            })
+            .collect()
+    }
+
+    fn policy(selection: Value) -> Policy {
+        Policy::parse(&json!({"rules": [{"rulePriority": 1, "selection": selection, "action": {"type": "expire"}}]}))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_month_ahead_a_missing_policy_holds_every_untagged_image_and_an_age_rule_a_fortnights() {
+        let keep_three = policy(json!({"tagStatus": "untagged", "countType": "imageCountMoreThan", "countNumber": 3}));
+        let fourteen_days = policy(
+            json!({"tagStatus": "any", "countType": "sinceImagePushed", "countUnit": "days", "countNumber": 14}),
+        );
+        let images = nightly(20, GIB);
+        // No policy: the 19 untagged now and the 30 nights to come.
+        let none = MonthAhead::of(&images, None, &keep_three, NOW);
+        assert_eq!(none, MonthAhead { live: 49 * GIB, declared: 3 * GIB, pushes: 20, days: 20, mean: GIB });
+        // The old 14-day rule keeps a fortnight of nights (a push exactly 14 days old is not older).
+        let aged = MonthAhead::of(&images, Some(&fourteen_days), &keep_three, NOW);
+        assert_eq!((aged.live, aged.declared), (15 * GIB, 3 * GIB));
+        // The declared policy itself: nothing to price.
+        let same = MonthAhead::of(&images, Some(&keep_three), &keep_three, NOW);
+        assert_eq!(same.live, same.declared);
+        // Nothing pushed lately: only what is held now.
+        let quiet = MonthAhead::of(&nightly(3, GIB), None, &keep_three, NOW + 60 * 86_400);
+        assert_eq!((quiet.live, quiet.pushes, quiet.declared), (2 * GIB, 0, 2 * GIB));
+    }
+
     fn repository(name: &str, bytes: u64, untagged: u64, has_policy: bool) -> RepositoryUsage {
         RepositoryUsage {
             name: name.into(),
@@ -695,6 +799,7 @@ mod tests {
             has_policy,
             live_reclaim: 0,
             declared_reclaim: None,
+            month_ahead: None,
         }
     }
 

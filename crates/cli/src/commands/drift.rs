@@ -7,7 +7,7 @@ use std::io::IsTerminal;
 use reconcile_core::audience;
 use reconcile_core::describe::PutBack;
 use reconcile_core::markdown::GITHUB_COMMENT_LIMIT;
-use reconcile_core::plan::Attribution;
+use reconcile_core::plan::{Attribution, CostFigure};
 use reconcile_core::variables::PUT_BACK_SWITCH;
 use reconcile_core::{Address, Plan, json, render, time};
 use reconcile_ecr::usage::{self, Usage};
@@ -19,7 +19,7 @@ use crate::error::CliError;
 use crate::exit;
 use crate::output::step_summary;
 use crate::output::{Output, color_on, out};
-use crate::session::{Planned, PutBackReport, Session};
+use crate::session::{DriftCosts, Planned, PutBackReport, Session};
 
 /// The drift issue to keep true, when asked: the repository's API, the issue's label, and the
 /// key that seals it (`RECONCILE_ISSUE_KEY`).
@@ -74,7 +74,7 @@ pub async fn run(
         let kinds: Vec<&PutBack> =
             session.inputs().desired.put_back.iter().filter_map(|named| CATALOG.put_back(&named.kind)).collect();
         let report = session.put_back(&drift.planned, &kinds).await;
-        let found = Public::of(session, &drift.planned, &drift.registry);
+        let found = Public::of(session, &drift.planned, &drift.registry, &drift.costs);
         let attributions = if shown_in_public { &found.plan.attributions } else { &drift.planned.plan.attributions };
         crate::output::err(&put_back_text(&report, attributions));
         put_back_said = put_back_markdown(&report, &found.plan.attributions);
@@ -83,8 +83,9 @@ pub async fn run(
             drift = session.drift(since_days).await?;
         }
     }
-    let public = Public::of(session, &drift.planned, &drift.registry);
+    let public = Public::of(session, &drift.planned, &drift.registry, &drift.costs);
     let (plan, registry) = (&drift.planned.plan, &drift.registry);
+    let costs = shown_costs(plan, &drift.costs);
     let output = Output::new(color_on(color, std::io::stdout().is_terminal()));
     match (format.common(), shown_in_public) {
         // The issue's own words, in every format: what a public page may say.
@@ -93,8 +94,8 @@ pub async fn run(
             out(&comment)?;
             step_summary(&comment)?;
         }
-        (Some(format), true) => print(&output, &public.plan, &public.registry, format)?,
-        (Some(format), false) => print(&output, plan, registry, format)?,
+        (Some(format), true) => print(&output, (&public.plan, &public.costs), &public.registry, format)?,
+        (Some(format), false) => print(&output, (plan, &costs), registry, format)?,
         // Terraform's refresh-only plan, of what the run may show; desired.toml is what was
         // last applied (the drift check runs on the default branch).
         (None, in_public) => {
@@ -120,17 +121,66 @@ struct Public {
     plan: Plan,
     /// The registry, naming only the repositories declared or named by the bake file.
     registry: Usage,
+    /// What each difference the plan shows costs while it stays, largest first.
+    costs: Vec<(Address, CostFigure)>,
 }
 
 impl Public {
-    fn of(session: &Session<Aws>, planned: &Planned, registry: &Usage) -> Public {
+    fn of(session: &Session<Aws>, planned: &Planned, registry: &Usage, costs: &DriftCosts) -> Public {
         let inputs = session.inputs();
         let named = inputs.public_repositories(&planned.account);
+        let plan = audience::publish(planned.plan.clone(), &planned.resources, &inputs.public_audience(planned));
         Public {
-            plan: audience::publish(planned.plan.clone(), &planned.resources, &inputs.public_audience(planned)),
+            costs: shown_costs(&plan, costs),
+            plan,
             registry: registry.clone().publish(&|name| named.contains(name)),
         }
     }
+}
+
+/// The figures of `costs` for the differences `plan` shows (a public plan hides what it may not
+/// name, and prices nothing of it either), the dearest first, those that cannot be estimated last.
+fn shown_costs(plan: &Plan, costs: &DriftCosts) -> Vec<(Address, CostFigure)> {
+    let mut shown: Vec<(Address, CostFigure)> = plan
+        .changes
+        .iter()
+        .filter_map(|change| Some((change.address.clone(), costs.get(&change.address)?.clone())))
+        .collect();
+    shown.sort_by(|(a, x), (b, y)| {
+        let dearness = |figure: &CostFigure| figure.monthly_usd.map_or(-1.0, f64::abs);
+        dearness(y).total_cmp(&dearness(x)).then_with(|| a.cmp(b))
+    });
+    shown
+}
+
+/// What the drift costs while it stays, one line per figure (each address through `code`), the
+/// most [`NAMED`] of them named and the rest summed; empty when nothing is priced.
+fn cost_lines(costs: &[(Address, CostFigure)], code: fn(&str) -> String) -> Vec<String> {
+    if costs.is_empty() {
+        return Vec::new();
+    }
+    let figures: Vec<CostFigure> = costs.iter().map(|(_, figure)| figure.clone()).collect();
+    let (total, complete) = reconcile_core::plan::cost_total(&figures);
+    let sign = if total < 0.0 { "-" } else { "+" };
+    let mut lines = vec![format!(
+        "About {sign}{} a month while the account differs{} (it informs; it decides nothing):",
+        reconcile_core::units::usd(total.abs()),
+        if complete { "" } else { ", and what cannot be estimated below" }
+    )];
+    lines.extend(
+        costs.iter().take(NAMED).map(|(address, figure)| format!("{}: {}", code(&address.to_string()), figure.line())),
+    );
+    if costs.len() > NAMED {
+        let rest: Vec<CostFigure> = figures[NAMED..].to_vec();
+        let (sum, _) = reconcile_core::plan::cost_total(&rest);
+        lines.push(format!(
+            "and {} more, about {}{} a month together",
+            rest.len(),
+            if sum < 0.0 { "-" } else { "+" },
+            reconcile_core::units::usd(sum.abs())
+        ));
+    }
+    lines
 }
 
 /// Keeps the drift issue true to this check: the report and its differences when the account
@@ -264,8 +314,21 @@ fn comment(public: &Public, limit: usize) -> String {
             answers.iter().map(|line| format!("- {line}")).collect::<Vec<_>>().join("\n")
         )
     };
-    let budget = limit.saturating_sub(summary.len() + answers.len() + 1);
-    format!("{}{answers}\n{summary}", reconcile_core::markdown::titled(&public.plan, budget, "drift"))
+    let costs = cost_lines(&public.costs, reconcile_core::markdown::code);
+    let costs = match costs.split_first() {
+        Some((total, figures)) => format!(
+            "\n### What it costs while it stays\n\n{}\n{}\n",
+            reconcile_core::markdown::message(total),
+            figures
+                .iter()
+                .map(|line| format!("- {}", reconcile_core::markdown::message(line)))
+                .collect::<Vec<_>>()
+                .join("\n")
+        ),
+        None => String::new(),
+    };
+    let budget = limit.saturating_sub(summary.len() + costs.len() + answers.len() + 1);
+    format!("{}{costs}{answers}\n{summary}", reconcile_core::markdown::titled(&public.plan, budget, "drift"))
 }
 
 /// The most addresses an answer names; the rest are counted.
@@ -331,11 +394,20 @@ fn answers(plan: &Plan, code: fn(&str) -> String) -> Vec<String> {
 }
 
 /// The drift check's output in text or JSON: the plan, then what the registry holds and costs.
-fn print(output: &Output, plan: &Plan, registry: &Usage, format: Format) -> Result<(), CliError> {
+fn print(
+    output: &Output,
+    (plan, costs): (&Plan, &[(Address, CostFigure)]),
+    registry: &Usage,
+    format: Format,
+) -> Result<(), CliError> {
     match format {
         // Markdown is the issue's words, said above.
         Format::Text | Format::Markdown => {
             out(&output.paint(&render::styled_text(plan)))?;
+            if let Some((total, figures)) = cost_lines(costs, |text| format!("`{text}`")).split_first() {
+                let lines: Vec<String> = figures.iter().map(|line| format!("  - {line}")).collect();
+                out(&format!("\nWhat it costs while it stays: {}\n{}\n", total.to_lowercase(), lines.join("\n")))?;
+            }
             let answers = answers(plan, |text| format!("`{text}`"));
             if !answers.is_empty() {
                 let lines: Vec<String> = answers.iter().map(|line| format!("  - {line}")).collect();
@@ -346,6 +418,18 @@ fn print(output: &Output, plan: &Plan, registry: &Usage, format: Format) -> Resu
         Format::Json => {
             let mut value = render::json(plan);
             value["usage"] = usage::summary(registry);
+            value["drift_costs"] = costs
+                .iter()
+                .map(|(address, figure)| {
+                    serde_json::json!({
+                        "address": address.to_string(),
+                        "cause": figure.cause,
+                        "what": figure.what,
+                        "monthly_usd": figure.monthly_usd.map(|usd| (usd * 100.0).round() / 100.0),
+                        "basis": figure.basis,
+                    })
+                })
+                .collect();
             out(&format!("{}\n", json::to_pretty(&value)))?;
         }
     }

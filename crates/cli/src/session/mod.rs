@@ -28,7 +28,7 @@ use reconcile_core::{Account, Reconciler};
 use inputs::input;
 pub use inputs::{Inputs, Load, bake_check, desired_resources, refuse_on};
 pub use plan::{Audience, Shown};
-pub use ports::{ApplyLock, ApplyRequest, Backend, Console, Drift, PlanFrom, Planned};
+pub use ports::{ApplyLock, ApplyRequest, Backend, Console, Drift, DriftCosts, PlanFrom, Planned};
 pub use put_back::PutBackReport;
 pub use signals::Interrupts;
 
@@ -87,8 +87,9 @@ impl<B: Backend> Session<B> {
             .map_err(|errors| self.backend.failed(errors))?;
         self.backend.attribute(&mut planned, &self.inputs.desired, since_days).await;
         let registry = self.backend.registry(&planned.account, &self.inputs.desired).await?;
+        let costs = self.backend.drift_costs(&planned.plan, &registry, &self.inputs.desired).await;
         tracing::info!("drift: {}", self.backend.requests());
-        Ok(Drift { planned, registry })
+        Ok(Drift { planned, registry, costs })
     }
 
     pub(super) async fn plan_in(

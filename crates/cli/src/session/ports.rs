@@ -41,6 +41,10 @@ pub trait Backend: Send + Sync {
     /// What `plan`'s changes do to the monthly bill (its cost line), read only for the changes
     /// that touch it. Never fails the run: what could not be read is said in the figure.
     async fn costs(&self, plan: &Plan, desired: &Desired, account: &Account) -> Vec<reconcile_core::plan::CostFigure>;
+    /// What each difference of a drift check's `plan` that changes what the registry or the cache
+    /// keeps costs while it stays, from what `registry` read and what the bucket measured.
+    /// Never fails the run, like [`Backend::costs`].
+    async fn drift_costs(&self, plan: &Plan, registry: &Usage, desired: &Desired) -> DriftCosts;
     /// The apply lock, when desired.toml declares a place for one.
     fn lock(&self, account: &Account, desired: &Desired) -> Option<Box<dyn ApplyLock + '_>>;
     /// The most changes applied at once.
@@ -111,7 +115,11 @@ pub struct ApplyRequest<'a> {
 pub struct Drift {
     pub planned: Planned,
     pub registry: Usage,
+    pub costs: DriftCosts,
 }
+
+/// A monthly figure for each difference that has one, by its address.
+pub type DriftCosts = std::collections::BTreeMap<reconcile_core::Address, reconcile_core::plan::CostFigure>;
 
 /// A complete plan and what it was made from, for what comes next.
 pub struct Planned {

@@ -581,3 +581,88 @@ async fn a_public_plan_prices_nothing_of_a_project_it_hides() {
     assert_eq!(spied["cost"], alone["cost"], "the hidden project's 70 hours priced nowhere");
     assert!(spied["findings"].as_array().unwrap().iter().any(|f| f["code"] == "W602"), "{spied}");
 }
+
+/// The demo's account applied, then three drifts that change what is kept: the policy of a cache
+/// repository deleted (`atom-wheel-cache`, 20 nights of untagged 9 GiB images), the old 14-day
+/// rule back on `pytorch-cache`, the cache bucket's expiry lengthened to 45 days. The drift check
+/// prices each while it stays, from the seeded history, in its log, JSON and the issue's words.
+#[tokio::test]
+async fn a_drift_that_changes_what_is_kept_says_what_it_costs_a_month_while_it_stays() {
+    use aws_sdk_ecr as ecr;
+    use aws_sdk_s3 as s3;
+    let account = emulator().new_account().await;
+    let copy = crate::support::real_copy();
+    let desired = copy.path.clone();
+    account.seed_2026_11_11_with_history(&desired);
+    let env = account.env();
+    let run = |args: &[&str]| crate::support::reconcile_in(&env, &desired, args);
+    assert_eq!(run(&["import"]).code, 0);
+    let applied = run(&["apply", "--auto-approve"]);
+    assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
+
+    let config = account.sdk_config();
+    let ecr = ecr::Client::new(&config);
+    ecr.delete_lifecycle_policy().repository_name("atom-wheel-cache").send().await.unwrap();
+    let fourteen_days = r#"{"rules":[{"rulePriority":1,"selection":{"tagStatus":"any","countType":"sinceImagePushed","countUnit":"days","countNumber":14},"action":{"type":"expire"}}]}"#;
+    ecr.put_lifecycle_policy()
+        .repository_name("pytorch-cache")
+        .lifecycle_policy_text(fourteen_days)
+        .send()
+        .await
+        .unwrap();
+    let s3 = s3::Client::from_conf(s3::config::Builder::from(&config).force_path_style(true).build());
+    let rule = s3::types::LifecycleRule::builder()
+        .id("expire-after-30-days")
+        .status(s3::types::ExpirationStatus::Enabled)
+        .filter(s3::types::LifecycleRuleFilter::builder().prefix("").build())
+        .expiration(s3::types::LifecycleExpiration::builder().days(45).build())
+        .build()
+        .unwrap();
+    s3.put_bucket_lifecycle_configuration()
+        .bucket(format!("rocm-bake-sccache-{}", account.id))
+        .lifecycle_configuration(s3::types::BucketLifecycleConfiguration::builder().rules(rule).build().unwrap())
+        .send()
+        .await
+        .unwrap();
+
+    let drift = run(&["drift", "--format", "json"]);
+    assert_eq!(drift.code, 2, "{}{}", drift.stdout, drift.stderr);
+    let report: Value = serde_json::from_str(&drift.stdout).unwrap();
+    let costs = report["drift_costs"].as_array().unwrap();
+    let figure = |address: &str| {
+        costs.iter().find(|c| c["address"] == address).unwrap_or_else(|| panic!("{address}: {costs:#?}")).clone()
+    };
+    // Dearest first: the missing policy holds the 20 nights now and the month's to come (the pace
+    // is measured from the first of them, so the time of day moves it a little), where desired.toml
+    // keeps three.
+    assert_eq!(costs[0]["address"], "ecr_lifecycle_policy.atom-wheel-cache", "{costs:#?}");
+    let missing = figure("ecr_lifecycle_policy.atom-wheel-cache");
+    let usd = missing["monthly_usd"].as_f64().unwrap();
+    assert!((40.0..=46.0).contains(&usd), "{missing:#}");
+    assert!(
+        missing["basis"].as_str().unwrap().contains(" pushes, each orphaning an image of about 9.0 GiB)"),
+        "{missing:#}"
+    );
+    assert_eq!(missing["what"], "no lifecycle policy, while it stays");
+    // The 14-day rule holds a fortnight of nights where desired.toml keeps three.
+    let aged = figure("ecr_lifecycle_policy.pytorch-cache");
+    let usd = aged["monthly_usd"].as_f64().unwrap();
+    assert!((1.0..=3.5).contains(&usd), "{aged:#}");
+    assert!(aged["basis"].as_str().unwrap().contains("desired.toml's 5.9 GiB"), "three of ~1.96 GiB: {aged:#}");
+    // The bucket: its last daily size, 51 GiB under 45 days, a third more than 30 days hold.
+    let bucket = figure("s3_bucket_lifecycle.sccache");
+    assert_eq!((bucket["cause"].as_str(), bucket["monthly_usd"].as_f64()), (Some("cache"), Some(0.39)), "{bucket:#}");
+    assert_eq!(bucket["what"], "expires objects after 45 days instead of 30, while it stays");
+
+    // The job log and the issue's words say the same.
+    let text = run(&["drift"]);
+    assert!(text.stdout.contains("\nWhat it costs while it stays: about +$"), "{}", text.stdout);
+    assert!(text.stdout.contains("  - `ecr_lifecycle_policy.atom-wheel-cache`: registry: about +$"), "{}", text.stdout);
+    let issue = run(&["drift", "--format", "markdown"]);
+    let section = &issue.stdout[issue.stdout.find("### What it costs while it stays").expect(&issue.stdout)..];
+    let lines: Vec<&str> = section.lines().filter(|l| l.starts_with("- ")).take(3).collect();
+    assert!(lines[0].starts_with("- `ecr_lifecycle_policy.atom-wheel-cache`: registry: about +$"), "{section}");
+    assert!(lines[1].starts_with("- `ecr_lifecycle_policy.pytorch-cache`: registry: about +$"), "{section}");
+    assert!(lines[2].starts_with("- `s3_bucket_lifecycle.sccache`: cache: about +$0.39 a month"), "{section}");
+    assert!(section.find("### What to do").is_some(), "the answers follow: {section}");
+}

@@ -2,7 +2,8 @@
 //! hand (the drift-check page's, on the workflows' small account: its two repositories stand for
 //! `vllm-cache` and `pytorch-cache`), makes every change the apply role may make and leaves each administrator's change as it
 //! is, naming it with the command an administrator runs; after that command (and the undeclared
-//! repository deleted, as its finding says), the next check closes the issue.
+//! repository deleted, as its finding says), the next check closes the issue; a drift a maintainer
+//! closes as not planned passes every step of the next run, until a new one reopens it.
 
 use aws_sdk_ecr as ecr;
 use aws_sdk_iam as iam;
@@ -101,6 +102,16 @@ async fn the_apply_workflow_puts_back_what_the_apply_role_may_and_names_each_adm
     let at = |text: &str| body.find(text).unwrap_or_else(|| panic!("{text}: {body}"));
     assert!(at("Error `S105` `iam_role_policy.codebuild`") < at("Error `D103` `ecr_lifecycle_policy.pytorch-cache`"));
     assert!(body.contains("allows more than desired.toml derives: `ecr:*` on `*`"), "{body}");
+    // What the two lifecycle drifts cost while they stay: this account has no image pushed, and
+    // says so (the demo's history prices them: `cost::a_drift_that_changes_what_is_kept_...`).
+    let costs = &body[at("### What it costs while it stays")..at("### What to do")];
+    for repository in ["pytorch", "pytorch-cache"] {
+        assert!(
+            costs.contains(&format!("- `ecr_lifecycle_policy.{repository}`: registry: about +$0.00 a month")),
+            "{costs}"
+        );
+    }
+    assert!(costs.contains("with nothing pushed in the last 30 days"), "{costs}");
     // Each difference with its answer.
     let answers = &body[at("### What to do")..];
     assert!(
@@ -188,6 +199,30 @@ async fn the_apply_workflow_puts_back_what_the_apply_role_may_and_names_each_adm
     assert_eq!(drift["conclusion"], "success", "{drift:#}");
     assert_eq!(step(&drift, "Registry usage and growth")["outcome"], "success", "{drift:#}");
     assert_eq!((issues.len(), issues[0]["state"].as_str()), (1, Some("closed")), "{issues:#?}");
+
+    // A drift a maintainer acknowledges: they close the reopened issue as not planned, and the
+    // next scheduled run passes, every step, and leaves it closed; a new drift fails the run and
+    // reopens it.
+    ecr.create_repository().repository_name("scratch").send().await.unwrap();
+    let (drift, issues) = drift_run(&world, "17 0,2-23 * * *");
+    assert_eq!((drift["conclusion"].as_str(), issues[0]["state"].as_str()), (Some("failure"), Some("open")));
+    let number = issues[0]["number"].as_u64().unwrap();
+    let (status, _) = github().call(
+        "PATCH",
+        &format!("/repos/{}/issues/{number}", world.repository.name),
+        &world.reader,
+        &json!({ "state": "closed", "state_reason": "not_planned" }),
+    );
+    assert_eq!(status, 200);
+    let (drift, issues) = drift_run(&world, "17 1 * * *");
+    assert_eq!(drift["conclusion"], "success", "{drift:#}");
+    for ran in drift["steps"].as_array().unwrap() {
+        assert!(["success", "skipped"].contains(&ran["outcome"].as_str().unwrap()), "{ran:#}");
+    }
+    assert_eq!(issues[0]["state"], "closed", "{issues:#?}");
+    ecr.create_repository().repository_name("scratch-two").send().await.unwrap();
+    let (drift, issues) = drift_run(&world, "17 0,2-23 * * *");
+    assert_eq!((drift["conclusion"].as_str(), issues[0]["state"].as_str()), (Some("failure"), Some("open")));
 }
 
 /// The put-back role, as desired.toml names it in `[ci]`.

@@ -105,6 +105,10 @@ impl Backend for FakeBackend {
         Vec::new()
     }
 
+    async fn drift_costs(&self, _: &Plan, _: &Usage, _: &Desired) -> crate::session::DriftCosts {
+        crate::session::DriftCosts::new()
+    }
+
     async fn registry(&self, account: &Account, _: &Desired) -> Result<Usage, CliError> {
         record(&self.log, "read the registry");
         Ok(Usage::new(&account.id, &account.region, 0, 0.10, Vec::new()))
