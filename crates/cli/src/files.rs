@@ -20,6 +20,10 @@ use crate::error::CliError;
 /// room for any real account, and a bound for `--desired /dev/zero` and its kind.
 pub const FILE_LIMIT: u64 = 1024 * 1024;
 
+/// The most a saved plan may hold: a plan of every resource desired.toml may declare
+/// ([`reconcile_core::desired::MAX_DECLARED`]), each about 1 KB with its change, with room.
+pub const PLAN_LIMIT: u64 = 32 * 1024 * 1024;
+
 /// The repository a run reads from: desired.toml's directory, or the git work tree above it.
 #[derive(Debug, Clone)]
 pub struct Repository {
@@ -108,7 +112,8 @@ pub fn load_desired(path: &Path) -> Result<(Desired, String), CliError> {
 /// holds is the session's to check.
 pub fn read_saved(name: &Path, real: &Path) -> Result<SavedPlan, CliError> {
     let name = name.display();
-    let text = read_capped(real).map_err(|why| anyhow::anyhow!("failed to read the plan {name}: {why}"))?;
+    let text =
+        read_capped_to(real, PLAN_LIMIT).map_err(|why| anyhow::anyhow!("failed to read the plan {name}: {why}"))?;
     let value: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("{name} is not a JSON plan"))?;
     Ok(saved::from_json(&value, &crate::catalog::CATALOG.kinds()).map_err(|why| anyhow::anyhow!("{name}: {why}"))?)
 }
@@ -182,6 +187,11 @@ fn write_with_mode(path: &Path, text: &str, mode: Option<u32>) -> Result<(), Cli
 /// report). Opened without blocking and then looked at: a FIFO (which would wait for a writer
 /// for ever), a device or a directory is refused at once.
 pub fn read_capped(path: &Path) -> Result<String, String> {
+    read_capped_to(path, FILE_LIMIT)
+}
+
+/// The same, of at most `limit` bytes.
+pub fn read_capped_to(path: &Path, limit: u64) -> Result<String, String> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
@@ -194,9 +204,9 @@ pub fn read_capped(path: &Path) -> Result<String, String> {
         return Err(format!("it is not a regular file, but {}", file_kind(kind)));
     }
     let mut bytes = Vec::new();
-    file.take(FILE_LIMIT + 1).read_to_end(&mut bytes).map_err(|error| error.to_string())?;
-    if bytes.len() as u64 > FILE_LIMIT {
-        return Err(format!("it is larger than {} MiB, more than any account needs", FILE_LIMIT >> 20));
+    file.take(limit + 1).read_to_end(&mut bytes).map_err(|error| error.to_string())?;
+    if bytes.len() as u64 > limit {
+        return Err(format!("it is larger than {} MiB, more than any account needs", limit >> 20));
     }
     // TOML is UTF-8 without a byte-order mark; some Windows editors add one, and a file that
     // differs from its own review by an invisible character is refused with the fix.

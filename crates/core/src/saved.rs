@@ -1,6 +1,10 @@
 //! Saved plans: `plan --out` writes the JSON plan together with what `apply` needs to know that
 //! the plan still holds, and `apply <file>` reads it back.
 //!
+//! Compact: each resource's values are held once (what was observed, what was declared), and
+//! Terraform's view, which repeats every resource three times over, is derived from them again
+//! when `show` asks for it; a plan of no changes grows by what each resource is, not by copies.
+//!
 //! There is no state file to carry a serial, so the observed values are the state: the saved
 //! plan holds a fingerprint of what was observed for every resource it touches, and one of
 //! desired.toml. Apply plans again, the way the saved plan was made, and refuses if anything it
@@ -26,7 +30,24 @@ pub struct SavedPlan {
     /// For every address the plan changes: the fingerprint of what was observed there.
     pub observed_fingerprints: BTreeMap<Address, String>,
     pub made_with: MadeWith,
+    /// What its Terraform view is derived from again; `None` in a plan saved with the view
+    /// itself (by an earlier reconcile), which `show` prints as it was saved.
+    pub view: Option<SavedView>,
 }
+
+/// What a saved plan's Terraform view is made from, besides the plan: the declared fields of
+/// every resource the plan looked at, what was last applied (a pull request's base), and when
+/// the plan was made.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SavedView {
+    pub declared: BTreeMap<Address, Map<String, Value>>,
+    pub last_applied: Option<BTreeMap<Address, Map<String, Value>>>,
+    pub made_at: String,
+}
+
+/// The keys a saved plan holds beyond the native JSON plan, which only apply and `show` read.
+pub const SAVED_ONLY: [&str; 7] =
+    ["desired_fingerprint", "observed_fingerprints", "made_with", "observed", "declared", "last_applied", "made_at"];
 
 /// How a plan was made, beyond desired.toml: what applying it must do the same way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -53,7 +74,45 @@ pub fn to_json(plan: &Plan, desired_text: &str, made_with: MadeWith) -> Value {
     value["desired_fingerprint"] = json!(fingerprint_text(desired_text));
     value["observed_fingerprints"] = Value::Object(fingerprints);
     value["made_with"] = json!({ "prune": made_with.prune, "github": made_with.github, "destroy": made_with.destroy });
+    value["observed"] = Value::Object(
+        plan.observed
+            .iter()
+            .map(|(address, observed)| {
+                let fields = match observed {
+                    Observed::Present(fields) => Value::Object(fields.clone()),
+                    Observed::Absent => Value::Null,
+                };
+                (address.to_string(), fields)
+            })
+            .collect(),
+    );
     value
+}
+
+/// `saved` (from [`to_json`]) with what its Terraform view is derived from again.
+pub fn keep_view(saved: &mut Value, view: &SavedView) {
+    saved["declared"] = by_address(&view.declared);
+    saved["last_applied"] = view.last_applied.as_ref().map_or(Value::Null, by_address);
+    saved["made_at"] = json!(view.made_at);
+}
+
+fn by_address(map: &BTreeMap<Address, Map<String, Value>>) -> Value {
+    Value::Object(map.iter().map(|(address, fields)| (address.to_string(), Value::Object(fields.clone()))).collect())
+}
+
+/// Each resource's fields under `key` of a saved plan, by address.
+fn fields_by_address(
+    value: &Value,
+    key: &str,
+    known: &[ResourceKind],
+) -> Result<BTreeMap<Address, Map<String, Value>>, String> {
+    let mut by_address = BTreeMap::new();
+    for (address, fields) in value[key].as_object().ok_or(format!("the plan has no `{key}`"))? {
+        let address = Address::parse(address, known)?;
+        let Value::Object(fields) = fields else { return Err(format!("{address}: `{key}` is not an object")) };
+        by_address.insert(address, fields.clone());
+    }
+    Ok(by_address)
 }
 
 /// Reads a saved plan back; its addresses are of `known` kinds (the catalog's).
@@ -123,12 +182,40 @@ pub fn from_json(value: &Value, known: &[ResourceKind]) -> Result<SavedPlan, Str
         observed_fingerprints
             .insert(Address::parse(address, known)?, fingerprint.as_str().unwrap_or_default().to_owned());
     }
+    let mut observed = BTreeMap::new();
+    for (address, fields) in value["observed"].as_object().into_iter().flatten() {
+        let address = Address::parse(address, known)?;
+        let fields = match fields {
+            Value::Object(fields) => Observed::Present(fields.clone()),
+            Value::Null => Observed::Absent,
+            _ => return Err(format!("{address}: `observed` is not an object")),
+        };
+        observed.insert(address, fields);
+    }
+    let view = match value.get("declared") {
+        None => None,
+        Some(_) => Some(SavedView {
+            declared: fields_by_address(value, "declared", known)?,
+            last_applied: match value["last_applied"] {
+                Value::Null => None,
+                _ => Some(fields_by_address(value, "last_applied", known)?),
+            },
+            made_at: text("made_at")?,
+        }),
+    };
     let flag = |key: &str| value["made_with"][key].as_bool().unwrap_or(false);
     Ok(SavedPlan {
         made_with: MadeWith { prune: flag("prune"), github: flag("github"), destroy: flag("destroy") },
-        plan: Plan { changes, takeovers, destroy: flag("destroy"), ..Plan::new(text("account")?, text("region")?) },
+        plan: Plan {
+            changes,
+            takeovers,
+            observed,
+            destroy: flag("destroy"),
+            ..Plan::new(text("account")?, text("region")?)
+        },
         desired_fingerprint,
         observed_fingerprints,
+        view,
     })
 }
 
@@ -238,6 +325,25 @@ mod tests {
         let saved = from_json(&to_json(&plan, "region = \"us-east-1\"", MadeWith::default())).unwrap();
         assert_eq!(saved.plan.changes, plan.changes);
         assert!(staleness(&saved, "region = \"us-east-1\"", &plan.observed).is_empty());
+        assert_eq!(saved.view, None, "saved without what its view is made from");
+    }
+
+    #[test]
+    fn a_saved_plan_keeps_each_resources_values_once_for_its_view() {
+        let mut plan = plan();
+        let absent = Address::new(crate::fake::kinds::ECR_REPOSITORY, "vllm");
+        plan.observed.insert(absent.clone(), Observed::Absent);
+        let declared = BTreeMap::from([(absent.clone(), object(json!({"scan_on_push": true})))]);
+        let view = SavedView { declared, last_applied: None, made_at: "2026-12-07T02:00:00Z".to_owned() };
+        let mut value = to_json(&plan, "", MadeWith::default());
+        keep_view(&mut value, &view);
+        let saved = from_json(&value).unwrap();
+        assert_eq!((saved.plan.observed, saved.view), (plan.observed, Some(view.clone())));
+        let applied = SavedView { last_applied: Some(BTreeMap::new()), ..view };
+        keep_view(&mut value, &applied);
+        assert_eq!(from_json(&value).unwrap().view, Some(applied));
+        value["declared"][absent.to_string()] = json!([1]);
+        assert_eq!(from_json(&value).unwrap_err(), "ecr_repository.vllm: `declared` is not an object");
     }
 
     #[test]

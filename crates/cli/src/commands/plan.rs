@@ -5,7 +5,7 @@
 use std::io::IsTerminal;
 use std::path::Path;
 
-use reconcile_core::{json, saved};
+use reconcile_core::saved;
 
 use crate::args::{ColorChoice, PlanFormat};
 use crate::aws::Aws;
@@ -57,10 +57,22 @@ pub async fn run(session: &Session<Aws>, color: ColorChoice, request: Request<'_
     let view = || terraform::view(&plan, &resources, last_applied.as_ref());
     // Saved before it is printed, so a reader that goes away cannot lose it; never when refused,
     // so a refused plan cannot be applied.
+    // Compact, each resource's values once: `show` derives the Terraform view again.
     if let (Some(path), Ok(())) = (out, &refused) {
         let mut saved = saved::to_json(&plan, &session.inputs().desired_text, session.made_with());
-        saved[terraform::SAVED_KEY] = view();
-        crate::files::write_atomically(path, &(json::to_pretty(&saved) + "\n"))?;
+        let declared = terraform::declared(&plan, &resources);
+        // A base that declares what this plan does (the apply workflow's own) is not kept twice:
+        // the view takes desired.toml as last applied without one.
+        let same = |applied: &&std::collections::BTreeMap<_, _>| {
+            plan.observed.keys().all(|address| applied.get(address) == declared.get(address))
+        };
+        let kept = saved::SavedView {
+            last_applied: last_applied.as_ref().filter(|applied| !same(applied)).cloned(),
+            declared,
+            made_at: reconcile_core::time::date_time(reconcile_core::time::now()),
+        };
+        saved::keep_view(&mut saved, &kept);
+        crate::files::write_atomically(path, &(saved.to_string() + "\n"))?;
     }
     let output = Output::new(color_on(color, std::io::stdout().is_terminal()));
     match format.common() {

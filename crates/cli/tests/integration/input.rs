@@ -275,3 +275,50 @@ fn the_exit_codes_page_lists_every_code_the_binary_defines() {
     assert_eq!(listed.iter().copied().collect::<std::collections::BTreeSet<_>>(), defined);
     assert_eq!(listed.len(), defined.len(), "each code once: {listed:?}");
 }
+
+/// A fork's desired.toml of 87,100 repositories (the project's own, and a line `rN = {}` each,
+/// within the 1 MiB a file may be): the public plan refuses it before any AWS call (there is no
+/// AWS to call: its endpoint is a closed port), naming the bound, how many it holds, and the first
+/// past it, in a process allowed 256 MiB of memory (`prlimit --data`, util-linux's), far under a
+/// hosted runner's.
+#[test]
+fn a_desired_file_past_the_bound_on_declared_resources_is_refused_before_any_aws_call_in_little_memory() {
+    let project = std::fs::read_to_string(real_desired()).unwrap();
+    let lines: String = (0..87_100).map(|n| format!("r{n} = {{}}\n")).collect();
+    let text = project.replacen("[ecr.repositories]\n", &format!("[ecr.repositories]\n{lines}"), 1);
+    assert!(text.len() < 1 << 20, "{}", text.len());
+    let desired = desired_file(&text);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let output = std::process::Command::new("prlimit")
+        .arg(format!("--data={}", 256u64 << 20))
+        .arg(env!("CARGO_BIN_EXE_reconcile"))
+        .args(["--desired", desired.path.to_str().unwrap(), "plan", "--public", "--base"])
+        .arg(&desired.path)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("AWS_ENDPOINT_URL", &endpoint)
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .output()
+        .expect("prlimit runs the binary");
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    // Where: the line of the first table past the bound in the file's order, under its key.
+    let at = &stderr[format!("error: {}:", desired.path.display()).len()..];
+    let line: usize = at[..at.find(':').unwrap()].parse().unwrap();
+    let key = at[at.find("`ecr.repositories.").unwrap() + 18..].split('`').next().unwrap();
+    assert_eq!(text.lines().nth(line - 1), Some(format!("{key} = {{}}").as_str()), "{stderr}");
+    let n: usize = key[1..].parse().unwrap();
+    assert!((14_900..15_000).contains(&n), "the project's own tables come first: {stderr}");
+    assert!(
+        stderr.starts_with(&format!("error: {}:", desired.path.display()))
+            && stderr.contains(
+                "desired.toml holds 87169 tables (each declared resource is one, with its settings'), more than the \
+                 15000 reconcile plans: the first past the bound is here"
+            ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(&endpoint) && !stderr.contains("dispatch"), "no AWS call: {stderr}");
+}

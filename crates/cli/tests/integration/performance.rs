@@ -102,3 +102,36 @@ async fn the_per_repository_reads_go_out_in_one_wave_bounded_by_parallelism() {
 fn ms(ms: u64) -> std::time::Duration {
     std::time::Duration::from_millis(ms)
 }
+
+/// The apply workflow's two steps on 1,000 declared repositories applied: `plan --base
+/// desired.toml --out plan.json` saves "No changes" in under 512 bytes per declared resource (each
+/// resource's values once; the Terraform view is derived again when asked), `apply plan.json`
+/// carries it out, and `show --format terraform-json` gives Terraform's view of every resource.
+#[tokio::test]
+async fn a_thousand_repositories_save_a_plan_of_no_changes_compactly_and_apply_it() {
+    let account = emulator().new_account().await;
+    let names: Vec<String> = (0..1000).map(|n| format!("image-{n:04}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let desired = crate::support::desired_file(&crate::support::small_desired(&names));
+    let made = reconcile(&account, &desired.path, &["apply", "--auto-approve"]);
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("plan.json");
+    let base = desired.path.to_str().unwrap();
+    let plan = reconcile(&account, &desired.path, &["plan", "--base", base, "--out", saved.to_str().unwrap()]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    assert!(plan.stdout.contains("No changes."), "{}", plan.stdout);
+    // A repository and its lifecycle policy each: 2,000 declared resources.
+    let size = std::fs::metadata(&saved).unwrap().len();
+    assert!(size < 2_000 * 512, "{size} bytes");
+    let apply = reconcile(&account, &desired.path, &["apply", saved.to_str().unwrap()]);
+    assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
+    assert!(apply.stdout.contains("No changes."), "{}", apply.stdout);
+    let shown = reconcile(&account, &desired.path, &["show", "--format", "terraform-json", saved.to_str().unwrap()]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    let view: serde_json::Value = serde_json::from_str(&shown.stdout).unwrap();
+    let changes = view["resource_changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 2_000);
+    assert!(changes.iter().all(|c| c["change"]["actions"] == serde_json::json!(["no-op"])));
+    assert_eq!(view["prior_state"]["values"]["root_module"]["resources"].as_array().unwrap().len(), 2_000);
+}

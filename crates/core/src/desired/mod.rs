@@ -329,6 +329,10 @@ impl Desired {
         // there: each is either claimed or a misspelling, refused as serde would. None when the
         // file does not parse: core's type check says why.
         let keys = toml::de::DeTable::parse(text).map(toml::Spanned::into_inner).unwrap_or_default();
+        // Bounded before anything is built per resource (each costs a plan tens of kilobytes).
+        if let Some(error) = too_many_tables(&locate, &keys) {
+            return Err(DesiredErrors(vec![error]));
+        }
         let claimed: Vec<&Claim> =
             keys.keys().filter_map(|key| claims.iter().copied().find(|claim| claim.name == key.get_ref())).collect();
 
@@ -412,6 +416,47 @@ type Unlocated = (Option<Range<usize>>, String, String);
 
 /// The most type errors one file reports at once.
 const MAX_TYPE_ERRORS: usize = 20;
+
+/// The most tables desired.toml may hold: every resource it declares is one (`name = {}`), with
+/// its settings' and rules' own. The nightly's account is about a hundred; 15,000 is about 5,000
+/// repositories with their policies, which a plan holds in a few hundred MiB. A pull request's
+/// desired.toml is anyone's, and the trusted plan job plans it: past this it is refused here,
+/// before any AWS call, rather than planned in gigabytes.
+pub const MAX_DECLARED: usize = 15_000;
+
+/// The refusal of a file of more than [`MAX_DECLARED`] tables, at the first one past the bound
+/// in the file's order.
+fn too_many_tables(locate: &Locator<'_>, table: &toml::de::DeTable<'_>) -> Option<DesiredError> {
+    use toml::de::DeValue;
+    /// Where every table under `value` starts.
+    fn walk(value: &toml::Spanned<DeValue<'_>>, starts: &mut Vec<usize>) {
+        match value.get_ref() {
+            DeValue::Table(table) => {
+                starts.push(value.span().start);
+                table.iter().for_each(|(_, value)| walk(value, starts));
+            }
+            DeValue::Array(values) => values.iter().for_each(|value| walk(value, starts)),
+            _ => {}
+        }
+    }
+    let mut starts = Vec::new();
+    table.iter().for_each(|(_, value)| walk(value, &mut starts));
+    if starts.len() <= MAX_DECLARED {
+        return None;
+    }
+    let count = starts.len();
+    let (_, &mut past, _) = starts.select_nth_unstable(MAX_DECLARED);
+    let key_path = key_path_at(locate.text, past).unwrap_or_default();
+    Some(locate.error(
+        Some(past..past + 1),
+        &key_path,
+        format!(
+            "desired.toml holds {count} tables (each declared resource is one, with its settings'), more than the \
+             {MAX_DECLARED} reconcile plans: the first past the bound is here; an account this large is split into \
+             deployments, each with its own desired.toml"
+        ),
+    ))
+}
 
 /// Every type error in the file, not only the first that serde stops at: the offending
 /// `key = value` is blanked out (overwritten with spaces, so every other byte keeps its place
