@@ -140,40 +140,11 @@ pub fn from_json(value: &Value, known: &[ResourceKind]) -> Result<SavedPlan, Str
     let mut changes = Vec::new();
     let mut takeovers = BTreeMap::new();
     for entry in value["resource_changes"].as_array().ok_or("the plan has no `resource_changes`")? {
-        let address = Address::parse(entry["address"].as_str().unwrap_or_default(), known)?;
-        let actions: Vec<&str> =
-            entry["change"]["actions"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
-        let action = match actions.as_slice() {
-            ["create"] => Action::Create,
-            ["update"] => Action::Update,
-            ["delete", "create"] => Action::Replace,
-            ["delete"] => Action::Delete,
-            other => return Err(format!("{address}: unknown actions {other:?}")),
-        };
-        let fields = |side: &str| match &entry["change"][side] {
-            Value::Object(map) => Ok(Some(map.clone())),
-            Value::Null => Ok(None),
-            _ => Err(format!("{address}: `change.{side}` is not an object")),
-        };
-        let depends_on = entry["depends_on"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|d| Address::parse(d.as_str().unwrap_or_default(), known))
-            .collect::<Result<Vec<Address>, String>>()?;
-        let (before, after) = (fields("before")?, fields("after")?);
-        match &entry["takeover"] {
-            Value::Null => {}
-            takeover => {
-                let takeover = match takeover.as_str() {
-                    Some("import") => Takeover::Import,
-                    Some("remark") => Takeover::Remark,
-                    _ => return Err(format!("{address}: unknown `takeover` {takeover}")),
-                };
-                takeovers.insert(address.clone(), takeover);
-            }
+        let (change, takeover) = change_from_json(entry, known)?;
+        if let Some(takeover) = takeover {
+            takeovers.insert(change.address.clone(), takeover);
         }
-        changes.push(Change { address, action, before, after, depends_on });
+        changes.push(change);
     }
     let mut observed_fingerprints = BTreeMap::new();
     for (address, fingerprint) in
@@ -182,27 +153,7 @@ pub fn from_json(value: &Value, known: &[ResourceKind]) -> Result<SavedPlan, Str
         observed_fingerprints
             .insert(Address::parse(address, known)?, fingerprint.as_str().unwrap_or_default().to_owned());
     }
-    let mut observed = BTreeMap::new();
-    for (address, fields) in value["observed"].as_object().into_iter().flatten() {
-        let address = Address::parse(address, known)?;
-        let fields = match fields {
-            Value::Object(fields) => Observed::Present(fields.clone()),
-            Value::Null => Observed::Absent,
-            _ => return Err(format!("{address}: `observed` is not an object")),
-        };
-        observed.insert(address, fields);
-    }
-    let view = match value.get("declared") {
-        None => None,
-        Some(_) => Some(SavedView {
-            declared: fields_by_address(value, "declared", known)?,
-            last_applied: match value["last_applied"] {
-                Value::Null => None,
-                _ => Some(fields_by_address(value, "last_applied", known)?),
-            },
-            made_at: text("made_at")?,
-        }),
-    };
+    let (observed, view) = view_from_json(value, known)?;
     let flag = |key: &str| value["made_with"][key].as_bool().unwrap_or(false);
     Ok(SavedPlan {
         made_with: MadeWith { prune: flag("prune"), github: flag("github"), destroy: flag("destroy") },
@@ -217,6 +168,72 @@ pub fn from_json(value: &Value, known: &[ResourceKind]) -> Result<SavedPlan, Str
         observed_fingerprints,
         view,
     })
+}
+
+/// One entry of a saved plan's `resource_changes`: the change, and how it takes its resource
+/// over, if it does.
+fn change_from_json(entry: &Value, known: &[ResourceKind]) -> Result<(Change, Option<Takeover>), String> {
+    let address = Address::parse(entry["address"].as_str().unwrap_or_default(), known)?;
+    let actions: Vec<&str> =
+        entry["change"]["actions"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    let action = match actions.as_slice() {
+        ["create"] => Action::Create,
+        ["update"] => Action::Update,
+        ["delete", "create"] => Action::Replace,
+        ["delete"] => Action::Delete,
+        other => return Err(format!("{address}: unknown actions {other:?}")),
+    };
+    let fields = |side: &str| match &entry["change"][side] {
+        Value::Object(map) => Ok(Some(map.clone())),
+        Value::Null => Ok(None),
+        _ => Err(format!("{address}: `change.{side}` is not an object")),
+    };
+    let depends_on = entry["depends_on"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|d| Address::parse(d.as_str().unwrap_or_default(), known))
+        .collect::<Result<Vec<Address>, String>>()?;
+    let (before, after) = (fields("before")?, fields("after")?);
+    let takeover = match &entry["takeover"] {
+        Value::Null => None,
+        takeover => Some(match takeover.as_str() {
+            Some("import") => Takeover::Import,
+            Some("remark") => Takeover::Remark,
+            _ => return Err(format!("{address}: unknown `takeover` {takeover}")),
+        }),
+    };
+    Ok((Change { address, action, before, after, depends_on }, takeover))
+}
+
+/// What a saved plan holds of each resource, and what else its Terraform view is made from
+/// (none in a plan saved with the view itself, by an earlier reconcile).
+fn view_from_json(
+    value: &Value,
+    known: &[ResourceKind],
+) -> Result<(BTreeMap<Address, Observed>, Option<SavedView>), String> {
+    let mut observed = BTreeMap::new();
+    for (address, fields) in value["observed"].as_object().into_iter().flatten() {
+        let address = Address::parse(address, known)?;
+        let fields = match fields {
+            Value::Object(fields) => Observed::Present(fields.clone()),
+            Value::Null => Observed::Absent,
+            _ => return Err(format!("{address}: `observed` is not an object")),
+        };
+        observed.insert(address, fields);
+    }
+    if value.get("declared").is_none() {
+        return Ok((observed, None));
+    }
+    let view = SavedView {
+        declared: fields_by_address(value, "declared", known)?,
+        last_applied: match value["last_applied"] {
+            Value::Null => None,
+            _ => Some(fields_by_address(value, "last_applied", known)?),
+        },
+        made_at: value["made_at"].as_str().ok_or("the plan has no `made_at`")?.to_owned(),
+    };
+    Ok((observed, Some(view)))
 }
 
 /// Why a saved plan no longer holds; empty when it does.
