@@ -162,7 +162,14 @@ def truthy(value):
 def expand(text):
     if not isinstance(text, str):
         return text
-    return re.sub(r"\$\{\{(.*?)\}\}", lambda m: str(evaluate(m[1])), text)
+    return re.sub(r"\$\{\{(.*?)\}\}", lambda m: as_text(evaluate(m[1])), text)
+
+
+def as_text(value):
+    """A value as GitHub writes it into text: a boolean is `true` or `false`."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def condition(text):

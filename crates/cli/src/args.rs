@@ -536,7 +536,8 @@ pub struct CommentArgs {
     #[arg(long, value_name = "OWNER/NAME")]
     pub repository: Option<String>,
     /// checkov's JSON report (`--output json`) on the plan's Terraform view: its failed
-    /// checks go in the comment, after the plan; the status does not depend on them.
+    /// checks go in the comment, after the plan; the status does not depend on them. An empty
+    /// or missing file is a gate that did not report, and the comment says so.
     #[arg(long, value_name = "FILE", conflicts_with = "unchanged")]
     pub checks: Option<PathBuf>,
     /// The pull request changes no file reconcile reads (`head` said `changed=false`): set

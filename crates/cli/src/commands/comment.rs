@@ -46,8 +46,15 @@ const LISTED_CHECKS: usize = 50;
 fn checks_section(path: &std::path::Path, room: usize) -> String {
     use reconcile_core::markdown::cell;
     let title = "\n#### Policy checks (checkov, on `plan --format terraform-json`)\n\n";
-    let report = crate::files::read_capped(path)
-        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).map_err(|e| e.to_string()));
+    let text = crate::files::read_capped(path);
+    // The gate was expected (a plan was saved) and wrote nothing: it failed or never ran.
+    if text.as_ref().map_or_else(|_| !path.exists(), |text| text.trim().is_empty()) {
+        return format!(
+            "{title}**The policy checks did not report**: checkov's step wrote no report (it failed before one, or \
+             did not run; the workflow run says why). No check is known to pass.\n"
+        );
+    }
+    let report = text.and_then(|text| serde_json::from_str::<serde_json::Value>(&text).map_err(|e| e.to_string()));
     let report = match report {
         // One framework's report is an object; several are a list of them.
         Ok(serde_json::Value::Array(reports)) => {
@@ -309,5 +316,10 @@ mod tests {
         assert!(checks_section(&report, 10_000).contains("**The checks' report could not be read**"));
         std::fs::write(&report, "{}").unwrap();
         assert!(checks_section(&report, 10_000).contains("**The checks' report has no summary**"));
+        // Expected and not written (an empty file, or none): the gate did not report.
+        std::fs::write(&report, "\n").unwrap();
+        assert!(checks_section(&report, 10_000).contains("**The policy checks did not report**"));
+        std::fs::remove_file(&report).unwrap();
+        assert!(checks_section(&report, 10_000).contains("**The policy checks did not report**"));
     }
 }

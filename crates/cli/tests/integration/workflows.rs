@@ -405,6 +405,18 @@ async fn a_pull_request_of_the_repository_itself_is_checked_planned_and_commente
     assert!(step(&plan, "Comment")["stdout"].as_str().unwrap().contains("left the comment as it was"), "{plan:#}");
     assert_eq!(world.comments(number).len(), 1);
 
+    // The policy gate fails before it reports (the repository's .checkov.yaml broken): the
+    // comment says so, where its section was, and never takes silence for a pass.
+    let config = world.repository.path().join(".checkov.yaml");
+    let kept = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, "framework: [\n  - broken: {").unwrap();
+    let (_, plan, _runner) = world.pull_request(head.path(), number, sha, &world.repository.name);
+    assert_eq!(step(&plan, "Policy checks")["outcome"], "failure", "{plan:#}");
+    let comments = world.comments(number);
+    assert!(comments[0].contains("**The policy checks did not report**"), "{}", comments[0]);
+    assert!(!comments[0].contains("CKV_AWS_163"), "{}", comments[0]);
+    std::fs::write(&config, kept).unwrap();
+
     // The check cannot assume a role: a pull_request run's subject is trusted by none, even when
     // the workflow asks for an OIDC token.
     let greedy = world.repository.head(|tree| {
@@ -699,6 +711,11 @@ async fn the_examples_copied_as_they_are_pass_their_own_check() {
     for entry in std::fs::read_dir(workspace_root().join("examples/github-workflows")).unwrap() {
         let entry = entry.unwrap();
         std::fs::copy(entry.path(), workflows.join(entry.file_name())).unwrap();
+        // Every job is bounded in time: a hung run (or a pull request's desired.toml made to
+        // hold the plan job) is cut, not left for GitHub's six hours.
+        let text = std::fs::read_to_string(entry.path()).unwrap();
+        let jobs = text.matches("\n    runs-on: ").count();
+        assert!(jobs > 0 && text.matches("\n    timeout-minutes: ").count() == jobs, "{:?}", entry.file_name());
     }
     let event = json!({ "number": 1, "pull_request": { "number": 1 } });
     let sha = "d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4d4";
