@@ -6,7 +6,9 @@
 # - The 2026-11-11 account on the emulator, behind a loopback proxy that adds DELAY_MS (50) to
 #   every request, beside the sequential baseline: the same reads, one `aws` CLI process each.
 # - A stand-in ECR and STS endpoint (crates/bench) with canned answers for 27, 270, 1,000 and
-#   5,000 repositories, where the emulator's own time per request would swamp the client's.
+#   5,000 repositories, where the emulator's own time per request would swamp the client's;
+#   then the apply workflow's steps on it (plan --out, show, apply of the saved file) at 27,
+#   1,000 and 5,000, and the largest desired.toml accepted planned.
 #
 #   scripts/bench-plan.sh                 RUNS=7 DELAY_MS=50
 set -euo pipefail

@@ -115,7 +115,14 @@ pub fn read_saved(name: &Path, real: &Path) -> Result<SavedPlan, CliError> {
     let text =
         read_capped_to(real, PLAN_LIMIT).map_err(|why| anyhow::anyhow!("failed to read the plan {name}: {why}"))?;
     let value: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("{name} is not a JSON plan"))?;
-    Ok(saved::from_json(&value, &crate::catalog::CATALOG.kinds()).map_err(|why| anyhow::anyhow!("{name}: {why}"))?)
+    drop(text);
+    let mut saved =
+        saved::from_json(&value, &crate::catalog::CATALOG.kinds()).map_err(|why| anyhow::anyhow!("{name}: {why}"))?;
+    // Apply plans again and holds the file to it by fingerprints: what the file observed and
+    // declared is `show`'s, and is let go before the account is read again.
+    saved.plan.observed.clear();
+    saved.view = None;
+    Ok(saved)
 }
 
 /// What a file that is not a regular one is, for messages.

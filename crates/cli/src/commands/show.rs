@@ -15,6 +15,7 @@ pub fn run(path: &Path, format: PlanFormat) -> Result<u8, CliError> {
         .map_err(|why| CliError::Input(vec![format!("failed to read the plan {}: {why}", path.display())]))?;
     let value: serde_json::Value = serde_json::from_str(&text)
         .map_err(|error| CliError::Input(vec![format!("{}: not a saved plan: {error}", path.display())]))?;
+    drop(text);
     let saved = saved::from_json(&value, &CATALOG.kinds())
         .map_err(|why| CliError::Input(vec![format!("{}: {why}", path.display())]))?;
     match format.common() {

@@ -417,9 +417,9 @@ type Unlocated = (Option<Range<usize>>, String, String);
 /// The most type errors one file reports at once.
 const MAX_TYPE_ERRORS: usize = 20;
 
-/// The most tables desired.toml may hold: every resource it declares is one (`name = {}`), with
-/// its settings' and rules' own. The nightly's account is about a hundred; 15,000 is about 5,000
-/// repositories with their policies, which a plan holds in a few hundred MiB. A pull request's
+/// The most tables desired.toml may hold: every repository it declares is one (`name = {}`), as
+/// is each setting and rule written as a table. The nightly's account is about a hundred; 15,000
+/// repositories, one line each, plan in about 620 MiB (docs/performance.md). A pull request's
 /// desired.toml is anyone's, and the trusted plan job plans it: past this it is refused here,
 /// before any AWS call, rather than planned in gigabytes.
 pub const MAX_DECLARED: usize = 15_000;
