@@ -589,7 +589,6 @@ async fn a_public_plan_prices_nothing_of_a_project_it_hides() {
 #[tokio::test]
 async fn a_drift_that_changes_what_is_kept_says_what_it_costs_a_month_while_it_stays() {
     use aws_sdk_ecr as ecr;
-    use aws_sdk_s3 as s3;
     let account = emulator().new_account().await;
     let copy = crate::support::real_copy();
     let desired = copy.path.clone();
@@ -610,20 +609,7 @@ async fn a_drift_that_changes_what_is_kept_says_what_it_costs_a_month_while_it_s
         .send()
         .await
         .unwrap();
-    let s3 = s3::Client::from_conf(s3::config::Builder::from(&config).force_path_style(true).build());
-    let rule = s3::types::LifecycleRule::builder()
-        .id("expire-after-30-days")
-        .status(s3::types::ExpirationStatus::Enabled)
-        .filter(s3::types::LifecycleRuleFilter::builder().prefix("").build())
-        .expiration(s3::types::LifecycleExpiration::builder().days(45).build())
-        .build()
-        .unwrap();
-    s3.put_bucket_lifecycle_configuration()
-        .bucket(format!("rocm-bake-sccache-{}", account.id))
-        .lifecycle_configuration(s3::types::BucketLifecycleConfiguration::builder().rules(rule).build().unwrap())
-        .send()
-        .await
-        .unwrap();
+    crate::support::cache_expires_after(&account, 45).await;
 
     let drift = run(&["drift", "--format", "json"]);
     assert_eq!(drift.code, 2, "{}{}", drift.stdout, drift.stderr);

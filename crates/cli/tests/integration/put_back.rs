@@ -7,7 +7,6 @@
 
 use aws_sdk_ecr as ecr;
 use aws_sdk_iam as iam;
-use aws_sdk_s3 as s3;
 use serde_json::{Value, json};
 
 use crate::support::reconcile_in;
@@ -29,20 +28,7 @@ async fn six_changes_by_hand(world: &World) {
         .await
         .unwrap();
     ecr.create_repository().repository_name("scratch").send().await.unwrap();
-    let s3 = s3::Client::from_conf(s3::config::Builder::from(&config).force_path_style(true).build());
-    let rule = s3::types::LifecycleRule::builder()
-        .id("expire-after-30-days")
-        .status(s3::types::ExpirationStatus::Enabled)
-        .filter(s3::types::LifecycleRuleFilter::builder().prefix("").build())
-        .expiration(s3::types::LifecycleExpiration::builder().days(7).build())
-        .build()
-        .unwrap();
-    s3.put_bucket_lifecycle_configuration()
-        .bucket(format!("rocm-bake-sccache-{}", world.account.id))
-        .lifecycle_configuration(s3::types::BucketLifecycleConfiguration::builder().rules(rule).build().unwrap())
-        .send()
-        .await
-        .unwrap();
+    crate::support::cache_expires_after(&world.account, 7).await;
     let iam = iam::Client::new(&config);
     let (role, policy) = ("rocm-bake-codebuild", "rocm-bake-nightly");
     let live = iam.get_role_policy().role_name(role).policy_name(policy).send().await.unwrap();

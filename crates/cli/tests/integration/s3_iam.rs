@@ -14,15 +14,15 @@ use crate::support::{desired_file, json_changes, put_lifecycle_policy, real_desi
 
 const KEEP_3: &str = r#"{"rules":[{"rulePriority":1,"selection":{"tagStatus":"untagged","countType":"imageCountMoreThan","countNumber":3},"action":{"type":"expire"}}]}"#;
 
-fn s3_client(account: &TestAccount) -> s3::Client {
+pub(crate) fn s3_client(account: &TestAccount) -> s3::Client {
     s3::Client::from_conf(s3::config::Builder::from(&account.sdk_config()).force_path_style(true).build())
 }
 
-fn bucket_name(account: &TestAccount) -> String {
+pub(crate) fn bucket_name(account: &TestAccount) -> String {
     format!("rocm-bake-sccache-{}", account.id)
 }
 
-fn expire_after(days: i32) -> s3::types::BucketLifecycleConfiguration {
+pub(crate) fn expire_after(days: i32) -> s3::types::BucketLifecycleConfiguration {
     let rule = s3::types::LifecycleRule::builder()
         .id("expire-after-30-days")
         .status(s3::types::ExpirationStatus::Enabled)

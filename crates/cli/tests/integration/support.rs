@@ -376,3 +376,16 @@ pub fn json_change(plan_json: &str, address: &str) -> serde_json::Value {
         .unwrap_or_else(|| panic!("{address} is not in the plan"))["change"]
         .clone()
 }
+
+/// The compiler cache's expiry set to `days` by hand, as someone in the console would (the rule
+/// keeps its id, `expire-after-30-days`).
+pub async fn cache_expires_after(account: &TestAccount, days: i32) {
+    use crate::s3_iam::{bucket_name, expire_after, s3_client};
+    s3_client(account)
+        .put_bucket_lifecycle_configuration()
+        .bucket(bucket_name(account))
+        .lifecycle_configuration(expire_after(days))
+        .send()
+        .await
+        .unwrap();
+}
