@@ -56,8 +56,8 @@ pub async fn run(session: &Session<Aws>, color: ColorChoice, request: Request<'_
     // values over again (half a gigabyte for 5,000 repositories), for nothing in a text plan.
     let view = || terraform::view(&plan, &resources, last_applied.as_ref());
     // Saved before it is printed, so a reader that goes away cannot lose it; never when refused,
-    // so a refused plan cannot be applied.
-    // Compact, each resource's values once: `show` derives the Terraform view again.
+    // so a refused plan cannot be applied. Compact, each resource's values once: `show` derives
+    // the Terraform view again.
     if let (Some(path), Ok(())) = (out, &refused) {
         let mut saved = saved::to_json(&plan, &session.inputs().desired_text, session.made_with());
         let declared = terraform::declared(&plan, &resources);
