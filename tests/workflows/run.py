@@ -11,6 +11,8 @@ SPEC_JSON says what GitHub would give the run:
   whatever the workflow asks for (GitHub's rules for public repositories);
 - `token`: the run's `GITHUB_TOKEN` (the stand-in knows whether it may write); `secrets`, `vars`;
 - `head`: the pull request's files, what `actions/checkout` gives a `pull_request` run;
+- `before` (a push's): the files of the commit the push moved the branch from, which checkout
+  commits first (with `fetch-depth: 0`, its history) and the payload's `before` names;
 - `workspace`, `temp`, `artifacts` (where uploaded artifacts are kept, by run id);
 - `reconcile`: the directory of the binary the setup action puts on PATH;
 - `aws`: the emulator's `endpoint` and the account's administrator credentials (`key`, `secret`,
@@ -23,7 +25,7 @@ What it does: the job's `if:`; each step's `if:` (`success()`, `always()`, `fail
 `secrets.*`, `vars.*`, `steps.*.outputs.*`, `runner.temp`, literals); `run:` steps in `bash -e`
 with the runner's files (`GITHUB_OUTPUT`, `GITHUB_ENV`, `GITHUB_PATH`, `GITHUB_STEP_SUMMARY`);
 `continue-on-error`. The `uses:` steps the examples call are played by stand-ins:
-`actions/checkout` (copies `head` into the workspace, a git work tree), the setup action
+`actions/checkout` (commits `head`, after `before`, in the workspace's git work tree), the setup action
 (`ROCm/reconcile`), `aws-actions/configure-aws-credentials` (the OIDC exchange above; refused
 without `id-token: write`, and always for a fork), `actions/upload-artifact` and
 `actions/download-artifact` (a directory per run id; downloading needs `actions: read`),
@@ -289,14 +291,29 @@ class StepFailure(Exception):
     pass
 
 
+def commit(tree):
+    """The workspace made `tree`'s files, committed; the commit's id."""
+    for name in os.listdir(workspace):
+        if name != ".git":
+            path = os.path.join(workspace, name)
+            shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+    shutil.copytree(tree, workspace, dirs_exist_ok=True)
+    git = ["git", "-C", workspace, "-c", "user.name=stand-in", "-c", "user.email=stand-in@invalid"]
+    subprocess.run(git + ["add", "-A"], check=True)
+    subprocess.run(git + ["commit", "-q", "--allow-empty", "-m", "commit"], check=True)
+    return subprocess.run(git + ["rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+
+
 def stand_in(uses, inputs, env):
     """What a `uses:` step does here; its outputs."""
     action = uses.split("@", 1)[0]
     if action == "actions/checkout":
         if permissions.get("contents") not in ("read", "write"):
             raise StepFailure("checkout needs contents: read")
-        shutil.copytree(spec["head"], workspace, dirs_exist_ok=True)
         subprocess.run(["git", "init", "-q", workspace], check=True)
+        if spec.get("before") and str(inputs.get("fetch-depth", "1")) == "0":
+            spec["event"]["before"] = commit(spec["before"])
+        commit(spec["head"])
         return {}
     if action == "ROCm/reconcile":
         path_additions.append(spec["reconcile"])

@@ -411,9 +411,14 @@ pub struct PlanArgs {
     /// whatever its tags (never what the pull request's desired.toml declares).
     #[arg(long, value_name = "FILE")]
     pub base: Option<PathBuf>,
+    /// desired.toml is the default branch just after a merge onto --base (the apply workflow's
+    /// plan, given main before the push): a resource it newly declares that exists, carries the
+    /// mark and would change is W602 (a mark proves nothing of who wrote it), never taken over.
+    #[arg(long, requires = "base")]
+    pub merged: bool,
     /// Plan `reconcile destroy`: deleting every resource desired.toml declares that carries
     /// this deployment's mark; with --out, a plan only `destroy PLAN_FILE` carries out.
-    #[arg(long, conflicts_with_all = ["prune", "public", "base", "attribute"])]
+    #[arg(long, conflicts_with_all = ["prune", "public", "base", "merged", "attribute"])]
     pub destroy: bool,
     #[command(flatten)]
     pub since: SinceDays,

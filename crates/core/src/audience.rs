@@ -41,11 +41,15 @@ pub struct Public {
     pub named: BTreeSet<Address>,
     /// A pull request's review, where a change only an administrator applies fails the status.
     pub review: bool,
+    /// The default branch's plan of itself just after a merge onto `base` (the apply workflow's):
+    /// what `base` did not declare is hidden as in review unless it carries the mark and would
+    /// not change (see [`hidden`]), so a declaration merged despite its W602 changes nothing.
+    pub merged: bool,
 }
 
 impl Default for Public {
     fn default() -> Public {
-        Public { base: None, deployment: None, named: BTreeSet::new(), review: true }
+        Public { base: None, deployment: None, named: BTreeSet::new(), review: true, merged: false }
     }
 }
 
@@ -98,6 +102,12 @@ pub fn publish(mut plan: Plan, resources: &DesiredResources, public: &Public) ->
         .collect();
     let shown_or_pruned = |address: &Address| shown(address) || pruned.contains(address);
     keep_shown(&mut plan, resources, &shown, &shown_or_pruned, &ours);
+    // A prune by its address alone: what the repository holds (its tags: an owner's address,
+    // say) is no pull request reader's, whoever marked it.
+    for change in plan.changes.iter_mut().filter(|c| pruned.contains(&c.address)) {
+        change.before = Some(Map::new());
+        plan.observed.insert(change.address.clone(), Observed::Present(Map::new()));
+    }
     let findings = std::mem::take(&mut plan.findings);
     plan.findings = public_findings(findings, resources, public, &shown, &hidden);
     plan
@@ -106,7 +116,9 @@ pub fn publish(mut plan: Plan, resources: &DesiredResources, public: &Public) ->
 /// Hidden: what exists and the default branch does not declare (under the same key and name),
 /// even carrying the default branch's deployment's mark, which anyone who can tag the resource
 /// could have written (ECR authorizes a create's tags as tagging one that exists); by address,
-/// whether it carries that mark.
+/// whether it carries that mark. Just after a merge ([`Public::merged`]), not what carries the
+/// mark and is already as desired.toml says (imported by an administrator before the merge, as
+/// a pull request's failing W501 asks): nothing of it changes, so a forged mark takes nothing.
 fn hidden(
     plan: &Plan,
     resources: &DesiredResources,
@@ -120,7 +132,9 @@ fn hidden(
             Some(Observed::Present(live)) => {
                 let named = (resource.address.clone(), resource.remote_name.clone());
                 let declared = public.base.as_ref().is_some_and(|base| base.contains(&named));
-                (!declared).then(|| (resource.address.clone(), ours(live)))
+                let changes = || plan.changes.iter().any(|c| root(resources, &c.address) == Some(&resource.address));
+                let trusted = declared || (public.merged && ours(live) && !changes());
+                (!trusted).then(|| (resource.address.clone(), ours(live)))
             }
             _ => None,
         })
@@ -270,7 +284,8 @@ fn not_ours(address: &Address, marked: bool) -> Finding {
         severity: Severity::Error,
         message: format!(
             "`{address}` exists in the account and is not reconcile's ({why}): a public plan shows nothing of \
-             it, and a pull request cannot take it over; a maintainer imports one and plans it privately"
+             it, and neither a pull request nor the apply after its merge changes it; a maintainer imports one \
+             and plans it privately"
         ),
         address: Some(address.clone()),
         overridden_by: None,
@@ -478,5 +493,43 @@ mod tests {
         let names: Vec<&str> = shown.changes.iter().map(|c| c.address.name.as_str()).collect();
         assert_eq!(names, ["retired"]);
         assert_eq!(shown.observed.keys().map(|a| a.name.as_str()).collect::<Vec<_>>(), ["retired"]);
+        // By its address alone: nothing it holds (its owner's address) is shown.
+        assert_eq!(shown.changes[0].before, Some(Map::new()));
+        assert_eq!(shown.observed.values().next(), Some(&Observed::Present(Map::new())));
+    }
+
+    #[test]
+    fn just_after_a_merge_only_a_marked_resource_that_would_not_change_is_trusted_beyond_the_base() {
+        let (in_sync, _) = repository("imported-before-merge", false);
+        let (forged, _) = repository("teamy-release", false);
+        let (unmarked, _) = repository("skunkworks", false);
+        let addresses = [in_sync.address.clone(), forged.address.clone(), unmarked.address.clone()];
+        let resources = resources(vec![in_sync, forged, unmarked]);
+        let mut plan = Plan::new("123456789012", "us-east-1");
+        plan.observed = BTreeMap::from([
+            (addresses[0].clone(), ours()),
+            (addresses[1].clone(), ours()),
+            (addresses[2].clone(), theirs()),
+        ]);
+        plan.changes = vec![
+            change(&addresses[1], Some(json!({ "scan_on_push": true }))),
+            change(&addresses[2], Some(json!({ "scan_on_push": true }))),
+        ];
+        let public = Public {
+            base: Some(BTreeSet::new()),
+            deployment: Some("rocm-bake".to_owned()),
+            review: false,
+            merged: true,
+            ..Public::default()
+        };
+        let shown = publish(plan.clone(), &resources, &public);
+        assert!(shown.changes.is_empty(), "{:?}", shown.changes);
+        assert_eq!(shown.observed.keys().collect::<Vec<_>>(), [&addresses[0]]);
+        let w602: Vec<_> = shown.findings.iter().filter(|f| f.code == NOT_OURS_PUBLIC).map(|f| &f.address).collect();
+        assert_eq!(w602, [&Some(addresses[2].clone()), &Some(addresses[1].clone())], "ranked by address");
+        // In review, even the one as desired.toml says is hidden: a pull request's plan shows
+        // nothing the default branch does not declare.
+        let shown = publish(plan, &resources, &Public { merged: false, review: true, ..public });
+        assert!(shown.observed.is_empty(), "{:?}", shown.observed);
     }
 }

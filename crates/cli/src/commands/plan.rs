@@ -34,6 +34,7 @@ pub async fn exec(args: crate::args::PlanArgs, context: &super::Context) -> Resu
         public,
         private,
         base,
+        merged,
         destroy,
         since,
         bake,
@@ -42,7 +43,7 @@ pub async fn exec(args: crate::args::PlanArgs, context: &super::Context) -> Resu
     let load = crate::session::Load { bake: bake.bake.as_deref(), prune: prune.prune, destroy, ..Default::default() };
     let inputs = context.inputs(load)?;
     let public = crate::args::public_output(public || base.is_some(), private);
-    let audience = Audience::from(public, base.as_deref())?;
+    let audience = Audience::from(public, base.as_deref(), merged)?;
     let session = context.session(inputs, crate::aws::Purpose::Read).await?;
     let attribute = attribute.then_some(since.since_days);
     let request = Request { format, detailed_exitcode, out: out.as_deref(), attribute, audience };

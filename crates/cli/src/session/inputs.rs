@@ -129,6 +129,7 @@ impl Inputs {
                 })
                 .collect(),
             review: false,
+            merged: false,
             deployment: Some(self.desired.deployment.clone()),
         }
     }

@@ -19,27 +19,34 @@ pub type LastApplied = std::collections::BTreeMap<reconcile_core::Address, serde
 pub enum Audience {
     /// Whoever runs it: everything the credentials read may be shown.
     Private,
-    /// Anyone: see [`audience::publish`]; `base` is the default branch's desired.toml.
-    Public { base: Option<Box<Desired>> },
+    /// Anyone: see [`audience::publish`]; `base` is the default branch's desired.toml (before
+    /// the merge this desired.toml is, when `merged`: see [`Public::merged`]).
+    Public { base: Option<Box<Desired>>, merged: bool },
 }
 
 impl Audience {
     /// Public (`crate::args::public_output`) with `base`, or private. The base is read (and
     /// checked) before any AWS call, like desired.toml.
-    pub fn from(public: bool, base: Option<&Path>) -> Result<Audience, CliError> {
+    pub fn from(public: bool, base: Option<&Path>, merged: bool) -> Result<Audience, CliError> {
         if !public {
             return Ok(Audience::Private);
         }
         let base =
             base.map(|path| crate::files::load_desired(path).map(|(desired, _)| Box::new(desired))).transpose()?;
-        Ok(Audience::Public { base })
+        Ok(Audience::Public { base, merged })
+    }
+
+    /// The default branch's plan of itself (the apply workflow's), which no one reviews: given
+    /// itself as its base, or the base it was just merged onto.
+    fn is_the_default_branch(&self, desired: &Desired) -> bool {
+        matches!(self, Audience::Public { merged: true, .. }) || self.is_its_own_base(desired)
     }
 
     /// Whether `desired` is this public plan's own base (the default branch's plan of itself),
     /// as against a pull request's, whose base is another file.
     pub fn is_its_own_base(&self, desired: &Desired) -> bool {
         match self {
-            Audience::Public { base: Some(base) } => {
+            Audience::Public { base: Some(base), .. } => {
                 Desired { path: desired.path.clone(), ..(**base).clone() } == *desired
             }
             _ => false,
@@ -61,6 +68,7 @@ impl Audience {
         account: &Account,
         planned: &reconcile_core::engine::DesiredResources,
         review: bool,
+        merged: bool,
     ) -> Result<(Public, Option<LastApplied>), CliError> {
         let Some(base) = base else { return Ok((Public::default(), Some(LastApplied::new()))) };
         let resources = crate::session::desired_resources(&crate::catalog::CATALOG, base, account, true)
@@ -74,8 +82,8 @@ impl Audience {
             .filter(|r| planned.values().any(|p| p.address == r.address && p.remote_name == r.remote_name))
             .map(|r| (r.address.clone(), r.attributes.clone()))
             .collect();
-        let public =
-            Public { base: Some(declared), deployment: Some(base.deployment.clone()), review, ..Public::default() };
+        let deployment = Some(base.deployment.clone());
+        let public = Public { base: Some(declared), deployment, review, merged, ..Public::default() };
         Ok((public, Some(last_applied)))
     }
 }
@@ -98,10 +106,10 @@ impl<B: Backend> Session<B> {
         let planned = self.plan(attribute).await?;
         let (mut plan, last_applied) = match audience {
             Audience::Private => (planned.plan, None),
-            Audience::Public { base } => {
-                let review = !audience.is_its_own_base(&self.inputs().desired);
+            Audience::Public { base, merged } => {
+                let review = !audience.is_the_default_branch(&self.inputs().desired);
                 let (public, last_applied) =
-                    Audience::public(base.as_deref(), &planned.account, &planned.resources, review)?;
+                    Audience::public(base.as_deref(), &planned.account, &planned.resources, review, *merged)?;
                 (audience::publish(planned.plan, &planned.resources, &public), last_applied)
             }
         };
@@ -122,10 +130,10 @@ impl Audience {
     /// The error findings for which a pull request's status fails: those of a public plan,
     /// which the pipeline would not carry out as it stands, but the counts of what desired.toml
     /// does not declare (no pull request's doing). The default branch's own plan (its
-    /// desired.toml is its base: the apply workflow's) is no pull request's: drift it finds
-    /// (D103, say) is what its apply puts back.
+    /// desired.toml is its base, or was just merged onto it: the apply workflow's) is no pull
+    /// request's: drift it finds (D103, say) is what its apply puts back.
     pub fn failing<'p>(&self, plan: &'p Plan, desired: &Desired) -> Vec<&'p str> {
-        if !self.is_public() || self.is_its_own_base(desired) {
+        if !self.is_public() || self.is_the_default_branch(desired) {
             return Vec::new();
         }
         plan.findings

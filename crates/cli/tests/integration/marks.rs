@@ -135,6 +135,15 @@ async fn no_role_reconcile_grants_makes_another_teams_repository_this_deployment
             assert!(public.stdout.contains("marked by someone else"), "{}", public.stdout);
         }
     }
+    // A public prune names it by its address alone: nothing it holds, in any format.
+    for format in ["text", "json", "markdown", "terraform-json"] {
+        let args = ["plan", "--public", "--prune", "--base", base, "--format", format];
+        let public = reconcile(&account, &main.path, &args);
+        assert!(public.stdout.contains("ecr_repository.teamy/release"), "{format}: {}{}", public.stdout, public.stderr);
+        for value in [PARTNER, OWNER, "\"y\""] {
+            assert!(!shows(&public.stdout, value), "{format}'s prune shows {value}: {}", public.stdout);
+        }
+    }
     // The CI apply role's apply of the default branch leaves it as it was, and its prune
     // deletes nothing: deleting a repository is an administrator's.
     let ci = account.assume("rocm-bake-reconcile-apply").await;
@@ -288,4 +297,50 @@ fn shows(text: &str, value: &str) -> bool {
         !(value.starts_with(|c: char| c.is_ascii_digit())
             && (digit(text[..at].chars().next_back()) || digit(text[at + value.len()..].chars().next())))
     })
+}
+
+/// A pull request that declares another team's repository, which the CI apply role marked as
+/// this deployment's, fails its status with W602; merged anyway, the apply workflow's plan has
+/// main before the push as its base, so the mark is trusted no more there: W602 again, the job
+/// fails, and the repository keeps its tags, policy and lifecycle. A bake target merged the same
+/// way (a repository that does not exist yet) is made as ever.
+#[tokio::test]
+async fn a_declaration_merged_despite_w602_takes_over_nothing_in_the_apply_after_merge() {
+    let world = crate::workflows::World::bootstrap().await;
+    let account = &world.account;
+    let ecr = ecr::Client::new(&account.sdk_config());
+    another_teams(&ecr, "teamy/release").await;
+    let by_apply = ecr::Client::new(&account.assume("rocm-bake-reconcile-apply").await.sdk_config());
+    let marking = by_apply.tag_resource().resource_arn(arn(account, "teamy/release")).tags(tag(MARK, "default"));
+    marking.send().await.expect("the apply role may mark it: IAM cannot tell this from a create's tags");
+    let before = held(&ecr, account, "teamy/release").await;
+    let declaring = |name: &'static str| {
+        world.repository.head(move |dir| {
+            let desired = dir.join("desired.toml");
+            let text = std::fs::read_to_string(&desired).unwrap();
+            std::fs::write(&desired, text.replacen("pytorch = {", &format!("\"{name}\" = {{}}\npytorch = {{"), 1))
+                .unwrap();
+        })
+    };
+
+    let merged = declaring("teamy/release");
+    let (report, runner) = world.pushed(world.repository.path(), merged.path());
+    assert_eq!(report["conclusion"], "failure", "{report:#}");
+    let plan = crate::workflows::step(&report, "Plan");
+    assert_eq!(plan["outcome"], "failure", "{report:#}");
+    let said = format!("{}{}", plan["stdout"].as_str().unwrap(), plan["stderr"].as_str().unwrap());
+    assert!(said.contains("[W602] ecr_repository.teamy/release") && said.contains("marked by someone else"), "{said}");
+    assert!(said.contains("nor the apply after its merge changes it"), "{said}");
+    for value in [PARTNER, OWNER, "500"] {
+        assert!(!shows(&said, value), "the public log shows {value}: {said}");
+    }
+    assert_eq!(crate::workflows::step(&report, "Apply the saved plan")["outcome"], "skipped", "{report:#}");
+    assert!(!runner.path().join("workspace/plan.json").exists(), "a refused plan is never saved");
+    assert_eq!(held(&ecr, account, "teamy/release").await, before, "its policy, lifecycle and tags");
+
+    // What a merge newly declares that does not exist yet is made, by the same steps.
+    let merged = declaring("vllm");
+    let (report, _) = world.pushed(world.repository.path(), merged.path());
+    assert_eq!(report["conclusion"], "success", "{report:#}");
+    assert!(ecr.describe_repositories().repository_names("vllm").send().await.is_ok());
 }

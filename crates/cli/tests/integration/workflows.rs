@@ -185,6 +185,32 @@ impl World {
         fork: bool,
         writes: bool,
     ) -> (u64, Value, tempfile::TempDir) {
+        self.run_after(None, tree, workflow, event_name, event, git_ref, sha, fork, writes)
+    }
+
+    /// The apply workflow's job for a push to main that moved it from `before`'s files to
+    /// `head`'s (a merge): the report, and the runner's files.
+    pub(crate) fn pushed(&self, before: &Path, head: &Path) -> (Value, tempfile::TempDir) {
+        let sha = "2222222222222222222222222222222222222222";
+        let (_, report, runner) =
+            self.run_after(Some(before), head, "apply-after-merge.yml", "push", json!({}), "refs/heads/main", sha, false, true);
+        (report, runner)
+    }
+
+    /// As [`World::run`], for a run whose checkout has `before`'s files as the commit before.
+    #[expect(clippy::too_many_arguments, reason = "what GitHub gives a run, spelt out")]
+    fn run_after(
+        &self,
+        before: Option<&Path>,
+        tree: &Path,
+        workflow: &str,
+        event_name: &str,
+        event: Value,
+        git_ref: &str,
+        sha: &str,
+        fork: bool,
+        writes: bool,
+    ) -> (u64, Value, tempfile::TempDir) {
         let run_id = NEXT_RUN.fetch_add(1, Ordering::Relaxed) + 1000 * u64::from(std::process::id());
         let token = format!("ghs_run_{run_id}");
         github().workflow_token(&token, !writes || fork);
@@ -210,6 +236,7 @@ impl World {
             },
             "vars": self.vars,
             "head": tree,
+            "before": before,
             "workspace": runner.path().join("workspace"),
             "temp": runner.path().join("temp"),
             "artifacts": self.artifacts.path(),
