@@ -127,7 +127,7 @@ fn value(json: &Json, lines: bool, order: &[&str]) -> Value {
             Some(i) => Value::from(i),
             None => Value::from(n.as_f64().unwrap_or_default()),
         },
-        Json::String(s) => Value::from(s.as_str()),
+        Json::String(s) => one_line(s),
         Json::Array(items) => {
             let mut array = Array::new();
             for item in items {
@@ -158,10 +158,49 @@ fn value(json: &Json, lines: bool, order: &[&str]) -> Value {
     }
 }
 
+/// A live string as one line of desired.toml: as TOML would write it, unless it holds a line
+/// break or a character a reviewer cannot see; then a basic string with those escaped (`\n`,
+/// `\u202E`), so a description's lines cannot read as tables of desired.toml in a diff (desired.toml
+/// still refuses what the escape stands for, and the resource is left out).
+fn one_line(s: &str) -> Value {
+    if !s.chars().any(|c| c.is_control() || reconcile_core::text::unreadable(c).is_some()) {
+        return Value::from(s);
+    }
+    let mut quoted = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => quoted.push_str("\\\""),
+            '\\' => quoted.push_str("\\\\"),
+            '\n' => quoted.push_str("\\n"),
+            '\t' => quoted.push_str("\\t"),
+            c if (c as u32) > 0xffff => quoted.push_str(&format!("\\U{:08X}", c as u32)),
+            c if c.is_control() || reconcile_core::text::unreadable(c).is_some() => {
+                quoted.push_str(&format!("\\u{:04X}", c as u32));
+            }
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('"');
+    quoted.parse().unwrap_or_else(|_| Value::from(s))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_live_string_is_one_line_with_what_a_reviewer_cannot_see_escaped_and_reads_back_the_same() {
+        let description = "keep three\n[ci]\napply_role = \"attacker-role\"\t\u{202e}x\u{1b}[2J \"q\" \\";
+        let written = one_line(description).to_string();
+        assert_eq!(
+            written.trim(),
+            r#""keep three\n[ci]\napply_role = \"attacker-role\"\t\u202Ex\u001B[2J \"q\" \\""#
+        );
+        let document: DocumentMut = format!("description = {written}\n").parse().unwrap();
+        assert_eq!(document["description"].as_str(), Some(description));
+        assert_eq!(one_line("plain").to_string(), "\"plain\"");
+    }
 
     #[test]
     fn lines_land_in_their_tables_and_what_was_there_stays_as_it_was() {

@@ -13,7 +13,8 @@
 //! listed in desired.toml's `import` (or `adopt = true` on the resource), reviewed in a plan
 //! that shows it as an import, and only then marked. A resource carrying reconcile's old
 //! ownership tag (`managed-by = reconcile`, from desired.toml's tags before the mark existed)
-//! is re-marked without being listed: that is an account reconcile made, upgraded.
+//! is re-marked without being listed: that is an account reconcile made, upgraded; but for what
+//! there is one of per account, which every deployment shares and the old tag names none of.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -197,13 +198,16 @@ pub fn takeovers(
 }
 
 /// Whether the shared `resource` (one per account), as it is `live`, is used as it is: it is
-/// another deployment's, or nobody's and not imported (an import takes it over, as any other).
+/// another deployment's, or nobody's or reconcile's from before the mark and not imported (an
+/// import takes it over, as any other). An old `managed-by = reconcile` tag on what every
+/// deployment in the account shares says only that some deployment made it, not which: the
+/// first to plan would re-mark it as its own, and the others lose it.
 fn used_as_it_is(resource: &crate::plan::DesiredResource, live: &Map<String, Value>, ours: &str) -> bool {
     resource.shared
         && match owner(live, ours) {
             Owner::Deployment(_) => true,
-            Owner::Unmarked => !resource.overrides(ADOPT),
-            Owner::Ours | Owner::Legacy => false,
+            Owner::Unmarked | Owner::Legacy => !resource.overrides(ADOPT),
+            Owner::Ours => false,
         }
 }
 
@@ -226,6 +230,10 @@ pub fn shared(
         used.insert(resource.address.clone());
         let whose = match owner(live, ours) {
             Owner::Deployment(other) => format!("deployment `{other}`'s"),
+            Owner::Legacy => format!(
+                "made by a reconcile from before the mark (`{LEGACY_KEY} = {LEGACY_VALUE}`), which says no deployment: \
+                 import it to take it over"
+            ),
             _ => "made by hand or by another tool (it carries no mark)".to_owned(),
         };
         let name = &resource.remote_name;

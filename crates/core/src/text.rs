@@ -10,6 +10,35 @@ pub fn is_hidden(c: char) -> bool {
     c.is_control() || is_bidi(c)
 }
 
+/// A character that shows nothing where it stands (a zero-width space or joiner, a word joiner,
+/// a byte-order mark, a soft hyphen, a line or paragraph separator): two strings a reviewer
+/// reads as the same differ by it.
+pub fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00ad}' | '\u{180e}' | '\u{200b}'..='\u{200d}' | '\u{2028}' | '\u{2029}' | '\u{2060}'..='\u{2064}' | '\u{feff}'
+    )
+}
+
+/// What a character a person wrote must not be in text a reviewer reads as it is (desired.toml):
+/// a control but a tab or a line break, a bidirectional control, or an invisible character.
+pub fn unreadable(c: char) -> Option<&'static str> {
+    if is_bidi(c) {
+        Some("a bidirectional control, which makes text read in another order than it is written")
+    } else if c.is_control() && !matches!(c, '\t' | '\n') {
+        Some("a control character")
+    } else if is_invisible(c) {
+        Some("an invisible character")
+    } else {
+        None
+    }
+}
+
+/// `text` with each character [`unreadable`] refuses written as its escape (`\u{202e}`).
+pub fn escaped(text: &str) -> String {
+    text.chars().map(|c| if unreadable(c).is_some() { format!("\\u{{{:x}}}", c as u32) } else { c.to_string() }).collect()
+}
+
 /// A bidirectional control: the marks, embeddings, overrides and isolates.
 pub fn is_bidi(c: char) -> bool {
     matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')

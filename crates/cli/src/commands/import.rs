@@ -33,7 +33,7 @@ fn takeovers(planned: &Planned, say: bool) -> Takeovers {
         match planned.plan.observed.get(&address) {
             Some(Observed::Present(live)) => match owner(live, ours) {
                 // One per account, someone else's: used as it is, never taken over.
-                Owner::Unmarked | Owner::Deployment(_) if resource.shared => {
+                Owner::Unmarked | Owner::Deployment(_) | Owner::Legacy if resource.shared => {
                     if resource.overrides(reconcile_core::plan::ADOPT) {
                         wanted.push(address);
                     } else {
@@ -132,12 +132,23 @@ pub async fn generate(session: &Session<Aws>, path: &Path, patterns: &[String], 
     let account = planned.account.clone();
     let ours = inputs.desired.deployment.as_str();
     let found = session.inventory(&planned).await?;
-    let (mine, others): (Vec<&Found>, Vec<&Found>) =
-        found.iter().partition(|f| f.deployment.as_deref().is_none_or(|d| d == ours));
-    let named_others = others.iter().filter(|f| matches(&f.name, patterns)).count();
+    let (mine, others): (Vec<&Found>, Vec<&Found>) = found.iter().partition(|f| f.deployment.is_none());
+    let named_others = others.iter().filter(|f| f.deployment.as_deref() != Some(ours) && matches(&f.name, patterns));
+    let named_others = named_others.count();
     if named_others > 0 {
         err(&format!(
             "left out {named_others} resource(s) that carry another deployment's mark: they are that deployment's"
+        ));
+    }
+    // What carries this deployment's mark and desired.toml does not declare (D109): the mark
+    // proves nothing of who wrote it (whoever may tag it could have), so it is never declared
+    // on its word; a person who knows it is this deployment's declares it.
+    for marked in others.iter().filter(|f| f.deployment.as_deref() == Some(ours) && matches(&f.name, patterns)) {
+        err(&format!(
+            "left out {}: it carries this deployment's mark and desired.toml does not declare it (D109): marked by \
+             someone who may tag it, or left from a declaration since removed, which the mark cannot tell apart; \
+             declare it by hand once you know it is this deployment's",
+            Address::new(marked.kind, &marked.name)
         ));
     }
     let mut chosen: BTreeSet<usize> = (0..mine.len())
@@ -182,14 +193,20 @@ pub async fn generate(session: &Session<Aws>, path: &Path, patterns: &[String], 
         if let Err(errors) = crate::catalog::parse_desired(path, &generation.text) {
             for error in &errors.0 {
                 let owners = crate::generate::owners_of(&generation, &error.key_path);
+                let owners: Vec<(String, String)> = match owners.is_empty() {
+                    false => owners.into_iter().map(|owner| (owner.to_owned(), error.message.clone())).collect(),
+                    // A line no one resource owns (a tag every repository shares, written once
+                    // in `[ecr.defaults]`): those that desired.toml refuses written alone.
+                    true => refused_alone(path, inputs, &account, &set),
+                };
                 if owners.is_empty() {
                     return Err(CliError::RefusedInput(format!(
                         "{}: what was generated would be invalid: {error}; nothing was written",
                         path.display()
                     )));
                 }
-                for owner in owners {
-                    excluded.insert(owner.to_owned(), format!("desired.toml would refuse it: {}", error.message));
+                for (owner, why) in owners {
+                    excluded.insert(owner, format!("desired.toml would refuse it: {why}"));
                 }
             }
             continue;
@@ -222,7 +239,7 @@ pub async fn generate(session: &Session<Aws>, path: &Path, patterns: &[String], 
         crate::files::rewrite(path, &inputs.desired_text, &listing.text)?;
         let written: BTreeSet<&str> = generation.owners.iter().map(|(_, owner)| owner.as_str()).collect();
         err(&format!(
-            "Declared in {} ({} resource(s)), each listed in `import` ({} address(es)): `reconcile plan` shows only \
+            "Declared in {} ({} resource(s)); listed in `import` ({} address(es)): `reconcile plan` shows only \
              imports, and the next apply (an administrator's) marks them as deployment `{ours}`'s.",
             path.display(),
             written.len(),
@@ -236,6 +253,21 @@ pub async fn generate(session: &Session<Aws>, path: &Path, patterns: &[String], 
         path.display(),
         why.join("; ")
     )))
+}
+
+/// Each of `set` whose declaration, generated alone (with what it needs), desired.toml refuses,
+/// with the first reason.
+fn refused_alone(path: &Path, inputs: &Inputs, account: &reconcile_core::Account, set: &[&Found]) -> Vec<(String, String)> {
+    set.iter()
+        .filter_map(|found| {
+            // With what it needs (a project's role), which is declared with it.
+            let with: Vec<&Found> =
+                set.iter().copied().filter(|f| f.name == found.name || found.needs.contains(&f.name)).collect();
+            let alone = crate::generate::generate(&inputs.desired_text, &inputs.desired, account, &with).ok()?;
+            let errors = crate::catalog::parse_desired(path, &alone.text).err()?;
+            Some((found.name.clone(), errors.0.first()?.message.clone()))
+        })
+        .collect()
 }
 
 /// What the plan of a generated desired.toml does beyond imports to what was written (`names`),

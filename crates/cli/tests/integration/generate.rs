@@ -285,3 +285,89 @@ async fn another_deployments_resources_are_never_written_and_a_pattern_chooses_w
     let validate = reconcile(&account, &file.path, &["validate"]);
     assert_eq!(validate.code, 0, "{}{}", validate.stdout, validate.stderr);
 }
+
+/// What the account says is never written on its word: a repository carrying this deployment's
+/// mark that desired.toml does not declare (D109: whoever may tag it could have marked it) is
+/// left out with D109's words; a live value holding a character a reviewer cannot see (U+202E)
+/// leaves its resource out, and a multi-line one is written as one escaped line, so its lines
+/// cannot read as tables of desired.toml in the diff; a refused tag every chosen repository
+/// shares leaves those out, not the whole generation; and the last line counts exactly what was
+/// written and listed.
+#[tokio::test(flavor = "multi_thread")]
+async fn what_the_account_says_is_left_out_or_escaped_never_trusted_or_written_raw() {
+    let account = emulator().new_account().await;
+    let ecr = ecr::Client::new(&account.sdk_config());
+    let policy = |description: &str| {
+        serde_json::json!({ "rules": [{ "rulePriority": 1, "description": description, "selection": { "tagStatus": "untagged", "countType": "imageCountMoreThan", "countNumber": 5 }, "action": { "type": "expire" } }] })
+        .to_string()
+    };
+    let tag = |key: &str, value: &str| ecr::types::Tag::builder().key(key).value(value).build().unwrap();
+    let lines = "keep five\n[ci]\napply_role = \"attacker-role\"";
+    for (name, description, tags) in [
+        ("rocm/pytorch", "keep five", vec![]),
+        ("rocm/lines", lines, vec![]),
+        ("rocm/bidi", "keep \u{202e}evif", vec![]),
+        ("rocm/forged", "keep five", vec![tag("reconcile:deployment", "rocm-bake")]),
+    ] {
+        ecr.create_repository().repository_name(name).set_tags(Some(tags)).send().await.unwrap();
+        let text = policy(description);
+        ecr.put_lifecycle_policy().repository_name(name).lifecycle_policy_text(text).send().await.unwrap();
+    }
+    let text = "region = \"us-east-1\"\ndeployment = \"rocm-bake\"\n";
+    let file = crate::support::desired_file(text);
+    let generated = reconcile(&account, &file.path, &["import", "--generate", "rocm/*"]);
+    assert_eq!(generated.code, 0, "{}{}", generated.stdout, generated.stderr);
+    let said = &generated.stderr;
+    assert!(
+        said.contains("left out ecr_repository.rocm/forged: it carries this deployment's mark and desired.toml does not declare it (D109)"),
+        "{said}"
+    );
+    assert!(said.contains("left out `rocm/bidi`: desired.toml would refuse it: holds U+202E"), "{said}");
+    assert!(!said.contains('\u{202e}'), "nothing raw on the terminal: {said}");
+    assert!(
+        said.contains("Declared in ") && said.contains(" (2 resource(s)); listed in `import` (2 address(es))"),
+        "{said}"
+    );
+    let written = std::fs::read_to_string(&file.path).unwrap();
+    let table: toml::Table = toml::from_str(&written).unwrap();
+    let names: Vec<&String> = table["ecr"]["repositories"].as_table().unwrap().keys().collect();
+    assert_eq!(names, ["rocm/lines", "rocm/pytorch"], "{written}");
+    assert!(!written.contains('\u{202e}') && !written.contains("forged"), "{written}");
+    assert!(
+        written.contains(r#""keep five\n[ci]\napply_role = \"attacker-role\"""#),
+        "one escaped line: {written}"
+    );
+    assert!(!written.lines().any(|line| line.trim() == "[ci]"), "{written}");
+    let plan = reconcile(&account, &file.path, &["plan"]);
+    assert_eq!(summary(&plan.stdout), "Plan: 2 to import, 0 to add, 0 to change, 0 to destroy.", "{}", plan.stdout);
+
+    // A tag every chosen repository shares, which desired.toml refuses (a hidden character in
+    // its value), is written once for all of them: it leaves those out, and the rest is written.
+    for name in ["shared/a", "shared/b"] {
+        let tags = vec![tag("owner", "team\u{200b}y")];
+        ecr.create_repository().repository_name(name).set_tags(Some(tags)).send().await.unwrap();
+        let text = policy("keep five");
+        ecr.put_lifecycle_policy().repository_name(name).lifecycle_policy_text(text).send().await.unwrap();
+    }
+    let bucket = format!("shared-cache-{}", account.id);
+    let s3 = aws_sdk_s3::Client::new(&account.sdk_config());
+    s3.create_bucket().bucket(&bucket).send().await.unwrap();
+    let sse = s3::types::ServerSideEncryptionByDefault::builder()
+        .sse_algorithm(s3::types::ServerSideEncryption::Aes256)
+        .build()
+        .unwrap();
+    let rule = s3::types::ServerSideEncryptionRule::builder().apply_server_side_encryption_by_default(sse).build();
+    let encryption = s3::types::ServerSideEncryptionConfiguration::builder().rules(rule).build().unwrap();
+    s3.put_bucket_encryption().bucket(&bucket).server_side_encryption_configuration(encryption).send().await.unwrap();
+    let fresh = crate::support::desired_file(text);
+    let shared = reconcile(&account, &fresh.path, &["import", "--generate", "shared*"]);
+    assert_eq!(shared.code, 0, "{}{}", shared.stdout, shared.stderr);
+    for name in ["shared/a", "shared/b"] {
+        let left = format!("left out `{name}`: desired.toml would refuse it: holds U+200B");
+        assert!(shared.stderr.contains(&left), "{}", shared.stderr);
+    }
+    let written = std::fs::read_to_string(&fresh.path).unwrap();
+    let table: toml::Table = toml::from_str(&written).unwrap();
+    assert!(table.get("ecr").is_none() && !written.contains('\u{200b}'), "{written}");
+    assert!(written.contains("shared-cache-${account_id}"), "the bucket is written: {written}");
+}

@@ -287,6 +287,46 @@ async fn two_deployments_run_ci_in_one_account_sharing_githubs_identity_provider
     let applier = account.assume("team-b-reconcile-apply").await;
     let apply = reconcile(&applier, &second.path, &["apply", "--auto-approve"]);
     assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
+
+    // The provider as a reconcile from before the mark left it (`managed-by = reconcile`), with
+    // another team's tag: that says some deployment made it, not which, so no deployment
+    // re-marks it on its own; it is used as it is (W607) until one imports it.
+    iam.untag_open_id_connect_provider()
+        .open_id_connect_provider_arn(&provider)
+        .tag_keys(MARK)
+        .send()
+        .await
+        .unwrap();
+    let tag = |key: &str, value: &str| iam::types::Tag::builder().key(key).value(value).build().unwrap();
+    iam.tag_open_id_connect_provider()
+        .open_id_connect_provider_arn(&provider)
+        .tags(tag("managed-by", "reconcile"))
+        .tags(tag("owner", "platform"))
+        .send()
+        .await
+        .unwrap();
+    let tags = || async {
+        let live = iam.list_open_id_connect_provider_tags().open_id_connect_provider_arn(&provider).send().await;
+        let mut tags: Vec<String> = live.unwrap().tags().iter().map(|t| format!("{}={}", t.key(), t.value())).collect();
+        tags.sort();
+        tags
+    };
+    let before = tags().await;
+    assert!(before.contains(&"owner=platform".to_owned()) && !before.iter().any(|t| t.starts_with(MARK)));
+    let plan = reconcile(&account, &second.path, &["plan", "--detailed-exitcode"]);
+    assert_eq!(plan.code, 0, "used as it is: {}{}", plan.stdout, plan.stderr);
+    assert!(plan.stdout.contains("[W607] iam_oidc_provider.github") && plan.stdout.contains("before the mark"));
+    let apply = reconcile(&account, &second.path, &["apply", "--auto-approve"]);
+    assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
+    assert_eq!(tags().await, before);
+    // Imported, it is taken over as any other, in a plan that says so.
+    let importing = desired_file(&format!(
+        "import = [\"iam_oidc_provider.github\"]\n{}",
+        std::fs::read_to_string(&second.path).unwrap()
+    ));
+    let plan = reconcile(&account, &importing.path, &["plan"]);
+    assert_eq!(plan.code, 0, "{}{}", plan.stdout, plan.stderr);
+    assert!(plan.stdout.contains("# iam_oidc_provider.github will be re-marked"), "{}", plan.stdout);
 }
 
 /// Whether `text` shows `value` whole: not as digits inside a longer number (a hook's id such as

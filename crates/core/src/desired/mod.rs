@@ -9,6 +9,7 @@
 //! `[usage]`); each kind's section is its crate's, claimed through `section` and referring to
 //! the others only through what they publish (`reference`). This module holds what they share.
 
+mod hidden;
 mod reference;
 mod section;
 pub mod testing;
@@ -332,6 +333,10 @@ impl Desired {
         // Bounded before anything is built per resource (each costs a plan tens of kilobytes).
         if let Some(error) = too_many_tables(&locate, &keys) {
             return Err(DesiredErrors(vec![error]));
+        }
+        let unreadable = hidden::unreadable_characters(&locate, &keys);
+        if !unreadable.is_empty() {
+            return Err(DesiredErrors(unreadable));
         }
         let claimed: Vec<&Claim> =
             keys.keys().filter_map(|key| claims.iter().copied().find(|claim| claim.name == key.get_ref())).collect();
