@@ -83,6 +83,24 @@ impl ApplyLock for AwsLock<'_> {
         let Some(ours) = self.ours.lock().expect("never poisoned").clone() else { return Ok(()) };
         self.lock.release(&ours).await.map_err(|error| self.aws.failed(vec![error]))
     }
+
+    async fn renew(&self) -> Result<bool, CliError> {
+        let Some(ours) = self.ours.lock().expect("never poisoned").clone() else { return Ok(false) };
+        let renewed = Holder { until: reconcile_core::time::now() + LOCK_LEASE.as_secs() as i64, ..ours.clone() };
+        let held = self.lock.renew(&ours, &renewed).await.map_err(|error| self.aws.failed(vec![error]))?;
+        if held {
+            *self.ours.lock().expect("never poisoned") = Some(renewed);
+        }
+        Ok(held)
+    }
+
+    fn renew_every(&self) -> Duration {
+        LOCK_LEASE / 4
+    }
+
+    fn expired(&self) -> bool {
+        self.ours.lock().expect("never poisoned").as_ref().is_none_or(|ours| ours.until < reconcile_core::time::now())
+    }
 }
 
 /// Whether the process a holder names may still run: always, for one on another host (or of

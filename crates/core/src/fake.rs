@@ -24,6 +24,8 @@ pub struct FakeReconciler {
     pub fail: Vec<String>,
     /// The names whose apply never finishes (a write that hangs).
     pub hang: Vec<String>,
+    /// The name whose apply finishes only when this does (a write that takes a while).
+    pub slow: Option<(String, futures::future::Shared<futures::future::BoxFuture<'static, ()>>)>,
     /// What observe finds, by address; a desired address not here is absent. An address here
     /// that is not desired is found anyway, as something undeclared in the managed scope.
     pub observed: BTreeMap<Address, Observed>,
@@ -96,6 +98,11 @@ impl Reconciler for FakeReconciler {
         self.record(format!("apply {}", change.address));
         if self.hang.contains(&change.address.name) {
             std::future::pending::<()>().await;
+        }
+        if let Some((name, done)) = &self.slow
+            && *name == change.address.name
+        {
+            done.clone().await;
         }
         if self.fail.contains(&change.address.name) {
             return Err(ReconcileError::new(Some(&change.address), "create", "boom"));

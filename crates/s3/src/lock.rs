@@ -124,6 +124,11 @@ impl Lock {
                 Write::Lost => {}
             }
             let Some(current) = self.current().await? else { continue };
+            // Our own write, whose answer was lost (S3 committed it and the SDK's retry met the
+            // condition it had just made true): ours, not another apply's to wait for.
+            if current.holder == *holder {
+                return Ok(self.held(current.etag, Taken::Held));
+            }
             if current.holder.until < holder.since || gone(&current.holder) {
                 match self.write(&body, Some(&current.etag)).await? {
                     Write::Written(etag) => return Ok(self.held(etag, Taken::Broke(current.holder))),
@@ -203,6 +208,36 @@ impl Lock {
             until: i64::MAX,
         });
         Ok(Some(Current { holder, etag }))
+    }
+
+    /// Extends the lease of the lock this process holds as `holder` to `renewed` (the same holder,
+    /// a later `until`): written only over the lock it wrote (`If-Match` its ETag). `false` when
+    /// that is no longer the lock (broken and perhaps taken by another apply, or let go of).
+    pub async fn renew(&self, holder: &Holder, renewed: &Holder) -> Result<bool, ReconcileError> {
+        let ours = self.ours.lock().expect("never poisoned").clone();
+        let etag = match ours {
+            Some(etag) => etag,
+            None => match self.current().await? {
+                Some(current) if current.holder == *holder => current.etag,
+                _ => return Ok(false),
+            },
+        };
+        let body = serde_json::to_vec_pretty(renewed).expect("a holder serializes");
+        match self.write(&body, Some(&etag)).await? {
+            Write::Written(etag) => {
+                *self.ours.lock().expect("never poisoned") = Some(etag);
+                Ok(true)
+            }
+            // Lost, or an answer lost after S3 wrote it: the lock says which.
+            Write::Lost => match self.current().await? {
+                Some(current) if current.holder == *renewed => {
+                    *self.ours.lock().expect("never poisoned") = Some(current.etag);
+                    Ok(true)
+                }
+                _ => Ok(false),
+            },
+            Write::NoBucket => Ok(false),
+        }
     }
 
     /// Lets go of the lock this process holds as `holder`: deleted only if it is still the one

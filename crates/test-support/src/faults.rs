@@ -37,6 +37,9 @@ pub enum Fault {
     Reset,
     /// Forward it, after a delay.
     Delay(Duration),
+    /// Forward it, and close the connection instead of answering: the service did it, and the
+    /// caller never hears so.
+    LostAnswer,
 }
 
 /// Which requests a rule applies to, and how often.
@@ -361,8 +364,10 @@ async fn handle(
     if state.halt.over_the_rate(&service) {
         return Ok(throttling(&service)?);
     }
+    let mut lost = false;
     match state.pick(&service, &operation) {
         Some(Fault::Reset) => return Err("reset by the fault proxy".into()),
+        Some(Fault::LostAnswer) => lost = true,
         Some(Fault::Status(status)) => {
             return Ok(Response::builder().status(status).body(Full::new(Bytes::new()))?);
         }
@@ -378,6 +383,9 @@ async fn handle(
     let answer = client.request(forward.body(Full::new(body))?).await?;
     let (parts, body) = answer.into_parts();
     let body = body.collect().await?.to_bytes();
+    if lost {
+        return Err("the answer lost by the fault proxy".into());
+    }
     if write {
         state.halt.answered.fetch_add(1, Ordering::SeqCst);
     }

@@ -9,7 +9,7 @@ use reconcile_core::engine::{self, ApplyOptions, ApplyReport, Refusal};
 use reconcile_core::saved::SavedPlan;
 use reconcile_core::{Account, Reconciler};
 
-use super::{ApplyRequest, Backend, Console, Interrupts, PlanFrom, Planned, Session, input, refuse_on};
+use super::{ApplyLock, ApplyRequest, Backend, Console, Interrupts, PlanFrom, Planned, Session, input, refuse_on};
 use crate::error::CliError;
 use crate::exit;
 use crate::files;
@@ -82,12 +82,12 @@ impl<B: Backend> Session<B> {
             Err(error) => return Some(Err(error)),
         };
         if !look.plan.has_changes() {
-            return Some(self.carry_out(console, &look, request, &mut Interrupts::none()).await);
+            return Some(self.carry_out(console, &look, request, &mut Interrupts::none(), None).await);
         }
         match self.preflight(&look, request.allow_delete).await {
             Err(refusal) => Some(console.plan(&self.shown(&look, request.shown_in_public)).and(Err(refusal))),
             Ok(left) if left.changes.len() == look.plan.changes.len() => {
-                Some(self.carry_out(console, &look, request, &mut Interrupts::none()).await)
+                Some(self.carry_out(console, &look, request, &mut Interrupts::none(), None).await)
             }
             Ok(_) => None,
         }
@@ -134,7 +134,7 @@ impl<B: Backend> Session<B> {
                     let (file, path) = saved.expect("matched above");
                     let planned = self.verify_saved(account, file, path).await?;
                     let request = ApplyRequest { auto_approve: true, ..request };
-                    return self.carry_out(console, &planned, request, &mut Interrupts::none()).await;
+                    return self.carry_out(console, &planned, request, &mut Interrupts::none(), None).await;
                 }
             }
             None => {
@@ -161,7 +161,8 @@ impl<B: Backend> Session<B> {
                 }
             },
         };
-        let result = self.apply_locked(console, account, saved, request, &mut interrupts).await;
+        let held_lock = lock.as_deref().filter(|_| held);
+        let result = self.apply_locked(console, account, saved, request, &mut interrupts, held_lock).await;
         match (&lock, held) {
             (Some(lock), true) => {
                 let released = match &result {
@@ -189,6 +190,7 @@ impl<B: Backend> Session<B> {
         saved: Option<(SavedPlan, &Path)>,
         request: ApplyRequest<'_>,
         interrupts: &mut Interrupts,
+        lock: Option<&dyn ApplyLock>,
     ) -> Result<u8, CliError> {
         // A saved plan was approved when it was reviewed.
         let request = ApplyRequest { auto_approve: request.auto_approve || saved.is_some(), ..request };
@@ -202,7 +204,7 @@ impl<B: Backend> Session<B> {
             planned = planning => planned?,
             code = interrupts.next() => return Err(CliError::Interrupted(code)),
         };
-        self.carry_out(console, &planned, request, interrupts).await
+        self.carry_out(console, &planned, request, interrupts, lock).await
     }
 
     /// The plan as this apply shows it: whole, or as a public page may say it (its desired.toml
@@ -222,6 +224,7 @@ impl<B: Backend> Session<B> {
         planned: &Planned,
         request: ApplyRequest<'_>,
         interrupts: &mut Interrupts,
+        lock: Option<&dyn ApplyLock>,
     ) -> Result<u8, CliError> {
         let plan = &planned.plan;
         console.plan(&self.shown(planned, request.shown_in_public))?;
@@ -252,29 +255,41 @@ impl<B: Backend> Session<B> {
             }
         }
         console.line("");
-        self.run(console, planned, request.allow_delete, &left.changes, interrupts).await
+        self.run(console, planned, Carry { allow_delete: request.allow_delete, left: &left.changes, lock }, interrupts)
+            .await
     }
 
     /// The changes themselves. The first signal starts no more changes and lets the running ones
-    /// finish; a second stops at once.
+    /// finish; a second stops at once. The lock's lease is renewed while they run; a lock this
+    /// run no longer holds (its lease ran out and another apply broke it) starts no more either.
     async fn run(
         &self,
         console: &dyn Console,
         planned: &Planned,
-        allow_delete: bool,
-        left: &[(reconcile_core::Address, String)],
+        carry: Carry<'_>,
         interrupts: &mut Interrupts,
     ) -> Result<u8, CliError> {
+        let Carry { allow_delete, left, lock } = carry;
         let stop = AtomicBool::new(false);
         let options = ApplyOptions { allow_delete, left, concurrency: self.backend.parallelism(), stop: Some(&stop) };
         let applying = engine::apply(&planned.reconcilers, &planned.plan, options, console.events());
         tokio::pin!(applying);
         let mut ticks = tokio::time::interval(Duration::from_millis(120));
+        // (Without a lock the renewals never come due: the guard below never lets them.)
+        let every = lock.map_or(Duration::from_secs(24 * 60 * 60), |lock| lock.renew_every());
+        let mut renewals = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         let mut interrupted: Option<u8> = None;
+        let mut lost: Option<String> = None;
         let result = loop {
             tokio::select! {
                 result = &mut applying => break result,
                 _ = ticks.tick() => console.tick(),
+                _ = renewals.tick(), if lock.is_some() && lost.is_none() => {
+                    lost = still_held(lock.expect("checked by the guard"), console).await.err();
+                    if lost.is_some() {
+                        stop.store(true, Ordering::SeqCst);
+                    }
+                }
                 code = interrupts.next() => {
                     if interrupted.is_some() {
                         // A second interruption: whoever sent it wants out now, so the changes in
@@ -293,6 +308,12 @@ impl<B: Backend> Session<B> {
         tracing::info!("plan and apply: {}", self.backend.requests());
         console.line("");
         console.report(&planned.plan, &report)?;
+        if let Some(why) = lost {
+            return Err(CliError::Other(anyhow::anyhow!(
+                "this apply lost the apply lock while it ran ({why}): no change started after that; plan and apply \
+                 again"
+            )));
+        }
         match interrupted {
             Some(code) => Err(CliError::Interrupted(code)),
             // The account still differs, by what only an administrator changes.
@@ -301,6 +322,39 @@ impl<B: Backend> Session<B> {
             None => Err(CliError::ApplyFailed),
         }
     }
+}
+
+/// How the changes are carried out: deletes allowed or not, what is left for an administrator,
+/// and the lock this run holds, if any.
+struct Carry<'a> {
+    allow_delete: bool,
+    left: &'a [(reconcile_core::Address, String)],
+    lock: Option<&'a dyn ApplyLock>,
+}
+
+/// Renews `lock`'s lease: `Err` with why when this run no longer holds it (broken by another
+/// apply, or run out without a renewal), after which no change may start; a renewal that fails
+/// while the lease still runs is said, and tried again at the next.
+async fn still_held(lock: &dyn ApplyLock, console: &dyn Console) -> Result<(), String> {
+    match lock.renew().await {
+        Ok(true) => Ok(()),
+        Ok(false) => Err("another apply broke it, its lease having run out, or `reconcile unlock` did".to_owned()),
+        Err(error) if lock.expired() => {
+            Err(format!("its lease ran out and could not be renewed: {}", error.render().join("; ")))
+        }
+        Err(error) => {
+            console.warn(&format!(
+                "The apply lock's lease could not be renewed; tried again before it runs out: {}",
+                error.render().join("; ")
+            ));
+            Ok(())
+        }
+    }
+    .inspect_err(|why| {
+        console.warn(&format!(
+            "This apply no longer holds the apply lock: {why}. Starting no more changes; the running ones finish."
+        ));
+    })
 }
 
 /// What an apply leaves for an administrator: who the CI caller is, in words, and each change

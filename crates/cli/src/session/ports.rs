@@ -63,6 +63,14 @@ pub trait ApplyLock: Send + Sync {
     async fn take(&self, wait: Duration) -> Result<bool, CliError>;
     /// Lets go of this run's lock; one it does not hold (anyone else's) is left alone.
     async fn release(&self) -> Result<(), CliError>;
+    /// Extends the lease of the lock this run holds, if it still does: `Ok(false)` when it does
+    /// not (its lease ran out and another apply broke it, or `reconcile unlock` did).
+    async fn renew(&self) -> Result<bool, CliError>;
+    /// How often [`ApplyLock::renew`] is due: a fraction of the lease, so that a renewal that
+    /// fails is tried again before the lease runs out.
+    fn renew_every(&self) -> Duration;
+    /// Whether the lease this run last wrote has run out, by this host's clock.
+    fn expired(&self) -> bool;
 }
 
 /// The person or job an apply answers to.

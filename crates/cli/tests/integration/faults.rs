@@ -668,3 +668,60 @@ async fn a_throttle_that_never_lifts_fails_the_run_after_the_deadline_saying_so(
     let unlock = reconcile(&account, &desired.path, &["unlock"]);
     assert!(unlock.stdout.starts_with("There is no apply lock"), "released: {}", unlock.stdout);
 }
+
+/// S3 writes the lock and its answer is lost: the SDK's retry meets the condition its own first
+/// write made true. The apply knows the lock for its own (it names this very run), applies, and
+/// lets go of it; never "another apply holds the lock", never a lock left for its lease.
+#[tokio::test]
+async fn a_lost_answer_to_the_locks_write_is_known_for_this_applys_own() {
+    let account = emulator().new_account().await;
+    let desired = desired_file(&small_account_with_runner(&["pytorch"]));
+    assert_eq!(reconcile(&account, &desired.path, &["apply", "--auto-approve"]).code, 0);
+    let more = desired_file(&small_account_with_runner(&["pytorch", "vllm"]));
+    // The first S3 write of an apply with something to do is its lock's (it reads until then).
+    let lost = vec![Rule::always(Fault::LostAnswer).service("s3").operation("PUT").first(1)];
+    let proxy = FaultProxy::start(emulator().endpoint(), 1, lost);
+    let apply = through(&proxy, &account, &more.path, &["apply", "--auto-approve"]);
+    assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
+    assert!(!apply.stderr.contains("another apply holds the lock"), "{}", apply.stderr);
+    let puts = account.requests().iter().filter(|r| r.method == "PUT" && r.path.ends_with("/reconcile/apply.lock")).count();
+    assert!(puts >= 2, "the lock was written, and written again by the retry: {puts}");
+    let unlock = reconcile(&account, &more.path, &["unlock"]);
+    assert!(unlock.stdout.starts_with("There is no apply lock"), "let go of: {}", unlock.stdout);
+    assert_eq!(reconcile(&account, &more.path, &["plan", "--detailed-exitcode"]).code, 0);
+}
+
+/// The lease of a lock this run holds is renewed over the lock it wrote, and only that: once
+/// another apply broke it (its lease ran out), renewing says it is no longer held.
+#[tokio::test]
+async fn a_lease_is_renewed_only_while_the_lock_is_still_this_runs() {
+    use reconcile_s3::lock::{Holder, Lock, Taken};
+    let account = emulator().new_account().await;
+    let desired = desired_file(&small_account_with_runner(&["pytorch"]));
+    assert_eq!(reconcile(&account, &desired.path, &["apply", "--auto-approve"]).code, 0);
+    let bucket = format!("rocm-bake-sccache-{}", account.id);
+    let client = aws_sdk_s3::Client::from_conf(
+        aws_sdk_s3::config::Builder::from(&account.sdk_config()).force_path_style(true).build(),
+    );
+    let lock = Lock::new(client, &bucket);
+    let holder = Holder {
+        who: "arn:aws:sts::123456789012:assumed-role/apply/ci".to_owned(),
+        host: "runner-1".to_owned(),
+        run: None,
+        pid: Some(1),
+        since: 1_800_000_000,
+        until: 1_800_003_600,
+    };
+    let never_gone = |_: &Holder| false;
+    let taken = lock.take(&holder, std::time::Duration::ZERO, std::time::Duration::from_millis(50), &never_gone);
+    assert!(matches!(taken.await.unwrap(), Taken::Held));
+    let renewed = Holder { until: 1_800_007_200, ..holder.clone() };
+    assert!(lock.renew(&holder, &renewed).await.unwrap(), "still ours: renewed");
+    assert_eq!(lock.holder().await.unwrap(), Some(renewed.clone()));
+    // Its lease ran out and another apply broke it.
+    someone_elses_lock(&account, &bucket, i64::MAX / 2).await;
+    let again = Holder { until: 1_800_010_800, ..renewed.clone() };
+    assert!(!lock.renew(&renewed, &again).await.unwrap(), "no longer ours");
+    let holder_now = lock.holder().await.unwrap().unwrap();
+    assert_eq!(holder_now.host, "runner-7", "the other apply's lock stays");
+}

@@ -184,3 +184,31 @@ async fn without_a_place_for_a_lock_the_apply_runs_unlocked() {
     assert_eq!(rig.apply(request(true, false)).await.unwrap(), exit::OK);
     assert!(!rig.log().iter().any(|event| event == "lock" || event == "release"), "{:?}", rig.log());
 }
+
+#[tokio::test]
+async fn an_apply_that_no_longer_holds_the_lock_starts_no_more_changes_and_says_so() {
+    // The repository's write takes a while; meanwhile the lease's renewal finds the lock broken
+    // (its lease ran out and another apply took it): its lifecycle policy, next, never starts.
+    let mut rig = new_rig(DESIRED, Answer::Yes, slow_pytorch);
+    rig.session.backend.lock_lost = true;
+    let error = rig.apply(request(true, false)).await.unwrap_err();
+    assert!(error.render()[0].contains("lost the apply lock while it ran"), "{:?}", error.render());
+    let log = rig.log();
+    assert!(log.contains(&"renew".to_owned()), "{log:?}");
+    assert!(log.contains(&"apply ecr_repository.pytorch".to_owned()), "{log:?}");
+    assert!(!log.contains(&"apply ecr_lifecycle_policy.pytorch".to_owned()), "{log:?}");
+    assert_eq!(log.last().map(String::as_str), Some("release"), "{log:?}");
+
+    // Held throughout: renewed while the write runs, and every change made.
+    let rig = new_rig(DESIRED, Answer::Yes, slow_pytorch);
+    assert_eq!(rig.apply(request(true, false)).await.unwrap(), exit::OK);
+    let log = rig.log();
+    assert!(log.contains(&"renew".to_owned()) && log.contains(&"apply ecr_lifecycle_policy.pytorch".to_owned()));
+}
+
+/// The repository `pytorch`'s write takes a fifth of a second, four of the fake lock's renewals.
+fn slow_pytorch(_: usize, fake: &mut FakeReconciler) {
+    use futures::FutureExt;
+    let done = tokio::time::sleep(Duration::from_millis(200)).boxed().shared();
+    fake.slow = Some(("pytorch".to_owned(), done));
+}

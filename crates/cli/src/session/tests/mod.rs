@@ -60,6 +60,8 @@ struct FakeBackend {
     setup: Setup,
     /// Whether there is a lock, and whether someone else holds it for ever.
     lock: Option<bool>,
+    /// Whether this run's lock is lost while it applies.
+    lock_lost: bool,
     locked: Arc<Notify>,
     /// Who the credentials are, and whether their role trusts GitHub (`None`: unreadable).
     caller: (&'static str, Option<bool>),
@@ -116,7 +118,8 @@ impl Backend for FakeBackend {
 
     fn lock(&self, _: &Account, _: &Desired) -> Option<Box<dyn ApplyLock + '_>> {
         let busy = self.lock?;
-        Some(Box::new(FakeLock { log: Arc::clone(&self.log), busy, locked: Arc::clone(&self.locked) }))
+        let lost = self.lock_lost;
+        Some(Box::new(FakeLock { log: Arc::clone(&self.log), busy, locked: Arc::clone(&self.locked), lost }))
     }
 
     fn parallelism(&self) -> usize {
@@ -136,6 +139,8 @@ struct FakeLock {
     log: Log,
     busy: bool,
     locked: Arc<Notify>,
+    /// Whether this run lost it while applying (another apply broke it when its lease ran out).
+    lost: bool,
 }
 
 #[async_trait]
@@ -152,6 +157,19 @@ impl ApplyLock for FakeLock {
     async fn release(&self) -> Result<(), CliError> {
         record(&self.log, "release");
         Ok(())
+    }
+
+    async fn renew(&self) -> Result<bool, CliError> {
+        record(&self.log, "renew");
+        Ok(!self.lost)
+    }
+
+    fn renew_every(&self) -> Duration {
+        Duration::from_millis(50)
+    }
+
+    fn expired(&self) -> bool {
+        self.lost
     }
 }
 
@@ -240,6 +258,7 @@ fn rig_with_lock(
         plans: AtomicUsize::new(0),
         setup: Box::new(setup),
         lock,
+        lock_lost: false,
         locked: Arc::clone(&locked),
         caller: ("arn:aws:sts::123456789012:assumed-role/administrator/session", Some(false)),
     };
