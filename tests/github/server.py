@@ -79,6 +79,9 @@ Test controls, outside GitHub's API:
 - `POST /_test/fail` `{"repository": "o/r", "count": N, "status": 502}`: the next N requests to
   the repository answer with that server error, as GitHub's front end does when a backend is
   down (`{"message": "Server Error"}`).
+- `POST /_test/lose-answer` `{"repository": "o/r", "count": N}`: the next N writes (POST, PATCH)
+  to the repository are made, and the connection closed instead of answering: GitHub did it, and
+  the caller never hears so.
 - `GET /_test/log?repository=o/r`: every request to the repository, in order, with the time
   (`time.time()`, comparable with the AWS emulator's record) it was answered.
 """
@@ -102,6 +105,7 @@ BOT = {"login": "github-actions[bot]", "type": "Bot", "id": 41898282}
 next_id = [1000]
 rate_limits = {}  # repository -> [count, kind]
 failures = {}  # repository -> [count, status]
+lost_answers = {}  # repository -> count of writes made and never answered
 log = []
 next_hook_id = [1]
 
@@ -211,6 +215,12 @@ class Handler(BaseHTTPRequestHandler):
             result = self.repository_route(method, key, rest, query, body, url.path)
             log.append({"method": method, "path": url.path, "repository": key, "status": result[0],
                         "at": time.time()})
+            lose = method in ("POST", "PATCH") and lost_answers.get(key, 0) > 0
+            if lose:
+                lost_answers[key] -= 1
+        if lose:
+            self.close_connection = True
+            return
         self.answer(*result)
 
     def repository_route(self, method, key, rest, query, body, path):
@@ -530,6 +540,9 @@ class Handler(BaseHTTPRequestHandler):
                     "comments": repo["comments"], "statuses": repo["statuses"], "oidc_sub": repo["oidc_sub"]})
             if method == "POST" and parts == ["fail"]:
                 failures[body["repository"]] = [body.get("count", 1), body.get("status", 502)]
+                return self.answer(204)
+            if method == "POST" and parts == ["lose-answer"]:
+                lost_answers[body["repository"]] = body.get("count", 1)
                 return self.answer(204)
             if method == "POST" and parts == ["race"]:
                 repository(body["repository"]).setdefault("racing", []).append(body["issue"])

@@ -165,7 +165,10 @@ impl Conversation {
             Step::Acknowledged(number) => Ok(Outcome::Acknowledged(number)),
             Step::Open => {
                 let drift = now.expect("a drift to open an issue about");
-                let body = json!({ "title": drift.title(), "body": drift.body(None), "labels": [label] });
+                // Sealed as opened, before GitHub gives the number: should its answer be lost,
+                // the next check knows the issue for this check's (`existing_issue`).
+                let opened = drift.body(self.key.as_deref().map(|key| (key, crate::threads::OPENED)));
+                let body = json!({ "title": drift.title(), "body": opened, "labels": [label] });
                 let made = self
                     .api
                     .expect(Method::POST, &self.api.path("/issues"), Some(&body), None, "open the drift issue", &[])

@@ -116,6 +116,9 @@ pub(crate) struct Existing {
     pub(crate) not_acknowledged: Option<String>,
     /// `None` when it does not say (too many to keep, or not ours to read).
     items: Option<Items>,
+    /// Opened by a check that never heard GitHub's answer, so never sealed: taken as the drift
+    /// issue (and sealed by the next write), rather than opening another beside it.
+    unsealed: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -161,13 +164,19 @@ pub(crate) fn decide(existing: Option<&Existing>, now: Option<&Drift>) -> Step {
                 Some(Items::Counted(fingerprint, _)) => *fingerprint == fingerprint_of(&drift.items),
                 None => false,
             };
-            if issue.open && unchanged {
+            if issue.open && unchanged && !issue.unsealed {
                 return Step::Unchanged(issue.number);
             }
             if !issue.open && issue.acknowledged && unchanged {
                 return Step::Acknowledged(issue.number);
             }
-            let note = if issue.open {
+            let note = if issue.unsealed {
+                format!(
+                    "The drift check that opened this issue never heard GitHub's answer, so it did not seal it; it \
+                     is the drift issue, sealed now. The drift:\n\n{}",
+                    changes(None, &drift.items)
+                )
+            } else if issue.open {
                 format!(
                     "The drift changed since this issue last said:\n\n{}",
                     changes(issue.items.as_ref(), &drift.items)
@@ -405,15 +414,39 @@ fn ours<'a>(issues: &'a [Value], me: &'a Me, key: Option<&'a [u8]>) -> impl Iter
     ours.into_iter()
 }
 
-/// The drift issue among `issues`: the newest of ours.
+/// The number an issue's body is sealed as before GitHub has given it one ([`OPENED`]).
+pub(crate) const OPENED: u64 = 0;
+
+/// The drift issue among `issues`: the newest of ours; or, with a key, a newer open one of
+/// `me`'s sealed as [`OPENED`] (as a check opens one, before it knows the number), which a check
+/// opened and never heard GitHub's answer for, so never sealed as its own number. It is taken as
+/// the drift issue (rewritten, sealed, or closed), never a second opened beside it.
 pub(crate) fn existing_issue(issues: &[Value], me: &Me, key: Option<&[u8]>) -> Option<Existing> {
-    ours(issues, me, key).next().map(|issue| Existing {
+    let sealed = ours(issues, me, key).next();
+    let newest = sealed.and_then(|issue| issue["number"].as_u64()).unwrap_or_default();
+    let orphan = key.and_then(|key| {
+        ours(issues, me, None)
+            .filter(|issue| issue["state"] == "open" && issue["number"].as_u64().unwrap_or_default() > newest)
+            .find(|issue| issue["body"].as_str().is_some_and(|body| sealed_with(body, key, OPENED)))
+    });
+    if let Some(orphan) = orphan {
+        return Some(Existing {
+            number: orphan["number"].as_u64().unwrap_or_default(),
+            open: true,
+            acknowledged: false,
+            not_acknowledged: None,
+            items: None,
+            unsealed: true,
+        });
+    }
+    sealed.map(|issue| Existing {
         number: issue["number"].as_u64().unwrap_or_default(),
         open: issue["state"] == "open",
         // Claimed by the close; `Conversation` asks who closed it before it counts.
         acknowledged: issue["state"] == "closed" && issue["state_reason"] == "not_planned",
         not_acknowledged: None,
         items: issue["body"].as_str().and_then(stored_items),
+        unsealed: false,
     })
 }
 
@@ -466,6 +499,7 @@ mod tests {
             acknowledged: false,
             not_acknowledged: None,
             items: Some(Items::All(items.iter().map(|i| (*i).to_owned()).collect())),
+            unsealed: false,
         }
     }
 
@@ -489,7 +523,7 @@ mod tests {
         let Step::Update { number: 7, reopen: true, note } = decide(Some(&closed), Some(&a)) else { panic!() };
         assert!(note.starts_with("The account drifted again, so this issue is open again:\n\nNow (2):\n"), "{note}");
         // An issue whose stored items cannot be read is updated, never taken for unchanged.
-        let unreadable = Existing { number: 7, open: true, acknowledged: false, not_acknowledged: None, items: None };
+        let unreadable = Existing { number: 7, open: true, acknowledged: false, not_acknowledged: None, items: None, unsealed: false };
         assert!(matches!(decide(Some(&unreadable), Some(&a)), Step::Update { reopen: false, .. }));
     }
 
@@ -519,6 +553,25 @@ mod tests {
         // with the label): not ours, the real one still is.
         let copied = [issue(12, &body), issue(4, &body)];
         assert_eq!(existing_issue(&copied, &me, Some(key)).map(|e| e.number), Some(4));
+        // One a check opened (sealed as it opens one, before GitHub gives the number) and never
+        // heard the answer for: the drift issue, to be sealed, not one to open another beside.
+        let opened = drift(&["a"]).body(Some((key, OPENED)));
+        let lost = [issue(4, &body), issue(11, &opened), issue(12, &forged)];
+        let found = existing_issue(&lost, &me, Some(key)).unwrap();
+        assert_eq!((found.number, found.unsealed, found.open), (11, true, true));
+        let Step::Update { number: 11, reopen: false, note } = decide(Some(&found), Some(&drift(&["a"]))) else {
+            panic!("an update, which seals it")
+        };
+        assert!(note.contains("never heard GitHub's answer"), "{note}");
+        assert_eq!(decide(Some(&found), None), Step::Close { number: 11, note: decide_close_note() });
+    }
+
+    /// What closing an issue says when the account matches again.
+    fn decide_close_note() -> String {
+        match decide(Some(&issue(true, &["a"])), None) {
+            Step::Close { note, .. } => note,
+            step => panic!("{step:?}"),
+        }
     }
 
     #[test]
@@ -620,7 +673,7 @@ mod tests {
         assert_eq!(stored_items(&body), Some(Items::Counted(fingerprint_of(&many), 3000)));
         assert!(Drift::overhead(&many) < DRIFT_STATE_LIMIT);
         let open =
-            Existing { number: 3, open: true, acknowledged: false, not_acknowledged: None, items: stored_items(&body) };
+            Existing { number: 3, open: true, acknowledged: false, not_acknowledged: None, items: stored_items(&body), unsealed: false };
         assert_eq!(
             decide(Some(&open), Some(&Drift { items: many.clone(), report: String::new() })),
             Step::Unchanged(3)
@@ -698,7 +751,8 @@ mod tests {
                 open: true,
                 acknowledged: false,
                 not_acknowledged: None,
-                items: Some(Items::All(vec!["a".to_owned()]))
+                items: Some(Items::All(vec!["a".to_owned()])),
+                unsealed: false,
             })
         );
         assert_eq!(existing_issue(&issues[..1], &me, None).map(|e| e.open), Some(false));

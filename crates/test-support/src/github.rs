@@ -92,6 +92,13 @@ impl GithubServer {
         assert_eq!(self.call("POST", "/_test/fail", "test", &body).0, 204);
     }
 
+    /// The next `count` writes (POST, PATCH) to `repository` are made and never answered: the
+    /// connection closes instead, as when an answer is lost on its way.
+    pub fn lose_answer(&self, repository: &str, count: u32) {
+        let body = serde_json::json!({ "repository": repository, "count": count });
+        assert_eq!(self.call("POST", "/_test/lose-answer", "test", &body).0, 204);
+    }
+
     /// The next `count` requests to `repository` answer with a rate limit, `secondary`
     /// (`retry-after: 1`) or `primary` (`x-ratelimit-remaining: 0`, reset in a second).
     pub fn rate_limit(&self, repository: &str, count: u32, kind: &str) {

@@ -596,3 +596,40 @@ async fn a_sealed_drift_issue_is_never_one_another_workflow_opened() {
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(run.stderr.contains("RECONCILE_ISSUE_KEY is 5 characters"), "{}", run.stderr);
 }
+
+/// GitHub opens the drift issue and its answer is lost: that check fails, and the next finds the
+/// issue it opened (sealed as opened, before GitHub gave it a number), seals it as its own and
+/// keeps it as the one drift issue, never a second beside it.
+#[tokio::test]
+async fn a_drift_issue_whose_answer_was_lost_is_found_sealed_and_stays_the_only_one() {
+    let account = emulator().new_account().await;
+    let (repository, workflow, desired) = drift_repository();
+    let reader = "ghp_reader";
+    let applied =
+        run_with(&account, &desired.path, &repository, &["apply", "--auto-approve"], &[("GITHUB_TOKEN", reader)]);
+    assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
+    let ecr = aws_sdk_ecr::Client::new(&account.sdk_config());
+    let arn = format!("arn:aws:ecr:us-east-1:{}:repository/pytorch", account.id);
+    let tag = aws_sdk_ecr::types::Tag::builder().key("owner").value("drifted").build().unwrap();
+    ecr.tag_resource().resource_arn(&arn).tags(tag).send().await.unwrap();
+    let key = "4e".repeat(32);
+    let env = [("RECONCILE_ISSUE_TOKEN", workflow.as_str()), ("GITHUB_TOKEN", reader), ("RECONCILE_ISSUE_KEY", &key)];
+    let drift = || run_with(&account, &desired.path, &repository, &["drift", "--issue", "reconcile-drift"], &env);
+
+    github().lose_answer(&repository, 1);
+    let lost = drift();
+    assert_eq!(lost.code, 1, "it never heard the answer: {}{}", lost.stdout, lost.stderr);
+    assert_eq!(issues(&repository).len(), 1, "GitHub opened it all the same");
+    let next = drift();
+    assert_eq!(next.code, 2, "{}{}", next.stdout, next.stderr);
+    assert!(next.stderr.contains("drift issue #1"), "{}", next.stderr);
+    let all = issues(&repository);
+    assert_eq!(all.len(), 1, "one issue: {all:#?}");
+    assert_eq!(all[0]["state"], "open");
+    let said = comments_on(&repository, 1);
+    assert!(said.iter().any(|c| c["body"].as_str().unwrap().contains("never heard GitHub's answer")), "{said:#?}");
+    // Sealed as #1 now: the next check leaves it as it is.
+    let again = drift();
+    assert!(again.stderr.contains("left drift issue #1 as it was"), "{}", again.stderr);
+    assert_eq!(issues(&repository).len(), 1);
+}
