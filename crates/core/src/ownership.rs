@@ -44,6 +44,16 @@ pub const SHARED_LACKS: &str = "W608";
 /// so it is counted, never this one's drift. Stable; never reused.
 pub const ANOTHER_DEPLOYMENTS: &str = "W609";
 
+/// Finding code: desired.toml imports a resource that carries another deployment's mark, and
+/// does not list it in `handed_over`: taking it would refuse that deployment's CI applies from
+/// then on (W601) and take its builds' push, so it is an error naming that deployment. Stable;
+/// never reused.
+pub const TAKEN_FROM_ANOTHER: &str = "W610";
+
+/// The override `handed_over` sets on a resource: imported though another deployment's mark is
+/// on it, that deployment having given it up.
+pub const HANDED_OVER: &str = "handed_over";
+
 /// The deployment other than `ours` whose mark `tags` carry, if any: a value that can name a
 /// deployment (anything else in the mark's place is no deployment's, and stays drift).
 pub fn other_deployment<'t>(tags: &'t std::collections::BTreeMap<String, String>, ours: &str) -> Option<&'t str> {
@@ -165,6 +175,21 @@ pub fn takeovers(
                         overridden_by: None,
                     });
                 }
+                continue;
+            }
+            Owner::Deployment(other) if imported && !resource.overrides(HANDED_OVER) => {
+                findings.push(Finding {
+                    code: TAKEN_FROM_ANOTHER.to_owned(),
+                    severity: Severity::Error,
+                    address: Some(resource.address.clone()),
+                    message: format!(
+                        "`{name}` carries deployment `{other}`'s mark: importing it takes it from that deployment, \
+                         whose CI applies are refused from then on and whose builds lose their push to it; once \
+                         `{other}` gives it up, list `{}` in desired.toml's `handed_over` too",
+                        resource.address
+                    ),
+                    overridden_by: None,
+                });
                 continue;
             }
             Owner::Deployment(other) => format!("carries deployment `{other}`'s mark, not `{ours}`'s"),
@@ -308,9 +333,22 @@ fn what_taking_over_removes(resource: &crate::plan::DesiredResource, live: &Map<
 /// `adopt = true` would. An address that is not a declared resource reconcile marks (a typo, a
 /// lifecycle policy, which goes with its repository, a GitHub setting) is an error at its line.
 pub fn import(desired: &Desired, resources: &mut DesiredResources, known: &[ResourceKind]) -> Vec<DesiredError> {
+    let mut errors = list(&desired.imports, resources, known, &[ADOPT]);
+    errors.extend(list(&desired.handed_over, resources, known, &[ADOPT, HANDED_OVER]));
+    errors
+}
+
+/// One list of addresses (`import`, `handed_over`) applied to `resources`: each declared resource
+/// reconcile marks it names gets `overrides`; anything else is an error at its line.
+fn list(
+    entries: &[crate::desired::Import],
+    resources: &mut DesiredResources,
+    known: &[ResourceKind],
+    overrides: &[&'static str],
+) -> Vec<DesiredError> {
     let mut errors = Vec::new();
     let mut seen = BTreeSet::new();
-    for entry in &desired.imports {
+    for entry in entries {
         let error = |why: String| entry.at.clone().with_message(why);
         let address = match Address::parse(&entry.address, known) {
             Ok(address) => address,
@@ -335,8 +373,10 @@ pub fn import(desired: &Desired, resources: &mut DesiredResources, known: &[Reso
                 errors.push(error(format!("`{address}` is not a resource reconcile takes over{whole}")));
             }
             Some(resource) => {
-                if !resource.overrides(ADOPT) {
-                    resource.overrides.push(ADOPT);
+                for &key in overrides {
+                    if !resource.overrides(key) {
+                        resource.overrides.push(key);
+                    }
                 }
             }
         }

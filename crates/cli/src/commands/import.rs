@@ -46,8 +46,8 @@ fn takeovers(planned: &Planned, say: bool) -> Takeovers {
                     left_out += 1;
                     if say {
                         err(&format!(
-                            "left out {address}: it carries deployment `{other}`'s mark, not `{ours}`'s; list it by \
-                             hand to take it from that deployment"
+                            "left out {address}: it carries deployment `{other}`'s mark, not `{ours}`'s; once that \
+                             deployment gives it up, list it in `import` and `handed_over` to take it"
                         ));
                     }
                 }

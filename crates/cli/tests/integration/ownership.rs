@@ -234,6 +234,27 @@ async fn another_deployments_resources_are_not_shown_pruned_destroyed_or_taken_o
         "{}",
         import.stderr
     );
+    // Listed in `import` by hand: an error naming the deployment it would be taken from (W610),
+    // nothing written; listed in `handed_over` too (team-x gave it up), an import.
+    let grabbed = std::fs::read_to_string(&grabbing.path).unwrap();
+    let by_hand = desired_file(&format!("import = [\"ecr_repository.team-x/private\"]\n{grabbed}"));
+    let refused = reconcile(&account, &by_hand.path, &["plan"]);
+    assert_eq!(refused.code, 3, "{}{}", refused.stdout, refused.stderr);
+    assert!(
+        refused.stdout.contains("Error [W610] ecr_repository.team-x/private: `team-x/private` carries deployment `team-x`'s mark: importing it takes it from that deployment"),
+        "{}",
+        refused.stdout
+    );
+    let writes = account.writes().len();
+    assert_eq!(reconcile(&account, &by_hand.path, &["apply", "--auto-approve"]).code, 3);
+    assert_eq!(account.writes().len(), writes, "refused before any write");
+    let handed = desired_file(&format!(
+        "import = [\"ecr_repository.team-x/private\"]\nhanded_over = [\"ecr_repository.team-x/private\"]\n{grabbed}"
+    ));
+    let plan = reconcile(&account, &handed.path, &["plan"]);
+    assert_eq!(plan.code, 0, "{}{}", plan.stdout, plan.stderr);
+    assert!(plan.stdout.contains("# ecr_repository.team-x/private will be imported"), "{}", plan.stdout);
+    assert!(!plan.stdout.contains("W610"), "{}", plan.stdout);
 
     // A pull request's public plan, judged from rocm-bake's default branch: nothing of team-x's,
     // even declared, even tagged in desired.toml the way reconcile once told its own.

@@ -42,6 +42,9 @@ pub struct Desired {
     /// desired.toml's `import` list: declared resources that exist without the mark and are to
     /// be taken over, as Terraform's `import` blocks are.
     pub imports: Vec<Import>,
+    /// desired.toml's `handed_over` list: declared resources that carry another deployment's
+    /// mark and are imported all the same, that deployment having given them up.
+    pub handed_over: Vec<Import>,
     /// `[drift] put_back`: the kinds whose drift the scheduled check puts back, as written;
     /// which kinds may be named is the catalog's to say (each crate's
     /// [`crate::describe::PutBack`]).
@@ -297,8 +300,8 @@ pub fn schema(claims: &[&Claim]) -> serde_json::Value {
 
 /// The top-level keys core reads (`RawDesired`'s fields); any other is a claimed section or a
 /// mistake.
-pub const CORE_KEYS: [&str; 8] =
-    ["region", "bake", "bake_variables", "nightly", "usage", "deployment", "import", "drift"];
+pub const CORE_KEYS: [&str; 9] =
+    ["region", "bake", "bake_variables", "nightly", "usage", "deployment", "import", "handed_over", "drift"];
 
 /// Every top-level key the file may hold, as messages list them: core's, and each claimed
 /// section after the key it names.
@@ -569,6 +572,12 @@ struct RawDesired {
     #[serde(default)]
     #[schemars(with = "Vec<String>")]
     import: Vec<Spanned<String>>,
+    /// Declared resources that carry another deployment's mark and are to be taken from it
+    /// (imported), by address, once that deployment gives them up; without this, importing one is
+    /// an error naming that deployment (W610).
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    handed_over: Vec<Spanned<String>>,
     /// The nightly's bake file, relative to this file and inside the repository:
     /// `docker buildx bake --print` JSON, or HCL.
     #[schemars(with = "Option<String>")]
@@ -743,15 +752,17 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
         }
         None => crate::mark::DEFAULT_DEPLOYMENT.to_owned(),
     };
-    let imports = raw
-        .import
-        .iter()
-        .enumerate()
-        .map(|(idx, entry)| Import {
-            address: entry.get_ref().clone(),
-            at: locate.error(Some(entry.span()), &format!("import[{idx}]"), ""),
-        })
-        .collect();
+    let listed = |key: &str, list: &[Spanned<String>]| -> Vec<Import> {
+        list.iter()
+            .enumerate()
+            .map(|(idx, entry)| Import {
+                address: entry.get_ref().clone(),
+                at: locate.error(Some(entry.span()), &format!("{key}[{idx}]"), ""),
+            })
+            .collect()
+    };
+    let imports = listed("import", &raw.import);
+    let handed_over = listed("handed_over", &raw.handed_over);
     let mut put_back: Vec<PutBackKind> = Vec::new();
     for (idx, entry) in raw.drift.put_back.iter().enumerate() {
         let at = locate.error(Some(entry.span()), &format!("drift.put_back[{idx}]"), "");
@@ -766,6 +777,7 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
         region: raw.region.into_inner(),
         deployment,
         imports,
+        handed_over,
         put_back,
         nightly,
         bake,
