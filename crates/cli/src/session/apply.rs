@@ -283,7 +283,15 @@ impl<B: Backend> Session<B> {
         let result = loop {
             tokio::select! {
                 result = &mut applying => break result,
-                _ = ticks.tick() => console.tick(),
+                _ = ticks.tick() => {
+                    console.tick();
+                    // A lease run out between renewals (each failed) starts nothing more, at once.
+                    if lost.is_none() && lock.is_some_and(|lock| lock.expired()) {
+                        lost = Some("its lease ran out, and no renewal went through".to_owned());
+                        stop.store(true, Ordering::SeqCst);
+                        console.warn("This apply's lock lease ran out unrenewed: starting no more changes; the running ones finish.");
+                    }
+                }
                 _ = renewals.tick(), if lock.is_some() && lost.is_none() => {
                     lost = still_held(lock.expect("checked by the guard"), console).await.err();
                     if lost.is_some() {

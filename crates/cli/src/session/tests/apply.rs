@@ -190,7 +190,7 @@ async fn an_apply_that_no_longer_holds_the_lock_starts_no_more_changes_and_says_
     // The repository's write takes a while; meanwhile the lease's renewal finds the lock broken
     // (its lease ran out and another apply took it): its lifecycle policy, next, never starts.
     let mut rig = new_rig(DESIRED, Answer::Yes, slow_pytorch);
-    rig.session.backend.lock_lost = true;
+    rig.session.backend.lock_lost = (true, false);
     let error = rig.apply(request(true, false)).await.unwrap_err();
     assert!(error.render()[0].contains("lost the apply lock while it ran"), "{:?}", error.render());
     let log = rig.log();
@@ -198,6 +198,13 @@ async fn an_apply_that_no_longer_holds_the_lock_starts_no_more_changes_and_says_
     assert!(log.contains(&"apply ecr_repository.pytorch".to_owned()), "{log:?}");
     assert!(!log.contains(&"apply ecr_lifecycle_policy.pytorch".to_owned()), "{log:?}");
     assert_eq!(log.last().map(String::as_str), Some("release"), "{log:?}");
+
+    // Its lease ran out by this host's clock, every renewal having failed: the same, at once.
+    let mut rig = new_rig(DESIRED, Answer::Yes, slow_pytorch);
+    rig.session.backend.lock_lost = (false, true);
+    let error = rig.apply(request(true, false)).await.unwrap_err();
+    assert!(error.render()[0].contains("its lease ran out"), "{:?}", error.render());
+    assert!(!rig.log().contains(&"apply ecr_lifecycle_policy.pytorch".to_owned()), "{:?}", rig.log());
 
     // Held throughout: renewed while the write runs, and every change made.
     let rig = new_rig(DESIRED, Answer::Yes, slow_pytorch);

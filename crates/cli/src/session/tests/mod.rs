@@ -60,8 +60,9 @@ struct FakeBackend {
     setup: Setup,
     /// Whether there is a lock, and whether someone else holds it for ever.
     lock: Option<bool>,
-    /// Whether this run's lock is lost while it applies.
-    lock_lost: bool,
+    /// Whether this run's lock is lost while it applies (renewing it says so), and whether its
+    /// lease runs out unrenewed.
+    lock_lost: (bool, bool),
     locked: Arc<Notify>,
     /// Who the credentials are, and whether their role trusts GitHub (`None`: unreadable).
     caller: (&'static str, Option<bool>),
@@ -118,8 +119,8 @@ impl Backend for FakeBackend {
 
     fn lock(&self, _: &Account, _: &Desired) -> Option<Box<dyn ApplyLock + '_>> {
         let busy = self.lock?;
-        let lost = self.lock_lost;
-        Some(Box::new(FakeLock { log: Arc::clone(&self.log), busy, locked: Arc::clone(&self.locked), lost }))
+        let (lost, lease_out) = self.lock_lost;
+        Some(Box::new(FakeLock { log: Arc::clone(&self.log), busy, locked: Arc::clone(&self.locked), lost, lease_out }))
     }
 
     fn parallelism(&self) -> usize {
@@ -141,6 +142,8 @@ struct FakeLock {
     locked: Arc<Notify>,
     /// Whether this run lost it while applying (another apply broke it when its lease ran out).
     lost: bool,
+    /// Whether its lease ran out by this host's clock, no renewal having gone through.
+    lease_out: bool,
 }
 
 #[async_trait]
@@ -169,7 +172,7 @@ impl ApplyLock for FakeLock {
     }
 
     fn expired(&self) -> bool {
-        self.lost
+        self.lease_out
     }
 }
 
@@ -258,7 +261,7 @@ fn rig_with_lock(
         plans: AtomicUsize::new(0),
         setup: Box::new(setup),
         lock,
-        lock_lost: false,
+        lock_lost: (false, false),
         locked: Arc::clone(&locked),
         caller: ("arn:aws:sts::123456789012:assumed-role/administrator/session", Some(false)),
     };
