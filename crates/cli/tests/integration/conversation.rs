@@ -540,21 +540,29 @@ async fn head_reads_the_two_files_of_a_commit_as_data_and_refuses_a_link_or_a_pa
     assert!(refused.stderr.contains("is not a path inside the repository"), "{}", refused.stderr);
 }
 
-/// Every workflow token of a repository writes as the same bot: an issue another workflow opens
-/// with the label and the marker (its text whoever drives that workflow chose) is not the drift
-/// issue once the drift workflow seals its own with a key only it is given.
-#[tokio::test]
-async fn a_sealed_drift_issue_is_never_one_another_workflow_opened() {
+/// A drift repository ([`drift_repository`]) applied, then its `pytorch` tagged by hand: drift.
+async fn applied_then_tagged() -> (TestAccount, String, String, DesiredFile) {
     let account = emulator().new_account().await;
     let (repository, workflow, desired) = drift_repository();
-    let reader = "ghp_reader";
     let applied =
-        run_with(&account, &desired.path, &repository, &["apply", "--auto-approve"], &[("GITHUB_TOKEN", reader)]);
+        run_with(&account, &desired.path, &repository, &["apply", "--auto-approve"], &[("GITHUB_TOKEN", "ghp_reader")]);
     assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
     let ecr = aws_sdk_ecr::Client::new(&account.sdk_config());
     let arn = format!("arn:aws:ecr:us-east-1:{}:repository/pytorch", account.id);
     let tag = aws_sdk_ecr::types::Tag::builder().key("owner").value("drifted").build().unwrap();
     ecr.tag_resource().resource_arn(&arn).tags(tag).send().await.unwrap();
+    (account, repository, workflow, desired)
+}
+
+/// Every workflow token of a repository writes as the same bot: an issue another workflow opens
+/// with the label and the marker (its text whoever drives that workflow chose) is not the drift
+/// issue once the drift workflow seals its own with a key only it is given.
+#[tokio::test]
+async fn a_sealed_drift_issue_is_never_one_another_workflow_opened() {
+    let (account, repository, workflow, desired) = applied_then_tagged().await;
+    let reader = "ghp_reader";
+    let ecr = aws_sdk_ecr::Client::new(&account.sdk_config());
+    let arn = format!("arn:aws:ecr:us-east-1:{}:repository/pytorch", account.id);
 
     // Another workflow of the repository: the same bot, the label, the marker, its own text.
     let forged = serde_json::json!({
@@ -602,16 +610,8 @@ async fn a_sealed_drift_issue_is_never_one_another_workflow_opened() {
 /// keeps it as the one drift issue, never a second beside it.
 #[tokio::test]
 async fn a_drift_issue_whose_answer_was_lost_is_found_sealed_and_stays_the_only_one() {
-    let account = emulator().new_account().await;
-    let (repository, workflow, desired) = drift_repository();
+    let (account, repository, workflow, desired) = applied_then_tagged().await;
     let reader = "ghp_reader";
-    let applied =
-        run_with(&account, &desired.path, &repository, &["apply", "--auto-approve"], &[("GITHUB_TOKEN", reader)]);
-    assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
-    let ecr = aws_sdk_ecr::Client::new(&account.sdk_config());
-    let arn = format!("arn:aws:ecr:us-east-1:{}:repository/pytorch", account.id);
-    let tag = aws_sdk_ecr::types::Tag::builder().key("owner").value("drifted").build().unwrap();
-    ecr.tag_resource().resource_arn(&arn).tags(tag).send().await.unwrap();
     let key = "4e".repeat(32);
     let env = [("RECONCILE_ISSUE_TOKEN", workflow.as_str()), ("GITHUB_TOKEN", reader), ("RECONCILE_ISSUE_KEY", &key)];
     let drift = || run_with(&account, &desired.path, &repository, &["drift", "--issue", "reconcile-drift"], &env);
