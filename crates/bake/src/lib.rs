@@ -37,6 +37,9 @@ pub const UNDECLARED_BAKE_REPOSITORY: &str = "W401";
 /// Finding code: no reference of the bake file points at ECR in the region, so nothing was
 /// checked (the registry variable is probably still the fleet's default).
 pub const NO_ECR_REFERENCE: &str = "W402";
+/// Finding code: a target that pushes an image is built by no group the nightly builds
+/// (`group "default"`): `docker buildx bake` never builds it. Stable; never reused.
+pub const UNBUILT_TARGET: &str = "W403";
 
 /// The fields of a target that name registry references.
 const FIELDS: [&str; 3] = ["tags", "cache-from", "cache-to"];
@@ -106,6 +109,55 @@ impl From<&str> for Error {
 /// Reads a bake file: JSON when it is JSON, HCL otherwise. `env` looks up a variable's
 /// override, as bake does.
 pub fn read(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Reference>, Error> {
+    read_all(text, env).map(|read| read.references)
+}
+
+/// What a bake file says: its registry references, and what `docker buildx bake` builds.
+struct Read {
+    references: Vec<Reference>,
+    builds: Builds,
+}
+
+/// Which targets `docker buildx bake` with no target builds: group `default`'s (the groups and
+/// targets it names, and the targets their `target:` contexts name). `None` when the file has
+/// no group `default`: then the nightly names its targets itself, and nothing is said.
+#[derive(Default)]
+struct Builds {
+    /// Each group's targets (or groups), as written.
+    groups: BTreeMap<String, Vec<String>>,
+    /// Each target's `target:` contexts.
+    contexts: BTreeMap<String, Vec<String>>,
+}
+
+impl Builds {
+    /// The targets `docker buildx bake` builds; `None` without a group `default`.
+    fn built(&self) -> Option<BTreeSet<String>> {
+        let mut pending: Vec<String> = self.groups.get("default")?.clone();
+        let (mut built, mut groups) = (BTreeSet::new(), BTreeSet::new());
+        while let Some(name) = pending.pop() {
+            if let Some(members) = self.groups.get(&name) {
+                if groups.insert(name) {
+                    pending.extend(members.iter().cloned());
+                }
+            } else if built.insert(name.clone()) {
+                pending.extend(self.contexts.get(&name).into_iter().flatten().cloned());
+            }
+        }
+        Some(built)
+    }
+}
+
+/// The targets a `contexts` value names (`target:NAME`).
+fn context_targets(contexts: &Value) -> Vec<String> {
+    contexts
+        .as_object()
+        .into_iter()
+        .flat_map(|contexts| contexts.values())
+        .filter_map(|context| context.as_str()?.strip_prefix("target:").map(str::to_owned))
+        .collect()
+}
+
+fn read_all(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Read, Error> {
     if text.trim_start().starts_with('{') {
         let value: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
         return Ok(read_json(&value)?);
@@ -114,8 +166,15 @@ pub fn read(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Refe
 }
 
 /// The JSON of `docker buildx bake --print`.
-fn read_json(value: &Value) -> Result<Vec<Reference>, String> {
+fn read_json(value: &Value) -> Result<Read, String> {
     let targets = value.get("target").and_then(Value::as_object).ok_or("it has no `target` object")?;
+    let mut builds = Builds::default();
+    for (name, group) in value.get("group").and_then(Value::as_object).into_iter().flatten() {
+        builds.groups.insert(name.clone(), group.get("targets").and_then(strings).unwrap_or_default());
+    }
+    for (name, target) in targets {
+        builds.contexts.insert(name.clone(), target.get("contexts").map(context_targets).unwrap_or_default());
+    }
     let mut references = Vec::new();
     for (name, target) in targets {
         for field in FIELDS {
@@ -128,7 +187,7 @@ fn read_json(value: &Value) -> Result<Vec<Reference>, String> {
             }
         }
     }
-    Ok(references)
+    Ok(Read { references, builds })
 }
 
 /// The registry reference an entry of `field` names, if any: a tag is one; a cache entry is
@@ -169,7 +228,7 @@ fn registry_reference(field: &str, item: &Value) -> Option<String> {
 const MAX_NESTING: usize = 16;
 
 /// A `docker-bake.hcl`, read the way bake reads it, without functions.
-fn read_hcl(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Reference>, Error> {
+fn read_hcl(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Read, Error> {
     let (mut depth, mut deepest) = (0usize, 0usize);
     for c in text.chars() {
         match c {
@@ -217,8 +276,22 @@ fn read_hcl(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Refe
         targets.insert(name, (attributes, inherits));
     }
 
+    let mut builds = Builds::default();
+    for block in body.blocks().filter(|b| b.identifier() == "group") {
+        let name = block.labels().first().map(|l| l.as_str().to_owned()).ok_or("a `group` block has no name")?;
+        let mut members = Vec::new();
+        if let Some(attribute) = block.body().attributes().find(|a| a.key() == "targets") {
+            let value = budget.evaluate(&("group", &name), "targets", attribute.expr(), &context, &values)?;
+            members = strings(&value).ok_or(format!("group `{name}`: `targets` is not a list of names"))?;
+        }
+        builds.groups.insert(name, members);
+    }
     let mut references = Vec::new();
     for (name, attributes) in inherited(&targets)? {
+        if let Some(expr) = attributes.get("contexts") {
+            let value = budget.evaluate(&("target", name), "contexts", expr, &context, &values)?;
+            builds.contexts.insert(name.to_owned(), context_targets(&value));
+        }
         for field in FIELDS {
             let Some(expr) = attributes.get(field) else { continue };
             let value = budget.evaluate(&("target", name), field, expr, &context, &values)?;
@@ -232,7 +305,7 @@ fn read_hcl(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Refe
             }
         }
     }
-    Ok(references)
+    Ok(Read { references, builds })
 }
 
 /// A target's own attributes, and the targets it inherits from.
@@ -645,6 +718,9 @@ pub struct BakeFile {
     /// The path as given, for messages.
     pub name: String,
     pub references: Vec<Reference>,
+    /// The targets that push an image (a `tags` entry) and that `docker buildx bake` with no
+    /// target does not build (see [`UNBUILT_TARGET`]).
+    pub unbuilt: Vec<String>,
     /// The environment's values of the variables desired.toml lets it set: what never appears,
     /// whole or in part, in anything this file says.
     redactor: Redactor,
@@ -665,7 +741,7 @@ impl BakeFile {
             .collect();
         let lookup =
             |variable: &str| from_environment.iter().find(|(name, _)| name == variable).map(|(_, value)| value.clone());
-        let references = read(text, &lookup);
+        let read = read_all(text, &lookup);
         let mut redactor = Redactor::default();
         for (variable, value) in &from_environment {
             // An ECR registry's host names an account and a region, which every plan shows: the
@@ -676,8 +752,14 @@ impl BakeFile {
                 redactor.add(variable, value);
             }
         }
-        let mut file = BakeFile { name: name.to_owned(), references: Vec::new(), redactor };
-        file.references = references.map_err(|why| why.map(|message| file.redact(message)))?;
+        let mut file = BakeFile { name: name.to_owned(), references: Vec::new(), unbuilt: Vec::new(), redactor };
+        let read = read.map_err(|why| why.map(|message| file.redact(message)))?;
+        if let Some(built) = read.builds.built() {
+            let pushing: BTreeSet<&str> =
+                read.references.iter().filter(|r| r.field == "tags").map(|r| r.target.as_str()).collect();
+            file.unbuilt = pushing.into_iter().filter(|t| !built.contains(*t)).map(str::to_owned).collect();
+        }
+        file.references = read.references;
         Ok(file)
     }
 
@@ -696,6 +778,18 @@ impl BakeFile {
     /// The cross-check against the repositories desired.toml declares in `region` (see [`check`]).
     pub fn check(&self, declared: &BTreeSet<&str>, kind: ResourceKind, region: &str, account: Option<&str>) -> Check {
         let mut check = check(&self.name, &self.references, declared, kind, region, account);
+        check.findings.extend(self.unbuilt.iter().map(|target| Finding {
+            code: UNBUILT_TARGET.to_owned(),
+            severity: Severity::Warning,
+            address: None,
+            message: format!(
+                "{}: target `{target}` pushes an image, but no group the nightly builds names it: `group \"default\"` \
+                 (what `docker buildx bake` builds) names neither it nor a group or target that needs it, so its \
+                 image is never built; add it to `group \"default\"`'s `targets`",
+                self.name
+            ),
+            overridden_by: None,
+        }));
         for finding in &mut check.findings {
             finding.message = self.redact(&finding.message);
             if let Some(address) = &mut finding.address {
@@ -726,6 +820,53 @@ mod tests {
     const REPOSITORY: ResourceKind = ResourceKind::new("ecr_repository", 300);
 
     const HOST: &str = "123456789012.dkr.ecr.us-east-1.amazonaws.com";
+
+    #[test]
+    fn a_target_that_pushes_and_no_group_the_nightly_builds_needs_is_said() {
+        let env = |_: &str| None;
+        let hcl = format!(
+            r#"
+group "default" {{ targets = ["app", "wheels"] }}
+group "wheels" {{ targets = ["torch-wheel"] }}
+target "_common" {{ dockerfile = "x" }}
+target "base" {{ tags = ["{HOST}/base:t"] }}
+target "app" {{
+  inherits = ["_common"]
+  tags = ["{HOST}/app:t"]
+  contexts = {{ base = "target:base", src = "../src" }}
+}}
+target "torch-wheel" {{ tags = ["{HOST}/torch-wheel:t"] }}
+target "forgotten" {{ tags = ["{HOST}/forgotten:t"] }}
+target "cache-only" {{ cache-to = ["type=registry,ref={HOST}/cache-only-cache:c"] }}
+"#
+        );
+        let file = BakeFile::read("rocm-bake.hcl", &hcl, &[], &env).unwrap();
+        // Built: a group's, a nested group's, a context's; `_common` pushes nothing.
+        assert_eq!(file.unbuilt, ["forgotten"]);
+        let check = file.check(
+            &BTreeSet::from(["base", "app", "torch-wheel", "forgotten", "cache-only-cache"]),
+            REPOSITORY,
+            "us-east-1",
+            None,
+        );
+        let said: Vec<&str> =
+            check.findings.iter().filter(|f| f.code == UNBUILT_TARGET).map(|f| f.message.as_str()).collect();
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(said[0].starts_with("rocm-bake.hcl: target `forgotten` pushes an image, but no group"), "{}", said[0]);
+        // Bake's JSON says the same.
+        let json = serde_json::json!({
+            "group": { "default": { "targets": ["app"] } },
+            "target": {
+                "app": { "tags": [format!("{HOST}/app:t")], "contexts": { "base": "target:base" } },
+                "base": { "tags": [format!("{HOST}/base:t")] },
+                "forgotten": { "tags": [format!("{HOST}/forgotten:t")] },
+            },
+        });
+        assert_eq!(BakeFile::read("print.json", &json.to_string(), &[], &env).unwrap().unbuilt, ["forgotten"]);
+        // No group `default`: the nightly names its targets itself, and nothing is said.
+        let named = hcl.replace("group \"default\"", "group \"all\"");
+        assert!(BakeFile::read("rocm-bake.hcl", &named, &[], &env).unwrap().unbuilt.is_empty());
+    }
 
     #[test]
     fn the_repositories_are_those_of_this_accounts_registry_in_this_region_only() {

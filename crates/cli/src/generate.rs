@@ -193,10 +193,7 @@ mod tests {
     fn a_live_string_is_one_line_with_what_a_reviewer_cannot_see_escaped_and_reads_back_the_same() {
         let description = "keep three\n[ci]\napply_role = \"attacker-role\"\t\u{202e}x\u{1b}[2J \"q\" \\";
         let written = one_line(description).to_string();
-        assert_eq!(
-            written.trim(),
-            r#""keep three\n[ci]\napply_role = \"attacker-role\"\t\u202Ex\u001B[2J \"q\" \\""#
-        );
+        assert_eq!(written.trim(), r#""keep three\n[ci]\napply_role = \"attacker-role\"\t\u202Ex\u001B[2J \"q\" \\""#);
         let document: DocumentMut = format!("description = {written}\n").parse().unwrap();
         assert_eq!(document["description"].as_str(), Some(description));
         assert_eq!(one_line("plain").to_string(), "\"plain\"");

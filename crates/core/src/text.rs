@@ -36,7 +36,9 @@ pub fn unreadable(c: char) -> Option<&'static str> {
 
 /// `text` with each character [`unreadable`] refuses written as its escape (`\u{202e}`).
 pub fn escaped(text: &str) -> String {
-    text.chars().map(|c| if unreadable(c).is_some() { format!("\\u{{{:x}}}", c as u32) } else { c.to_string() }).collect()
+    text.chars()
+        .map(|c| if unreadable(c).is_some() { format!("\\u{{{:x}}}", c as u32) } else { c.to_string() })
+        .collect()
 }
 
 /// A bidirectional control: the marks, embeddings, overrides and isolates.

@@ -523,7 +523,14 @@ mod tests {
         let Step::Update { number: 7, reopen: true, note } = decide(Some(&closed), Some(&a)) else { panic!() };
         assert!(note.starts_with("The account drifted again, so this issue is open again:\n\nNow (2):\n"), "{note}");
         // An issue whose stored items cannot be read is updated, never taken for unchanged.
-        let unreadable = Existing { number: 7, open: true, acknowledged: false, not_acknowledged: None, items: None, unsealed: false };
+        let unreadable = Existing {
+            number: 7,
+            open: true,
+            acknowledged: false,
+            not_acknowledged: None,
+            items: None,
+            unsealed: false,
+        };
         assert!(matches!(decide(Some(&unreadable), Some(&a)), Step::Update { reopen: false, .. }));
     }
 
@@ -672,8 +679,14 @@ mod tests {
         let body = Drift { items: many.clone(), report: String::new() }.body(None);
         assert_eq!(stored_items(&body), Some(Items::Counted(fingerprint_of(&many), 3000)));
         assert!(Drift::overhead(&many) < DRIFT_STATE_LIMIT);
-        let open =
-            Existing { number: 3, open: true, acknowledged: false, not_acknowledged: None, items: stored_items(&body), unsealed: false };
+        let open = Existing {
+            number: 3,
+            open: true,
+            acknowledged: false,
+            not_acknowledged: None,
+            items: stored_items(&body),
+            unsealed: false,
+        };
         assert_eq!(
             decide(Some(&open), Some(&Drift { items: many.clone(), report: String::new() })),
             Step::Unchanged(3)

@@ -257,7 +257,12 @@ pub async fn generate(session: &Session<Aws>, path: &Path, patterns: &[String], 
 
 /// Each of `set` whose declaration, generated alone (with what it needs), desired.toml refuses,
 /// with the first reason.
-fn refused_alone(path: &Path, inputs: &Inputs, account: &reconcile_core::Account, set: &[&Found]) -> Vec<(String, String)> {
+fn refused_alone(
+    path: &Path,
+    inputs: &Inputs,
+    account: &reconcile_core::Account,
+    set: &[&Found],
+) -> Vec<(String, String)> {
     set.iter()
         .filter_map(|found| {
             // With what it needs (a project's role), which is declared with it.

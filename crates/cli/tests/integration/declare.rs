@@ -91,7 +91,26 @@ async fn declare_adds_exactly_the_new_targets_repositories_keeping_everything_el
         assert!(after.contains("sglang-cache = { tags = { kind = \"buildkit-cache\" } }\nfoo = {}\n"), "{after}");
         assert_eq!(before.matches('#').count(), after.matches('#').count());
 
-        assert_eq!(run(&account, &desired, &["validate", "--bake", bake], &registry).code, 0);
+        let valid = run(&account, &desired, &["validate", "--bake", bake], &registry);
+        assert_eq!(valid.code, 0, "{}", valid.stderr);
+        // Declared, but no group the nightly builds names `foo`: a warning naming the group,
+        // until the target joins it.
+        assert!(
+            valid.stderr.contains("warning: [W403] ")
+                && valid.stderr.contains("target `foo` pushes an image, but no group"),
+            "json: {json}: {}",
+            valid.stderr
+        );
+        let text = std::fs::read_to_string(bake).unwrap();
+        let grouped = match json {
+            true => text.replacen(r#""targets":["rocm-base""#, r#""targets":["foo","rocm-base""#, 1),
+            false => text.replacen("targets = [\"rocm-base\"", "targets = [\"foo\", \"rocm-base\"", 1),
+        };
+        assert_ne!(grouped, text, "json: {json}");
+        std::fs::write(bake, &grouped).unwrap();
+        let valid = run(&account, &desired, &["validate", "--bake", bake], &registry);
+        assert_eq!(valid.code, 0, "{}", valid.stderr);
+        assert!(!valid.stderr.contains("W403"), "json: {json}: {}", valid.stderr);
         // Twice changes nothing, and --check agrees.
         assert_eq!(run(&account, &desired, &["declare", "--bake", bake], &registry).code, 0);
         assert_eq!(std::fs::read_to_string(&desired).unwrap(), after);

@@ -684,7 +684,8 @@ async fn a_lost_answer_to_the_locks_write_is_known_for_this_applys_own() {
     let apply = through(&proxy, &account, &more.path, &["apply", "--auto-approve"]);
     assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
     assert!(!apply.stderr.contains("another apply holds the lock"), "{}", apply.stderr);
-    let puts = account.requests().iter().filter(|r| r.method == "PUT" && r.path.ends_with("/reconcile/apply.lock")).count();
+    let puts =
+        account.requests().iter().filter(|r| r.method == "PUT" && r.path.ends_with("/reconcile/apply.lock")).count();
     assert!(puts >= 2, "the lock was written, and written again by the retry: {puts}");
     let unlock = reconcile(&account, &more.path, &["unlock"]);
     assert!(unlock.stdout.starts_with("There is no apply lock"), "let go of: {}", unlock.stdout);

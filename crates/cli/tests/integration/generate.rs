@@ -333,10 +333,7 @@ async fn what_the_account_says_is_left_out_or_escaped_never_trusted_or_written_r
     let names: Vec<&String> = table["ecr"]["repositories"].as_table().unwrap().keys().collect();
     assert_eq!(names, ["rocm/lines", "rocm/pytorch"], "{written}");
     assert!(!written.contains('\u{202e}') && !written.contains("forged"), "{written}");
-    assert!(
-        written.contains(r#""keep five\n[ci]\napply_role = \"attacker-role\"""#),
-        "one escaped line: {written}"
-    );
+    assert!(written.contains(r#""keep five\n[ci]\napply_role = \"attacker-role\"""#), "one escaped line: {written}");
     assert!(!written.lines().any(|line| line.trim() == "[ci]"), "{written}");
     let plan = reconcile(&account, &file.path, &["plan"]);
     assert_eq!(summary(&plan.stdout), "Plan: 2 to import, 0 to add, 0 to change, 0 to destroy.", "{}", plan.stdout);

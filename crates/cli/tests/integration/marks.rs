@@ -291,12 +291,7 @@ async fn two_deployments_run_ci_in_one_account_sharing_githubs_identity_provider
     // The provider as a reconcile from before the mark left it (`managed-by = reconcile`), with
     // another team's tag: that says some deployment made it, not which, so no deployment
     // re-marks it on its own; it is used as it is (W607) until one imports it.
-    iam.untag_open_id_connect_provider()
-        .open_id_connect_provider_arn(&provider)
-        .tag_keys(MARK)
-        .send()
-        .await
-        .unwrap();
+    iam.untag_open_id_connect_provider().open_id_connect_provider_arn(&provider).tag_keys(MARK).send().await.unwrap();
     let tag = |key: &str, value: &str| iam::types::Tag::builder().key(key).value(value).build().unwrap();
     iam.tag_open_id_connect_provider()
         .open_id_connect_provider_arn(&provider)

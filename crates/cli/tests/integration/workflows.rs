@@ -192,8 +192,17 @@ impl World {
     /// `head`'s (a merge): the report, and the runner's files.
     pub(crate) fn pushed(&self, before: &Path, head: &Path) -> (Value, tempfile::TempDir) {
         let sha = "2222222222222222222222222222222222222222";
-        let (_, report, runner) =
-            self.run_after(Some(before), head, "apply-after-merge.yml", "push", json!({}), "refs/heads/main", sha, false, true);
+        let (_, report, runner) = self.run_after(
+            Some(before),
+            head,
+            "apply-after-merge.yml",
+            "push",
+            json!({}),
+            "refs/heads/main",
+            sha,
+            false,
+            true,
+        );
         (report, runner)
     }
 
