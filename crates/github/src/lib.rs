@@ -82,7 +82,8 @@ pub fn not_checked() -> Finding {
         severity: Severity::Warning,
         address: None,
         message: "the GitHub side ([github]: variables, fork approval, workflow permissions, the runner's hook) \
-                  was not checked: set GITHUB_TOKEN or GH_TOKEN"
+                  was not checked: set GITHUB_TOKEN or GH_TOKEN (the example workflows set GITHUB_TOKEN from the \
+                  secret RECONCILE_GITHUB_READ_TOKEN)"
             .to_owned(),
         overridden_by: None,
     }

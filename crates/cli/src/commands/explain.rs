@@ -20,6 +20,16 @@ pub fn entry(code: &str) -> Option<String> {
     Some(rest[..end].trim_end().to_owned())
 }
 
+/// What the page says of `code` when it is retired (its `- Retired: CODE: ...` item, to the
+/// next item or blank line); `None` for a code never used.
+pub fn retired(code: &str) -> Option<String> {
+    let item = format!("- Retired: {}: ", code.to_ascii_uppercase());
+    let start = FINDINGS.find(&item)? + 2;
+    let rest = &FINDINGS[start..];
+    let end = rest.find("\n\n").or_else(|| rest.find("\n- ")).unwrap_or(rest.len());
+    Some(rest[..end].lines().map(str::trim).collect::<Vec<_>>().join(" "))
+}
+
 /// Every code the page has an entry for, in its order.
 #[cfg(test)]
 fn codes() -> Vec<&'static str> {
@@ -45,7 +55,7 @@ pub fn run(code: Option<&str>) -> Result<u8, CliError> {
         out(&table)?;
         return Ok(exit::OK);
     };
-    match entry(code) {
+    match entry(code).or_else(|| retired(code)) {
         Some(entry) => {
             out(&format!("{entry}\n"))?;
             Ok(exit::OK)
@@ -70,6 +80,11 @@ mod tests {
         let last = entry("E108").unwrap();
         assert!(last.ends_with("the drift check reads it\n```"), "its example closes it: {last}");
         assert_eq!(entry("W999"), None);
+        // A retired code: what it was, and what replaced it.
+        let w101 = retired("w101").unwrap();
+        assert!(w101.starts_with("Retired: W101: a managed policy attached to the runner's role"), "{w101}");
+        assert!(w101.ends_with("`reconcile explain S101`."), "{w101}");
+        assert_eq!(retired("W999"), None);
         assert_eq!(entry("W60"), None);
         // Every code of the table has an entry, and every entry a row.
         let rows: Vec<&str> = FINDINGS

@@ -466,8 +466,19 @@ fn reconcile_explains_every_finding_code_it_can_emit_and_no_other() {
 
     // What the docs call a finding is one of them, or one the page says was retired.
     let page = std::fs::read_to_string(root.join("docs/reference/findings.md")).unwrap();
-    let retired: Vec<&str> =
-        page.lines().filter(|l| l.starts_with("Retired: ")).flat_map(|l| l.split_whitespace()).collect();
+    let retired: Vec<&str> = page
+        .lines()
+        .filter_map(|l| l.strip_prefix("- Retired: "))
+        .filter_map(|l| l.split(':').next())
+        .collect();
+    assert!(!retired.is_empty(), "the page lists the retired codes");
+    // Each explained as retired, with what replaced it.
+    for code in &retired {
+        let run = command(None).args(["explain", code]).output().unwrap();
+        assert_eq!(run.status.code(), Some(0), "{code}");
+        let said = String::from_utf8(run.stdout).unwrap();
+        assert!(said.starts_with(&format!("Retired: {code}: ")) && said.contains("Replaced by"), "{said}");
+    }
     let mut pages = vec![root.join("README.md"), root.join("CONTRIBUTING.md")];
     files_under(&root.join("docs"), "md", &mut pages);
     for page in &pages {
