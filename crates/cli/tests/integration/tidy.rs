@@ -466,11 +466,8 @@ fn reconcile_explains_every_finding_code_it_can_emit_and_no_other() {
 
     // What the docs call a finding is one of them, or one the page says was retired.
     let page = std::fs::read_to_string(root.join("docs/reference/findings.md")).unwrap();
-    let retired: Vec<&str> = page
-        .lines()
-        .filter_map(|l| l.strip_prefix("- Retired: "))
-        .filter_map(|l| l.split(':').next())
-        .collect();
+    let retired: Vec<&str> =
+        page.lines().filter_map(|l| l.strip_prefix("- Retired: ")).filter_map(|l| l.split(':').next()).collect();
     assert!(!retired.is_empty(), "the page lists the retired codes");
     // Each explained as retired, with what replaced it.
     for code in &retired {
