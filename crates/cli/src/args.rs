@@ -192,7 +192,7 @@ pub enum Command {
         #[arg(long, value_name = "ID")]
         account: Option<String>,
     },
-    /// Take over what exists (Terraform's import), or write desired.toml from the account.
+    /// Take over what exists (import), or write desired.toml from the account.
     ///
     /// Lists in desired.toml's `import` every declared resource that exists without this
     /// deployment's mark (an account a setup script or a person made), for the next plan to show

@@ -588,7 +588,7 @@ async fn outputs_quotes_every_value_for_the_shell_and_refuses_control_characters
     let control = desired_file(&hostile.replace("gfx1201; rm -rf / $(id) 'x'", "gfx1201\\u001b[2J"));
     let run = reconcile(&account, &control.path, &["validate"]);
     assert_eq!(run.code, 1, "{}", run.stderr);
-    assert!(run.stderr.contains("`nightly.arches`: a repository variable's value cannot hold control characters"));
+    assert!(run.stderr.contains("`nightly.arches`: holds U+001B, a control character"), "{}", run.stderr);
 }
 
 #[tokio::test]

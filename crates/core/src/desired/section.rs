@@ -378,11 +378,14 @@ mod tests {
         assert_eq!(
             unclaimed,
             "desired.toml:2:2: `example`: unknown field `example`, expected one of `region`, `bake`, `bake_variables`, \
-             `nightly`, `usage`, `deployment`, `import`, `drift`"
+             `nightly`, `usage`, `deployment`, `import`, `handed_over`, `drift`"
         );
         let misspelt = parse(&format!("exampel = 1\n{text}"), &[&CLAIM]).unwrap_err();
         assert!(misspelt.starts_with("desired.toml:1:1: `exampel`: unknown field `exampel`"), "{misspelt}");
-        assert!(misspelt.ends_with("`nightly`, `usage`, `deployment`, `import`, `drift`, `example`"), "{misspelt}");
+        assert!(
+            misspelt.ends_with("`nightly`, `usage`, `deployment`, `import`, `handed_over`, `drift`, `example`"),
+            "{misspelt}"
+        );
         // Every problem at once: the unknown key and a bad value elsewhere.
         let both = parse("region = \"nowhere\"\nregoin = 1\n", &[]).unwrap_err();
         assert_eq!(both.lines().count(), 2, "{both}");
