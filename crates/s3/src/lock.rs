@@ -215,13 +215,7 @@ impl Lock {
     /// that is no longer the lock (broken and perhaps taken by another apply, or let go of).
     pub async fn renew(&self, holder: &Holder, renewed: &Holder) -> Result<bool, ReconcileError> {
         let ours = self.ours.lock().expect("never poisoned").clone();
-        let etag = match ours {
-            Some(etag) => etag,
-            None => match self.current().await? {
-                Some(current) if current.holder == *holder => current.etag,
-                _ => return Ok(false),
-            },
-        };
+        let Some(etag) = self.ours_or_named(ours, holder).await? else { return Ok(false) };
         let body = serde_json::to_vec_pretty(renewed).expect("a holder serializes");
         match self.write(&body, Some(&etag)).await? {
             Write::Written(etag) => {
@@ -246,14 +240,17 @@ impl Lock {
     /// names `holder`.
     pub async fn release(&self, holder: &Holder) -> Result<(), ReconcileError> {
         let ours = self.ours.lock().expect("never poisoned").take();
-        let etag = match ours {
-            Some(etag) => etag,
-            None => match self.current().await? {
-                Some(current) if current.holder == *holder => current.etag,
-                _ => return Ok(()),
-            },
-        };
+        let Some(etag) = self.ours_or_named(ours, holder).await? else { return Ok(()) };
         self.delete(&etag, "release the apply lock").await.map(|_| ())
+    }
+
+    /// The ETag of the lock this process wrote: `ours` when it learnt it, else the lock's now
+    /// if it names `holder` (a write whose answer never came); `None` when it is not ours.
+    async fn ours_or_named(&self, ours: Option<String>, holder: &Holder) -> Result<Option<String>, ReconcileError> {
+        if ours.is_some() {
+            return Ok(ours);
+        }
+        Ok(self.current().await?.filter(|current| current.holder == *holder).map(|current| current.etag))
     }
 
     /// Breaks the lock whose ETag is `etag` (`reconcile unlock`): `false` when it is no longer
