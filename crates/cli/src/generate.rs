@@ -25,6 +25,9 @@ pub struct Generation {
     pub notes: Vec<String>,
     /// What reconcile derives for what is written ([`Generated::derived`]).
     pub derived: BTreeSet<Address>,
+    /// What the user's desired.toml already said that a written resource lacks
+    /// ([`Generated::applied`]): its import applies it.
+    pub applied: Vec<(String, &'static str, serde_json::Map<String, Json>)>,
 }
 
 /// Every crate's lines for `chosen` (in the catalog's order: a role before the project that
@@ -53,6 +56,7 @@ pub fn generate(text: &str, desired: &Desired, account: &Account, chosen: &[&Fou
         generation.left_out.extend(lines.left_out);
         generation.derived.extend(lines.derived);
         generation.notes.extend(lines.notes);
+        generation.applied.extend(lines.applied);
     }
     generation.text = document.to_string();
     Ok(generation)

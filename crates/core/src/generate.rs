@@ -82,6 +82,11 @@ pub struct Generated {
     pub derived: Vec<crate::Address>,
     /// What a reviewer should know of what it wrote (a value kept that a plan warns about).
     pub notes: Vec<String>,
+    /// What the user's desired.toml already says that a written resource lacks (a tag its
+    /// `[ecr.defaults]` gives every repository): by the resource's AWS name, the field and the
+    /// keys it gains. Its import sets them, so a plan that adds exactly them is the takeover's,
+    /// not a live value desired.toml cannot say.
+    pub applied: Vec<(String, &'static str, Map<String, Value>)>,
 }
 
 impl Generated {

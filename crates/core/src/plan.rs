@@ -255,6 +255,26 @@ impl FieldChange<'_> {
         };
         self.name == "tags" && without_mark(self.before) == without_mark(self.after)
     }
+
+    /// Whether, besides the mark, this field changes only by gaining `added` (keys the field
+    /// lacked, with their values): what `import --generate` lets a takeover apply of what the
+    /// user's own desired.toml already said.
+    pub fn only_adds(&self, added: &serde_json::Map<String, Value>) -> bool {
+        let without_mark = |value: Option<&Value>| {
+            let mut map = value.and_then(Value::as_object).cloned().unwrap_or_default();
+            map.remove(crate::mark::MARK_KEY);
+            map
+        };
+        let before = without_mark(self.before);
+        let mut expected = before.clone();
+        for (key, value) in added {
+            if before.contains_key(key) {
+                return false;
+            }
+            expected.insert(key.clone(), value.clone());
+        }
+        !added.is_empty() && without_mark(self.after) == expected
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -750,6 +770,26 @@ pub fn diff_replacing(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A takeover may set the keys the user's defaults add, and nothing else: not a key the live
+    /// value had (changed), not one more, not one removed.
+    #[test]
+    fn a_field_that_only_gains_the_named_keys_besides_the_mark() {
+        let mark = crate::mark::MARK_KEY;
+        let before = serde_json::json!({ "team": "ml" });
+        let change = |after: Value| {
+            let field = FieldChange { name: "tags", before: Some(&before), after: Some(&after) };
+            let added = serde_json::json!({ "project": "rocm-bake" });
+            field.only_adds(added.as_object().unwrap())
+        };
+        assert!(change(serde_json::json!({ "team": "ml", "project": "rocm-bake", mark: "x" })));
+        assert!(!change(serde_json::json!({ "team": "ml", "project": "other", mark: "x" })));
+        assert!(!change(serde_json::json!({ "team": "ml", "project": "rocm-bake", "more": "1" })));
+        assert!(!change(serde_json::json!({ "project": "rocm-bake" })));
+        let had = serde_json::json!({ "project": "old" });
+        let field = FieldChange { name: "tags", before: Some(&had), after: Some(&had) };
+        assert!(!field.only_adds(serde_json::json!({ "project": "old" }).as_object().unwrap()));
+    }
 
     #[test]
     fn what_deleting_a_container_deletes_is_said_and_counted() {

@@ -871,6 +871,7 @@ pub fn generate(found: &[&Found], desired: &Desired, _account: &Account, _refere
         let rules = document.get("rules").cloned().unwrap_or(Value::Array(Vec::new()));
         generated.entries.push(Entry::new(&["ecr", "lifecycle_policies", name], "rules", rules).ordered(&RULE_ORDER));
     }
+    let mut lacking_defaults: BTreeSet<String> = BTreeSet::new();
     for (live, policy) in &repositories {
         let mut own = Map::new();
         if defaults.policy.as_deref() != Some(policy.as_str()) {
@@ -892,6 +893,18 @@ pub fn generate(found: &[&Found], desired: &Desired, _account: &Account, _refere
         }
         let tags: BTreeMap<&String, &String> =
             live.tags.iter().filter(|(key, value)| defaults.tags.get(*key) != Some(*value)).collect();
+        // A default tag it lacks cannot be left off in desired.toml: the user's file says it,
+        // so its import sets it.
+        let lacking: Map<String, Value> = defaults
+            .tags
+            .iter()
+            .filter(|(key, _)| !live.tags.contains_key(*key))
+            .map(|(key, value)| (key.clone(), json!(value)))
+            .collect();
+        if !lacking.is_empty() {
+            lacking_defaults.extend(lacking.keys().cloned());
+            generated.applied.push((live.name.to_owned(), "tags", lacking));
+        }
         if !tags.is_empty() {
             own.insert("tags".into(), json!(tags));
         }
@@ -911,6 +924,15 @@ pub fn generate(found: &[&Found], desired: &Desired, _account: &Account, _refere
             ));
         }
         generated.push(live.name, entry);
+    }
+    if !lacking_defaults.is_empty() {
+        let keys: Vec<String> = lacking_defaults.iter().map(|key| format!("`{key}`")).collect();
+        generated.notes.push(format!(
+            "{} of the repositories lack tag(s) {} that `[ecr.defaults]` gives them: their import sets them, as the \
+             plan shows",
+            generated.applied.len(),
+            keys.join(", ")
+        ));
     }
     generated
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 use reconcile_core::Address;
 use reconcile_core::generate::{Found, matches};
 use reconcile_core::ownership::{Owner, mark, owner};
-use reconcile_core::plan::Observed;
+use reconcile_core::plan::{Action, Observed};
 
 use crate::aws::Aws;
 use crate::error::CliError;
@@ -220,7 +220,7 @@ pub async fn generate(session: &Session<Aws>, path: &Path, patterns: &[String], 
         let proved = session.plan_of(&second, account.clone(), None).await?;
         let mut notes = generation.notes.clone();
         let names: BTreeSet<&str> = set.iter().map(|f| f.name.as_str()).collect();
-        let refused = proof(&proved, &names, &generation.derived, &before, &mut notes)?;
+        let refused = proof(&proved, &names, &generation, &before, &mut notes)?;
         if !refused.is_empty() {
             excluded.extend(refused);
             continue;
@@ -277,21 +277,35 @@ fn refused_alone(
 
 /// What the plan of a generated desired.toml does beyond imports to what was written (`names`),
 /// by the resource each change or new refusal was written for; a derived resource's change is a
-/// note instead. What desired.toml declared already is its own business, as in any plan.
+/// note instead, and an import that also sets what the user's desired.toml already said
+/// ([`Generation::applied`](crate::generate::Generation)) the takeover's. What desired.toml
+/// declared already is its own business, as in any plan.
 fn proof(
     planned: &Planned,
     names: &BTreeSet<&str>,
-    derived: &BTreeSet<Address>,
+    generation: &crate::generate::Generation,
     before: &BTreeSet<(String, Option<Address>)>,
     notes: &mut Vec<String>,
 ) -> Result<BTreeMap<String, String>, CliError> {
     let mut refused = BTreeMap::new();
+    let derived = &generation.derived;
     let written = |address: &Address| {
         crate::generate::owner_of_address(&planned.resources, address).filter(|owner| names.contains(owner.as_str()))
     };
+    let applies = |owner: &str, field: &reconcile_core::plan::FieldChange<'_>| {
+        generation.applied.iter().any(|(name, name_of_field, added)| {
+            name == owner && *name_of_field == field.name && field.only_adds(added)
+        })
+    };
     for change in &planned.plan.changes {
-        if planned.plan.takeovers.contains_key(&change.address) && change.only_marks() {
-            continue;
+        if planned.plan.takeovers.contains_key(&change.address) {
+            let owner = planned.resources.get(&change.address).map(|r| r.remote_name.as_str());
+            let takeover = change.field_changes().iter().all(|field| {
+                field.only_the_mark() || (change.action == Action::Update && owner.is_some_and(|o| applies(o, field)))
+            });
+            if change.action == Action::Update && takeover {
+                continue;
+            }
         }
         let fields: Vec<&str> =
             change.field_changes().iter().filter(|field| !field.only_the_mark()).map(|field| field.name).collect();

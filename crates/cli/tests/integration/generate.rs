@@ -368,3 +368,55 @@ async fn what_the_account_says_is_left_out_or_escaped_never_trusted_or_written_r
     assert!(table.get("ecr").is_none() && !written.contains('\u{200b}'), "{written}");
     assert!(written.contains("shared-cache-${account_id}"), "the bucket is written: {written}");
 }
+
+/// The README's desired.toml as the user's own file, on an account whose repositories lost the
+/// tag its `[ecr.defaults]` gives them: the tag is what the import applies, shown in the plan as
+/// part of the takeover, never a reason to leave a repository out.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_users_own_defaults_are_what_the_import_applies_not_a_reason_to_leave_out() {
+    let account = emulator().new_account().await;
+    let file = real_copy();
+    let applied = reconcile(&account, &file.path, &["apply", "--auto-approve"]);
+    assert_eq!(applied.code, 0, "{}{}", applied.stdout, applied.stderr);
+    strip_every_tag(&account).await;
+    let readme = std::fs::read_to_string(reconcile_test_support::workspace_root().join("README.md")).unwrap();
+    let users = readme
+        .split_once("```toml\n")
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .map(|(toml, _)| toml.to_owned())
+        .expect("README.md shows a desired.toml");
+    assert!(users.contains("tags = { project = \"rocm-bake\" }"), "{users}");
+    std::fs::write(&file.path, &users).unwrap();
+
+    let generated = reconcile(&account, &file.path, &["import", "--generate"]);
+    assert_eq!(generated.code, 0, "{}{}", generated.stdout, generated.stderr);
+    assert!(!generated.stderr.contains("left out repository"), "{}", generated.stderr);
+    let text = std::fs::read_to_string(&file.path).unwrap();
+    let written: toml::Table = toml::from_str(&text).unwrap();
+    assert_eq!(written["ecr"]["repositories"].as_table().unwrap().len(), 27, "{text}\n{}", generated.stderr);
+    assert!(users.lines().all(|line| text.lines().any(|l| l == line)), "the user's lines stay: {text}");
+    assert_eq!(written["ecr"]["defaults"]["tags"]["project"].as_str(), Some("rocm-bake"), "{text}");
+    assert!(generated.stderr.contains("25 of the repositories lack tag(s) `project`"), "{}", generated.stderr);
+
+    let plan = reconcile(&account, &file.path, &["plan"]);
+    assert_eq!(plan.code, 0, "{}{}", plan.stdout, plan.stderr);
+    // The 27 repositories, the bucket, the runner's role and its policy, and the project: all
+    // imported; the 27 repositories' tags set as part of it (the user declared two of them).
+    assert_eq!(summary(&plan.stdout), "Plan: 31 to import, 0 to add, 27 to change, 0 to destroy.", "{}", plan.stdout);
+    assert!(
+        plan.stdout.contains("# ecr_repository.vllm will be imported (marked as this deployment's) and updated in place"),
+        "{}",
+        plan.stdout
+    );
+    let apply = reconcile(&account, &file.path, &["apply", "--auto-approve"]);
+    assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
+    let after = reconcile(&account, &file.path, &["plan"]);
+    assert_eq!(summary(&after.stdout), "No changes. The account matches the desired state.", "{}", after.stdout);
+    let ecr = ecr::Client::new(&account.sdk_config());
+    let arn = ecr.describe_repositories().repository_names("vllm").send().await.unwrap().repositories()[0]
+        .repository_arn()
+        .unwrap()
+        .to_owned();
+    let tags = ecr.list_tags_for_resource().resource_arn(arn).send().await.unwrap();
+    assert!(tags.tags().iter().any(|t| t.key() == "project" && t.value() == "rocm-bake"), "{tags:?}");
+}
