@@ -231,18 +231,11 @@ fn render_findings(out: &mut Styled, plan: &Plan) {
         return;
     }
     for Folded { first: finding, others } in folded(plan) {
-        let severity = severity_word(finding.severity);
         let style = match finding.severity {
             Severity::Warning => style::UPDATE,
             Severity::Error => style::DESTROY,
         };
-        let overridden = overridden_note(finding);
-        let more = learn_more(&finding.code);
-        let subject = finding.address.as_ref().map(|address| format!(" {address}:")).unwrap_or_default();
-        out.line(
-            style,
-            format_args!("{severity} [{}]{subject} {}{overridden} ({more})", finding.code, printable(&finding.message)),
-        );
+        out.line(style, finding_line(finding));
         if !others.is_empty() {
             out.line(style::PLAIN, format_args!("    {} (each in full: --format json)", fold_line(&others)));
         }
@@ -256,6 +249,16 @@ fn render_findings(out: &mut Styled, plan: &Plan) {
         }
     }
     out.blank();
+}
+
+/// A finding as a text plan prints it (and `reconcile explain`'s examples show it):
+/// `Error [W601] ecr_repository.pytorch: ... (reconcile explain W601)`.
+pub fn finding_line(finding: &Finding) -> String {
+    let severity = severity_word(finding.severity);
+    let overridden = overridden_note(finding);
+    let more = learn_more(&finding.code);
+    let subject = finding.address.as_ref().map(|address| format!(" {address}:")).unwrap_or_default();
+    format!("{severity} [{}]{subject} {}{overridden} ({more})", finding.code, printable(&finding.message))
 }
 
 /// What every attribution shares (the window, CloudTrail's delay), once.

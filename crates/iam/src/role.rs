@@ -275,7 +275,8 @@ impl IamReconciler {
                 address: Some(undeclared_role(name)),
                 message: format!(
                     "role `{name}` is not in desired.toml and trusts GitHub's OIDC provider ({}): the workflows it \
-                     admits can act as it; declare what they need under [ci], or delete it",
+                     admits can act as it; find whose it is (its trust names the repository), and delete it once no \
+                     one needs it: reconcile makes only its own CI roles (`[ci]`), never another's",
                     subjects.join("; ")
                 ),
                 overridden_by: None,

@@ -293,9 +293,10 @@ fn proof(
         crate::generate::owner_of_address(&planned.resources, address).filter(|owner| names.contains(owner.as_str()))
     };
     let applies = |owner: &str, field: &reconcile_core::plan::FieldChange<'_>| {
-        generation.applied.iter().any(|(name, name_of_field, added)| {
-            name == owner && *name_of_field == field.name && field.only_adds(added)
-        })
+        generation
+            .applied
+            .iter()
+            .any(|(name, name_of_field, added)| name == owner && *name_of_field == field.name && field.only_adds(added))
     };
     for change in &planned.plan.changes {
         if planned.plan.takeovers.contains_key(&change.address) {

@@ -55,7 +55,7 @@ pub fn run(path: &Path, bake: Option<&Path>) -> Result<u8, CliError> {
 }
 
 /// A finding as one line of `validate`'s output.
-fn finding_line(finding: &Finding) -> String {
+pub(crate) fn finding_line(finding: &Finding) -> String {
     let severity = match finding.severity {
         Severity::Warning => "warning",
         Severity::Error => "error",

@@ -404,7 +404,8 @@ async fn the_users_own_defaults_are_what_the_import_applies_not_a_reason_to_leav
     // imported; the 27 repositories' tags set as part of it (the user declared two of them).
     assert_eq!(summary(&plan.stdout), "Plan: 31 to import, 0 to add, 27 to change, 0 to destroy.", "{}", plan.stdout);
     assert!(
-        plan.stdout.contains("# ecr_repository.vllm will be imported (marked as this deployment's) and updated in place"),
+        plan.stdout
+            .contains("# ecr_repository.vllm will be imported (marked as this deployment's) and updated in place"),
         "{}",
         plan.stdout
     );
