@@ -224,6 +224,9 @@ def run_command(args):
                 continue
             for line in (step.get("stdout", "") + step.get("stderr", "")).splitlines():
                 print(f"{job}\t{step['name']}\t{line}")
+            # As GitHub closes a failed step's log.
+            if step["outcome"] == "failure" and step.get("exit"):
+                print(f"{job}\t{step['name']}\t##[error]Process completed with exit code {step['exit']}.")
     elif args.action == "rerun":
         previous = next(r for r in runs if str(r["id"]) == args.id)
         spec = json.load(open(previous["spec"]))

@@ -27,6 +27,38 @@ enum Step {
     Command { line: usize, command: String, exit: i32, expected: Vec<String> },
     Hidden { line: usize, command: String },
     Append { line: usize, file: String, text: String },
+    Claim { line: usize, claim: Claim },
+}
+
+/// What a page's prose says a step does, which its run must show (`<!-- doctest claim: ... -->`
+/// beside the sentence): checked on the next command, or, for `local`, every command up to
+/// `aws`.
+#[derive(Debug, Clone, PartialEq)]
+enum Claim {
+    /// "the second plan is clean": it exits 0 and says "No changes.".
+    Clean,
+    /// "`--check` changes nothing": the file is as it was, byte for byte.
+    Unchanged(String),
+    /// "keeping the rest of the file as it was": it only adds lines, every old one kept in order.
+    AddsOnly(String),
+    /// "no AWS credentials": the commands run with none, and no way to the emulator.
+    Local,
+    /// The end of `local`.
+    Aws,
+}
+
+impl Claim {
+    fn parse(text: &str) -> Result<Claim, String> {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        Ok(match words[..] {
+            ["clean"] => Claim::Clean,
+            ["unchanged", file] => Claim::Unchanged(file.to_owned()),
+            ["adds-only", file] => Claim::AddsOnly(file.to_owned()),
+            ["local"] => Claim::Local,
+            ["aws"] => Claim::Aws,
+            _ => return Err(format!("no claim `{text}`")),
+        })
+    }
 }
 
 #[derive(Debug)]
@@ -53,6 +85,10 @@ impl Page {
                     "world" => page.world = Some(value),
                     "run" => page.steps.push(Step::Hidden { line: number, command: value }),
                     "append" => pending_append = Some((number, value)),
+                    "claim" => page.steps.push(Step::Claim {
+                        line: number,
+                        claim: Claim::parse(&value).unwrap_or_else(|e| panic!("{}:{number}: {e}", path.display())),
+                    }),
                     other => panic!("{}:{number}: no directive `{other}`", path.display()),
                 }
                 index += 1;
@@ -288,10 +324,27 @@ impl Stage {
     /// `command` in the page's shell session: its exit code and what it printed (stdout and
     /// stderr as a terminal interleaves them), the account's id written as the pages write it.
     fn run(&self, command: &str) -> (i32, String) {
+        self.run_as(command, false)
+    }
+
+    /// `command`, with no AWS credentials and no way to the emulator when `local` (what the
+    /// session had is back for the next command).
+    fn run_as(&self, command: &str, local: bool) -> (i32, String) {
         let state = self.state.path().display();
+        let (strip, restore) = match local {
+            false => (String::new(), String::new()),
+            true => (
+                format!(
+                    "export -p | grep ' AWS_' > '{state}/aws.sh'\nfor v in $(compgen -e | grep '^AWS_'); do unset $v; done\n\
+                     export AWS_EC2_METADATA_DISABLED=true AWS_CONFIG_FILE=/nonexistent \
+                     AWS_SHARED_CREDENTIALS_FILE=/nonexistent\n"
+                ),
+                format!("for v in $(compgen -e | grep '^AWS_'); do unset $v; done\n. '{state}/aws.sh'\n"),
+            ),
+        };
         let script = format!(
-            "cd \"$(cat '{state}/cwd')\" && . '{state}/env.sh'\nexec 2>&1\n{command}\nstatus=$?\npwd > '{state}/cwd'\n\
-             export -p > '{state}/env.sh'\nexit $status\n"
+            "cd \"$(cat '{state}/cwd')\" && . '{state}/env.sh'\nexec 2>&1\n{strip}{command}\nstatus=$?\n{restore}\
+             pwd > '{state}/cwd'\nexport -p > '{state}/env.sh'\nexit $status\n"
         );
         let output = Command::new("bash")
             .args(["-c", &script])
@@ -317,6 +370,12 @@ impl Stage {
             .collect()
     }
 
+    /// `file` in the shell's directory, as it is now ("" when there is none).
+    fn read(&self, file: &str) -> String {
+        let cwd = std::fs::read_to_string(self.state.path().join("cwd")).unwrap_or_default();
+        std::fs::read_to_string(Path::new(cwd.trim()).join(file)).unwrap_or_default()
+    }
+
     fn append(&self, file: &str, text: &str) -> std::io::Result<()> {
         let cwd = std::fs::read_to_string(self.state.path().join("cwd"))?;
         let path = Path::new(cwd.trim()).join(file);
@@ -328,11 +387,20 @@ impl Stage {
 
 /// Runs `page` (relative to the workspace) as a reader following it would; the stage it left.
 async fn run_page(page: &str) -> Stage {
-    let page = Page::read(&workspace_root().join(page));
-    let name = page.path.strip_prefix(workspace_root()).unwrap().display().to_string();
+    let path = workspace_root().join(page);
+    try_page(&path).await.unwrap_or_else(|failed| panic!("{failed}"))
+}
+
+/// Runs the page at `path`: the stage it left, or the first step whose run is not what the page
+/// shows or claims.
+async fn try_page(path: &Path) -> Result<Stage, String> {
+    let page = Page::read(path);
+    let name = page.path.strip_prefix(workspace_root()).unwrap_or(&page.path).display().to_string();
     let world = page.world.as_deref().unwrap_or_else(|| panic!("{name} says no `<!-- doctest world: ... -->`"));
     assert!(page.steps.iter().any(|s| matches!(s, Step::Command { .. })), "{name} runs no command");
     let stage = Stage::new(world).await;
+    let mut claims: Vec<(usize, Claim)> = Vec::new();
+    let mut local = false;
     for step in &page.steps {
         match step {
             Step::Hidden { line, command } => {
@@ -342,20 +410,57 @@ async fn run_page(page: &str) -> Stage {
             Step::Append { line, file, text } => {
                 stage.append(file, text).unwrap_or_else(|e| panic!("{name}:{line}: {e}"));
             }
+            Step::Claim { claim: Claim::Local, .. } => local = true,
+            Step::Claim { claim: Claim::Aws, .. } => local = false,
+            Step::Claim { line, claim } => claims.push((*line, claim.clone())),
             Step::Command { line, command, exit, expected } => {
-                let (code, said) = stage.run(command);
+                let before: Vec<(usize, Claim, String)> = claims
+                    .drain(..)
+                    .map(|(at, claim)| {
+                        let text = match &claim {
+                            Claim::Unchanged(file) | Claim::AddsOnly(file) => stage.read(file),
+                            _ => String::new(),
+                        };
+                        (at, claim, text)
+                    })
+                    .collect();
+                let (code, said) = stage.run_as(command, local);
                 let actual: Vec<&str> = said.lines().collect();
-                assert!(
-                    code == *exit && (expected.is_empty() || matches(expected, &actual)),
-                    "{name}:{line}: `{command}` exited {code} (the page says {exit}) and printed:\n{said}\n\
-                     --- the page shows:\n{}\n--- the last workflow run's failed steps:\n{}",
-                    expected.join("\n"),
-                    stage.last_run()
-                );
+                let credentials = if local { " with no AWS credentials (the page says it needs none)" } else { "" };
+                if code != *exit || !(expected.is_empty() || matches(expected, &actual)) {
+                    return Err(format!(
+                        "{name}:{line}: `{command}`{credentials} exited {code} (the page says {exit}) and printed:\n\
+                         {said}\n--- the page shows:\n{}\n--- the last workflow run's failed steps:\n{}",
+                        expected.join("\n"),
+                        stage.last_run()
+                    ));
+                }
+                for (at, claim, was) in before {
+                    let held = match &claim {
+                        Claim::Clean => {
+                            code == 0 && actual.contains(&"No changes. The account matches the desired state.")
+                        }
+                        Claim::Unchanged(file) => stage.read(file) == was,
+                        Claim::AddsOnly(file) => {
+                            let now = stage.read(file);
+                            let kept = similar::TextDiff::from_lines(&was, &now)
+                                .iter_all_changes()
+                                .all(|change| change.tag() != similar::ChangeTag::Delete);
+                            kept && now != was
+                        }
+                        Claim::Local | Claim::Aws => true,
+                    };
+                    if !held {
+                        return Err(format!(
+                            "{name}:{at}: the page claims `{claim:?}` of `{command}` (line {line}), which its run does \
+                             not show; it printed:\n{said}"
+                        ));
+                    }
+                }
             }
         }
     }
-    stage
+    Ok(stage)
 }
 
 /// The task pages, each a test of its own (so they run side by side).
@@ -434,6 +539,151 @@ async fn the_review_page_runs_as_written() {
 #[tokio::test]
 async fn the_drift_check_page_runs_as_written() {
     run_page(TASKS[4]).await;
+}
+
+/// The outcomes a page's prose states, each with what in its run shows it: a claim directive,
+/// a command's `# exits N`, or a line the page shows the run print. A statement of a section
+/// with no command is not about a run, and is not checked.
+const OUTCOMES: [(&str, &[&str]); 8] = [
+    ("exits N", &["# exits N", "exit code N"]),
+    ("no aws call", &["claim: local"]),
+    ("is clean", &["claim: clean", "No changes."]),
+    ("nothing is left to change", &["claim: clean", "No changes."]),
+    ("nothing else changes", &["0 to add, 0 to change, 0 to destroy", "No changes."]),
+    ("changes nothing", &["claim: unchanged", "No changes."]),
+    ("keeping the rest of the file", &["claim: adds-only"]),
+    ("local", &["claim: local"]),
+];
+
+/// The outcomes `page` states that nothing of its run shows: each with its line.
+fn unchecked_outcomes(page: &str) -> Vec<(usize, String)> {
+    let lines: Vec<&str> = page.lines().collect();
+    let mut unchecked = Vec::new();
+    let mut in_block = false;
+    for (index, line) in lines.iter().enumerate() {
+        if line.trim_start().starts_with("```") {
+            in_block = !in_block;
+        }
+        if in_block || line.trim_start().starts_with("<!--") {
+            continue;
+        }
+        // What the statement is checked by: the directives and blocks that follow it, to the end
+        // of the first console block, within its section (directives just before it too).
+        // And the console block before it in its section: a statement may follow its command.
+        let mut start = index.saturating_sub(3);
+        for (at, before) in lines[..index].iter().enumerate().rev() {
+            if before.starts_with('#') {
+                break;
+            }
+            if before.trim() == "```console" {
+                start = at;
+                break;
+            }
+        }
+        let mut region: Vec<&str> = lines[start..index].to_vec();
+        let mut console = start < index.saturating_sub(3);
+        let mut inside = false;
+        for next in &lines[index..] {
+            if !inside && next.starts_with('#') {
+                break;
+            }
+            region.push(next);
+            if next.trim_start().starts_with("```") {
+                if inside && console {
+                    break;
+                }
+                inside = !inside;
+                console |= next.trim() == "```console";
+            }
+        }
+        if !console && !line.to_lowercase().contains("local") {
+            continue;
+        }
+        let region = region.join("\n");
+        let rest = lines[index..].join("\n");
+        let lower = line.to_lowercase();
+        for (phrase, shown_by) in OUTCOMES {
+            let region = if phrase == "local" { &rest } else { &region };
+            let found: Vec<String> = match phrase.strip_suffix(" N") {
+                Some(stem) => lower
+                    .match_indices(stem)
+                    .filter_map(|(at, _)| lower[at + stem.len()..].strip_prefix(' '))
+                    .filter_map(|rest| rest.chars().next().filter(char::is_ascii_digit))
+                    .map(|digit| digit.to_string())
+                    .collect(),
+                None => lower.contains(phrase).then(String::new).into_iter().collect(),
+            };
+            for n in found {
+                let shown = shown_by.iter().any(|by| region.contains(&by.replace(" N", &format!(" {n}"))));
+                if !shown {
+                    unchecked.push((index + 1, format!("{}", phrase.replace(" N", &format!(" {n}")))));
+                }
+            }
+        }
+    }
+    unchecked
+}
+
+/// A page cannot say what its run does not show: every outcome its prose states is checked by
+/// its run (see [`OUTCOMES`]), and a claim taken away is found. That steps are local is said
+/// before them: it is checked over the rest of the page.
+#[test]
+fn every_outcome_a_task_page_states_is_checked_by_its_run() {
+    let mut unchecked = Vec::new();
+    for page in TASKS {
+        let text = std::fs::read_to_string(workspace_root().join(page)).unwrap();
+        unchecked.extend(unchecked_outcomes(&text).into_iter().map(|(line, what)| format!("{page}:{line}: {what}")));
+    }
+    assert!(unchecked.is_empty(), "outcomes the pages state that their runs do not check:\n{}", unchecked.join("\n"));
+    // A claim taken away, a command's exit unsaid, a shown line gone: each is found.
+    let page = "## Steps\n\n1. Steps 1 to 3 are local; `--check` changes nothing and exits 2:\n\n\
+                <!-- doctest claim: local -->\n<!-- doctest claim: unchanged desired.toml -->\n\n```console\n\
+                $ reconcile declare --check   # exits 2\n```\n";
+    assert_eq!(unchecked_outcomes(page), []);
+    let broken = |from: &str, to: &str| unchecked_outcomes(&page.replace(from, to));
+    assert_eq!(broken("<!-- doctest claim: local -->\n", ""), [(3, "local".to_owned())]);
+    assert_eq!(broken("<!-- doctest claim: unchanged desired.toml -->\n", ""), [(3, "changes nothing".to_owned())]);
+    assert_eq!(broken("   # exits 2", ""), [(3, "exits 2".to_owned())]);
+    assert_eq!(broken("```console", "```text"), [], "a statement with no command after it is about no run");
+}
+
+/// A page that claims what its run does not do fails, naming the claim: the page's commands all
+/// print what it shows, and its prose claims one thing more.
+#[tokio::test]
+async fn a_page_whose_run_breaks_a_claim_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = |claims: &str| {
+        format!(
+            "<!-- doctest world: new-account -->\n\n{claims}\n\n```console\n$ reconcile validate\n...\n\
+             $ echo '# a comment' >> desired.toml\n```\n"
+        )
+    };
+    let cases = [
+        ("<!-- doctest claim: local -->", None),
+        ("<!-- doctest claim: unchanged desired.toml -->", None),
+        ("<!-- doctest claim: clean -->", Some("claims `Clean` of `reconcile validate`")),
+        // The claim is on the next command only: the append is the second.
+        ("<!-- doctest claim: local -->\n<!-- doctest claim: adds-only desired.toml -->", Some("claims `AddsOnly")),
+    ];
+    for (claims, broken) in cases {
+        let path = dir.path().join("page.md");
+        std::fs::write(&path, page(claims)).unwrap();
+        let run = try_page(&path).await;
+        match (broken, run) {
+            (None, Ok(_)) => {}
+            (Some(said), Err(failed)) => assert!(failed.contains(said), "{claims}: {failed}"),
+            (None, Err(failed)) => panic!("{claims}: {failed}"),
+            (Some(_), Ok(_)) => panic!("{claims}: a broken claim passed"),
+        }
+    }
+    // Planning needs AWS: a page that says it is local, and plans, fails.
+    std::fs::write(
+        dir.path().join("page.md"),
+        "<!-- doctest world: new-account -->\n<!-- doctest claim: local -->\n\n```console\n$ reconcile plan\n...\n```\n",
+    )
+    .unwrap();
+    let failed = try_page(&dir.path().join("page.md")).await.err().expect("a plan needs AWS");
+    assert!(failed.contains("with no AWS credentials (the page says it needs none)"), "{failed}");
 }
 
 /// Every page under docs/tasks/ is one the tests above run, and every one of them has commands.

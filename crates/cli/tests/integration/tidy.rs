@@ -510,15 +510,44 @@ async fn adding_a_kind_names_every_place_a_kind_touches_and_every_kind_is_in_eac
     let page = architecture.split("## Adding a kind").nth(1).unwrap().split("\n## ").next().unwrap();
     for path in [
         "crates/cli/src/catalog/mod.rs",
+        "crates/cli/Cargo.toml",
         "docs/reference/desired.md",
+        "docs/reference/commands.md",
+        "docs/reference/findings.md",
         "docs/terraform-json.md",
+        "docs/read-only-policy.json",
+        "docs/plan-policy.json",
+        "docs/live-sandbox-policy.json",
         "tests/emulator/launcher.py",
         "crates/live/src/sweep.rs",
+        "crates/cli/tests/integration/tidy.rs",
         "crates/cli/src/catalog/example.rs",
     ] {
-        assert!(page.contains(path), "the page names {path}");
+        assert!(page.contains(&format!("`{path}`")), "the page names {path}");
         assert!(root.join(path).exists(), "{path} exists");
     }
+    // Every file it names is one there is (a crate's own, by its siblings': `lib.rs` of ECR's).
+    for named in page.split('`').skip(1).step_by(2).filter(|w| w.ends_with(".rs") || w.ends_with(".json")) {
+        let under_a_crate =
+            ["ecr", "s3", "iam"].iter().any(|c| root.join("crates").join(c).join("src").join(named).exists());
+        assert!(root.join(named).exists() || under_a_crate, "the page names `{named}`, which no crate has");
+    }
+    // The example crate is named as the tidy rule names crates: after its SDK service.
+    let example = page
+        .split("`crates/")
+        .skip(1)
+        .filter_map(|rest| rest.split('`').next())
+        .find(|name| !name.contains('/'))
+        .expect("the page names an example crate");
+    assert!(page.contains(&format!("`aws-sdk-{example}`")), "the page's `crates/{example}` is no SDK service's");
+    // CONTRIBUTING.md links the list rather than keeping one of its own.
+    let contributing = read("CONTRIBUTING.md");
+    let section = contributing.split("## Adding a resource kind").nth(1).unwrap().split("\n## ").next().unwrap();
+    assert!(section.contains("(docs/architecture.md#adding-a-kind)"), "CONTRIBUTING.md links the list");
+    assert!(!section.lines().any(|l| l.starts_with("1. ")), "CONTRIBUTING.md keeps no list of its own: {section}");
+    // The count the page says goes up is this test's.
+    let this = read("crates/cli/tests/integration/tidy.rs");
+    assert!(page.contains("`aws_kinds.len()`") && this.contains("assert_eq!(aws_kinds.len(), "));
     let (catalog, workspace, cli) =
         (read("crates/cli/src/catalog/mod.rs"), read("Cargo.toml"), read("crates/cli/Cargo.toml"));
     let (desired_md, terraform_md, sweeper) =
