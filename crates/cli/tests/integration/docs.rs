@@ -616,7 +616,7 @@ fn unchecked_outcomes(page: &str) -> Vec<(usize, String)> {
             for n in found {
                 let shown = shown_by.iter().any(|by| region.contains(&by.replace(" N", &format!(" {n}"))));
                 if !shown {
-                    unchecked.push((index + 1, format!("{}", phrase.replace(" N", &format!(" {n}")))));
+                    unchecked.push((index + 1, phrase.replace(" N", &format!(" {n}"))));
                 }
             }
         }
