@@ -82,9 +82,10 @@ pub struct Generated {
     pub derived: Vec<crate::Address>,
     /// What a reviewer should know of what it wrote (a value kept that a plan warns about).
     pub notes: Vec<String>,
-    /// What the user's desired.toml already says that a written resource lacks (a tag its
-    /// `[ecr.defaults]` gives every repository): by the resource's AWS name, the field and the
-    /// keys it gains. Its import sets them, so a plan that adds exactly them is the takeover's,
+    /// What the user's desired.toml already says that a written resource lacks, by the
+    /// resource's AWS name: a field and the keys it gains (a tag its `[ecr.defaults]` gives every
+    /// repository), or a kind of resource under it that its import makes (the lifecycle policy
+    /// `[ecr.defaults]` names, with no keys). A plan that does exactly that is the takeover's,
     /// not a live value desired.toml cannot say.
     pub applied: Vec<(String, &'static str, Map<String, Value>)>,
 }

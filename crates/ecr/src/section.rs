@@ -809,13 +809,26 @@ pub fn generate(found: &[&Found], desired: &Desired, _account: &Account, _refere
     let mut policies: Vec<(String, Value)> = existing.policies.clone();
     let mut new_policies: Vec<String> = Vec::new();
     let mut repositories: Vec<(Live<'_>, String)> = Vec::new();
+    // A repository with no lifecycle policy takes the one the user's `[ecr.defaults]` names, made
+    // by its import (the plan shows what it expires); with none named, it is left out.
+    let default_policy = existing.any.then(|| existing.defaults.policy.clone()).flatten();
+    let mut given_the_default: Vec<String> = Vec::new();
     for found in found {
         let live = Live::of(found);
+        if live.policy.is_null()
+            && let Some(policy) = &default_policy
+        {
+            given_the_default.push(live.name.to_owned());
+            generated.applied.push((live.name.to_owned(), crate::LIFECYCLE_POLICY.as_str(), Map::new()));
+            repositories.push((live, policy.clone()));
+            continue;
+        }
         if live.policy.is_null() {
             generated.left_out.push((
                 format!("repository `{}`", live.name),
                 "it has no lifecycle policy, which desired.toml cannot declare (without one its untagged images \
-                 accumulate without bound): declare it yourself with the policy it should have"
+                 accumulate without bound): declare it yourself with the policy it should have, or name one in \
+                 `[ecr.defaults]`, which its import then makes"
                     .to_owned(),
             ));
             continue;
@@ -925,12 +938,22 @@ pub fn generate(found: &[&Found], desired: &Desired, _account: &Account, _refere
         }
         generated.push(live.name, entry);
     }
+    if !given_the_default.is_empty()
+        && let Some(policy) = &default_policy
+    {
+        generated.notes.push(format!(
+            "{} repositor(ies) have no lifecycle policy, so their untagged images accumulate without bound: their \
+             import makes `[ecr.defaults]`'s `{policy}` theirs, as the plan shows with what it expires ({})",
+            given_the_default.len(),
+            given_the_default.iter().map(|name| format!("`{name}`")).collect::<Vec<_>>().join(", ")
+        ));
+    }
     if !lacking_defaults.is_empty() {
         let keys: Vec<String> = lacking_defaults.iter().map(|key| format!("`{key}`")).collect();
         generated.notes.push(format!(
             "{} of the repositories lack tag(s) {} that `[ecr.defaults]` gives them: their import sets them, as the \
              plan shows",
-            generated.applied.len(),
+            generated.applied.iter().filter(|(_, field, _)| *field == "tags").count(),
             keys.join(", ")
         ));
     }

@@ -308,6 +308,16 @@ fn proof(
                 continue;
             }
         }
+        // What a taken-over resource's import makes under it of what the user's file says.
+        let made_under = |owner: &str| {
+            generation
+                .applied
+                .iter()
+                .any(|(name, kind, added)| name == owner && *kind == change.address.kind.as_str() && added.is_empty())
+        };
+        if change.action == Action::Create && written(&change.address).is_some_and(|owner| made_under(&owner)) {
+            continue;
+        }
         let fields: Vec<&str> =
             change.field_changes().iter().filter(|field| !field.only_the_mark()).map(|field| field.name).collect();
         let what = format!("{} {}", change.action.as_str(), change.address);

@@ -370,8 +370,9 @@ async fn what_the_account_says_is_left_out_or_escaped_never_trusted_or_written_r
 }
 
 /// The README's desired.toml as the user's own file, on an account whose repositories lost the
-/// tag its `[ecr.defaults]` gives them: the tag is what the import applies, shown in the plan as
-/// part of the takeover, never a reason to leave a repository out.
+/// tag its `[ecr.defaults]` gives them, and one its lifecycle policy: the tag and the policy the
+/// defaults name are what the import applies, shown in the plan as part of the takeover, never a
+/// reason to leave a repository out.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_users_own_defaults_are_what_the_import_applies_not_a_reason_to_leave_out() {
     let account = emulator().new_account().await;
@@ -387,6 +388,9 @@ async fn the_users_own_defaults_are_what_the_import_applies_not_a_reason_to_leav
         .expect("README.md shows a desired.toml");
     assert!(users.contains("tags = { project = \"rocm-bake\" }"), "{users}");
     std::fs::write(&file.path, &users).unwrap();
+    // And one repository lost its lifecycle policy: the user's defaults name the one it takes.
+    let ecr = ecr::Client::new(&account.sdk_config());
+    ecr.delete_lifecycle_policy().repository_name("vllm-cache").send().await.unwrap();
 
     let generated = reconcile(&account, &file.path, &["import", "--generate"]);
     assert_eq!(generated.code, 0, "{}{}", generated.stdout, generated.stderr);
@@ -397,12 +401,20 @@ async fn the_users_own_defaults_are_what_the_import_applies_not_a_reason_to_leav
     assert!(users.lines().all(|line| text.lines().any(|l| l == line)), "the user's lines stay: {text}");
     assert_eq!(written["ecr"]["defaults"]["tags"]["project"].as_str(), Some("rocm-bake"), "{text}");
     assert!(generated.stderr.contains("25 of the repositories lack tag(s) `project`"), "{}", generated.stderr);
+    assert!(
+        generated.stderr.contains("1 repositor(ies) have no lifecycle policy, so their untagged images accumulate")
+            && generated.stderr.contains("`[ecr.defaults]`'s `keep-3-untagged` theirs"),
+        "{}",
+        generated.stderr
+    );
+    assert_eq!(written["ecr"]["repositories"]["vllm-cache"].to_string(), "{}", "it takes the default policy");
 
     let plan = reconcile(&account, &file.path, &["plan"]);
     assert_eq!(plan.code, 0, "{}{}", plan.stdout, plan.stderr);
     // The 27 repositories, the bucket, the runner's role and its policy, and the project: all
     // imported; the 27 repositories' tags set as part of it (the user declared two of them).
-    assert_eq!(summary(&plan.stdout), "Plan: 31 to import, 0 to add, 27 to change, 0 to destroy.", "{}", plan.stdout);
+    assert_eq!(summary(&plan.stdout), "Plan: 31 to import, 1 to add, 27 to change, 0 to destroy.", "{}", plan.stdout);
+    assert!(plan.stdout.contains("# ecr_lifecycle_policy.vllm-cache will be created"), "{}", plan.stdout);
     assert!(
         plan.stdout
             .contains("# ecr_repository.vllm will be imported (marked as this deployment's) and updated in place"),
@@ -413,7 +425,7 @@ async fn the_users_own_defaults_are_what_the_import_applies_not_a_reason_to_leav
     assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
     let after = reconcile(&account, &file.path, &["plan"]);
     assert_eq!(summary(&after.stdout), "No changes. The account matches the desired state.", "{}", after.stdout);
-    let ecr = ecr::Client::new(&account.sdk_config());
+    assert!(ecr.get_lifecycle_policy().repository_name("vllm-cache").send().await.is_ok(), "its policy was made");
     let arn = ecr.describe_repositories().repository_names("vllm").send().await.unwrap().repositories()[0]
         .repository_arn()
         .unwrap()
