@@ -179,10 +179,9 @@ impl Reconciler for CodebuildReconciler {
             .then_some("deleting the runner's project, which stops the nightly")
     }
 
-    fn diff(&self, address: &Address, desired: Option<&DesiredResource>, observed: &Observed) -> Option<Change> {
-        // What `UpdateWebhook` cannot change replaces the webhook.
-        let replacing = crate::webhook::FIELDS.create_only();
-        reconcile_core::plan::diff_replacing(address, desired, observed, crate::WEBHOOK, &replacing)
+    /// What `UpdateWebhook` cannot change replaces the webhook: the table says so.
+    fn fields(&self) -> &'static [reconcile_core::fields::Fields] {
+        crate::describe::DESCRIPTION.fields
     }
 
     async fn apply(&self, change: &Change, progress: &dyn Progress) -> Result<Applied, ReconcileError> {

@@ -323,15 +323,31 @@ pub async fn survey(
 }
 
 /// The change the reconciler of `address`'s kind makes of a desired resource and what was
-/// observed (its own `diff`, which may refine the action). `None` when nothing differs, or no
-/// reconciler owns the kind.
+/// observed (its own `diff`, which may refine the action), a replacement when its kind's table
+/// says so ([`replacing`]). `None` when nothing differs, or no reconciler owns the kind.
 pub fn diff_one(
     reconcilers: &[Box<dyn Reconciler>],
     address: &Address,
     desired: Option<&DesiredResource>,
     observed: &Observed,
 ) -> Option<Change> {
-    reconciler_for(reconcilers, address.kind)?.diff(address, desired, observed)
+    let reconciler = reconciler_for(reconcilers, address.kind)?;
+    Some(replacing(reconciler.diff(address, desired, observed)?, reconciler.fields()))
+}
+
+/// `change`, a replacement if it updates a field its kind's table (among `tables`) says AWS
+/// sets only when it makes the resource: no crate has to ask for it, so a field marked
+/// create-only is never planned as an update AWS refuses. The kind's `refusal` then says
+/// whether the replacement may be applied.
+pub fn replacing(mut change: Change, tables: &[crate::fields::Fields]) -> Change {
+    let table = tables.iter().find(|table| table.kind == change.address.kind);
+    let create_only = |name: &str| {
+        table.and_then(|table| table.get(name)).is_some_and(|f| f.mutability == crate::fields::Mutability::CreateOnly)
+    };
+    if change.action == Action::Update && change.field_changes().iter().any(|field| create_only(field.name)) {
+        change.action = Action::Replace;
+    }
+    change
 }
 
 /// The change for one address: its reconciler's diff, made a replacement when one was asked

@@ -37,6 +37,8 @@ pub struct FakeReconciler {
     pub observes: AtomicUsize,
     /// The names whose change only an administrator makes, and why.
     pub administrators: BTreeMap<String, &'static str>,
+    /// Its kinds' tables of fields (none: every field in place).
+    pub fields: &'static [crate::fields::Fields],
 }
 
 impl FakeReconciler {
@@ -71,6 +73,10 @@ pub mod kinds {
 
 #[async_trait]
 impl Reconciler for FakeReconciler {
+    fn fields(&self) -> &'static [crate::fields::Fields] {
+        self.fields
+    }
+
     fn kinds(&self) -> &'static [ResourceKind] {
         &[crate::fake::kinds::ECR_REPOSITORY, crate::fake::kinds::ECR_LIFECYCLE_POLICY]
     }

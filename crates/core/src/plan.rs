@@ -748,25 +748,6 @@ pub fn diff(address: &Address, desired: Option<&DesiredResource>, observed: &Obs
     }
 }
 
-/// [`diff`], with an update of `kind` that changes any of `fields` made a replacement: the
-/// fields the service sets only when it makes the resource.
-pub fn diff_replacing(
-    address: &Address,
-    desired: Option<&DesiredResource>,
-    observed: &Observed,
-    kind: crate::address::ResourceKind,
-    fields: &[&str],
-) -> Option<Change> {
-    let mut change = diff(address, desired, observed)?;
-    if address.kind == kind
-        && change.action == Action::Update
-        && change.field_changes().iter().any(|f| fields.contains(&f.name))
-    {
-        change.action = Action::Replace;
-    }
-    Some(change)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -994,7 +975,9 @@ mod tests {
         let desired = DesiredResource::new(address.clone(), "a", object(json!({ "e": "KMS", "t": 1 })));
         let live = |e: &str, t: u8| Observed::Present(object(json!({ "e": e, "t": t })));
         let action = |observed: &Observed, kind| {
-            diff_replacing(&address, Some(&desired), observed, kind, &["e"]).map(|change| change.action)
+            const E: &[crate::fields::Field] = &[crate::fields::Field::create_only("e")];
+            let tables = [crate::fields::Fields { kind, fields: E }];
+            diff(&address, Some(&desired), observed).map(|change| crate::engine::replacing(change, &tables).action)
         };
         assert_eq!(action(&live("AES256", 1), crate::fake::kinds::ECR_REPOSITORY), Some(Action::Replace));
         assert_eq!(action(&live("KMS", 2), crate::fake::kinds::ECR_REPOSITORY), Some(Action::Update));

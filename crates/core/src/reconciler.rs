@@ -238,6 +238,10 @@ pub trait Reconciler: Send + Sync {
     /// The kinds of resource this reconciler owns.
     fn kinds(&self) -> &'static [ResourceKind];
 
+    /// Its kinds' tables of fields (its description's): the engine makes an update that changes
+    /// a field the table says AWS sets only at create a replacement, whatever `diff` said.
+    fn fields(&self) -> &'static [crate::fields::Fields];
+
     async fn observe(&self, desired: &[&DesiredResource]) -> Result<Observations, ReconcileError>;
 
     fn diff(&self, address: &Address, desired: Option<&DesiredResource>, observed: &Observed) -> Option<Change> {

@@ -459,10 +459,10 @@ impl Reconciler for EcrReconciler {
         }
     }
 
-    /// A repository whose encryption differs is a replacement: ECR sets it only on creation.
-    fn diff(&self, address: &Address, desired: Option<&DesiredResource>, observed: &Observed) -> Option<Change> {
-        let replacing = crate::repository::FIELDS.create_only();
-        reconcile_core::plan::diff_replacing(address, desired, observed, crate::REPOSITORY, &replacing)
+    /// A repository whose encryption differs is a replacement (ECR sets it only on creation),
+    /// as its table says; `refusal` then refuses it.
+    fn fields(&self) -> &'static [reconcile_core::fields::Fields] {
+        crate::describe::DESCRIPTION.fields
     }
 
     fn refusal(&self, change: &Change) -> Option<String> {

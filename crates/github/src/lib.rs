@@ -439,6 +439,10 @@ const OIDC_SUBJECT_PATH: &str = "/actions/oidc/customization/sub";
 
 #[async_trait]
 impl Reconciler for GithubReconciler {
+    fn fields(&self) -> &'static [reconcile_core::fields::Fields] {
+        DESCRIPTION.fields
+    }
+
     fn kinds(&self) -> &'static [ResourceKind] {
         GithubKind::KINDS
     }

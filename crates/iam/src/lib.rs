@@ -38,7 +38,7 @@ use async_trait::async_trait;
 use aws_sdk_iam as iam;
 use reconcile_aws::{Parallelism, absent_if, failed};
 use reconcile_core::json::tag_changes;
-use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Observed};
+use reconcile_core::plan::{Action, Change, DesiredResource, Finding};
 use reconcile_core::reconciler::Observations;
 use reconcile_core::{Account, Address, Applied, Progress, ReconcileError, Reconciler, ResourceKind};
 use serde_json::Value;
@@ -280,10 +280,10 @@ impl Reconciler for IamReconciler {
         }
     }
 
-    /// A boundary whose description differs is a replacement: IAM sets it only on creation.
-    fn diff(&self, address: &Address, desired: Option<&DesiredResource>, observed: &Observed) -> Option<Change> {
-        let replacing = crate::boundary::FIELDS.create_only();
-        reconcile_core::plan::diff_replacing(address, desired, observed, crate::ROLE_BOUNDARY, &replacing)
+    /// A boundary whose description differs is a replacement (IAM sets it only on creation), as
+    /// its table says; `refusal` then refuses it.
+    fn fields(&self) -> &'static [reconcile_core::fields::Fields] {
+        crate::describe::DESCRIPTION.fields
     }
 
     /// Replacing the boundary a role carries means deleting it first (IAM deletes no policy in
@@ -510,8 +510,8 @@ mod tests {
         );
         let observed =
             reconciler(&[&get_role, &list, &attached, &get_policy]).observe(&[&role, &policy]).await.unwrap();
-        assert_eq!(observed.resources[&role.address], Observed::Absent);
-        assert_eq!(observed.resources[&policy.address], Observed::Absent);
+        assert_eq!(observed.resources[&role.address], reconcile_core::plan::Observed::Absent);
+        assert_eq!(observed.resources[&policy.address], reconcile_core::plan::Observed::Absent);
         assert!(observed.findings.is_empty());
         assert_eq!((get_role.num_calls(), list.num_calls(), attached.num_calls()), (1, 1, 1));
         assert_eq!(get_policy.num_calls(), 0);

@@ -94,6 +94,10 @@ pub(crate) enum Head {
 
 #[async_trait]
 impl Reconciler for S3Reconciler {
+    fn fields(&self) -> &'static [reconcile_core::fields::Fields] {
+        crate::describe::DESCRIPTION.fields
+    }
+
     fn kinds(&self) -> &'static [ResourceKind] {
         S3Kind::KINDS
     }

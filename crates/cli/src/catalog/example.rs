@@ -138,6 +138,10 @@ pub struct Queues(Mutex<BTreeMap<Address, Map<String, Value>>>);
 
 #[async_trait]
 impl Reconciler for Queues {
+    fn fields(&self) -> &'static [reconcile_core::fields::Fields] {
+        DESCRIPTION.fields
+    }
+
     fn kinds(&self) -> &'static [ResourceKind] {
         ExampleKind::KINDS
     }

@@ -761,3 +761,119 @@ fn each_section_publishes_what_the_others_refer_to_as_the_stand_ins_of_the_crate
         assert!(desired.referred(topic).next().is_some(), "{topic:?}");
     }
 }
+
+/// A reconciler of one kind that differs only by the table of fields it is given: what the
+/// engine makes of a diff, with no crate asking.
+struct Tabled(&'static [reconcile_core::ResourceKind], &'static [reconcile_core::fields::Fields]);
+
+#[async_trait::async_trait]
+impl reconcile_core::Reconciler for Tabled {
+    fn kinds(&self) -> &'static [reconcile_core::ResourceKind] {
+        self.0
+    }
+
+    fn fields(&self) -> &'static [reconcile_core::fields::Fields] {
+        self.1
+    }
+
+    async fn observe(
+        &self,
+        _desired: &[&reconcile_core::DesiredResource],
+    ) -> Result<reconcile_core::reconciler::Observations, reconcile_core::ReconcileError> {
+        Ok(reconcile_core::reconciler::Observations::default())
+    }
+
+    async fn apply(
+        &self,
+        change: &reconcile_core::plan::Change,
+        _progress: &dyn reconcile_core::reconciler::Progress,
+    ) -> Result<reconcile_core::reconciler::Applied, reconcile_core::ReconcileError> {
+        Err(reconcile_core::ReconcileError::never(&change.address, "apply in a test of the diff"))
+    }
+}
+
+/// The engine, not the crate, makes an update of a field set only at create a replacement: for
+/// every kind of every crate, each field its table lets change, marked create-only in a scratch
+/// copy of the table, makes an update of it a replacement; with the real table, exactly the
+/// fields it marks create-only do (the kind's `refusal` then says whether one may be applied:
+/// ECR's repository and IAM's boundary refuse, CodeBuild's webhook is replaced).
+#[test]
+fn the_engine_replaces_for_whatever_a_kinds_table_says_is_set_only_at_create() {
+    use reconcile_core::fields::{Field, Fields, Mutability};
+    use reconcile_core::plan::{Action, DesiredResource, Observed};
+    let leak = |tables: Vec<Fields>| -> &'static [Fields] { Box::leak(tables.into_boxed_slice()) };
+    let mut with_create_only = Vec::new();
+    for description in CATALOG.0 {
+        for table in description.fields {
+            let kinds: &'static [reconcile_core::ResourceKind] = Box::leak(Box::new([table.kind]));
+            if !table.create_only().is_empty() {
+                with_create_only.push(table.kind.as_str());
+            }
+            for field in table.fields.iter().filter(|f| f.mutability != Mutability::Identity) {
+                let address = reconcile_core::Address::new(table.kind, "scratch");
+                let desired = DesiredResource::new(
+                    address.clone(),
+                    "scratch",
+                    serde_json::Map::from_iter([(field.name.to_owned(), json!("declared"))]),
+                );
+                let live = Observed::Present(serde_json::Map::from_iter([(field.name.to_owned(), json!("live"))]));
+                let action = |tables: &'static [Fields]| {
+                    let reconcilers: Vec<Box<dyn reconcile_core::Reconciler>> = vec![Box::new(Tabled(kinds, tables))];
+                    reconcile_core::engine::diff_one(&reconcilers, &address, Some(&desired), &live).map(|c| c.action)
+                };
+                let scratch: Vec<Field> = table
+                    .fields
+                    .iter()
+                    .map(|f| if f.name == field.name { Field { mutability: Mutability::CreateOnly, ..*f } } else { *f })
+                    .collect();
+                let scratch = leak(vec![Fields { kind: table.kind, fields: Box::leak(scratch.into_boxed_slice()) }]);
+                assert_eq!(action(scratch), Some(Action::Replace), "{}.{}: marked create-only", table.kind, field.name);
+                let real = if field.mutability == Mutability::CreateOnly { Action::Replace } else { Action::Update };
+                assert_eq!(action(leak(vec![*table])), Some(real), "{}.{} as its table says", table.kind, field.name);
+            }
+        }
+    }
+    with_create_only.sort_unstable();
+    assert_eq!(with_create_only, ["codebuild_webhook", "ecr_repository", "iam_role_boundary"]);
+}
+
+/// Every AWS crate's reconciler answers the engine with its description's tables, so what the
+/// engine replaces for is what the table (and the Terraform view, and attribution) says.
+#[test]
+fn every_crates_reconciler_hands_the_engine_its_descriptions_tables() {
+    use std::time::Duration;
+    let sdk = aws_config::SdkConfig::builder()
+        .region(aws_config::Region::new("us-east-1"))
+        .behavior_version(aws_config::BehaviorVersion::latest())
+        .build();
+    let transient =
+        reconcile_aws::Transient { attempts: 1, within: Duration::from_secs(1), base: Duration::from_secs(1) };
+    let pacing = reconcile_aws::Pacing::new(Duration::from_secs(1), transient);
+    let desired = crate::catalog::parse_desired(Path::new("desired.toml"), BASE).unwrap();
+    let account = account();
+    let clients = reconcile_aws::Clients {
+        sdk: &sdk,
+        interceptor: aws_smithy_runtime_api::client::interceptors::SharedInterceptor::new(
+            crate::aws::RequestCounter::default(),
+        ),
+        pacing: &pacing,
+        account: &account,
+        desired: &desired,
+        parallelism: 1,
+        prune: None,
+        destroy: None,
+        shared: None,
+    };
+    let shape = |tables: &[reconcile_core::fields::Fields]| -> Vec<(String, Vec<&str>)> {
+        tables.iter().map(|t| (t.kind.to_string(), t.fields.iter().map(|f| f.name).collect())).collect()
+    };
+    let mut built = 0;
+    for each in CRATES {
+        let Some(build) = each.aws else { continue };
+        let reconciler = build(&clients);
+        assert!(!each.description.fields.is_empty(), "{}: a table per kind", each.description.name);
+        assert_eq!(shape(reconciler.fields()), shape(each.description.fields), "{}", each.description.name);
+        built += 1;
+    }
+    assert_eq!(built, 4);
+}
