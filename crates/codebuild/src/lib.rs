@@ -14,8 +14,10 @@
 
 pub mod builds;
 mod describe;
+mod inventory;
 mod project;
 mod section;
+mod source;
 mod webhook;
 
 use std::collections::BTreeMap;

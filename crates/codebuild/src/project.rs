@@ -13,15 +13,13 @@
 //! |---|---|---|
 //! | `codebuild_project.<key>` | `aws_codebuild_project.runner["<key>"]` | `name`, `description`, `service_role`, `build_timeout`, `queued_timeout`, `project_visibility`, `artifacts[0].type`, `environment[0].{type,compute_type,image,privileged_mode,image_pull_credentials_type,certificate,environment_variable[],registry_credential[],fleet[]}`, `source[0].{type,location,buildspec,insecure_ssl,auth[]}`, `logs_config[0].{cloudwatch_logs[0],s3_logs[0]}`, `cache[0]`, `vpc_config[]`, `secondary_sources`, `secondary_artifacts`, `file_system_locations`, `build_batch_config[0].service_role`, `tags`, `tags_all` |
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use aws_sdk_codebuild as codebuild;
 use reconcile_aws::{failed, has_code};
 use reconcile_core::desired::{Desired, Topic};
 use reconcile_core::fields::{Field, Fields};
-use reconcile_core::generate::Found;
-use reconcile_core::mark::MARK_KEY;
-use reconcile_core::plan::{Action, Change, DesiredResource, Finding, Severity};
+use reconcile_core::plan::{Action, Change, DesiredResource};
 use reconcile_core::spec::attributes;
 use reconcile_core::terraform::{Provider, ProviderResource};
 use reconcile_core::{Account, Address, Applied, Progress, ReconcileError};
@@ -29,8 +27,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::section::{Project, declared};
-use crate::webhook::{desired_webhook, observed_webhook};
-use crate::{ALREADY_EXISTS, CodebuildReconciler, NO_WAY_TO_GITHUB, NOT_FOUND, PROJECT};
+use crate::webhook::desired_webhook;
+use crate::{ALREADY_EXISTS, CodebuildReconciler, PROJECT};
 
 /// Sets every managed project field on a `CreateProject` or `UpdateProject` request: their
 /// builders are different types with the same setters.
@@ -571,98 +569,6 @@ pub(crate) fn tags(spec: &ProjectSpec) -> Vec<codebuild::types::Tag> {
 }
 
 impl CodebuildReconciler {
-    /// E103 for each of the desired projects CodeBuild cannot reach GitHub for, remembered for
-    /// apply's refusal. Read only: `ListSourceCredentials` once, and each named connection.
-    pub(crate) async fn way_to_github(&self, desired: &[&DesiredResource]) -> Result<Vec<Finding>, ReconcileError> {
-        let projects: Vec<(&DesiredResource, ProjectSpec)> = desired
-            .iter()
-            .filter(|r| r.address.kind == crate::PROJECT)
-            .map(|r| Ok((*r, reconcile_core::spec::desired::<ProjectSpec>(r)?)))
-            .collect::<Result<_, ReconcileError>>()?;
-        let mut credential = None;
-        let mut findings = Vec::new();
-        for (resource, spec) in projects {
-            let why = match &spec.source_auth {
-                Some(connection) => self.unusable_connection(&resource.address, connection).await?,
-                None => {
-                    if credential.is_none() {
-                        credential = Some(self.has_github_credential(&resource.address).await?);
-                    }
-                    (credential == Some(false)).then(|| {
-                        let region = &self.account.region;
-                        format!(
-                            "CodeBuild has no way to reach GitHub in {region}: the account has no GitHub source \
-                             credential there, and the project names no connection (`source_auth`), so CodeBuild \
-                             refuses to create the project (\"No Access token found\") and its webhook; import one \
-                             (`aws codebuild import-source-credentials --region {region} --server-type GITHUB \
-                             --auth-type PERSONAL_ACCESS_TOKEN --token <token>`), or name a CodeConnections connection \
-                             to GitHub in `source_auth` once it is AVAILABLE"
-                        )
-                    })
-                }
-            };
-            let mut unreachable = self.unreachable.lock().expect("never poisoned");
-            match why {
-                Some(why) => {
-                    unreachable.insert(resource.address.name.clone(), why.clone());
-                    findings.push(Finding {
-                        code: NO_WAY_TO_GITHUB.to_owned(),
-                        severity: Severity::Error,
-                        address: Some(resource.address.clone()),
-                        message: why,
-                        overridden_by: None,
-                    });
-                }
-                None => {
-                    unreachable.remove(&resource.address.name);
-                }
-            }
-        }
-        Ok(findings)
-    }
-
-    /// Whether the account has a GitHub source credential in the region.
-    pub(crate) async fn has_github_credential(&self, address: &Address) -> Result<bool, ReconcileError> {
-        let output = self
-            .client
-            .list_source_credentials()
-            .send()
-            .await
-            .map_err(failed(Some(address), "list CodeBuild's source credentials"))?;
-        Ok(output
-            .source_credentials_infos()
-            .iter()
-            .any(|info| info.server_type().is_some_and(|t| *t == codebuild::types::ServerType::Github)))
-    }
-
-    /// Why the connection `arn` cannot carry the project to GitHub, if it cannot.
-    pub(crate) async fn unusable_connection(
-        &self,
-        address: &Address,
-        arn: &str,
-    ) -> Result<Option<String>, ReconcileError> {
-        let Some(connections) = &self.connections else {
-            return Err(ReconcileError::new(Some(address), "read the connection", "no CodeConnections client"));
-        };
-        let response = connections.get_connection().connection_arn(arn).send().await;
-        let connection = reconcile_aws::absent_if(response, &[NOT_FOUND])
-            .map_err(failed(Some(address), "read the connection desired.toml names"))?;
-        let status = connection.as_ref().and_then(|c| c.connection()).and_then(|c| c.connection_status());
-        Ok(match status {
-            None => Some(format!(
-                "the connection `{arn}` desired.toml names (`source_auth`) does not exist in the account, so CodeBuild \
-                 cannot reach GitHub through it; create it and complete it in the console, or name another"
-            )),
-            Some(status) if *status == aws_sdk_codeconnections::types::ConnectionStatus::Available => None,
-            Some(status) => Some(format!(
-                "the connection `{arn}` desired.toml names (`source_auth`) is {}, not AVAILABLE: a connection made by \
-                 API waits for its handshake, completed once in the console (Developer Tools > Settings > \
-                 Connections > Update pending connection); until then CodeBuild refuses the project and its webhook",
-                status.as_str()
-            )),
-        })
-    }
-
     pub(crate) async fn create_project(
         &self,
         change: &Change,
@@ -857,50 +763,6 @@ pub(crate) fn terraform(account: &Account, _key: &str, fields: &Map<String, Valu
             "source_version": fields.get("source_version").cloned().unwrap_or(json!("")),
         })),
     ]
-}
-
-impl CodebuildReconciler {
-    // `import --generate`'s reading: see section.rs for its writing.
-    /// The projects `desired` does not declare, each as a plan observes it (`project`) with its
-    /// webhook (`webhook`, null when it has none), its tags without the mark, and the role it
-    /// runs as among what it needs.
-    pub(crate) async fn inventory_of(&self, desired: &[&DesiredResource]) -> Result<Vec<Found>, ReconcileError> {
-        let declared: BTreeSet<&str> = desired.iter().map(|r| r.remote_name.as_str()).collect();
-        let mut pages = self.client.list_projects().into_paginator().send();
-        let mut names = Vec::new();
-        while let Some(page) = pages.next().await {
-            let page = page.map_err(failed(None, "list CodeBuild projects"))?;
-            names.extend(page.projects().iter().filter(|name| !declared.contains(name.as_str())).cloned());
-        }
-        let mut found = Vec::new();
-        for (name, project) in self.projects(&names).await? {
-            let mut observed = observed_project(&project);
-            let deployment = observed
-                .get_mut("tags")
-                .and_then(Value::as_object_mut)
-                .and_then(|tags| tags.remove(MARK_KEY))
-                .and_then(|value| value.as_str().map(str::to_owned));
-            let webhook = match project.webhook() {
-                Some(webhook) if webhook.url().is_some() || !webhook.filter_groups().is_empty() => {
-                    Value::Object(observed_webhook(&name, webhook))
-                }
-                _ => Value::Null,
-            };
-            let needs = project.service_role().and_then(|arn| arn.rsplit('/').next()).map(str::to_owned);
-            let mut live = Map::new();
-            live.insert("project".into(), Value::Object(observed));
-            live.insert("webhook".into(), webhook);
-            found.push(Found {
-                kind: PROJECT,
-                name,
-                deployment,
-                by_default: true,
-                needs: needs.into_iter().collect(),
-                live,
-            });
-        }
-        Ok(found)
-    }
 }
 
 #[cfg(test)]

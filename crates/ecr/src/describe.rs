@@ -101,7 +101,7 @@ pub const DESCRIPTION: Description = Description {
         Mapping { kind: crate::REPOSITORY, map: crate::repository::terraform, unmapped: "" },
         Mapping { kind: crate::LIFECYCLE_POLICY, map: crate::lifecycle::terraform, unmapped: "" },
     ],
-    generate: crate::section::generate,
+    generate: crate::generate::generate,
     variables: |_, account| vec![("ECR_REGISTRY", crate::registry(account))],
 };
 

@@ -13,12 +13,14 @@
 
 mod describe;
 pub mod expiry;
+mod generate;
 mod impact;
 mod lifecycle;
 mod repository;
 mod runner;
 mod section;
 mod spec;
+mod undeclared;
 pub mod usage;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -41,6 +43,7 @@ pub use section::{
     LifecyclePolicy, TAGGED_EXPIRY, TagMutability, UNTAGGED_NEVER_EXPIRE, declared,
 };
 pub use spec::desired;
+use undeclared::{Undeclared, marked_undeclared};
 
 /// Finding code: a repository desired.toml does not declare. Stable; never reused.
 pub const UNDECLARED_REPOSITORY: &str = "D101";
@@ -519,18 +522,6 @@ impl EcrReconciler {
         Ok(listed)
     }
 
-    /// Every repository of the account that `desired` does not declare.
-    async fn undeclared(&self, desired: &[&DesiredResource]) -> Result<Vec<(String, LiveRepository)>, ReconcileError> {
-        let declared: BTreeSet<&str> = desired.iter().map(|r| r.remote_name.as_str()).collect();
-        Ok(self
-            .list_all_repositories()
-            .await?
-            .iter()
-            .filter_map(|repository| self.live_repository(repository))
-            .filter(|(name, _)| !declared.contains(name.as_str()))
-            .collect())
-    }
-
     async fn list_repositories(&self) -> Result<Vec<ecr::types::Repository>, ReconcileError> {
         // ECR's largest page (100 when not asked): 5,000 repositories are five requests, not 50.
         let mut pages = self.client.describe_repositories().max_results(1000).into_paginator().send();
@@ -542,62 +533,6 @@ impl EcrReconciler {
             repositories.extend(page.repositories.unwrap_or_default());
         }
         Ok(repositories)
-    }
-
-    /// An undeclared repository: its lifecycle policy checked, and, when pruning, whether it is
-    /// reconcile's to delete (then observed with its images) or left alone (a finding).
-    async fn observe_undeclared(&self, name: &str, repository: &LiveRepository) -> Result<Undeclared, ReconcileError> {
-        let policy_address = Address::new(crate::LIFECYCLE_POLICY, name);
-        let finding = match self.observe_lifecycle_policy(&policy_address, name).await {
-            Ok(Observed::Present(fields)) => {
-                live_tagged_expiry(&policy_address, fields.get("policy").unwrap_or(&serde_json::Value::Null), false)
-            }
-            Ok(Observed::Absent) => None,
-            // The plan role may read only reconcile's repositories (a pull request's plan is
-            // public): said, never taken for the absence of a policy.
-            Err(error) if error.kind == reconcile_core::ErrorKind::AccessDenied => Some(Finding {
-                code: UNDECLARED_POLICY_UNREAD.to_owned(),
-                severity: Severity::Warning,
-                address: Some(policy_address.clone()),
-                message: "these credentials may not read this undeclared repository's lifecycle policy (the plan \
-                          role reads only reconcile's repositories), so whether it can expire tagged images (D103) \
-                          was not checked; the drift check reads it"
-                    .to_owned(),
-                overridden_by: None,
-            }),
-            Err(error) => return Err(error),
-        };
-        let Some(prune) = &self.prune else { return Ok(Undeclared { finding, pruned: None }) };
-        let address = Address::new(crate::REPOSITORY, name);
-        let tags = self.tags(&address, &repository.arn).await?;
-        let (key, value) = &prune.marker;
-        if tags.get(key) != Some(value) {
-            return Ok(Undeclared {
-                finding,
-                pruned: Some(Err(Finding {
-                    code: NOT_PRUNED.to_owned(),
-                    severity: Severity::Warning,
-                    address: Some(address),
-                    message: format!(
-                        "repository `{name}` is not in desired.toml, but --prune leaves it: it does not carry this \
-                         deployment's mark `{key} = {value}`, so this deployment did not make it; declare it, or \
-                         delete it by hand"
-                    ),
-                    overridden_by: None,
-                })),
-            });
-        }
-        let images = self.images(&address, name).await?;
-        let state = RepositoryState {
-            arn: repository.arn.clone(),
-            images: Some(images.len() as u64),
-            image_bytes: Some(images.iter().map(|i| i.size).sum()),
-            spec: repository.spec(tags, None),
-        };
-        Ok(Undeclared {
-            finding,
-            pruned: Some(Ok((address, Observed::Present(reconcile_core::spec::attributes(&state))))),
-        })
     }
 
     /// Every image of a repository, as the lifecycle evaluator takes them; none when the
@@ -768,30 +703,6 @@ impl EcrReconciler {
             ),
             overridden_by: None,
         })
-    }
-}
-
-/// What observing one undeclared repository found.
-struct Undeclared {
-    /// D103, when its live policy can expire tagged images.
-    finding: Option<Finding>,
-    /// When pruning: the repository to delete, or why it is left alone.
-    pruned: Option<Result<(Address, Observed), Finding>>,
-}
-
-/// [`MARKED_UNDECLARED`] for the repository `name`, which carries the mark `key = value`.
-fn marked_undeclared(address: Address, name: &str, key: &str, value: &str) -> Finding {
-    Finding {
-        code: MARKED_UNDECLARED.to_owned(),
-        severity: Severity::Error,
-        address: Some(address),
-        message: format!(
-            "repository `{name}` carries this deployment's mark `{key} = {value}`, and desired.toml does not \
-             declare it: left from a declaration since removed (an administrator's `apply --prune` deletes it), or \
-             marked by someone else, which the mark alone cannot tell apart; reconcile neither shows it in a \
-             public plan nor lets a CI role delete it"
-        ),
-        overridden_by: None,
     }
 }
 

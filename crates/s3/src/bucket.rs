@@ -18,21 +18,19 @@
 //! ACL grants and replication, which reconcile only ever clears, are mapped onto the bucket's
 //! deprecated arguments only while set, so that drift in them shows in the bucket's change.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use aws_sdk_s3 as s3;
 use reconcile_aws::{absent_if, failed, gone_if, has_code, visible_tags};
 use reconcile_core::fields::{Field, Fields};
-use reconcile_core::generate::Found;
-use reconcile_core::mark::MARK_KEY;
-use reconcile_core::plan::{Change, DesiredResource, Finding, Observed, Severity};
+use reconcile_core::plan::{Change, Finding, Observed, Severity};
 use reconcile_core::spec::attributes;
 use reconcile_core::terraform::{Provider, ProviderResource, policy_string, tags};
 use reconcile_core::{Account, Address, Applied, Desired, ReconcileError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::{BUCKET, BUCKET_LIFECYCLE, FOREIGN_BUCKET_ACCESS, Head, Made, S3Reconciler, lock};
+use crate::{FOREIGN_BUCKET_ACCESS, Head, Made, S3Reconciler};
 
 /// A bucket's fields: its name names it (Terraform's `bucket`); each setting is its own call.
 pub const FIELDS: Fields = Fields {
@@ -127,13 +125,6 @@ impl BucketSpec {
             access_logging: None,
         }
     }
-}
-
-/// One version (or delete marker) of an object.
-pub(crate) struct Version {
-    pub key: String,
-    id: Option<String>,
-    pub size: u64,
 }
 
 /// The name of the bucket a change deletes, as observed.
@@ -577,100 +568,6 @@ impl S3Reconciler {
         Ok(())
     }
 
-    /// Every version and delete marker in bucket `name`, paginated to the end.
-    pub(crate) async fn versions(&self, address: &Address, name: &str) -> Result<Vec<Version>, ReconcileError> {
-        const OPERATION: &str = "list the bucket's object versions";
-        let mut versions = Vec::new();
-        let mut pages = reconcile_aws::Pages::default();
-        let (mut key_marker, mut version_marker): (Option<String>, Option<String>) = (None, None);
-        loop {
-            let response = self
-                .parallelism
-                .send(|| {
-                    self.client
-                        .list_object_versions()
-                        .bucket(name)
-                        .set_key_marker(key_marker.clone())
-                        .set_version_id_marker(version_marker.clone())
-                        .send()
-                })
-                .await;
-            let Some(page) = absent_if(response, &["NoSuchBucket"]).map_err(failed(Some(address), OPERATION))? else {
-                return Ok(versions);
-            };
-            versions.extend(page.versions().iter().map(|v| Version {
-                key: v.key().unwrap_or_default().to_owned(),
-                id: v.version_id().map(str::to_owned),
-                size: v.size().unwrap_or(0).max(0) as u64,
-            }));
-            versions.extend(page.delete_markers().iter().map(|m| Version {
-                key: m.key().unwrap_or_default().to_owned(),
-                id: m.version_id().map(str::to_owned),
-                size: 0,
-            }));
-            if !page.is_truncated().unwrap_or(false) {
-                return Ok(versions);
-            }
-            // Both markers together are one page's token.
-            let token = format!(
-                "{}\u{0}{}",
-                page.next_key_marker().unwrap_or_default(),
-                page.next_version_id_marker().unwrap_or_default()
-            );
-            pages.page(Some(&token), Some(address), OPERATION)?;
-            key_marker = page.next_key_marker().map(str::to_owned);
-            version_marker = page.next_version_id_marker().map(str::to_owned);
-        }
-    }
-
-    /// Empties the bucket (every version; with objects besides reconcile's lock only when
-    /// `--empty-buckets` allows: objects written since the plan counted them are not deleted
-    /// without it) and deletes it.
-    pub(crate) async fn delete_bucket(&self, change: &Change) -> Result<Applied, ReconcileError> {
-        const OPERATION: &str = "delete bucket";
-        let address = &change.address;
-        let name = bucket_name(change)?;
-        let versions = self.versions(address, &name).await?;
-        let allowed = self.destroy.is_some_and(|d| d.empty_buckets);
-        let others = versions.iter().filter(|v| v.key != lock::LOCK_KEY).count();
-        if others > 0 && !allowed {
-            return Err(ReconcileError::new(
-                Some(address),
-                OPERATION,
-                format!("the bucket holds {others} object(s); pass --empty-buckets to delete them with it"),
-            ));
-        }
-        for batch in versions.chunks(1000) {
-            let objects = batch
-                .iter()
-                .map(|v| s3::types::ObjectIdentifier::builder().key(&v.key).set_version_id(v.id.clone()).build())
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|error| ReconcileError::new(Some(address), OPERATION, error.to_string()))?;
-            let delete = s3::types::Delete::builder()
-                .set_objects(Some(objects))
-                .quiet(true)
-                .build()
-                .map_err(|error| ReconcileError::new(Some(address), OPERATION, error.to_string()))?;
-            let response = self.client.delete_objects().bucket(&name).delete(delete).send().await;
-            let output = response.map_err(failed(Some(address), "empty the bucket"))?;
-            if let Some(error) = output.errors().first() {
-                return Err(ReconcileError::new(
-                    Some(address),
-                    "empty the bucket",
-                    format!(
-                        "{} object(s) could not be deleted, the first `{}`: {}",
-                        output.errors().len(),
-                        error.key().unwrap_or_default(),
-                        error.message().unwrap_or("no reason given")
-                    ),
-                ));
-            }
-        }
-        let response = self.client.delete_bucket().bucket(&name).send().await;
-        gone_if(response, &["NoSuchBucket"]).map_err(failed(Some(address), OPERATION))?;
-        Ok(Applied::Done)
-    }
-
     /// S103 when the live bucket policy or ACL lets anyone outside the account in.
     pub(crate) fn foreign_access(
         &self,
@@ -798,59 +695,4 @@ pub(crate) fn bucket_values(name: &Value, fields: &Map<String, Value>) -> Value 
         values["replication_configuration"] = json!([replication]);
     }
     values
-}
-
-impl S3Reconciler {
-    // `import --generate`'s reading: see section.rs for its writing.
-    /// The buckets in this region `desired` does not declare, each with its settings (the
-    /// bucket's canonical form), its tags without the mark, and its lifecycle rules (null when
-    /// it has none). A bucket this account may not read is not its own, and is passed over.
-    pub(crate) async fn inventory_of(&self, desired: &[&DesiredResource]) -> Result<Vec<Found>, ReconcileError> {
-        let declared: BTreeSet<&str> = desired.iter().map(|r| r.remote_name.as_str()).collect();
-        let listed = self
-            .parallelism
-            .send(|| self.client.list_buckets().send())
-            .await
-            .map_err(reconcile_aws::failed(None, "list S3 buckets"))?;
-        let names: Vec<String> = listed
-            .buckets()
-            .iter()
-            .filter_map(|bucket| bucket.name())
-            .filter(|name| !declared.contains(name))
-            .map(str::to_owned)
-            .collect();
-        let reads: Vec<_> = names.iter().map(|name| self.read_whole(name)).collect();
-        let mut found = Vec::new();
-        for read in futures::future::join_all(reads).await {
-            if let Some(one) = read? {
-                found.push(one);
-            }
-        }
-        Ok(found)
-    }
-
-    async fn read_whole(&self, name: &str) -> Result<Option<Found>, ReconcileError> {
-        let address = Address::new(BUCKET, name);
-        let head = self.parallelism.send(|| self.client.head_bucket().bucket(name).send()).await;
-        match head {
-            Ok(output) if output.bucket_region().is_none_or(|region| region == self.account.region) => {}
-            // Another region's, gone since the listing, or not this account's to read.
-            _ => return Ok(None),
-        }
-        let lifecycle_address = Address::new(BUCKET_LIFECYCLE, name);
-        let (bucket, lifecycle) =
-            futures::join!(self.observe_bucket(&address, name), self.observe_lifecycle(&lifecycle_address, name));
-        let Observed::Present(mut live) = bucket? else { return Ok(None) };
-        let rules = match lifecycle? {
-            Observed::Present(fields) => fields.get("rules").cloned().unwrap_or(Value::Null),
-            Observed::Absent => Value::Null,
-        };
-        let deployment = live
-            .get_mut("tags")
-            .and_then(Value::as_object_mut)
-            .and_then(|tags| tags.remove(MARK_KEY))
-            .and_then(|value| value.as_str().map(str::to_owned));
-        live.insert("lifecycle_rules".into(), rules);
-        Ok(Some(Found { kind: BUCKET, name: name.to_owned(), deployment, by_default: true, needs: Vec::new(), live }))
-    }
 }

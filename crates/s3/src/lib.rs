@@ -9,7 +9,9 @@
 //! is deleted only by `destroy`.
 
 mod bucket;
+mod delete;
 mod describe;
+mod inventory;
 mod lifecycle;
 pub mod lock;
 mod section;
@@ -25,7 +27,8 @@ use reconcile_core::plan::{Action, Change, DesiredResource, Impact, Observed};
 use reconcile_core::reconciler::{Assessment, Observations};
 use reconcile_core::{Account, Address, Applied, Destroy, Progress, ReconcileError, Reconciler, ResourceKind};
 
-use bucket::{BucketSpec, Version, bucket_name, grants_someone};
+use bucket::{BucketSpec, bucket_name, grants_someone};
+use delete::Version;
 pub use describe::{DESCRIPTION, client, reconciler};
 pub use lifecycle::{desired_rule, expiry_change, observed_rule};
 pub use section::{APPLY_LOCK_KEY, Bucket, CLAIM, S3, S3LifecycleRule, declared};

@@ -584,6 +584,18 @@ async fn adding_a_kind_names_every_place_a_kind_touches_and_every_kind_is_in_eac
     }
 }
 
+/// No production module runs over 800 lines (its tests apart): past that a module holds two
+/// things, and whoever changes one reads both.
+#[test]
+fn no_production_module_runs_over_800_lines() {
+    let long: Vec<String> = production_sources("crates")
+        .into_iter()
+        .filter(|(_, text)| text.lines().count() > 800)
+        .map(|(path, text)| format!("{path}: {} lines", text.lines().count()))
+        .collect();
+    assert!(long.is_empty(), "production modules over 800 lines:\n{}", long.join("\n"));
+}
+
 /// A kind's field is its crate's to read: no production code of the binary, of core or of
 /// another resource crate names one (a rename in the crate would silently break it). Fields
 /// with a plain-word name (`tags`, `name`) are everyone's words and not checked.
