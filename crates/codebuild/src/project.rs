@@ -139,7 +139,15 @@ pub(crate) struct S3LogsSpec {
     pub location: Option<String>,
 }
 
+/// desired.toml's key for the CodeConnections connection a project names, as messages name it.
+pub(crate) const CONNECTION_KEY: &str = "source_auth";
+
 impl ProjectSpec {
+    /// The CodeConnections connection the project names (`source_auth`), if any.
+    pub(crate) fn connection(&self) -> Option<&str> {
+        self.source_auth.as_deref()
+    }
+
     /// Whether every field that reconcile only ever clears is clear: apply can send nothing else.
     pub fn only_clears(&self) -> bool {
         self.buildspec.is_empty()

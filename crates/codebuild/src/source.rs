@@ -1,5 +1,5 @@
 //! CodeBuild's way to GitHub: the account's GitHub source credential, or the CodeConnections
-//! connection a project names (`source_auth`). Without either CodeBuild refuses to make the
+//! connection a project names. Without either CodeBuild refuses to make the
 //! project and its webhook, so the plan says so (E103) and apply refuses before its first write.
 
 use aws_sdk_codebuild as codebuild;
@@ -7,7 +7,7 @@ use reconcile_aws::failed;
 use reconcile_core::plan::{DesiredResource, Finding, Severity};
 use reconcile_core::{Address, ReconcileError};
 
-use crate::project::ProjectSpec;
+use crate::project::{CONNECTION_KEY, ProjectSpec};
 use crate::{CodebuildReconciler, NO_WAY_TO_GITHUB, NOT_FOUND};
 
 impl CodebuildReconciler {
@@ -22,7 +22,7 @@ impl CodebuildReconciler {
         let mut credential = None;
         let mut findings = Vec::new();
         for (resource, spec) in projects {
-            let why = match &spec.source_auth {
+            let why = match spec.connection() {
                 Some(connection) => self.unusable_connection(&resource.address, connection).await?,
                 None => {
                     if credential.is_none() {
@@ -32,11 +32,11 @@ impl CodebuildReconciler {
                         let region = &self.account.region;
                         format!(
                             "CodeBuild has no way to reach GitHub in {region}: the account has no GitHub source \
-                             credential there, and the project names no connection (`source_auth`), so CodeBuild \
+                             credential there, and the project names no connection (`{CONNECTION_KEY}`), so CodeBuild \
                              refuses to create the project (\"No Access token found\") and its webhook; import one \
                              (`aws codebuild import-source-credentials --region {region} --server-type GITHUB \
                              --auth-type PERSONAL_ACCESS_TOKEN --token <token>`), or name a CodeConnections connection \
-                             to GitHub in `source_auth` once it is AVAILABLE"
+                             to GitHub in `{CONNECTION_KEY}` once it is AVAILABLE"
                         )
                     })
                 }
@@ -90,12 +90,12 @@ impl CodebuildReconciler {
         let status = connection.as_ref().and_then(|c| c.connection()).and_then(|c| c.connection_status());
         Ok(match status {
             None => Some(format!(
-                "the connection `{arn}` desired.toml names (`source_auth`) does not exist in the account, so CodeBuild \
+                "the connection `{arn}` desired.toml names (`{CONNECTION_KEY}`) does not exist in the account, so CodeBuild \
                  cannot reach GitHub through it; create it and complete it in the console, or name another"
             )),
             Some(status) if *status == aws_sdk_codeconnections::types::ConnectionStatus::Available => None,
             Some(status) => Some(format!(
-                "the connection `{arn}` desired.toml names (`source_auth`) is {}, not AVAILABLE: a connection made by \
+                "the connection `{arn}` desired.toml names (`{CONNECTION_KEY}`) is {}, not AVAILABLE: a connection made by \
                  API waits for its handshake, completed once in the console (Developer Tools > Settings > \
                  Connections > Update pending connection); until then CodeBuild refuses the project and its webhook",
                 status.as_str()
