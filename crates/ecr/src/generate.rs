@@ -31,7 +31,7 @@ impl<'a> Live<'a> {
             name: &found.name,
             mutability: text("image_tag_mutability").unwrap_or("MUTABLE"),
             scan_on_push: found.live.get("scan_on_push").and_then(Value::as_bool).unwrap_or(false),
-            encryption: text("encryption_type").unwrap_or(crate::AES256),
+            encryption: text("encryption_type").unwrap_or(crate::repository::AES256),
             kms_key: text("kms_key"),
             tags: found
                 .live
@@ -139,7 +139,7 @@ pub fn generate(found: &[&Found], desired: &Desired, _account: &Account, _refere
         if defaults.scan_on_push.unwrap_or(false) != live.scan_on_push {
             own.insert("scan_on_push".into(), json!(live.scan_on_push));
         }
-        if defaults.encryption.as_deref().unwrap_or(crate::AES256) != live.encryption {
+        if defaults.encryption.as_deref().unwrap_or(crate::repository::AES256) != live.encryption {
             own.insert("encryption_type".into(), json!(live.encryption));
         }
         if let Some(key) = live.kms_key

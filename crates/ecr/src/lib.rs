@@ -74,8 +74,6 @@ pub const MARKED_UNDECLARED: &str = "D109";
 
 /// ECR's answers for "there is no such repository" and "it has no lifecycle policy".
 pub(crate) const REPOSITORY_NOT_FOUND: &str = "RepositoryNotFoundException";
-/// ECR's encryption when it is not told another: what a repository that says none has.
-const AES256: &str = "AES256";
 pub(crate) const NO_POLICY: [&str; 2] = ["LifecyclePolicyNotFoundException", REPOSITORY_NOT_FOUND];
 const NO_REPOSITORY_POLICY: [&str; 2] = ["RepositoryPolicyNotFoundException", REPOSITORY_NOT_FOUND];
 
@@ -469,13 +467,21 @@ impl Reconciler for EcrReconciler {
     }
 
     fn refusal(&self, change: &Change) -> Option<String> {
+        // A replacement is for what the kind's table says ECR sets only at create: named from it.
         if change.action == Action::Replace {
-            return Some(
-                "ECR cannot change a repository's encryption, and replacing the repository deletes every image \
-                 in it, which reconcile never does: move its images to a repository made with the declared \
-                 encryption, delete this one by hand, and apply again (or declare the encryption it has)"
-                    .to_owned(),
-            );
+            let fields: Vec<String> = change
+                .field_changes()
+                .iter()
+                .filter(|field| crate::repository::FIELDS.create_only().contains(&field.name))
+                .map(|field| format!("`{}`", field.name))
+                .collect();
+            let them = if fields.len() == 1 { "it" } else { "them" };
+            let fields = fields.join(" and ");
+            return Some(format!(
+                "ECR cannot change a repository's {fields} (it sets {them} only when it makes one), and replacing the \
+                 repository deletes every image in it, which reconcile never does: move its images to a repository \
+                 made as declared, delete this one by hand, and apply again (or declare the {fields} it has)"
+            ));
         }
         if !prunes(change) {
             return None;

@@ -23,7 +23,10 @@ use reconcile_core::{Account, Address, Applied, Desired, ReconcileError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::{AES256, EcrReconciler, NO_REPOSITORY_POLICY, REPOSITORY, REPOSITORY_NOT_FOUND, tag_list};
+use crate::{EcrReconciler, NO_REPOSITORY_POLICY, REPOSITORY, REPOSITORY_NOT_FOUND, tag_list};
+
+/// ECR's encryption when it is not told another: what a repository that says none has.
+pub(crate) const AES256: &str = "AES256";
 
 /// A repository's fields. Its encryption ECR sets only when it makes the repository; the
 /// provider keeps both in one `encryption_configuration` block.

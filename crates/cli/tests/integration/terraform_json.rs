@@ -295,7 +295,13 @@ async fn a_repositorys_encryption_is_made_as_declared_and_a_different_one_is_a_r
     assert_eq!(refused.code, 3, "{}{}", refused.stdout, refused.stderr);
     let refused = run(&["apply", "--auto-approve", "--allow-delete"]);
     assert_eq!(refused.code, 3, "{}{}", refused.stdout, refused.stderr);
-    assert!(refused.stderr.contains("ECR cannot change a repository's encryption"), "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("ECR cannot change a repository's `encryption_type` (it sets it only when it makes one)"),
+        "{}",
+        refused.stderr
+    );
     assert_eq!(account.writes().len(), writes, "nothing written");
 
     // A KMS key that is not an ARN, or one on AES256: refused before any AWS call, with the key.
