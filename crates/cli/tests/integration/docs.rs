@@ -460,6 +460,10 @@ async fn try_page(path: &Path) -> Result<Stage, String> {
             }
         }
     }
+    // A claim with no command after it would be checked by nothing.
+    if let Some((line, claim)) = claims.first() {
+        return Err(format!("{name}:{line}: the page claims `{claim:?}` of no command: none follows it"));
+    }
     Ok(stage)
 }
 
@@ -676,6 +680,15 @@ async fn a_page_whose_run_breaks_a_claim_fails() {
             (Some(_), Ok(_)) => panic!("{claims}: a broken claim passed"),
         }
     }
+    // A claim no command follows is checked by nothing: the page fails.
+    std::fs::write(
+        dir.path().join("page.md"),
+        "<!-- doctest world: new-account -->\n\n```console\n$ reconcile validate\n...\n```\n\n\
+         <!-- doctest claim: clean -->\n",
+    )
+    .unwrap();
+    let failed = try_page(&dir.path().join("page.md")).await.err().expect("a claim of no command");
+    assert!(failed.contains("of no command"), "{failed}");
     // Planning needs AWS: a page that says it is local, and plans, fails.
     std::fs::write(
         dir.path().join("page.md"),
