@@ -12,7 +12,7 @@ use std::path::{Component, Path, PathBuf};
 
 use anyhow::Context;
 use reconcile_core::Desired;
-use reconcile_core::saved::{self, SavedPlan};
+use reconcile_render::saved::{self, SavedPlan};
 
 use crate::error::CliError;
 

@@ -8,11 +8,13 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use reconcile_core::engine::{ApplyEvents, ApplyReport, Outcome};
-use reconcile_core::markdown::GITHUB_COMMENT_LIMIT;
 use reconcile_core::plan::{Action, Change, Plan, Takeover};
 use reconcile_core::redact::Redactor;
-use reconcile_core::render::{Styled, printable};
-use reconcile_core::{Address, Progress, json, render, report};
+use reconcile_core::text::printable;
+use reconcile_core::{Address, Progress, json};
+use reconcile_render::comment::GITHUB_COMMENT_LIMIT;
+use reconcile_render::plan::Styled;
+use reconcile_render::{plan as render, report};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::filter::{FilterExt, filter_fn};
 use tracing_subscriber::prelude::*;
@@ -176,7 +178,7 @@ pub fn print_plan(output: &Output, plan: &Plan, format: Format, command: &str) -
         Format::Text => out(&output.paint(&render::styled_text(plan)))?,
         Format::Json => out(&format!("{}\n", json::to_pretty(&render::json(plan))))?,
         Format::Markdown => {
-            let comment = reconcile_core::markdown::titled(plan, GITHUB_COMMENT_LIMIT, command);
+            let comment = reconcile_render::comment::titled(plan, GITHUB_COMMENT_LIMIT, command);
             out(&comment)?;
             step_summary(&comment)?;
         }
@@ -363,7 +365,7 @@ impl ApplyEvents for ApplyPrinter {
                 "{address}: Adopted after {seconds:.1}s: it already existed, so it was brought to the desired state"
             ),
             Outcome::Failed(error) => {
-                let reason = reconcile_core::render::printable(&error.reason);
+                let reason = reconcile_core::text::printable(&error.reason);
                 format!("{address}: {failed} after {seconds:.1}s: failed to {}: {reason}", error.operation)
             }
             Outcome::Skipped { because } => format!("{address}: Skipped, because {because} did not apply"),

@@ -3,8 +3,9 @@
 use std::collections::BTreeMap;
 
 use reconcile_core::engine::DesiredResources;
-use reconcile_core::saved::SavedView;
-use reconcile_core::{Address, Plan, render};
+use reconcile_core::{Address, Plan};
+use reconcile_render::plan as render;
+use reconcile_render::saved::SavedView;
 use serde_json::{Map, Value};
 
 use crate::catalog::CATALOG;
@@ -48,8 +49,8 @@ fn derived(
     timestamp: String,
 ) -> Value {
     let mapping = |kind| CATALOG.terraform(kind).map(|mapping| mapping.map);
-    reconcile_core::terraform::view(
+    reconcile_render::terraform::view(
         plan,
-        reconcile_core::terraform::Inputs { declared, mapping: &mapping, native, timestamp, last_applied },
+        reconcile_render::terraform::Inputs { declared, mapping: &mapping, native, timestamp, last_applied },
     )
 }

@@ -1,8 +1,9 @@
 //! The core of `reconcile`: what the account should hold, what a plan is, and how plans are
 //! made and carried out.
 //!
-//! This crate knows nothing of AWS, terminals, environment variables or exit codes. Resource
-//! crates implement [`Reconciler`]; the binary wires them to AWS clients and to the terminal.
+//! This crate knows nothing of AWS, terminals, environment variables or exit codes, nor how a
+//! plan looks written down (reconcile-render's). Resource crates implement [`Reconciler`]; the
+//! binary wires them to AWS clients and to the terminal.
 
 pub mod address;
 pub mod audience;
@@ -25,7 +26,6 @@ pub mod put_back;
 pub mod reconciler;
 pub mod redact;
 pub mod retry;
-pub mod saved;
 pub mod schedule;
 pub mod spec;
 pub mod terraform;
@@ -33,11 +33,6 @@ pub mod text;
 pub mod time;
 pub mod units;
 pub mod variables;
-
-pub mod render;
-pub mod report;
-#[cfg(test)]
-mod snapshots_tests;
 
 pub use address::{Address, ResourceKind};
 pub use desired::{Desired, DesiredError, DesiredErrors};

@@ -45,3 +45,30 @@ pub fn escaped(text: &str) -> String {
 pub fn is_bidi(c: char) -> bool {
     matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
+
+/// `text` as it may be shown on a terminal or a log line: every [hidden](is_hidden) character a
+/// live value carried is shown escaped, as `\u{1b}`, not sent.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(is_hidden) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let escaped =
+        text.chars().map(|c| if is_hidden(c) { c.escape_unicode().to_string() } else { c.to_string() }).collect();
+    std::borrow::Cow::Owned(escaped)
+}
+
+/// How a reader learns more about a finding: what every finding line ends with.
+pub fn learn_more(code: &str) -> String {
+    format!("reconcile explain {code}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_terminal_is_sent_no_control_character() {
+        assert_eq!(printable("plain"), "plain");
+        assert_eq!(printable("a\u{1b}[2Jb\r"), "a\\u{1b}[2Jb\\u{d}");
+    }
+}

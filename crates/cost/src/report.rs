@@ -407,7 +407,7 @@ impl CostReport {
         if !self.findings.is_empty() {
             out.push('\n');
             for finding in &self.findings {
-                let more = reconcile_core::render::learn_more(&finding.code);
+                let more = reconcile_core::text::learn_more(&finding.code);
                 out.push_str(&format!("Warning [{}] {} ({more})\n", finding.code, finding.message));
             }
         }

@@ -511,8 +511,8 @@ async fn the_aws_backend_has_a_reconciler_for_every_crate_but_githubs() {
 #[tokio::test]
 async fn a_new_kind_is_its_crate_and_one_line_in_the_list() {
     use reconcile_core::engine::{self, ApplyOptions, PlanOptions};
-    use reconcile_core::saved::{self, MadeWith};
     use reconcile_core::{Action, Address};
+    use reconcile_render::saved::{self, MadeWith};
 
     use super::example::{EXTENDED, QUEUE};
 

@@ -6,8 +6,9 @@ use std::io::{BufRead, IsTerminal, Write};
 
 use anyhow::Context;
 use futures::future::BoxFuture;
+use reconcile_core::Plan;
 use reconcile_core::engine::{ApplyEvents, ApplyReport};
-use reconcile_core::{Plan, render};
+use reconcile_render::plan as render;
 
 use crate::args::{ColorChoice, Format};
 use crate::aws::Aws;

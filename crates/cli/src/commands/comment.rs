@@ -6,8 +6,8 @@
 
 use std::path::PathBuf;
 
-use reconcile_core::markdown::GITHUB_COMMENT_LIMIT;
 use reconcile_github::conversation::{Conversation, Outcome};
+use reconcile_render::comment::GITHUB_COMMENT_LIMIT;
 
 use crate::error::CliError;
 use crate::exit;

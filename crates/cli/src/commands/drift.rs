@@ -6,11 +6,12 @@ use std::io::IsTerminal;
 
 use reconcile_core::audience;
 use reconcile_core::describe::PutBack;
-use reconcile_core::markdown::GITHUB_COMMENT_LIMIT;
 use reconcile_core::plan::{Attribution, CostFigure};
 use reconcile_core::variables::PUT_BACK_SWITCH;
-use reconcile_core::{Address, Plan, json, render, time};
+use reconcile_core::{Address, Plan, json, time};
 use reconcile_ecr::usage::{self, Usage};
+use reconcile_render::comment::GITHUB_COMMENT_LIMIT;
+use reconcile_render::plan as render;
 
 use crate::args::{ColorChoice, Format, PlanFormat};
 use crate::aws::Aws;
@@ -101,7 +102,7 @@ pub async fn run(
         (None, in_public) => {
             let shown = if in_public { &public.plan } else { plan };
             let view = crate::terraform::view(shown, &drift.planned.resources, None);
-            out(&(reconcile_core::terraform::to_line(&reconcile_core::terraform::refresh_only(view)) + "\n"))?;
+            out(&(reconcile_render::terraform::to_line(&reconcile_render::terraform::refresh_only(view)) + "\n"))?;
         }
     }
     let acknowledged = match issue {
@@ -328,7 +329,7 @@ fn comment(public: &Public, limit: usize) -> String {
         None => String::new(),
     };
     let budget = limit.saturating_sub(summary.len() + costs.len() + answers.len() + 1);
-    format!("{}{costs}{answers}\n{summary}", reconcile_core::markdown::titled(&public.plan, budget, "drift"))
+    format!("{}{costs}{answers}\n{summary}", reconcile_render::comment::titled(&public.plan, budget, "drift"))
 }
 
 /// The most addresses an answer names; the rest are counted.

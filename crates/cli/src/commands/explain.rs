@@ -280,7 +280,7 @@ mod tests {
                 };
                 let printed = match validated {
                     true => crate::commands::validate::finding_line(&finding),
-                    false => reconcile_core::render::finding_line(&finding),
+                    false => reconcile_render::plan::finding_line(&finding),
                 };
                 if printed != line || !head.ends_with(code) {
                     wrong.push(format!("{code}: `{line}` is not as a plan prints it (severity {severity})"));

@@ -5,7 +5,7 @@
 use std::io::IsTerminal;
 use std::path::Path;
 
-use reconcile_core::saved;
+use reconcile_render::saved;
 
 use crate::args::{ColorChoice, PlanFormat};
 use crate::aws::Aws;
@@ -78,7 +78,7 @@ pub async fn run(session: &Session<Aws>, color: ColorChoice, request: Request<'_
     let output = Output::new(color_on(color, std::io::stdout().is_terminal()));
     match format.common() {
         Some(format) => print_plan(&output, &plan, format, "plan")?,
-        None => crate::output::out(&(reconcile_core::terraform::to_line(&view()) + "\n"))?,
+        None => crate::output::out(&(reconcile_render::terraform::to_line(&view()) + "\n"))?,
     }
     refused?;
     let failing = audience.failing(&plan, &session.inputs().desired);

@@ -3,7 +3,8 @@
 
 use std::path::Path;
 
-use reconcile_core::{json, saved, terraform};
+use reconcile_core::json;
+use reconcile_render::{saved, terraform};
 
 use crate::args::PlanFormat;
 use crate::catalog::CATALOG;

@@ -65,6 +65,6 @@ pub(crate) fn finding_line(finding: &Finding) -> String {
         .as_ref()
         .map(|key| format!(" (overridden: `{key} = true` on the resource)"))
         .unwrap_or_default();
-    let more = reconcile_core::render::learn_more(&finding.code);
+    let more = reconcile_core::text::learn_more(&finding.code);
     format!("{severity}: [{}] {}{overridden} ({more})", finding.code, finding.message)
 }

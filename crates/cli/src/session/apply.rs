@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use reconcile_core::engine::{self, ApplyOptions, ApplyReport, Refusal};
-use reconcile_core::saved::SavedPlan;
 use reconcile_core::{Account, Reconciler};
+use reconcile_render::saved::SavedPlan;
 
 use super::{ApplyLock, ApplyRequest, Backend, Console, Interrupts, PlanFrom, Planned, Session, input, refuse_on};
 use crate::error::CliError;

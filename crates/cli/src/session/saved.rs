@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use reconcile_core::Account;
-use reconcile_core::saved::{self, SavedPlan};
+use reconcile_render::saved::{self, SavedPlan};
 
 use super::{Backend, Planned, Session, refuse_on};
 use crate::error::CliError;

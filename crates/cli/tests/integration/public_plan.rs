@@ -292,7 +292,7 @@ async fn a_change_the_apply_job_refuses_fails_the_status_and_padding_never_hides
     let (check, _plan, _runner) = world.pull_request(head.path(), number, sha, &name);
     assert_eq!(check["conclusion"], "success", "{check:#}");
     let comment = &world.comments(number)[0];
-    assert!(comment.len() <= reconcile_core::markdown::GITHUB_COMMENT_LIMIT);
+    assert!(comment.len() <= reconcile_render::comment::GITHUB_COMMENT_LIMIT);
     assert!(comment.contains("the details of"), "the padding did not fit: {comment}");
     assert!(comment.contains("Error `D108`"), "{comment}");
     assert!(comment.contains("Error `W501`"), "{comment}");

@@ -10,7 +10,7 @@ use super::*;
 async fn saved(rig: &Rig, edit: impl Fn(&mut serde_json::Value)) -> (tempfile::TempDir, std::path::PathBuf) {
     let planned = rig.session.plan(None).await.unwrap();
     let mut json =
-        reconcile_core::saved::to_json(&planned.plan, &rig.session.inputs().desired_text, rig.session.made_with());
+        reconcile_render::saved::to_json(&planned.plan, &rig.session.inputs().desired_text, rig.session.made_with());
     edit(&mut json);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("plan.json");

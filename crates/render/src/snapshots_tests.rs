@@ -3,11 +3,11 @@
 
 use serde_json::{Value, json};
 
-use crate::address::{Address, ResourceKind};
-use crate::json::{object, to_pretty};
-use crate::markdown::{GITHUB_COMMENT_LIMIT, markdown};
-use crate::plan::{Change, DesiredResource, Finding, Observed, Plan, Severity, diff};
-use crate::render::{json, text};
+use crate::comment::{GITHUB_COMMENT_LIMIT, markdown};
+use crate::plan::{json, text};
+use reconcile_core::address::{Address, ResourceKind};
+use reconcile_core::json::{object, to_pretty};
+use reconcile_core::plan::{Change, DesiredResource, Finding, Observed, Plan, Severity, diff};
 
 fn change(kind: ResourceKind, name: &str, desired: Option<Value>, observed: Option<Value>) -> Change {
     let address = Address::new(kind, name);
@@ -29,7 +29,7 @@ fn repository() -> Value {
 }
 
 fn plan(mut changes: Vec<Change>, findings: Vec<Finding>) -> Plan {
-    crate::plan::order(&mut changes);
+    reconcile_core::plan::order(&mut changes);
     Plan {
         changes,
         findings,
@@ -46,8 +46,8 @@ fn creates_only() -> Plan {
     let keep3 = policy("imageCountMoreThan", "untagged", 3, None);
     plan(
         vec![
-            change(crate::fake::kinds::ECR_REPOSITORY, "vllm", Some(repository()), None),
-            change(crate::fake::kinds::ECR_LIFECYCLE_POLICY, "vllm", Some(json!({"policy": keep3})), None),
+            change(reconcile_core::fake::kinds::ECR_REPOSITORY, "vllm", Some(repository()), None),
+            change(reconcile_core::fake::kinds::ECR_LIFECYCLE_POLICY, "vllm", Some(json!({"policy": keep3})), None),
         ],
         vec![],
     )
@@ -58,7 +58,7 @@ fn policy_diff() -> Plan {
     let old = policy("sinceImagePushed", "any", 14, Some("days"));
     plan(
         vec![change(
-            crate::fake::kinds::ECR_LIFECYCLE_POLICY,
+            reconcile_core::fake::kinds::ECR_LIFECYCLE_POLICY,
             "pytorch-cache",
             Some(json!({"policy": keep3})),
             Some(json!({"policy": old})),
@@ -72,7 +72,7 @@ fn a_delete() -> Plan {
         json!({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": ["s3:*"], "Resource": ["*"]}]});
     plan(
         vec![change(
-            crate::fake::kinds::IAM_ROLE_POLICY,
+            reconcile_core::fake::kinds::IAM_ROLE_POLICY,
             "codebuild/legacy",
             None,
             Some(json!({"role": "rocm-bake-codebuild", "policy_name": "legacy", "document": wide})),
@@ -80,7 +80,7 @@ fn a_delete() -> Plan {
         vec![Finding {
             code: "W101".into(),
             severity: Severity::Warning,
-            address: Some(Address::new(crate::fake::kinds::IAM_ROLE, "codebuild")),
+            address: Some(Address::new(reconcile_core::fake::kinds::IAM_ROLE, "codebuild")),
             message:
                 "managed policy arn:aws:iam::123456789012:policy/hand-made is attached to role `rocm-bake-codebuild`"
                     .into(),
@@ -94,18 +94,18 @@ fn mixed() -> Plan {
     changes.extend(policy_diff().changes);
     changes.extend(a_delete().changes);
     changes.push(change(
-        crate::fake::kinds::ECR_REPOSITORY,
+        reconcile_core::fake::kinds::ECR_REPOSITORY,
         "pytorch",
         Some(repository()),
         Some(json!({"image_tag_mutability": "IMMUTABLE", "scan_on_push": false, "tags": {}})),
     ));
     let mut webhook = change(
-        crate::fake::kinds::CODEBUILD_WEBHOOK,
+        reconcile_core::fake::kinds::CODEBUILD_WEBHOOK,
         "runner",
         Some(json!({"manual_creation": false, "build_type": "BUILD"})),
         Some(json!({"manual_creation": true, "build_type": "BUILD"})),
     );
-    webhook.action = crate::plan::Action::Replace;
+    webhook.action = reconcile_core::plan::Action::Replace;
     changes.push(webhook);
     plan(changes, a_delete().findings)
 }
@@ -116,8 +116,13 @@ fn two_thousand() -> Plan {
         .flat_map(|i| {
             let name = format!("target{i:04}");
             [
-                change(crate::fake::kinds::ECR_REPOSITORY, &name, Some(repository()), None),
-                change(crate::fake::kinds::ECR_LIFECYCLE_POLICY, &name, Some(json!({"policy": keep3.clone()})), None),
+                change(reconcile_core::fake::kinds::ECR_REPOSITORY, &name, Some(repository()), None),
+                change(
+                    reconcile_core::fake::kinds::ECR_LIFECYCLE_POLICY,
+                    &name,
+                    Some(json!({"policy": keep3.clone()})),
+                    None,
+                ),
             ]
         })
         .collect();
@@ -133,29 +138,34 @@ fn a_takeover() -> Plan {
         repository
     };
     let mark = |mut tags: Value| {
-        tags[crate::mark::MARK_KEY] = json!("rocm-bake");
+        tags[reconcile_core::mark::MARK_KEY] = json!("rocm-bake");
         tags
     };
     let ours = mark(json!({"project": "rocm-bake"}));
     let legacy = json!({"project": "rocm-bake", "managed-by": "reconcile"});
     let changes = vec![
-        change(crate::fake::kinds::ECR_REPOSITORY, "pytorch", Some(marked(ours.clone())), Some(repository())),
+        change(reconcile_core::fake::kinds::ECR_REPOSITORY, "pytorch", Some(marked(ours.clone())), Some(repository())),
         change(
-            crate::fake::kinds::ECR_REPOSITORY,
+            reconcile_core::fake::kinds::ECR_REPOSITORY,
             "atom-wheel-cache",
             Some(marked(mark(json!({"project": "rocm-bake", "kind": "buildkit-cache"})))),
             Some(json!({"image_tag_mutability": "MUTABLE", "scan_on_push": false, "tags": {}})),
         ),
-        change(crate::fake::kinds::ECR_REPOSITORY, "vllm", Some(marked(mark(legacy.clone()))), Some(marked(legacy))),
+        change(
+            reconcile_core::fake::kinds::ECR_REPOSITORY,
+            "vllm",
+            Some(marked(mark(legacy.clone()))),
+            Some(marked(legacy)),
+        ),
     ];
     let mut plan = plan(changes, vec![]);
     plan.takeovers = [
-        ("pytorch", crate::plan::Takeover::Import),
-        ("atom-wheel-cache", crate::plan::Takeover::Import),
-        ("vllm", crate::plan::Takeover::Remark),
+        ("pytorch", reconcile_core::plan::Takeover::Import),
+        ("atom-wheel-cache", reconcile_core::plan::Takeover::Import),
+        ("vllm", reconcile_core::plan::Takeover::Remark),
     ]
     .into_iter()
-    .map(|(name, takeover)| (Address::new(crate::fake::kinds::ECR_REPOSITORY, name), takeover))
+    .map(|(name, takeover)| (Address::new(reconcile_core::fake::kinds::ECR_REPOSITORY, name), takeover))
     .collect();
     plan
 }
@@ -248,9 +258,9 @@ fn markdown_budget_puts_the_summary_and_destructive_changes_before_details() {
 
 #[test]
 fn a_plans_cost_line_says_each_figure_beside_the_summary_in_every_rendering() {
-    use crate::plan::CostFigure;
+    use reconcile_core::plan::CostFigure;
     let mut plan = Plan::new("123456789012", "us-east-1");
-    plan.changes.push(change(crate::fake::kinds::ECR_REPOSITORY, "new", Some(repository()), None));
+    plan.changes.push(change(reconcile_core::fake::kinds::ECR_REPOSITORY, "new", Some(repository()), None));
     plan.costs = vec![
         CostFigure {
             cause: "builds".to_owned(),
@@ -308,14 +318,14 @@ fn a_plans_cost_line_says_each_figure_beside_the_summary_in_every_rendering() {
         assert!(!cost.contains(raw), "{raw} rendered: {cost}");
     }
     // A change of nothing is no saving.
-    let zero = crate::plan::CostFigure { monthly_usd: Some(0.0), ..plan.costs[0].clone() };
+    let zero = reconcile_core::plan::CostFigure { monthly_usd: Some(0.0), ..plan.costs[0].clone() };
     assert!(zero.line().starts_with("builds: about +$0.00 a month"), "{}", zero.line());
     // Nothing that could be estimated: said so, never a total of zero.
     let only_unknown = Plan { costs: vec![plan.costs[2].clone()], ..plan.clone() };
-    let said = crate::render::text(&only_unknown);
+    let said = crate::plan::text(&only_unknown);
     assert!(said.contains("\nMonthly cost: cannot be estimated, as below"), "{said}");
     // Nothing priced: no line, no key.
     plan.costs.clear();
-    assert!(!crate::render::text(&plan).contains("Monthly cost"));
+    assert!(!crate::plan::text(&plan).contains("Monthly cost"));
     assert_eq!(json(&plan).get("cost"), None);
 }

@@ -17,10 +17,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use crate::address::{Address, ResourceKind};
-use crate::json::fingerprint_text;
-use crate::plan::{Action, Change, Observed, Plan, Takeover};
-use crate::render;
+use crate::plan as render;
+use reconcile_core::address::{Address, ResourceKind};
+use reconcile_core::json::fingerprint_text;
+use reconcile_core::plan::{Action, Change, Observed, Plan, Takeover};
 
 /// A plan read back from a file, with what it was made against.
 #[derive(Debug, Clone, PartialEq)]
@@ -293,12 +293,12 @@ pub fn tampering(saved: &SavedPlan, derived_plan: &Plan) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::object;
+    use reconcile_core::json::object;
 
     const KNOWN: [ResourceKind; 3] = [
-        crate::fake::kinds::ECR_REPOSITORY,
-        crate::fake::kinds::ECR_LIFECYCLE_POLICY,
-        crate::fake::kinds::IAM_ROLE_POLICY,
+        reconcile_core::fake::kinds::ECR_REPOSITORY,
+        reconcile_core::fake::kinds::ECR_LIFECYCLE_POLICY,
+        reconcile_core::fake::kinds::IAM_ROLE_POLICY,
     ];
 
     fn from_json(value: &Value) -> Result<SavedPlan, String> {
@@ -306,7 +306,7 @@ mod tests {
     }
 
     fn plan() -> Plan {
-        let address = Address::new(crate::fake::kinds::ECR_LIFECYCLE_POLICY, "pytorch-cache");
+        let address = Address::new(reconcile_core::fake::kinds::ECR_LIFECYCLE_POLICY, "pytorch-cache");
         let observed = Observed::Present(object(json!({"policy": {"rules": []}})));
         Plan {
             changes: vec![Change {
@@ -314,7 +314,7 @@ mod tests {
                 action: Action::Update,
                 before: Some(object(json!({"policy": {"rules": []}}))),
                 after: Some(object(json!({"policy": {"rules": [1]}}))),
-                depends_on: vec![Address::new(crate::fake::kinds::ECR_REPOSITORY, "pytorch-cache")],
+                depends_on: vec![Address::new(reconcile_core::fake::kinds::ECR_REPOSITORY, "pytorch-cache")],
             }],
             observed: BTreeMap::from([(address, observed)]),
             ..Plan::new("123456789012", "us-east-1")
@@ -326,14 +326,14 @@ mod tests {
         let mut plan = plan();
         // A create has no `before`, a delete no `after`: both read back as none.
         plan.changes.push(Change {
-            address: Address::new(crate::fake::kinds::ECR_REPOSITORY, "vllm"),
+            address: Address::new(reconcile_core::fake::kinds::ECR_REPOSITORY, "vllm"),
             action: Action::Create,
             before: None,
             after: Some(object(json!({"scan_on_push": false}))),
             depends_on: vec![],
         });
         plan.changes.push(Change {
-            address: Address::member(crate::fake::kinds::IAM_ROLE_POLICY, "codebuild", "legacy"),
+            address: Address::member(reconcile_core::fake::kinds::IAM_ROLE_POLICY, "codebuild", "legacy"),
             action: Action::Delete,
             before: Some(object(json!({"policy_name": "legacy"}))),
             after: None,
@@ -348,7 +348,7 @@ mod tests {
     #[test]
     fn a_saved_plan_keeps_each_resources_values_once_for_its_view() {
         let mut plan = plan();
-        let absent = Address::new(crate::fake::kinds::ECR_REPOSITORY, "vllm");
+        let absent = Address::new(reconcile_core::fake::kinds::ECR_REPOSITORY, "vllm");
         plan.observed.insert(absent.clone(), Observed::Absent);
         let declared = BTreeMap::from([(absent.clone(), object(json!({"scan_on_push": true})))]);
         let view = SavedView { declared, last_applied: None, made_at: "2026-12-07T02:00:00Z".to_owned() };
@@ -381,7 +381,7 @@ mod tests {
     #[test]
     fn a_saved_plan_of_a_kind_not_known_is_refused() {
         let saved = to_json(&plan(), "", MadeWith::default());
-        let unknown = super::from_json(&saved, &[crate::fake::kinds::ECR_REPOSITORY]).unwrap_err();
+        let unknown = super::from_json(&saved, &[reconcile_core::fake::kinds::ECR_REPOSITORY]).unwrap_err();
         assert_eq!(unknown, "unknown resource kind `ecr_lifecycle_policy`");
     }
 
@@ -451,7 +451,7 @@ mod tests {
         // Cut down: a change derived again that the file does not hold.
         let mut more = plan.changes.clone();
         let vllm = Change {
-            address: Address::new(crate::fake::kinds::ECR_REPOSITORY, "vllm"),
+            address: Address::new(reconcile_core::fake::kinds::ECR_REPOSITORY, "vllm"),
             action: Action::Create,
             before: None,
             after: Some(object(json!({"scan_on_push": false}))),

@@ -10,8 +10,9 @@ use anstyle::Style;
 use serde_json::{Value, json};
 use similar::TextDiff;
 
-use crate::json::to_pretty;
-use crate::plan::{Action, Change, Finding, Plan, Severity, Takeover};
+use reconcile_core::json::to_pretty;
+use reconcile_core::plan::{Action, Change, Finding, Plan, Severity, Takeover};
+use reconcile_core::text::{learn_more, printable};
 
 /// The version of reconcile's JSON plan format, under [`VERSION_KEY`]. Consumers should reject
 /// an unknown major version. 2.0: the key is no longer Terraform's `format_version`, which made
@@ -142,11 +143,6 @@ pub fn refusal_line(plan: &Plan) -> String {
     )
 }
 
-/// How a reader learns more about a finding: what every finding line ends with.
-pub fn learn_more(code: &str) -> String {
-    format!("reconcile explain {code}")
-}
-
 /// Findings of one code, severity and kind of subject, as a reader takes them in: three or more
 /// fold into one, the first in full and the rest named (as Terraform folds its diagnostics,
 /// "and 29 more similar errors"); the JSON formats keep every one.
@@ -192,7 +188,7 @@ pub fn cost_lines(plan: &Plan) -> Vec<String> {
     if plan.costs.is_empty() {
         return Vec::new();
     }
-    let (total, complete) = crate::plan::cost_total(&plan.costs);
+    let (total, complete) = reconcile_core::plan::cost_total(&plan.costs);
     let sign = if total < 0.0 { "-" } else { "+" };
     let rest = if complete { "" } else { ", and what cannot be estimated below" };
     let headline = if plan.costs.iter().all(|c| c.monthly_usd.is_none()) {
@@ -200,7 +196,7 @@ pub fn cost_lines(plan: &Plan) -> Vec<String> {
     } else {
         format!(
             "Monthly cost: about {sign}{} a month{rest} (it informs; it decides nothing).",
-            crate::units::usd(total.abs())
+            reconcile_core::units::usd(total.abs())
         )
     };
     let mut lines = vec![headline];
@@ -270,14 +266,14 @@ fn render_attribution_note(out: &mut Styled, plan: &Plan) {
 }
 
 /// An attribution as JSON: what CloudTrail said, or why it said nothing.
-fn attribution_json(attribution: Option<&crate::plan::Attribution>) -> Value {
-    use crate::plan::Attribution;
+fn attribution_json(attribution: Option<&reconcile_core::plan::Attribution>) -> Value {
+    use reconcile_core::plan::Attribution;
     match attribution {
         None => Value::Null,
         Some(Attribution::Event(event)) => json!({
             "status": if event.by_reconcile { "applied_by_reconcile" } else { "event" },
             "event_name": event.event,
-            "event_time": crate::time::date_time(event.at),
+            "event_time": reconcile_core::time::date_time(event.at),
             "principal": event.principal,
             "role": event.role,
             "session": event.session,
@@ -290,21 +286,8 @@ fn attribution_json(attribution: Option<&crate::plan::Attribution>) -> Value {
     }
 }
 
-pub use crate::text::{is_bidi, is_hidden};
-
-/// `text` as it may be shown on a terminal or a log line: every [hidden](is_hidden) character a
-/// live value carried is shown escaped, as `\u{1b}`, not sent.
-pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(is_hidden) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let escaped =
-        text.chars().map(|c| if is_hidden(c) { c.escape_unicode().to_string() } else { c.to_string() }).collect();
-    std::borrow::Cow::Owned(escaped)
-}
-
 /// What a finding that was overridden says about it, after its message.
-pub(crate) fn overridden_note(finding: &crate::plan::Finding) -> String {
+pub(crate) fn overridden_note(finding: &reconcile_core::plan::Finding) -> String {
     finding
         .overridden_by
         .as_ref()
@@ -472,7 +455,7 @@ pub fn json(plan: &Plan) -> Value {
         },
     });
     if !plan.costs.is_empty() {
-        let (total, complete) = crate::plan::cost_total(&plan.costs);
+        let (total, complete) = reconcile_core::plan::cost_total(&plan.costs);
         let causes: Vec<Value> = plan
             .costs
             .iter()

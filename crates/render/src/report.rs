@@ -4,10 +4,10 @@ use std::fmt::Write;
 
 use serde_json::{Value, json};
 
-use crate::engine::{ApplyReport, Outcome};
-use crate::markdown::{code, message};
-use crate::plan::Plan;
-use crate::render::printable;
+use reconcile_core::engine::{ApplyReport, Outcome};
+use reconcile_core::markdown::{code, message};
+use reconcile_core::plan::Plan;
+use reconcile_core::text::printable;
 
 /// The closing lines of an apply, in text.
 pub fn text(plan: &Plan, report: &ApplyReport) -> String {
@@ -240,12 +240,12 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::address::Address;
-    use crate::plan::{Action, Change};
+    use reconcile_core::address::Address;
+    use reconcile_core::plan::{Action, Change};
 
     #[test]
     fn an_adopted_resource_is_reported_as_adopted_in_every_format() {
-        let address = Address::new(crate::fake::kinds::ECR_REPOSITORY, "vllm-wheel");
+        let address = Address::new(reconcile_core::fake::kinds::ECR_REPOSITORY, "vllm-wheel");
         let change =
             Change { address: address.clone(), action: Action::Create, before: None, after: None, depends_on: vec![] };
         let plan = Plan { changes: vec![change], ..Plan::new("123456789012", "us-east-1") };
