@@ -16,6 +16,7 @@ pub mod expiry;
 mod generate;
 mod impact;
 mod lifecycle;
+mod price;
 mod repository;
 mod runner;
 mod section;
@@ -36,6 +37,7 @@ use reconcile_core::{Account, Address, Applied, Destroy, Progress, ReconcileErro
 pub use describe::{DESCRIPTION, ecr_reconciler, reconciler};
 use lifecycle::{LifecyclePolicySpec, live_tagged_expiry};
 pub use lifecycle::{canonical_policy, canonical_policy_text};
+pub use price::{PRICE_PER_GB_MONTH, price_per_gb_month};
 use repository::{LiveRepository, RepositorySpec, RepositoryState};
 pub use runner::creatable;
 pub use section::{
@@ -200,15 +202,6 @@ pub struct ReadOnce {
 /// the nightly's `ECR_REGISTRY`.
 pub fn registry(account: &Account) -> String {
     format!("{}.dkr.ecr.{}.{}", account.id, account.region, reconcile_aws::dns_suffix(&account.partition))
-}
-
-/// ECR's published storage price, dollars per GB-month: what storage is priced at unless
-/// desired.toml's `[usage] price_per_gb_month` says otherwise.
-pub const PRICE_PER_GB_MONTH: f64 = 0.10;
-
-/// What a GB-month of the registry's storage costs, as desired.toml prices it.
-pub fn price_per_gb_month(desired: &reconcile_core::Desired) -> f64 {
-    desired.price_per_gb_month.unwrap_or(PRICE_PER_GB_MONTH)
 }
 
 /// What an update of a lifecycle policy does, for a plan's cost line: the policy documents

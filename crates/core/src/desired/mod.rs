@@ -5,9 +5,11 @@
 //! uses and which never carry serde's quirks. Every error names the file, the line and column,
 //! and the key path, and parsing never touches the network.
 //!
-//! Core reads only the top-level keys (`region`, `bake`, `bake_variables`, `[nightly]`,
-//! `[usage]`); each kind's section is its crate's, claimed through `section` and referring to
-//! the others only through what they publish (`reference`). This module holds what they share.
+//! Core reads only the top-level keys the engine and the nightly need (`region`, `deployment`,
+//! `import`, `bake`, `bake_variables`, `[nightly]`, `[drift]`); each kind's section (and a
+//! crate's settings, as ECR's `[usage]` price) is its crate's, claimed through `section` and
+//! referring to the others only through what they publish (`reference`). This module holds what
+//! they share.
 
 mod hidden;
 mod names;
@@ -59,10 +61,6 @@ pub struct Desired {
     /// The bake file's variables that may take their value from the environment
     /// (`bake_variables`); any other keeps the file's default.
     pub bake_variables: Vec<String>,
-    /// The storage price `reconcile usage` estimates cost at, in dollars per GB-month
-    /// (`[usage] price_per_gb_month`); `None`: the registry's published price, which its crate
-    /// knows.
-    pub price_per_gb_month: Option<f64>,
     /// What is allowed but probably wrong (warnings), or dangerous enough to refuse unless the
     /// resource overrides it by name (errors). Plans show them all.
     pub findings: Vec<DesiredFinding>,
@@ -276,8 +274,8 @@ pub fn schema(claims: &[&Claim]) -> serde_json::Value {
 
 /// The top-level keys core reads (`RawDesired`'s fields); any other is a claimed section or a
 /// mistake.
-pub const CORE_KEYS: [&str; 9] =
-    ["region", "bake", "bake_variables", "nightly", "usage", "deployment", "import", "handed_over", "drift"];
+pub const CORE_KEYS: [&str; 8] =
+    ["region", "bake", "bake_variables", "nightly", "deployment", "import", "handed_over", "drift"];
 
 /// Every top-level key the file may hold, as messages list them: core's, and each claimed
 /// section after the key it names.
@@ -566,8 +564,6 @@ struct RawDesired {
     #[serde(default)]
     nightly: RawNightly,
     #[serde(default)]
-    usage: RawUsage,
-    #[serde(default)]
     drift: RawDrift,
 }
 
@@ -581,15 +577,6 @@ struct RawDrift {
     #[serde(default)]
     #[schemars(with = "Vec<String>")]
     put_back: Vec<Spanned<String>>,
-}
-
-/// `[usage]`: how `reconcile usage` prices storage.
-#[derive(Deserialize, JsonSchema, Default)]
-#[serde(deny_unknown_fields)]
-struct RawUsage {
-    /// Dollars per GB-month of ECR storage; ECR's published price is 0.10.
-    #[schemars(with = "Option<f64>")]
-    price_per_gb_month: Option<Spanned<f64>>,
 }
 
 /// Turns byte spans into file, line and column.
@@ -686,18 +673,6 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
     }
     let nightly =
         Nightly { arches: raw.nightly.arches.map(Spanned::into_inner), enabled: raw.nightly.enabled.unwrap_or(true) };
-    let price_per_gb_month = match &raw.usage.price_per_gb_month {
-        Some(price) if !(price.get_ref().is_finite() && *price.get_ref() > 0.0) => {
-            errors.push(locate.error(
-                Some(price.span()),
-                "usage.price_per_gb_month",
-                "the price must be a positive number of dollars per GB-month",
-            ));
-            None
-        }
-        Some(price) => Some(*price.get_ref()),
-        None => None,
-    };
     let bake = raw.bake.as_ref().map(|bake| {
         let written = Path::new(bake.get_ref());
         if written.is_absolute() || written.has_root() || bake.get_ref().is_empty() {
@@ -758,7 +733,6 @@ fn convert(locate: &Locator<'_>, raw: RawDesired, errors: &mut Vec<DesiredError>
         nightly,
         bake,
         bake_variables,
-        price_per_gb_month,
         findings: Vec::new(),
         sections: Vec::new(),
         references: Vec::new(),

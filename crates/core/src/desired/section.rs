@@ -1,7 +1,7 @@
 //! The sections of desired.toml a resource crate reads itself: a crate claims a top-level table
 //! ([`Claim`], in its description), reads it with its own serde type into its own model, and
 //! keeps the model in the [`Section`] for itself. Core parses only its own keys (region, bake,
-//! nightly, usage); a section's type errors are found with core's, by the same search, and its
+//! nightly, ...); a section's type errors are found with core's, by the same search, and its
 //! problems are reported with the rest of the file's, so a file's every problem is said at once
 //! whoever reads the section.
 
@@ -378,12 +378,12 @@ mod tests {
         assert_eq!(
             unclaimed,
             "desired.toml:2:2: `example`: unknown field `example`, expected one of `region`, `bake`, `bake_variables`, \
-             `nightly`, `usage`, `deployment`, `import`, `handed_over`, `drift`"
+             `nightly`, `deployment`, `import`, `handed_over`, `drift`"
         );
         let misspelt = parse(&format!("exampel = 1\n{text}"), &[&CLAIM]).unwrap_err();
         assert!(misspelt.starts_with("desired.toml:1:1: `exampel`: unknown field `exampel`"), "{misspelt}");
         assert!(
-            misspelt.ends_with("`nightly`, `usage`, `deployment`, `import`, `handed_over`, `drift`, `example`"),
+            misspelt.ends_with("`nightly`, `deployment`, `import`, `handed_over`, `drift`, `example`"),
             "{misspelt}"
         );
         // Every problem at once: the unknown key and a bad value elsewhere.
