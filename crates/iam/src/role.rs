@@ -597,6 +597,16 @@ impl IamReconciler {
         let mut tags = visible_tags(role.tags().iter().map(|t| (t.key(), t.value())));
         let deployment = tags.remove(MARK_KEY);
         let mut live = Map::new();
+        // The boundary reconcile would derive for it (`<name>-boundary`) keeps its description,
+        // which IAM never changes: generated as it is, or the plan would replace the boundary.
+        let boundary = role.permissions_boundary().and_then(|b| b.permissions_boundary_arn());
+        if let Some(arn) = boundary.filter(|arn| arn.ends_with(&format!(":policy/{name}-boundary"))) {
+            let policy = self.parallelism.send(|| self.client.get_policy().policy_arn(arn).send()).await;
+            let policy = absent_if(policy, &[NO_SUCH_ENTITY]).map_err(failed(Some(&address), "read its boundary"))?;
+            if let Some(description) = policy.and_then(|output| output.policy).and_then(|p| p.description) {
+                live.insert("boundary_description".into(), json!(description));
+            }
+        }
         live.insert("description".into(), json!(role.description().unwrap_or_default()));
         live.insert("max_session_duration".into(), json!(role.max_session_duration().unwrap_or(3600)));
         live.insert("tags".into(), json!(tags));

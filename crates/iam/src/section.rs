@@ -722,6 +722,13 @@ pub fn generate(found: &[&Found], desired: &Desired, account: &Account, _referen
         if let Some(seconds) = live.get("max_session_duration").and_then(Value::as_u64).filter(|s| *s != 3600) {
             generated.push(&found.name, Entry::new(&table, "max_session_duration", json!(seconds)));
         }
+        if let Some(description) = live
+            .get("boundary_description")
+            .and_then(Value::as_str)
+            .filter(|description| *description != BOUNDARY_DESCRIPTION)
+        {
+            generated.push(&found.name, Entry::new(&table, "boundary_description", json!(description)));
+        }
         let names: Vec<&str> = live
             .get("policy_names")
             .and_then(Value::as_array)

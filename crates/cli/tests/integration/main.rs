@@ -31,6 +31,7 @@ mod pull_request;
 mod put_back;
 mod real_aws;
 mod review;
+mod round_trip;
 mod s3_iam;
 mod safety;
 mod shipping;
