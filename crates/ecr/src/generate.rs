@@ -11,36 +11,22 @@ use reconcile_core::{Account, Desired};
 use serde_json::{Map, Value, json};
 
 use crate::expiry::Policy;
+use crate::repository::{FoundRepository, RepositorySpec};
 use crate::section::Defaults;
 
-/// One repository as `EcrReconciler::inventory_of` read it.
+/// One repository as `EcrReconciler::inventory_of` read it: its record, typed as the plan's.
 struct Live<'a> {
     name: &'a str,
-    mutability: &'a str,
-    scan_on_push: bool,
-    encryption: &'a str,
-    kms_key: Option<&'a str>,
-    tags: BTreeMap<String, String>,
-    policy: &'a Value,
+    spec: RepositorySpec,
+    policy: Value,
 }
 
 impl<'a> Live<'a> {
-    fn of(found: &'a Found) -> Live<'a> {
-        let text = |key: &str| found.live.get(key).and_then(Value::as_str);
-        Live {
-            name: &found.name,
-            mutability: text("image_tag_mutability").unwrap_or("MUTABLE"),
-            scan_on_push: found.live.get("scan_on_push").and_then(Value::as_bool).unwrap_or(false),
-            encryption: text("encryption_type").unwrap_or(crate::repository::AES256),
-            kms_key: text("kms_key"),
-            tags: found
-                .live
-                .get("tags")
-                .and_then(Value::as_object)
-                .map(|tags| tags.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned()))).collect())
-                .unwrap_or_default(),
-            policy: found.live.get("lifecycle_policy").unwrap_or(&Value::Null),
-        }
+    /// The repository's record; `Err` (why) for one this crate's inventory did not write.
+    fn of(found: &'a Found) -> Result<Live<'a>, String> {
+        let record: FoundRepository =
+            serde_json::from_value(Value::Object(found.live.clone())).map_err(|error| error.to_string())?;
+        Ok(Live { name: &found.name, spec: record.spec, policy: record.lifecycle_policy })
     }
 }
 
@@ -57,7 +43,15 @@ pub fn generate(found: &[&Found], desired: &Desired, _account: &Account, _refere
     let default_policy = existing.any.then(|| existing.defaults.policy.clone()).flatten();
     let mut given_the_default: Vec<String> = Vec::new();
     for found in found {
-        let live = Live::of(found);
+        let live = match Live::of(found) {
+            Ok(live) => live,
+            Err(why) => {
+                generated
+                    .left_out
+                    .push((format!("repository `{}`", found.name), format!("it could not be read ({why})")));
+                continue;
+            }
+        };
         if live.policy.is_null()
             && let Some(policy) = &default_policy
         {
@@ -76,18 +70,18 @@ pub fn generate(found: &[&Found], desired: &Desired, _account: &Account, _refere
             ));
             continue;
         }
-        if let Err(why) = crate::section::expressible(live.policy) {
+        if let Err(why) = crate::section::expressible(&live.policy) {
             generated.left_out.push((
                 format!("repository `{}`", live.name),
                 format!("its lifecycle policy cannot be written in desired.toml ({why})"),
             ));
             continue;
         }
-        let name = match policies.iter().find(|(_, document)| document == live.policy) {
+        let name = match policies.iter().find(|(_, document)| document == &live.policy) {
             Some((name, _)) => name.clone(),
             None => {
                 let taken: Vec<&str> = policies.iter().map(|(name, _)| name.as_str()).collect();
-                let name = policy_name(live.policy, &taken);
+                let name = policy_name(&live.policy, &taken);
                 policies.push((name.clone(), live.policy.clone()));
                 new_policies.push(name.clone());
                 name
@@ -133,28 +127,28 @@ pub fn generate(found: &[&Found], desired: &Desired, _account: &Account, _refere
         if defaults.policy.as_deref() != Some(policy.as_str()) {
             own.insert("lifecycle_policy".into(), json!(policy));
         }
-        if defaults.mutability.as_deref().unwrap_or("MUTABLE") != live.mutability {
-            own.insert("image_tag_mutability".into(), json!(live.mutability));
+        if defaults.mutability.as_deref().unwrap_or("MUTABLE") != live.spec.image_tag_mutability {
+            own.insert("image_tag_mutability".into(), json!(live.spec.image_tag_mutability));
         }
-        if defaults.scan_on_push.unwrap_or(false) != live.scan_on_push {
-            own.insert("scan_on_push".into(), json!(live.scan_on_push));
+        if defaults.scan_on_push.unwrap_or(false) != live.spec.scan_on_push {
+            own.insert("scan_on_push".into(), json!(live.spec.scan_on_push));
         }
-        if defaults.encryption.as_deref().unwrap_or(crate::repository::AES256) != live.encryption {
-            own.insert("encryption_type".into(), json!(live.encryption));
+        if defaults.encryption.as_deref().unwrap_or(crate::repository::AES256) != live.spec.encryption_type {
+            own.insert("encryption_type".into(), json!(live.spec.encryption_type));
         }
-        if let Some(key) = live.kms_key
+        if let Some(key) = live.spec.kms_key.as_deref()
             && defaults.kms_key.as_deref() != Some(key)
         {
             own.insert("kms_key".into(), json!(key));
         }
         let tags: BTreeMap<&String, &String> =
-            live.tags.iter().filter(|(key, value)| defaults.tags.get(*key) != Some(*value)).collect();
+            live.spec.tags.iter().filter(|(key, value)| defaults.tags.get(*key) != Some(*value)).collect();
         // A default tag it lacks cannot be left off in desired.toml: the user's file says it,
         // so its import sets it.
         let lacking: Map<String, Value> = defaults
             .tags
             .iter()
-            .filter(|(key, _)| !live.tags.contains_key(*key))
+            .filter(|(key, _)| !live.spec.tags.contains_key(*key))
             .map(|(key, value)| (key.clone(), json!(value)))
             .collect();
         if !lacking.is_empty() {
@@ -167,7 +161,7 @@ pub fn generate(found: &[&Found], desired: &Desired, _account: &Account, _refere
         let mut entry =
             Entry::new(&["ecr", "repositories"], live.name, Value::Object(own.clone())).ordered(&REPOSITORY_ORDER);
         // Kept as it is, so the plan changes nothing; said, so the review decides.
-        if Policy::parse(live.policy).ok().is_some_and(|p| p.rule_over_tagged_images().is_some()) {
+        if Policy::parse(&live.policy).ok().is_some_and(|p| p.rule_over_tagged_images().is_some()) {
             own.insert(crate::ALLOW_TAGGED_EXPIRY.into(), json!(true));
             entry = Entry::new(&["ecr", "repositories"], live.name, Value::Object(own))
                 .ordered(&REPOSITORY_ORDER)
@@ -242,14 +236,14 @@ fn shared(repositories: &[(Live<'_>, String)]) -> Defaults {
         let (value, count) = counts.into_iter().max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))?;
         (count > 1).then_some(value)
     }
-    let mut tags = repositories.first().map(|(live, _)| live.tags.clone()).unwrap_or_default();
+    let mut tags = repositories.first().map(|(live, _)| live.spec.tags.clone()).unwrap_or_default();
     for (live, _) in repositories {
-        tags.retain(|key, value| live.tags.get(key) == Some(value));
+        tags.retain(|key, value| live.spec.tags.get(key) == Some(value));
     }
     Defaults {
         policy: most(repositories.iter().map(|(_, policy)| policy.clone())),
-        mutability: most(repositories.iter().map(|(live, _)| live.mutability.to_owned())),
-        scan_on_push: most(repositories.iter().map(|(live, _)| live.scan_on_push)),
+        mutability: most(repositories.iter().map(|(live, _)| live.spec.image_tag_mutability.clone())),
+        scan_on_push: most(repositories.iter().map(|(live, _)| live.spec.scan_on_push)),
         encryption: None,
         kms_key: None,
         tags,
@@ -290,13 +284,15 @@ mod tests {
     use super::*;
 
     fn found(name: &str, policy: Value, tags: Value) -> Found {
-        let mut live = Map::new();
-        live.insert("image_tag_mutability".into(), json!("MUTABLE"));
-        live.insert("scan_on_push".into(), json!(false));
-        live.insert("encryption_type".into(), json!("AES256"));
-        live.insert("kms_key".into(), Value::Null);
-        live.insert("tags".into(), tags);
-        live.insert("lifecycle_policy".into(), policy);
+        let spec = RepositorySpec {
+            image_tag_mutability: "MUTABLE".into(),
+            scan_on_push: false,
+            encryption_type: "AES256".into(),
+            kms_key: None,
+            tags: serde_json::from_value(tags).unwrap(),
+            repository_policy: None,
+        };
+        let live = reconcile_core::spec::attributes(&FoundRepository { spec, lifecycle_policy: policy });
         Found { kind: crate::REPOSITORY, name: name.into(), deployment: None, by_default: true, needs: vec![], live }
     }
 

@@ -94,6 +94,18 @@ pub(crate) fn policy(fields: &Map<String, Value>) -> &Value {
 /// How the provider's resources of a repository refer to it.
 pub(crate) const TERRAFORM_ADDRESS: &[(&str, &str, &str)] = &[("repository", "aws_ecr_repository.repository", "name")];
 
+/// What `import --generate` reads of a repository desired.toml does not declare
+/// (`EcrReconciler::inventory_of`, generate.rs): its record as the plan reads it (the mark taken
+/// out of its tags; its repository policy not read), and its canonical lifecycle policy (null
+/// when it has none). The inventory's `Found::live` is this record's map, and generate.rs reads
+/// it back as this type: one record, no key named twice.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct FoundRepository {
+    #[serde(flatten)]
+    pub spec: RepositorySpec,
+    pub lifecycle_policy: Value,
+}
+
 /// What one repository looks like in AWS, as far as this reconciler cares.
 #[derive(Clone)]
 pub(crate) struct LiveRepository {
@@ -116,18 +128,6 @@ impl LiveRepository {
             tags,
             repository_policy,
         }
-    }
-
-    /// What `import --generate` writes of it (section.rs reads it back): its settings, and
-    /// the tags it was found with.
-    pub(crate) fn found(&self, tags: &BTreeMap<String, String>) -> Map<String, Value> {
-        let mut live = Map::new();
-        live.insert("image_tag_mutability".into(), json!(self.image_tag_mutability));
-        live.insert("scan_on_push".into(), json!(self.scan_on_push));
-        live.insert("encryption_type".into(), json!(self.encryption_type));
-        live.insert("kms_key".into(), json!(self.kms_key));
-        live.insert("tags".into(), json!(tags));
-        live
     }
 }
 
@@ -403,15 +403,14 @@ impl EcrReconciler {
                 Observed::Present(fields) => fields.get("policy").cloned().unwrap_or(Value::Null),
                 Observed::Absent => Value::Null,
             };
-            let mut live = repository.found(&tags);
-            live.insert("lifecycle_policy".into(), policy);
+            let record = FoundRepository { spec: repository.spec(tags, None), lifecycle_policy: policy };
             found.push(Found {
                 kind: REPOSITORY,
                 name: name.clone(),
                 deployment,
                 by_default: true,
                 needs: Vec::new(),
-                live,
+                live: reconcile_core::spec::attributes(&record),
             });
         }
         Ok(found)
