@@ -551,6 +551,23 @@ pub(crate) fn terraform(account: &Account, block: &'static str, fields: &Map<Str
     }
 }
 
+/// What `import --generate` reads of a service role desired.toml does not declare
+/// (`IamReconciler::inventory_of`), and section.rs's `generate` reads back as this type: the
+/// inventory's `Found::live` is its map, so no key is spelled on both sides.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct FoundRole {
+    pub description: String,
+    pub max_session_duration: i32,
+    /// Its visible tags, the mark taken out.
+    pub tags: BTreeMap<String, String>,
+    /// The services its trust policy lets assume it (all that policy does).
+    pub trusted_services: Vec<String>,
+    /// Its inline policies' names.
+    pub policy_names: Vec<String>,
+    /// The description of its boundary, when it has the one reconcile derives (`<name>-boundary`).
+    pub boundary_description: Option<String>,
+}
+
 impl IamReconciler {
     // `import --generate`'s reading: see section.rs for its writing.
     /// The roles `desired` does not declare that only AWS services assume (not the ones AWS
@@ -596,22 +613,24 @@ impl IamReconciler {
             role.role().ok_or_else(|| ReconcileError::new(Some(&address), "read role", "IAM answered no role"))?;
         let mut tags = visible_tags(role.tags().iter().map(|t| (t.key(), t.value())));
         let deployment = tags.remove(MARK_KEY);
-        let mut live = Map::new();
         // The boundary reconcile would derive for it (`<name>-boundary`) keeps its description,
         // which IAM never changes: generated as it is, or the plan would replace the boundary.
         let boundary = role.permissions_boundary().and_then(|b| b.permissions_boundary_arn());
+        let mut boundary_description = None;
         if let Some(arn) = boundary.filter(|arn| arn.ends_with(&format!(":policy/{name}-boundary"))) {
             let policy = self.parallelism.send(|| self.client.get_policy().policy_arn(arn).send()).await;
             let policy = absent_if(policy, &[NO_SUCH_ENTITY]).map_err(failed(Some(&address), "read its boundary"))?;
-            if let Some(description) = policy.and_then(|output| output.policy).and_then(|p| p.description) {
-                live.insert("boundary_description".into(), json!(description));
-            }
+            boundary_description = policy.and_then(|output| output.policy).and_then(|p| p.description);
         }
-        live.insert("description".into(), json!(role.description().unwrap_or_default()));
-        live.insert("max_session_duration".into(), json!(role.max_session_duration().unwrap_or(3600)));
-        live.insert("tags".into(), json!(tags));
-        live.insert("trusted_services".into(), json!(services));
-        live.insert("policy_names".into(), json!(names?));
+        let record = FoundRole {
+            description: role.description().unwrap_or_default().to_owned(),
+            max_session_duration: role.max_session_duration().unwrap_or(3600),
+            tags,
+            trusted_services: services.to_vec(),
+            policy_names: names?,
+            boundary_description,
+        };
+        let live = attributes(&record);
         Ok(Found { kind: crate::ROLE, name: name.to_owned(), deployment, by_default: false, needs: Vec::new(), live })
     }
 }

@@ -709,32 +709,28 @@ pub fn generate(found: &[&Found], desired: &Desired, account: &Account, _referen
     let mut generated = Generated::default();
     let mut taken: Vec<String> = desired.referred(Topic::Role).map(|r| r.key.clone()).collect();
     for found in found {
-        let live = &found.live;
+        let live: crate::role::FoundRole = match serde_json::from_value(Value::Object(found.live.clone())) {
+            Ok(live) => live,
+            Err(why) => {
+                generated.left_out.push((format!("role `{}`", found.name), format!("it could not be read ({why})")));
+                continue;
+            }
+        };
         let key = key_for(&found.name, desired, &account.id, "role", &taken);
         taken.push(key.clone());
         let table = ["iam", "roles", key.as_str()];
         generated.push(&found.name, Entry::new(&table, "name", json!(found.name)));
-        if let Some(description) = live.get("description").and_then(Value::as_str).filter(|d| !d.is_empty()) {
-            generated.push(&found.name, Entry::new(&table, "description", json!(description)));
+        if !live.description.is_empty() {
+            generated.push(&found.name, Entry::new(&table, "description", json!(live.description)));
         }
-        let services = live.get("trusted_services").cloned().unwrap_or(Value::Array(Vec::new()));
-        generated.push(&found.name, Entry::new(&table, "trusted_services", services));
-        if let Some(seconds) = live.get("max_session_duration").and_then(Value::as_u64).filter(|s| *s != 3600) {
-            generated.push(&found.name, Entry::new(&table, "max_session_duration", json!(seconds)));
+        generated.push(&found.name, Entry::new(&table, "trusted_services", json!(live.trusted_services)));
+        if live.max_session_duration != 3600 {
+            generated.push(&found.name, Entry::new(&table, "max_session_duration", json!(live.max_session_duration)));
         }
-        if let Some(description) = live
-            .get("boundary_description")
-            .and_then(Value::as_str)
-            .filter(|description| *description != BOUNDARY_DESCRIPTION)
-        {
+        if let Some(description) = live.boundary_description.filter(|d| d != BOUNDARY_DESCRIPTION) {
             generated.push(&found.name, Entry::new(&table, "boundary_description", json!(description)));
         }
-        let names: Vec<&str> = live
-            .get("policy_names")
-            .and_then(Value::as_array)
-            .map(|names| names.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        match names.as_slice() {
+        match live.policy_names.as_slice() {
             [one] => generated.push(&found.name, Entry::new(&table, "policy_name", json!(one))),
             [] => {}
             many => generated.notes.push(format!(
@@ -745,8 +741,8 @@ pub fn generate(found: &[&Found], desired: &Desired, account: &Account, _referen
                 many.join(", ")
             )),
         }
-        if let Some(tags) = live.get("tags").and_then(Value::as_object).filter(|tags| !tags.is_empty()) {
-            generated.push(&found.name, Entry::new(&table, "tags", Value::Object(tags.clone())));
+        if !live.tags.is_empty() {
+            generated.push(&found.name, Entry::new(&table, "tags", json!(live.tags)));
         }
         generated.derived.extend([Address::new(crate::ROLE_POLICY, &key), Address::new(crate::ROLE_BOUNDARY, &key)]);
         generated.references.push(

@@ -82,6 +82,17 @@ pub(crate) struct BucketSpec {
     pub access_logging: Option<String>,
 }
 
+/// What `import --generate` reads of a bucket desired.toml does not declare (inventory.rs), and
+/// section.rs's `generate` reads back as this type: the bucket as the plan reads it (the mark
+/// taken out of its tags) and its lifecycle rules in canonical form (`None` when it has no
+/// lifecycle configuration). The inventory's `Found::live` is its map.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct FoundBucket {
+    #[serde(flatten)]
+    pub spec: BucketSpec,
+    pub lifecycle_rules: Option<Vec<Value>>,
+}
+
 /// A bucket's Object Ownership when ACLs are disabled: what reconcile keeps.
 pub(crate) const OWNER_ENFORCED: &str = "BucketOwnerEnforced";
 /// Versioning never enabled, or suspended.

@@ -9,6 +9,7 @@ use reconcile_core::plan::{DesiredResource, Observed};
 use reconcile_core::{Address, ReconcileError};
 use serde_json::Value;
 
+use crate::bucket::{BucketSpec, FoundBucket};
 use crate::{BUCKET, BUCKET_LIFECYCLE, S3Reconciler};
 
 impl S3Reconciler {
@@ -51,17 +52,15 @@ impl S3Reconciler {
         let lifecycle_address = Address::new(BUCKET_LIFECYCLE, name);
         let (bucket, lifecycle) =
             futures::join!(self.observe_bucket(&address, name), self.observe_lifecycle(&lifecycle_address, name));
-        let Observed::Present(mut live) = bucket? else { return Ok(None) };
-        let rules = match lifecycle? {
-            Observed::Present(fields) => fields.get("rules").cloned().unwrap_or(Value::Null),
-            Observed::Absent => Value::Null,
+        let Observed::Present(live) = bucket? else { return Ok(None) };
+        let mut spec: BucketSpec = serde_json::from_value(Value::Object(live))
+            .map_err(|error| ReconcileError::new(Some(&address), "read the bucket", error.to_string()))?;
+        let lifecycle_rules = match lifecycle? {
+            Observed::Present(fields) => fields.get("rules").and_then(Value::as_array).cloned(),
+            Observed::Absent => None,
         };
-        let deployment = live
-            .get_mut("tags")
-            .and_then(Value::as_object_mut)
-            .and_then(|tags| tags.remove(MARK_KEY))
-            .and_then(|value| value.as_str().map(str::to_owned));
-        live.insert("lifecycle_rules".into(), rules);
+        let deployment = spec.tags.remove(MARK_KEY);
+        let live = reconcile_core::spec::attributes(&FoundBucket { spec, lifecycle_rules });
         Ok(Some(Found { kind: BUCKET, name: name.to_owned(), deployment, by_default: true, needs: Vec::new(), live }))
     }
 }

@@ -269,29 +269,38 @@ pub fn generate(found: &[&Found], desired: &Desired, account: &Account, _referen
     let account = account.id.clone();
     let mut taken: Vec<String> = declared(desired).buckets.iter().map(|b| b.key.clone()).collect();
     for found in found {
-        let live = &found.live;
+        let live: crate::bucket::FoundBucket = match serde_json::from_value(Value::Object(found.live.clone())) {
+            Ok(live) => live,
+            Err(why) => {
+                generated.left_out.push((format!("bucket `{}`", found.name), format!("it could not be read ({why})")));
+                continue;
+            }
+        };
         let key = key_for(&found.name, desired, &account, "bucket", &taken);
         taken.push(key.clone());
         let table = ["s3", "buckets", key.as_str()];
         let name = if account.is_empty() { found.name.clone() } else { templated(&found.name, &account) };
         generated.push(&found.name, Entry::new(&table, "name", json!(name)));
-        let blocked = live.get("block_public_access").and_then(Value::as_object);
-        if blocked.is_some_and(|b| b.values().all(|v| v == &json!(false))) {
+        let blocked = live.spec.block_public_access;
+        if !(blocked.block_public_acls
+            || blocked.block_public_policy
+            || blocked.ignore_public_acls
+            || blocked.restrict_public_buckets)
+        {
             generated.push(&found.name, Entry::new(&table, "block_public_access", json!(false)));
         }
-        if let Some(tags) = live.get("tags").and_then(Value::as_object).filter(|tags| !tags.is_empty()) {
-            generated.push(&found.name, Entry::new(&table, "tags", Value::Object(tags.clone())));
+        if !live.spec.tags.is_empty() {
+            generated.push(&found.name, Entry::new(&table, "tags", json!(live.spec.tags)));
         }
-        match live.get("lifecycle_rules").and_then(Value::as_array) {
-            None => {}
-            Some(rules) => match rules.iter().map(rule).collect::<Result<Vec<Value>, String>>() {
+        if let Some(rules) = &live.lifecycle_rules {
+            match rules.iter().map(rule).collect::<Result<Vec<Value>, String>>() {
                 Ok(rules) => generated
                     .push(&found.name, Entry::new(&table, "lifecycle_rules", Value::Array(rules)).ordered(&RULE_ORDER)),
                 Err(why) => generated.notes.push(format!(
                     "bucket `{}`: its lifecycle rules are left unmanaged (no `lifecycle_rules`): {why}",
                     found.name
                 )),
-            },
+            }
         }
     }
     generated
