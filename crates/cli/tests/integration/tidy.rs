@@ -682,6 +682,44 @@ fn a_kinds_field_is_named_in_its_kinds_module_and_at_most_desired_tomls_section(
     );
 }
 
+/// What docs/architecture.md says a new field costs ("A new field of an existing kind") is
+/// measured: the production lines, and the files, of its crate that name one field of ECR, one of
+/// S3 and one of CodeBuild (desired.toml's key and the spec's, when they differ).
+#[test]
+fn a_new_fields_places_are_what_this_page_says() {
+    let page = std::fs::read_to_string(workspace_root().join("docs/architecture.md")).unwrap();
+    for (krate, names, said) in [
+        ("ecr", &["kms_key"][..], "`kms_key` is on"),
+        ("s3", &["block_public_access"][..], "`block_public_access` on"),
+        ("codebuild", &["queued_timeout_minutes", "queued_timeout_in_minutes"][..], "queued timeout"),
+    ] {
+        let (mut lines, mut files) = (0, 0);
+        for (_, text) in production_sources(&format!("crates/{krate}/src")) {
+            let naming = text
+                .lines()
+                .filter(|line| !line.trim_start().starts_with("//"))
+                .filter(|line| names.iter().any(|name| names_word(line, name)))
+                .count();
+            lines += naming;
+            files += usize::from(naming > 0);
+        }
+        let figure = format!("{lines} lines in {files} files");
+        let at = page.find(said).unwrap_or_else(|| panic!("the page says nothing of {krate}'s {names:?}"));
+        let sentence: String = page[at..].chars().take(160).collect::<String>().replace('\n', " ");
+        assert!(sentence.contains(&figure), "{krate}'s {names:?}: {figure}, the page says {sentence:?}");
+    }
+}
+
+/// Whether `line` holds `name` as a word (not inside a longer identifier).
+fn names_word(line: &str, name: &str) -> bool {
+    line.match_indices(name).any(|(at, _)| {
+        let before = line[..at].chars().next_back();
+        let after = line[at + name.len()..].chars().next();
+        let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        !part(before) && !part(after)
+    })
+}
+
 /// A kind's field is its crate's to read: no production code of the binary, of core, of the
 /// renderers or of another resource crate names one (a rename in the crate would silently break
 /// it). Fields with a plain-word name (`tags`, `name`) are everyone's words and not checked.
