@@ -88,6 +88,14 @@ fn desired(version: Version) -> String {
         text += &line("tags", "{ team = \"made\" }", "{ team = \"changed\" }");
     }
 
+    // The CI identities: GitHub's provider and the three roles, trusting the repository's runs.
+    text += "\n[github]\nrepository = \"ROCm/rocm-bake\"\n";
+    text += "\n[ci]\nplan_role = \"round-trip-plan\"\ndrift_role = \"round-trip-drift\"\napply_role = \"round-trip-apply\"\n";
+    text += &format!("environment = {}\n", pick("\"production\"", "\"made\"", "\"changed\""));
+    text += &line("branch", "\"release\"", "\"main\"");
+    text += &line("max_session_duration", "7200", "10800");
+    text += &line("tags", "{ team = \"made\" }", "{ team = \"changed\" }");
+
     text += "\n[codebuild.projects.runner]\nname = \"round-trip-runner\"\n";
     text += &format!(
         "source_location = {}\n",
@@ -134,6 +142,9 @@ fn desired(version: Version) -> String {
 const HELD: &[(&str, &[&str])] = &[
     ("ecr_repository", &["repository_policy"]),
     ("iam_role", &["permissions_boundary"]),
+    // The CI roles have no boundary; the provider's audience is STS's, whoever the repository is.
+    ("iam_ci_role", &["permissions_boundary"]),
+    ("iam_oidc_provider", &["client_ids"]),
     (
         "s3_bucket",
         &[
@@ -174,8 +185,7 @@ const HELD: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// The AWS kinds the account above holds: every kind of the ECR, S3, IAM and CodeBuild crates
-/// but the CI identity provider (`[ci]`'s, whose fields the CI tests carry).
+/// The AWS kinds the account above holds: every kind of the ECR, S3, IAM and CodeBuild crates.
 const KINDS: &[&str] = &[
     "ecr_repository",
     "ecr_lifecycle_policy",
@@ -184,6 +194,9 @@ const KINDS: &[&str] = &[
     "iam_role",
     "iam_role_policy",
     "iam_role_boundary",
+    "iam_oidc_provider",
+    "iam_ci_role",
+    "iam_ci_role_policy",
     "codebuild_project",
     "codebuild_webhook",
 ];
@@ -335,7 +348,13 @@ async fn every_field_of_every_kind_is_made_read_generated_and_updated() {
     // Generated: the marks off, a newcomer's file, written from the account; the plan imports
     // every resource and changes none of its fields.
     unmark(&account).await;
-    std::fs::write(&file.path, "region = \"us-east-1\"\ndeployment = \"round-trip\"\n").unwrap();
+    // The CI identities stay declared (import --generate writes no `[ci]`): it lists them in
+    // `import`, as every declared resource it finds without the mark.
+    let mut newcomer: toml_edit::DocumentMut = desired(Version::Made).parse().unwrap();
+    for section in ["ecr", "s3", "iam", "codebuild"] {
+        newcomer.remove(section);
+    }
+    std::fs::write(&file.path, newcomer.to_string()).unwrap();
     let generated = reconcile(&account, &file.path, &["import", "--generate", "made", "round-trip-*"]);
     assert_eq!(generated.code, 0, "{}{}", generated.stdout, generated.stderr);
     assert!(!generated.stderr.contains("left out"), "{}", generated.stderr);
