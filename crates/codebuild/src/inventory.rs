@@ -8,11 +8,24 @@ use reconcile_core::ReconcileError;
 use reconcile_core::generate::Found;
 use reconcile_core::mark::MARK_KEY;
 use reconcile_core::plan::DesiredResource;
-use serde_json::{Map, Value};
+use serde_json::Value;
+
+use reconcile_core::spec::attributes;
+use serde::{Deserialize, Serialize};
 
 use crate::project::observed_project;
 use crate::webhook::observed_webhook;
 use crate::{CodebuildReconciler, PROJECT};
+
+/// What `import --generate` reads of a project desired.toml does not declare, as this crate
+/// writes it into `Found::live` and section.rs's `generate` reads it back: the project as a plan
+/// observes it (which generate reads as the plan's record, `ProjectSpec`: a project that is not
+/// one, such as a pipeline's, is left out, said), and its webhook's, when it has one.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct FoundProject {
+    pub project: Value,
+    pub webhook: Option<Value>,
+}
 
 impl CodebuildReconciler {
     /// The projects `desired` does not declare, each as a plan observes it (`project`) with its
@@ -36,14 +49,12 @@ impl CodebuildReconciler {
                 .and_then(|value| value.as_str().map(str::to_owned));
             let webhook = match project.webhook() {
                 Some(webhook) if webhook.url().is_some() || !webhook.filter_groups().is_empty() => {
-                    Value::Object(observed_webhook(&name, webhook))
+                    Some(Value::Object(observed_webhook(&name, webhook)))
                 }
-                _ => Value::Null,
+                _ => None,
             };
             let needs = project.service_role().and_then(|arn| arn.rsplit('/').next()).map(str::to_owned);
-            let mut live = Map::new();
-            live.insert("project".into(), Value::Object(observed));
-            live.insert("webhook".into(), webhook);
+            let live = attributes(&FoundProject { project: Value::Object(observed), webhook });
             found.push(Found {
                 kind: PROJECT,
                 name,

@@ -18,6 +18,10 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use toml::Spanned;
 
+use crate::inventory::FoundProject;
+use crate::project::ProjectSpec;
+use crate::webhook::{Filter, WebhookSpec};
+
 /// `[codebuild]`, listed after `[iam]` where the file's keys are. It publishes its projects (the
 /// first is the runner whose name the repository variables carry) and their webhooks (whose
 /// hook GitHub's crate checks); a project's role is one `[iam]` publishes.
@@ -687,9 +691,14 @@ pub fn generate(found: &[&Found], desired: &Desired, account: &Account, referenc
     let mut generated = Generated::default();
     let mut taken: Vec<String> = declared(desired).projects.iter().map(|p| p.key.clone()).collect();
     for found in found {
-        let Some(project) = found.live.get("project").and_then(Value::as_object) else { continue };
-        let text = |key: &str| project.get(key).and_then(Value::as_str).unwrap_or_default();
-        let role_name = text("service_role").rsplit('/').next().unwrap_or_default();
+        let (project, webhook) = match read_found(found) {
+            Ok(read) => read,
+            Err(why) => {
+                generated.left_out.push((format!("project `{}`", found.name), why));
+                continue;
+            }
+        };
+        let role_name = project.service_role.rsplit('/').next().unwrap_or_default();
         let Some(role) = references.iter().find(|r| r.topic == Topic::Role && r.value == role_name) else {
             generated.left_out.push((
                 format!("project `{}`", found.name),
@@ -702,38 +711,33 @@ pub fn generate(found: &[&Found], desired: &Desired, account: &Account, referenc
         let table = ["codebuild", "projects", key.as_str()];
         let mut push = |key: &str, value: Value| generated.push(&found.name, Entry::new(&table, key, value));
         push("name", json!(found.name));
-        if !text("description").is_empty() {
-            push("description", json!(text("description")));
+        if !project.description.is_empty() {
+            push("description", json!(project.description));
         }
-        push("source_location", json!(text("source_location")));
-        push("environment_type", json!(text("environment_type")));
-        push("compute_type", json!(text("compute_type")));
-        push("image", json!(text("image")));
-        push("privileged_mode", json!(project.get("privileged_mode").and_then(Value::as_bool).unwrap_or(false)));
+        push("source_location", json!(project.source_location));
+        push("environment_type", json!(project.environment_type));
+        push("compute_type", json!(project.compute_type));
+        push("image", json!(project.image));
+        push("privileged_mode", json!(project.privileged_mode));
         push("service_role", json!(role.key));
-        let minutes = project.get("timeout_in_minutes").and_then(Value::as_u64).unwrap_or(60);
         // desired.toml says hours; a timeout of another length is kept to the hour above, which the
         // proof then names as a change.
-        push("build_timeout_hours", json!(minutes.div_ceil(60)));
-        if let Some(queued) = project.get("queued_timeout_in_minutes").and_then(Value::as_u64) {
+        push("build_timeout_hours", json!(project.timeout_in_minutes.max(0).unsigned_abs().div_ceil(60)));
+        if let Some(queued) = project.queued_timeout_in_minutes {
             push("queued_timeout_minutes", json!(queued));
         }
-        if let Some(auth) = project.get("source_auth").and_then(Value::as_str) {
+        if let Some(auth) = &project.source_auth {
             push("source_auth", json!(auth));
         }
-        if let Some(tags) = project.get("tags").and_then(Value::as_object).filter(|tags| !tags.is_empty()) {
-            push("tags", Value::Object(tags.clone()));
+        if !project.tags.is_empty() {
+            push("tags", json!(project.tags));
         }
-        if let Some(webhook) = found.live.get("webhook").and_then(Value::as_object) {
+        if let Some(webhook) = webhook {
             let webhook_table = ["codebuild", "projects", key.as_str(), "webhook"];
-            let groups: Vec<Value> = webhook
-                .get("filter_groups")
-                .and_then(Value::as_array)
-                .map(|groups| groups.iter().map(filter_group).collect())
-                .unwrap_or_default();
-            if webhook.get("build_type").and_then(Value::as_str).is_some_and(|t| t != "BUILD") {
-                generated.push(&found.name, Entry::new(&webhook_table, "build_type", webhook["build_type"].clone()));
+            if webhook.build_type != "BUILD" {
+                generated.push(&found.name, Entry::new(&webhook_table, "build_type", json!(webhook.build_type)));
             }
+            let groups: Vec<Value> = webhook.filter_groups.iter().map(|group| filter_group(group)).collect();
             generated.push(
                 &found.name,
                 Entry::new(&webhook_table, "filter_groups", Value::Array(groups)).ordered(&[
@@ -744,35 +748,47 @@ pub fn generate(found: &[&Found], desired: &Desired, account: &Account, referenc
             );
             let mut push =
                 |key: &str, value: Value| generated.push(&found.name, Entry::new(&webhook_table, key, value));
-            if webhook.get("manual_creation").and_then(Value::as_bool) == Some(true) {
+            if webhook.manual_creation {
                 push("manual_creation", json!(true));
             }
-            if let Some(scope) = webhook.get("scope_configuration").filter(|s| !s.is_null()) {
-                let scope: Map<String, Value> = scope
-                    .as_object()
-                    .into_iter()
-                    .flatten()
-                    .filter(|(_, v)| !v.is_null())
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect();
-                push("scope", Value::Object(scope));
+            if let Some(scope) = &webhook.scope_configuration {
+                let mut written = Map::new();
+                written.insert("name".into(), json!(scope.name));
+                written.insert("scope".into(), json!(scope.scope));
+                if let Some(domain) = &scope.domain {
+                    written.insert("domain".into(), json!(domain));
+                }
+                push("scope", Value::Object(written));
             }
         }
     }
     generated
 }
 
+/// A project as the inventory read it (`FoundProject`), as the plan's records: the project's
+/// and its webhook's, when it has one; `Err` (why) for a project that is not a runner's.
+fn read_found(found: &Found) -> Result<(ProjectSpec, Option<WebhookSpec>), String> {
+    let read: FoundProject = serde_json::from_value(Value::Object(found.live.clone())).map_err(|e| e.to_string())?;
+    let project = serde_json::from_value(read.project)
+        .map_err(|error| format!("it is not a project reconcile can declare ({error})"))?;
+    let webhook = read
+        .webhook
+        .map(serde_json::from_value)
+        .transpose()
+        .map_err(|error| format!("its webhook could not be read ({error})"))?;
+    Ok((project, webhook))
+}
+
 /// A filter group as desired.toml writes it: `exclude_matched_pattern` only when true.
-fn filter_group(group: &Value) -> Value {
-    let filters = group.as_array().map(Vec::as_slice).unwrap_or_default();
+fn filter_group(group: &[Filter]) -> Value {
     Value::Array(
-        filters
+        group
             .iter()
             .map(|filter| {
                 let mut out = Map::new();
-                out.insert("type".into(), filter.get("type").cloned().unwrap_or(Value::Null));
-                out.insert("pattern".into(), filter.get("pattern").cloned().unwrap_or(Value::Null));
-                if filter.get("exclude_matched_pattern").and_then(Value::as_bool) == Some(true) {
+                out.insert("type".into(), json!(filter.kind));
+                out.insert("pattern".into(), json!(filter.pattern));
+                if filter.exclude_matched_pattern {
                     out.insert("exclude_matched_pattern".into(), json!(true));
                 }
                 Value::Object(out)
