@@ -49,15 +49,23 @@ fn desired(version: Version) -> String {
     let mut text = String::from("region = \"us-east-1\"\ndeployment = \"round-trip\"\n");
     text += "\n[ecr.lifecycle_policies.keep-3-untagged]\nrules = [{ rulePriority = 1, selection = { tagStatus = \"untagged\", countType = \"imageCountMoreThan\", countNumber = 3 }, action = { type = \"expire\" } }]\n";
     text += "\n[ecr.lifecycle_policies.keep-5-untagged]\nrules = [{ rulePriority = 1, selection = { tagStatus = \"untagged\", countType = \"imageCountMoreThan\", countNumber = 5 }, action = { type = \"expire\" } }]\n";
-    text += "\n[ecr.repositories.made]\n";
-    text +=
-        &format!("lifecycle_policy = {}\n", pick("\"keep-3-untagged\"", "\"keep-5-untagged\"", "\"keep-3-untagged\""));
-    text += &line("image_tag_mutability", "\"IMMUTABLE\"", "\"MUTABLE\"");
-    text += &line("scan_on_push", "true", "false");
-    // Set only at create: ECR refuses any change, so `changed` keeps them.
-    text += &line("encryption_type", "\"KMS\"", "\"KMS\"");
-    text += &line("kms_key", kms_key, kms_key);
-    text += &line("tags", "{ team = \"made\" }", "{ team = \"changed\" }");
+    // Two repositories alike and one apart: `import --generate` writes what most share as
+    // `[ecr.defaults]` and what is a repository's own beside it, and both are carried.
+    for name in ["made", "made-too"] {
+        text += &format!("\n[ecr.repositories.{name}]\n");
+        text += &format!(
+            "lifecycle_policy = {}\n",
+            pick("\"keep-3-untagged\"", "\"keep-5-untagged\"", "\"keep-3-untagged\"")
+        );
+        text += &line("image_tag_mutability", "\"IMMUTABLE\"", "\"MUTABLE\"");
+        text += &line("scan_on_push", "true", "false");
+        // Set only at create: ECR refuses any change, so `changed` keeps them.
+        text += &line("encryption_type", "\"KMS\"", "\"KMS\"");
+        text += &line("kms_key", kms_key, kms_key);
+        text += &line("tags", "{ team = \"made\" }", "{ team = \"changed\" }");
+    }
+    text += "\n[ecr.repositories.made-apart]\nlifecycle_policy = \"keep-3-untagged\"\n";
+    text += &line("tags", "{ team = \"made\", apart = \"yes\" }", "{ team = \"made\", apart = \"yes\" }");
     // A second repository in `changed` widens what the role's policy grants.
     if version == Version::Changed {
         text += "\n[ecr.repositories.later]\nlifecycle_policy = \"keep-3-untagged\"\n";
@@ -355,9 +363,15 @@ async fn every_field_of_every_kind_is_made_read_generated_and_updated() {
         newcomer.remove(section);
     }
     std::fs::write(&file.path, newcomer.to_string()).unwrap();
-    let generated = reconcile(&account, &file.path, &["import", "--generate", "made", "round-trip-*"]);
+    let generated = reconcile(&account, &file.path, &["import", "--generate", "made*", "round-trip-*"]);
     assert_eq!(generated.code, 0, "{}{}", generated.stdout, generated.stderr);
     assert!(!generated.stderr.contains("left out"), "{}", generated.stderr);
+    // What the two alike share is written once, and what sets the third apart is its own.
+    let written: toml::Table = toml::from_str(&std::fs::read_to_string(&file.path).unwrap()).unwrap();
+    let (defaults, apart) = (&written["ecr"]["defaults"], &written["ecr"]["repositories"]["made-apart"]);
+    assert_eq!(defaults["image_tag_mutability"].as_str(), Some("IMMUTABLE"), "{written}");
+    assert_eq!(apart["image_tag_mutability"].as_str(), Some("MUTABLE"), "{written}");
+    assert_eq!(apart["scan_on_push"].as_bool(), Some(false), "{written}");
     let plan = reconcile(&account, &file.path, &["plan"]);
     let line = summary(&plan.stdout);
     assert!(
