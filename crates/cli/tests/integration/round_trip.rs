@@ -62,7 +62,9 @@ fn desired(version: Version) -> String {
         // Set only at create: ECR refuses any change, so `changed` keeps them.
         text += &line("encryption_type", "\"KMS\"", "\"KMS\"");
         text += &line("kms_key", kms_key, kms_key);
-        text += &line("tags", "{ team = \"made\" }", "{ team = \"changed\" }");
+        // A tag each has alone: what they share (`[ecr.defaults]`'s tags) is only `team`.
+        let made = format!("{{ team = \"made\", which = \"{name}\" }}");
+        text += &line("tags", &made, "{ team = \"changed\" }");
     }
     text += "\n[ecr.repositories.made-apart]\nlifecycle_policy = \"keep-3-untagged\"\n";
     text += &line("tags", "{ team = \"made\", apart = \"yes\" }", "{ team = \"made\", apart = \"yes\" }");
