@@ -371,7 +371,10 @@ async fn every_field_of_every_kind_is_made_read_generated_and_updated() {
     // What the two alike share is written once, and what sets the third apart is its own.
     let written: toml::Table = toml::from_str(&std::fs::read_to_string(&file.path).unwrap()).unwrap();
     let (defaults, apart) = (&written["ecr"]["defaults"], &written["ecr"]["repositories"]["made-apart"]);
+    assert_eq!(defaults["lifecycle_policy"].as_str(), Some("keep-5-untagged"), "{written}");
     assert_eq!(defaults["image_tag_mutability"].as_str(), Some("IMMUTABLE"), "{written}");
+    assert_eq!(defaults["scan_on_push"].as_bool(), Some(true), "{written}");
+    assert_eq!(defaults["tags"].to_string(), "{ team = \"made\" }", "{written}");
     assert_eq!(apart["image_tag_mutability"].as_str(), Some("MUTABLE"), "{written}");
     assert_eq!(apart["scan_on_push"].as_bool(), Some(false), "{written}");
     let plan = reconcile(&account, &file.path, &["plan"]);
