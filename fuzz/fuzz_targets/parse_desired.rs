@@ -31,6 +31,7 @@ fuzz_target!(|data: &[u8]| {
         &[
             &CLAIM,
             &reconcile_ecr::CLAIM,
+            &reconcile_ecr::USAGE_CLAIM,
             &reconcile_s3::CLAIM,
             &reconcile_iam::CLAIM,
             &reconcile_codebuild::CLAIM,

@@ -44,7 +44,7 @@ pub fn ecr_reconciler(clients: &reconcile_aws::Clients<'_>) -> crate::EcrReconci
 pub const DESCRIPTION: Description = Description {
     name: "ecr",
     kinds: EcrKind::KINDS,
-    sections: &[crate::section::CLAIM, crate::price::CLAIM],
+    sections: &[crate::section::CLAIM, crate::USAGE_CLAIM],
     desired: |desired, account, _| crate::desired(desired, account),
     access: Access {
         reads,

@@ -37,7 +37,7 @@ use reconcile_core::{Account, Address, Applied, Destroy, Progress, ReconcileErro
 pub use describe::{DESCRIPTION, ecr_reconciler, reconciler};
 use lifecycle::{LifecyclePolicySpec, live_tagged_expiry};
 pub use lifecycle::{canonical_policy, canonical_policy_text};
-pub use price::{PRICE_PER_GB_MONTH, price_per_gb_month};
+pub use price::{CLAIM as USAGE_CLAIM, PRICE_PER_GB_MONTH, price_per_gb_month};
 use repository::{LiveRepository, RepositorySpec, RepositoryState};
 pub use runner::creatable;
 pub use section::{
