@@ -31,6 +31,10 @@ enum Version {
     Changed,
 }
 
+/// The bucket's lifecycle rules in `made`, the later id first.
+const MADE_RULES: &str =
+    "{ id = \"zz-old\", expiration_days = 10 }, { id = \"aa-tmp\", prefix = \"tmp/\", expiration_days = 1 }";
+
 /// The account as desired.toml says it in `version`.
 fn desired(version: Version) -> String {
     let pick = |least: &str, made: &str, changed: &str| match version {
@@ -76,10 +80,11 @@ fn desired(version: Version) -> String {
     text += "\n[s3.buckets.cache]\nname = \"round-trip-cache-${account_id}\"\n";
     text += &line("block_public_access", "false", "true");
     text += &line("tags", "{ team = \"made\" }", "{ team = \"changed\" }");
+    // Two rules, not in the order of their ids: rules are a set (see `the same rules in another order`).
     text += &line(
         "lifecycle_rules",
-        "[{ id = \"old\", expiration_days = 10 }]",
-        "[{ id = \"old\", expiration_days = 30, abort_incomplete_multipart_upload_days = 2 }]",
+        &format!("[{MADE_RULES}]"),
+        "[{ id = \"zz-old\", expiration_days = 30, abort_incomplete_multipart_upload_days = 2 }, { id = \"aa-tmp\", prefix = \"tmp/\", expiration_days = 2 }]",
     );
 
     for (key, name) in [("builder", "round-trip-builder"), ("second", "round-trip-second")] {
@@ -304,6 +309,25 @@ async fn unmark(account: &TestAccount) {
     }
 }
 
+/// Every bucket's lifecycle rules put back in the reverse order, as a console might keep them.
+async fn reverse_lifecycle_rules(account: &TestAccount) {
+    let config = account.sdk_config();
+    let s3 = s3::Client::from_conf(s3::config::Builder::from(&config).force_path_style(true).build());
+    for bucket in s3.list_buckets().send().await.unwrap().buckets() {
+        let name = bucket.name().unwrap();
+        let mut rules = s3.get_bucket_lifecycle_configuration().bucket(name).send().await.unwrap().rules().to_vec();
+        assert!(rules.len() > 1, "{rules:?}");
+        rules.reverse();
+        let configuration = s3::types::BucketLifecycleConfiguration::builder().set_rules(Some(rules)).build().unwrap();
+        s3.put_bucket_lifecycle_configuration()
+            .bucket(name)
+            .lifecycle_configuration(configuration)
+            .send()
+            .await
+            .unwrap();
+    }
+}
+
 /// The versions vary every field of every kind's table: `made` sets each away from its default
 /// (so a create that left one out is seen), `changed` each that changes in place away from
 /// `made`'s (so an update that left one out is seen), and a field neither varies is one
@@ -352,6 +376,17 @@ async fn every_field_of_every_kind_is_made_read_generated_and_updated() {
     std::fs::write(&file.path, desired(Version::Made)).unwrap();
     let apply = reconcile(&account, &file.path, &["apply", "--auto-approve"]);
     assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
+    let plan = reconcile(&account, &file.path, &["plan"]);
+    assert_eq!(summary(&plan.stdout), "No changes. The account matches the desired state.", "{}", plan.stdout);
+
+    // The same rules in another order, in desired.toml and then in S3: no change either way.
+    let reordered =
+        "{ id = \"aa-tmp\", prefix = \"tmp/\", expiration_days = 1 }, { id = \"zz-old\", expiration_days = 10 }";
+    std::fs::write(&file.path, desired(Version::Made).replace(MADE_RULES, reordered)).unwrap();
+    let plan = reconcile(&account, &file.path, &["plan"]);
+    assert_eq!(summary(&plan.stdout), "No changes. The account matches the desired state.", "{}", plan.stdout);
+    std::fs::write(&file.path, desired(Version::Made)).unwrap();
+    reverse_lifecycle_rules(&account).await;
     let plan = reconcile(&account, &file.path, &["plan"]);
     assert_eq!(summary(&plan.stdout), "No changes. The account matches the desired state.", "{}", plan.stdout);
 
