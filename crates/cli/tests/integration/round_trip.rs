@@ -269,6 +269,20 @@ fn by_kind(fields: &BTreeMap<String, serde_json::Map<String, Value>>) -> BTreeMa
     kinds
 }
 
+/// A plan that changes nothing and finds nothing: a shared resource read back without its mark
+/// (the identity provider's tags dropped by the create or by the read) is used as it is, which
+/// plans no change but says so in a finding. The one finding every plan here has is that GitHub
+/// was not read (no token: GitHub's side is not in the round trip).
+fn assert_clean(stdout: &str) {
+    assert_eq!(summary(stdout), "No changes. The account matches the desired state.", "{stdout}");
+    let findings: Vec<&str> = stdout
+        .lines()
+        .filter(|line| line.starts_with("Warning [") || line.starts_with("Error ["))
+        .filter(|line| !line.starts_with("Warning [E102]"))
+        .collect();
+    assert!(findings.is_empty(), "{stdout}");
+}
+
 /// The summary line of a text plan.
 fn summary(stdout: &str) -> &str {
     stdout.lines().find(|line| line.starts_with("Plan:") || line.starts_with("No changes.")).unwrap_or("(none)")
@@ -377,18 +391,18 @@ async fn every_field_of_every_kind_is_made_read_generated_and_updated() {
     let apply = reconcile(&account, &file.path, &["apply", "--auto-approve"]);
     assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
     let plan = reconcile(&account, &file.path, &["plan"]);
-    assert_eq!(summary(&plan.stdout), "No changes. The account matches the desired state.", "{}", plan.stdout);
+    assert_clean(&plan.stdout);
 
     // The same rules in another order, in desired.toml and then in S3: no change either way.
     let reordered =
         "{ id = \"aa-tmp\", prefix = \"tmp/\", expiration_days = 1 }, { id = \"zz-old\", expiration_days = 10 }";
     std::fs::write(&file.path, desired(Version::Made).replace(MADE_RULES, reordered)).unwrap();
     let plan = reconcile(&account, &file.path, &["plan"]);
-    assert_eq!(summary(&plan.stdout), "No changes. The account matches the desired state.", "{}", plan.stdout);
+    assert_clean(&plan.stdout);
     std::fs::write(&file.path, desired(Version::Made)).unwrap();
     reverse_lifecycle_rules(&account).await;
     let plan = reconcile(&account, &file.path, &["plan"]);
-    assert_eq!(summary(&plan.stdout), "No changes. The account matches the desired state.", "{}", plan.stdout);
+    assert_clean(&plan.stdout);
 
     // Generated: the marks off, a newcomer's file, written from the account; the plan imports
     // every resource and changes none of its fields.
@@ -443,5 +457,5 @@ async fn every_field_of_every_kind_is_made_read_generated_and_updated() {
     let apply = reconcile(&account, &file.path, &["apply", "--auto-approve"]);
     assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
     let plan = reconcile(&account, &file.path, &["plan"]);
-    assert_eq!(summary(&plan.stdout), "No changes. The account matches the desired state.", "{}", plan.stdout);
+    assert_clean(&plan.stdout);
 }
