@@ -397,4 +397,51 @@ mod tests {
         assert_eq!(reconciler.apply(&change, &Silent).await.unwrap(), Applied::Done);
         assert_eq!(update.num_calls(), 1);
     }
+
+    #[tokio::test]
+    async fn a_project_made_meanwhile_is_converged_only_when_it_carries_this_deployments_mark() {
+        use aws_sdk_codebuild::operation::create_project::CreateProjectError;
+        use reconcile_core::ownership::MARK_KEY;
+        let wanted = BTreeMap::from([(MARK_KEY.to_owned(), "rocm-bake".to_owned()), ("project".into(), "x".into())]);
+        let desired = desired_project(&project::test_project(), "arn:aws:iam::123456789012:role/r", wanted);
+        for (mark, converged) in [(Some("rocm-bake"), true), (Some("team-x"), false), (None, false)] {
+            let create = mock!(codebuild::Client::create_project).then_error(|| {
+                CreateProjectError::ResourceAlreadyExistsException(
+                    ResourceAlreadyExistsException::builder()
+                        .meta(ErrorMetadata::builder().code(ALREADY_EXISTS).build())
+                        .build(),
+                )
+            });
+            let live = mock!(codebuild::Client::batch_get_projects).then_output(move || {
+                let tag = mark.map(|value| codebuild::types::Tag::builder().key(MARK_KEY).value(value).build());
+                let project =
+                    codebuild::types::Project::builder().name("rocm-bake").set_tags(Some(tag.into_iter().collect()));
+                codebuild::operation::batch_get_projects::BatchGetProjectsOutput::builder()
+                    .projects(project.build())
+                    .build()
+            });
+            let update = mock!(codebuild::Client::update_project)
+                .match_requests(|request| request.tags().len() == 2)
+                .then_output(|| codebuild::operation::update_project::UpdateProjectOutput::builder().build());
+            let client = mock_client!(aws_sdk_codebuild, RuleMode::MatchAny, [&create, &live, &update]);
+            let reconciler =
+                CodebuildReconciler::new(client, Account::new("123456789012", "us-east-1"), IAM_PROPAGATION);
+            let change = Change {
+                address: Address::new(crate::PROJECT, "runner"),
+                action: Action::Create,
+                before: None,
+                after: Some(desired.clone()),
+                depends_on: vec![],
+            };
+            let applied = reconciler.apply(&change, &Silent).await;
+            if converged {
+                assert_eq!(applied.unwrap(), Applied::Adopted);
+                assert_eq!(update.num_calls(), 1, "brought to the desired state, its tags whole");
+            } else {
+                let error = applied.unwrap_err();
+                assert!(error.to_string().contains("without this deployment's mark"), "{error}");
+                assert_eq!(update.num_calls(), 0, "{mark:?}");
+            }
+        }
+    }
 }

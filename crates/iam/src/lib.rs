@@ -569,4 +569,153 @@ mod tests {
         );
         assert_eq!((create.num_calls(), put.num_calls()), (0, 0));
     }
+
+    #[tokio::test]
+    async fn a_role_boundary_or_provider_made_meanwhile_is_converged_only_when_it_carries_this_deployments_mark() {
+        use aws_sdk_iam::operation::create_open_id_connect_provider::CreateOpenIDConnectProviderError;
+        use aws_sdk_iam::operation::create_policy::CreatePolicyError;
+        use aws_sdk_iam::operation::create_role::CreateRoleError;
+        use aws_sdk_iam::types::error::EntityAlreadyExistsException;
+        use reconcile_core::ownership::MARK_KEY;
+        let exists = || {
+            EntityAlreadyExistsException::builder()
+                .meta(ErrorMetadata::builder().code("EntityAlreadyExists").build())
+                .build()
+        };
+        // What it carries when found: this deployment's mark, another's, or none.
+        let live_tags = |mark: Option<&str>| -> Vec<iam::types::Tag> {
+            mark.map(|value| iam::types::Tag::builder().key(MARK_KEY).value(value).build().unwrap())
+                .into_iter()
+                .collect()
+        };
+        // What the create wanted: the mark and a tag the one found lacks, so a convergence tags it.
+        let wanted = json!({ MARK_KEY: "rocm-bake", "project": "rocm-bake" });
+        for (mark, converged) in [(Some("rocm-bake"), true), (Some("team-x"), false), (None, false)] {
+            let create = mock!(iam::Client::create_role)
+                .then_error(move || CreateRoleError::EntityAlreadyExistsException(exists()));
+            let get = mock!(iam::Client::get_role).then_output(move || {
+                let role = iam::types::Role::builder()
+                    .role_name("rocm-bake-codebuild")
+                    .path("/")
+                    .role_id("AROAEXAMPLE")
+                    .arn("arn:aws:iam::123456789012:role/rocm-bake-codebuild")
+                    .create_date(aws_smithy_types::DateTime::from_secs(0))
+                    .set_tags(Some(live_tags(mark)))
+                    .build()
+                    .unwrap();
+                iam::operation::get_role::GetRoleOutput::builder().role(role).build()
+            });
+            let trust = mock!(iam::Client::update_assume_role_policy).then_output(|| {
+                iam::operation::update_assume_role_policy::UpdateAssumeRolePolicyOutput::builder().build()
+            });
+            let unbound = mock!(iam::Client::delete_role_permissions_boundary).then_output(|| {
+                iam::operation::delete_role_permissions_boundary::DeleteRolePermissionsBoundaryOutput::builder().build()
+            });
+            let update = mock!(iam::Client::update_role)
+                .then_output(|| iam::operation::update_role::UpdateRoleOutput::builder().build());
+            let tag =
+                mock!(iam::Client::tag_role).then_output(|| iam::operation::tag_role::TagRoleOutput::builder().build());
+            let role = reconciler(&[&create, &get, &trust, &unbound, &update, &tag]);
+            let change = Change {
+                address: Address::new(crate::CI_ROLE, "plan"),
+                action: Action::Create,
+                before: None,
+                after: Some(object(json!({
+                    "name": "rocm-bake-codebuild",
+                    "assume_role_policy": { "Version": "2012-10-17", "Statement": [] },
+                    "description": "",
+                    "max_session_duration": 3600,
+                    "tags": wanted,
+                    "permissions_boundary": null,
+                }))),
+                depends_on: vec![],
+            };
+            let applied = role.apply(&change, &Silent).await;
+            if converged {
+                assert_eq!(applied.unwrap(), Applied::Adopted);
+                assert_eq!((update.num_calls(), tag.num_calls()), (1, 1), "converged, the project tag set");
+            } else {
+                let error = applied.unwrap_err();
+                assert!(error.to_string().contains("without this deployment's mark"), "{error}");
+                assert_eq!((trust.num_calls(), update.num_calls(), tag.num_calls()), (0, 0, 0), "{mark:?}");
+            }
+
+            let create = mock!(iam::Client::create_policy)
+                .then_error(move || CreatePolicyError::EntityAlreadyExistsException(exists()));
+            let get = mock!(iam::Client::get_policy).then_output(move || {
+                let policy = iam::types::Policy::builder()
+                    .policy_name("rocm-bake-codebuild-boundary")
+                    .default_version_id("v1")
+                    .set_tags(Some(live_tags(mark)))
+                    .build();
+                iam::operation::get_policy::GetPolicyOutput::builder().policy(policy).build()
+            });
+            let version = mock!(iam::Client::get_policy_version).then_output(|| {
+                let version =
+                    iam::types::PolicyVersion::builder().document(r#"{"Version":"2012-10-17","Statement":[]}"#).build();
+                iam::operation::get_policy_version::GetPolicyVersionOutput::builder().policy_version(version).build()
+            });
+            let tag = mock!(iam::Client::tag_policy)
+                .then_output(|| iam::operation::tag_policy::TagPolicyOutput::builder().build());
+            let boundary = reconciler(&[&create, &get, &version, &tag]);
+            let change = Change {
+                address: Address::new(crate::ROLE_BOUNDARY, "codebuild"),
+                action: Action::Create,
+                before: None,
+                after: Some(object(json!({
+                    "name": "rocm-bake-codebuild-boundary",
+                    "description": "",
+                    "document": { "Version": "2012-10-17", "Statement": [] },
+                    "tags": wanted,
+                }))),
+                depends_on: vec![],
+            };
+            let applied = boundary.apply(&change, &Silent).await;
+            if converged {
+                assert_eq!(applied.unwrap(), Applied::Adopted);
+                assert_eq!(tag.num_calls(), 1, "the project tag set");
+            } else {
+                let error = applied.unwrap_err();
+                assert!(error.to_string().contains("without this deployment's mark"), "{error}");
+                assert_eq!(tag.num_calls(), 0, "{mark:?}");
+            }
+
+            let create = mock!(iam::Client::create_open_id_connect_provider)
+                .then_error(move || CreateOpenIDConnectProviderError::EntityAlreadyExistsException(exists()));
+            let get = mock!(iam::Client::get_open_id_connect_provider).then_output(move || {
+                iam::operation::get_open_id_connect_provider::GetOpenIdConnectProviderOutput::builder()
+                    .url("token.actions.githubusercontent.com")
+                    .set_tags(Some(live_tags(mark)))
+                    .build()
+            });
+            let audience = mock!(iam::Client::add_client_id_to_open_id_connect_provider).then_output(|| {
+                iam::operation::add_client_id_to_open_id_connect_provider::AddClientIdToOpenIdConnectProviderOutput::builder()
+                    .build()
+            });
+            let tag = mock!(iam::Client::tag_open_id_connect_provider).then_output(|| {
+                iam::operation::tag_open_id_connect_provider::TagOpenIdConnectProviderOutput::builder().build()
+            });
+            let provider = reconciler(&[&create, &get, &audience, &tag]);
+            let change = Change {
+                address: Address::new(crate::OIDC_PROVIDER, "github"),
+                action: Action::Create,
+                before: None,
+                after: Some(object(json!({
+                    "url": "token.actions.githubusercontent.com",
+                    "client_ids": ["sts.amazonaws.com"],
+                    "tags": wanted,
+                }))),
+                depends_on: vec![],
+            };
+            let applied = provider.apply(&change, &Silent).await;
+            if converged {
+                assert_eq!(applied.unwrap(), Applied::Adopted);
+                assert_eq!((audience.num_calls(), tag.num_calls()), (1, 1), "the audience added, the project tag set");
+            } else {
+                let error = applied.unwrap_err();
+                assert!(error.to_string().contains("without this deployment's mark"), "{error}");
+                assert_eq!((audience.num_calls(), tag.num_calls()), (0, 0), "{mark:?}");
+            }
+        }
+    }
 }
