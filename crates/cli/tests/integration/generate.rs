@@ -290,9 +290,10 @@ async fn another_deployments_resources_are_never_written_and_a_pattern_chooses_w
 /// mark that desired.toml does not declare (D109: whoever may tag it could have marked it) is
 /// left out with D109's words; a live value holding a character a reviewer cannot see (U+202E)
 /// leaves its resource out, and a multi-line one is written as one escaped line, so its lines
-/// cannot read as tables of desired.toml in the diff; a refused tag every chosen repository
-/// shares leaves those out, not the whole generation; and the last line counts exactly what was
-/// written and listed.
+/// cannot read as tables of desired.toml in the diff (a lifecycle rule's description, and a role's
+/// boundary's, which the plan then keeps); a refused tag every chosen repository shares leaves
+/// those out, not the whole generation; and the last line counts exactly what was written and
+/// listed.
 #[tokio::test(flavor = "multi_thread")]
 async fn what_the_account_says_is_left_out_or_escaped_never_trusted_or_written_raw() {
     let account = emulator().new_account().await;
@@ -367,6 +368,44 @@ async fn what_the_account_says_is_left_out_or_escaped_never_trusted_or_written_r
     let table: toml::Table = toml::from_str(&written).unwrap();
     assert!(table.get("ecr").is_none() && !written.contains('\u{200b}'), "{written}");
     assert!(written.contains("shared-cache-${account_id}"), "the bucket is written: {written}");
+
+    // A role's boundary whose description (IAM takes line breaks in it) reads as desired.toml's
+    // own tables is written as one escaped line too, and read back as it is: the plan keeps the
+    // boundary rather than replace it.
+    let iam = iam::Client::new(&account.sdk_config());
+    let boundary = iam
+        .create_policy()
+        .policy_name("hostile-builder-boundary")
+        .description(lines)
+        .policy_document(
+            r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:GetObject","Resource":"*"}]}"#,
+        )
+        .send()
+        .await
+        .unwrap();
+    let trust = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"codebuild.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
+    let arn = boundary.policy().and_then(|p| p.arn()).unwrap();
+    iam.create_role()
+        .role_name("hostile-builder")
+        .assume_role_policy_document(trust)
+        .permissions_boundary(arn)
+        .send()
+        .await
+        .unwrap();
+    let roles = crate::support::desired_file(text);
+    let generated = reconcile(&account, &roles.path, &["import", "--generate", "hostile-*"]);
+    assert_eq!(generated.code, 0, "{}{}", generated.stdout, generated.stderr);
+    let written = std::fs::read_to_string(&roles.path).unwrap();
+    let table: toml::Table = toml::from_str(&written).unwrap();
+    let role = &table["iam"]["roles"]["hostile-builder"];
+    assert_eq!(role["boundary_description"].as_str(), Some(lines), "{written}");
+    assert!(!written.lines().any(|line| line.trim() == "[ci]") && table.get("ci").is_none(), "{written}");
+    let plan = reconcile(&account, &roles.path, &["plan"]);
+    assert_eq!(plan.code, 0, "{}{}", plan.stdout, plan.stderr);
+    // The role and its boundary imported; its derived inline policy added, and the boundary's
+    // document made what reconcile derives.
+    assert_eq!(summary(&plan.stdout), "Plan: 2 to import, 1 to add, 1 to change, 0 to destroy.", "{}", plan.stdout);
+    assert!(!plan.stdout.contains("must be replaced"), "{}", plan.stdout);
 }
 
 /// The README's desired.toml as the user's own file, on an account whose repositories lost the
