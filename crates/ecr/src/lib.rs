@@ -38,7 +38,7 @@ pub use describe::{DESCRIPTION, ecr_reconciler, reconciler};
 use lifecycle::{LifecyclePolicySpec, live_tagged_expiry};
 pub use lifecycle::{canonical_policy, canonical_policy_text};
 pub use price::{CLAIM as USAGE_CLAIM, PRICE_PER_GB_MONTH, price_per_gb_month};
-use repository::{LiveRepository, RepositorySpec, RepositoryState};
+use repository::{RepositorySpec, RepositoryState};
 pub use runner::creatable;
 pub use section::{
     AGE_BASED_UNTAGGED_EXPIRY, ALLOW_TAGGED_EXPIRY, CLAIM, Ecr, EcrRepository, EncryptionType, FEW_UNTAGGED_KEPT,
@@ -235,7 +235,7 @@ impl Reconciler for EcrReconciler {
         let names: BTreeSet<&str> = desired.iter().map(|r| r.remote_name.as_str()).collect();
         // The whole account in one paginated read: the declared repositories, and the others,
         // whose lifecycle policies are checked too.
-        let (live, undeclared): (BTreeMap<String, LiveRepository>, BTreeMap<String, LiveRepository>) = self
+        let (live, undeclared): (BTreeMap<String, RepositoryState>, BTreeMap<String, RepositoryState>) = self
             .list_all_repositories()
             .await?
             .iter()
@@ -579,7 +579,7 @@ impl EcrReconciler {
     async fn observe_one(
         &self,
         resource: &DesiredResource,
-        repository: &LiveRepository,
+        repository: &RepositoryState,
     ) -> Result<(Address, Observed), ReconcileError> {
         let address = &resource.address;
         let name = &resource.remote_name;
@@ -595,12 +595,7 @@ impl EcrReconciler {
                 let policy = absent_if(policy, &NO_REPOSITORY_POLICY)
                     .map_err(failed(Some(address), "read repository policy"))?
                     .and_then(|output| output.policy_text().map(reconcile_core::json::parse_document));
-                Observed::Present(reconcile_core::spec::attributes(&RepositoryState {
-                    arn: repository.arn.clone(),
-                    images: None,
-                    image_bytes: None,
-                    spec: repository.spec(tags, policy),
-                }))
+                Observed::Present(reconcile_core::spec::attributes(&repository.with(tags, policy)))
             }
         };
         Ok((address.clone(), observed))

@@ -58,8 +58,9 @@ pub(crate) struct RepositorySpec {
     pub repository_policy: Option<Value>,
 }
 
-/// A live repository: its spec, and what AWS tells besides, shown but never compared.
-#[derive(Debug, Serialize)]
+/// A live repository: its spec, and what AWS tells besides, shown but never compared. As listed
+/// ([`EcrReconciler::live_repository`]), its tags and repository policy are not read yet (none).
+#[derive(Debug, Clone, Serialize)]
 pub(crate) struct RepositoryState {
     pub arn: String,
     /// How many images it holds and their bytes: read only for a repository `--prune` would
@@ -70,6 +71,13 @@ pub(crate) struct RepositoryState {
     pub image_bytes: Option<u64>,
     #[serde(flatten)]
     pub spec: RepositorySpec,
+}
+
+impl RepositoryState {
+    /// The listed repository, with the tags and repository policy read besides the listing.
+    pub(crate) fn with(&self, tags: BTreeMap<String, String>, repository_policy: Option<Value>) -> RepositoryState {
+        RepositoryState { spec: RepositorySpec { tags, repository_policy, ..self.spec.clone() }, ..self.clone() }
+    }
 }
 
 impl RepositorySpec {
@@ -106,50 +114,25 @@ pub(crate) struct FoundRepository {
     pub lifecycle_policy: Value,
 }
 
-/// What one repository looks like in AWS, as far as this reconciler cares.
-#[derive(Clone)]
-pub(crate) struct LiveRepository {
-    pub arn: String,
-    image_tag_mutability: String,
-    scan_on_push: bool,
-    /// AWS's default when ECR leaves it out.
-    encryption_type: String,
-    kms_key: Option<String>,
-}
-
-impl LiveRepository {
-    /// Its spec, with the tags and repository policy read besides the listing.
-    pub(crate) fn spec(&self, tags: BTreeMap<String, String>, repository_policy: Option<Value>) -> RepositorySpec {
-        RepositorySpec {
-            image_tag_mutability: self.image_tag_mutability.clone(),
-            scan_on_push: self.scan_on_push,
-            encryption_type: self.encryption_type.clone(),
-            kms_key: self.kms_key.clone(),
-            tags,
-            repository_policy,
-        }
-    }
-}
-
 impl EcrReconciler {
     /// A listed repository as this reconciler keeps it; the ARN made from its name when ECR
     /// leaves it out.
-    pub(crate) fn live_repository(&self, repository: &ecr::types::Repository) -> Option<(String, LiveRepository)> {
+    pub(crate) fn live_repository(&self, repository: &ecr::types::Repository) -> Option<(String, RepositoryState)> {
         let name = repository.repository_name()?;
         let arn = repository.repository_arn().map_or_else(|| self.repository_arn(name), str::to_owned);
-        Some((
-            name.to_owned(),
-            LiveRepository {
-                arn,
-                image_tag_mutability: repository.image_tag_mutability().map_or("MUTABLE", |m| m.as_str()).to_owned(),
-                scan_on_push: repository.image_scanning_configuration().is_some_and(|c| c.scan_on_push()),
-                encryption_type: repository
-                    .encryption_configuration()
-                    .map_or(AES256, |c| c.encryption_type().as_str())
-                    .to_owned(),
-                kms_key: repository.encryption_configuration().and_then(|c| c.kms_key()).map(str::to_owned),
-            },
-        ))
+        let spec = RepositorySpec {
+            image_tag_mutability: repository.image_tag_mutability().map_or("MUTABLE", |m| m.as_str()).to_owned(),
+            scan_on_push: repository.image_scanning_configuration().is_some_and(|c| c.scan_on_push()),
+            // AWS's default when ECR leaves it out.
+            encryption_type: repository
+                .encryption_configuration()
+                .map_or(AES256, |c| c.encryption_type().as_str())
+                .to_owned(),
+            kms_key: repository.encryption_configuration().and_then(|c| c.kms_key()).map(str::to_owned),
+            tags: BTreeMap::new(),
+            repository_policy: None,
+        };
+        Some((name.to_owned(), RepositoryState { arn, images: None, image_bytes: None, spec }))
     }
 
     pub(crate) async fn create_repository(&self, change: &Change) -> Result<Applied, ReconcileError> {
@@ -403,7 +386,7 @@ impl EcrReconciler {
                 Observed::Present(fields) => fields.get("policy").cloned().unwrap_or(Value::Null),
                 Observed::Absent => Value::Null,
             };
-            let record = FoundRepository { spec: repository.spec(tags, None), lifecycle_policy: policy };
+            let record = FoundRepository { spec: repository.with(tags, None).spec, lifecycle_policy: policy };
             found.push(Found {
                 kind: REPOSITORY,
                 name: name.clone(),

@@ -8,7 +8,7 @@ use reconcile_core::plan::{DesiredResource, Finding, Observed, Severity};
 use reconcile_core::{Address, ReconcileError};
 
 use crate::lifecycle::live_tagged_expiry;
-use crate::repository::{LiveRepository, RepositoryState};
+use crate::repository::RepositoryState;
 use crate::{EcrReconciler, MARKED_UNDECLARED, NOT_PRUNED, UNDECLARED_POLICY_UNREAD};
 
 impl EcrReconciler {
@@ -16,7 +16,7 @@ impl EcrReconciler {
     pub(crate) async fn undeclared(
         &self,
         desired: &[&DesiredResource],
-    ) -> Result<Vec<(String, LiveRepository)>, ReconcileError> {
+    ) -> Result<Vec<(String, RepositoryState)>, ReconcileError> {
         let declared: BTreeSet<&str> = desired.iter().map(|r| r.remote_name.as_str()).collect();
         Ok(self
             .list_all_repositories()
@@ -32,7 +32,7 @@ impl EcrReconciler {
     pub(crate) async fn observe_undeclared(
         &self,
         name: &str,
-        repository: &LiveRepository,
+        repository: &RepositoryState,
     ) -> Result<Undeclared, ReconcileError> {
         let policy_address = Address::new(crate::LIFECYCLE_POLICY, name);
         let finding = match self.observe_lifecycle_policy(&policy_address, name).await {
@@ -76,10 +76,9 @@ impl EcrReconciler {
         }
         let images = self.images(&address, name).await?;
         let state = RepositoryState {
-            arn: repository.arn.clone(),
             images: Some(images.len() as u64),
             image_bytes: Some(images.iter().map(|i| i.size).sum()),
-            spec: repository.spec(tags, None),
+            ..repository.with(tags, None)
         };
         Ok(Undeclared {
             finding,
