@@ -1,6 +1,7 @@
-//! Every field of every AWS kind desired.toml declares, carried the whole way round: made by a
-//! create, read back, written by `import --generate`, and changed by an update, against the
-//! emulator. The test walks each kind's table (`Description::fields`): a field added to a table
+//! Every field of every kind desired.toml declares, carried the whole way round: made by a
+//! create, read back, written by `import --generate` (the AWS kinds; GitHub's settings are
+//! desired.toml's `[github]`, which it keeps), and changed by an update, against the emulator and
+//! the GitHub stand-in. The test walks each kind's table (`Description::fields`): a field added to a table
 //! and to the section, but forgotten in the create call, the read, the setter or the generator,
 //! leaves a difference one of the plans below shows.
 //!
@@ -21,7 +22,9 @@ use aws_sdk_s3 as s3;
 use reconcile_test_support::{TestAccount, emulator};
 use serde_json::Value;
 
-use crate::support::{desired_file, reconcile};
+use reconcile_test_support::github::github;
+
+use crate::support::{desired_file, reconcile_with};
 
 /// Which of the three versions of the account.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -35,8 +38,8 @@ enum Version {
 const MADE_RULES: &str =
     "{ id = \"zz-old\", expiration_days = 10 }, { id = \"aa-tmp\", prefix = \"tmp/\", expiration_days = 1 }";
 
-/// The account as desired.toml says it in `version`.
-fn desired(version: Version) -> String {
+/// The account as desired.toml says it in `version`, its `[github]` the stand-in's `repository`.
+fn desired(version: Version, repository: &str) -> String {
     let pick = |least: &str, made: &str, changed: &str| match version {
         Version::Least => least.to_owned(),
         Version::Made => made.to_owned(),
@@ -104,7 +107,14 @@ fn desired(version: Version) -> String {
     }
 
     // The CI identities: GitHub's provider and the three roles, trusting the repository's runs.
-    text += "\n[github]\nrepository = \"ROCm/rocm-bake\"\n";
+    text += &format!("\n[github]\nrepository = \"{repository}\"\n");
+    text += &line("fork_pr_approval", "\"first_time_contributors\"", "\"first_time_contributors_new_to_github\"");
+    text += &line("default_workflow_permissions", "\"write\"", "\"read\"");
+    text += &line("actions_can_approve_pull_requests", "true", "false");
+    // A variable declared by hand, beside the derived ones (the registry, the project, ...).
+    if version != Version::Least {
+        text += &format!("[github.variables]\nROUND_TRIP = {}\n", pick("", "\"made\"", "\"changed\""));
+    }
     text += "\n[ci]\nplan_role = \"round-trip-plan\"\ndrift_role = \"round-trip-drift\"\napply_role = \"round-trip-apply\"\n";
     text += &format!("environment = {}\n", pick("\"production\"", "\"made\"", "\"changed\""));
     text += &line("branch", "\"release\"", "\"main\"");
@@ -160,6 +170,8 @@ const HELD: &[(&str, &[&str])] = &[
     // The CI roles have no boundary; the provider's audience is STS's, whoever the repository is.
     ("iam_ci_role", &["permissions_boundary"]),
     ("iam_oidc_provider", &["client_ids"]),
+    // The subject template the CI roles' trusts are made of: one, whatever desired.toml says.
+    ("github_oidc_subject", &["include_claim_keys", "use_default"]),
     (
         "s3_bucket",
         &[
@@ -200,7 +212,8 @@ const HELD: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// The AWS kinds the account above holds: every kind of the ECR, S3, IAM and CodeBuild crates.
+/// The kinds the account above holds: every kind of the ECR, S3, IAM, CodeBuild and GitHub
+/// crates.
 const KINDS: &[&str] = &[
     "ecr_repository",
     "ecr_lifecycle_policy",
@@ -214,6 +227,10 @@ const KINDS: &[&str] = &[
     "iam_ci_role_policy",
     "codebuild_project",
     "codebuild_webhook",
+    "github_fork_pr_approval",
+    "github_workflow_permissions",
+    "github_oidc_subject",
+    "github_variable",
 ];
 
 /// Each planned resource's desired fields, by address, from a JSON plan.
@@ -271,15 +288,11 @@ fn by_kind(fields: &BTreeMap<String, serde_json::Map<String, Value>>) -> BTreeMa
 
 /// A plan that changes nothing and finds nothing: a shared resource read back without its mark
 /// (the identity provider's tags dropped by the create or by the read) is used as it is, which
-/// plans no change but says so in a finding. The one finding every plan here has is that GitHub
-/// was not read (no token: GitHub's side is not in the round trip).
+/// plans no change but says so in a finding.
 fn assert_clean(stdout: &str) {
     assert_eq!(summary(stdout), "No changes. The account matches the desired state.", "{stdout}");
-    let findings: Vec<&str> = stdout
-        .lines()
-        .filter(|line| line.starts_with("Warning [") || line.starts_with("Error ["))
-        .filter(|line| !line.starts_with("Warning [E102]"))
-        .collect();
+    let findings: Vec<&str> =
+        stdout.lines().filter(|line| line.starts_with("Warning [") || line.starts_with("Error [")).collect();
     assert!(findings.is_empty(), "{stdout}");
 }
 
@@ -342,6 +355,19 @@ async fn reverse_lifecycle_rules(account: &TestAccount) {
     }
 }
 
+/// The stand-in repository's fork approval policy and default workflow permissions, put as
+/// someone in its settings would.
+fn put_github_settings(repository: &str, approval: &str, permissions: &str) {
+    let root = format!("/repos/{repository}/actions/permissions");
+    let body = serde_json::json!({ "approval_policy": approval });
+    let (status, said) = github().call("PUT", &format!("{root}/fork-pr-contributor-approval"), "ghp_test", &body);
+    assert!(status < 300, "{status}: {said}");
+    let body =
+        serde_json::json!({ "default_workflow_permissions": permissions, "can_approve_pull_request_reviews": false });
+    let (status, said) = github().call("PUT", &format!("{root}/workflow"), "ghp_test", &body);
+    assert!(status < 300, "{status}: {said}");
+}
+
 /// The versions vary every field of every kind's table: `made` sets each away from its default
 /// (so a create that left one out is seen), `changed` each that changes in place away from
 /// `made`'s (so an update that left one out is seen), and a field neither varies is one
@@ -349,11 +375,24 @@ async fn reverse_lifecycle_rules(account: &TestAccount) {
 #[tokio::test(flavor = "multi_thread")]
 async fn every_field_of_every_kind_is_made_read_generated_and_updated() {
     let account = emulator().new_account().await;
-    let file = desired_file(&desired(Version::Least));
+    // GitHub's side against the stand-in: a repository of its own, with the hook CodeBuild makes.
+    let repository = github().new_repository();
+    crate::github::codebuild_hook(&repository, true, &["workflow_job"]);
+    let github_env = [("GITHUB_API_URL", github().endpoint()), ("GITHUB_TOKEN", "ghp_test")];
+    let run = |path: &std::path::Path, args: &[&str]| reconcile_with(&account, path, args, &github_env);
+    let file = desired_file(&desired(Version::Least, &repository));
     let mut planned = BTreeMap::new();
     for version in [Version::Least, Version::Made, Version::Changed] {
-        std::fs::write(&file.path, desired(version)).unwrap();
-        let plan = reconcile(&account, &file.path, &["plan", "--format", "json"]);
+        // A plan lists only what it changes: GitHub's settings are put away from this version's
+        // first, so its plan says each.
+        let (approval, permissions) = if version == Version::Made {
+            ("all_external_contributors", "read")
+        } else {
+            ("first_time_contributors", "write")
+        };
+        put_github_settings(&repository, approval, permissions);
+        std::fs::write(&file.path, desired(version, &repository)).unwrap();
+        let plan = run(&file.path, &["plan", "--format", "json"]);
         assert_eq!(plan.code, 0, "{version:?}: {}{}", plan.stdout, plan.stderr);
         planned.insert(version as u8, desired_fields(&plan.stdout));
     }
@@ -362,7 +401,7 @@ async fn every_field_of_every_kind_is_made_read_generated_and_updated() {
     for (kind, (in_place, create_only)) in tables() {
         let held: &[&str] = HELD.iter().find(|(k, _)| *k == kind).map_or(&[], |(_, fields)| fields);
         let addresses: Vec<&String> = made.keys().filter(|a| a.split('.').next() == Some(kind)).collect();
-        assert!(!addresses.is_empty(), "the account holds no {kind}");
+        assert!(!addresses.is_empty(), "the account holds no {kind}: {:?}", made.keys());
         for field in in_place.iter().chain(&create_only) {
             let differs = |one: &BTreeMap<String, serde_json::Map<String, Value>>,
                            other: &BTreeMap<String, serde_json::Map<String, Value>>| {
@@ -387,21 +426,21 @@ async fn every_field_of_every_kind_is_made_read_generated_and_updated() {
     assert!(unvaried.is_empty(), "fields the round trip does not carry:\n{}", unvaried.join("\n"));
 
     // Made: the create writes every field and the read gives each back.
-    std::fs::write(&file.path, desired(Version::Made)).unwrap();
-    let apply = reconcile(&account, &file.path, &["apply", "--auto-approve"]);
+    std::fs::write(&file.path, desired(Version::Made, &repository)).unwrap();
+    let apply = run(&file.path, &["apply", "--auto-approve"]);
     assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
-    let plan = reconcile(&account, &file.path, &["plan"]);
+    let plan = run(&file.path, &["plan"]);
     assert_clean(&plan.stdout);
 
     // The same rules in another order, in desired.toml and then in S3: no change either way.
     let reordered =
         "{ id = \"aa-tmp\", prefix = \"tmp/\", expiration_days = 1 }, { id = \"zz-old\", expiration_days = 10 }";
-    std::fs::write(&file.path, desired(Version::Made).replace(MADE_RULES, reordered)).unwrap();
-    let plan = reconcile(&account, &file.path, &["plan"]);
+    std::fs::write(&file.path, desired(Version::Made, &repository).replace(MADE_RULES, reordered)).unwrap();
+    let plan = run(&file.path, &["plan"]);
     assert_clean(&plan.stdout);
-    std::fs::write(&file.path, desired(Version::Made)).unwrap();
+    std::fs::write(&file.path, desired(Version::Made, &repository)).unwrap();
     reverse_lifecycle_rules(&account).await;
-    let plan = reconcile(&account, &file.path, &["plan"]);
+    let plan = run(&file.path, &["plan"]);
     assert_clean(&plan.stdout);
 
     // Generated: the marks off, a newcomer's file, written from the account; the plan imports
@@ -409,12 +448,12 @@ async fn every_field_of_every_kind_is_made_read_generated_and_updated() {
     unmark(&account).await;
     // The CI identities stay declared (import --generate writes no `[ci]`): it lists them in
     // `import`, as every declared resource it finds without the mark.
-    let mut newcomer: toml_edit::DocumentMut = desired(Version::Made).parse().unwrap();
+    let mut newcomer: toml_edit::DocumentMut = desired(Version::Made, &repository).parse().unwrap();
     for section in ["ecr", "s3", "iam", "codebuild"] {
         newcomer.remove(section);
     }
     std::fs::write(&file.path, newcomer.to_string()).unwrap();
-    let generated = reconcile(&account, &file.path, &["import", "--generate", "made*", "round-trip-*"]);
+    let generated = run(&file.path, &["import", "--generate", "made*", "round-trip-*"]);
     assert_eq!(generated.code, 0, "{}{}", generated.stdout, generated.stderr);
     assert!(!generated.stderr.contains("left out"), "{}", generated.stderr);
     // The defaults are what the repositories share: none lacks one, so none is given one.
@@ -428,7 +467,7 @@ async fn every_field_of_every_kind_is_made_read_generated_and_updated() {
     assert_eq!(defaults["tags"].to_string(), "{ team = \"made\" }", "{written}");
     assert_eq!(apart["image_tag_mutability"].as_str(), Some("MUTABLE"), "{written}");
     assert_eq!(apart["scan_on_push"].as_bool(), Some(false), "{written}");
-    let plan = reconcile(&account, &file.path, &["plan"]);
+    let plan = run(&file.path, &["plan"]);
     let line = summary(&plan.stdout);
     assert!(
         line.starts_with("Plan: ") && line.ends_with(" to import, 0 to add, 0 to change, 0 to destroy."),
@@ -438,7 +477,7 @@ async fn every_field_of_every_kind_is_made_read_generated_and_updated() {
     // And the file it wrote says what `made` says, field for field, of every resource the plan
     // imports (the rest it shows no change of): a field the plan does not compare unless
     // desired.toml names it (a repository's KMS key) is still written.
-    let rewritten = reconcile(&account, &file.path, &["plan", "--format", "json"]);
+    let rewritten = run(&file.path, &["plan", "--format", "json"]);
     assert_eq!(rewritten.code, 0, "{}{}", rewritten.stdout, rewritten.stderr);
     let (generated, made_by_kind) = (by_kind(&desired_fields(&rewritten.stdout)), by_kind(made));
     assert!(generated.contains_key("ecr_repository") && generated.contains_key("codebuild_project"), "{generated:?}");
@@ -449,13 +488,13 @@ async fn every_field_of_every_kind_is_made_read_generated_and_updated() {
         .map(|(kind, fields)| format!("{kind}: generated {fields}\n  made {:?}", made_by_kind.get(kind)))
         .collect();
     assert!(differing.is_empty(), "the generated file says other than `made`:\n{}", differing.join("\n"));
-    let apply = reconcile(&account, &file.path, &["apply", "--auto-approve"]);
+    let apply = run(&file.path, &["apply", "--auto-approve"]);
     assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
 
     // Changed: every update call writes its field.
-    std::fs::write(&file.path, desired(Version::Changed)).unwrap();
-    let apply = reconcile(&account, &file.path, &["apply", "--auto-approve"]);
+    std::fs::write(&file.path, desired(Version::Changed, &repository)).unwrap();
+    let apply = run(&file.path, &["apply", "--auto-approve"]);
     assert_eq!(apply.code, 0, "{}{}", apply.stdout, apply.stderr);
-    let plan = reconcile(&account, &file.path, &["plan"]);
+    let plan = run(&file.path, &["plan"]);
     assert_clean(&plan.stdout);
 }
