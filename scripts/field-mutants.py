@@ -166,11 +166,15 @@ def mutants(path: Path, fields: set[str], functions=None):
     for the file's field lines (in `functions` only, when given)."""
     lines = production(path.read_text()).split("\n")
     code = code_only(lines, fields)
-    function, race = None, None
+    function, race, cfg_test, test_only = None, None, False, False
     for index, line in enumerate(lines):
         found = FN.match(line)
         if found:
             function = found.group(2)
+            # A function compiled only for tests (`#[cfg(test)]` above it, outside `mod tests`).
+            test_only, cfg_test = cfg_test, False
+        elif line.strip() == "#[cfg(test)]":
+            cfg_test = True
         indent = len(line) - len(line.lstrip())
         if race is not None and line.strip() and indent <= race:
             race = None
@@ -179,7 +183,7 @@ def mutants(path: Path, fields: set[str], functions=None):
         stripped = line.strip()
         if not stripped or stripped.startswith("//") or "Field::" in line or SAID.search(line):
             continue
-        if function in SKIPPED_FUNCTIONS | NAMING or (function or "").startswith(SKIPPED_PREFIXES):
+        if test_only or function in SKIPPED_FUNCTIONS | NAMING or (function or "").startswith(SKIPPED_PREFIXES):
             continue
         if functions is not None and function not in functions:
             continue
