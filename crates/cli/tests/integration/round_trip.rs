@@ -135,7 +135,8 @@ fn desired(version: Version, repository: &str) -> String {
     text += &line("description", "\"made\"", "\"changed\"");
     text += &line("environment_type", "\"ARM_CONTAINER\"", "\"LINUX_CONTAINER\"");
     text += &line("compute_type", "\"BUILD_GENERAL1_LARGE\"", "\"BUILD_GENERAL1_2XLARGE\"");
-    text += &line("image", "\"aws/codebuild/amazonlinux-aarch64-standard:3.0\"", "\"aws/codebuild/standard:7.0\"");
+    // Neither image is its environment type's default, which `import --generate` could leave out.
+    text += &line("image", "\"aws/codebuild/amazonlinux-aarch64-standard:2.0\"", "\"aws/codebuild/standard:7.0\"");
     text += &line("queued_timeout_minutes", "60", "120");
     text += &line("tags", "{ team = \"made\" }", "{ team = \"changed\" }");
     text += "\n[codebuild.projects.runner.webhook]\n";
