@@ -204,9 +204,10 @@ async fn a_second_sigint_exits_at_once() {
     assert!(second.elapsed() < std::time::Duration::from_millis(1_500), "{:?}", second.elapsed());
 }
 
-/// `apply` killed outright at `points` moments spread over its run: the next apply always
-/// converges, and nothing is ever deleted.
-async fn killed_at(points: std::ops::Range<u32>, minimum_partial: usize) {
+/// `apply` killed outright at `points` moments of its first half (point k of 20 lands k/20 of the
+/// way through a whole apply's time), most while it plans: the next apply always converges, and
+/// nothing is ever deleted.
+async fn killed_while_planning(points: std::ops::Range<u32>) {
     let desired = desired_file(&small_account_with_runner(&["pytorch", "pytorch-cache", "vllm"]));
     // How long an apply takes through the slow proxy.
     let account = emulator().new_account().await;
@@ -216,31 +217,66 @@ async fn killed_at(points: std::ops::Range<u32>, minimum_partial: usize) {
     assert!(spawn_apply(&account, &proxy.endpoint, &desired.path).wait().unwrap().success());
     watch.check(&desired.path, None);
     let whole = start.elapsed();
-    let mut partial = 0;
     for point in points {
         let account = emulator().new_account().await;
         // The bucket exists, so every apply takes the lock, and a killed one leaves it behind.
         bucket_of(&account).await;
         let watch = Watch::start(&account.env());
         let mut child = spawn_apply(&account, &proxy.endpoint, &desired.path);
-        // Spread over the run: point k of 20 lands k/20 of the way through it.
         std::thread::sleep(whole.mul_f64(f64::from(point) / 20.0));
         signal(&child, "KILL");
         let _ = child.wait();
         watch.check(&desired.path, None);
-        // Killed mid-apply: some of it written, some not.
-        let written = !account.writes().is_empty();
-        let left = reconcile(&account, &desired.path, &["plan", "--detailed-exitcode"]).code == 2;
-        partial += usize::from(written && left);
-        let again = reconcile(&account, &desired.path, &["apply", "--auto-approve"]);
-        assert_eq!(again.code, 0, "killed at {point}/20: {}{}", again.stdout, again.stderr);
-        let plan = reconcile(&account, &desired.path, &["plan", "--detailed-exitcode"]);
-        assert_eq!(plan.code, 0, "killed at {point}/20: {}", plan.stdout);
-        let deletes: Vec<String> =
-            account.writes().iter().map(ToString::to_string).filter(|w| w.contains("Delete")).collect();
-        assert_eq!(deletes, Vec::<String>::new(), "killed at {point}/20");
+        converged_by_the_next(&account, &desired.path, &format!("killed at {point}/20"));
     }
-    assert!(partial >= minimum_partial, "only {partial} kills landed between the first write and the last");
+}
+
+/// `apply` killed outright after each write of its second half in turn, by a proxy
+/// that holds the write after them (so the kill lands between its first write and its last
+/// however loaded the machine is, where a kill timed against a whole apply's duration may land
+/// after it ended): some of it written, some not, and the next apply converges it without a
+/// delete.
+async fn killed_in_the_second_half() {
+    let desired = desired_file(&small_account_with_runner(&["pytorch", "pytorch-cache", "vllm"]));
+    // How many writes a whole apply makes, the lock's included.
+    let account = emulator().new_account().await;
+    bucket_of(&account).await;
+    let counting = FaultProxy::halting_after(emulator().endpoint(), u64::MAX);
+    assert!(spawn_apply(&account, &counting.endpoint, &desired.path).wait().unwrap().success());
+    let whole = counting.writes();
+    assert!(whole >= 12, "an apply of the small account writes more than {whole} times");
+    // The last write lets the lock go; every one before it leaves something to make.
+    for writes in whole / 2..whole - 1 {
+        let account = emulator().new_account().await;
+        bucket_of(&account).await;
+        let proxy = FaultProxy::halting_after(emulator().endpoint(), writes);
+        let watch = Watch::start(&account.env());
+        let mut child = spawn_apply(&account, &proxy.endpoint, &desired.path);
+        let started = std::time::Instant::now();
+        while !proxy.halted() {
+            assert!(child.try_wait().unwrap().is_none(), "after {writes} of {whole} writes: the apply ended");
+            assert!(started.elapsed() < std::time::Duration::from_secs(120), "after {writes} writes: stuck");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        signal(&child, "KILL");
+        let _ = child.wait();
+        watch.check(&desired.path, None);
+        drop(proxy);
+        let plan = reconcile(&account, &desired.path, &["plan", "--detailed-exitcode"]);
+        assert_eq!(plan.code, 2, "killed after {writes} of {whole} writes, something is left: {}", plan.stdout);
+        converged_by_the_next(&account, &desired.path, &format!("killed after {writes} of {whole} writes"));
+    }
+}
+
+/// The next apply of an account a killed apply left converges it, and nothing was ever deleted.
+fn converged_by_the_next(account: &TestAccount, desired: &std::path::Path, killed: &str) {
+    let again = reconcile(account, desired, &["apply", "--auto-approve"]);
+    assert_eq!(again.code, 0, "{killed}: {}{}", again.stdout, again.stderr);
+    let plan = reconcile(account, desired, &["plan", "--detailed-exitcode"]);
+    assert_eq!(plan.code, 0, "{killed}: {}", plan.stdout);
+    let deletes: Vec<String> =
+        account.writes().iter().map(ToString::to_string).filter(|w| w.contains("Delete")).collect();
+    assert_eq!(deletes, Vec::<String>::new(), "{killed}");
 }
 
 /// The sccache bucket, as an apply killed right after making it left it: made with its mark.
@@ -257,14 +293,13 @@ async fn bucket_of(account: &TestAccount) {
 }
 
 #[tokio::test]
-async fn apply_killed_at_ten_points_in_the_first_half_is_converged_by_the_next() {
-    // Most of these land while it plans.
-    killed_at(0..10, 0).await;
+async fn apply_killed_at_ten_moments_of_its_first_half_is_converged_by_the_next() {
+    killed_while_planning(0..10).await;
 }
 
 #[tokio::test]
-async fn apply_killed_at_ten_points_in_the_second_half_is_converged_by_the_next() {
-    killed_at(10..20, 2).await;
+async fn apply_killed_after_each_write_of_its_second_half_is_converged_by_the_next() {
+    killed_in_the_second_half().await;
 }
 
 /// The lock object as another apply would have written it.
