@@ -3,7 +3,8 @@
 //! to, surveys nothing (but says it did), applies by writing to a log, and can fail, hang or be
 //! slow on demand.
 //!
-//! Compiled for this crate's tests and, with the `fake` feature, for other crates' tests.
+//! Used only by tests (this crate's, reconcile-render's and the binary's), but compiled always: see
+//! the note in lib.rs.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -612,6 +612,33 @@ fn core_is_the_engine() {
     }
 }
 
+/// The crates whose tests mock the SDK (aws-smithy-mocks, an SDK crate's `test-util`) are the
+/// ones scripts/test.sh tests in a cargo run of their own: one left in the main run would build
+/// the binary the integration tests run with the mocks' features, which no user's build has.
+#[test]
+fn the_crates_that_mock_the_sdk_are_tested_apart() {
+    let root = workspace_root();
+    let script = std::fs::read_to_string(root.join("scripts/test.sh")).unwrap();
+    let line = script.lines().find(|line| line.starts_with("mocked=(")).unwrap();
+    let apart: std::collections::BTreeSet<String> =
+        line.trim_start_matches("mocked=(").trim_end_matches(')').split_whitespace().map(str::to_owned).collect();
+    let mut mocking = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(root.join("crates")).unwrap() {
+        let Ok(text) = std::fs::read_to_string(entry.unwrap().path().join("Cargo.toml")) else { continue };
+        let manifest: toml::Table = text.parse().unwrap();
+        let Some(dev) = manifest.get("dev-dependencies").and_then(toml::Value::as_table) else { continue };
+        let mocks = dev.iter().any(|(name, spec)| {
+            let features = spec.get("features").and_then(toml::Value::as_array).cloned().unwrap_or_default();
+            name == "aws-smithy-mocks" || features.iter().any(|feature| feature.as_str() == Some("test-util"))
+        });
+        if mocks {
+            mocking.insert(manifest["package"]["name"].as_str().unwrap().to_owned());
+        }
+    }
+    assert_eq!(mocking.len(), 4, "{mocking:?}");
+    assert_eq!(mocking, apart, "scripts/test.sh's mocked=(...) against the crates that mock the SDK");
+}
+
 /// The production source files under `dir` (a path from the workspace root), each with its text
 /// up to its inline tests module: (path from the root, text).
 fn production_sources(dir: &str) -> Vec<(String, String)> {
