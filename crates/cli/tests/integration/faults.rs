@@ -252,19 +252,32 @@ async fn killed_in_the_second_half() {
         let proxy = FaultProxy::halting_after(emulator().endpoint(), writes);
         let watch = Watch::start(&account.env());
         let mut child = spawn_apply(&account, &proxy.endpoint, &desired.path);
-        let started = std::time::Instant::now();
-        while !proxy.halted() {
-            assert!(child.try_wait().unwrap().is_none(), "after {writes} of {whole} writes: the apply ended");
-            assert!(started.elapsed() < std::time::Duration::from_secs(120), "after {writes} writes: stuck");
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        signal(&child, "KILL");
-        let _ = child.wait();
+        let killed = kill_when_held(&mut child, &proxy, &format!("after {writes} of {whole} writes"));
+        assert!(killed, "after {writes} of {whole} writes: the apply ended");
         watch.check(&desired.path, None);
         drop(proxy);
         let plan = reconcile(&account, &desired.path, &["plan", "--detailed-exitcode"]);
         assert_eq!(plan.code, 2, "killed after {writes} of {whole} writes, something is left: {}", plan.stdout);
         converged_by_the_next(&account, &desired.path, &format!("killed after {writes} of {whole} writes"));
+    }
+}
+
+/// Kills `child` once `proxy` holds one of its writes (true), or waits for it to end by itself,
+/// successfully (false). Two minutes without either is a hang, not a slow machine.
+fn kill_when_held(child: &mut std::process::Child, proxy: &FaultProxy, what: &str) -> bool {
+    let started = std::time::Instant::now();
+    loop {
+        if proxy.halted() {
+            signal(child, "KILL");
+            let _ = child.wait();
+            return true;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "{what}: the apply failed by itself");
+            return false;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(120), "{what}: stuck");
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 
@@ -481,21 +494,8 @@ async fn a_takeover_killed_after_each_write(offset: u64, stride: u64) {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        let started = std::time::Instant::now();
-        let finished = loop {
-            if proxy.halted() {
-                break false;
-            }
-            if let Some(status) = child.try_wait().unwrap() {
-                assert!(status.success(), "after {writes} writes: the apply failed by itself");
-                break true;
-            }
-            assert!(started.elapsed() < std::time::Duration::from_secs(120), "after {writes} writes: stuck");
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        };
+        let finished = !kill_when_held(&mut child, &proxy, &format!("after {writes} writes"));
         if !finished {
-            signal(&child, "KILL");
-            let _ = child.wait();
             killed += 1;
         }
         watch.check(&copy.path, None);
