@@ -95,6 +95,9 @@ class RequestRecorder:
         self.app = app
         self.lock = threading.Lock()
         self.records = []
+        # Access key -> its records, so one caller's are read without a walk through every
+        # test's (the suite makes hundreds of thousands of requests).
+        self.by_key = {}
 
     def __call__(self, environ, start_response):
         path = environ.get("PATH_INFO", "")
@@ -103,13 +106,20 @@ class RequestRecorder:
             # thousand runs does not read every other test's requests each time.
             keys = parse_qs(environ.get("QUERY_STRING", "")).get("access_key")
             with self.lock:
-                records = [r for r in self.records if not keys or r["access_key"] in keys]
+                if not keys:
+                    records = self.records
+                elif len(keys) == 1:
+                    records = self.by_key.get(keys[0], [])
+                else:
+                    # In the order they arrived, as the whole list has them.
+                    records = sorted((r for key in set(keys) for r in self.by_key.get(key, [])), key=lambda r: r["seq"])
                 body = json.dumps(records).encode()
             start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
             return [body]
         if path == RECORDS_PATH + "/reset":
             with self.lock:
                 self.records.clear()
+                self.by_key.clear()
             start_response("204 No Content", [])
             return [b""]
         if path == FAIL_CREATE_PROJECT_PATH:
@@ -298,7 +308,9 @@ class RequestRecorder:
             "at": time.time(),
         }
         with self.lock:
+            entry["seq"] = len(self.records)
             self.records.append(entry)
+            self.by_key.setdefault(access_key, []).append(entry)
         return entry
 
 
@@ -783,6 +795,44 @@ def patch_oidc_providers():
     iam_responses.IamResponse.remove_client_id_from_open_id_connect_provider = remove_client_id
 
 
+def patch_lookups():
+    """Remembers three answers moto works out again on every request, each at a cost that grows
+    with what the server holds: the account of an access key (moto walks every account's IAM
+    backend, and the suite makes thousands of accounts, so late in a run this was the costliest
+    part of a request), the names of moto's service modules (a directory listing), and a response
+    class's method names. The answers are the same ones; only the work is not redone."""
+    import functools
+
+    import moto.backends
+    import moto.core.responses
+    import moto.iam.models
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.utilities.utils import PARTITION_NAMES
+
+    walk = moto.iam.models.get_account_id_from
+    accounts = {}
+
+    def get_account_id_from(access_key):
+        account = accounts.get(access_key)
+        # A key deleted since is looked for again, as moto would.
+        if account is not None and any(
+            access_key in moto.iam.models.iam_backends[account][partition].access_keys for partition in PARTITION_NAMES
+        ):
+            return account
+        account = walk(access_key)
+        # An unknown key answers the default account; it may be made later, so that is not kept.
+        if account != DEFAULT_ACCOUNT_ID:
+            accounts[access_key] = account
+        return account
+
+    moto.iam.models.get_account_id_from = get_account_id_from
+    modules = list(moto.backends.list_of_moto_modules())
+    moto.backends.list_of_moto_modules = lambda: iter(modules)
+    moto.core.responses.method_names_from_class = functools.lru_cache(maxsize=None)(
+        moto.core.responses.method_names_from_class
+    )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
@@ -797,6 +847,7 @@ def main():
     patch_pagination()
     patch_defaults()
     patch_oidc_providers()
+    patch_lookups()
 
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
     from werkzeug.serving import make_server
