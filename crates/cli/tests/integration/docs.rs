@@ -976,7 +976,7 @@ fn the_demo_runs_wherever_cargo_puts_the_binary() {
         let name = name.to_string_lossy().into_owned();
         let set_for_a_test = ["OUT_DIR", "CARGO_MANIFEST_DIR", "CARGO_MANIFEST_PATH", "CARGO_MANIFEST_LINKS"];
         let set_for_a_crate = ["CARGO_PRIMARY_PACKAGE", "CARGO_CRATE_NAME"];
-        if name.starts_with("CARGO_PKG_") || set_for_a_test.contains(&name.as_str()) || set_for_a_crate.contains(&name.as_str()) {
+        if name.starts_with("CARGO_PKG_") || set_for_a_test.iter().chain(&set_for_a_crate).any(|set| *set == name) {
             demo.env_remove(name);
         }
     }
