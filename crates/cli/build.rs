@@ -15,7 +15,10 @@ fn main() {
         Ok(commit) if !commit.is_empty() => commit,
         _ => {
             let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".to_owned());
-            let dirty = git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+            // `--no-optional-locks`: a plain `git status` rewrites the index of a fresh checkout,
+            // which this script watches, so the next cargo run would build the binary again.
+            let status = ["--no-optional-locks", "status", "--porcelain", "--untracked-files=no"];
+            let dirty = git(&status).is_some_and(|s| !s.is_empty());
             if dirty { format!("{commit}-dirty") } else { commit }
         }
     };
