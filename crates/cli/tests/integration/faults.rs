@@ -494,8 +494,8 @@ async fn a_takeover_killed_after_each_write(offset: u64, stride: u64) {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        let finished = !kill_when_held(&mut child, &proxy, &format!("after {writes} writes"));
-        if !finished {
+        let held = kill_when_held(&mut child, &proxy, &format!("after {writes} writes"));
+        if held {
             killed += 1;
         }
         watch.check(&copy.path, None);
@@ -518,7 +518,7 @@ async fn a_takeover_killed_after_each_write(offset: u64, stride: u64) {
             deletes.iter().all(|d| d.contains("reconcile/apply.lock") || d.contains("DeleteRepositoryPolicy")),
             "{deletes:?}"
         );
-        if finished {
+        if !held {
             break;
         }
     }
